@@ -1,0 +1,143 @@
+// Package checkpoint holds the checkpoint coordinator (Flink:
+// CheckpointCoordinator), pending and completed checkpoints, and the store
+// that keeps completed checkpoints and their state (Flink:
+// CompletedCheckpointStore + CheckpointStorage).
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TaskID names one subtask: an operator and the index of its parallel
+// instance. It prints as "operator/index", e.g. "join/1".
+type TaskID struct {
+	Operator string
+	Index    int
+}
+
+func (t TaskID) String() string { return fmt.Sprintf("%s/%d", t.Operator, t.Index) }
+
+// Kind tells a checkpoint from a savepoint.
+type Kind int
+
+const (
+	// KindCheckpoint is a periodic or manually triggered checkpoint.
+	KindCheckpoint Kind = iota
+	// KindSavepoint is a user-triggered savepoint, never removed by retention.
+	KindSavepoint
+)
+
+func (k Kind) String() string {
+	if k == KindSavepoint {
+		return "savepoint"
+	}
+	return "checkpoint"
+}
+
+// Handle points at the state blob one subtask wrote for one checkpoint
+// (Flink: StreamStateHandle).
+type Handle struct {
+	Key      string `json:"key"`
+	Size     int64  `json:"size"`
+	Checksum uint32 `json:"checksum"`
+}
+
+// Offsets are source positions: topic → partition → next offset to read.
+type Offsets map[string]map[int32]int64
+
+// SubtaskAck is what one subtask reports when its part of a checkpoint is
+// done (Flink: AcknowledgeCheckpoint + SubtaskStateStats).
+type SubtaskAck struct {
+	Handle Handle `json:"handle"`
+	// Figures, as Flink's checkpoint monitoring shows them.
+	SyncDuration  time.Duration `json:"sync_duration"`
+	AsyncDuration time.Duration `json:"async_duration"`
+	Alignment     time.Duration `json:"alignment"`
+	StartDelay    time.Duration `json:"start_delay"`
+	// Bytes is the full size of the subtask's state; IncrementalBytes what
+	// this checkpoint wrote for it (equal to Bytes for a full snapshot).
+	Bytes            int64 `json:"bytes"`
+	IncrementalBytes int64 `json:"incremental_bytes"`
+	// Offsets are set by source subtasks.
+	Offsets Offsets `json:"offsets,omitempty"`
+	// Finished is set when the subtask had finished before this checkpoint
+	// and its last state was carried over from an earlier one (Flink:
+	// FullyFinishedOperatorState).
+	Finished bool      `json:"finished,omitempty"`
+	AckTime  time.Time `json:"ack_time"`
+}
+
+// Completed is a checkpoint that every subtask acknowledged and whose
+// metadata was written to the store (Flink: CompletedCheckpoint).
+type Completed struct {
+	ID             int64                 `json:"id"`
+	Kind           Kind                  `json:"kind"`
+	Job            string                `json:"job"`
+	Mode           string                `json:"mode"`
+	TriggerTime    time.Time             `json:"trigger_time"`
+	CompletionTime time.Time             `json:"completion_time"`
+	Tasks          map[TaskID]SubtaskAck `json:"-"`
+}
+
+// Duration is the end-to-end duration, trigger to completion.
+func (c *Completed) Duration() time.Duration { return c.CompletionTime.Sub(c.TriggerTime) }
+
+// Size is the sum of the full state sizes of all subtasks.
+func (c *Completed) Size() (full, incremental int64) {
+	for _, a := range c.Tasks {
+		full += a.Bytes
+		incremental += a.IncrementalBytes
+	}
+	return full, incremental
+}
+
+// SourceOffsets merges the offsets every source subtask reported.
+func (c *Completed) SourceOffsets() Offsets {
+	out := Offsets{}
+	for _, a := range c.Tasks {
+		for topic, parts := range a.Offsets {
+			if out[topic] == nil {
+				out[topic] = map[int32]int64{}
+			}
+			for p, o := range parts {
+				out[topic][p] = o
+			}
+		}
+	}
+	return out
+}
+
+// StateStorage keeps the state blobs subtasks write during the asynchronous
+// part of a snapshot (Flink: CheckpointStorage / CheckpointStreamFactory).
+type StateStorage interface {
+	// PutState stores data as the state of task for checkpoint id.
+	PutState(ctx context.Context, id int64, task TaskID, data []byte) (Handle, error)
+	// GetState reads a blob back and checks its checksum.
+	GetState(ctx context.Context, h Handle) ([]byte, error)
+}
+
+// Store keeps completed checkpoints (Flink: CompletedCheckpointStore). A
+// checkpoint is listed only once Add has returned without error.
+type Store interface {
+	StateStorage
+	// Add records a completed checkpoint durably and applies retention.
+	Add(ctx context.Context, c *Completed) error
+	// Latest returns the newest completed checkpoint or savepoint to restore
+	// from, or nil when there is none.
+	Latest(ctx context.Context) (*Completed, error)
+	// All returns every retained checkpoint and savepoint, oldest first.
+	All(ctx context.Context) ([]*Completed, error)
+	// MaxID is the highest checkpoint id ever added (0 when none), so that
+	// ids keep increasing across restarts of the process.
+	MaxID() int64
+}
+
+// ErrChecksum means a state blob does not match the checksum recorded when it
+// was written: the checkpoint is damaged.
+var ErrChecksum = errors.New("state checksum mismatch")
+
+// ErrNotFound means a state blob or checkpoint is not in the store.
+var ErrNotFound = errors.New("not found in checkpoint store")

@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Channel connects one upstream subtask to one downstream subtask (Flink: a
+// result subpartition and its input channel). It carries batches of
+// elements; its capacity, in batches, is the back-pressure: a sender blocks
+// when it is full.
+//
+// Besides the Go channel it keeps counters the UI samples: how many elements
+// were sent into it and taken out by the receiver, and where the barriers
+// are, so a queue strip can be drawn without touching the data path.
+type Channel struct {
+	ch   chan []Element
+	gate *gate
+
+	sent     atomic.Int64 // elements sent
+	consumed atomic.Int64 // elements the receiver has handled
+
+	mu       sync.Mutex
+	barriers []barrierMark // barriers sent and not yet consumed, oldest first
+}
+
+type barrierMark struct {
+	id  int64
+	seq int64 // position in the channel's element sequence
+}
+
+func newChannel(capacity int, g *gate) *Channel {
+	return &Channel{ch: make(chan []Element, capacity), gate: g}
+}
+
+// send puts batch into the channel, waiting while it is full. It returns
+// false when ctx ended first.
+func (c *Channel) send(ctx context.Context, batch []Element) bool {
+	base := c.sent.Load()
+	for i := range batch {
+		if k := batch[i].Kind; k == KindBarrier || k == KindCancel {
+			c.mu.Lock()
+			c.barriers = append(c.barriers, barrierMark{id: batch[i].ID, seq: base + int64(i)})
+			c.mu.Unlock()
+		}
+	}
+	c.sent.Add(int64(len(batch)))
+	select {
+	case c.ch <- batch:
+	case <-ctx.Done():
+		return false
+	}
+	c.gate.signal()
+	return true
+}
+
+// poll takes the next batch if one is waiting.
+func (c *Channel) poll() ([]Element, bool) {
+	select {
+	case b := <-c.ch:
+		return b, true
+	default:
+		return nil, false
+	}
+}
+
+// markConsumed records that n more elements were handled by the receiver.
+func (c *Channel) markConsumed(n int) {
+	done := c.consumed.Add(int64(n))
+	c.mu.Lock()
+	i := 0
+	for i < len(c.barriers) && c.barriers[i].seq < done {
+		i++
+	}
+	if i > 0 {
+		c.barriers = append(c.barriers[:0], c.barriers[i:]...)
+	}
+	c.mu.Unlock()
+}
+
+// QueueView is what the UI draws of one input channel: the elements sent but
+// not yet handled, with the barriers at their positions (0 is the next
+// element the receiver will handle).
+type QueueView struct {
+	Queued   int64
+	Barriers []BarrierPos
+}
+
+// BarrierPos is a barrier's place in a queue.
+type BarrierPos struct {
+	ID  int64
+	Pos int64
+}
+
+// View samples the channel.
+func (c *Channel) View() QueueView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	done := c.consumed.Load()
+	v := QueueView{Queued: c.sent.Load() - done}
+	for _, b := range c.barriers {
+		v.Barriers = append(v.Barriers, BarrierPos{ID: b.id, Pos: b.seq - done})
+	}
+	return v
+}
+
+// gate wakes a receiving subtask when any of its input channels, or its
+// mailbox, has something for it.
+type gate struct{ c chan struct{} }
+
+func newGate() *gate { return &gate{c: make(chan struct{}, 1)} }
+
+func (g *gate) signal() {
+	select {
+	case g.c <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,40 @@
+// Package runtime runs a job: the job graph, its tasks and channels,
+// partitioners, the built-in operators, barrier handling, fault injection,
+// and the observer that reports what happens (Flink: the TaskManager side of
+// a job, plus the JobMaster that deploys and recovers it).
+package runtime
+
+// Kind is what a stream element carries.
+type Kind uint8
+
+const (
+	// KindRecord is a data record.
+	KindRecord Kind = iota
+	// KindBarrier is checkpoint barrier ID (Flink: CheckpointBarrier).
+	KindBarrier
+	// KindCancel cancels checkpoint ID downstream (Flink:
+	// CancelCheckpointMarker).
+	KindCancel
+	// KindEndOfInput says the channel will carry nothing more (Flink:
+	// EndOfPartitionEvent).
+	KindEndOfInput
+)
+
+// Record is one data record. Key is set by a hash edge to the key the
+// receiving operator's keyed state is scoped to; Bytes carries raw input (as
+// read from a topic) and Value a decoded value.
+type Record struct {
+	Key   string
+	Bytes []byte
+	Value any
+}
+
+// Element is what flows through a channel: a record, a barrier, a
+// cancellation marker or the end of input.
+type Element struct {
+	Kind   Kind
+	Record Record
+	// ID and TriggerNanos describe a barrier or cancellation marker.
+	ID           int64
+	TriggerNanos int64
+}

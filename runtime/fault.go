@@ -1,0 +1,126 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"faultline/runtime/spec"
+)
+
+// FaultKind is an entry of the fault catalogue.
+type FaultKind string
+
+const (
+	// FaultPanic makes the task panic inside its operator.
+	FaultPanic FaultKind = "panic"
+	// FaultError makes the task's operator return an error.
+	FaultError FaultKind = "error"
+)
+
+var faultKinds = map[FaultKind]string{
+	FaultPanic: "the task panics",
+	FaultError: "the task's operator returns an error",
+}
+
+// Fault is one injection: what, where and when. It is the one entry point
+// for faults: --inject in headless runs, and later the keyboard.
+type Fault struct {
+	Kind FaultKind
+	Task string // "operator/index"
+	// After is the time since the run started; AfterRecords instead fires
+	// once the task has processed that many records (over all attempts),
+	// which keeps short bounded runs deterministic. Neither set: now.
+	After        time.Duration
+	AfterRecords int64
+	Spec         string // as the user wrote it
+}
+
+func (f Fault) String() string { return f.Spec }
+
+// ErrInjected is the error an injected fault makes a task fail with.
+var ErrInjected = errors.New("injected fault")
+
+// ParseFault reads an --inject value such as
+// "after=3s,task=join/1,fault=panic" or "after-records=20000,task=join/1,fault=panic".
+func ParseFault(s string) (Fault, error) {
+	f := Fault{Spec: s}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return f, fmt.Errorf("--inject %q: %q is not key=value (keys: after, after-records, task, fault)", s, part)
+		}
+		if seen[k] {
+			return f, fmt.Errorf("--inject %q: %s given twice", s, k)
+		}
+		seen[k] = true
+		switch k {
+		case "after":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return f, fmt.Errorf("--inject %q: after=%s is not a duration like 3s or 500ms", s, v)
+			}
+			f.After = d
+		case "after-records":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return f, fmt.Errorf("--inject %q: after-records=%s is not a whole number", s, v)
+			}
+			f.AfterRecords = n
+		case "task":
+			f.Task = v
+		case "fault":
+			f.Kind = FaultKind(v)
+			if _, ok := faultKinds[f.Kind]; !ok {
+				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
+			}
+		default:
+			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault)", s, k)
+		}
+	}
+	if seen["after"] && seen["after-records"] {
+		return f, fmt.Errorf("--inject %q: give after= or after-records=, not both", s)
+	}
+	if f.Kind == "" {
+		return f, fmt.Errorf("--inject %q: fault= is missing (known: %s)", s, knownFaults())
+	}
+	if f.Task == "" {
+		return f, fmt.Errorf("--inject %q: task= is missing (e.g. task=join/1)", s)
+	}
+	return f, nil
+}
+
+func knownFaults() string {
+	var ks []string
+	for k := range faultKinds {
+		ks = append(ks, string(k))
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+// CheckFaultTask verifies that the fault's task exists in job.
+func CheckFaultTask(f Fault, job *spec.Job) error {
+	name, idx, ok := strings.Cut(f.Task, "/")
+	op := job.Op(name)
+	if op == nil {
+		var names []string
+		for _, o := range job.Operators {
+			names = append(names, o.Name)
+		}
+		return fmt.Errorf("--inject %q: the job has no operator %q (operators: %s)", f.Spec, name, strings.Join(names, ", "))
+	}
+	i, err := strconv.Atoi(idx)
+	if !ok || err != nil || i < 0 || i >= op.Parallelism {
+		return fmt.Errorf("--inject %q: task must be %s/0 to %s/%d", f.Spec, name, name, op.Parallelism-1)
+	}
+	return nil
+}

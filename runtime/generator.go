@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Generator is the deterministic, seeded input of the default job: orders
+// and payments, each topic with a fixed number of partitions. Every paid
+// order has exactly one payment, in the payments partition with the same
+// number as its order's; payments are shuffled within small blocks and run
+// ahead of their orders, so the join sees a payment before its order about
+// as often as after. The content of every (topic, partition, offset) is a
+// pure function of the seed, so a source can seek anywhere and the
+// verification oracle can read the same input independently.
+type Generator struct {
+	seed       int64
+	orders     int64 // number of orders; 0 means unbounded
+	partitions int
+	rate       float64 // records/s over all readers; 0: as fast as possible
+
+	mu         sync.Mutex
+	paidPrefix [][]int64 // per partition: paid orders before block b
+}
+
+// Topics the generator serves.
+const (
+	TopicOrders   = "orders"
+	TopicPayments = "payments"
+)
+
+// GeneratorPartitions is the partition count of each generated topic.
+const GeneratorPartitions = 4
+
+const payBlock = 32 // orders of one partition whose payments are shuffled together
+
+// NewGenerator returns a generator of records input records (orders plus
+// payments, one more when the last order's payment passes the count; 0 for
+// an unbounded input).
+func NewGenerator(seed, records int64, partitions int) *Generator {
+	g := &Generator{seed: seed, partitions: partitions, paidPrefix: make([][]int64, partitions)}
+	if records > 0 {
+		var n, total int64
+		for total < records {
+			total++
+			if g.paid(n) {
+				total++
+			}
+			n++
+		}
+		g.orders = n
+	}
+	return g
+}
+
+// WithRate limits the generator's readers to about rate records/s in all.
+func (g *Generator) WithRate(rate float64) *Generator { g.rate = rate; return g }
+
+// Bounded reports whether the input has an end.
+func (g *Generator) Bounded() bool { return g.orders > 0 }
+
+// Orders is the number of orders of a bounded input.
+func (g *Generator) Orders() int64 { return g.orders }
+
+func (g *Generator) mix(i int64, salt uint64) uint64 {
+	x := uint64(g.seed)*0x9E3779B97F4A7C15 ^ uint64(i)*0xBF58476D1CE4E5B9 ^ salt*0x94D049BB133111EB
+	x ^= x >> 30
+	x *= 0xBF58476D1CE4E5B9
+	x ^= x >> 27
+	x *= 0x94D049BB133111EB
+	x ^= x >> 31
+	return x
+}
+
+// paid reports whether order i has a payment (nine in ten have).
+func (g *Generator) paid(i int64) bool { return g.mix(i, 1)%100 < 90 }
+
+// OrderAt returns order i.
+func (g *Generator) OrderAt(i int64) Order {
+	h := g.mix(i, 2)
+	return Order{
+		OrderID:     orderID(i),
+		Customer:    "c-" + strconv.FormatUint(h%100, 10),
+		AmountCents: 100 + int64((h>>8)%20000),
+	}
+}
+
+func orderID(i int64) string { return fmt.Sprintf("o-%06d", i) }
+
+// partitionOrders is how many orders partition p holds (bounded input).
+func (g *Generator) partitionOrders(p int) int64 {
+	if g.orders <= int64(p) {
+		return 0
+	}
+	return (g.orders-int64(p)-1)/int64(g.partitions) + 1
+}
+
+// block returns the order indices whose payments make up block b of payments
+// partition p, in their shuffled order.
+func (g *Generator) block(p int, b int64) []int64 {
+	var ids []int64
+	for k := b * payBlock; k < (b+1)*payBlock; k++ {
+		i := k*int64(g.partitions) + int64(p)
+		if g.orders > 0 && i >= g.orders {
+			break
+		}
+		if g.paid(i) {
+			ids = append(ids, i)
+		}
+	}
+	// Deterministic Fisher-Yates.
+	for j := len(ids) - 1; j > 0; j-- {
+		r := int(g.mix(b*int64(g.partitions)+int64(p), 3+uint64(j)) % uint64(j+1))
+		ids[j], ids[r] = ids[r], ids[j]
+	}
+	return ids
+}
+
+// paidBefore returns how many payments partition p holds before block b,
+// extending the cache as needed.
+func (g *Generator) paidBefore(p int, b int64) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pre := g.paidPrefix[p]
+	if len(pre) == 0 {
+		pre = append(pre, 0)
+	}
+	for int64(len(pre)) <= b {
+		last := int64(len(pre) - 1)
+		pre = append(pre, pre[last]+int64(len(g.block(p, last))))
+	}
+	g.paidPrefix[p] = pre
+	return pre[b]
+}
+
+// paymentAt finds the order whose payment is at offset off of partition p.
+func (g *Generator) paymentAt(p int, off int64) (int64, bool) {
+	// Blocks hold about payBlock*0.9 payments; search upwards from a guess.
+	b := off / payBlock
+	for b > 0 && g.paidBefore(p, b) > off {
+		b--
+	}
+	for {
+		if g.orders > 0 && b*payBlock*int64(g.partitions)+int64(p) >= g.orders {
+			return 0, false
+		}
+		start := g.paidBefore(p, b)
+		blk := g.block(p, b)
+		if off < start+int64(len(blk)) {
+			return blk[off-start], true
+		}
+		b++
+	}
+}
+
+// EndOffset is the number of records in a partition of a bounded input.
+func (g *Generator) EndOffset(topic string, p int) int64 {
+	switch topic {
+	case TopicOrders:
+		return g.partitionOrders(p)
+	case TopicPayments:
+		n := g.partitionOrders(p)
+		blocks := (n + payBlock - 1) / payBlock
+		return g.paidBefore(p, blocks)
+	}
+	return 0
+}
+
+// Read returns the raw record at (topic, partition, offset), or false past
+// the end.
+func (g *Generator) Read(topic string, p int, off int64) ([]byte, bool) {
+	switch topic {
+	case TopicOrders:
+		if g.orders > 0 && off >= g.partitionOrders(p) {
+			return nil, false
+		}
+		o := g.OrderAt(off*int64(g.partitions) + int64(p))
+		return o.AppendJSON(nil), true
+	case TopicPayments:
+		i, ok := g.paymentAt(p, off)
+		if !ok {
+			return nil, false
+		}
+		o := g.OrderAt(i)
+		pay := Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID[2:], AmountCents: o.AmountCents}
+		return pay.AppendJSON(nil), true
+	}
+	return nil, false
+}
+
+// Source returns the generator's topic as a job source.
+func (g *Generator) Source(topic string) (Source, error) {
+	if topic != TopicOrders && topic != TopicPayments {
+		return nil, fmt.Errorf("the generator has no topic %q (it has %q and %q)", topic, TopicOrders, TopicPayments)
+	}
+	return &genSource{g: g, topic: topic}, nil
+}
+
+type genSource struct {
+	g     *Generator
+	topic string
+}
+
+func (s *genSource) Topic() string   { return s.topic }
+func (s *genSource) Partitions() int { return s.g.partitions }
+
+func (s *genSource) Reader(partitions []int32, offsets map[int32]int64) (SourceReader, error) {
+	r := &genReader{g: s.g, topic: s.topic, next: map[int32]int64{}, start: time.Now()}
+	r.parts = append(r.parts, partitions...)
+	sort.Slice(r.parts, func(i, j int) bool { return r.parts[i] < r.parts[j] })
+	for _, p := range r.parts {
+		if int(p) >= s.g.partitions {
+			return nil, fmt.Errorf("topic %s has no partition %d", s.topic, p)
+		}
+		r.next[p] = offsets[p]
+	}
+	if s.g.rate > 0 {
+		// Each topic gets half of the rate, split over its partitions.
+		r.rate = s.g.rate / 2 * float64(len(r.parts)) / float64(s.g.partitions)
+	}
+	return r, nil
+}
+
+type genReader struct {
+	g     *Generator
+	topic string
+	parts []int32
+	next  map[int32]int64
+	rr    int
+
+	rate    float64
+	start   time.Time
+	emitted int64
+}
+
+func (r *genReader) Poll(ctx context.Context, dst []Record, max int) ([]Record, bool, error) {
+	if r.rate > 0 {
+		allowed := int64(r.rate*time.Since(r.start).Seconds()) - r.emitted
+		if allowed <= 0 {
+			t := time.NewTimer(time.Duration(float64(time.Second) / r.rate))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+			return dst, false, nil
+		}
+		if allowed < int64(max) {
+			max = int(allowed)
+		}
+	}
+	n := 0
+	for n < max {
+		progressed := false
+		for range r.parts {
+			p := r.parts[r.rr%len(r.parts)]
+			r.rr++
+			b, ok := r.g.Read(r.topic, int(p), r.next[p])
+			if !ok {
+				continue
+			}
+			r.next[p]++
+			dst = append(dst, Record{Bytes: b})
+			n++
+			progressed = true
+			if n == max {
+				break
+			}
+		}
+		if !progressed {
+			r.emitted += int64(n)
+			return dst, len(r.parts) == 0 || r.g.Bounded(), nil
+		}
+	}
+	r.emitted += int64(n)
+	return dst, false, nil
+}
+
+func (r *genReader) Offsets() map[int32]int64 {
+	out := make(map[int32]int64, len(r.next))
+	for p, o := range r.next {
+		out[p] = o
+	}
+	return out
+}
+
+func (r *genReader) Close() error { return nil }

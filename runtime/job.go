@@ -1,0 +1,713 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"faultline/backend"
+	"faultline/checkpoint"
+	"faultline/internal/clock"
+	"faultline/restart"
+	"faultline/runtime/barrier"
+	"faultline/runtime/spec"
+)
+
+// JobStatus is the job's life-cycle state (Flink: JobStatus).
+type JobStatus string
+
+// Job statuses, named as Flink names them.
+const (
+	JobCreated    JobStatus = "CREATED"
+	JobRunning    JobStatus = "RUNNING"
+	JobRestarting JobStatus = "RESTARTING"
+	JobFailing    JobStatus = "FAILING"
+	JobFailed     JobStatus = "FAILED"
+	JobFinished   JobStatus = "FINISHED"
+	JobCanceled   JobStatus = "CANCELED"
+)
+
+// Config is everything a job run needs.
+type Config struct {
+	Job        *spec.Job
+	Env        *Env
+	Mode       barrier.Mode
+	Checkpoint checkpoint.Config
+	Store      checkpoint.Store
+	Restart    restart.BackoffStrategy
+	Faults     []Fault
+	Clock      clock.Clock
+	Observer   *Observer
+	// ChannelCapacity is each channel's capacity in batches; BatchSize the
+	// most elements in one batch.
+	ChannelCapacity int
+	BatchSize       int
+	// Logf receives diagnostics that do not belong on the user's screen.
+	Logf func(format string, args ...any)
+	// AfterTeardown, when set, is called after an attempt's goroutines have
+	// all ended (tests check that none is left).
+	AfterTeardown func(attempt int64, live int64)
+}
+
+// Job runs one job graph and recovers it from failures (Flink: JobMaster
+// with its scheduler). It owns the attempts: deploys every subtask, waits for
+// the first failure, cancels and waits for every goroutine of the attempt,
+// and redeploys from the latest completed checkpoint.
+type Job struct {
+	cfg   Config
+	spec  *spec.Job
+	obs   *Observer
+	coord *checkpoint.Coordinator
+	store checkpoint.Store
+	clk   clock.Clock
+
+	metrics map[string]*TaskMetrics
+	faults  []*faultEntry
+	paused  atomic.Bool
+	in      atomic.Int64 // records read by sources, over all attempts
+	live    atomic.Int64 // goroutines of attempts still running
+
+	mu  sync.Mutex
+	cur *attempt
+
+	coordFail chan attemptErr
+	faultCh   chan *faultEntry
+}
+
+type attemptErr struct {
+	attempt int64
+	err     error
+}
+
+type faultEntry struct {
+	Fault
+	fired atomic.Bool
+}
+
+// FailureInfo is one failure of the run, as the report lists it.
+type FailureInfo struct {
+	At    time.Duration
+	Task  string
+	Fault string
+	Error string
+}
+
+// Result is how a run ended.
+type Result struct {
+	Status       JobStatus
+	Restarts     int
+	Failures     []FailureInfo
+	RestoredFrom []int64
+	GaveUp       string
+	Elapsed      time.Duration
+	RecordsIn    int64
+	Latest       *checkpoint.Completed // newest completed checkpoint at the end
+	Checkpoints  checkpoint.Stats
+}
+
+// New prepares a job; Run starts it.
+func New(cfg Config) (*Job, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NewObserver(cfg.Clock, 4096)
+	}
+	if cfg.Store == nil {
+		cfg.Store = checkpoint.NewMemoryStore(3)
+	}
+	if cfg.Restart == nil {
+		cfg.Restart = restart.NewFixedDelay(10, time.Second)
+	}
+	if cfg.ChannelCapacity <= 0 {
+		cfg.ChannelCapacity = 4
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 256
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	cfg.Checkpoint.Job = cfg.Job.Name
+	cfg.Checkpoint.Mode = cfg.Mode.String()
+	j := &Job{
+		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, store: cfg.Store, clk: cfg.Clock,
+		metrics:   map[string]*TaskMetrics{},
+		coordFail: make(chan attemptErr, 1),
+		faultCh:   make(chan *faultEntry, len(cfg.Faults)+1),
+	}
+	for _, op := range j.spec.Operators {
+		for i := 0; i < op.Parallelism; i++ {
+			j.metrics[checkpoint.TaskID{Operator: op.Name, Index: i}.String()] = &TaskMetrics{}
+		}
+		switch op.Type {
+		case spec.TypeSource:
+			if _, err := cfg.Env.source(op.Topic); err != nil {
+				return nil, fmt.Errorf("operator %s: %w", op.Name, err)
+			}
+		case spec.TypeSink:
+			if _, err := cfg.Env.output(op.Topic); err != nil {
+				return nil, fmt.Errorf("operator %s: %w", op.Name, err)
+			}
+		}
+	}
+	for _, f := range cfg.Faults {
+		if err := CheckFaultTask(f, j.spec); err != nil {
+			return nil, err
+		}
+		j.faults = append(j.faults, &faultEntry{Fault: f})
+	}
+	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, cfg.Store, cfg.Clock, j, j.onCheckpointEvent)
+	return j, nil
+}
+
+// Coordinator is the job's checkpoint coordinator.
+func (j *Job) Coordinator() *checkpoint.Coordinator { return j.coord }
+
+// Metrics returns the counters of every subtask by name ("join/1").
+func (j *Job) Metrics() map[string]*TaskMetrics { return j.metrics }
+
+// Pause stops (true) or resumes (false) the sources.
+func (j *Job) Pause(p bool) { j.paused.Store(p) }
+
+func (j *Job) logf(format string, args ...any) { j.cfg.Logf(format, args...) }
+
+func (j *Job) recordsIn(t *task, n int64) {
+	if t.src != nil {
+		j.in.Add(n)
+	}
+}
+
+func (j *Job) onCheckpointEvent(e checkpoint.Event) {
+	switch e.Type {
+	case checkpoint.EventTriggered:
+		j.obs.Emit("checkpoint_triggered", map[string]any{"id": e.ID, "kind": e.Kind.String()})
+	case checkpoint.EventCompleted:
+		full, inc := e.Completed.Size()
+		j.obs.Emit("checkpoint_completed", map[string]any{
+			"id": e.ID, "kind": e.Kind.String(), "duration_ms": e.Completed.Duration().Milliseconds(),
+			"size_bytes": full, "incremental_bytes": inc,
+		})
+	case checkpoint.EventFailed:
+		f := map[string]any{"id": e.ID, "reason": e.Reason.String()}
+		if e.Err != nil {
+			f["error"] = e.Err.Error()
+		}
+		if e.Task.Operator != "" {
+			f["task"] = e.Task.String()
+		}
+		j.obs.Emit("checkpoint_failed", f)
+	}
+}
+
+func (j *Job) current(n int64) *attempt {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.cur != nil && j.cur.n == n {
+		return j.cur
+	}
+	return nil
+}
+
+// TriggerSources implements checkpoint.Gateway.
+func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
+	if a := j.current(n); a != nil {
+		for _, t := range a.sources {
+			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano()})
+		}
+	}
+}
+
+// NotifyComplete implements checkpoint.Gateway.
+func (j *Job) NotifyComplete(n, id int64) {
+	if a := j.current(n); a != nil {
+		for _, t := range a.tasks {
+			t.mb.post(mail{kind: mailComplete, id: id})
+		}
+	}
+}
+
+// NotifyAborted implements checkpoint.Gateway.
+func (j *Job) NotifyAborted(n, id int64) {
+	if a := j.current(n); a != nil {
+		for _, t := range a.tasks {
+			t.mb.post(mail{kind: mailAborted, id: id})
+		}
+	}
+}
+
+// FailJob implements checkpoint.Gateway.
+func (j *Job) FailJob(n int64, err error) {
+	select {
+	case j.coordFail <- attemptErr{attempt: n, err: err}:
+	default:
+	}
+}
+
+// attempt is one deployment of the whole job graph (Flink: an execution
+// attempt of every vertex). Its context ends all its goroutines; wg waits
+// for them.
+type attempt struct {
+	n       int64
+	job     *Job
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	tasks   []*task
+	sources []*task
+	byName  map[string]*task
+	events  chan taskEvent
+}
+
+func (a *attempt) report(ctx context.Context, ev taskEvent) {
+	select {
+	case a.events <- ev:
+	case <-ctx.Done():
+	}
+}
+
+// stop cancels every goroutine of the attempt and waits for all of them.
+func (a *attempt) stop() {
+	a.cancel()
+	a.wg.Wait()
+}
+
+func (j *Job) status(s JobStatus, reason string) {
+	f := map[string]any{"status": string(s)}
+	if reason != "" {
+		f["reason"] = reason
+	}
+	j.obs.Emit("job_status", f)
+}
+
+// Run runs the job until it finishes, fails for good, or ctx ends
+// (CANCELED). restore, when not nil, is the checkpoint to start from.
+func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, error) {
+	start := j.clk.Now()
+	res := &Result{}
+	j.status(JobCreated, "")
+	var timers []clock.Timer
+	for _, f := range j.faults {
+		if f.AfterRecords == 0 {
+			f := f
+			timers = append(timers, j.clk.AfterFunc(f.After, func() { j.faultCh <- f }))
+		}
+	}
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}()
+	var queued []*faultEntry
+	reason := "job submitted"
+	if restore != nil {
+		reason = fmt.Sprintf("resumed from checkpoint %d", restore.ID)
+	}
+	for n := int64(1); ; n++ {
+		a, err := j.deploy(ctx, n, restore)
+		if err != nil {
+			j.status(JobFailed, err.Error())
+			return nil, err
+		}
+		j.status(JobRunning, reason)
+		for _, f := range queued {
+			j.deliver(a, f)
+		}
+		queued = nil
+		j.coord.Start(n, a.taskIDs())
+		out := j.supervise(ctx, a, &queued)
+		switch out.kind {
+		case outFinished:
+			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
+			j.teardown(a)
+			j.status(JobFinished, "every task finished")
+			res.Status = JobFinished
+		case outCanceled:
+			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job canceled"))
+			j.teardown(a)
+			j.status(JobCanceled, "canceled by the user")
+			res.Status = JobCanceled
+		case outFailed:
+			at := j.obs.Since()
+			fi := FailureInfo{At: at, Task: out.task, Error: out.err.Error()}
+			fields := map[string]any{"task": out.task, "error": out.err.Error(), "attempt": n}
+			if out.fault != nil {
+				fi.Fault = string(out.fault.Kind)
+				fields["fault"] = fi.Fault
+			}
+			if out.task == "" {
+				delete(fields, "task")
+			}
+			res.Failures = append(res.Failures, fi)
+			j.obs.Emit("task_failed", fields)
+			j.coord.Stop(checkpoint.ReasonJobFailover, fmt.Errorf("job failover: %w", out.err))
+			j.cfg.Restart.NotifyFailure(out.err, j.clk.Now())
+			if !j.cfg.Restart.CanRestart() {
+				j.status(JobFailing, out.err.Error())
+				j.teardown(a)
+				res.GaveUp = j.cfg.Restart.Status().GaveUpReason
+				j.status(JobFailed, res.GaveUp)
+				res.Status = JobFailed
+				break
+			}
+			j.status(JobRestarting, out.err.Error())
+			j.teardown(a)
+			delay := j.cfg.Restart.Backoff()
+			res.Restarts++
+			j.obs.Emit("restart_scheduled", map[string]any{
+				"strategy": j.cfg.Restart.Name(), "delay_ms": delay.Milliseconds(), "attempt": res.Restarts,
+				"description": j.cfg.Restart.Describe(),
+			})
+			if !j.sleep(ctx, delay) {
+				j.status(JobCanceled, "canceled while restarting")
+				res.Status = JobCanceled
+				break
+			}
+			latest, err := j.store.Latest(ctx)
+			if err != nil {
+				j.status(JobFailed, err.Error())
+				return nil, fmt.Errorf("read the latest checkpoint: %w", err)
+			}
+			restore = latest
+			reason = fmt.Sprintf("restarted after failure of %s", orJob(out.task))
+			if restore != nil {
+				j.coord.MarkRestored(restore.ID)
+				res.RestoredFrom = append(res.RestoredFrom, restore.ID)
+				j.obs.Emit("restored", map[string]any{"checkpoint": restore.ID, "offsets": offsetsJSON(restore.SourceOffsets())})
+			} else {
+				j.obs.Emit("restored", map[string]any{"checkpoint": 0, "reason": "no completed checkpoint: starting from the beginning"})
+			}
+			continue
+		}
+		break
+	}
+	var err error
+	res.Latest, err = j.store.Latest(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if res.Status != JobFinished {
+		if err := j.settleOutputs(res.Latest); err != nil {
+			return nil, err
+		}
+	}
+	res.Elapsed = j.clk.Now().Sub(start)
+	res.RecordsIn = j.in.Load()
+	res.Checkpoints = j.coord.Stats()
+	return res, nil
+}
+
+func orJob(task string) string {
+	if task == "" {
+		return "the job"
+	}
+	return task
+}
+
+func offsetsJSON(o checkpoint.Offsets) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for topic, parts := range o {
+		m := map[string]int64{}
+		for p, off := range parts {
+			m[strconv.Itoa(int(p))] = off
+		}
+		out[topic] = m
+	}
+	return out
+}
+
+func (j *Job) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	done := make(chan struct{})
+	t := j.clk.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+func (j *Job) teardown(a *attempt) {
+	for _, t := range a.tasks {
+		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
+			t.m.status.Store(TaskCanceling)
+		}
+	}
+	a.stop()
+	j.mu.Lock()
+	j.cur = nil
+	j.mu.Unlock()
+	if j.cfg.AfterTeardown != nil {
+		j.cfg.AfterTeardown(a.n, j.live.Load())
+	}
+}
+
+type outcomeKind int
+
+const (
+	outFinished outcomeKind = iota
+	outCanceled
+	outFailed
+)
+
+type outcome struct {
+	kind  outcomeKind
+	task  string
+	err   error
+	fault *Fault
+}
+
+// supervise waits for the attempt's end: all tasks finished, the first
+// failure, the coordinator giving up, or cancellation.
+func (j *Job) supervise(ctx context.Context, a *attempt, queued *[]*faultEntry) outcome {
+	finished, atEnd := 0, 0
+	for {
+		select {
+		case ev := <-a.events:
+			switch ev.kind {
+			case evFailed:
+				return outcome{kind: outFailed, task: ev.task.name, err: ev.err, fault: ev.fault}
+			case evFinished:
+				finished++
+				j.coord.TaskFinished(a.n, ev.task.id)
+				if finished == len(a.tasks) {
+					return outcome{kind: outFinished}
+				}
+			case evSourceAtEnd:
+				atEnd++
+				if atEnd == len(a.sources) && j.cfg.Checkpoint.Interval > 0 {
+					// Every source read all its input: take the final
+					// checkpoint now rather than at the next interval.
+					if _, err := j.coord.Trigger(checkpoint.KindCheckpoint); err != nil {
+						j.logf("final checkpoint: %v", err)
+					}
+				}
+			}
+		case f := <-j.faultCh:
+			j.deliver(a, f)
+		case e := <-j.coordFail:
+			if e.attempt == a.n {
+				return outcome{kind: outFailed, err: e.err}
+			}
+		case <-ctx.Done():
+			return outcome{kind: outCanceled}
+		}
+	}
+}
+
+// deliver hands a timed fault to its task; a task that already finished is
+// past harm.
+func (j *Job) deliver(a *attempt, f *faultEntry) {
+	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})
+	if t := a.byName[f.Task]; t != nil {
+		t.mb.post(mail{kind: mailFault, fault: f.Fault})
+	}
+}
+
+func (a *attempt) taskIDs() []checkpoint.TaskID {
+	ids := make([]checkpoint.TaskID, len(a.tasks))
+	for i, t := range a.tasks {
+		ids[i] = t.id
+	}
+	return ids
+}
+
+// readRestore loads the state of every subtask in checkpoint c, by operator.
+func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[string][]*backend.SubtaskState, error) {
+	out := map[string][]*backend.SubtaskState{}
+	ids := make([]checkpoint.TaskID, 0, len(c.Tasks))
+	for id := range c.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		if ids[a].Operator != ids[b].Operator {
+			return ids[a].Operator < ids[b].Operator
+		}
+		return ids[a].Index < ids[b].Index
+	})
+	for _, id := range ids {
+		ack := c.Tasks[id]
+		data, err := j.store.GetState(ctx, ack.Handle)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %d: state of %s: %w", c.ID, id, err)
+		}
+		s, err := backend.DecodeSubtaskState(data)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %d: state of %s: %w", c.ID, id, err)
+		}
+		out[id.Operator] = append(out[id.Operator], s)
+	}
+	return out, nil
+}
+
+// deploy builds and starts every subtask of attempt n.
+func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed) (*attempt, error) {
+	var states map[string][]*backend.SubtaskState
+	if restore != nil {
+		var err error
+		if states, err = j.readRestore(ctx, restore); err != nil {
+			return nil, err
+		}
+	}
+	actx, cancel := context.WithCancel(ctx)
+	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{}}
+	maxP := j.spec.MaxParallelism
+	byOp := map[string][]*task{}
+	for _, op := range j.spec.Operators {
+		for i := 0; i < op.Parallelism; i++ {
+			id := checkpoint.TaskID{Operator: op.Name, Index: i}
+			t := &task{
+				id: id, name: id.String(), a: a, op: op, gate: newGate(),
+				m: j.metrics[id.String()], lastTrig: map[int64]int64{}, faultAt: 1<<63 - 1,
+			}
+			t.mb = newMailbox(t.gate)
+			if op.Type == spec.TypeSource {
+				src, err := j.cfg.Env.source(op.Topic)
+				if err != nil {
+					cancel()
+					return nil, err
+				}
+				t.src = src
+				a.sources = append(a.sources, t)
+			} else {
+				oper, err := newOperator(op, j.cfg.Env)
+				if err != nil {
+					cancel()
+					return nil, err
+				}
+				t.oper = oper
+				t.one, _ = oper.(OneInput)
+				t.two, _ = oper.(TwoInput)
+			}
+			for _, in := range op.Inputs {
+				if in.Edge == spec.Hash {
+					t.keyed = backend.NewHeap(maxP, backend.RangeFor(maxP, op.Parallelism, i))
+					break
+				}
+			}
+			if ss := states[op.Name]; ss != nil {
+				r := &restoredState{from: restore.ID, operator: map[string][][]byte{}}
+				for _, s := range ss {
+					if len(s.Keyed) > 0 {
+						r.keyed = append(r.keyed, s.Keyed)
+					}
+					for name, v := range s.Operator {
+						r.operator[name] = append(r.operator[name], v)
+					}
+				}
+				t.restored = r
+			}
+			for _, f := range j.faults {
+				if f.Task == t.name && !f.fired.Load() {
+					t.faults = append(t.faults, f)
+					if f.AfterRecords > 0 {
+						t.faultAt = min(t.faultAt, f.AfterRecords)
+					}
+				}
+			}
+			byOp[op.Name] = append(byOp[op.Name], t)
+			a.tasks = append(a.tasks, t)
+			a.byName[t.name] = t
+		}
+	}
+	// Wire the channels: one per pair of connected subtasks.
+	for _, op := range j.spec.Operators {
+		for k, in := range op.Inputs {
+			ups, downs := byOp[in.From], byOp[op.Name]
+			for ui, up := range ups {
+				var chans []*Channel
+				if in.Edge == spec.Forward {
+					down := downs[ui]
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate)
+					down.inputs = append(down.inputs, &inputChannel{ch: ch, logical: k})
+					chans = []*Channel{ch}
+				} else {
+					for _, down := range downs {
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate)
+						down.inputs = append(down.inputs, &inputChannel{ch: ch, logical: k})
+						chans = append(chans, ch)
+					}
+				}
+				up.outputs = append(up.outputs, newOutput(in, maxP, chans, j.cfg.BatchSize, ui))
+			}
+		}
+	}
+	for _, t := range a.tasks {
+		if t.src == nil {
+			t.handler = barrier.New(j.cfg.Mode, len(t.inputs), time.Now)
+		}
+	}
+	a.events = make(chan taskEvent, 4*len(a.tasks))
+	j.mu.Lock()
+	j.cur = a
+	j.mu.Unlock()
+	for _, t := range a.tasks {
+		a.wg.Add(1)
+		j.live.Add(1)
+		go func(t *task) {
+			defer func() {
+				j.live.Add(-1)
+				a.wg.Done()
+			}()
+			t.run(actx)
+		}(t)
+	}
+	return a, nil
+}
+
+// settleOutputs leaves the outputs as a restart from checkpoint c would:
+// the transactions c pre-committed are committed and every other open one is
+// aborted. A run that stops without finishing calls it, so that what is
+// committed is exactly what its last completed checkpoint covers.
+func (j *Job) settleOutputs(c *checkpoint.Completed) error {
+	ctx := context.Background()
+	var states map[string][]*backend.SubtaskState
+	if c != nil {
+		var err error
+		if states, err = j.readRestore(ctx, c); err != nil {
+			return err
+		}
+	}
+	for _, op := range j.spec.Operators {
+		if op.Type != spec.TypeSink {
+			continue
+		}
+		out, err := j.cfg.Env.output(op.Topic)
+		if err != nil {
+			return err
+		}
+		keep := map[string]bool{}
+		owners := map[int]bool{}
+		for i := 0; i < op.Parallelism; i++ {
+			owners[i] = true
+		}
+		for _, s := range states[op.Name] {
+			owner, txns, err := decodePending(s.Operator[sinkStateName])
+			if err != nil {
+				return fmt.Errorf("checkpoint %d: sink state: %w", c.ID, err)
+			}
+			owners[owner] = true
+			for _, t := range txns {
+				if err := out.Commit(t.txn); err != nil {
+					return err
+				}
+				keep[t.txn] = true
+			}
+		}
+		for owner := range owners {
+			if err := out.AbortOpen(fmt.Sprintf("%s-%d-", op.Name, owner), keep); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

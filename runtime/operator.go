@@ -1,0 +1,118 @@
+package runtime
+
+import (
+	"context"
+
+	"faultline/backend"
+	"faultline/checkpoint"
+)
+
+// OperatorContext is what an operator gets when it opens (Flink:
+// StreamingRuntimeContext + StateInitializationContext).
+type OperatorContext struct {
+	Task           checkpoint.TaskID
+	Parallelism    int
+	MaxParallelism int
+	Attempt        int64
+	// Checkpointing tells whether periodic or final checkpoints will come;
+	// without them a sink commits at the end of its input.
+	Checkpointing bool
+	// Keyed is the subtask's keyed state, already restored.
+	Keyed backend.KeyedBackend
+	// restored operator state: name → the values every subtask of the
+	// operator had in the checkpoint restored from (union redistribution).
+	restored map[string][][]byte
+	// Restored is true when the job restarted from a checkpoint.
+	Restored bool
+	// RestoredFrom is that checkpoint's id.
+	RestoredFrom int64
+}
+
+// RestoredState returns the values of operator state name that every subtask
+// of this operator had in the restored checkpoint.
+func (c *OperatorContext) RestoredState(name string) [][]byte { return c.restored[name] }
+
+// Collector takes the records an operator emits.
+type Collector interface {
+	Collect(rec Record)
+}
+
+// Operator is the life cycle every operator shares (Flink: StreamOperator).
+type Operator interface {
+	Open(ctx *OperatorContext) error
+	Close() error
+}
+
+// OneInput processes records of a single input (Flink: OneInputStreamOperator).
+type OneInput interface {
+	Operator
+	Process(rec *Record, out Collector) error
+}
+
+// TwoInput processes records of two inputs (Flink: TwoInputStreamOperator).
+type TwoInput interface {
+	Operator
+	Process1(rec *Record, out Collector) error
+	Process2(rec *Record, out Collector) error
+}
+
+// StateSnapshotter is an operator with operator (non-keyed) state; the
+// synchronous part of a snapshot calls it. Keyed state is snapshotted by the
+// task through the keyed backend.
+type StateSnapshotter interface {
+	SnapshotState(id int64) (map[string][]byte, error)
+}
+
+// CheckpointListener is told when a checkpoint completed (Flink:
+// CheckpointListener.notifyCheckpointComplete).
+type CheckpointListener interface {
+	NotifyCheckpointComplete(id int64) error
+}
+
+// CheckpointAbortListener is told when a checkpoint was aborted.
+type CheckpointAbortListener interface {
+	NotifyCheckpointAborted(id int64) error
+}
+
+// InputEnder is told when every input has ended (Flink: BoundedMultiInput
+// endInput / finish).
+type InputEnder interface {
+	EndInput(out Collector) error
+}
+
+// Source is one input topic (Flink: Source with its split enumerator): it
+// has partitions and opens readers on them at given offsets.
+type Source interface {
+	Topic() string
+	Partitions() int
+	// Reader reads partitions from offsets; a partition without an offset
+	// starts at the beginning.
+	Reader(partitions []int32, offsets map[int32]int64) (SourceReader, error)
+}
+
+// SourceReader reads the partitions assigned to one source subtask (Flink:
+// SourceReader).
+type SourceReader interface {
+	// Poll appends up to max records to dst and returns it; done reports
+	// that every assigned partition reached its end (bounded input).
+	Poll(ctx context.Context, dst []Record, max int) (out []Record, done bool, err error)
+	// Offsets is the next offset to read of every assigned partition.
+	Offsets() map[int32]int64
+	Close() error
+}
+
+// TxnOutput is the transactional external system a two-phase-commit sink
+// writes to (Flink: TwoPhaseCommittingSink, as with Kafka transactions).
+type TxnOutput interface {
+	// Write adds a record to transaction txn, opening it if needed.
+	Write(txn string, key, value []byte) error
+	// Prepare flushes txn so that it can be committed later (pre-commit).
+	Prepare(txn string) error
+	// Commit makes txn visible; committing a committed txn is a no-op.
+	Commit(txn string) error
+	// Abort discards txn.
+	Abort(txn string) error
+	// AbortOpen aborts every open (uncommitted) txn whose id starts with
+	// prefix, except those in keep.
+	AbortOpen(prefix string, keep map[string]bool) error
+}

@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"faultline/backend"
+	"faultline/runtime/spec"
+)
+
+// output sends one subtask's records along one edge of the job graph to the
+// downstream subtasks, choosing the channel by the edge's partitioner (Flink:
+// RecordWriter + StreamPartitioner), and batching elements per channel.
+type output struct {
+	edge     spec.EdgeType
+	key      string
+	maxPar   int
+	channels []*Channel // indexed by downstream subtask (one for forward)
+	bufs     [][]Element
+	batch    int
+	rr       int
+}
+
+func newOutput(in spec.Input, maxPar int, channels []*Channel, batch int, self int) *output {
+	o := &output{edge: in.Edge, key: in.Key, maxPar: maxPar, channels: channels, batch: batch, bufs: make([][]Element, len(channels))}
+	o.rr = self // spread round robin starting points across senders
+	return o
+}
+
+// target picks the channel for rec and sets its key for a hash edge.
+func (o *output) target(rec *Record) (int, error) {
+	switch o.edge {
+	case spec.Forward:
+		return 0, nil
+	case spec.Hash:
+		f, ok := rec.Value.(Fielder)
+		if !ok {
+			return 0, fmt.Errorf("cannot key a %T by %q", rec.Value, o.key)
+		}
+		k, ok := f.Field(o.key)
+		if !ok {
+			return 0, fmt.Errorf("record has no field %q", o.key)
+		}
+		rec.Key = k
+		kg := backend.KeyGroupFor(k, o.maxPar)
+		return backend.OperatorIndexFor(kg, o.maxPar, len(o.channels)), nil
+	default: // rebalance
+		o.rr++
+		return o.rr % len(o.channels), nil
+	}
+}
+
+// emit buffers rec for its channel(s), sending a batch once it is full.
+func (o *output) emit(ctx context.Context, rec Record) error {
+	if o.edge == spec.Broadcast {
+		for i := range o.channels {
+			if err := o.add(ctx, i, Element{Kind: KindRecord, Record: rec}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	i, err := o.target(&rec)
+	if err != nil {
+		return err
+	}
+	return o.add(ctx, i, Element{Kind: KindRecord, Record: rec})
+}
+
+func (o *output) add(ctx context.Context, i int, e Element) error {
+	if o.bufs[i] == nil {
+		o.bufs[i] = make([]Element, 0, o.batch)
+	}
+	o.bufs[i] = append(o.bufs[i], e)
+	if len(o.bufs[i]) >= o.batch {
+		return o.flushOne(ctx, i)
+	}
+	return nil
+}
+
+func (o *output) flushOne(ctx context.Context, i int) error {
+	if len(o.bufs[i]) == 0 {
+		return nil
+	}
+	b := o.bufs[i]
+	o.bufs[i] = nil
+	if !o.channels[i].send(ctx, b) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// flush sends every partly filled batch.
+func (o *output) flush(ctx context.Context) error {
+	for i := range o.channels {
+		if err := o.flushOne(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// broadcastEvent sends e (a barrier, cancellation marker or end of input) on
+// every channel, behind the records already emitted.
+func (o *output) broadcastEvent(ctx context.Context, e Element) error {
+	for i := range o.channels {
+		o.bufs[i] = append(o.bufs[i], e)
+		if err := o.flushOne(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}

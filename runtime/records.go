@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Fielder is a record value whose fields a hash edge can key by.
+type Fielder interface {
+	Field(name string) (string, bool)
+}
+
+// JSONAppender is a record value a sink can write.
+type JSONAppender interface {
+	AppendJSON(dst []byte) []byte
+}
+
+// Order is a decoded order.
+type Order struct {
+	OrderID     string `json:"order_id"`
+	Customer    string `json:"customer"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+// Payment is a decoded payment of one order.
+type Payment struct {
+	OrderID     string `json:"order_id"`
+	PaymentID   string `json:"payment_id"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+// PaidOrder is an order joined with its payment.
+type PaidOrder struct {
+	OrderID     string
+	Customer    string
+	AmountCents int64
+}
+
+// Revenue is a paid order with its customer's running total.
+type Revenue struct {
+	PaidOrder
+	CustomerTotalCents int64
+}
+
+// Enriched is an order with a tier added by the enrich operator.
+type Enriched struct {
+	Order
+	Tier string
+}
+
+// Field implements Fielder.
+func (o *Order) Field(name string) (string, bool) {
+	switch name {
+	case "order_id":
+		return o.OrderID, true
+	case "customer":
+		return o.Customer, true
+	case "amount_cents":
+		return strconv.FormatInt(o.AmountCents, 10), true
+	}
+	return "", false
+}
+
+// Field implements Fielder.
+func (p *Payment) Field(name string) (string, bool) {
+	switch name {
+	case "order_id":
+		return p.OrderID, true
+	case "payment_id":
+		return p.PaymentID, true
+	case "amount_cents":
+		return strconv.FormatInt(p.AmountCents, 10), true
+	}
+	return "", false
+}
+
+// Field implements Fielder.
+func (p *PaidOrder) Field(name string) (string, bool) {
+	switch name {
+	case "order_id":
+		return p.OrderID, true
+	case "customer":
+		return p.Customer, true
+	case "amount_cents":
+		return strconv.FormatInt(p.AmountCents, 10), true
+	}
+	return "", false
+}
+
+// Field implements Fielder.
+func (r *Revenue) Field(name string) (string, bool) {
+	if name == "customer_total_cents" {
+		return strconv.FormatInt(r.CustomerTotalCents, 10), true
+	}
+	return r.PaidOrder.Field(name)
+}
+
+// Field implements Fielder.
+func (e *Enriched) Field(name string) (string, bool) {
+	if name == "tier" {
+		return e.Tier, true
+	}
+	return e.Order.Field(name)
+}
+
+func appendStr(dst []byte, k, v string, first bool) []byte {
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, k...)
+	dst = append(dst, `":`...)
+	return strconv.AppendQuote(dst, v)
+}
+
+func appendInt(dst []byte, k string, v int64) []byte {
+	dst = append(dst, `,"`...)
+	dst = append(dst, k...)
+	dst = append(dst, `":`...)
+	return strconv.AppendInt(dst, v, 10)
+}
+
+// AppendJSON implements JSONAppender.
+func (o *Order) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	dst = appendStr(dst, "order_id", o.OrderID, true)
+	dst = appendStr(dst, "customer", o.Customer, false)
+	dst = appendInt(dst, "amount_cents", o.AmountCents)
+	return append(dst, '}')
+}
+
+// AppendJSON implements JSONAppender.
+func (p *Payment) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	dst = appendStr(dst, "order_id", p.OrderID, true)
+	dst = appendStr(dst, "payment_id", p.PaymentID, false)
+	dst = appendInt(dst, "amount_cents", p.AmountCents)
+	return append(dst, '}')
+}
+
+// AppendJSON implements JSONAppender.
+func (p *PaidOrder) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	dst = appendStr(dst, "order_id", p.OrderID, true)
+	dst = appendStr(dst, "customer", p.Customer, false)
+	dst = appendInt(dst, "amount_cents", p.AmountCents)
+	return append(dst, '}')
+}
+
+// AppendJSON implements JSONAppender: the default job's output value.
+func (r *Revenue) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	dst = appendStr(dst, "order_id", r.OrderID, true)
+	dst = appendStr(dst, "customer", r.Customer, false)
+	dst = appendInt(dst, "amount_cents", r.AmountCents)
+	dst = appendInt(dst, "customer_total_cents", r.CustomerTotalCents)
+	return append(dst, '}')
+}
+
+// AppendJSON implements JSONAppender.
+func (e *Enriched) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	dst = appendStr(dst, "order_id", e.OrderID, true)
+	dst = appendStr(dst, "customer", e.Customer, false)
+	dst = appendInt(dst, "amount_cents", e.AmountCents)
+	dst = appendStr(dst, "tier", e.Tier, false)
+	return append(dst, '}')
+}
+
+// ErrBadRecord means an input record cannot be parsed.
+type ErrBadRecord struct {
+	Schema string
+	Input  []byte
+	Reason string
+}
+
+func (e *ErrBadRecord) Error() string {
+	in := e.Input
+	if len(in) > 80 {
+		in = in[:80]
+	}
+	return fmt.Sprintf("bad %s record %q: %s", e.Schema, in, e.Reason)
+}
+
+// DecodeOrder parses and validates an order.
+func DecodeOrder(b []byte) (*Order, error) {
+	o := &Order{}
+	if err := json.Unmarshal(b, o); err != nil {
+		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: err.Error()}
+	}
+	switch {
+	case o.OrderID == "":
+		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "order_id missing"}
+	case o.Customer == "":
+		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "customer missing"}
+	case o.AmountCents <= 0:
+		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "amount_cents must be positive"}
+	}
+	return o, nil
+}
+
+// DecodePayment parses and validates a payment.
+func DecodePayment(b []byte) (*Payment, error) {
+	p := &Payment{}
+	if err := json.Unmarshal(b, p); err != nil {
+		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: err.Error()}
+	}
+	switch {
+	case p.OrderID == "":
+		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "order_id missing"}
+	case p.AmountCents <= 0:
+		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "amount_cents must be positive"}
+	}
+	return p, nil
+}

@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"faultline/checkpoint"
+)
+
+// Report is the final line of a headless run, as DESIGN.md's headless
+// contract fixes it. Field names may grow; these stay.
+type Report struct {
+	Job           string            `json:"job"`
+	Status        string            `json:"status"`
+	Mode          string            `json:"mode"`
+	Unaligned     bool              `json:"unaligned"`
+	RecordsIn     int64             `json:"records_in"`
+	RecordsOut    int64             `json:"records_out"`
+	Checkpoints   ReportCheckpoints `json:"checkpoints"`
+	Restarts      int               `json:"restarts"`
+	Failures      []ReportFailure   `json:"failures"`
+	GaveUp        string            `json:"gave_up,omitempty"`
+	Verify        Verification      `json:"verify"`
+	ElapsedMs     int64             `json:"elapsed_ms"`
+	ThroughputRps int64             `json:"throughput_rps"`
+	EventsDropped int64             `json:"events_dropped,omitempty"`
+}
+
+// ReportCheckpoints sums up the run's checkpoints.
+type ReportCheckpoints struct {
+	Completed     int     `json:"completed"`
+	Failed        int     `json:"failed"`
+	LastCompleted int64   `json:"last_completed"`
+	RestoredFrom  []int64 `json:"restored_from"`
+}
+
+// ReportFailure is one failure of the run.
+type ReportFailure struct {
+	AtMs  int64  `json:"at_ms"`
+	Task  string `json:"task,omitempty"`
+	Fault string `json:"fault,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// NewReport builds the report of a run.
+func NewReport(job, mode string, res *Result, v Verification, dropped int64) Report {
+	r := Report{
+		Job: job, Status: string(res.Status), Mode: mode,
+		RecordsIn: res.RecordsIn, RecordsOut: int64(v.Committed),
+		Restarts: res.Restarts, GaveUp: res.GaveUp, Verify: v,
+		ElapsedMs: res.Elapsed.Milliseconds(), EventsDropped: dropped,
+		Checkpoints: ReportCheckpoints{
+			Completed: res.Checkpoints.Completed, Failed: res.Checkpoints.Failed,
+			LastCompleted: res.Checkpoints.LastCompleted, RestoredFrom: res.RestoredFrom,
+		},
+		Failures: []ReportFailure{},
+	}
+	if r.Checkpoints.RestoredFrom == nil {
+		r.Checkpoints.RestoredFrom = []int64{}
+	}
+	for _, f := range res.Failures {
+		r.Failures = append(r.Failures, ReportFailure{AtMs: f.At.Milliseconds(), Task: f.Task, Fault: f.Fault, Error: f.Error})
+	}
+	if s := res.Elapsed.Seconds(); s > 0 {
+		r.ThroughputRps = int64(float64(res.RecordsIn) / s)
+	}
+	return r
+}
+
+// MarshalJSON wraps the report as {"report":{…}}.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		Report plain `json:"report"`
+	}{plain(r)})
+}
+
+// Verification is the oracle's verdict on the committed output.
+type Verification struct {
+	Expected   int  `json:"expected"`
+	Committed  int  `json:"committed"`
+	Duplicates int  `json:"duplicates"`
+	Lost       int  `json:"lost"`
+	Unexpected int  `json:"unexpected"`
+	OK         bool `json:"ok"`
+}
+
+// Verify checks the committed output of a job against its input, read
+// directly from the generator and decoded on its own, independently of the
+// job's operators. expect is the job spec's verify kind: "paid-orders" (every
+// order that has a payment, exactly once) or "orders" (every order exactly
+// once). bounds limits the input to the offsets a checkpoint covered; nil
+// means the whole (bounded) input.
+func Verify(g *Generator, expect string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
+	end := func(topic string, p int) int64 {
+		if bounds == nil {
+			return g.EndOffset(topic, p)
+		}
+		return bounds[topic][int32(p)]
+	}
+	type idOnly struct {
+		OrderID string `json:"order_id"`
+	}
+	read := func(topic string) (map[string]bool, error) {
+		ids := map[string]bool{}
+		for p := 0; p < g.partitions; p++ {
+			n := end(topic, p)
+			for off := int64(0); off < n; off++ {
+				b, ok := g.Read(topic, p, off)
+				if !ok {
+					return nil, fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
+				}
+				var r idOnly
+				if err := json.Unmarshal(b, &r); err != nil {
+					return nil, fmt.Errorf("input %s/%d@%d: %w", topic, p, off, err)
+				}
+				ids[r.OrderID] = true
+			}
+		}
+		return ids, nil
+	}
+	orders, err := read(TopicOrders)
+	if err != nil {
+		return Verification{}, err
+	}
+	expected := orders
+	if expect == "paid-orders" {
+		payments, err := read(TopicPayments)
+		if err != nil {
+			return Verification{}, err
+		}
+		expected = map[string]bool{}
+		for id := range orders {
+			if payments[id] {
+				expected[id] = true
+			}
+		}
+	}
+	seen := map[string]int{}
+	v := Verification{Expected: len(expected), Committed: len(out)}
+	for _, r := range out {
+		var rec idOnly
+		if err := json.Unmarshal(r.Value, &rec); err != nil {
+			return v, fmt.Errorf("output record %q: %w", r.Value, err)
+		}
+		seen[rec.OrderID]++
+	}
+	for id, n := range seen {
+		if !expected[id] {
+			v.Unexpected++
+		}
+		if n > 1 {
+			v.Duplicates++
+		}
+	}
+	for id := range expected {
+		if seen[id] == 0 {
+			v.Lost++
+		}
+	}
+	v.OK = v.Duplicates == 0 && v.Lost == 0 && v.Unexpected == 0
+	return v, nil
+}

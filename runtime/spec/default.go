@@ -1,0 +1,73 @@
+package spec
+
+// DefaultYAML is the built-in default job (see DESIGN.md, "The default job").
+// fixtures/jobs/orders.yaml holds the same text, byte for byte; a test keeps
+// the two in step.
+const DefaultYAML = `# The default job: revenue per customer from paid orders.
+#
+#   orders   → orders-source[2]   → parse-orders[2]   ─┐ keyBy(order_id)
+#   payments → payments-source[2] → parse-payments[2] ─┴▶ join[2] ─keyBy(customer)▶ revenue[2] ─▶ sink[1] → revenue
+#
+# The join holds orders and payments in keyed state until both sides of an
+# order have arrived (a payment may come first); revenue keeps a running total
+# per customer. The sink writes one record per paid order inside Kafka
+# transactions, so a run can check that every paid order is in the committed
+# output exactly once (verify: paid-orders). faultline runs this job when no
+# --job is given; runtime/spec.DefaultYAML holds the same text.
+name: orders
+max_parallelism: 128
+verify: paid-orders
+operators:
+  - name: orders-source
+    type: source
+    topic: orders
+    parallelism: 2
+  - name: payments-source
+    type: source
+    topic: payments
+    parallelism: 2
+  - name: parse-orders
+    type: parse
+    schema: order
+    parallelism: 2
+    inputs:
+      - from: orders-source
+        edge: forward
+  - name: parse-payments
+    type: parse
+    schema: payment
+    parallelism: 2
+    inputs:
+      - {from: payments-source, edge: forward}
+  - name: join
+    type: join
+    parallelism: 2
+    inputs:
+      - {from: parse-orders, edge: hash, key: order_id}
+      - {from: parse-payments, edge: hash, key: order_id}
+  - name: revenue
+    type: aggregate
+    parallelism: 2
+    inputs:
+      - {from: join, edge: hash, key: customer}
+  - name: sink
+    type: sink
+    topic: revenue
+    parallelism: 1
+    inputs:
+      - {from: revenue, edge: rebalance}
+`
+
+// DefaultFile is the File of the job Default returns.
+const DefaultFile = "built-in default job"
+
+// Default returns the built-in default job: orders and payments joined by
+// order_id, revenue per customer, written to the revenue topic. Each call
+// returns a new Job that the caller may change.
+func Default() *Job {
+	job, err := Parse(DefaultFile, []byte(DefaultYAML))
+	if err != nil {
+		panic("spec: the built-in default job is invalid: " + err.Error())
+	}
+	return job
+}

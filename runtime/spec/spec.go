@@ -1,0 +1,256 @@
+// Package spec reads job specs: the operators of a streaming job, their
+// parallelism and the edges between them, written in YAML (Flink: the
+// JobGraph a DataStream program builds, written down as data).
+//
+// Parse checks everything a user can get wrong and reports the first problem
+// as an *Error that names the file, the line and the field, so that
+// `faultline run --job my.yaml` can print one line that says what to fix.
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// EdgeType is how records travel from the subtasks of one operator to the
+// subtasks of the next (Flink: the StreamPartitioner of a JobEdge).
+type EdgeType string
+
+const (
+	// Forward sends subtask i's records to subtask i of the next operator;
+	// both operators need the same parallelism (Flink: ForwardPartitioner).
+	Forward EdgeType = "forward"
+	// Hash sends every record to the subtask that owns its key's key group
+	// (Flink: keyBy, KeyGroupStreamPartitioner).
+	Hash EdgeType = "hash"
+	// Rebalance deals records round-robin to every subtask of the next
+	// operator (Flink: RebalancePartitioner).
+	Rebalance EdgeType = "rebalance"
+	// Broadcast sends every record to every subtask of the next operator
+	// (Flink: BroadcastPartitioner).
+	Broadcast EdgeType = "broadcast"
+)
+
+// EdgeTypes lists the edge types in the order messages show them.
+var EdgeTypes = []EdgeType{Forward, Hash, Rebalance, Broadcast}
+
+// Operator types.
+const (
+	TypeSource    = "source"    // reads a Kafka topic; emits raw record bytes
+	TypeParse     = "parse"     // decodes raw bytes as an order or a payment
+	TypeJoin      = "join"      // matches each payment to its order (keyed state)
+	TypeAggregate = "aggregate" // keeps a running total per customer (keyed state)
+	TypeEnrich    = "enrich"    // decodes raw order bytes and adds a tier
+	TypeSink      = "sink"      // writes to a Kafka topic in transactions (two-phase commit)
+)
+
+// Types lists the operator types in the order messages show them.
+var Types = []string{TypeSource, TypeParse, TypeJoin, TypeAggregate, TypeEnrich, TypeSink}
+
+// What a job's verification checks: which records the committed output of
+// the sink must contain exactly once.
+const (
+	VerifyPaidOrders = "paid-orders" // every paid order (jobs with a join)
+	VerifyOrders     = "orders"      // every order (jobs without a join)
+)
+
+// Topics a source can read: the two the generator writes.
+const (
+	TopicOrders   = "orders"
+	TopicPayments = "payments"
+)
+
+// Schemas a parse operator can decode.
+const (
+	SchemaOrder   = "order"
+	SchemaPayment = "payment"
+)
+
+// Parallelism limits.
+const (
+	// DefaultMaxParallelism is the number of key groups when a spec does not
+	// say (Flink's default for small jobs).
+	DefaultMaxParallelism = 128
+	// MaxMaxParallelism is the largest max_parallelism Flink accepts (2^15).
+	MaxMaxParallelism = 32768
+	// DefaultParallelism is an operator's parallelism when its spec does not
+	// say (Flink: parallelism.default).
+	DefaultParallelism = 1
+)
+
+// Job is a parsed and validated job spec (Flink: JobGraph).
+type Job struct {
+	Name string
+	// MaxParallelism is the number of key groups that keyed state is split
+	// into; no operator may have more subtasks (Flink: max parallelism).
+	// Default 128; 1..32768.
+	MaxParallelism int
+	// Verify is what the sink's output must contain exactly once:
+	// "paid-orders" (the default job) or "orders".
+	Verify string
+	// Operators are in file order; every input refers to an earlier
+	// operator, so the graph has no cycles and this order is topological.
+	Operators []*Operator
+	// File is the path or name given to Parse, for messages.
+	File string
+}
+
+// Operator is one vertex of the job graph; it runs Parallelism subtasks
+// (Flink: JobVertex).
+type Operator struct {
+	Name        string
+	Type        string
+	Parallelism int
+	Topic       string // source: topic read ("orders" or "payments"); sink: topic written
+	Schema      string // parse: "order" or "payment"
+	Inputs      []Input
+	Line        int
+}
+
+// Input is an edge into an operator (Flink: JobEdge).
+type Input struct {
+	From string
+	Edge EdgeType
+	Key  string // hash only: a field of the upstream operator's output
+	Line int
+}
+
+// Error is a problem in a job spec, with where it is.
+type Error struct {
+	File  string
+	Line  int    // 1-based; 0 when the YAML parser could not say
+	Field string // e.g. "operators[2].inputs[0].key"; empty for YAML syntax errors
+	Msg   string
+}
+
+// Error returns one line: "<file>:<line>: <field>: <msg>".
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// ErrUnknownOperator is returned (wrapped) when an operator name given on
+// the command line is not in the job.
+var ErrUnknownOperator = errors.New("unknown operator")
+
+// Op returns the operator called name, or nil.
+func (j *Job) Op(name string) *Operator {
+	for _, op := range j.Operators {
+		if op.Name == name {
+			return op
+		}
+	}
+	return nil
+}
+
+// Downstream returns the operators that have an input from name, in file
+// order, each once.
+func (j *Job) Downstream(name string) []*Operator {
+	var out []*Operator
+	for _, op := range j.Operators {
+		if slices.ContainsFunc(op.Inputs, func(in Input) bool { return in.From == name }) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// SetParallelism overrides the parallelism of one operator (Flink: rescaling
+// from a savepoint). It checks p against MaxParallelism and the forward
+// edges on both sides of the operator; on error the job is unchanged. To
+// change the operators of a forward chain together, use SetParallelisms.
+func (j *Job) SetParallelism(name string, p int) error {
+	return j.SetParallelisms(map[string]int{name: p})
+}
+
+// SetParallelisms overrides the parallelism of several operators at once and
+// then checks every forward edge, so that a chain of forward edges can be
+// rescaled in one step. On error the job is unchanged.
+func (j *Job) SetParallelisms(ps map[string]int) error {
+	names := make([]string, 0, len(ps))
+	for name := range ps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if j.Op(name) == nil {
+			return fmt.Errorf("%w %q (operators: %s)", ErrUnknownOperator, name, strings.Join(j.names(), ", "))
+		}
+		if p := ps[name]; p < 1 || p > j.MaxParallelism {
+			return fmt.Errorf("parallelism of %s: must be a whole number from 1 to %d (the job's max_parallelism), got %d",
+				name, j.MaxParallelism, p)
+		}
+	}
+	par := func(op *Operator) int {
+		if p, ok := ps[op.Name]; ok {
+			return p
+		}
+		return op.Parallelism
+	}
+	for _, op := range j.Operators {
+		for _, in := range op.Inputs {
+			up := j.Op(in.From)
+			if in.Edge != Forward || up == nil || par(up) == par(op) {
+				continue
+			}
+			// Name the operator the caller changed, and the one to change too.
+			changed, other := op, up
+			if _, ok := ps[op.Name]; !ok {
+				changed, other = up, op
+			}
+			return fmt.Errorf("parallelism of %s: forward edge %s[%d] → %s[%d] needs equal parallelism; give %s parallelism %d too, or use a rebalance or hash edge",
+				changed.Name, up.Name, par(up), op.Name, par(op), other.Name, par(changed))
+		}
+	}
+	for _, name := range names {
+		j.Op(name).Parallelism = ps[name]
+	}
+	return nil
+}
+
+func (j *Job) names() []string {
+	names := make([]string, len(j.Operators))
+	for i, op := range j.Operators {
+		names[i] = op.Name
+	}
+	return names
+}
+
+// OutputFields returns the fields that op's records carry, which are what a
+// hash edge from op can key by. Sources emit raw bytes and sinks emit
+// nothing, so both have none. The slice is the caller's to keep.
+func OutputFields(j *Job, op *Operator) []string {
+	if op == nil {
+		return nil
+	}
+	switch op.Type {
+	case TypeParse:
+		switch op.Schema {
+		case SchemaOrder:
+			return []string{"order_id", "customer", "amount_cents"}
+		case SchemaPayment:
+			return []string{"order_id", "payment_id", "amount_cents"}
+		}
+	case TypeJoin:
+		return []string{"order_id", "customer", "amount_cents"}
+	case TypeAggregate:
+		return []string{"order_id", "customer", "amount_cents", "customer_total_cents"}
+	case TypeEnrich:
+		return []string{"order_id", "customer", "amount_cents", "tier"}
+	}
+	return nil
+}

@@ -1,0 +1,661 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"sync/atomic"
+	"time"
+
+	"faultline/backend"
+	"faultline/checkpoint"
+	"faultline/runtime/barrier"
+	"faultline/runtime/spec"
+)
+
+// TaskMetrics are one subtask's counters. They live as long as the job, not
+// an attempt, and are sampled by the UI with atomic loads.
+type TaskMetrics struct {
+	RecordsIn  atomic.Int64 // records processed (sources: records read)
+	RecordsOut atomic.Int64 // records emitted
+	status     atomic.Value // TaskStatus
+}
+
+// Status is the subtask's current status.
+func (m *TaskMetrics) Status() TaskStatus {
+	if s, ok := m.status.Load().(TaskStatus); ok {
+		return s
+	}
+	return TaskCreated
+}
+
+// TaskStatus is a subtask's life-cycle state (Flink: ExecutionState).
+type TaskStatus string
+
+// Task statuses, named as Flink names them.
+const (
+	TaskCreated   TaskStatus = "CREATED"
+	TaskDeploying TaskStatus = "DEPLOYING"
+	TaskRunning   TaskStatus = "RUNNING"
+	TaskFinished  TaskStatus = "FINISHED"
+	TaskCanceling TaskStatus = "CANCELING"
+	TaskCanceled  TaskStatus = "CANCELED"
+	TaskFailed    TaskStatus = "FAILED"
+)
+
+type inputChannel struct {
+	ch      *Channel
+	logical int // 0: first input of the operator, 1: second
+	cur     []Element
+	pos     int
+	ended   bool
+	blocked atomic.Bool // mirrors the barrier handler, for the UI
+}
+
+// taskEventKind is what a task tells the job master.
+type taskEventKind int
+
+const (
+	evFailed taskEventKind = iota
+	evFinished
+	evSourceAtEnd
+)
+
+type taskEvent struct {
+	kind  taskEventKind
+	task  *task
+	err   error
+	fault *Fault // the injected fault behind a failure, if any
+}
+
+// restoredState is the state a subtask starts from.
+type restoredState struct {
+	from     int64
+	keyed    [][]byte
+	operator map[string][][]byte
+}
+
+// task is one subtask of one attempt, run by one goroutine (Flink:
+// StreamTask).
+type task struct {
+	id      checkpoint.TaskID
+	name    string
+	a       *attempt
+	op      *spec.Operator
+	inputs  []*inputChannel
+	gate    *gate
+	mb      *mailbox
+	outputs []*output
+	handler barrier.Handler
+	m       *TaskMetrics
+
+	oper  Operator
+	one   OneInput
+	two   TwoInput
+	keyed backend.KeyedBackend
+
+	restored *restoredState
+	faults   []*faultEntry
+	faultAt  int64 // lowest AfterRecords among unfired faults of this task
+	fired    *Fault
+
+	// local counters flushed to m once per batch
+	in, out  int64
+	emitErr  error
+	emitCtx  context.Context
+	mail     []mail
+	lastTrig map[int64]int64 // barrier id → trigger time (ns), for start delay
+
+	// sources
+	src          Source
+	reader       SourceReader
+	srcBuf       []Record
+	atEnd        bool
+	finalBarrier int64
+}
+
+// Collect implements Collector for the task's operator.
+func (t *task) Collect(rec Record) {
+	if t.emitErr != nil {
+		return
+	}
+	t.out++
+	for _, o := range t.outputs {
+		if err := o.emit(t.emitCtx, rec); err != nil {
+			t.emitErr = err
+			return
+		}
+	}
+}
+
+func (t *task) setStatus(s TaskStatus, reason string) {
+	t.m.status.Store(s)
+	f := map[string]any{"task": t.name, "status": string(s), "attempt": t.a.n}
+	if reason != "" {
+		f["reason"] = reason
+	}
+	t.a.job.obs.Emit("task_status", f)
+}
+
+// run is the task goroutine's body. A panic anywhere below, in an operator
+// above all, becomes the task's failure.
+func (t *task) run(ctx context.Context) {
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			if t.fired != nil && t.fired.Kind == FaultPanic {
+				err = fmt.Errorf("%s: injected panic", t.name)
+			} else {
+				buf := make([]byte, 4096)
+				buf = buf[:goruntime.Stack(buf, false)]
+				t.a.job.logf("panic in %s: %v\n%s", t.name, r, buf)
+				err = fmt.Errorf("%s: panic: %v", t.name, r)
+			}
+		}
+		t.flushCounters()
+		if t.oper != nil {
+			if cerr := t.oper.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+		if t.reader != nil {
+			t.reader.Close()
+		}
+		switch {
+		case err == nil:
+			t.setStatus(TaskFinished, "")
+			t.a.report(ctx, taskEvent{kind: evFinished, task: t})
+		case ctx.Err() != nil:
+			t.setStatus(TaskCanceled, "")
+		default:
+			t.setStatus(TaskFailed, err.Error())
+			t.a.report(ctx, taskEvent{kind: evFailed, task: t, err: err, fault: t.fired})
+		}
+	}()
+	t.emitCtx = ctx
+	t.setStatus(TaskDeploying, "")
+	if err = t.open(); err != nil {
+		return
+	}
+	t.setStatus(TaskRunning, "")
+	if t.src != nil {
+		err = t.runSource(ctx)
+	} else {
+		err = t.runOperator(ctx)
+	}
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+}
+
+func (t *task) open() error {
+	oc := &OperatorContext{
+		Task:           t.id,
+		Parallelism:    t.op.Parallelism,
+		MaxParallelism: t.a.job.spec.MaxParallelism,
+		Attempt:        t.a.n,
+		Checkpointing:  t.a.job.cfg.Checkpoint.Interval > 0,
+		Keyed:          t.keyed,
+		restored:       map[string][][]byte{},
+	}
+	if t.restored != nil {
+		oc.Restored = true
+		oc.RestoredFrom = t.restored.from
+		oc.restored = t.restored.operator
+		if t.keyed != nil {
+			if err := t.keyed.Restore(t.restored.keyed); err != nil {
+				return fmt.Errorf("restore %s from checkpoint %d: %w", t.name, t.restored.from, err)
+			}
+		}
+	}
+	if t.src != nil {
+		offsets := map[int32]int64{}
+		for _, b := range oc.RestoredState(sourceStateName) {
+			o, err := decodeOffsets(b)
+			if err != nil {
+				return fmt.Errorf("restore %s: %w", t.name, err)
+			}
+			for p, off := range o {
+				offsets[p] = off
+			}
+		}
+		var mine []int32
+		for p := 0; p < t.src.Partitions(); p++ {
+			if p%t.op.Parallelism == t.id.Index {
+				mine = append(mine, int32(p))
+			}
+		}
+		r, err := t.src.Reader(mine, offsets)
+		if err != nil {
+			return fmt.Errorf("%s: open %s: %w", t.name, t.src.Topic(), err)
+		}
+		t.reader = r
+		return nil
+	}
+	return t.oper.Open(oc)
+}
+
+const sourceStateName = "offsets"
+
+func (t *task) flushCounters() {
+	if t.in != 0 {
+		t.m.RecordsIn.Add(t.in)
+		t.a.job.recordsIn(t, t.in)
+		t.in = 0
+	}
+	if t.out != 0 {
+		t.m.RecordsOut.Add(t.out)
+		t.out = 0
+	}
+}
+
+// checkFaults fires a due after-records fault. processed is the task's
+// count over all attempts.
+func (t *task) checkFaults() error {
+	done := t.m.RecordsIn.Load() + t.in
+	if done < t.faultAt {
+		return nil
+	}
+	t.faultAt = 1<<63 - 1
+	for _, f := range t.faults {
+		if f.fired.Load() {
+			continue
+		}
+		if f.AfterRecords <= done {
+			if err := t.fire(f); err != nil {
+				return err
+			}
+			continue
+		}
+		t.faultAt = min(t.faultAt, f.AfterRecords)
+	}
+	return nil
+}
+
+// fire makes an injected fault happen in this task, now.
+func (t *task) fire(f *faultEntry) error {
+	if !f.fired.CompareAndSwap(false, true) {
+		return nil
+	}
+	fault := f.Fault
+	t.fired = &fault
+	t.flushCounters()
+	switch f.Kind {
+	case FaultPanic:
+		panic(fmt.Sprintf("injected panic in %s", t.name))
+	default:
+		return fmt.Errorf("%s: %w: %s", t.name, ErrInjected, f.Kind)
+	}
+}
+
+// handleMail processes the control messages waiting in the mailbox.
+func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
+	t.mail = t.mb.drain(t.mail[:0])
+	for _, m := range t.mail {
+		switch m.kind {
+		case mailFault:
+			for _, f := range t.faults {
+				if f.Spec == m.fault.Spec {
+					if err := t.fire(f); err != nil {
+						return false, err
+					}
+				}
+			}
+		case mailTrigger:
+			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs); err != nil {
+				return false, err
+			}
+		case mailComplete:
+			if l, ok := t.oper.(CheckpointListener); ok {
+				if err := l.NotifyCheckpointComplete(m.id); err != nil {
+					return false, fmt.Errorf("%s: checkpoint %d complete: %w", t.name, m.id, err)
+				}
+			}
+			if t.src != nil && t.atEnd && t.finalBarrier != 0 && m.id >= t.finalBarrier {
+				return true, nil
+			}
+		case mailAborted:
+			if t.handler != nil {
+				if err := t.act(ctx, t.handler.Abort(m.id), 0); err != nil {
+					return false, err
+				}
+			}
+			if l, ok := t.oper.(CheckpointAbortListener); ok {
+				if err := l.NotifyCheckpointAborted(m.id); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
+func (t *task) flushOutputs(ctx context.Context) error {
+	for _, o := range t.outputs {
+		if err := o.flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *task) broadcast(ctx context.Context, e Element) error {
+	for _, o := range t.outputs {
+		if err := o.broadcastEvent(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *task) wait(ctx context.Context) {
+	select {
+	case <-t.gate.c:
+	case <-ctx.Done():
+	}
+}
+
+// runSource reads the source's partitions, emitting batches and injecting
+// barriers when the coordinator triggers a checkpoint (Flink: SourceStreamTask
+// with its SourceReader).
+func (t *task) runSource(ctx context.Context) error {
+	checkpointing := t.a.job.cfg.Checkpoint.Interval > 0
+	for ctx.Err() == nil {
+		finished, err := t.handleMail(ctx)
+		if err != nil {
+			return err
+		}
+		if finished {
+			return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+		}
+		if t.atEnd {
+			if !checkpointing {
+				return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+			}
+			t.wait(ctx)
+			continue
+		}
+		if t.a.job.paused.Load() {
+			t.waitPaused(ctx)
+			continue
+		}
+		recs, done, err := t.reader.Poll(ctx, t.srcBuf[:0], t.a.job.cfg.BatchSize)
+		if err != nil {
+			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
+		}
+		t.srcBuf = recs
+		for i := range recs {
+			t.in++
+			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
+				if err := t.checkFaults(); err != nil {
+					return err
+				}
+			}
+			t.Collect(recs[i])
+			recs[i] = Record{}
+		}
+		if t.emitErr != nil {
+			return t.emitErr
+		}
+		if err := t.flushOutputs(ctx); err != nil {
+			return err
+		}
+		t.flushCounters()
+		if done {
+			t.atEnd = true
+			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t})
+		}
+	}
+	return ctx.Err()
+}
+
+func (t *task) waitPaused(ctx context.Context) {
+	tm := time.NewTimer(20 * time.Millisecond)
+	defer tm.Stop()
+	select {
+	case <-t.gate.c:
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+}
+
+// sourceCheckpoint snapshots a source's offsets and injects barrier id
+// behind every record read so far.
+func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64) error {
+	start := time.Now()
+	offs := t.reader.Offsets()
+	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
+	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs}); err != nil {
+		return err
+	}
+	if t.atEnd && t.finalBarrier == 0 {
+		t.finalBarrier = id
+	}
+	ack := checkpoint.SubtaskAck{
+		SyncDuration: time.Since(start),
+		StartDelay:   start.Sub(time.Unix(0, triggerNs)),
+		Offsets:      checkpoint.Offsets{t.src.Topic(): offs},
+	}
+	t.persistAsync(id, state, nil, ack)
+	return nil
+}
+
+// persistAsync is the asynchronous part of a snapshot: encode, write to the
+// store, acknowledge. It runs in its own goroutine, owned by the attempt.
+func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck) {
+	a := t.a
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		start := time.Now()
+		if keyed != nil {
+			b, err := keyed.Encode()
+			if err != nil {
+				a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: encode state: %w", t.name, err))
+				return
+			}
+			state.Keyed = b
+		}
+		data := state.Encode()
+		h, err := a.job.store.PutState(a.ctx, id, t.id, data)
+		if err != nil {
+			if a.ctx.Err() == nil {
+				a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
+			}
+			return
+		}
+		ack.Handle = h
+		ack.AsyncDuration = time.Since(start)
+		ack.Bytes = int64(len(data))
+		ack.IncrementalBytes = int64(len(data))
+		ack.AckTime = time.Now()
+		a.job.coord.Acknowledge(a.n, id, t.id, ack)
+	}()
+}
+
+// runOperator takes elements from the unblocked input channels in turn and
+// hands them to the operator and the barrier handler (Flink: StreamTask's
+// input processor with its CheckpointedInputGate).
+func (t *task) runOperator(ctx context.Context) error {
+	next := 0
+	for ctx.Err() == nil {
+		finished, err := t.handleMail(ctx)
+		if err != nil {
+			return err
+		}
+		if finished {
+			return nil
+		}
+		progressed := false
+		for k := 0; k < len(t.inputs); k++ {
+			i := (next + k) % len(t.inputs)
+			in := t.inputs[i]
+			if in.ended || t.handler.Blocked(i) {
+				continue
+			}
+			if in.pos >= len(in.cur) {
+				b, ok := in.ch.poll()
+				if !ok {
+					continue
+				}
+				in.cur, in.pos = b, 0
+			}
+			progressed = true
+			done, err := t.processInput(ctx, i)
+			if err != nil {
+				return err
+			}
+			if done {
+				return t.finishOperator(ctx)
+			}
+		}
+		next++
+		if !progressed {
+			if err := t.flushOutputs(ctx); err != nil {
+				return err
+			}
+			t.flushCounters()
+			t.wait(ctx)
+		}
+	}
+	return ctx.Err()
+}
+
+// processInput handles the current batch of input i until it ends or the
+// channel gets blocked by alignment. done reports that every input ended.
+func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
+	in := t.inputs[i]
+	start := in.pos
+	defer func() { in.ch.markConsumed(in.pos - start) }()
+	for in.pos < len(in.cur) {
+		e := &in.cur[in.pos]
+		in.pos++
+		switch e.Kind {
+		case KindRecord:
+			t.in++
+			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
+				if err := t.checkFaults(); err != nil {
+					return false, err
+				}
+			}
+			if t.keyed != nil {
+				t.keyed.SetCurrentKey(e.Record.Key)
+			}
+			if t.two != nil {
+				if in.logical == 0 {
+					err = t.two.Process1(&e.Record, t)
+				} else {
+					err = t.two.Process2(&e.Record, t)
+				}
+			} else {
+				err = t.one.Process(&e.Record, t)
+			}
+			e.Record = Record{}
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", t.name, err)
+			}
+			if t.emitErr != nil {
+				return false, t.emitErr
+			}
+		case KindBarrier:
+			t.lastTrig[e.ID] = e.TriggerNanos
+			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID), e.TriggerNanos); err != nil {
+				return false, err
+			}
+		case KindCancel:
+			if err := t.act(ctx, t.handler.OnCancel(i, e.ID), 0); err != nil {
+				return false, err
+			}
+		case KindEndOfInput:
+			in.ended = true
+			if err := t.act(ctx, t.handler.OnEndOfInput(i), 0); err != nil {
+				return false, err
+			}
+			for _, x := range t.inputs {
+				if !x.ended {
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+		if t.handler.Blocked(i) {
+			break
+		}
+	}
+	return false, nil
+}
+
+// act carries out what the barrier handler decided.
+func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error {
+	for i, in := range t.inputs {
+		in.blocked.Store(t.handler.Blocked(i))
+	}
+	if r.Aborted != 0 {
+		delete(t.lastTrig, r.Aborted)
+		if err := t.broadcast(ctx, Element{Kind: KindCancel, ID: r.Aborted}); err != nil {
+			return err
+		}
+		if r.AbortReason == barrier.Subsumed {
+			t.a.job.coord.Decline(t.a.n, r.Aborted, t.id, checkpoint.ReasonSubsumed,
+				fmt.Errorf("%s: %s", t.name, r.AbortReason))
+		}
+	}
+	if r.Triggered == 0 {
+		return nil
+	}
+	if ts, ok := t.lastTrig[r.Triggered]; ok {
+		triggerNs = ts
+	}
+	for id := range t.lastTrig {
+		if id <= r.Triggered {
+			delete(t.lastTrig, id)
+		}
+	}
+	return t.snapshot(ctx, r, triggerNs)
+}
+
+// snapshot takes the synchronous part of checkpoint r.Triggered, forwards
+// the barrier, and leaves the rest to persistAsync.
+func (t *task) snapshot(ctx context.Context, r barrier.Result, triggerNs int64) error {
+	id := r.Triggered
+	start := time.Now()
+	state := &backend.SubtaskState{}
+	if s, ok := t.oper.(StateSnapshotter); ok {
+		opState, err := s.SnapshotState(id)
+		if err != nil {
+			t.a.job.coord.Decline(t.a.n, id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: snapshot: %w", t.name, err))
+			return t.broadcast(ctx, Element{Kind: KindCancel, ID: id})
+		}
+		state.Operator = opState
+	}
+	var keyed backend.Snapshot
+	if t.keyed != nil {
+		keyed = t.keyed.Snapshot()
+	}
+	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs}); err != nil {
+		return err
+	}
+	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}
+	if triggerNs != 0 && !r.FirstBarrier.IsZero() {
+		ack.StartDelay = r.FirstBarrier.Sub(time.Unix(0, triggerNs))
+	}
+	t.persistAsync(id, state, keyed, ack)
+	return nil
+}
+
+// finishOperator ends the operator after every input ended: the operator
+// flushes what it holds, and end of input travels on downstream.
+func (t *task) finishOperator(ctx context.Context) error {
+	if e, ok := t.oper.(InputEnder); ok {
+		if err := e.EndInput(t); err != nil {
+			return fmt.Errorf("%s: end of input: %w", t.name, err)
+		}
+		if t.emitErr != nil {
+			return t.emitErr
+		}
+	}
+	return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+}
+
+var errStopped = errors.New("stopped")
