@@ -299,7 +299,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	for _, out := range p.outputs {
 		committed = append(committed, out.Committed()...)
 	}
-	v, err := runtime.Verify(p.gen, p.job.Verify, bounds, committed)
+	v, err := runtime.Verify(p.gen, p.job.Verify, o.mode, bounds, committed)
 	if err != nil {
 		return exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}

@@ -29,8 +29,8 @@ type BackoffStrategy interface {
 
 // Status is what the UI and the report show of a strategy.
 type Status struct {
-	Attempts     int    // restarts granted so far
-	MaxAttempts  int    // 0 when unlimited or not attempt-based
+	Attempts     int // restarts granted so far
+	MaxAttempts  int // 0 when unlimited or not attempt-based
 	GaveUp       bool
 	GaveUpReason string
 }

@@ -324,12 +324,12 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 		switch out.kind {
 		case outFinished:
 			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
-			j.teardown(a)
+			j.teardown(a, nil)
 			j.status(JobFinished, "every task finished")
 			res.Status = JobFinished
 		case outCanceled:
 			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job canceled"))
-			j.teardown(a)
+			j.teardown(a, nil)
 			j.status(JobCanceled, "canceled by the user")
 			res.Status = JobCanceled
 		case outFailed:
@@ -349,14 +349,14 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 			j.cfg.Restart.NotifyFailure(out.err, j.clk.Now())
 			if !j.cfg.Restart.CanRestart() {
 				j.status(JobFailing, out.err.Error())
-				j.teardown(a)
+				j.teardown(a, out.fault)
 				res.GaveUp = j.cfg.Restart.Status().GaveUpReason
 				j.status(JobFailed, res.GaveUp)
 				res.Status = JobFailed
 				break
 			}
 			j.status(JobRestarting, out.err.Error())
-			j.teardown(a)
+			j.teardown(a, out.fault)
 			delay := j.cfg.Restart.Backoff()
 			res.Restarts++
 			j.obs.Emit("restart_scheduled", map[string]any{
@@ -436,7 +436,9 @@ func (j *Job) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (j *Job) teardown(a *attempt) {
+// teardown cancels attempt a and waits for all its goroutines. first is the
+// injected fault whose failure caused it, if any.
+func (j *Job) teardown(a *attempt, first *faultEntry) {
 	for _, t := range a.tasks {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
 			t.m.status.Store(TaskCanceling)
@@ -446,6 +448,19 @@ func (j *Job) teardown(a *attempt) {
 	j.mu.Lock()
 	j.cur = nil
 	j.mu.Unlock()
+	// Failures the supervisor did not take (it stopped at the first) were
+	// not acted on: an injected fault among them fires again later.
+	for {
+		select {
+		case ev := <-a.events:
+			if ev.kind == evFailed && ev.fault != nil && ev.fault != first {
+				ev.fault.fired.Store(false)
+			}
+			continue
+		default:
+		}
+		break
+	}
 	if j.cfg.AfterTeardown != nil {
 		j.cfg.AfterTeardown(a.n, j.live.Load())
 	}
@@ -463,7 +478,7 @@ type outcome struct {
 	kind  outcomeKind
 	task  string
 	err   error
-	fault *Fault
+	fault *faultEntry
 }
 
 // supervise waits for the attempt's end: all tasks finished, the first

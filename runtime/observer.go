@@ -58,8 +58,12 @@ type Observer struct {
 	closed  atomic.Bool
 }
 
-// NewObserver returns an observer whose event times count from now.
+// NewObserver returns an observer whose event times count from now on clk
+// (the wall clock when nil).
 func NewObserver(clk clock.Clock, capacity int) *Observer {
+	if clk == nil {
+		clk = clock.Real{}
+	}
 	return &Observer{clk: clk, start: clk.Now(), ch: make(chan Event, capacity)}
 }
 

@@ -156,8 +156,8 @@ type sinkOp struct {
 
 	prefix  string
 	seq     int
-	current string          // open transaction, "" until the first record
-	pending []pendingTxn    // pre-committed, waiting for their checkpoint
+	current string       // open transaction, "" until the first record
+	pending []pendingTxn // pre-committed, waiting for their checkpoint
 	buf     []byte
 }
 

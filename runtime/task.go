@@ -66,7 +66,7 @@ type taskEvent struct {
 	kind  taskEventKind
 	task  *task
 	err   error
-	fault *Fault // the injected fault behind a failure, if any
+	fault *faultEntry // the injected fault behind a failure, if any
 }
 
 // restoredState is the state a subtask starts from.
@@ -98,7 +98,7 @@ type task struct {
 	restored *restoredState
 	faults   []*faultEntry
 	faultAt  int64 // lowest AfterRecords among unfired faults of this task
-	fired    *Fault
+	fired    *faultEntry // the injected fault this task is failing with
 
 	// local counters flushed to m once per batch
 	in, out  int64
@@ -167,6 +167,11 @@ func (t *task) run(ctx context.Context) {
 			t.setStatus(TaskFinished, "")
 			t.a.report(ctx, taskEvent{kind: evFinished, task: t})
 		case ctx.Err() != nil:
+			// The attempt is being torn down for another reason; a fault
+			// that fired here meanwhile has not had its effect: re-arm it.
+			if t.fired != nil {
+				t.fired.fired.Store(false)
+			}
 			t.setStatus(TaskCanceled, "")
 		default:
 			t.setStatus(TaskFailed, err.Error())
@@ -278,8 +283,7 @@ func (t *task) fire(f *faultEntry) error {
 	if !f.fired.CompareAndSwap(false, true) {
 		return nil
 	}
-	fault := f.Fault
-	t.fired = &fault
+	t.fired = f
 	t.flushCounters()
 	switch f.Kind {
 	case FaultPanic:

@@ -1,0 +1,29 @@
+# faultline — the two commands that matter: `make run` and `make test`.
+GO      ?= go
+BIN     ?= bin/faultline
+# Arguments for `make run`; override with `make run ARGS='…'`.
+ARGS    ?= --records 200000 --rate 40000 --checkpoint-interval 1s --inject 'after=2500ms,task=join/1,fault=panic'
+
+.PHONY: build run test bench lint clean
+
+build:
+	$(GO) build -o $(BIN) .
+
+# Until the terminal UI lands, `make run` runs the default job headless and
+# prints its events and final report, with one injected failure to recover from.
+run: build
+	./$(BIN) run --headless $(ARGS)
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

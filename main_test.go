@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The tests here run the real binary as a user would and read what it
+// prints: JSON lines on stdout, one-line errors on stderr, exit codes.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "faultline-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "faultline")
+	args := []string{"build", "-o", binary, "."}
+	if raceEnabled {
+		args = []string{"build", "-race", "-o", binary, "."}
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code   int
+	stdout string
+	stderr string
+	events []map[string]any
+	report map[string]any
+}
+
+func faultline(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir())
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", sc.Text())
+		}
+		if rep, ok := m["report"].(map[string]any); ok {
+			r.report = rep
+		} else {
+			r.events = append(r.events, m)
+		}
+	}
+	return r
+}
+
+func num(m map[string]any, path ...string) float64 {
+	var v any = m
+	for _, p := range path {
+		v = v.(map[string]any)[p]
+	}
+	f, _ := v.(float64)
+	return f
+}
+
+func TestHeadlessRunWithFailureIsExact(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "100000",
+		"--inject", "after-records=20000,task=join/1,fault=panic",
+		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if r.report == nil {
+		t.Fatalf("no report line; stdout ends %q", r.stdout[max(0, len(r.stdout)-300):])
+	}
+	if num(r.report, "restarts") < 1 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("report %v", r.report)
+	}
+	if r.report["status"] != "FINISHED" || r.report["verify"].(map[string]any)["ok"] != true {
+		t.Fatalf("report %v", r.report)
+	}
+	// Every event has a name and a time, as the headless contract says.
+	names := map[string]bool{}
+	for _, e := range r.events {
+		if _, ok := e["event"].(string); !ok {
+			t.Fatalf("event without a name: %v", e)
+		}
+		if _, ok := e["at_ms"].(float64); !ok {
+			t.Fatalf("event without at_ms: %v", e)
+		}
+		names[e["event"].(string)] = true
+	}
+	for _, want := range []string{"job_status", "task_status", "checkpoint_triggered", "checkpoint_completed", "task_failed", "restart_scheduled", "restored"} {
+		if !names[want] {
+			t.Errorf("no %s event", want)
+		}
+	}
+}
+
+func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "100000", "--mode", "at-least-once",
+		"--inject", "after-records=20000,task=join/1,fault=panic",
+		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
+	if r.code != 0 || num(r.report, "verify", "lost") != 0 || r.report["mode"] != "at-least-once" {
+		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
+	}
+}
+
+func TestBadInputExitsTwoWithOneLine(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\noperators:\n  - name: src\n    type: source\n    topic: orders\n    parallelism: two\n"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want []string // substrings of the one line
+	}{
+		{"bad duration", []string{"run", "--headless", "--checkpoint-interval", "banana"}, []string{"--checkpoint-interval", "banana"}},
+		{"bad mode", []string{"run", "--headless", "--mode", "twice"}, []string{"--mode", "exactly-once or at-least-once"}},
+		{"malformed job file", []string{"run", "--headless", "--job", bad}, []string{bad + ":6:", "parallelism", `"two"`}},
+		{"missing job file", []string{"run", "--headless", "--job", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
+		{"unknown fault", []string{"run", "--headless", "--inject", "task=join/1,fault=meteor"}, []string{"meteor", "panic"}},
+		{"unknown task", []string{"run", "--headless", "--inject", "task=join/7,fault=panic"}, []string{"join/0 to join/1"}},
+		{"unknown flag", []string{"run", "--headles"}, []string{"--headles"}},
+		{"bad parallelism", []string{"run", "--headless", "--parallelism", "join=0"}, []string{"join"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := faultline(t, tc.args...)
+			if r.code != 2 {
+				t.Fatalf("exit %d, want 2; stderr %q", r.code, r.stderr)
+			}
+			line := strings.TrimRight(r.stderr, "\n")
+			if strings.Count(line, "\n") != 0 {
+				t.Fatalf("error is not one line: %q", r.stderr)
+			}
+			if strings.Contains(line, "goroutine") || strings.Contains(line, ".go:") {
+				t.Fatalf("error looks like a stack trace: %q", line)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Fatalf("error %q does not mention %q", line, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRestartStrategyNoneFailsWithExitThree(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "20000", "--restart-strategy", "none",
+		"--inject", "after-records=3000,task=revenue/1,fault=error")
+	if r.code != 3 || r.report["status"] != "FAILED" {
+		t.Fatalf("exit %d report %v", r.code, r.report)
+	}
+}

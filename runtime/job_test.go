@@ -1,0 +1,296 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"faultline/checkpoint"
+	"faultline/restart"
+	"faultline/runtime/barrier"
+	"faultline/runtime/spec"
+)
+
+// run is one job run of a test: the real tasks, channels and coordinator on
+// the seeded generator and the in-memory transactional output.
+type run struct {
+	job      *spec.Job
+	records  int64
+	rate     float64
+	seed     int64
+	mode     barrier.Mode
+	interval time.Duration
+	faults   []string
+	attempts int
+
+	// filled in by do
+	res    *Result
+	verify Verification
+	events []Event
+	live   []int64 // goroutines still running after each teardown
+}
+
+func (r *run) do(t *testing.T) *run {
+	t.Helper()
+	if r.job == nil {
+		r.job = spec.Default()
+	}
+	if r.seed == 0 {
+		r.seed = 1
+	}
+	if r.attempts == 0 {
+		r.attempts = 10
+	}
+	gen := NewGenerator(r.seed, r.records, GeneratorPartitions).WithRate(r.rate)
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{}}
+	outs := map[string]*MemoryOutput{}
+	for _, op := range r.job.Operators {
+		switch op.Type {
+		case spec.TypeSource:
+			s, err := gen.Source(op.Topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env.Sources[op.Topic] = s
+		case spec.TypeSink:
+			outs[op.Topic] = NewMemoryOutput()
+			env.Outputs[op.Topic] = outs[op.Topic]
+		}
+	}
+	var faults []Fault
+	for _, s := range r.faults {
+		f, err := ParseFault(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults = append(faults, f)
+	}
+	obs := NewObserver(nil, 1<<16)
+	collected := make(chan []Event)
+	go func() {
+		var evs []Event
+		for e := range obs.Events() {
+			evs = append(evs, e)
+		}
+		collected <- evs
+	}()
+	j, err := New(Config{
+		Job: r.job, Env: env, Mode: r.mode, Observer: obs,
+		Checkpoint: checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
+		Restart:    restart.NewFixedDelay(r.attempts, 10*time.Millisecond),
+		Faults:     faults,
+		AfterTeardown: func(_ int64, live int64) {
+			r.live = append(r.live, live)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r.res, err = j.Run(ctx, nil)
+	obs.Close()
+	r.events = <-collected
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed []OutputRecord
+	for _, o := range outs {
+		committed = append(committed, o.Committed()...)
+	}
+	var bounds checkpoint.Offsets
+	if r.res.Status != JobFinished {
+		bounds = checkpoint.Offsets{}
+		if r.res.Latest != nil {
+			bounds = r.res.Latest.SourceOffsets()
+		}
+	}
+	r.verify, err = Verify(gen, r.job.Verify, r.mode.String(), bounds, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *run) count(event string) int {
+	n := 0
+	for _, e := range r.events {
+		if e.Name == event {
+			n++
+		}
+	}
+	return n
+}
+
+func TestExactlyOnceThroughFailures(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cases := []struct {
+		name   string
+		rate   float64
+		faults []string
+		// restoredFromCheckpoint: the failures come after checkpoints
+		// completed, so recovery must restore state, not start over.
+		restoredFromCheckpoint bool
+	}{
+		{name: "join panics (the issue's run)", faults: []string{"after-records=20000,task=join/1,fault=panic"}},
+		{name: "revenue panics", faults: []string{"after-records=15000,task=revenue/0,fault=panic"}},
+		{name: "parse panics", faults: []string{"after-records=10000,task=parse-orders/1,fault=panic"}},
+		{name: "source panics", faults: []string{"after-records=8000,task=payments-source/1,fault=panic"}},
+		{name: "join errors after checkpoints", rate: 40000, restoredFromCheckpoint: true,
+			faults: []string{"after-records=15000,task=join/1,fault=error"}},
+		{name: "three failures in one run", rate: 40000, restoredFromCheckpoint: true, faults: []string{
+			"after-records=12000,task=join/1,fault=panic",
+			"after-records=14000,task=revenue/0,fault=error",
+			"after-records=16000,task=parse-orders/1,fault=panic",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := (&run{records: 100000, rate: tc.rate, interval: 200 * time.Millisecond, faults: tc.faults}).do(t)
+			if r.res.Status != JobFinished {
+				t.Fatalf("status %s, want FINISHED (failures %+v)", r.res.Status, r.res.Failures)
+			}
+			if r.res.Restarts < len(tc.faults) {
+				t.Fatalf("restarts %d, want at least %d", r.res.Restarts, len(tc.faults))
+			}
+			if v := r.verify; v.Duplicates != 0 || v.Lost != 0 || v.Unexpected != 0 || !v.OK || v.Expected == 0 {
+				t.Fatalf("verify %+v, want exactly every paid order once", v)
+			}
+			if tc.restoredFromCheckpoint {
+				restored := 0
+				for _, id := range r.res.RestoredFrom {
+					if id > 0 {
+						restored++
+					}
+				}
+				if restored == 0 {
+					t.Fatalf("restored from %v: no failure came after a completed checkpoint", r.res.RestoredFrom)
+				}
+			}
+			if got := r.count("task_failed"); got != len(tc.faults) {
+				t.Fatalf("%d task_failed events, want %d", got, len(tc.faults))
+			}
+		})
+	}
+}
+
+// At-least-once never loses a record; without alignment it can commit some
+// twice after a recovery, while exactly-once on the same seeds never does.
+func TestAtLeastOnceDuplicatesExactlyOnceDoesNot(t *testing.T) {
+	faults := []string{
+		"after-records=12000,task=join/1,fault=panic",
+		"after-records=16000,task=join/0,fault=panic",
+		"after-records=14000,task=revenue/1,fault=panic",
+	}
+	dups := 0
+	for seed := int64(1); seed <= 4; seed++ {
+		for _, mode := range []barrier.Mode{barrier.ExactlyOnce, barrier.AtLeastOnce} {
+			r := (&run{records: 60000, rate: 30000, seed: seed, mode: mode, interval: 100 * time.Millisecond, faults: faults}).do(t)
+			if r.res.Status != JobFinished || r.verify.Lost != 0 || r.verify.Unexpected != 0 {
+				t.Fatalf("seed %d %s: status %s verify %+v", seed, mode, r.res.Status, r.verify)
+			}
+			if mode == barrier.ExactlyOnce && r.verify.Duplicates != 0 {
+				t.Fatalf("seed %d exactly-once: %d duplicates", seed, r.verify.Duplicates)
+			}
+			if mode == barrier.AtLeastOnce {
+				dups += r.verify.Duplicates
+				if !r.verify.OK {
+					t.Fatalf("seed %d at-least-once: verify %+v not ok; duplicates are allowed, loss is not", seed, r.verify)
+				}
+			}
+		}
+		if dups > 0 {
+			return
+		}
+	}
+	t.Fatal("at-least-once produced no duplicates in any run; the lesson of the mode is not shown")
+}
+
+func TestNoGoroutineOutlivesItsAttempt(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	r := (&run{records: 40000, rate: 40000, interval: 100 * time.Millisecond, faults: []string{
+		"after-records=5000,task=join/0,fault=panic",
+		"after-records=9000,task=sink/0,fault=error",
+	}}).do(t)
+	if len(r.live) < 3 {
+		t.Fatalf("%d teardowns, want 3 (two restarts and the end)", len(r.live))
+	}
+	for i, n := range r.live {
+		if n != 0 {
+			t.Fatalf("after teardown %d, %d goroutines of the attempt still run", i+1, n)
+		}
+	}
+}
+
+func TestPipelineJob(t *testing.T) {
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := (&run{job: job, records: 40000, interval: 50 * time.Millisecond,
+		faults: []string{"after-records=3000,task=enrich/2,fault=panic"}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Expected == 0 {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+}
+
+func TestCheckpointingOffCommitsAtTheEnd(t *testing.T) {
+	r := (&run{records: 30000, interval: 0, faults: []string{"after-records=5000,task=join/0,fault=panic"}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.res.Restarts != 1 {
+		t.Fatalf("status %s restarts %d verify %+v", r.res.Status, r.res.Restarts, r.verify)
+	}
+	if r.res.Checkpoints.Completed != 0 || len(r.res.RestoredFrom) != 0 || r.count("restored") != 1 {
+		t.Fatalf("checkpoints %+v restored %v: with checkpointing off, recovery starts over", r.res.Checkpoints, r.res.RestoredFrom)
+	}
+}
+
+func TestRestartStrategyGivesUp(t *testing.T) {
+	r := (&run{records: 30000, interval: 100 * time.Millisecond, attempts: 1, faults: []string{
+		"after-records=2000,task=join/0,fault=panic",
+		"after-records=4000,task=join/1,fault=panic",
+	}}).do(t)
+	if r.res.Status != JobFailed || r.res.GaveUp == "" {
+		t.Fatalf("status %s gave up %q, want FAILED with a reason", r.res.Status, r.res.GaveUp)
+	}
+	if r.verify.Duplicates != 0 || r.verify.Lost != 0 {
+		t.Fatalf("verify %+v: the committed output of a failed job must still be exact up to its last checkpoint", r.verify)
+	}
+}
+
+func TestCancelLeavesExactOutput(t *testing.T) {
+	job := spec.Default()
+	gen := NewGenerator(7, 0, GeneratorPartitions).WithRate(20000)
+	out := NewMemoryOutput()
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		s, _ := gen.Source(topic)
+		env.Sources[topic] = s
+	}
+	j, err := New(Config{Job: job, Env: env, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range j.obs.Events() {
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	res, err := j.Run(ctx, nil)
+	j.obs.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != JobCanceled || res.Latest == nil {
+		t.Fatalf("status %s latest %v", res.Status, res.Latest)
+	}
+	v, err := Verify(gen, job.Verify, "exactly-once", res.Latest.SourceOffsets(), out.Committed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.OK || v.Expected == 0 {
+		t.Fatalf("verify %+v: a canceled run's output must be exactly its last checkpoint's", v)
+	}
+}
