@@ -120,41 +120,40 @@ func (g *Generator) block(p int, b int64) []int64 {
 	return ids
 }
 
-// paidBefore returns how many payments partition p holds before block b,
-// extending the cache as needed.
-func (g *Generator) paidBefore(p int, b int64) int64 {
+// paymentBlock finds the block of payments partition p that holds offset
+// off: its index, its first offset and its order indices. ok is false past
+// the end of a bounded input.
+func (g *Generator) paymentBlock(p int, off int64) (b, start int64, ids []int64, ok bool) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	pre := g.paidPrefix[p]
 	if len(pre) == 0 {
 		pre = append(pre, 0)
 	}
-	for int64(len(pre)) <= b {
+	// Extend the prefix sums until they pass off (or the input ends).
+	for pre[len(pre)-1] <= off {
 		last := int64(len(pre) - 1)
+		if g.orders > 0 && last*payBlock*int64(g.partitions)+int64(p) >= g.orders {
+			g.paidPrefix[p] = pre
+			g.mu.Unlock()
+			return 0, 0, nil, false
+		}
 		pre = append(pre, pre[last]+int64(len(g.block(p, last))))
 	}
 	g.paidPrefix[p] = pre
-	return pre[b]
+	// The block is the last one starting at or before off.
+	b = int64(sort.Search(len(pre), func(i int) bool { return pre[i] > off })) - 1
+	start = pre[b]
+	g.mu.Unlock()
+	return b, start, g.block(p, b), true
 }
 
 // paymentAt finds the order whose payment is at offset off of partition p.
 func (g *Generator) paymentAt(p int, off int64) (int64, bool) {
-	// Blocks hold about payBlock*0.9 payments; search upwards from a guess.
-	b := off / payBlock
-	for b > 0 && g.paidBefore(p, b) > off {
-		b--
+	_, start, ids, ok := g.paymentBlock(p, off)
+	if !ok {
+		return 0, false
 	}
-	for {
-		if g.orders > 0 && b*payBlock*int64(g.partitions)+int64(p) >= g.orders {
-			return 0, false
-		}
-		start := g.paidBefore(p, b)
-		blk := g.block(p, b)
-		if off < start+int64(len(blk)) {
-			return blk[off-start], true
-		}
-		b++
-	}
+	return ids[off-start], true
 }
 
 // EndOffset is the number of records in a partition of a bounded input.
@@ -163,9 +162,12 @@ func (g *Generator) EndOffset(topic string, p int) int64 {
 	case TopicOrders:
 		return g.partitionOrders(p)
 	case TopicPayments:
-		n := g.partitionOrders(p)
-		blocks := (n + payBlock - 1) / payBlock
-		return g.paidBefore(p, blocks)
+		var n int64
+		blocks := (g.partitionOrders(p) + payBlock - 1) / payBlock
+		for b := int64(0); b < blocks; b++ {
+			n += int64(len(g.block(p, b)))
+		}
+		return n
 	}
 	return 0
 }
@@ -179,17 +181,21 @@ func (g *Generator) Read(topic string, p int, off int64) ([]byte, bool) {
 			return nil, false
 		}
 		o := g.OrderAt(off*int64(g.partitions) + int64(p))
-		return o.AppendJSON(nil), true
+		return o.AppendJSON(make([]byte, 0, 80)), true
 	case TopicPayments:
 		i, ok := g.paymentAt(p, off)
 		if !ok {
 			return nil, false
 		}
-		o := g.OrderAt(i)
-		pay := Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID[2:], AmountCents: o.AmountCents}
-		return pay.AppendJSON(nil), true
+		return g.payment(i), true
 	}
 	return nil, false
+}
+
+func (g *Generator) payment(order int64) []byte {
+	o := g.OrderAt(order)
+	pay := Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID[2:], AmountCents: o.AmountCents}
+	return pay.AppendJSON(make([]byte, 0, 80))
 }
 
 // Source returns the generator's topic as a job source.
@@ -209,7 +215,7 @@ func (s *genSource) Topic() string   { return s.topic }
 func (s *genSource) Partitions() int { return s.g.partitions }
 
 func (s *genSource) Reader(partitions []int32, offsets map[int32]int64) (SourceReader, error) {
-	r := &genReader{g: s.g, topic: s.topic, next: map[int32]int64{}, start: time.Now()}
+	r := &genReader{g: s.g, topic: s.topic, next: map[int32]int64{}, blocks: map[int32]*payBlockCache{}, start: time.Now()}
 	r.parts = append(r.parts, partitions...)
 	sort.Slice(r.parts, func(i, j int) bool { return r.parts[i] < r.parts[j] })
 	for _, p := range r.parts {
@@ -231,6 +237,8 @@ type genReader struct {
 	parts []int32
 	next  map[int32]int64
 	rr    int
+	// the payments block last read, per partition, for sequential reads
+	blocks map[int32]*payBlockCache
 
 	rate    float64
 	start   time.Time
@@ -259,7 +267,7 @@ func (r *genReader) Poll(ctx context.Context, dst []Record, max int) ([]Record, 
 		for range r.parts {
 			p := r.parts[r.rr%len(r.parts)]
 			r.rr++
-			b, ok := r.g.Read(r.topic, int(p), r.next[p])
+			b, ok := r.read(p, r.next[p])
 			if !ok {
 				continue
 			}
@@ -278,6 +286,27 @@ func (r *genReader) Poll(ctx context.Context, dst []Record, max int) ([]Record, 
 	}
 	r.emitted += int64(n)
 	return dst, false, nil
+}
+
+type payBlockCache struct {
+	start int64
+	ids   []int64
+}
+
+func (r *genReader) read(p int32, off int64) ([]byte, bool) {
+	if r.topic != TopicPayments {
+		return r.g.Read(r.topic, int(p), off)
+	}
+	c := r.blocks[p]
+	if c == nil || off < c.start || off >= c.start+int64(len(c.ids)) {
+		_, start, ids, ok := r.g.paymentBlock(int(p), off)
+		if !ok {
+			return nil, false
+		}
+		c = &payBlockCache{start: start, ids: ids}
+		r.blocks[p] = c
+	}
+	return r.g.payment(c.ids[off-c.start]), true
 }
 
 func (r *genReader) Offsets() map[int32]int64 {
