@@ -172,6 +172,20 @@ func (j *Job) Coordinator() *checkpoint.Coordinator { return j.coord }
 // Metrics returns the counters of every subtask by name ("join/1").
 func (j *Job) Metrics() map[string]*TaskMetrics { return j.metrics }
 
+// Inputs samples the input channels of subtask name ("join/1") in the
+// running attempt: queues, barriers, blocking, and its alignment. ok is
+// false while no attempt runs or the subtask does not exist.
+func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok bool) {
+	j.mu.Lock()
+	a := j.cur
+	j.mu.Unlock()
+	if a == nil || a.byName[name] == nil {
+		return nil, AlignmentView{}, false
+	}
+	in, al := a.byName[name].views()
+	return in, al, true
+}
+
 // Pause stops (true) or resumes (false) the sources.
 func (j *Job) Pause(p bool) { j.paused.Store(p) }
 
@@ -643,12 +657,12 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 				if in.Edge == spec.Forward {
 					down := downs[ui]
 					ch := newChannel(j.cfg.ChannelCapacity, down.gate)
-					down.inputs = append(down.inputs, &inputChannel{ch: ch, logical: k})
+					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 					chans = []*Channel{ch}
 				} else {
 					for _, down := range downs {
 						ch := newChannel(j.cfg.ChannelCapacity, down.gate)
-						down.inputs = append(down.inputs, &inputChannel{ch: ch, logical: k})
+						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 						chans = append(chans, ch)
 					}
 				}

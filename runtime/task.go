@@ -45,6 +45,7 @@ const (
 )
 
 type inputChannel struct {
+	from    string // upstream subtask, e.g. "parse-orders/1"
 	ch      *Channel
 	logical int // 0: first input of the operator, 1: second
 	cur     []Element
@@ -89,6 +90,9 @@ type task struct {
 	outputs []*output
 	handler barrier.Handler
 	m       *TaskMetrics
+	// published for the UI by the task goroutine
+	aligning   atomic.Int64 // checkpoint being aligned, 0: none
+	alignStart atomic.Int64 // unix ns of its first barrier
 
 	oper  Operator
 	one   OneInput
@@ -97,7 +101,7 @@ type task struct {
 
 	restored *restoredState
 	faults   []*faultEntry
-	faultAt  int64 // lowest AfterRecords among unfired faults of this task
+	faultAt  int64       // lowest AfterRecords among unfired faults of this task
 	fired    *faultEntry // the injected fault this task is failing with
 
 	// local counters flushed to m once per batch
@@ -595,6 +599,12 @@ func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error
 	for i, in := range t.inputs {
 		in.blocked.Store(t.handler.Blocked(i))
 	}
+	t.aligning.Store(t.handler.Pending())
+	if st := t.handler.AlignmentStart(); !st.IsZero() {
+		t.alignStart.Store(st.UnixNano())
+	} else {
+		t.alignStart.Store(0)
+	}
 	if r.Aborted != 0 {
 		delete(t.lastTrig, r.Aborted)
 		if err := t.broadcast(ctx, Element{Kind: KindCancel, ID: r.Aborted}); err != nil {
@@ -663,3 +673,35 @@ func (t *task) finishOperator(ctx context.Context) error {
 }
 
 var errStopped = errors.New("stopped")
+
+// InputView is what the UI shows of one input channel of a subtask: its
+// queue with the barriers in it, and whether alignment blocks it.
+type InputView struct {
+	From     string // upstream subtask
+	Input    int    // 0: the operator's first input, 1: its second
+	Blocked  bool
+	HeldBack int64 // elements waiting behind the barrier while blocked
+	Queue    QueueView
+}
+
+// AlignmentView is a subtask's alignment in progress.
+type AlignmentView struct {
+	Checkpoint int64 // 0: not aligning
+	Since      time.Time
+}
+
+func (t *task) views() ([]InputView, AlignmentView) {
+	out := make([]InputView, len(t.inputs))
+	for i, in := range t.inputs {
+		v := InputView{From: in.from, Input: in.logical, Blocked: in.blocked.Load(), Queue: in.ch.View()}
+		if v.Blocked {
+			v.HeldBack = v.Queue.Queued
+		}
+		out[i] = v
+	}
+	al := AlignmentView{Checkpoint: t.aligning.Load()}
+	if ns := t.alignStart.Load(); ns != 0 && al.Checkpoint != 0 {
+		al.Since = time.Unix(0, ns)
+	}
+	return out, al
+}

@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime/spec"
+)
+
+func TestChannelViewPlacesBarriers(t *testing.T) {
+	ch := newChannel(4, newGate())
+	ctx := context.Background()
+	rec := Element{Kind: KindRecord}
+	ch.send(ctx, []Element{rec, rec, {Kind: KindBarrier, ID: 12}, rec})
+	ch.send(ctx, []Element{rec, {Kind: KindBarrier, ID: 13}, rec})
+	v := ch.View()
+	if v.Queued != 7 || len(v.Barriers) != 2 || v.Barriers[0] != (BarrierPos{12, 2}) || v.Barriers[1] != (BarrierPos{13, 5}) {
+		t.Fatalf("view %+v", v)
+	}
+	ch.markConsumed(3) // two records and barrier 12 handled
+	v = ch.View()
+	if v.Queued != 4 || len(v.Barriers) != 1 || v.Barriers[0] != (BarrierPos{13, 2}) {
+		t.Fatalf("view after consuming 3: %+v", v)
+	}
+}
+
+// While the join aligns, the UI can see which of its input channels are
+// blocked, what they hold back, and which checkpoint it aligns.
+func TestInputsShowAlignment(t *testing.T) {
+	gen := NewGenerator(1, 0, GeneratorPartitions).WithRate(4000)
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		s, _ := gen.Source(topic)
+		env.Sources[topic] = s
+	}
+	j, err := New(Config{Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range j.obs.Events() {
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		j.Run(ctx, nil)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		j.obs.Close()
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, name := range []string{"join/0", "join/1"} {
+			ins, al, ok := j.Inputs(name)
+			if !ok {
+				continue
+			}
+			if len(ins) != 4 {
+				t.Fatalf("%s has %d inputs, want 4 (two parse-orders, two parse-payments)", name, len(ins))
+			}
+			for _, in := range ins {
+				if in.Blocked && al.Checkpoint > 0 && !al.Since.IsZero() {
+					if in.HeldBack != in.Queue.Queued {
+						t.Fatalf("blocked channel holds back %d but queues %d", in.HeldBack, in.Queue.Queued)
+					}
+					return
+				}
+			}
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	t.Fatal("never saw a join input blocked by alignment")
+}
