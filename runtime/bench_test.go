@@ -34,7 +34,7 @@ func timeRun(b *testing.B, records int64, interval time.Duration, mode barrier.M
 	if err != nil || res.Status != JobFinished {
 		b.Fatalf("run: %v %v", res, err)
 	}
-	if interval > 0 && res.Checkpoints.Completed < 2 {
+	if interval > 0 && res.Checkpoints.Completed < 3 {
 		b.Fatalf("only %d checkpoints completed; the run is too short to show their cost", res.Checkpoints.Completed)
 	}
 	return res.Elapsed, res.RecordsIn
@@ -44,7 +44,7 @@ func timeRun(b *testing.B, records int64, interval time.Duration, mode barrier.M
 // with checkpointing off and with exactly-once checkpoints every second,
 // alternating, and reports both rates and their ratio (goal: ≥ 0.95).
 func BenchmarkCheckpointOverhead(b *testing.B) {
-	const records = 1_000_000
+	const records = 3_000_000
 	var offT, onT time.Duration
 	var offN, onN int64
 	for i := 0; i < b.N; i++ {
