@@ -1,0 +1,81 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Embedded is the in-process Kafka broker (kfake) that faultline starts when
+// no --brokers are given. It listens on 127.0.0.1 and keeps its log in a
+// folder of the state dir, so that topics, committed offsets and committed
+// transactions survive a killed process as a real broker's would. Sarama
+// reaches it over TCP like any other broker.
+type Embedded struct {
+	cluster *kfake.Cluster
+	// Addr is host:port of the broker.
+	Addr string
+	// Note says why the broker is not on the port asked for, if it is not.
+	Note string
+}
+
+// StartEmbedded starts the broker on port (0: any free port), falling back
+// to a free port when port is taken. dataDir "" keeps everything in memory.
+// topics are created with their partition counts if they do not exist.
+func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded, error) {
+	opts := func(p int) []kfake.Opt {
+		o := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p), kfake.ClusterID("faultline")}
+		if dataDir != "" {
+			o = append(o, kfake.DataDir(dataDir), kfake.SyncWrites())
+		}
+		return o
+	}
+	e := &Embedded{}
+	c, err := kfake.NewCluster(opts(port)...)
+	if err != nil && port != 0 && isAddrInUse(err) {
+		e.Note = fmt.Sprintf("port %d is taken; the embedded broker listens on a free port instead", port)
+		c, err = kfake.NewCluster(opts(0)...)
+	}
+	if err != nil {
+		if dataDir != "" {
+			return nil, fmt.Errorf("start the embedded Kafka broker (log in %s): %w", dataDir, err)
+		}
+		return nil, fmt.Errorf("start the embedded Kafka broker: %w", err)
+	}
+	e.cluster = c
+	e.Addr = c.ListenAddrs()[0]
+	for name, parts := range topics {
+		if c.TopicInfo(name) != nil {
+			continue
+		}
+		if err := c.CreateTopic(name, parts, nil); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("create topic %s: %w", name, err)
+		}
+	}
+	return e, nil
+}
+
+func isAddrInUse(err error) bool {
+	var se *os.SyscallError
+	if errors.As(err, &se) && errors.Is(se.Err, syscall.EADDRINUSE) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && errors.Is(oe.Err, syscall.EADDRINUSE)
+}
+
+// Port is the port the broker listens on.
+func (e *Embedded) Port() int {
+	_, p, _ := net.SplitHostPort(e.Addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// Close stops the broker, flushing its log.
+func (e *Embedded) Close() { e.cluster.Close() }

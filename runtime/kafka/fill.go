@@ -1,0 +1,190 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"faultline/runtime"
+)
+
+// Topics is what the default job needs: the two inputs with the generator's
+// partitions, and the output.
+func Topics(output string, outputPartitions int32) map[string]int32 {
+	return map[string]int32{
+		runtime.TopicOrders:   runtime.GeneratorPartitions,
+		runtime.TopicPayments: runtime.GeneratorPartitions,
+		output:                outputPartitions,
+	}
+}
+
+// EnsureTopics creates the topics that do not exist yet.
+func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
+	admin, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		return err
+	}
+	existing, err := admin.ListTopics()
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	for name, parts := range topics {
+		if d, ok := existing[name]; ok {
+			if name != "" && d.NumPartitions < parts && (name == runtime.TopicOrders || name == runtime.TopicPayments) {
+				return fmt.Errorf("topic %s has %d partitions; the generator writes %d", name, d.NumPartitions, parts)
+			}
+			continue
+		}
+		err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: parts, ReplicationFactor: 1}, false)
+		if err != nil && err != sarama.ErrTopicAlreadyExists {
+			if te, ok := err.(*sarama.TopicError); !ok || te.Err != sarama.ErrTopicAlreadyExists {
+				return fmt.Errorf("create topic %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Writer writes the generator's records into the input topics with a Sarama
+// producer, each record at the partition and in the order the generator
+// gives, so that offset k of a partition holds the generator's record k.
+// Because of that it can always continue from a partition's end: a second
+// run on the same broker adds nothing that is already there.
+type Writer struct {
+	c   Client
+	cl  sarama.Client
+	gen *runtime.Generator
+}
+
+// NewWriter returns a writer of gen's records to the cluster c; cl is a
+// client of the same cluster, for offsets.
+func NewWriter(c Client, cl sarama.Client, gen *runtime.Generator) *Writer {
+	return &Writer{c: c, cl: cl, gen: gen}
+}
+
+func (w *Writer) producer() (sarama.AsyncProducer, error) {
+	cfg, err := w.c.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.RequiredAcks = sarama.WaitForLocal
+	cfg.Producer.Return.Successes = false
+	cfg.Producer.Return.Errors = true
+	// Both are needed: Flush.Messages alone makes SendMessages hang.
+	cfg.Producer.Flush.Messages = 1000
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	cfg.Producer.Flush.MaxMessages = 5000
+	cfg.Producer.MaxMessageBytes = 1 << 20
+	cfg.Producer.Transaction.ID = ""
+	cfg.Producer.Idempotent = false
+	return sarama.NewAsyncProducer(w.c.Brokers, cfg)
+}
+
+// Fill writes every record of a bounded generator that the topics do not
+// hold yet, and returns how many it wrote.
+func (w *Writer) Fill(ctx context.Context) (int64, error) {
+	return w.write(ctx, 0)
+}
+
+// Run writes an unbounded generator's records at about rate records/s
+// until ctx ends.
+func (w *Writer) Run(ctx context.Context, rate float64) error {
+	_, err := w.write(ctx, rate)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
+	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	next := map[string][]int64{}
+	for _, t := range topics {
+		for p := 0; p < runtime.GeneratorPartitions; p++ {
+			end, err := w.cl.GetOffset(t, int32(p), sarama.OffsetNewest)
+			if err != nil {
+				return 0, fmt.Errorf("end offset of %s/%d: %w", t, p, err)
+			}
+			next[t] = append(next[t], end)
+		}
+	}
+	prod, err := w.producer()
+	if err != nil {
+		return 0, fmt.Errorf("input writer: %w", err)
+	}
+	errs := make(chan error, 1)
+	go func() {
+		for e := range prod.Errors() {
+			select {
+			case errs <- e:
+			default:
+			}
+		}
+	}()
+	var written int64
+	start := time.Now()
+	defer prod.Close()
+	for {
+		progressed := false
+		for _, t := range topics {
+			for p := 0; p < runtime.GeneratorPartitions; p++ {
+				b, ok := w.gen.Read(t, p, next[t][p])
+				if !ok {
+					continue
+				}
+				msg := &sarama.ProducerMessage{Topic: t, Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(orderKey(b))}
+				select {
+				case prod.Input() <- msg:
+				case err := <-errs:
+					return written, fmt.Errorf("write %s/%d: %w", t, p, err)
+				case <-ctx.Done():
+					return written, ctx.Err()
+				}
+				next[t][p]++
+				written++
+				progressed = true
+			}
+		}
+		if !progressed {
+			break
+		}
+		if rate > 0 {
+			ahead := time.Duration(float64(written)/rate*float64(time.Second)) - time.Since(start)
+			if ahead > 0 {
+				select {
+				case <-time.After(ahead):
+				case <-ctx.Done():
+					return written, ctx.Err()
+				}
+			}
+		}
+	}
+	if err := prod.Close(); err != nil {
+		return written, fmt.Errorf("input writer: %w", err)
+	}
+	select {
+	case err := <-errs:
+		return written, fmt.Errorf("input writer: %w", err)
+	default:
+	}
+	return written, nil
+}
+
+// orderKey pulls the order id out of a generated record, for the message key.
+func orderKey(b []byte) []byte {
+	const k = `"order_id":"`
+	for i := 0; i+len(k) < len(b); i++ {
+		if string(b[i:i+len(k)]) == k {
+			j := i + len(k)
+			e := j
+			for e < len(b) && b[e] != '"' {
+				e++
+			}
+			return b[j:e]
+		}
+	}
+	return nil
+}

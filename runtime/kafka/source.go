@@ -1,0 +1,319 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+		"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"faultline/runtime"
+)
+
+// StartupMode is where a source starts reading a partition that the
+// restored checkpoint has no offset for (Flink: OffsetsInitializer).
+type StartupMode string
+
+// Startup modes.
+const (
+	StartEarliest  StartupMode = "earliest"
+	StartLatest    StartupMode = "latest"
+	StartCommitted StartupMode = "committed" // the group's committed offsets, else earliest
+)
+
+// ParseStartupMode reads a --startup value.
+func ParseStartupMode(s string) (StartupMode, error) {
+	switch m := StartupMode(s); m {
+	case StartEarliest, StartLatest, StartCommitted:
+		return m, nil
+	}
+	return "", fmt.Errorf("--startup %q: want earliest, latest or committed", s)
+}
+
+// Source is one Kafka topic as a job source (Flink: KafkaSource): its
+// partitions are assigned to the source subtasks, each of which reads its
+// partitions with Sarama partition consumers from explicit offsets. A
+// bounded source stops each partition at the end offset it had when the
+// source was created.
+type Source struct {
+	cl      sarama.Client
+	topic   string
+	parts   int
+	startup StartupMode
+	group   string
+	end     map[int32]int64 // bounded: stop offsets; nil: unbounded
+}
+
+// NewSource describes topic on cl. bounded fixes the end offsets now.
+func NewSource(cl sarama.Client, topic string, startup StartupMode, group string, bounded bool) (*Source, error) {
+	parts, err := cl.Partitions(topic)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	s := &Source{cl: cl, topic: topic, parts: len(parts), startup: startup, group: group}
+	if bounded {
+		s.end = map[int32]int64{}
+		for _, p := range parts {
+			off, err := cl.GetOffset(topic, p, sarama.OffsetNewest)
+			if err != nil {
+				return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, err)
+			}
+			s.end[p] = off
+		}
+	}
+	return s, nil
+}
+
+// Topic implements runtime.Source.
+func (s *Source) Topic() string { return s.topic }
+
+// Partitions implements runtime.Source.
+func (s *Source) Partitions() int { return s.parts }
+
+// EndOffsets are the stop offsets of a bounded source (nil when unbounded).
+func (s *Source) EndOffsets() map[int32]int64 { return s.end }
+
+// Reader implements runtime.Source.
+func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.SourceReader, error) {
+	consumer, err := sarama.NewConsumerFromClient(s.cl)
+	if err != nil {
+		return nil, fmt.Errorf("consumer for %s: %w", s.topic, err)
+	}
+	r := &reader{s: s, consumer: consumer, next: map[int32]int64{},
+		msgs: make(chan *sarama.ConsumerMessage, 1024), errs: make(chan error, 1), ends: make(chan int32, len(partitions)), stop: make(chan struct{})}
+	var committed map[int32]int64
+	for _, p := range partitions {
+		start, ok := offsets[p]
+		if !ok {
+			switch s.startup {
+			case StartLatest:
+				start, err = s.cl.GetOffset(s.topic, p, sarama.OffsetNewest)
+			case StartCommitted:
+				if committed == nil {
+					committed, err = s.committed(partitions)
+				}
+				var has bool
+				if start, has = committed[p]; !has && err == nil {
+					start, err = s.cl.GetOffset(s.topic, p, sarama.OffsetOldest)
+				}
+			default:
+				start, err = s.cl.GetOffset(s.topic, p, sarama.OffsetOldest)
+			}
+			if err != nil {
+				r.Close()
+				return nil, fmt.Errorf("start offset of %s/%d: %w", s.topic, p, err)
+			}
+		}
+		r.next[p] = start
+		if s.end != nil && start >= s.end[p] {
+			continue
+		}
+		pc, err := consumer.ConsumePartition(s.topic, p, start)
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("consume %s/%d from offset %d: %w", s.topic, p, start, err)
+		}
+		r.start(p, pc)
+	}
+	return r, nil
+}
+
+// committed fetches the group's committed offsets; a group that never
+// committed has none.
+func (s *Source) committed(partitions []int32) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	if s.group == "" {
+		return out, nil
+	}
+	coord, err := s.cl.Coordinator(s.group)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator of group %s: %w", s.group, err)
+	}
+	req := &sarama.OffsetFetchRequest{Version: 1, ConsumerGroup: s.group}
+	for _, p := range partitions {
+		req.AddPartition(s.topic, p)
+	}
+	resp, err := coord.FetchOffset(req)
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of group %s: %w", s.group, err)
+	}
+	if errors.Is(resp.Err, sarama.ErrGroupIDNotFound) {
+		return out, nil
+	}
+	for _, p := range partitions {
+		b := resp.GetBlock(s.topic, p)
+		if b == nil || errors.Is(b.Err, sarama.ErrGroupIDNotFound) || b.Offset < 0 {
+			continue
+		}
+		if b.Err != sarama.ErrNoError {
+			return nil, fmt.Errorf("committed offset of %s/%d: %w", s.topic, p, b.Err)
+		}
+		out[p] = b.Offset
+	}
+	return out, nil
+}
+
+type reader struct {
+	s        *Source
+	consumer sarama.Consumer
+	pcs      []sarama.PartitionConsumer
+	next     map[int32]int64
+	live     int // partitions still being read
+
+	msgs chan *sarama.ConsumerMessage
+	errs chan error
+	ends chan int32 // a bounded partition reached its end
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// start runs one forwarder per partition consumer: messages of every
+// partition arrive on one channel, in order per partition.
+func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
+	r.pcs = append(r.pcs, pc)
+	r.live++
+	end := int64(-1)
+	if r.s.end != nil {
+		end = r.s.end[p]
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			select {
+			case m, ok := <-pc.Messages():
+				if !ok {
+					return
+				}
+				select {
+				case r.msgs <- m:
+				case <-r.stop:
+					return
+				}
+				if end >= 0 && m.Offset+1 >= end {
+					select {
+					case r.ends <- p:
+					case <-r.stop:
+					}
+					return
+				}
+			case err, ok := <-pc.Errors():
+				if !ok {
+					return
+				}
+				select {
+				case r.errs <- fmt.Errorf("read %s/%d: %w", r.s.topic, p, err):
+				case <-r.stop:
+					return
+				}
+			case <-r.stop:
+				return
+			}
+		}
+	}()
+}
+
+// Poll implements runtime.SourceReader.
+func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]runtime.Record, bool, error) {
+	bounded := r.s.end != nil
+	n := 0
+	var idle *time.Timer
+	defer func() {
+		if idle != nil {
+			idle.Stop()
+		}
+	}()
+	for n < max {
+		select {
+		case m := <-r.msgs:
+			dst = append(dst, runtime.Record{Bytes: m.Value})
+			r.next[m.Partition] = m.Offset + 1
+			n++
+			continue
+		case err := <-r.errs:
+			return dst, false, err
+		case <-r.ends:
+			r.live--
+			continue
+		default:
+		}
+		if n > 0 || (bounded && r.live == 0) {
+			break
+		}
+		// Nothing ready: wait a little, then give the task its mailbox back.
+		if idle == nil {
+			idle = time.NewTimer(20 * time.Millisecond)
+		}
+		select {
+		case m := <-r.msgs:
+			dst = append(dst, runtime.Record{Bytes: m.Value})
+			r.next[m.Partition] = m.Offset + 1
+			n++
+		case err := <-r.errs:
+			return dst, false, err
+		case <-r.ends:
+			r.live--
+		case <-idle.C:
+			return dst, false, nil
+		case <-ctx.Done():
+			return dst, false, nil
+		}
+	}
+	return dst, bounded && r.live == 0 && len(r.msgs) == 0, nil
+}
+
+// Offsets implements runtime.SourceReader.
+func (r *reader) Offsets() map[int32]int64 {
+	out := make(map[int32]int64, len(r.next))
+	for p, o := range r.next {
+		out[p] = o
+	}
+	return out
+}
+
+// CommitOffsets commits offsets to the consumer group, as Flink's
+// KafkaSource does when a checkpoint completes, so that Kafka tools show
+// the job's progress and lag. The job does not depend on these commits.
+func (r *reader) CommitOffsets(offsets map[int32]int64) error {
+	if r.s.group == "" || len(offsets) == 0 {
+		return nil
+	}
+	coord, err := r.s.cl.Coordinator(r.s.group)
+	if err != nil {
+		return fmt.Errorf("coordinator of group %s: %w", r.s.group, err)
+	}
+	req := &sarama.OffsetCommitRequest{Version: 2, ConsumerGroup: r.s.group, ConsumerGroupGeneration: -1, RetentionTime: -1}
+	parts := make([]int32, 0, len(offsets))
+	for p := range offsets {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	for _, p := range parts {
+		req.AddBlock(r.s.topic, p, offsets[p], 0, "")
+	}
+	resp, err := coord.CommitOffset(req)
+	if err != nil {
+		return fmt.Errorf("commit offsets of group %s: %w", r.s.group, err)
+	}
+	for _, p := range parts {
+		if e := resp.Errors[r.s.topic][p]; e != sarama.ErrNoError {
+			return fmt.Errorf("commit offset of %s/%d for group %s: %w", r.s.topic, p, r.s.group, e)
+		}
+	}
+	return nil
+}
+
+// Close implements runtime.SourceReader.
+func (r *reader) Close() error {
+	if r.stop != nil {
+		close(r.stop)
+	}
+	for _, pc := range r.pcs {
+		pc.AsyncClose()
+	}
+	r.wg.Wait()
+	return r.consumer.Close()
+}
