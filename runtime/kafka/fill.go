@@ -126,7 +126,12 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 	}()
 	var written int64
 	start := time.Now()
-	defer prod.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			prod.Close()
+		}
+	}()
 	for {
 		progressed := false
 		for _, t := range topics {
@@ -162,6 +167,7 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 			}
 		}
 	}
+	closed = true
 	if err := prod.Close(); err != nil {
 		return written, fmt.Errorf("input writer: %w", err)
 	}

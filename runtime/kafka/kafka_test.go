@@ -1,0 +1,125 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"faultline/runtime"
+)
+
+// embedded starts a broker for a test, with the default job's topics.
+func embedded(t *testing.T) (*Embedded, Client) {
+	t.Helper()
+	e, err := StartEmbedded(0, t.TempDir(), Topics("revenue", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, Client{Brokers: []string{e.Addr}}
+}
+
+func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
+	_, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	gen := runtime.NewGenerator(2, 20000, runtime.GeneratorPartitions)
+	ctx := context.Background()
+	n, err := NewWriter(c, cl, gen).Fill(ctx)
+	if err != nil || n < 20000 {
+		t.Fatalf("fill wrote %d: %v", n, err)
+	}
+	// A second fill finds everything there and writes nothing.
+	if n, err := NewWriter(c, cl, gen).Fill(ctx); err != nil || n != 0 {
+		t.Fatalf("second fill wrote %d: %v", n, err)
+	}
+	src, err := NewSource(cl, runtime.TopicPayments, StartEarliest, "g", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 4; p++ {
+		if src.EndOffsets()[p] != gen.EndOffset(runtime.TopicPayments, int(p)) {
+			t.Fatalf("end offset of partition %d: %d, generator %d", p, src.EndOffsets()[p], gen.EndOffset(runtime.TopicPayments, int(p)))
+		}
+	}
+	// Partition 1 from offset 10, partition 3 from the start.
+	r, err := src.Reader([]int32{1, 3}, map[int32]int64{1: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := map[string]bool{}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		recs, done, err := r.Poll(ctx, nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			got[string(rec.Bytes)] = true
+		}
+		if done {
+			break
+		}
+	}
+	want := 0
+	for _, p := range []int{1, 3} {
+		from := int64(0)
+		if p == 1 {
+			from = 10
+		}
+		for off := from; off < gen.EndOffset(runtime.TopicPayments, p); off++ {
+			b, _ := gen.Read(runtime.TopicPayments, p, off)
+			if !got[string(b)] {
+				t.Fatalf("partition %d offset %d not read", p, off)
+			}
+			want++
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("read %d records, want %d", len(got), want)
+	}
+	offs := r.Offsets()
+	if offs[1] != gen.EndOffset(runtime.TopicPayments, 1) || offs[3] != gen.EndOffset(runtime.TopicPayments, 3) {
+		t.Fatalf("offsets at the end: %v", offs)
+	}
+	// Committed offsets reach the group, and a committed start resumes there.
+	if err := r.(interface{ CommitOffsets(map[int32]int64) error }).CommitOffsets(map[int32]int64{1: 25, 3: 30}); err != nil {
+		t.Fatal(err)
+	}
+	src2, _ := NewSource(cl, runtime.TopicPayments, StartCommitted, "g", true)
+	r2, err := src2.Reader([]int32{1, 2, 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if o := r2.Offsets(); o[1] != 25 || o[3] != 30 || o[2] != 0 {
+		t.Fatalf("committed start offsets %v, want 1:25 3:30 2:0", o)
+	}
+}
+
+func TestUnreachableBrokerFailsFastNamingIt(t *testing.T) {
+	start := time.Now()
+	_, err := Client{Brokers: []string{"127.0.0.1:1"}}.NewClient()
+	if err == nil {
+		t.Fatal("connected to nothing")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("took %s", time.Since(start))
+	}
+	if want := "127.0.0.1:1"; !contains(err.Error(), want) {
+		t.Fatalf("error %q does not name %s", err, want)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
