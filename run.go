@@ -159,10 +159,10 @@ func (o *runOptions) prepare() (*prepared, error) {
 		return nil, usagef("--restart-attempts %d: want 0 or more", o.restartAttempts)
 	case o.restartDelay < 0:
 		return nil, usagef("--restart-delay %s: want 0 or more", o.restartDelay)
-	case o.channelCapacity < 1:
-		return nil, usagef("--channel-capacity %d: want 1 or more", o.channelCapacity)
-	case o.batchSize < 1:
-		return nil, usagef("--batch-size %d: want 1 or more", o.batchSize)
+	case o.channelCapacity < 1 || o.channelCapacity > 4096:
+		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
+	case o.batchSize < 1 || o.batchSize > 65536:
+		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
 	}
 	var strategy restart.BackoffStrategy
 	switch o.restartStrategy {

@@ -291,6 +291,7 @@ type Coordinator struct {
 	// them without mu, in order, one goroutine at a time.
 	outbox   []func()
 	flushing bool
+	idle     *sync.Cond // signalled when a flush ends
 }
 
 // NewCoordinator returns a coordinator whose first checkpoint id is
@@ -309,7 +310,7 @@ func NewCoordinator(cfg Config, store Store, clk clock.Clock, gw Gateway, onEven
 	if gw == nil {
 		gw = nopGateway{}
 	}
-	return &Coordinator{
+	c := &Coordinator{
 		cfg:      cfg,
 		store:    store,
 		clk:      clk,
@@ -319,6 +320,8 @@ func NewCoordinator(cfg Config, store Store, clk clock.Clock, gw Gateway, onEven
 		pending:  map[int64]*pending{},
 		finished: map[TaskID]bool{},
 	}
+	c.idle = sync.NewCond(&c.mu)
+	return c
 }
 
 // Start tells the coordinator that job attempt attempt is running with these
@@ -352,6 +355,14 @@ func (c *Coordinator) Stop(reason FailureReason, err error) {
 	c.stopLocked(reason, err)
 	c.mu.Unlock()
 	c.flush()
+	// Another goroutine may be making the queued calls; wait until it has,
+	// so that nothing of this attempt reaches the Gateway or onEvent after
+	// Stop returns. (Stop is never called from inside those calls.)
+	c.mu.Lock()
+	for c.flushing || len(c.outbox) > 0 {
+		c.idle.Wait()
+	}
+	c.mu.Unlock()
 }
 
 func (c *Coordinator) stopLocked(reason FailureReason, err error) {
@@ -805,6 +816,7 @@ func (c *Coordinator) flush() {
 			defer func() {
 				c.mu.Lock()
 				c.flushing = false
+				c.idle.Broadcast()
 				c.mu.Unlock()
 			}()
 			for _, f := range batch {

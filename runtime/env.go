@@ -13,6 +13,9 @@ import (
 type Env struct {
 	Sources map[string]Source
 	Outputs map[string]TxnOutput
+	// TxnPrefix starts the name of every sink transaction; it should be
+	// unique to the job on its output system (default "faultline").
+	TxnPrefix string
 }
 
 func (e *Env) source(topic string) (Source, error) {

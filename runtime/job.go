@@ -86,7 +86,8 @@ type attemptErr struct {
 
 type faultEntry struct {
 	Fault
-	fired atomic.Bool
+	fired     atomic.Bool
+	delivered atomic.Bool // a timed fault was posted to its task
 }
 
 // FailureInfo is one failure of the run, as the report lists it.
@@ -325,6 +326,11 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 	for n := int64(1); ; n++ {
 		a, err := j.deploy(ctx, n, restore)
 		if err != nil {
+			if ctx.Err() != nil {
+				j.status(JobCanceled, "canceled while restarting")
+				res.Status = JobCanceled
+				break
+			}
 			j.status(JobFailed, err.Error())
 			return nil, err
 		}
@@ -338,7 +344,11 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 		switch out.kind {
 		case outFinished:
 			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
-			j.teardown(a, nil)
+			queued = append(queued, j.teardown(a, nil)...)
+			if err := j.finalCommit(a); err != nil {
+				j.status(JobFailed, err.Error())
+				return nil, err
+			}
 			j.status(JobFinished, "every task finished")
 			res.Status = JobFinished
 		case outCanceled:
@@ -370,19 +380,19 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 				break
 			}
 			j.status(JobRestarting, out.err.Error())
-			j.teardown(a, out.fault)
+			queued = append(queued, j.teardown(a, out.fault)...)
 			delay := j.cfg.Restart.Backoff()
 			res.Restarts++
 			j.obs.Emit("restart_scheduled", map[string]any{
 				"strategy": j.cfg.Restart.Name(), "delay_ms": delay.Milliseconds(), "attempt": res.Restarts,
 				"description": j.cfg.Restart.Describe(),
 			})
-			if !j.sleep(ctx, delay) {
+			if !j.sleep(ctx, delay) || ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
 				res.Status = JobCanceled
 				break
 			}
-			latest, err := j.store.Latest(ctx)
+			latest, err := j.store.Latest(context.Background())
 			if err != nil {
 				j.status(JobFailed, err.Error())
 				return nil, fmt.Errorf("read the latest checkpoint: %w", err)
@@ -451,8 +461,10 @@ func (j *Job) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // teardown cancels attempt a and waits for all its goroutines. first is the
-// injected fault whose failure caused it, if any.
-func (j *Job) teardown(a *attempt, first *faultEntry) {
+// injected fault whose failure caused it, if any. It returns the timed
+// faults that fired in the attempt without taking effect, to be delivered
+// to the next one.
+func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
 	for _, t := range a.tasks {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
 			t.m.status.Store(TaskCanceling)
@@ -475,9 +487,16 @@ func (j *Job) teardown(a *attempt, first *faultEntry) {
 		}
 		break
 	}
+	for _, f := range j.faults {
+		if f.AfterRecords == 0 && f.delivered.Load() && !f.fired.Load() {
+			f.delivered.Store(false)
+			again = append(again, f)
+		}
+	}
 	if j.cfg.AfterTeardown != nil {
 		j.cfg.AfterTeardown(a.n, j.live.Load())
 	}
+	return again
 }
 
 type outcomeKind int
@@ -538,6 +557,7 @@ func (j *Job) supervise(ctx context.Context, a *attempt, queued *[]*faultEntry) 
 func (j *Job) deliver(a *attempt, f *faultEntry) {
 	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})
 	if t := a.byName[f.Task]; t != nil {
+		f.delivered.Store(true)
 		t.mb.post(mail{kind: mailFault, fault: f.Fault})
 	}
 }
@@ -694,15 +714,14 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 }
 
 // settleOutputs leaves the outputs as a restart from checkpoint c would:
-// the transactions c pre-committed are committed and every other open one is
+// the transactions c pre-committed are committed and every later one is
 // aborted. A run that stops without finishing calls it, so that what is
 // committed is exactly what its last completed checkpoint covers.
 func (j *Job) settleOutputs(c *checkpoint.Completed) error {
-	ctx := context.Background()
 	var states map[string][]*backend.SubtaskState
 	if c != nil {
 		var err error
-		if states, err = j.readRestore(ctx, c); err != nil {
+		if states, err = j.readRestore(context.Background(), c); err != nil {
 			return err
 		}
 	}
@@ -714,27 +733,33 @@ func (j *Job) settleOutputs(c *checkpoint.Completed) error {
 		if err != nil {
 			return err
 		}
-		keep := map[string]bool{}
-		owners := map[int]bool{}
-		for i := 0; i < op.Parallelism; i++ {
-			owners[i] = true
-		}
+		var blobs [][]byte
 		for _, s := range states[op.Name] {
-			owner, txns, err := decodePending(s.Operator[sinkStateName])
-			if err != nil {
-				return fmt.Errorf("checkpoint %d: sink state: %w", c.ID, err)
-			}
-			owners[owner] = true
-			for _, t := range txns {
-				if err := out.Commit(t.txn); err != nil {
-					return err
-				}
-				keep[t.txn] = true
-			}
+			blobs = append(blobs, s.Operator[sinkStateName])
 		}
-		for owner := range owners {
-			if err := out.AbortOpen(fmt.Sprintf("%s-%d-", op.Name, owner), keep); err != nil {
-				return err
+		all := make([]int, op.Parallelism)
+		for i := range all {
+			all[i] = i
+		}
+		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, blobs, func(int) bool { return true }, all); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalCommit commits what the sinks prepared at the end of their input,
+// once every task of the job has finished (Flink: the final commit of a
+// bounded job).
+func (j *Job) finalCommit(a *attempt) error {
+	for _, t := range a.tasks {
+		s, ok := t.oper.(*sinkOp)
+		if !ok {
+			continue
+		}
+		for _, c := range s.FinalCommittables() {
+			if err := s.out.Commit(c); err != nil {
+				return fmt.Errorf("%s: final commit: %w", t.name, err)
 			}
 		}
 	}

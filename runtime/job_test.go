@@ -294,3 +294,30 @@ func TestCancelLeavesExactOutput(t *testing.T) {
 		t.Fatalf("verify %+v: a canceled run's output must be exactly its last checkpoint's", v)
 	}
 }
+
+// With checkpointing off, a sink that reached its end must not commit before
+// the whole job finished: a failure elsewhere restarts everything from the
+// beginning, and what was committed would be written again.
+func TestCheckpointingOffLateFailureDoesNotDuplicate(t *testing.T) {
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := (&run{job: job, records: 40000, interval: 0,
+		faults: []string{"after-records=5265,task=sink/3,fault=error"}}).do(t)
+	if r.res.Status != JobFinished || r.res.Restarts != 1 || !r.verify.OK {
+		t.Fatalf("status %s restarts %d verify %+v", r.res.Status, r.res.Restarts, r.verify)
+	}
+}
+
+// Two timed faults at the same moment in different tasks: the second fires
+// in an attempt that the first is tearing down, and must fire again later.
+func TestTimedFaultsAllTakeEffect(t *testing.T) {
+	r := (&run{records: 40000, rate: 20000, interval: 100 * time.Millisecond, faults: []string{
+		"after=300ms,task=join/0,fault=panic",
+		"after=300ms,task=join/1,fault=panic",
+	}}).do(t)
+	if r.res.Status != JobFinished || len(r.res.Failures) != 2 || !r.verify.OK {
+		t.Fatalf("status %s failures %+v verify %+v", r.res.Status, r.res.Failures, r.verify)
+	}
+}

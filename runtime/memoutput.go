@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -9,15 +10,23 @@ import (
 // MemoryOutput is an in-memory transactional topic, a stand-in for a Kafka
 // topic written with transactions: records of a transaction become visible
 // to readers (Committed) only when it commits, and an aborted transaction's
-// records are never seen. It outlives job attempts, as an external system
-// would. Safe for concurrent use.
+// records are never seen. Like Kafka's transactional ids, a transaction name
+// can be used again once its transaction ended; each use is a new
+// generation, and a committable names the generation. It outlives job
+// attempts, as an external system would. Safe for concurrent use.
 type MemoryOutput struct {
 	mu        sync.Mutex
 	committed []OutputRecord
-	open      map[string][]OutputRecord
-	prepared  map[string]bool
-	done      map[string]bool // committed or aborted txn ids
+	open      map[string]*memTxn
+	gen       map[string]int  // last generation of each name
+	ended     map[string]bool // committable → committed (true) or aborted (false)
 	aborted   int
+}
+
+type memTxn struct {
+	gen      int
+	recs     []OutputRecord
+	prepared bool
 }
 
 // OutputRecord is one record written to an output.
@@ -27,83 +36,81 @@ type OutputRecord struct {
 
 // NewMemoryOutput returns an empty output.
 func NewMemoryOutput() *MemoryOutput {
-	return &MemoryOutput{open: map[string][]OutputRecord{}, prepared: map[string]bool{}, done: map[string]bool{}}
+	return &MemoryOutput{open: map[string]*memTxn{}, gen: map[string]int{}, ended: map[string]bool{}}
 }
+
+func committable(txn string, gen int) string { return txn + "#" + strconv.Itoa(gen) }
 
 // Write implements TxnOutput.
 func (m *MemoryOutput) Write(txn string, key, value []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.done[txn] {
-		return fmt.Errorf("write to finished transaction %s", txn)
+	t := m.open[txn]
+	if t == nil {
+		m.gen[txn]++
+		t = &memTxn{gen: m.gen[txn]}
+		m.open[txn] = t
 	}
-	if m.prepared[txn] {
+	if t.prepared {
 		return fmt.Errorf("write to pre-committed transaction %s", txn)
 	}
-	m.open[txn] = append(m.open[txn], OutputRecord{Key: key, Value: value})
+	t.recs = append(t.recs, OutputRecord{Key: key, Value: value})
 	return nil
 }
 
 // Prepare implements TxnOutput.
-func (m *MemoryOutput) Prepare(txn string) error {
+func (m *MemoryOutput) Prepare(txn string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.done[txn] {
-		return fmt.Errorf("pre-commit of finished transaction %s", txn)
+	t := m.open[txn]
+	if t == nil {
+		return "", nil
 	}
-	if _, ok := m.open[txn]; !ok {
-		m.open[txn] = nil
-	}
-	m.prepared[txn] = true
-	return nil
+	t.prepared = true
+	return committable(txn, t.gen), nil
 }
 
 // Commit implements TxnOutput.
-func (m *MemoryOutput) Commit(txn string) error {
+func (m *MemoryOutput) Commit(c string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.done[txn] {
-		return nil
-	}
-	recs, ok := m.open[txn]
-	if !ok {
-		return fmt.Errorf("commit of unknown transaction %s", txn)
-	}
-	m.committed = append(m.committed, recs...)
-	delete(m.open, txn)
-	delete(m.prepared, txn)
-	m.done[txn] = true
-	return nil
-}
-
-// Abort implements TxnOutput.
-func (m *MemoryOutput) Abort(txn string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.abortLocked(txn)
-	return nil
-}
-
-func (m *MemoryOutput) abortLocked(txn string) {
-	if m.done[txn] {
-		return
-	}
-	if _, ok := m.open[txn]; ok {
-		m.aborted++
-	}
-	delete(m.open, txn)
-	delete(m.prepared, txn)
-	m.done[txn] = true
-}
-
-// AbortOpen implements TxnOutput.
-func (m *MemoryOutput) AbortOpen(prefix string, keep map[string]bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for txn := range m.open {
-		if strings.HasPrefix(txn, prefix) && !keep[txn] {
-			m.abortLocked(txn)
+	if ok, ended := m.ended[c]; ended {
+		if ok {
+			return nil
 		}
+		return fmt.Errorf("transaction %s was aborted", c)
+	}
+	name, g, _ := strings.Cut(c, "#")
+	t := m.open[name]
+	if t == nil || strconv.Itoa(t.gen) != g {
+		return fmt.Errorf("commit of unknown transaction %s", c)
+	}
+	if !t.prepared {
+		return fmt.Errorf("commit of transaction %s before its pre-commit", c)
+	}
+	m.committed = append(m.committed, t.recs...)
+	delete(m.open, name)
+	m.ended[c] = true
+	return nil
+}
+
+// AbortLingering implements TxnOutput.
+func (m *MemoryOutput) AbortLingering(prefix string, from int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, t := range m.open {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(rest, 10, 64); err != nil || n < from {
+			continue
+		}
+		if len(t.recs) > 0 {
+			m.aborted++
+		}
+		m.ended[committable(name, t.gen)] = false
+		delete(m.open, name)
 	}
 	return nil
 }

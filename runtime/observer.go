@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,7 +56,8 @@ type Observer struct {
 	start   time.Time
 	ch      chan Event
 	dropped atomic.Int64
-	closed  atomic.Bool
+	mu      sync.RWMutex // Emit holds it shared, Close exclusively
+	closed  bool
 }
 
 // NewObserver returns an observer whose event times count from now on clk
@@ -72,7 +74,12 @@ func (o *Observer) Since() time.Duration { return o.clk.Now().Sub(o.start) }
 
 // Emit sends an event without blocking.
 func (o *Observer) Emit(name string, fields map[string]any) {
-	if o == nil || o.closed.Load() {
+	if o == nil {
+		return
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.closed {
 		return
 	}
 	select {
@@ -90,7 +97,10 @@ func (o *Observer) Dropped() int64 { return o.dropped.Load() }
 
 // Close ends the stream; call it once the job has stopped emitting.
 func (o *Observer) Close() {
-	if o.closed.CompareAndSwap(false, true) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.closed = true
 		close(o.ch)
 	}
 }

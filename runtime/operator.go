@@ -103,16 +103,20 @@ type SourceReader interface {
 
 // TxnOutput is the transactional external system a two-phase-commit sink
 // writes to (Flink: TwoPhaseCommittingSink, as with Kafka transactions).
+// Transactions are named by the sink: prefix + sequence number, where the
+// prefix is unique to one sink subtask; a name may be used again once its
+// transaction ended.
 type TxnOutput interface {
-	// Write adds a record to transaction txn, opening it if needed.
+	// Write adds a record to transaction txn, beginning it if it is not open.
 	Write(txn string, key, value []byte) error
-	// Prepare flushes txn so that it can be committed later (pre-commit).
-	Prepare(txn string) error
-	// Commit makes txn visible; committing a committed txn is a no-op.
-	Commit(txn string) error
-	// Abort discards txn.
-	Abort(txn string) error
-	// AbortOpen aborts every open (uncommitted) txn whose id starts with
-	// prefix, except those in keep.
-	AbortOpen(prefix string, keep map[string]bool) error
+	// Prepare flushes txn (pre-commit) and returns a committable: what
+	// Commit needs to finish it, later and even from another process. A
+	// transaction with nothing written gives "" (nothing to commit).
+	Prepare(txn string) (committable string, err error)
+	// Commit finishes a prepared transaction. Committing one that is
+	// already committed is a no-op; one that was aborted is an error.
+	Commit(committable string) error
+	// AbortLingering aborts the open transactions named prefix+N for every
+	// N ≥ from: what a failed attempt or process left behind.
+	AbortLingering(prefix string, from int64) error
 }

@@ -27,8 +27,10 @@ func (x *scramClient) Begin(user, password, authzID string) error {
 	return nil
 }
 
-func (x *scramClient) Step(challenge string) (string, error) { return x.ClientConversation.Step(challenge) }
-func (x *scramClient) Done() bool                            { return x.ClientConversation.Done() }
+func (x *scramClient) Step(challenge string) (string, error) {
+	return x.ClientConversation.Step(challenge)
+}
+func (x *scramClient) Done() bool { return x.ClientConversation.Done() }
 
 func scramSHA256() sarama.SCRAMClient {
 	return &scramClient{hash: func() hash.Hash { return sha256.New() }}

@@ -1,0 +1,224 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"faultline/backend"
+)
+
+// sinkOp writes records to a transactional output with two-phase commit
+// (Flink: TwoPhaseCommitSinkFunction / KafkaSink exactly-once): the records
+// of one checkpoint epoch go into one transaction; the barrier pre-commits it
+// and records its committable in the sink's state; the completion notice
+// commits it. On restore, the committables of the restored checkpoint are
+// committed and every later transaction the subtask opened is aborted.
+//
+// Transaction names are TxnPrefix/operator/subtask/N with N counting up; the
+// next N is part of the state, so after a restore the names the failed
+// attempt used are exactly those from the restored N on.
+type sinkOp struct {
+	out       TxnOutput
+	topic     string
+	txnPrefix string
+	ctx       *OperatorContext
+
+	nextSeq int64
+	current string       // open transaction, "" until the first record
+	pending []pendingTxn // pre-committed, waiting for their checkpoint
+	final   []string     // prepared at the end of input, for the job's final commit
+}
+
+type pendingTxn struct {
+	checkpoint  int64
+	committable string
+}
+
+const sinkStateName = "sink-transactions"
+
+// txnPrefix names the transactions of one sink subtask. The separator is a
+// character operator names cannot contain, so no prefix is another's.
+func txnPrefix(prefix, op string, index int) string {
+	if prefix == "" {
+		prefix = "faultline"
+	}
+	return fmt.Sprintf("%s/%s/%d/", prefix, op, index)
+}
+
+// sinkState is what a sink subtask keeps in a checkpoint.
+type sinkState struct {
+	owner   int
+	nextSeq int64
+	pending []pendingTxn
+}
+
+func (st sinkState) encode() []byte {
+	b := binary.AppendUvarint(nil, uint64(st.owner))
+	b = binary.AppendUvarint(b, uint64(st.nextSeq))
+	for _, t := range st.pending {
+		b = binary.AppendUvarint(b, uint64(t.checkpoint))
+		b = appendString(b, t.committable)
+	}
+	return b
+}
+
+func decodeSinkState(b []byte) (sinkState, error) {
+	var st sinkState
+	owner, n := binary.Uvarint(b)
+	if n <= 0 {
+		return st, backend.ErrCorrupt
+	}
+	b = b[n:]
+	next, n := binary.Uvarint(b)
+	if n <= 0 {
+		return st, backend.ErrCorrupt
+	}
+	b = b[n:]
+	st.owner, st.nextSeq = int(owner), int64(next)
+	for len(b) > 0 {
+		id, n := binary.Uvarint(b)
+		if n <= 0 {
+			return st, backend.ErrCorrupt
+		}
+		c, rest, ok := readString(b[n:])
+		if !ok {
+			return st, backend.ErrCorrupt
+		}
+		st.pending = append(st.pending, pendingTxn{checkpoint: int64(id), committable: c})
+		b = rest
+	}
+	return st, nil
+}
+
+// recoverSink leaves out as a restart from a checkpoint with these sink
+// states would: every pre-committed transaction committed, every later one
+// aborted. states are the sink operator's states in that checkpoint (none
+// when starting without one); owners are the subtasks to recover, with the
+// sequence number to abort from when no state names it.
+func recoverSink(out TxnOutput, prefix, op string, states [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, err error) {
+	nextSeq = map[int]int64{}
+	for _, b := range states {
+		st, err := decodeSinkState(b)
+		if err != nil {
+			return nil, fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
+		}
+		if !owners(st.owner) {
+			continue
+		}
+		for _, t := range st.pending {
+			if err := out.Commit(t.committable); err != nil {
+				return nil, fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+			}
+		}
+		nextSeq[st.owner] = st.nextSeq
+	}
+	for _, o := range mine {
+		if _, ok := nextSeq[o]; !ok {
+			nextSeq[o] = 0
+		}
+	}
+	for o, from := range nextSeq {
+		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
+			return nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
+		}
+	}
+	return nextSeq, nil
+}
+
+func (s *sinkOp) Open(ctx *OperatorContext) error {
+	s.ctx = ctx
+	p, idx := ctx.Parallelism, ctx.Task.Index
+	// This subtask recovers its own transactions and those of old subtasks
+	// that no longer exist at this parallelism.
+	next, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName),
+		func(owner int) bool { return owner%p == idx }, []int{idx})
+	if err != nil {
+		return fmt.Errorf("%s: %w", ctx.Task, err)
+	}
+	s.nextSeq = next[idx]
+	return nil
+}
+
+func (s *sinkOp) txn() string {
+	if s.current == "" {
+		s.current = txnPrefix(s.txnPrefix, s.ctx.Task.Operator, s.ctx.Task.Index) + strconv.FormatInt(s.nextSeq, 10)
+		s.nextSeq++
+	}
+	return s.current
+}
+
+func (s *sinkOp) Process(rec *Record, out Collector) error {
+	v, ok := rec.Value.(JSONAppender)
+	if !ok {
+		return fmt.Errorf("sink %s: cannot write a %T", s.topic, rec.Value)
+	}
+	val := v.AppendJSON(make([]byte, 0, 96))
+	var key []byte
+	if f, ok := rec.Value.(Fielder); ok {
+		if c, ok := f.Field("customer"); ok {
+			key = []byte(c)
+		}
+	}
+	return s.out.Write(s.txn(), key, val)
+}
+
+// SnapshotState pre-commits the open transaction as part of checkpoint id.
+func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
+	if s.current != "" {
+		c, err := s.out.Prepare(s.current)
+		if err != nil {
+			return nil, fmt.Errorf("pre-commit %s: %w", s.current, err)
+		}
+		if c != "" {
+			s.pending = append(s.pending, pendingTxn{checkpoint: id, committable: c})
+		}
+		s.current = ""
+	}
+	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
+	return map[string][]byte{sinkStateName: st.encode()}, nil
+}
+
+// NotifyCheckpointComplete commits every transaction up to checkpoint id.
+func (s *sinkOp) NotifyCheckpointComplete(id int64) error {
+	i := 0
+	for ; i < len(s.pending) && s.pending[i].checkpoint <= id; i++ {
+		if err := s.out.Commit(s.pending[i].committable); err != nil {
+			return fmt.Errorf("commit transaction of checkpoint %d: %w", s.pending[i].checkpoint, err)
+		}
+	}
+	s.pending = append(s.pending[:0], s.pending[i:]...)
+	return nil
+}
+
+// EndInput runs when every input ended. The transactions pre-committed so
+// far belong to completed checkpoints (sources end only after their last
+// checkpoint completed) and are committed. What came after the last barrier
+// (everything, when checkpointing is off) is only prepared: the job commits
+// it once every task has finished, so that a failure elsewhere before the
+// end cannot leave it committed and then written again.
+func (s *sinkOp) EndInput(Collector) error {
+	for _, p := range s.pending {
+		if err := s.out.Commit(p.committable); err != nil {
+			return err
+		}
+	}
+	s.pending = nil
+	if s.current != "" {
+		c, err := s.out.Prepare(s.current)
+		if err != nil {
+			return err
+		}
+		if c != "" {
+			s.final = append(s.final, c)
+		}
+		s.current = ""
+	}
+	return nil
+}
+
+// FinalCommittables are the transactions EndInput prepared for the job's
+// final commit.
+func (s *sinkOp) FinalCommittables() []string { return s.final }
+
+func (s *sinkOp) Close() error { return nil }
