@@ -44,6 +44,10 @@ type result struct {
 
 func faultline(t *testing.T, args ...string) result {
 	t.Helper()
+	if len(args) > 0 && args[0] == "run" {
+		// Each run gets its own embedded broker on a free port.
+		args = append(args, "--listen", "0")
+	}
 	cmd := exec.Command(binary, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

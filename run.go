@@ -12,16 +12,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"faultline/checkpoint"
 	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime"
 	"faultline/runtime/barrier"
+	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 )
 
@@ -52,6 +56,43 @@ type runOptions struct {
 
 	channelCapacity int
 	batchSize       int
+
+	kafka kafkaOptions
+}
+
+// kafkaOptions are the flags that say which Kafka to use and how.
+type kafkaOptions struct {
+	brokers       string
+	listen        int
+	generate      bool
+	bounded       bool
+	topics        []string
+	group         string
+	startup       string
+	sinkGuarantee string
+	txnPrefix     string
+	tls           bool
+	tlsCA         string
+	saslMechanism string
+	saslUser      string
+	saslPassword  string
+}
+
+func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&k.brokers, "brokers", "", "host:port,… of a Kafka cluster to use instead of the embedded broker")
+	f.IntVar(&k.listen, "listen", 9092, "port of the embedded broker (a free port is used when it is taken)")
+	f.BoolVar(&k.generate, "generate", false, "with --brokers: write the generator's orders and payments into the cluster too (always on with the embedded broker)")
+	f.BoolVar(&k.bounded, "bounded", false, "read the input topics only up to their end at start, then finish (implied by --records)")
+	f.StringArrayVar(&k.topics, "topic", nil, "Kafka topic of a source or sink operator, e.g. orders-source=shop.orders (repeatable)")
+	f.StringVar(&k.group, "group", "", "consumer group the sources commit their offsets to on every completed checkpoint (default faultline-<job>)")
+	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets)")
+	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none")
+	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
+	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS")
+	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (default: the system's)")
+	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512")
+	f.StringVar(&k.saslUser, "sasl-user", "", "SASL user")
+	f.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (default: $FAULTLINE_SASL_PASSWORD)")
 }
 
 func newRunCmd() *cobra.Command {
@@ -68,7 +109,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.headless, "headless", false, "no TUI: print JSON events and a final JSON report")
 	f.StringVar(&o.jobFile, "job", "", "job spec file (default: the built-in orders job, fixtures/jobs/orders.yaml)")
 	f.Int64Var(&o.records, "records", 0, "bounded input of this many records (orders plus payments); 0 runs until stopped")
-	f.Float64Var(&o.rate, "rate", -1, "input records/s (default: unlimited with --records, 400 otherwise)")
+	f.Float64Var(&o.rate, "rate", -1, "input records/s the generator writes (default: all at once with --records, 400 otherwise)")
 	f.Int64Var(&o.seed, "seed", 1, "seed of the input generator")
 	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers) or at-least-once")
 	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off")
@@ -85,6 +126,7 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&o.restartDelay, "restart-delay", time.Second, "fixed-delay: wait before each restart (restart-strategy.fixed-delay.delay)")
 	f.IntVar(&o.channelCapacity, "channel-capacity", 4, "batches each channel holds before its sender blocks (back-pressure)")
 	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
+	o.kafka.addFlags(f)
 	return cmd
 }
 
@@ -100,17 +142,22 @@ func defaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "faultline"), nil
 }
 
-// prepared is a run put together from the flags.
+// prepared is a run put together from the flags, before anything starts.
 type prepared struct {
-	job     *spec.Job
-	gen     *runtime.Generator
-	outputs map[string]*runtime.MemoryOutput
-	cfg     runtime.Config
-	logOut  io.Closer
+	job      *spec.Job
+	mode     barrier.Mode
+	strategy restart.BackoffStrategy
+	faults   []runtime.Fault
+	rate     float64
+	client   kafka.Client
+	topicMap map[string]string // operator → Kafka topic
+	startup  kafka.StartupMode
+	sinkG    kafka.Guarantee
 }
 
-func (o *runOptions) prepare() (*prepared, error) {
-	p := &prepared{}
+// check turns the flags into a prepared run, or a usage error (exit 2).
+func (o *runOptions) check() (*prepared, error) {
+	p := &prepared{topicMap: map[string]string{}}
 	var err error
 	if o.jobFile == "" {
 		p.job = spec.Default()
@@ -131,12 +178,11 @@ func (o *runOptions) prepare() (*prepared, error) {
 			return nil, usagef("--parallelism: %v", err)
 		}
 	}
-	var mode barrier.Mode
 	switch o.mode {
 	case "exactly-once":
-		mode = barrier.ExactlyOnce
+		p.mode = barrier.ExactlyOnce
 	case "at-least-once":
-		mode = barrier.AtLeastOnce
+		p.mode = barrier.AtLeastOnce
 	default:
 		return nil, usagef("--mode %q: want exactly-once or at-least-once", o.mode)
 	}
@@ -163,17 +209,17 @@ func (o *runOptions) prepare() (*prepared, error) {
 		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
 	case o.batchSize < 1 || o.batchSize > 65536:
 		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
+	case o.kafka.listen < 0 || o.kafka.listen > 65535:
+		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
 	}
-	var strategy restart.BackoffStrategy
 	switch o.restartStrategy {
 	case "fixed-delay":
-		strategy = restart.NewFixedDelay(o.restartAttempts, o.restartDelay)
+		p.strategy = restart.NewFixedDelay(o.restartAttempts, o.restartDelay)
 	case "none":
-		strategy = &restart.None{}
+		p.strategy = &restart.None{}
 	default:
 		return nil, usagef("--restart-strategy %q: want fixed-delay or none", o.restartStrategy)
 	}
-	var faults []runtime.Fault
 	for _, s := range o.inject {
 		f, err := runtime.ParseFault(s)
 		if err != nil {
@@ -182,94 +228,108 @@ func (o *runOptions) prepare() (*prepared, error) {
 		if err := runtime.CheckFaultTask(f, p.job); err != nil {
 			return nil, usageError{err}
 		}
-		faults = append(faults, f)
+		p.faults = append(p.faults, f)
 	}
-	rate := o.rate
-	if rate < 0 {
-		rate = 0
+	p.rate = o.rate
+	if p.rate < 0 {
+		p.rate = 0
 		if o.records == 0 {
-			rate = 400
+			p.rate = 400
 		}
 	}
-	p.gen = runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions).WithRate(rate)
-	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}}
-	p.outputs = map[string]*runtime.MemoryOutput{}
+	if p.startup, err = kafka.ParseStartupMode(o.kafka.startup); err != nil {
+		return nil, usageError{err}
+	}
+	if p.sinkG, err = kafka.ParseGuarantee(o.kafka.sinkGuarantee); err != nil {
+		return nil, usageError{err}
+	}
 	for _, op := range p.job.Operators {
-		switch op.Type {
-		case spec.TypeSource:
-			src, err := p.gen.Source(op.Topic)
-			if err != nil {
-				return nil, usagef("operator %s: %v", op.Name, err)
-			}
-			env.Sources[op.Topic] = src
-		case spec.TypeSink:
-			if p.outputs[op.Topic] == nil {
-				p.outputs[op.Topic] = runtime.NewMemoryOutput()
-				env.Outputs[op.Topic] = p.outputs[op.Topic]
+		if op.Type == spec.TypeSource || op.Type == spec.TypeSink {
+			p.topicMap[op.Name] = op.Topic
+		}
+	}
+	for _, kv := range o.kafka.topics {
+		name, topic, ok := strings.Cut(kv, "=")
+		if !ok || topic == "" {
+			return nil, usagef("--topic %q: want operator=topic, e.g. orders-source=shop.orders", kv)
+		}
+		if _, known := p.topicMap[name]; !known {
+			return nil, usagef("--topic %q: %q is not a source or sink of job %s", kv, name, p.job.Name)
+		}
+		p.topicMap[name] = topic
+	}
+	password := o.kafka.saslPassword
+	if password == "" {
+		password = os.Getenv("FAULTLINE_SASL_PASSWORD")
+	}
+	p.client = kafka.Client{TLS: o.kafka.tls, TLSCA: o.kafka.tlsCA, SASLMechanism: o.kafka.saslMechanism,
+		SASLUser: o.kafka.saslUser, SASLPassword: password}
+	if o.kafka.brokers != "" {
+		for _, b := range strings.Split(o.kafka.brokers, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				p.client.Brokers = append(p.client.Brokers, b)
 			}
 		}
 	}
-	stateDir := o.stateDir
-	if stateDir == "" {
-		if stateDir, err = defaultStateDir(); err != nil {
-			return nil, err
-		}
+	if _, err := p.client.Config(); err != nil {
+		return nil, usageError{err}
 	}
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
+	if o.kafka.group == "" {
+		o.kafka.group = "faultline-" + p.job.Name
 	}
-	o.stateDir = stateDir
-	logPath := o.logFile
-	if logPath == "" {
-		logPath = filepath.Join(stateDir, "faultline.log")
-	}
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("log file: %w", err)
-	}
-	p.logOut = lf
-	logger := log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
-	o.logFile = logPath
-	p.cfg = runtime.Config{
-		Job:  p.job,
-		Env:  env,
-		Mode: mode,
-		Checkpoint: checkpoint.Config{
-			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
-			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
-		},
-		Store:           checkpoint.NewMemoryStore(3),
-		Restart:         strategy,
-		Faults:          faults,
-		Clock:           clock.Real{},
-		ChannelCapacity: o.channelCapacity,
-		BatchSize:       o.batchSize,
-		Logf:            logger.Printf,
+	if o.kafka.txnPrefix == "" {
+		o.kafka.txnPrefix = "faultline-" + p.job.Name
 	}
 	return p, nil
+}
+
+// logicalTopics maps the generator's topics (orders, payments) to the
+// Kafka topics the job's sources read them from.
+func (p *prepared) logicalTopics() map[string]string {
+	out := map[string]string{}
+	for _, op := range p.job.Operators {
+		if op.Type == spec.TypeSource {
+			out[op.Topic] = p.topicMap[op.Name]
+		}
+	}
+	return out
 }
 
 func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	p, err := o.prepare()
+	p, err := o.check()
 	if err != nil {
 		return err
 	}
-	defer p.logOut.Close()
+	stateDir := o.stateDir
+	if stateDir == "" {
+		if stateDir, err = defaultStateDir(); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	logPath := o.logFile
+	if logPath == "" {
+		logPath = filepath.Join(stateDir, "faultline.log")
+	}
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("log file: %w", err)
+	}
+	defer lf.Close()
+	logger := log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
+	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
 	if !o.headless {
 		fmt.Fprintln(stderr, "faultline: the terminal UI is not built yet; running headless (JSON events on stdout)")
-	}
-	obs := runtime.NewObserver(clock.Real{}, 8192)
-	p.cfg.Observer = obs
-	job, err := runtime.New(p.cfg)
-	if err != nil {
-		return usageError{err}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	obs := runtime.NewObserver(clock.Real{}, 8192)
 	enc := json.NewEncoder(stdout)
 	printed := make(chan struct{})
 	go func() {
@@ -278,31 +338,195 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			enc.Encode(e)
 		}
 	}()
+	closeEvents := sync.OnceFunc(func() {
+		obs.Close()
+		<-printed
+	})
+	defer closeEvents()
+
+	// Kafka: the embedded broker unless --brokers names a cluster.
+	generate := o.kafka.generate
+	if len(p.client.Brokers) == 0 {
+		sinkTopics := map[string]int32{}
+		for _, op := range p.job.Operators {
+			if op.Type == spec.TypeSink {
+				sinkTopics[p.topicMap[op.Name]] = 1
+			}
+		}
+		topics := map[string]int32{}
+		for _, t := range p.logicalTopics() {
+			topics[t] = runtime.GeneratorPartitions
+		}
+		for t, n := range sinkTopics {
+			topics[t] = n
+		}
+		broker, err := kafka.StartEmbedded(o.kafka.listen, filepath.Join(stateDir, "kafka"), topics)
+		if err != nil {
+			return exitError{code: 1, err: err}
+		}
+		defer broker.Close()
+		p.client.Brokers = []string{broker.Addr}
+		generate = true
+		f := map[string]any{"address": broker.Addr, "embedded": true, "log_dir": filepath.Join(stateDir, "kafka")}
+		if broker.Note != "" {
+			f["note"] = broker.Note
+			fmt.Fprintln(stderr, "faultline:", broker.Note)
+		}
+		obs.Emit("broker_started", f)
+	}
+	cl, err := p.client.NewClient()
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	defer cl.Close()
+	topics := map[string]int32{}
+	for _, op := range p.job.Operators {
+		switch op.Type {
+		case spec.TypeSource:
+			topics[p.topicMap[op.Name]] = runtime.GeneratorPartitions
+		case spec.TypeSink:
+			topics[p.topicMap[op.Name]] = 1
+		}
+	}
+	if err := kafka.EnsureTopics(cl, topics); err != nil {
+		return exitError{code: 1, err: err}
+	}
+
+	gen := runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
+	var writerDone chan error
+	if generate {
+		w := kafka.NewWriter(p.client, cl, gen).WithTopics(p.logicalTopics())
+		if o.records > 0 {
+			start := time.Now()
+			n, err := w.Fill(ctx)
+			if err != nil {
+				return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
+			}
+			obs.Emit("input_written", map[string]any{"records": n, "duration_ms": time.Since(start).Milliseconds()})
+		} else {
+			writerDone = make(chan error, 1)
+			wctx, wcancel := context.WithCancel(ctx)
+			defer func() {
+				wcancel()
+				<-writerDone
+			}()
+			go func() { writerDone <- w.Run(wctx, p.rate) }()
+		}
+	}
+
+	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}, TxnPrefix: o.kafka.txnPrefix}
+	sources := map[string]*kafka.Source{}
+	outputStart := map[string]map[int32]int64{}
+	outputs := map[string]*kafka.Output{}
+	bounded := o.records > 0 || o.kafka.bounded
+	for _, op := range p.job.Operators {
+		topic := p.topicMap[op.Name]
+		switch op.Type {
+		case spec.TypeSource:
+			if sources[topic] != nil {
+				continue
+			}
+			s, err := kafka.NewSource(p.client, cl, topic, p.startup, o.kafka.group, bounded)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			sources[topic] = s
+		case spec.TypeSink:
+			if outputs[topic] != nil {
+				continue
+			}
+			if outputStart[topic], err = kafka.EndOffsets(cl, topic); err != nil {
+				return exitError{code: 1, err: err}
+			}
+			out, err := kafka.NewOutput(p.client, cl, topic, p.sinkG)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			defer out.Close()
+			outputs[topic] = out
+		}
+	}
+	// The job names topics as its spec does; the env serves them from Kafka.
+	for _, op := range p.job.Operators {
+		switch op.Type {
+		case spec.TypeSource:
+			env.Sources[op.Topic] = sources[p.topicMap[op.Name]]
+		case spec.TypeSink:
+			env.Outputs[op.Topic] = outputs[p.topicMap[op.Name]]
+		}
+	}
+
+	job, err := runtime.New(runtime.Config{
+		Job:  p.job,
+		Env:  env,
+		Mode: p.mode,
+		Checkpoint: checkpoint.Config{
+			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
+			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
+		},
+		Store:           checkpoint.NewMemoryStore(3),
+		Restart:         p.strategy,
+		Faults:          p.faults,
+		Clock:           clock.Real{},
+		Observer:        obs,
+		ChannelCapacity: o.channelCapacity,
+		BatchSize:       o.batchSize,
+		Logf:            logger.Printf,
+	})
+	if err != nil {
+		return usageError{err}
+	}
 	obs.Emit("run_started", map[string]any{
-		"job": p.job.Name, "mode": o.mode, "state_dir": o.stateDir, "log_file": o.logFile,
+		"job": p.job.Name, "mode": o.mode, "state_dir": stateDir, "log_file": logPath,
 		"records": o.records, "seed": o.seed, "checkpoint_interval_ms": o.interval.Milliseconds(),
+		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
 	})
 	res, runErr := job.Run(ctx, nil)
-	obs.Close()
-	<-printed
 	if runErr != nil {
 		return exitError{code: 1, err: runErr}
 	}
+
+	// The oracle: what a read_committed consumer of the output sees, against
+	// the inputs read straight from Kafka.
 	var bounds checkpoint.Offsets
-	if res.Status != runtime.JobFinished {
+	if res.Status != runtime.JobFinished || !bounded {
 		bounds = checkpoint.Offsets{}
 		if res.Latest != nil {
-			bounds = res.Latest.SourceOffsets()
+			for topic, offs := range res.Latest.SourceOffsets() {
+				for logical, actual := range p.logicalTopics() {
+					if actual == topic {
+						bounds[logical] = offs
+					}
+				}
+			}
+		}
+	} else {
+		bounds = checkpoint.Offsets{}
+		for logical, actual := range p.logicalTopics() {
+			bounds[logical] = sources[actual].EndOffsets()
 		}
 	}
-	var committed []runtime.OutputRecord
-	for _, out := range p.outputs {
-		committed = append(committed, out.Committed()...)
+	from := map[string]map[int32]int64{}
+	for topic, s := range sources {
+		from[topic] = s.StartOffsets()
 	}
-	v, err := runtime.Verify(p.gen, p.job.Verify, o.mode, bounds, committed)
+	var committed []runtime.OutputRecord
+	for topic, start := range outputStart {
+		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
+		if err != nil {
+			return exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
+		}
+		committed = append(committed, recs...)
+	}
+	guarantee := o.mode
+	if p.sinkG != kafka.ExactlyOnce {
+		guarantee = "at-least-once"
+	}
+	v, err := runtime.Verify(kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, p.job.Verify, guarantee, bounds, committed)
 	if err != nil {
 		return exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
+	closeEvents()
 	report := runtime.NewReport(p.job.Name, o.mode, res, v, obs.Dropped())
 	if err := enc.Encode(report); err != nil {
 		return exitError{code: 1, err: err}

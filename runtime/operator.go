@@ -101,6 +101,15 @@ type SourceReader interface {
 	Close() error
 }
 
+// OffsetCommitter is a SourceReader that reports its progress outside the
+// job when a checkpoint completes (Flink: KafkaSourceReader commits the
+// checkpoint's offsets to the consumer group in notifyCheckpointComplete).
+// The job never reads these offsets back while it runs; failures to commit
+// them are logged, not fatal.
+type OffsetCommitter interface {
+	CommitOffsets(offsets map[int32]int64) error
+}
+
 // TxnOutput is the transactional external system a two-phase-commit sink
 // writes to (Flink: TwoPhaseCommittingSink, as with Kafka transactions).
 // Transactions are named by the sink: prefix + sequence number, where the

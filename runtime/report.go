@@ -89,39 +89,63 @@ type Verification struct {
 	Guarantee string `json:"guarantee"`
 }
 
-// Verify checks the committed output of a job against its input, read
-// directly from the generator and decoded on its own, independently of the
-// job's operators. expect is the job spec's verify kind: "paid-orders" (every
-// order that has a payment, exactly once) or "orders" (every order exactly
-// once). guarantee is "exactly-once" or "at-least-once". bounds limits the input to the offsets a checkpoint covered; nil
-// means the whole (bounded) input.
-func Verify(g *Generator, expect, guarantee string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
-	end := func(topic string, p int) int64 {
-		if bounds == nil {
-			return g.EndOffset(topic, p)
+// InputReader yields a job's raw input records, read directly from where
+// the job reads them.
+type InputReader interface {
+	// ReadInput calls f with every record of topic below bounds (partition
+	// → offset; nil: everything there is).
+	ReadInput(topic string, bounds map[int32]int64, f func([]byte) error) error
+}
+
+// ReadInput implements InputReader for the generator.
+func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byte) error) error {
+	for p := 0; p < g.partitions; p++ {
+		n := g.EndOffset(topic, p)
+		if bounds != nil {
+			n = bounds[int32(p)]
 		}
-		return bounds[topic][int32(p)]
+		for off := int64(0); off < n; off++ {
+			b, ok := g.Read(topic, p, off)
+			if !ok {
+				return fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
+			}
+			if err := f(b); err != nil {
+				return err
+			}
+		}
 	}
+	return nil
+}
+
+// Verify checks the committed output of a job against its input, read
+// directly by in and decoded on its own, independently of the job's
+// operators. expect is the job spec's verify kind: "paid-orders" (every
+// order that has a payment, exactly once) or "orders" (every order exactly
+// once). guarantee is "exactly-once" or "at-least-once". bounds limits the
+// input to the offsets a checkpoint covered; nil means the whole (bounded)
+// input.
+func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
 	type idOnly struct {
 		OrderID string `json:"order_id"`
 	}
 	read := func(topic string) (map[string]bool, error) {
 		ids := map[string]bool{}
-		for p := 0; p < g.partitions; p++ {
-			n := end(topic, p)
-			for off := int64(0); off < n; off++ {
-				b, ok := g.Read(topic, p, off)
-				if !ok {
-					return nil, fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
-				}
-				var r idOnly
-				if err := json.Unmarshal(b, &r); err != nil {
-					return nil, fmt.Errorf("input %s/%d@%d: %w", topic, p, off, err)
-				}
-				ids[r.OrderID] = true
+		var b map[int32]int64
+		if bounds != nil {
+			b = bounds[topic]
+			if b == nil {
+				b = map[int32]int64{}
 			}
 		}
-		return ids, nil
+		err := in.ReadInput(topic, b, func(v []byte) error {
+			var r idOnly
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("input record %q of %s: %w", v, topic, err)
+			}
+			ids[r.OrderID] = true
+			return nil
+		})
+		return ids, err
 	}
 	orders, err := read(TopicOrders)
 	if err != nil {

@@ -117,6 +117,7 @@ type task struct {
 	srcBuf       []Record
 	atEnd        bool
 	finalBarrier int64
+	srcOffsets   map[int64]map[int32]int64 // checkpoint id → offsets, until it completes
 }
 
 // Collect implements Collector for the task's operator.
@@ -320,8 +321,11 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 					return false, fmt.Errorf("%s: checkpoint %d complete: %w", t.name, m.id, err)
 				}
 			}
-			if t.src != nil && t.atEnd && t.finalBarrier != 0 && m.id >= t.finalBarrier {
-				return true, nil
+			if t.src != nil {
+				t.commitOffsets(m.id)
+				if t.atEnd && t.finalBarrier != 0 && m.id >= t.finalBarrier {
+					return true, nil
+				}
 			}
 		case mailAborted:
 			if t.handler != nil {
@@ -418,6 +422,33 @@ func (t *task) runSource(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// commitOffsets hands the offsets of completed checkpoint id (or of the
+// newest one before it) to the source reader to commit, and forgets older
+// ones.
+func (t *task) commitOffsets(id int64) {
+	oc, ok := t.reader.(OffsetCommitter)
+	if !ok {
+		return
+	}
+	var best int64
+	for cid := range t.srcOffsets {
+		if cid <= id && cid > best {
+			best = cid
+		}
+	}
+	if best == 0 {
+		return
+	}
+	if err := oc.CommitOffsets(t.srcOffsets[best]); err != nil {
+		t.a.job.logf("%s: commit offsets of checkpoint %d: %v", t.name, best, err)
+	}
+	for cid := range t.srcOffsets {
+		if cid <= best {
+			delete(t.srcOffsets, cid)
+		}
+	}
+}
+
 func (t *task) waitPaused(ctx context.Context) {
 	tm := time.NewTimer(20 * time.Millisecond)
 	defer tm.Stop()
@@ -439,6 +470,12 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64) error 
 	}
 	if t.atEnd && t.finalBarrier == 0 {
 		t.finalBarrier = id
+	}
+	if _, ok := t.reader.(OffsetCommitter); ok {
+		if t.srcOffsets == nil {
+			t.srcOffsets = map[int64]map[int32]int64{}
+		}
+		t.srcOffsets[id] = offs
 	}
 	ack := checkpoint.SubtaskAck{
 		SyncDuration: time.Since(start),

@@ -53,7 +53,6 @@ func (c Client) Config() (*sarama.Config, error) {
 	cfg.Net.WriteTimeout = 10 * time.Second
 	cfg.Metadata.Retry.Max = 1
 	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
-	cfg.Metadata.Full = false
 	cfg.Consumer.Return.Errors = true
 	cfg.Consumer.Fetch.Default = 1 << 20
 	if c.TLS {

@@ -53,9 +53,21 @@ func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 // Because of that it can always continue from a partition's end: a second
 // run on the same broker adds nothing that is already there.
 type Writer struct {
-	c   Client
-	cl  sarama.Client
-	gen *runtime.Generator
+	c      Client
+	cl     sarama.Client
+	gen    *runtime.Generator
+	topics map[string]string // generator topic → Kafka topic
+}
+
+// WithTopics writes the generator's topics (orders, payments) to other
+// Kafka topics.
+func (w *Writer) WithTopics(m map[string]string) *Writer { w.topics = m; return w }
+
+func (w *Writer) actual(t string) string {
+	if a, ok := w.topics[t]; ok {
+		return a
+	}
+	return t
 }
 
 // NewWriter returns a writer of gen's records to the cluster c; cl is a
@@ -104,7 +116,7 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 	next := map[string][]int64{}
 	for _, t := range topics {
 		for p := 0; p < runtime.GeneratorPartitions; p++ {
-			end, err := w.cl.GetOffset(t, int32(p), sarama.OffsetNewest)
+			end, err := w.cl.GetOffset(w.actual(t), int32(p), sarama.OffsetNewest)
 			if err != nil {
 				return 0, fmt.Errorf("end offset of %s/%d: %w", t, p, err)
 			}
@@ -140,7 +152,7 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 				if !ok {
 					continue
 				}
-				msg := &sarama.ProducerMessage{Topic: t, Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(orderKey(b))}
+				msg := &sarama.ProducerMessage{Topic: w.actual(t), Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(orderKey(b))}
 				select {
 				case prod.Input() <- msg:
 				case err := <-errs:

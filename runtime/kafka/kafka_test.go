@@ -36,7 +36,7 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	if n, err := NewWriter(c, cl, gen).Fill(ctx); err != nil || n != 0 {
 		t.Fatalf("second fill wrote %d: %v", n, err)
 	}
-	src, err := NewSource(cl, runtime.TopicPayments, StartEarliest, "g", true)
+	src, err := NewSource(c, cl, runtime.TopicPayments, StartEarliest, "g", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +87,10 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 		t.Fatalf("offsets at the end: %v", offs)
 	}
 	// Committed offsets reach the group, and a committed start resumes there.
-	if err := r.(interface{ CommitOffsets(map[int32]int64) error }).CommitOffsets(map[int32]int64{1: 25, 3: 30}); err != nil {
+	if err := r.(*reader).commit(map[int32]int64{1: 25, 3: 30}); err != nil {
 		t.Fatal(err)
 	}
-	src2, _ := NewSource(cl, runtime.TopicPayments, StartCommitted, "g", true)
+	src2, _ := NewSource(c, cl, runtime.TopicPayments, StartCommitted, "g", true)
 	r2, err := src2.Reader([]int32{1, 2, 3}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -39,21 +39,40 @@ func ParseStartupMode(s string) (StartupMode, error) {
 // bounded source stops each partition at the end offset it had when the
 // source was created.
 type Source struct {
+	c       Client
 	cl      sarama.Client
 	topic   string
 	parts   int
 	startup StartupMode
 	group   string
 	end     map[int32]int64 // bounded: stop offsets; nil: unbounded
+
+	mu     sync.Mutex
+	starts map[int32]int64 // where a fresh start began, per partition
 }
 
-// NewSource describes topic on cl. bounded fixes the end offsets now.
-func NewSource(cl sarama.Client, topic string, startup StartupMode, group string, bounded bool) (*Source, error) {
+// StartOffsets is where the source first started reading each partition
+// that no checkpoint gave an offset for.
+func (s *Source) StartOffsets() map[int32]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int32]int64{}
+	for p, o := range s.starts {
+		out[p] = o
+	}
+	return out
+}
+
+// NewSource describes topic of cluster c, with cl a client of it for
+// metadata, offsets and commits; every reader gets a connection of its own,
+// so that one reader's waiting fetch never delays another's. bounded fixes
+// the end offsets now.
+func NewSource(c Client, cl sarama.Client, topic string, startup StartupMode, group string, bounded bool) (*Source, error) {
 	parts, err := cl.Partitions(topic)
 	if err != nil {
 		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
-	s := &Source{cl: cl, topic: topic, parts: len(parts), startup: startup, group: group}
+	s := &Source{c: c, cl: cl, topic: topic, parts: len(parts), startup: startup, group: group}
 	if bounded {
 		s.end = map[int32]int64{}
 		for _, p := range parts {
@@ -78,11 +97,23 @@ func (s *Source) EndOffsets() map[int32]int64 { return s.end }
 
 // Reader implements runtime.Source.
 func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.SourceReader, error) {
-	consumer, err := sarama.NewConsumerFromClient(s.cl)
+	cfg, err := s.c.Config()
+	if err != nil {
+		return nil, err
+	}
+	// A fetch that finds nothing waits this long on the broker; it bounds
+	// how late the reader notices the end of a bounded partition.
+	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
+	rcl, err := s.c.newClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consumer for %s: %w", s.topic, err)
 	}
-	r := &reader{s: s, consumer: consumer, next: map[int32]int64{},
+	consumer, err := sarama.NewConsumerFromClient(rcl)
+	if err != nil {
+		rcl.Close()
+		return nil, fmt.Errorf("consumer for %s: %w", s.topic, err)
+	}
+	r := &reader{s: s, cl: rcl, consumer: consumer, next: map[int32]int64{},
 		msgs: make(chan *sarama.ConsumerMessage, 1024), errs: make(chan error, 1), ends: make(chan int32, len(partitions)), stop: make(chan struct{})}
 	var committed map[int32]int64
 	for _, p := range partitions {
@@ -106,6 +137,14 @@ func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.So
 				r.Close()
 				return nil, fmt.Errorf("start offset of %s/%d: %w", s.topic, p, err)
 			}
+			s.mu.Lock()
+			if s.starts == nil {
+				s.starts = map[int32]int64{}
+			}
+			if _, seen := s.starts[p]; !seen {
+				s.starts[p] = start
+			}
+			s.mu.Unlock()
 		}
 		r.next[p] = start
 		if s.end != nil && start >= s.end[p] {
@@ -158,6 +197,7 @@ func (s *Source) committed(partitions []int32) (map[int32]int64, error) {
 
 type reader struct {
 	s        *Source
+	cl       sarama.Client // the reader's own connection
 	consumer sarama.Consumer
 	pcs      []sarama.PartitionConsumer
 	next     map[int32]int64
@@ -168,6 +208,11 @@ type reader struct {
 	ends chan int32 // a bounded partition reached its end
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	commitOnce sync.Once
+	commits    chan map[int32]int64
+	commitMu   sync.Mutex
+	commitErr  error
 }
 
 // start runs one forwarder per partition consumer: messages of every
@@ -274,10 +319,57 @@ func (r *reader) Offsets() map[int32]int64 {
 	return out
 }
 
-// CommitOffsets commits offsets to the consumer group, as Flink's
-// KafkaSource does when a checkpoint completes, so that Kafka tools show
-// the job's progress and lag. The job does not depend on these commits.
+// CommitOffsets hands offsets to the reader's committer, which commits them
+// to the consumer group in the background, as Flink's KafkaSource does when
+// a checkpoint completes, so that Kafka tools show the job's progress and
+// lag. The job does not depend on these commits, and the task never waits
+// for one: when commits fall behind, only the newest offsets are committed.
 func (r *reader) CommitOffsets(offsets map[int32]int64) error {
+	if r.s.group == "" || len(offsets) == 0 {
+		return nil
+	}
+	r.commitOnce.Do(func() {
+		r.commits = make(chan map[int32]int64, 1)
+		r.wg.Add(1)
+		go r.committer()
+	})
+	for {
+		select {
+		case r.commits <- offsets:
+			return nil
+		default:
+		}
+		select {
+		case <-r.commits: // drop the older offsets not committed yet
+		default:
+		}
+	}
+}
+
+// LastCommitError is the error of the last offset commit, if it failed.
+func (r *reader) LastCommitError() error {
+	r.commitMu.Lock()
+	defer r.commitMu.Unlock()
+	return r.commitErr
+}
+
+func (r *reader) committer() {
+	defer r.wg.Done()
+	for {
+		select {
+		case offs := <-r.commits:
+			err := r.commit(offs)
+			r.commitMu.Lock()
+			r.commitErr = err
+			r.commitMu.Unlock()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// commit sends one offset commit to the group's coordinator.
+func (r *reader) commit(offsets map[int32]int64) error {
 	if r.s.group == "" || len(offsets) == 0 {
 		return nil
 	}
@@ -315,5 +407,7 @@ func (r *reader) Close() error {
 		pc.AsyncClose()
 	}
 	r.wg.Wait()
-	return r.consumer.Close()
+	err := r.consumer.Close()
+	r.cl.Close()
+	return err
 }

@@ -1,0 +1,335 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Guarantee is the sink's delivery guarantee (Flink: DeliveryGuarantee).
+type Guarantee string
+
+// Delivery guarantees.
+const (
+	ExactlyOnce Guarantee = "exactly-once"  // a Kafka transaction per checkpoint
+	AtLeastOnce Guarantee = "at-least-once" // flushed on every barrier, no transactions
+	None        Guarantee = "none"          // written as it comes
+)
+
+// ParseGuarantee reads a --sink-guarantee value.
+func ParseGuarantee(s string) (Guarantee, error) {
+	switch g := Guarantee(s); g {
+	case ExactlyOnce, AtLeastOnce, None:
+		return g, nil
+	}
+	return "", fmt.Errorf("--sink-guarantee %q: want exactly-once, at-least-once or none", s)
+}
+
+// Output writes a sink's records to a Kafka topic (Flink: KafkaSink). With
+// ExactlyOnce, each sink transaction is a Kafka transaction whose
+// transactional id is the transaction's name: Prepare flushes it and returns
+// its transactional id, producer id and epoch, so that Commit can finish it
+// even from another process, by sending EndTxn with them (Flink:
+// FlinkKafkaInternalProducer.resumeTransaction). AbortLingering aborts
+// left-over transactions by initialising their transactional ids, which
+// fences the old producer and aborts its open transaction. With AtLeastOnce
+// and None, records are written without transactions: Prepare flushes
+// (at-least-once) and Commit does nothing.
+type Output struct {
+	c         Client
+	cl        sarama.Client
+	topic     string
+	guarantee Guarantee
+
+	mu    sync.Mutex
+	txns  map[string]*txnProducer
+	plain sarama.SyncProducer // at-least-once / none
+	buf   map[string][]*sarama.ProducerMessage
+}
+
+type txnProducer struct {
+	p     sarama.SyncProducer
+	buf   []*sarama.ProducerMessage
+	wrote bool
+	pid   int64
+	epoch int16
+}
+
+// flushEvery bounds the records a transaction buffers before sending them.
+const flushEvery = 4096
+
+// NewOutput returns the output for topic; cl is a client of the same
+// cluster (for coordinators and offsets).
+func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
+	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnProducer{}, buf: map[string][]*sarama.ProducerMessage{}}
+	if g != ExactlyOnce {
+		cfg, err := c.Config()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+		cfg.Producer.Return.Successes = true
+		cfg.Producer.Partitioner = sarama.NewHashPartitioner
+		p, err := sarama.NewSyncProducer(c.Brokers, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("producer for %s: %w", topic, err)
+		}
+		o.plain = p
+	}
+	return o, nil
+}
+
+func (o *Output) newTxnProducer(txn string) (*txnProducer, error) {
+	cfg, err := o.c.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Idempotent = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Retry.Backoff = 50 * time.Millisecond
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Transaction.ID = txn
+	cfg.Producer.Transaction.Timeout = time.Minute
+	p, err := sarama.NewSyncProducer(o.c.Brokers, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("transactional producer %s: %w", txn, err)
+	}
+	if err := p.BeginTxn(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("begin transaction %s: %w", txn, err)
+	}
+	pid, epoch, err := producerID(p)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &txnProducer{p: p, pid: pid, epoch: epoch}, nil
+}
+
+// producerID reads a transactional producer's id and epoch, which Sarama
+// keeps to itself; Flink reads them from Kafka's producer by reflection too.
+func producerID(p sarama.SyncProducer) (id int64, epoch int16, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot read the producer id of this Sarama version: %v", r)
+		}
+	}()
+	tm := reflect.ValueOf(p).Elem().FieldByName("producer").Elem().FieldByName("txnmgr").Elem()
+	return tm.FieldByName("producerID").Int(), int16(tm.FieldByName("producerEpoch").Int()), nil
+}
+
+// Write implements runtime.TxnOutput.
+func (o *Output) Write(txn string, key, value []byte) error {
+	msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value)}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.guarantee != ExactlyOnce {
+		o.buf[txn] = append(o.buf[txn], msg)
+		if o.guarantee == None || len(o.buf[txn]) >= flushEvery {
+			return o.flushPlain(txn)
+		}
+		return nil
+	}
+	t := o.txns[txn]
+	if t == nil {
+		var err error
+		if t, err = o.newTxnProducer(txn); err != nil {
+			return err
+		}
+		o.txns[txn] = t
+	}
+	t.buf = append(t.buf, msg)
+	t.wrote = true
+	if len(t.buf) >= flushEvery {
+		return t.flush(txn)
+	}
+	return nil
+}
+
+func (o *Output) flushPlain(txn string) error {
+	b := o.buf[txn]
+	delete(o.buf, txn)
+	if len(b) == 0 {
+		return nil
+	}
+	if err := o.plain.SendMessages(b); err != nil {
+		return fmt.Errorf("write to %s: %w", o.topic, err)
+	}
+	return nil
+}
+
+func (t *txnProducer) flush(txn string) error {
+	if len(t.buf) == 0 {
+		return nil
+	}
+	b := t.buf
+	t.buf = nil
+	if err := t.p.SendMessages(b); err != nil {
+		return fmt.Errorf("write in transaction %s: %w", txn, err)
+	}
+	return nil
+}
+
+// Prepare implements runtime.TxnOutput.
+func (o *Output) Prepare(txn string) (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.guarantee != ExactlyOnce {
+		return "", o.flushPlain(txn)
+	}
+	t := o.txns[txn]
+	if t == nil {
+		return "", nil
+	}
+	if err := t.flush(txn); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s|%d|%d", txn, t.pid, t.epoch), nil
+}
+
+// Commit implements runtime.TxnOutput.
+func (o *Output) Commit(c string) error {
+	if o.guarantee != ExactlyOnce || c == "" {
+		return nil
+	}
+	parts := strings.Split(c, "|")
+	if len(parts) != 3 {
+		return fmt.Errorf("committable %q is not transactional-id|producer-id|epoch", c)
+	}
+	txn := parts[0]
+	pid, err1 := strconv.ParseInt(parts[1], 10, 64)
+	epoch, err2 := strconv.ParseInt(parts[2], 10, 16)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("committable %q: bad producer id or epoch", c)
+	}
+	o.mu.Lock()
+	t := o.txns[txn]
+	if t != nil && t.pid == pid && t.epoch == int16(epoch) {
+		delete(o.txns, txn)
+		o.mu.Unlock()
+		err := t.p.CommitTxn()
+		t.p.Close()
+		if err != nil {
+			return fmt.Errorf("commit transaction %s: %w", txn, err)
+		}
+		return nil
+	}
+	o.mu.Unlock()
+	return o.resumeCommit(txn, pid, int16(epoch))
+}
+
+// resumeCommit commits a transaction whose producer is gone (another attempt
+// or process opened it) by sending EndTxn with its producer id and epoch.
+func (o *Output) resumeCommit(txn string, pid int64, epoch int16) error {
+	var last error
+	for try := 0; try < 5; try++ {
+		coord, err := o.cl.TransactionCoordinator(txn)
+		if err != nil {
+			last = err
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		resp, err := coord.EndTxn(&sarama.EndTxnRequest{Version: 1, TransactionalID: txn, ProducerID: pid, ProducerEpoch: epoch, TransactionResult: true})
+		if err != nil {
+			last = err
+			o.cl.RefreshTransactionCoordinator(txn)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		switch {
+		case errors.Is(resp.Err, sarama.ErrNoError):
+			return nil
+		case errors.Is(resp.Err, sarama.ErrConcurrentTransactions), errors.Is(resp.Err, sarama.ErrOffsetsLoadInProgress), errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
+			last = resp.Err
+			o.cl.RefreshTransactionCoordinator(txn)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		default:
+			return fmt.Errorf("commit transaction %s (producer %d, epoch %d): %w", txn, pid, epoch, resp.Err)
+		}
+	}
+	return fmt.Errorf("commit transaction %s: %w", txn, last)
+}
+
+// AbortLingering implements runtime.TxnOutput: every transactional id
+// prefix+N from N = from up is initialised, which aborts an open
+// transaction, until one turns out never to have been used (epoch 0).
+func (o *Output) AbortLingering(prefix string, from int64) error {
+	if o.guarantee != ExactlyOnce {
+		return nil
+	}
+	o.mu.Lock()
+	for name, t := range o.txns {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n >= from {
+				t.p.Close()
+				delete(o.txns, name)
+			}
+		}
+	}
+	o.mu.Unlock()
+	for n := from; ; n++ {
+		id := prefix + strconv.FormatInt(n, 10)
+		epoch, err := o.initProducerID(id)
+		if err != nil {
+			return fmt.Errorf("abort lingering transaction %s: %w", id, err)
+		}
+		if epoch == 0 {
+			return nil
+		}
+	}
+}
+
+func (o *Output) initProducerID(txn string) (int16, error) {
+	var last error
+	for try := 0; try < 10; try++ {
+		coord, err := o.cl.TransactionCoordinator(txn)
+		if err != nil {
+			last = err
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		id := txn
+		resp, err := coord.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionalID: &id, TransactionTimeout: time.Minute, ProducerID: -1, ProducerEpoch: -1})
+		if err != nil {
+			last = err
+			o.cl.RefreshTransactionCoordinator(txn)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if errors.Is(resp.Err, sarama.ErrConcurrentTransactions) || errors.Is(resp.Err, sarama.ErrOffsetsLoadInProgress) || errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer) {
+			// The abort of the old transaction is still being written.
+			last = resp.Err
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if !errors.Is(resp.Err, sarama.ErrNoError) {
+			return 0, resp.Err
+		}
+		return resp.ProducerEpoch, nil
+	}
+	return 0, last
+}
+
+// Close closes every producer without committing or aborting anything.
+func (o *Output) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, t := range o.txns {
+		t.p.Close()
+		delete(o.txns, name)
+	}
+	if o.plain != nil {
+		return o.plain.Close()
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"faultline/runtime"
+)
+
+// idleEnd is how long a read_committed read waits for more records once
+// none come: the last offsets of a transactional topic are commit markers,
+// which a consumer never sees, so silence is how the end shows.
+const idleEnd = 400 * time.Millisecond
+
+// ReadCommitted reads the committed records of topic, from the given
+// offsets (nil or missing: the beginning) up to the end, with a
+// read_committed Sarama consumer: what a downstream consumer sees.
+func ReadCommitted(ctx context.Context, c Client, topic string, from map[int32]int64) ([]runtime.OutputRecord, error) {
+	return read(ctx, c, topic, from, nil, true)
+}
+
+// EndOffsets returns the next offset of every partition of topic.
+func EndOffsets(cl sarama.Client, topic string) (map[int32]int64, error) {
+	parts, err := cl.Partitions(topic)
+	if err != nil {
+		return nil, fmt.Errorf("topic %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	for _, p := range parts {
+		if out[p], err = cl.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+			return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, err)
+		}
+	}
+	return out, nil
+}
+
+func read(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool) ([]runtime.OutputRecord, error) {
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, err
+	}
+	if committed {
+		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
+	cl, err := c.newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ends := to
+	if ends == nil {
+		if ends, err = EndOffsets(cl, topic); err != nil {
+			return nil, err
+		}
+	}
+	consumer, err := sarama.NewConsumerFromClient(cl)
+	if err != nil {
+		return nil, err
+	}
+	defer consumer.Close()
+	var (
+		mu   sync.Mutex
+		out  []runtime.OutputRecord
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for p, end := range ends {
+		start, ok := from[p]
+		if !ok {
+			if start, err = cl.GetOffset(topic, p, sarama.OffsetOldest); err != nil {
+				return nil, err
+			}
+		}
+		if start >= end {
+			continue
+		}
+		pc, err := consumer.ConsumePartition(topic, p, start)
+		if err != nil {
+			return nil, fmt.Errorf("read %s/%d: %w", topic, p, err)
+		}
+		wg.Add(1)
+		go func(p int32, end int64) {
+			defer wg.Done()
+			defer pc.AsyncClose()
+			var recs []runtime.OutputRecord
+			idle := time.NewTimer(idleEnd)
+			defer idle.Stop()
+			for {
+				select {
+				case m := <-pc.Messages():
+					recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value})
+					if m.Offset+1 >= end {
+						goto done
+					}
+					idle.Reset(idleEnd)
+				case err := <-pc.Errors():
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
+					mu.Unlock()
+					return
+				case <-idle.C:
+					if !committed {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("read %s/%d: nothing came after offset %d of %d", topic, p, start+int64(len(recs)), end))
+						mu.Unlock()
+						return
+					}
+					goto done
+				case <-ctx.Done():
+					return
+				}
+			}
+		done:
+			mu.Lock()
+			out = append(out, recs...)
+			mu.Unlock()
+		}(p, end)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return out, nil
+}
+
+// Inputs reads a job's input topics for the verification oracle, straight
+// from Kafka and independently of the job.
+type Inputs struct {
+	C Client
+	// Topics maps the job's topic names to Kafka's (missing: the same).
+	Topics map[string]string
+	// From is where the job started reading, per Kafka topic and partition
+	// (missing: the beginning).
+	From map[string]map[int32]int64
+}
+
+// ReadInput implements runtime.InputReader.
+func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte) error) error {
+	actual := topic
+	if t, ok := in.Topics[topic]; ok {
+		actual = t
+	}
+	to := bounds
+	if to != nil {
+		// Bounds name only the partitions a checkpoint covered; those it
+		// does not name were not read at all.
+		cl, err := in.C.NewClient()
+		if err != nil {
+			return err
+		}
+		parts, err := cl.Partitions(actual)
+		cl.Close()
+		if err != nil {
+			return err
+		}
+		to = map[int32]int64{}
+		for _, p := range parts {
+			to[p] = bounds[p]
+			if from, ok := in.From[actual][p]; ok && to[p] < from {
+				to[p] = from
+			}
+		}
+	}
+	recs, err := read(context.Background(), in.C, actual, in.From[actual], to, false)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := f(r.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
