@@ -4,7 +4,7 @@ BIN     ?= bin/faultline
 # Arguments for `make run`; override with `make run ARGS='…'`.
 ARGS    ?= --records 200000 --rate 40000 --checkpoint-interval 1s --inject 'after=2500ms,task=join/1,fault=panic'
 
-.PHONY: build run test bench lint clean
+.PHONY: build run test bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -14,7 +14,17 @@ build:
 run: build
 	./$(BIN) run --headless $(ARGS)
 
-test:
+# The tests drive kcat against the embedded broker and the TUI in tmux;
+# both come from Debian's packages.
+deps:
+	@if command -v kcat >/dev/null && command -v tmux >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat tmux >/dev/null; \
+	else \
+		echo "make test needs kcat and tmux: sudo apt-get install kcat tmux"; exit 1; \
+	fi
+
+test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 

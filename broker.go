@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"faultline/runtime/kafka"
+	"faultline/runtime/spec"
+)
+
+// newBrokerCmd is `faultline broker`: the embedded Kafka broker alone, with
+// the default job's topics, for kcat and any other Kafka client.
+func newBrokerCmd() *cobra.Command {
+	var listen int
+	var stateDir string
+	var inMemory bool
+	cmd := &cobra.Command{
+		Use:   "broker",
+		Short: "Run the embedded Kafka broker alone (for kcat and other Kafka clients)",
+		Long: `Runs the embedded Kafka broker that faultline uses by default, with the
+default job's topics (orders and payments with 4 partitions, revenue with 1),
+prints its address, and keeps running until interrupted. Its log lives in the
+state dir, so topics, offsets and committed transactions survive a restart.
+
+  faultline broker &
+  kcat -b 127.0.0.1:9092 -L
+  faultline run --headless --brokers 127.0.0.1:9092 --bounded`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if listen < 0 || listen > 65535 {
+				return usagef("--listen %d: want a port from 0 to 65535", listen)
+			}
+			dir := ""
+			if !inMemory {
+				if stateDir == "" {
+					d, err := defaultStateDir()
+					if err != nil {
+						return err
+					}
+					stateDir = d
+				}
+				dir = filepath.Join(stateDir, "kafka")
+			}
+			job := spec.Default()
+			topics := kafka.Topics(job.Op("sink").Topic, 1)
+			b, err := kafka.StartEmbedded(listen, dir, topics)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			defer b.Close()
+			out := cmd.OutOrStdout()
+			if b.Note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "faultline:", b.Note)
+			}
+			where := "in memory"
+			if dir != "" {
+				where = "log in " + dir
+			}
+			fmt.Fprintf(out, "faultline broker: listening on %s (%s); topics orders, payments, revenue; Ctrl-C stops it\n", b.Addr, where)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			<-ctx.Done()
+			fmt.Fprintln(out, "faultline broker: stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&listen, "listen", 9092, "port to listen on (a free port is used when it is taken)")
+	f.StringVar(&stateDir, "state-dir", "", "the folder whose kafka/ subfolder keeps the broker's log (default: faultline under the user's data directory)")
+	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk")
+	return cmd
+}

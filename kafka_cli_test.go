@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startBroker runs `faultline broker` and returns its address.
+func startBroker(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(binary, "broker", "--in-memory", "--listen", "0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("faultline broker printed nothing: %v", err)
+	}
+	_, rest, ok := strings.Cut(line, "listening on ")
+	addr, _, _ := strings.Cut(rest, " ")
+	if !ok || addr == "" {
+		t.Fatalf("no address in %q", line)
+	}
+	return addr
+}
+
+func kcat(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Fatal("kcat is not installed: `make deps` (or .ci/run) installs it from Debian's packages")
+	}
+	cmd := exec.Command("kcat", args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kcat %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Any Kafka client can use the embedded broker: kcat lists its topics,
+// produces an order and its payment that the job then processes, and reads
+// the job's committed output.
+func TestKcatAgainstFaultlineBroker(t *testing.T) {
+	addr := startBroker(t)
+	meta := kcat(t, "", "-b", addr, "-L")
+	for _, topic := range []string{`topic "orders" with 4 partitions`, `topic "payments" with 4 partitions`, `topic "revenue" with 1 partitions`} {
+		if !strings.Contains(meta, topic) {
+			t.Fatalf("kcat -L does not list %s:\n%s", topic, meta)
+		}
+	}
+	kcat(t, `{"order_id":"o-kcat-1","customer":"c-42","amount_cents":4200}`+"\n", "-b", addr, "-P", "-t", "orders", "-p", "1", "-k", "o-kcat-1")
+	kcat(t, `{"order_id":"o-kcat-1","payment_id":"p-kcat-1","amount_cents":4200}`+"\n", "-b", addr, "-P", "-t", "payments", "-p", "3", "-k", "o-kcat-1")
+
+	r := faultline(t, "run", "--headless", "--brokers", addr, "--bounded", "--checkpoint-interval", "100ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if num(r.report, "verify", "expected") != 1 || num(r.report, "verify", "committed") != 1 {
+		t.Fatalf("report %v", r.report)
+	}
+	got := kcat(t, "", "-b", addr, "-C", "-t", "revenue", "-e", "-q", "-X", "isolation.level=read_committed")
+	if !strings.Contains(got, `"order_id":"o-kcat-1"`) || !strings.Contains(got, `"customer_total_cents":4200`) {
+		t.Fatalf("kcat reads %q from revenue", got)
+	}
+}
+
+func TestUnreachableBrokersFailFast(t *testing.T) {
+	start := time.Now()
+	r := faultline(t, "run", "--headless", "--brokers", "127.0.0.1:1", "--records", "10")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("took %s to give up", d)
+	}
+	if !strings.Contains(r.stderr, "127.0.0.1:1") {
+		t.Fatalf("the error does not name the address: %q", r.stderr)
+	}
+}
