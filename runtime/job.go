@@ -170,6 +170,9 @@ func New(cfg Config) (*Job, error) {
 // Coordinator is the job's checkpoint coordinator.
 func (j *Job) Coordinator() *checkpoint.Coordinator { return j.coord }
 
+// Observer is the job's event stream.
+func (j *Job) Observer() *Observer { return j.obs }
+
 // Metrics returns the counters of every subtask by name ("join/1").
 func (j *Job) Metrics() map[string]*TaskMetrics { return j.metrics }
 

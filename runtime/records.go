@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -186,7 +185,7 @@ func (e *ErrBadRecord) Error() string {
 // DecodeOrder parses and validates an order.
 func DecodeOrder(b []byte) (*Order, error) {
 	o := &Order{}
-	if err := json.Unmarshal(b, o); err != nil {
+	if err := unmarshalOrder(b, o); err != nil {
 		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: err.Error()}
 	}
 	switch {
@@ -203,7 +202,7 @@ func DecodeOrder(b []byte) (*Order, error) {
 // DecodePayment parses and validates a payment.
 func DecodePayment(b []byte) (*Payment, error) {
 	p := &Payment{}
-	if err := json.Unmarshal(b, p); err != nil {
+	if err := unmarshalPayment(b, p); err != nil {
 		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: err.Error()}
 	}
 	switch {

@@ -114,7 +114,7 @@ func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.So
 		return nil, fmt.Errorf("consumer for %s: %w", s.topic, err)
 	}
 	r := &reader{s: s, cl: rcl, consumer: consumer, next: map[int32]int64{},
-		msgs: make(chan *sarama.ConsumerMessage, 1024), errs: make(chan error, 1), ends: make(chan int32, len(partitions)), stop: make(chan struct{})}
+		msgs: make(chan []*sarama.ConsumerMessage, 16), errs: make(chan error, 1), ends: make(chan int32, len(partitions)), stop: make(chan struct{})}
 	var committed map[int32]int64
 	for _, p := range partitions {
 		start, ok := offsets[p]
@@ -203,8 +203,9 @@ type reader struct {
 	next     map[int32]int64
 	live     int // partitions still being read
 
-	msgs chan *sarama.ConsumerMessage
-	errs chan error
+	msgs    chan []*sarama.ConsumerMessage
+	pending []*sarama.ConsumerMessage // taken from msgs, not yet polled
+	errs    chan error
 	ends chan int32 // a bounded partition reached its end
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -227,18 +228,36 @@ func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		// Messages go on in batches: one channel hand-over per batch, not
+		// per record.
+		var batch []*sarama.ConsumerMessage
 		for {
 			select {
 			case m, ok := <-pc.Messages():
 				if !ok {
 					return
 				}
+				batch = append(batch[:0:0], m)
+				atEnd := end >= 0 && m.Offset+1 >= end
+			more:
+				for len(batch) < 512 && !atEnd {
+					select {
+					case m, ok := <-pc.Messages():
+						if !ok {
+							break more
+						}
+						batch = append(batch, m)
+						atEnd = end >= 0 && m.Offset+1 >= end
+					default:
+						break more
+					}
+				}
 				select {
-				case r.msgs <- m:
+				case r.msgs <- batch:
 				case <-r.stop:
 					return
 				}
-				if end >= 0 && m.Offset+1 >= end {
+				if atEnd {
 					select {
 					case r.ends <- p:
 					case <-r.stop:
@@ -265,6 +284,16 @@ func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
 func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]runtime.Record, bool, error) {
 	bounded := r.s.end != nil
 	n := 0
+	take := func() {
+		for n < max && len(r.pending) > 0 {
+			m := r.pending[0]
+			r.pending = r.pending[1:]
+			dst = append(dst, runtime.Record{Bytes: m.Value})
+			r.next[m.Partition] = m.Offset + 1
+			n++
+		}
+	}
+	take()
 	var idle *time.Timer
 	defer func() {
 		if idle != nil {
@@ -273,10 +302,9 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 	}()
 	for n < max {
 		select {
-		case m := <-r.msgs:
-			dst = append(dst, runtime.Record{Bytes: m.Value})
-			r.next[m.Partition] = m.Offset + 1
-			n++
+		case b := <-r.msgs:
+			r.pending = b
+			take()
 			continue
 		case err := <-r.errs:
 			return dst, false, err
@@ -293,10 +321,9 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 			idle = time.NewTimer(20 * time.Millisecond)
 		}
 		select {
-		case m := <-r.msgs:
-			dst = append(dst, runtime.Record{Bytes: m.Value})
-			r.next[m.Partition] = m.Offset + 1
-			n++
+		case b := <-r.msgs:
+			r.pending = b
+			take()
 		case err := <-r.errs:
 			return dst, false, err
 		case <-r.ends:
@@ -307,7 +334,7 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 			return dst, false, nil
 		}
 	}
-	return dst, bounded && r.live == 0 && len(r.msgs) == 0, nil
+	return dst, bounded && r.live == 0 && len(r.msgs) == 0 && len(r.pending) == 0, nil
 }
 
 // Offsets implements runtime.SourceReader.

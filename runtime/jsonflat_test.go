@@ -1,0 +1,58 @@
+package runtime
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The hand scanner must agree with encoding/json on every input: same
+// verdict, same values.
+func FuzzDecodeOrderAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"order_id":"o-000123","customer":"c-17","amount_cents":1299}`,
+		`{"order_id":"o-1","customer":"c-1","amount_cents":-5}`,
+		` { "amount_cents" : 7 , "order_id":"x","customer":"y" } `,
+		`{"order_id":"o\u00e9","customer":"c","amount_cents":1}`,
+		`{"order_id":"o","customer":"c","amount_cents":1.5}`,
+		`{"order_id":1,"customer":"c","amount_cents":1}`,
+		`{"order_id":"o","customer":"c","amount_cents":01}`,
+		`{"order_id":"o","customer":"c","amount_cents":1}x`,
+		`{"order_id":"o","customer":"c","amount_cents":1,}`,
+		`{}`, `[]`, `not json`, `{"a":{"b":1}}`, `{"order_id":"o","order_id":"p"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast, slow Order
+		errFast := unmarshalOrder(b, &fast)
+		errSlow := json.Unmarshal(b, &slow)
+		if (errFast == nil) != (errSlow == nil) {
+			t.Fatalf("%q: scanner says %v, encoding/json says %v", b, errFast, errSlow)
+		}
+		if errFast == nil && fast != slow {
+			t.Fatalf("%q: scanner %+v, encoding/json %+v", b, fast, slow)
+		}
+		var pf, ps Payment
+		errFast = unmarshalPayment(b, &pf)
+		errSlow = json.Unmarshal(b, &ps)
+		if (errFast == nil) != (errSlow == nil) || errFast == nil && pf != ps {
+			t.Fatalf("%q as a payment: scanner %+v %v, encoding/json %+v %v", b, pf, errFast, ps, errSlow)
+		}
+	})
+}
+
+func BenchmarkDecodeOrder(b *testing.B) {
+	in := []byte(`{"order_id":"o-000123","customer":"c-17","amount_cents":1299}`)
+	b.Run("scanner", func(b *testing.B) {
+		var o Order
+		for i := 0; i < b.N; i++ {
+			unmarshalOrder(in, &o)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		var o Order
+		for i := 0; i < b.N; i++ {
+			json.Unmarshal(in, &o)
+		}
+	})
+}
