@@ -206,9 +206,9 @@ type reader struct {
 	msgs    chan []*sarama.ConsumerMessage
 	pending []*sarama.ConsumerMessage // taken from msgs, not yet polled
 	errs    chan error
-	ends chan int32 // a bounded partition reached its end
-	stop chan struct{}
-	wg   sync.WaitGroup
+	ends    chan int32 // a bounded partition reached its end
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	commitOnce sync.Once
 	commits    chan map[int32]int64
