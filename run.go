@@ -481,7 +481,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"records": o.records, "seed": o.seed, "checkpoint_interval_ms": o.interval.Milliseconds(),
 		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
 	})
-	res, runErr := job.Run(ctx, nil)
+	res, runErr := job.Run(ctx, runtime.RunOptions{})
 	if runErr != nil {
 		return exitError{code: 1, err: runErr}
 	}

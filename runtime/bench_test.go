@@ -29,7 +29,7 @@ func timeRun(b *testing.B, records int64, interval time.Duration, mode barrier.M
 		for range j.obs.Events() {
 		}
 	}()
-	res, err := j.Run(context.Background(), nil)
+	res, err := j.Run(context.Background(), RunOptions{})
 	j.obs.Close()
 	if err != nil || res.Status != JobFinished {
 		b.Fatalf("run: %v %v", res, err)

@@ -47,7 +47,7 @@ func TestInputsShowAlignment(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		j.Run(ctx, nil)
+		j.Run(ctx, RunOptions{})
 	}()
 	defer func() {
 		cancel()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type Config struct {
 	// most elements in one batch.
 	ChannelCapacity int
 	BatchSize       int
+	// AllowFreshStart lets a job whose checkpoints are all damaged start
+	// from the beginning instead of failing.
+	AllowFreshStart bool
 	// Logf receives diagnostics that do not belong on the user's screen.
 	Logf func(format string, args ...any)
 	// AfterTeardown, when set, is called after an attempt's goroutines have
@@ -303,12 +307,80 @@ func (j *Job) status(s JobStatus, reason string) {
 	j.obs.Emit("job_status", f)
 }
 
+// RunOptions say where a run starts.
+type RunOptions struct {
+	// Resume starts from the newest valid retained checkpoint of this job
+	// in the store, when there is one.
+	Resume bool
+}
+
+// ErrNoValidCheckpoint means the store holds checkpoints of the job but
+// none can be restored, and a fresh start was not allowed.
+var ErrNoValidCheckpoint = errors.New("no valid checkpoint to restore")
+
+// pickRestore finds the newest checkpoint of this job whose state can be
+// read and decoded, newest first, reporting every damaged one it passes
+// over (Flink falls back the same way when a checkpoint cannot be read).
+// It returns nil when the store has no checkpoint of the job, and
+// ErrNoValidCheckpoint when it has some but none is valid, unless
+// AllowFreshStart.
+func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
+	all, err := j.store.All(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	var damaged []string
+	for i := len(all) - 1; i >= 0; i-- {
+		c := all[i]
+		if c.Job != j.spec.Name || c.Kind != checkpoint.KindCheckpoint {
+			continue
+		}
+		states, err := j.readRestore(ctx, c)
+		if err == nil {
+			return c, states, nil
+		}
+		damaged = append(damaged, fmt.Sprintf("checkpoint %d: %v", c.ID, err))
+		j.logf("cannot restore checkpoint %d: %v", c.ID, err)
+		if report {
+			j.obs.Emit("checkpoint_invalid", map[string]any{"id": c.ID, "error": err.Error()})
+		}
+	}
+	if len(damaged) > 0 && !j.cfg.AllowFreshStart {
+		return nil, nil, fmt.Errorf("%w of job %s (%s); start fresh with --allow-fresh-start", ErrNoValidCheckpoint, j.spec.Name, strings.Join(damaged, "; "))
+	}
+	return nil, nil, nil
+}
+
+func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string) {
+	if c == nil {
+		j.obs.Emit("restored", map[string]any{"checkpoint": 0, "reason": why + ": no valid checkpoint, starting from the beginning"})
+		return
+	}
+	j.coord.MarkRestored(c.ID)
+	res.RestoredFrom = append(res.RestoredFrom, c.ID)
+	j.obs.Emit("restored", map[string]any{"checkpoint": c.ID, "offsets": offsetsJSON(c.SourceOffsets()), "reason": why})
+}
+
 // Run runs the job until it finishes, fails for good, or ctx ends
-// (CANCELED). restore, when not nil, is the checkpoint to start from.
-func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, error) {
+// (CANCELED).
+func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	start := j.clk.Now()
 	res := &Result{}
 	j.status(JobCreated, "")
+	var restore *checkpoint.Completed
+	var states map[string][]*backend.SubtaskState
+	reason := "job submitted"
+	if opts.Resume {
+		var err error
+		if restore, states, err = j.pickRestore(ctx, true); err != nil {
+			j.status(JobFailed, err.Error())
+			return nil, err
+		}
+		j.markRestored(res, restore, "resumed")
+		if restore != nil {
+			reason = fmt.Sprintf("resumed from checkpoint %d", restore.ID)
+		}
+	}
 	var timers []clock.Timer
 	for _, f := range j.faults {
 		if f.AfterRecords == 0 {
@@ -322,12 +394,8 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 		}
 	}()
 	var queued []*faultEntry
-	reason := "job submitted"
-	if restore != nil {
-		reason = fmt.Sprintf("resumed from checkpoint %d", restore.ID)
-	}
 	for n := int64(1); ; n++ {
-		a, err := j.deploy(ctx, n, restore)
+		a, err := j.deploy(ctx, n, restore, states)
 		if err != nil {
 			if ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
@@ -395,31 +463,32 @@ func (j *Job) Run(ctx context.Context, restore *checkpoint.Completed) (*Result, 
 				res.Status = JobCanceled
 				break
 			}
-			latest, err := j.store.Latest(context.Background())
-			if err != nil {
+			var err error
+			if restore, states, err = j.pickRestore(context.Background(), true); err != nil {
 				j.status(JobFailed, err.Error())
-				return nil, fmt.Errorf("read the latest checkpoint: %w", err)
+				return nil, err
 			}
-			restore = latest
 			reason = fmt.Sprintf("restarted after failure of %s", orJob(out.task))
-			if restore != nil {
-				j.coord.MarkRestored(restore.ID)
-				res.RestoredFrom = append(res.RestoredFrom, restore.ID)
-				j.obs.Emit("restored", map[string]any{"checkpoint": restore.ID, "offsets": offsetsJSON(restore.SourceOffsets())})
-			} else {
-				j.obs.Emit("restored", map[string]any{"checkpoint": 0, "reason": "no completed checkpoint: starting from the beginning"})
-			}
+			j.markRestored(res, restore, reason)
 			continue
 		}
 		break
 	}
-	var err error
-	res.Latest, err = j.store.Latest(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	if res.Status != JobFinished {
-		if err := j.settleOutputs(res.Latest); err != nil {
+	if res.Status == JobFinished {
+		latest, err := j.store.Latest(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		res.Latest = latest
+	} else {
+		// Leave the outputs as a restart from the newest valid checkpoint
+		// would, and check the output against that checkpoint.
+		latest, states, err := j.pickRestore(context.Background(), false)
+		if err != nil && !errors.Is(err, ErrNoValidCheckpoint) {
+			return nil, err
+		}
+		res.Latest = latest
+		if err := j.settleOutputs(states); err != nil {
 			return nil, err
 		}
 	}
@@ -602,14 +671,7 @@ func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[str
 }
 
 // deploy builds and starts every subtask of attempt n.
-func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed) (*attempt, error) {
-	var states map[string][]*backend.SubtaskState
-	if restore != nil {
-		var err error
-		if states, err = j.readRestore(ctx, restore); err != nil {
-			return nil, err
-		}
-	}
+func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, error) {
 	actx, cancel := context.WithCancel(ctx)
 	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{}}
 	maxP := j.spec.MaxParallelism
@@ -716,18 +778,11 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 	return a, nil
 }
 
-// settleOutputs leaves the outputs as a restart from checkpoint c would:
-// the transactions c pre-committed are committed and every later one is
-// aborted. A run that stops without finishing calls it, so that what is
+// settleOutputs leaves the outputs as a restart from a checkpoint with
+// these states would: the transactions it pre-committed are committed and
+// every later one is aborted. A run that stops without finishing calls it, so that what is
 // committed is exactly what its last completed checkpoint covers.
-func (j *Job) settleOutputs(c *checkpoint.Completed) error {
-	var states map[string][]*backend.SubtaskState
-	if c != nil {
-		var err error
-		if states, err = j.readRestore(context.Background(), c); err != nil {
-			return err
-		}
-	}
+func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 	for _, op := range j.spec.Operators {
 		if op.Type != spec.TypeSink {
 			continue

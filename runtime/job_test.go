@@ -90,7 +90,7 @@ func (r *run) do(t *testing.T) *run {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r.res, err = j.Run(ctx, nil)
+	r.res, err = j.Run(ctx, RunOptions{})
 	obs.Close()
 	r.events = <-collected
 	if err != nil {
@@ -278,7 +278,7 @@ func TestCancelLeavesExactOutput(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()
-	res, err := j.Run(ctx, nil)
+	res, err := j.Run(ctx, RunOptions{})
 	j.obs.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -319,5 +319,73 @@ func TestTimedFaultsAllTakeEffect(t *testing.T) {
 	}}).do(t)
 	if r.res.Status != JobFinished || len(r.res.Failures) != 2 || !r.verify.OK {
 		t.Fatalf("status %s failures %+v verify %+v", r.res.Status, r.res.Failures, r.verify)
+	}
+}
+
+// A damaged newest checkpoint is passed over: recovery restores the one
+// before it and says so. Nothing is lost; what the damaged checkpoint had
+// already committed is written again (the price of falling back).
+func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
+	job := spec.Default()
+	gen := NewGenerator(1, 60000, GeneratorPartitions).WithRate(30000)
+	out := NewMemoryOutput()
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		s, _ := gen.Source(topic)
+		env.Sources[topic] = s
+	}
+	store := checkpoint.NewMemoryStore(3)
+	var damaged int64
+	fault, _ := ParseFault("after-records=12000,task=join/1,fault=panic")
+	obs := NewObserver(nil, 1<<16)
+	j, err := New(Config{
+		Job: job, Env: env, Store: store, Observer: obs, Faults: []Fault{fault},
+		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond},
+		Restart:    restart.NewFixedDelay(3, 10*time.Millisecond),
+		AfterTeardown: func(attempt, _ int64) {
+			if attempt != 1 {
+				return
+			}
+			all, _ := store.All(context.Background())
+			if len(all) < 2 {
+				t.Errorf("only %d checkpoints before the failure", len(all))
+				return
+			}
+			newest := all[len(all)-1]
+			damaged = newest.ID
+			for _, ack := range newest.Tasks {
+				store.Corrupt(ack.Handle.Key)
+				break
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var invalid []Event
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range obs.Events() {
+			if e.Name == "checkpoint_invalid" {
+				invalid = append(invalid, e)
+			}
+		}
+	}()
+	res, err := j.Run(context.Background(), RunOptions{})
+	obs.Close()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RestoredFrom) != 1 || res.RestoredFrom[0] >= damaged || res.RestoredFrom[0] == 0 {
+		t.Fatalf("restored from %v, want one checkpoint before the damaged %d", res.RestoredFrom, damaged)
+	}
+	if len(invalid) == 0 || invalid[0].Fields["id"] != damaged {
+		t.Fatalf("checkpoint_invalid events %v, want one for %d", invalid, damaged)
+	}
+	v, err := Verify(gen, job.Verify, "exactly-once", nil, out.Committed())
+	if err != nil || v.Lost != 0 || v.Unexpected != 0 {
+		t.Fatalf("verify %+v %v", v, err)
 	}
 }

@@ -90,7 +90,7 @@ func runJob(b *testing.B, c Client, total int64) time.Duration {
 		for range obs.Events() {
 		}
 	}()
-	res, err := j.Run(context.Background(), nil)
+	res, err := j.Run(context.Background(), runtime.RunOptions{})
 	obs.Close()
 	if err != nil || res.Status != runtime.JobFinished || res.RecordsIn != total {
 		b.Fatalf("job: %v, status %v, read %d of %d", err, res.Status, res.RecordsIn, total)
