@@ -49,7 +49,7 @@ duplicating a record.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	run := newRunCmd()
-	root.AddCommand(run, newBrokerCmd())
+	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd())
 	// faultline with no command runs the default job, as `faultline run`.
 	root.RunE = run.RunE
 	root.Flags().AddFlagSet(run.Flags())

@@ -45,8 +45,16 @@ type result struct {
 func faultline(t *testing.T, args ...string) result {
 	t.Helper()
 	if len(args) > 0 && args[0] == "run" {
-		// Each run gets its own embedded broker on a free port.
+		// Each run gets its own embedded broker on a free port, and its
+		// own state dir unless it names one.
 		args = append(args, "--listen", "0")
+		named := false
+		for _, a := range args {
+			named = named || a == "--state-dir"
+		}
+		if !named {
+			args = append(args, "--state-dir", t.TempDir())
+		}
 	}
 	cmd := exec.Command(binary, args...)
 	var out, errb bytes.Buffer

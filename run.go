@@ -57,6 +57,10 @@ type runOptions struct {
 	channelCapacity int
 	batchSize       int
 
+	resume          bool
+	allowFreshStart bool
+	retained        int
+
 	kafka kafkaOptions
 }
 
@@ -126,6 +130,9 @@ func newRunCmd() *cobra.Command {
 	f.DurationVar(&o.restartDelay, "restart-delay", time.Second, "fixed-delay: wait before each restart (restart-strategy.fixed-delay.delay)")
 	f.IntVar(&o.channelCapacity, "channel-capacity", 4, "batches each channel holds before its sender blocks (back-pressure)")
 	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
+	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
+	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
+	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
 	o.kafka.addFlags(f)
 	return cmd
 }
@@ -209,6 +216,8 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
 	case o.batchSize < 1 || o.batchSize > 65536:
 		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
+	case o.retained < 1:
+		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
 		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
 	}
@@ -396,7 +405,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	var writerDone chan error
 	if generate {
 		w := kafka.NewWriter(p.client, cl, gen).WithTopics(p.logicalTopics())
-		if o.records > 0 {
+		if o.records > 0 && p.rate == 0 {
 			start := time.Now()
 			n, err := w.Fill(ctx)
 			if err != nil {
@@ -426,7 +435,21 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			if sources[topic] != nil {
 				continue
 			}
-			s, err := kafka.NewSource(p.client, cl, topic, p.startup, o.kafka.group, bounded)
+			var ends map[int32]int64
+			switch {
+			case generate && o.records > 0:
+				// The generator's input ends where it says, even while
+				// the writer is still filling the topic at --rate.
+				ends = map[int32]int64{}
+				for p := 0; p < runtime.GeneratorPartitions; p++ {
+					ends[int32(p)] = gen.EndOffset(op.Topic, p)
+				}
+			case bounded:
+				if ends, err = kafka.EndOffsets(cl, topic); err != nil {
+					return exitError{code: 1, err: err}
+				}
+			}
+			s, err := kafka.NewSource(p.client, cl, topic, p.startup, o.kafka.group, ends)
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
@@ -456,6 +479,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 
+	store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), o.retained)
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	defer store.Close()
 	job, err := runtime.New(runtime.Config{
 		Job:  p.job,
 		Env:  env,
@@ -464,7 +492,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
 			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
 		},
-		Store:           checkpoint.NewMemoryStore(3),
+		Store:           store,
+		AllowFreshStart: o.allowFreshStart,
 		Restart:         p.strategy,
 		Faults:          p.faults,
 		Clock:           clock.Real{},
@@ -480,8 +509,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"job": p.job.Name, "mode": o.mode, "state_dir": stateDir, "log_file": logPath,
 		"records": o.records, "seed": o.seed, "checkpoint_interval_ms": o.interval.Milliseconds(),
 		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
+		"checkpoint_dir": store.Dir(),
 	})
-	res, runErr := job.Run(ctx, runtime.RunOptions{})
+	res, runErr := job.Run(ctx, runtime.RunOptions{Resume: o.resume})
 	if runErr != nil {
 		return exitError{code: 1, err: runErr}
 	}
@@ -509,6 +539,13 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	from := map[string]map[int32]int64{}
 	for topic, s := range sources {
 		from[topic] = s.StartOffsets()
+	}
+	if res.Resumed != 0 {
+		// A resumed run continues the runs before it: check the output
+		// from the beginning of the topic, as the input is.
+		for topic := range outputStart {
+			outputStart[topic] = nil
+		}
 	}
 	var committed []runtime.OutputRecord
 	for topic, start := range outputStart {

@@ -112,6 +112,7 @@ type Result struct {
 	Elapsed      time.Duration
 	RecordsIn    int64
 	Latest       *checkpoint.Completed // newest completed checkpoint at the end
+	Resumed      int64                 // the checkpoint the run resumed from (0: none)
 	Checkpoints  checkpoint.Stats
 }
 
@@ -378,6 +379,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		}
 		j.markRestored(res, restore, "resumed")
 		if restore != nil {
+			res.Resumed = restore.ID
 			reason = fmt.Sprintf("resumed from checkpoint %d", restore.ID)
 		}
 	}

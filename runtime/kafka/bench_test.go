@@ -69,7 +69,11 @@ func runJob(b *testing.B, c Client, total int64) time.Duration {
 	defer cl.Close()
 	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}, TxnPrefix: "bench"}
 	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
-		s, err := NewSource(c, cl, topic, StartEarliest, "", true)
+		ends, err := EndOffsets(cl, topic)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := NewSource(c, cl, topic, StartEarliest, "", ends)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -38,7 +38,11 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	if n, err := NewWriter(c, cl, gen).Fill(ctx); err != nil || n != 0 {
 		t.Fatalf("second fill wrote %d: %v", n, err)
 	}
-	src, err := NewSource(c, cl, runtime.TopicPayments, StartEarliest, "g", true)
+	ends, err := EndOffsets(cl, runtime.TopicPayments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewSource(c, cl, runtime.TopicPayments, StartEarliest, "g", ends)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +96,7 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	if err := r.(*reader).commit(map[int32]int64{1: 25, 3: 30}); err != nil {
 		t.Fatal(err)
 	}
-	src2, _ := NewSource(c, cl, runtime.TopicPayments, StartCommitted, "g", true)
+	src2, _ := NewSource(c, cl, runtime.TopicPayments, StartCommitted, "g", ends)
 	r2, err := src2.Reader([]int32{1, 2, 3}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -65,22 +65,19 @@ func (s *Source) StartOffsets() map[int32]int64 {
 
 // NewSource describes topic of cluster c, with cl a client of it for
 // metadata, offsets and commits; every reader gets a connection of its own,
-// so that one reader's waiting fetch never delays another's. bounded fixes
-// the end offsets now.
-func NewSource(c Client, cl sarama.Client, topic string, startup StartupMode, group string, bounded bool) (*Source, error) {
+// so that one reader's waiting fetch never delays another's. ends makes the
+// source bounded: each partition is read up to its end offset there (see
+// EndOffsets for the topic's end now); nil reads on forever.
+func NewSource(c Client, cl sarama.Client, topic string, startup StartupMode, group string, ends map[int32]int64) (*Source, error) {
 	parts, err := cl.Partitions(topic)
 	if err != nil {
 		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
 	s := &Source{c: c, cl: cl, topic: topic, parts: len(parts), startup: startup, group: group}
-	if bounded {
+	if ends != nil {
 		s.end = map[int32]int64{}
 		for _, p := range parts {
-			off, err := cl.GetOffset(topic, p, sarama.OffsetNewest)
-			if err != nil {
-				return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, err)
-			}
-			s.end[p] = off
+			s.end[p] = ends[p]
 		}
 	}
 	return s, nil

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"faultline/checkpoint"
+)
+
+// checkpointDir is where a state dir keeps its checkpoints.
+func checkpointDir(stateDir string) string { return filepath.Join(stateDir, "checkpoints") }
+
+// newCheckpointsCmd is `faultline checkpoints`: what the state dir holds.
+func newCheckpointsCmd() *cobra.Command {
+	var stateDir string
+	var asJSON bool
+	open := func() (*checkpoint.BadgerStore, error) {
+		dir := stateDir
+		if dir == "" {
+			d, err := defaultStateDir()
+			if err != nil {
+				return nil, err
+			}
+			dir = d
+		}
+		s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 0)
+		if err != nil {
+			return nil, exitError{code: 1, err: err}
+		}
+		return s, nil
+	}
+	parseID := func(arg string) (int64, error) {
+		id, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil || id <= 0 {
+			return 0, usagef("%q is not a checkpoint id (a whole number, see `faultline checkpoints list`)", arg)
+		}
+		return id, nil
+	}
+	cmd := &cobra.Command{
+		Use:   "checkpoints",
+		Short: "List, inspect, verify and delete the checkpoints and savepoints in the state dir",
+	}
+	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", "", "the state dir (default: faultline under the user's data directory)")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the retained checkpoints and savepoints, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			all, err := s.All(context.Background())
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			return printList(cmd.OutOrStdout(), all, asJSON)
+		},
+	}
+	inspect := &cobra.Command{
+		Use:   "inspect ID",
+		Short: "Show one checkpoint: its subtasks' figures, state handles and source offsets",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			c, err := find(s, id)
+			if err != nil {
+				return err
+			}
+			return printInspect(cmd.OutOrStdout(), c, asJSON)
+		},
+	}
+	verify := &cobra.Command{
+		Use:   "verify",
+		Short: "Read every state blob of every retained checkpoint and check its checksum",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			all, err := s.All(context.Background())
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			type result struct {
+				ID    int64  `json:"id"`
+				Kind  string `json:"kind"`
+				OK    bool   `json:"ok"`
+				Error string `json:"error,omitempty"`
+			}
+			var results []result
+			bad := 0
+			for _, c := range all {
+				r := result{ID: c.ID, Kind: c.Kind.String(), OK: true}
+				if err := s.Verify(context.Background(), c.ID); err != nil {
+					r.OK, r.Error = false, err.Error()
+					bad++
+				}
+				results = append(results, r)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if results == nil {
+					results = []result{}
+				}
+				json.NewEncoder(out).Encode(results)
+			} else if len(results) == 0 {
+				fmt.Fprintln(out, "no checkpoints in", s.Dir())
+			} else {
+				for _, r := range results {
+					if r.OK {
+						fmt.Fprintf(out, "%s %d: ok\n", r.Kind, r.ID)
+					} else {
+						fmt.Fprintf(out, "%s %d: DAMAGED: %s\n", r.Kind, r.ID, r.Error)
+					}
+				}
+			}
+			if bad > 0 {
+				return exitError{code: 1, err: fmt.Errorf("%d of %d checkpoints are damaged", bad, len(results))}
+			}
+			return nil
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete one checkpoint or savepoint and its state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.Delete(context.Background(), id); err != nil {
+				if errors.Is(err, checkpoint.ErrNotFound) {
+					return exitError{code: 1, err: fmt.Errorf("no checkpoint %d in %s", id, s.Dir())}
+				}
+				return exitError{code: 1, err: err}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted checkpoint %d\n", id)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, inspect, verify, del)
+	return cmd
+}
+
+func find(s checkpoint.Store, id int64) (*checkpoint.Completed, error) {
+	all, err := s.All(context.Background())
+	if err != nil {
+		return nil, exitError{code: 1, err: err}
+	}
+	for _, c := range all {
+		if c.ID == id {
+			return c, nil
+		}
+	}
+	return nil, exitError{code: 1, err: fmt.Errorf("no checkpoint %d (see `faultline checkpoints list`)", id)}
+}
+
+// checkpointJSON is a checkpoint as the --json output shows it.
+type checkpointJSON struct {
+	ID               int64                       `json:"id"`
+	Kind             string                      `json:"kind"`
+	Job              string                      `json:"job"`
+	Mode             string                      `json:"mode"`
+	TriggerTime      time.Time                   `json:"trigger_time"`
+	DurationMs       int64                       `json:"duration_ms"`
+	SizeBytes        int64                       `json:"size_bytes"`
+	IncrementalBytes int64                       `json:"incremental_bytes"`
+	Subtasks         int                         `json:"subtasks"`
+	Offsets          map[string]map[string]int64 `json:"offsets"`
+	Tasks            []taskJSON                  `json:"tasks,omitempty"`
+}
+
+type taskJSON struct {
+	Task             string            `json:"task"`
+	Handle           checkpoint.Handle `json:"handle"`
+	SyncMs           float64           `json:"sync_ms"`
+	AsyncMs          float64           `json:"async_ms"`
+	AlignmentMs      float64           `json:"alignment_ms"`
+	StartDelayMs     float64           `json:"start_delay_ms"`
+	Bytes            int64             `json:"bytes"`
+	IncrementalBytes int64             `json:"incremental_bytes"`
+	Finished         bool              `json:"finished,omitempty"`
+}
+
+func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
+	full, inc := c.Size()
+	j := checkpointJSON{ID: c.ID, Kind: c.Kind.String(), Job: c.Job, Mode: c.Mode, TriggerTime: c.TriggerTime,
+		DurationMs: c.Duration().Milliseconds(), SizeBytes: full, IncrementalBytes: inc, Subtasks: len(c.Tasks),
+		Offsets: map[string]map[string]int64{}}
+	for topic, parts := range c.SourceOffsets() {
+		m := map[string]int64{}
+		for p, o := range parts {
+			m[strconv.Itoa(int(p))] = o
+		}
+		j.Offsets[topic] = m
+	}
+	if withTasks {
+		for _, id := range sortedTaskIDs(c) {
+			a := c.Tasks[id]
+			j.Tasks = append(j.Tasks, taskJSON{Task: id.String(), Handle: a.Handle,
+				SyncMs: ms(a.SyncDuration), AsyncMs: ms(a.AsyncDuration), AlignmentMs: ms(a.Alignment), StartDelayMs: ms(a.StartDelay),
+				Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes, Finished: a.Finished})
+		}
+	}
+	return j
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func sortedTaskIDs(c *checkpoint.Completed) []checkpoint.TaskID {
+	ids := make([]checkpoint.TaskID, 0, len(c.Tasks))
+	for id := range c.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		if ids[a].Operator != ids[b].Operator {
+			return ids[a].Operator < ids[b].Operator
+		}
+		return ids[a].Index < ids[b].Index
+	})
+	return ids
+}
+
+func printList(out io.Writer, all []*checkpoint.Completed, asJSON bool) error {
+	if asJSON {
+		list := []checkpointJSON{}
+		for _, c := range all {
+			list = append(list, toJSON(c, false))
+		}
+		return json.NewEncoder(out).Encode(list)
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(out, "no checkpoints")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tJOB\tMODE\tTRIGGERED\tDURATION\tSIZE\tINCREMENTAL\tSUBTASKS")
+	for _, c := range all {
+		full, inc := c.Size()
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Kind, c.Job, c.Mode,
+			c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc), len(c.Tasks))
+	}
+	return tw.Flush()
+}
+
+func printInspect(out io.Writer, c *checkpoint.Completed, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(out).Encode(toJSON(c, true))
+	}
+	full, inc := c.Size()
+	fmt.Fprintf(out, "%s %d of job %s (%s)\n", c.Kind, c.ID, c.Job, c.Mode)
+	fmt.Fprintf(out, "triggered %s, completed after %s; state %s (%s written by this checkpoint)\n",
+		c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc))
+	offs := c.SourceOffsets()
+	topics := make([]string, 0, len(offs))
+	for t := range offs {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		parts := make([]int, 0, len(offs[t]))
+		for p := range offs[t] {
+			parts = append(parts, int(p))
+		}
+		sort.Ints(parts)
+		var b strings.Builder
+		for _, p := range parts {
+			fmt.Fprintf(&b, " p%d:%d", p, offs[t][int32(p)])
+		}
+		fmt.Fprintf(out, "source offsets %s:%s\n", t, b.String())
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUBTASK\tSYNC\tASYNC\tALIGNMENT\tSTART DELAY\tSIZE\tCHECKSUM\t")
+	for _, id := range sortedTaskIDs(c) {
+		a := c.Tasks[id]
+		note := ""
+		if a.Finished {
+			note = "finished earlier; state carried over"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%08x\t%s\n", id, a.SyncDuration.Round(time.Microsecond), a.AsyncDuration.Round(time.Microsecond),
+			a.Alignment.Round(time.Microsecond), a.StartDelay.Round(time.Microsecond), bytesHuman(a.Bytes), a.Handle.Checksum, note)
+	}
+	return tw.Flush()
+}
+
+func bytesHuman(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
