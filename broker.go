@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"faultline/checkpoint"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 )
@@ -46,6 +47,13 @@ state dir, so topics, offsets and committed transactions survive a restart.
 					stateDir = d
 				}
 				dir = filepath.Join(stateDir, "kafka")
+				// Hold the state dir, as a run does, so that no run uses
+				// the same broker log at the same time.
+				store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), 3)
+				if err != nil {
+					return exitError{code: 1, err: err}
+				}
+				defer store.Close()
 			}
 			job := spec.Default()
 			topics := kafka.Topics(job.Op("sink").Topic, 1)

@@ -123,3 +123,38 @@ func TestKilledAndResumedRunsLoseAndDuplicateNothing(t *testing.T) {
 		t.Fatalf("after 20 kills: %v", r.report["verify"])
 	}
 }
+
+// faultlineUntil runs faultline until it has printed the nth event named
+// event, then kills it (SIGKILL) as a crash would.
+func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	seen := 0
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["event"] == event {
+			if seen++; seen == nth {
+				break
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	cmd.Wait()
+	if seen < nth {
+		t.Fatalf("the run ended after %d %s events, before the %dth", seen, event, nth)
+	}
+	return seen
+}

@@ -69,7 +69,7 @@ func faultline(t *testing.T, args ...string) result {
 	}
 	sc := bufio.NewScanner(strings.NewReader(r.stdout))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
+	for sc.Scan() && len(args) > 0 && args[0] == "run" {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("stdout line is not JSON: %q", sc.Text())

@@ -321,6 +321,13 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
+	// The checkpoint store's lock is the state dir's: take it before
+	// anything else in the dir (the embedded broker's log) is touched.
+	store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), o.retained)
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	defer store.Close()
 	logPath := o.logFile
 	if logPath == "" {
 		logPath = filepath.Join(stateDir, "faultline.log")
@@ -479,11 +486,6 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 
-	store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), o.retained)
-	if err != nil {
-		return exitError{code: 1, err: err}
-	}
-	defer store.Close()
 	job, err := runtime.New(runtime.Config{
 		Job:  p.job,
 		Env:  env,

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"faultline/checkpoint"
+)
+
+// A bounded run leaves its checkpoints in the state dir; the checkpoints
+// command lists, inspects, verifies and deletes them.
+func TestCheckpointsCommand(t *testing.T) {
+	dir := t.TempDir()
+	r := faultline(t, "run", "--headless", "--records", "20000", "--checkpoint-interval", "50ms", "--state-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	last := int(num(r.report, "checkpoints", "last_completed"))
+	list := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	var cps []map[string]any
+	if err := json.Unmarshal([]byte(list.stdout), &cps); err != nil || list.code != 0 {
+		t.Fatalf("list --json: %v %q", err, list.stdout)
+	}
+	if len(cps) != 3 || int(cps[2]["id"].(float64)) != last || cps[2]["job"] != "orders" {
+		t.Fatalf("list: %v, want the newest three ending with %d", cps, last)
+	}
+	table := faultline(t, "checkpoints", "list", "--state-dir", dir)
+	if !strings.Contains(table.stdout, "INCREMENTAL") || !strings.Contains(table.stdout, "orders") {
+		t.Fatalf("list table:\n%s", table.stdout)
+	}
+	ins := faultline(t, "checkpoints", "inspect", strings.TrimSpace(jsonNum(cps[2]["id"])), "--state-dir", dir)
+	for _, want := range []string{"join/1", "sink/0", "source offsets orders:", "ALIGNMENT"} {
+		if !strings.Contains(ins.stdout, want) {
+			t.Fatalf("inspect does not show %q:\n%s", want, ins.stdout)
+		}
+	}
+	if v := faultline(t, "checkpoints", "verify", "--state-dir", dir); v.code != 0 || strings.Count(v.stdout, ": ok") != 3 {
+		t.Fatalf("verify: exit %d\n%s", v.code, v.stdout)
+	}
+	if d := faultline(t, "checkpoints", "delete", jsonNum(cps[0]["id"]), "--state-dir", dir); d.code != 0 {
+		t.Fatalf("delete: exit %d %s", d.code, d.stderr)
+	}
+	if d := faultline(t, "checkpoints", "delete", "999", "--state-dir", dir); d.code != 1 || !strings.Contains(d.stderr, "no checkpoint 999") {
+		t.Fatalf("delete of a missing id: exit %d %q", d.code, d.stderr)
+	}
+	if d := faultline(t, "checkpoints", "inspect", "banana", "--state-dir", dir); d.code != 2 {
+		t.Fatalf("inspect banana: exit %d", d.code)
+	}
+}
+
+func jsonNum(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// flipNewestState damages, on disk, one state blob of the newest checkpoint
+// in the state dir and returns that checkpoint's id and the one before it.
+func flipNewestState(t *testing.T, stateDir string) (newest, previous int64) {
+	t.Helper()
+	s, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.All(context.Background())
+	if err != nil || len(all) < 2 {
+		t.Fatalf("%d checkpoints: %v", len(all), err)
+	}
+	c := all[len(all)-1]
+	var blob []byte
+	for _, a := range c.Tasks {
+		if a.Bytes >= 1024 && !a.Finished { // large enough to sit in the value log
+			if blob, err = s.GetState(context.Background(), a.Handle); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	s.Close()
+	if blob == nil {
+		t.Fatal("no state blob large enough to find on disk")
+	}
+	flipped := false
+	filepath.Walk(checkpointDir(stateDir), func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || flipped {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		if i := bytes.Index(data, blob); i >= 0 {
+			data[i+len(blob)/2] ^= 0xff
+			os.WriteFile(path, data, info.Mode())
+			flipped = true
+		}
+		return nil
+	})
+	if !flipped {
+		t.Fatal("did not find the state blob's bytes on disk")
+	}
+	return c.ID, all[len(all)-2].ID
+}
+
+// Damaged bytes in the newest checkpoint on disk: the resumed run falls back
+// to the one before, says so, and loses nothing.
+func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	broker := startBroker(t)
+	base := []string{"run", "--headless", "--records", "200000", "--rate", "50000", "--checkpoint-interval", "100ms",
+		"--state-dir", dir, "--brokers", broker, "--generate"}
+	// Stop the first run part way (as a crash would) so that the job has
+	// work left when it resumes.
+	r := faultlineUntil(t, "checkpoint_completed", 4, base...)
+	_ = r
+	newest, previous := flipNewestState(t, dir)
+	if v := faultline(t, "checkpoints", "verify", "--state-dir", dir); v.code != 1 || !strings.Contains(v.stdout, "DAMAGED") {
+		t.Fatalf("verify after flipping bytes: exit %d\n%s", v.code, v.stdout)
+	}
+	res := faultline(t, append(base, "--resume")...)
+	if res.report == nil {
+		t.Fatalf("resume: exit %d %s", res.code, res.stderr)
+	}
+	from := res.report["checkpoints"].(map[string]any)["restored_from"].([]any)
+	if len(from) == 0 || int64(from[0].(float64)) != previous {
+		t.Fatalf("restored from %v, want %d (newest %d is damaged)", from, previous, newest)
+	}
+	invalid := false
+	for _, e := range res.events {
+		invalid = invalid || e["event"] == "checkpoint_invalid" && int64(e["id"].(float64)) == newest
+	}
+	if !invalid {
+		t.Fatal("no checkpoint_invalid event for the damaged checkpoint")
+	}
+	if num(res.report, "verify", "lost") != 0 {
+		t.Fatalf("lost records after the fallback: %v", res.report["verify"])
+	}
+}
+
+// A second process on the same state dir is told which process holds it.
+func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
+	dir := t.TempDir()
+	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := faultline(t, "run", "--headless", "--records", "1000", "--state-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, dir) || !strings.Contains(r.stderr, "pid") || strings.Contains(r.stderr, "Cannot acquire") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
