@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"faultline/checkpoint"
@@ -152,5 +157,66 @@ func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
 	r := faultline(t, "run", "--headless", "--records", "1000", "--state-dir", dir)
 	if r.code != 1 || !strings.Contains(r.stderr, dir) || !strings.Contains(r.stderr, "pid") || strings.Contains(r.stderr, "Cannot acquire") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// Stop with a savepoint (SIGTERM with --savepoint-on-exit), then go on from
+// it at other parallelisms, on Kafka: the output ends up exact.
+func TestStopWithSavepointAndRescale(t *testing.T) {
+	dir := t.TempDir()
+	broker := startBroker(t)
+	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "100ms",
+		"--state-dir", dir, "--brokers", broker, "--generate"}
+	cmd := exec.Command(binary, append(base, "--savepoint-on-exit", "--inject", "after=200ms,fault=savepoint")...)
+	var stdout bytes.Buffer
+	pr, pw := io.Pipe()
+	cmd.Stdout = io.MultiWriter(&stdout, pw)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	completed, injected := 0, 0
+	for sc.Scan() && completed < 6 {
+		line := sc.Text()
+		if strings.Contains(line, `"event":"checkpoint_completed"`) {
+			completed++
+		}
+		if strings.Contains(line, `"event":"savepoint_completed"`) {
+			injected++
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	if err != nil {
+		t.Fatalf("stopped run: %v\n%s", err, stdout.String())
+	}
+	var report struct {
+		Report struct {
+			Status    string `json:"status"`
+			Savepoint int64  `json:"savepoint"`
+			Verify    struct {
+				OK bool `json:"ok"`
+			} `json:"verify"`
+		} `json:"report"`
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Report.Status != "CANCELED" || report.Report.Savepoint == 0 || !report.Report.Verify.OK || injected == 0 {
+		t.Fatalf("stopped run: %+v, %d savepoints injected before", report.Report, injected)
+	}
+	r := faultline(t, append(base, "--from-savepoint", strconv.FormatInt(report.Report.Savepoint, 10), "--parallelism", "join=3,revenue=1")...)
+	if r.code != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("from savepoint %d at other parallelisms: exit %d %v %s", report.Report.Savepoint, r.code, r.report["verify"], r.stderr)
+	}
+	if bad := faultline(t, append(base, "--from-savepoint", "99999")...); bad.code != 2 || !strings.Contains(bad.stderr, "99999") {
+		t.Fatalf("unknown savepoint: exit %d %q", bad.code, bad.stderr)
 	}
 }

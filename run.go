@@ -60,6 +60,9 @@ type runOptions struct {
 	resume          bool
 	allowFreshStart bool
 	retained        int
+	savepointOnExit bool
+	fromSavepoint   int64
+	allowNonRestore bool
 
 	kafka kafkaOptions
 }
@@ -133,6 +136,9 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
+	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
+	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint (see `faultline checkpoints list`), also at other parallelisms")
+	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
 	o.kafka.addFlags(f)
 	return cmd
 }
@@ -216,6 +222,10 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
 	case o.batchSize < 1 || o.batchSize > 65536:
 		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
+	case o.fromSavepoint < 0:
+		return nil, usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
+	case o.fromSavepoint > 0 && o.resume:
+		return nil, usagef("--from-savepoint and --resume: give one of them")
 	case o.retained < 1:
 		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
@@ -513,8 +523,12 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
 		"checkpoint_dir": store.Dir(),
 	})
-	res, runErr := job.Run(ctx, runtime.RunOptions{Resume: o.resume})
+	res, runErr := job.Run(ctx, runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
+		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit})
 	if runErr != nil {
+		if errors.Is(runErr, runtime.ErrNoSavepoint) {
+			return usageError{runErr}
+		}
 		return exitError{code: 1, err: runErr}
 	}
 

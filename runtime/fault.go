@@ -19,12 +19,18 @@ const (
 	FaultPanic FaultKind = "panic"
 	// FaultError makes the task's operator return an error.
 	FaultError FaultKind = "error"
+	// FaultSavepoint triggers a savepoint (it needs no task).
+	FaultSavepoint FaultKind = "savepoint"
 )
 
 var faultKinds = map[FaultKind]string{
-	FaultPanic: "the task panics",
-	FaultError: "the task's operator returns an error",
+	FaultPanic:     "the task panics",
+	FaultError:     "the task's operator returns an error",
+	FaultSavepoint: "a savepoint is taken",
 }
+
+// JobLevel reports whether the fault acts on the job rather than a task.
+func (k FaultKind) JobLevel() bool { return k == FaultSavepoint }
 
 // Fault is one injection: what, where and when. It is the one entry point
 // for faults: --inject in headless runs, and later the keyboard.
@@ -92,6 +98,15 @@ func ParseFault(s string) (Fault, error) {
 	if f.Kind == "" {
 		return f, fmt.Errorf("--inject %q: fault= is missing (known: %s)", s, knownFaults())
 	}
+	if f.Kind.JobLevel() {
+		if f.Task != "" {
+			return f, fmt.Errorf("--inject %q: fault=%s acts on the whole job; leave out task=", s, f.Kind)
+		}
+		if f.AfterRecords > 0 {
+			return f, fmt.Errorf("--inject %q: fault=%s takes after=, not after-records=", s, f.Kind)
+		}
+		return f, nil
+	}
 	if f.Task == "" {
 		return f, fmt.Errorf("--inject %q: task= is missing (e.g. task=join/1)", s)
 	}
@@ -109,6 +124,9 @@ func knownFaults() string {
 
 // CheckFaultTask verifies that the fault's task exists in job.
 func CheckFaultTask(f Fault, job *spec.Job) error {
+	if f.Kind.JobLevel() {
+		return nil
+	}
 	name, idx, ok := strings.Cut(f.Task, "/")
 	op := job.Op(name)
 	if op == nil {

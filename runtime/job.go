@@ -79,8 +79,9 @@ type Job struct {
 	mu  sync.Mutex
 	cur *attempt
 
-	coordFail chan attemptErr
-	faultCh   chan *faultEntry
+	coordFail  chan attemptErr
+	faultCh    chan *faultEntry
+	savepoints chan int64 // completed savepoints, for stop-with-savepoint
 }
 
 type attemptErr struct {
@@ -104,16 +105,17 @@ type FailureInfo struct {
 
 // Result is how a run ended.
 type Result struct {
-	Status       JobStatus
-	Restarts     int
-	Failures     []FailureInfo
-	RestoredFrom []int64
-	GaveUp       string
-	Elapsed      time.Duration
-	RecordsIn    int64
-	Latest       *checkpoint.Completed // newest completed checkpoint at the end
-	Resumed      int64                 // the checkpoint the run resumed from (0: none)
-	Checkpoints  checkpoint.Stats
+	Status        JobStatus
+	Restarts      int
+	Failures      []FailureInfo
+	RestoredFrom  []int64
+	GaveUp        string
+	Elapsed       time.Duration
+	RecordsIn     int64
+	Latest        *checkpoint.Completed // newest completed checkpoint at the end
+	Resumed       int64                 // the checkpoint or savepoint the run started from (0: none)
+	ExitSavepoint int64                 // the savepoint taken when the run was stopped (0: none)
+	Checkpoints   checkpoint.Stats
 }
 
 // New prepares a job; Run starts it.
@@ -143,9 +145,10 @@ func New(cfg Config) (*Job, error) {
 	cfg.Checkpoint.Mode = cfg.Mode.String()
 	j := &Job{
 		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, store: cfg.Store, clk: cfg.Clock,
-		metrics:   map[string]*TaskMetrics{},
-		coordFail: make(chan attemptErr, 1),
-		faultCh:   make(chan *faultEntry, len(cfg.Faults)+1),
+		metrics:    map[string]*TaskMetrics{},
+		coordFail:  make(chan attemptErr, 1),
+		faultCh:    make(chan *faultEntry, len(cfg.Faults)+1),
+		savepoints: make(chan int64, 16),
 	}
 	for _, op := range j.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
@@ -216,6 +219,17 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 			"id": e.ID, "kind": e.Kind.String(), "duration_ms": e.Completed.Duration().Milliseconds(),
 			"size_bytes": full, "incremental_bytes": inc,
 		})
+		if e.Kind == checkpoint.KindSavepoint {
+			f := map[string]any{"id": e.ID, "size_bytes": full}
+			if d, ok := j.store.(interface{ Dir() string }); ok {
+				f["path"] = d.Dir()
+			}
+			j.obs.Emit("savepoint_completed", f)
+			select {
+			case j.savepoints <- e.ID:
+			default:
+			}
+		}
 	case checkpoint.EventFailed:
 		f := map[string]any{"id": e.ID, "reason": e.Reason.String()}
 		if e.Err != nil {
@@ -313,13 +327,71 @@ type RunOptions struct {
 	// Resume starts from the newest valid retained checkpoint of this job
 	// in the store, when there is one.
 	Resume bool
+	// FromSavepoint starts from that savepoint (Flink: run -s), also at
+	// other parallelisms than it was taken with.
+	FromSavepoint int64
+	// AllowNonRestoredState lets a savepoint hold state of operators the
+	// job no longer has (Flink: --allowNonRestoredState).
+	AllowNonRestoredState bool
+	// SavepointOnExit takes a savepoint when the run is stopped (ctx ends)
+	// before cancelling the job (Flink: stop with savepoint).
+	SavepointOnExit bool
+	// SavepointTimeout bounds that savepoint (default 30s).
+	SavepointTimeout time.Duration
+}
+
+// ErrNoSavepoint means --from-savepoint named no savepoint in the store.
+var ErrNoSavepoint = errors.New("no such savepoint")
+
+// savepointRestore loads savepoint id for a restore, checking that every
+// operator it holds state for is in the job.
+func (j *Job) savepointRestore(ctx context.Context, opts RunOptions) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
+	all, err := j.store.All(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list savepoints: %w", err)
+	}
+	var sp *checkpoint.Completed
+	var ids []string
+	for _, c := range all {
+		if c.Kind == checkpoint.KindSavepoint {
+			ids = append(ids, strconv.FormatInt(c.ID, 10))
+			if c.ID == opts.FromSavepoint {
+				sp = c
+			}
+		}
+	}
+	if sp == nil {
+		have := "none"
+		if len(ids) > 0 {
+			have = strings.Join(ids, ", ")
+		}
+		return nil, nil, fmt.Errorf("%w %d in the state dir (savepoints: %s)", ErrNoSavepoint, opts.FromSavepoint, have)
+	}
+	states, err := j.readRestore(ctx, sp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("savepoint %d cannot be read: %w", sp.ID, err)
+	}
+	var unknown []string
+	for op := range states {
+		if j.spec.Op(op) == nil {
+			unknown = append(unknown, op)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 && !opts.AllowNonRestoredState {
+		return nil, nil, fmt.Errorf("savepoint %d has state of operators the job does not have (%s); drop it with --allow-non-restored-state", sp.ID, strings.Join(unknown, ", "))
+	}
+	for _, op := range unknown {
+		delete(states, op)
+	}
+	return sp, states, nil
 }
 
 // ErrNoValidCheckpoint means the store holds checkpoints of the job but
 // none can be restored, and a fresh start was not allowed.
 var ErrNoValidCheckpoint = errors.New("no valid checkpoint to restore")
 
-// pickRestore finds the newest checkpoint of this job whose state can be
+// pickRestore finds the newest checkpoint (or savepoint) of this job whose state can be
 // read and decoded, newest first, reporting every damaged one it passes
 // over (Flink falls back the same way when a checkpoint cannot be read).
 // It returns nil when the store has no checkpoint of the job, and
@@ -333,7 +405,9 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 	var damaged []string
 	for i := len(all) - 1; i >= 0; i-- {
 		c := all[i]
-		if c.Job != j.spec.Name || c.Kind != checkpoint.KindCheckpoint {
+		// Savepoints count too: their completion committed the sink's
+		// output as a checkpoint's does.
+		if c.Job != j.spec.Name {
 			continue
 		}
 		states, err := j.readRestore(ctx, c)
@@ -371,7 +445,16 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	var restore *checkpoint.Completed
 	var states map[string][]*backend.SubtaskState
 	reason := "job submitted"
-	if opts.Resume {
+	if opts.FromSavepoint > 0 {
+		var err error
+		if restore, states, err = j.savepointRestore(ctx, opts); err != nil {
+			j.status(JobFailed, err.Error())
+			return nil, err
+		}
+		j.markRestored(res, restore, "from savepoint")
+		res.Resumed = restore.ID
+		reason = fmt.Sprintf("started from savepoint %d", restore.ID)
+	} else if opts.Resume {
 		var err error
 		if restore, states, err = j.pickRestore(ctx, true); err != nil {
 			j.status(JobFailed, err.Error())
@@ -414,6 +497,9 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		queued = nil
 		j.coord.Start(n, a.taskIDs())
 		out := j.supervise(ctx, a, &queued)
+		if out.kind == outCanceled && opts.SavepointOnExit {
+			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
+		}
 		switch out.kind {
 		case outFinished:
 			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
@@ -626,9 +712,51 @@ func (j *Job) supervise(ctx context.Context, a *attempt, queued *[]*faultEntry) 
 	}
 }
 
+// stopWithSavepoint takes a savepoint of the running attempt before it is
+// cancelled, and returns its id (0 when it failed).
+func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	for len(j.savepoints) > 0 {
+		<-j.savepoints
+	}
+	id, err := j.coord.Trigger(checkpoint.KindSavepoint)
+	if err != nil {
+		j.obs.Emit("savepoint_failed", map[string]any{"error": err.Error()})
+		return 0
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case done := <-j.savepoints:
+			if done == id {
+				return id
+			}
+		case ev := <-a.events:
+			if ev.kind == evFailed {
+				j.obs.Emit("savepoint_failed", map[string]any{"id": id, "error": ev.err.Error()})
+				return 0
+			}
+		case <-deadline.C:
+			j.obs.Emit("savepoint_failed", map[string]any{"id": id, "error": fmt.Sprintf("not complete after %s", timeout)})
+			return 0
+		}
+	}
+}
+
 // deliver hands a timed fault to its task; a task that already finished is
 // past harm.
 func (j *Job) deliver(a *attempt, f *faultEntry) {
+	if f.Kind == FaultSavepoint {
+		f.fired.Store(true)
+		j.obs.Emit("fault_injected", map[string]any{"fault": string(f.Kind), "spec": f.Spec})
+		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
+			j.obs.Emit("savepoint_failed", map[string]any{"error": err.Error()})
+		}
+		return
+	}
 	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})
 	if t := a.byName[f.Task]; t != nil {
 		f.delivered.Store(true)
@@ -674,7 +802,9 @@ func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[str
 
 // deploy builds and starts every subtask of attempt n.
 func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, error) {
-	actx, cancel := context.WithCancel(ctx)
+	// The attempt ends when the master cancels it (teardown), not with the
+	// run's context: stopping with a savepoint needs it running a moment longer.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{}}
 	maxP := j.spec.MaxParallelism
 	byOp := map[string][]*task{}

@@ -2,6 +2,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -388,4 +391,105 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	if err != nil || v.Lost != 0 || v.Unexpected != 0 {
 		t.Fatalf("verify %+v %v", v, err)
 	}
+}
+
+// A job stopped with a savepoint at parallelism 2 continues from it at
+// parallelism 3 and at 1 (keyed state moves by key group, source offsets by
+// partition, the sink's transactions to the subtask that now owns them),
+// and the committed output ends up exact.
+func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
+	for _, p := range []int{3, 1} {
+		t.Run(fmt.Sprintf("to parallelism %d", p), func(t *testing.T) {
+			gen := NewGenerator(4, 60000, GeneratorPartitions).WithRate(40000)
+			out := NewMemoryOutput()
+			env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
+			for _, topic := range []string{TopicOrders, TopicPayments} {
+				s, _ := gen.Source(topic)
+				env.Sources[topic] = s
+			}
+			store := checkpoint.NewMemoryStore(3)
+			newJob := func(job *spec.Job) (*Job, *Observer) {
+				obs := NewObserver(nil, 1<<16)
+				go func() {
+					for range obs.Events() {
+					}
+				}()
+				j, err := New(Config{Job: job, Env: env, Store: store, Observer: obs,
+					Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j, obs
+			}
+			// First run: stopped part way, with a savepoint.
+			j1, obs1 := newJob(spec.Default())
+			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+			defer cancel()
+			res1, err := j1.Run(ctx, RunOptions{SavepointOnExit: true})
+			obs1.Close()
+			if err != nil || res1.Status != JobCanceled || res1.ExitSavepoint == 0 {
+				t.Fatalf("first run: %v status %s savepoint %d", err, res1.Status, res1.ExitSavepoint)
+			}
+			// Second run: another parallelism, from the savepoint.
+			job := spec.Default()
+			if err := job.SetParallelisms(map[string]int{"join": p, "revenue": p}); err != nil {
+				t.Fatal(err)
+			}
+			j2, obs2 := newJob(job)
+			res2, err := j2.Run(context.Background(), RunOptions{FromSavepoint: res1.ExitSavepoint})
+			obs2.Close()
+			if err != nil || res2.Status != JobFinished || res2.Resumed != res1.ExitSavepoint {
+				t.Fatalf("second run: %v status %s resumed %d", err, res2.Status, res2.Resumed)
+			}
+			if res2.RecordsIn == 0 || res2.RecordsIn >= 60000 {
+				t.Fatalf("the second run read %d records; it should go on from the savepoint, not start over", res2.RecordsIn)
+			}
+			v, err := Verify(gen, job.Verify, "exactly-once", nil, out.Committed())
+			if err != nil || !v.OK {
+				t.Fatalf("verify %+v %v", v, err)
+			}
+		})
+	}
+}
+
+func TestFromSavepointChecksItsOperators(t *testing.T) {
+	gen := NewGenerator(4, 20000, GeneratorPartitions).WithRate(20000)
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		s, _ := gen.Source(topic)
+		env.Sources[topic] = s
+	}
+	store := checkpoint.NewMemoryStore(3)
+	obs := NewObserver(nil, 1<<16)
+	go func() {
+		for range obs.Events() {
+		}
+	}()
+	j, _ := New(Config{Job: spec.Default(), Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	res, err := j.Run(ctx, RunOptions{SavepointOnExit: true})
+	if err != nil || res.ExitSavepoint == 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	// A job without the revenue operator cannot take the savepoint's revenue state…
+	yaml := strings.Replace(spec.DefaultYAML, "name: revenue", "name: totals", 1)
+	yaml = strings.Replace(yaml, "from: revenue", "from: totals", 1)
+	other, err := spec.Parse("renamed.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2, _ := New(Config{Job: other, Env: env, Store: store, Observer: obs})
+	if _, err := j2.Run(context.Background(), RunOptions{FromSavepoint: res.ExitSavepoint}); err == nil || !strings.Contains(err.Error(), "revenue") {
+		t.Fatalf("restore into a job without revenue: %v", err)
+	}
+	// …unless told to drop it.
+	j3, _ := New(Config{Job: other, Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	if res3, err := j3.Run(context.Background(), RunOptions{FromSavepoint: res.ExitSavepoint, AllowNonRestoredState: true}); err != nil || res3.Status != JobFinished {
+		t.Fatalf("with AllowNonRestoredState: %v", err)
+	}
+	if _, err := j3.Run(context.Background(), RunOptions{FromSavepoint: 999}); !errors.Is(err, ErrNoSavepoint) {
+		t.Fatalf("unknown savepoint: %v", err)
+	}
+	obs.Close()
 }

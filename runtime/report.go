@@ -20,6 +20,7 @@ type Report struct {
 	Restarts      int               `json:"restarts"`
 	Failures      []ReportFailure   `json:"failures"`
 	GaveUp        string            `json:"gave_up,omitempty"`
+	Savepoint     int64             `json:"savepoint,omitempty"`
 	Verify        Verification      `json:"verify"`
 	ElapsedMs     int64             `json:"elapsed_ms"`
 	ThroughputRps int64             `json:"throughput_rps"`
@@ -47,7 +48,7 @@ func NewReport(job, mode string, res *Result, v Verification, dropped int64) Rep
 	r := Report{
 		Job: job, Status: string(res.Status), Mode: mode,
 		RecordsIn: res.RecordsIn, RecordsOut: int64(v.Committed),
-		Restarts: res.Restarts, GaveUp: res.GaveUp, Verify: v,
+		Restarts: res.Restarts, GaveUp: res.GaveUp, Verify: v, Savepoint: res.ExitSavepoint,
 		ElapsedMs: res.Elapsed.Milliseconds(), EventsDropped: dropped,
 		Checkpoints: ReportCheckpoints{
 			Completed: res.Checkpoints.Completed, Failed: res.Checkpoints.Failed,
