@@ -60,6 +60,7 @@ type runOptions struct {
 	resume          bool
 	allowFreshStart bool
 	retained        int
+	stateBackend    string
 	savepointOnExit bool
 	fromSavepoint   int64
 	allowNonRestore bool
@@ -136,6 +137,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
+	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (Go maps) or badger (on disk, in the state dir)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
 	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint (see `faultline checkpoints list`), also at other parallelisms")
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
@@ -222,6 +224,8 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
 	case o.batchSize < 1 || o.batchSize > 65536:
 		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
+	case o.stateBackend != "heap" && o.stateBackend != "badger":
+		return nil, usagef("--state-backend %q: want heap or badger", o.stateBackend)
 	case o.fromSavepoint < 0:
 		return nil, usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
 	case o.fromSavepoint > 0 && o.resume:
@@ -338,6 +342,12 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return exitError{code: 1, err: err}
 	}
 	defer store.Close()
+	// The badger state backend's databases: one per subtask and attempt,
+	// left over only by a killed process, so emptied at start.
+	workDir := filepath.Join(stateDir, "work")
+	if err := os.RemoveAll(workDir); err != nil {
+		return exitError{code: 1, err: fmt.Errorf("clear %s: %w", workDir, err)}
+	}
 	logPath := o.logFile
 	if logPath == "" {
 		logPath = filepath.Join(stateDir, "faultline.log")
@@ -505,6 +515,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
 		},
 		Store:           store,
+		StateBackend:    o.stateBackend,
+		WorkDir:         workDir,
 		AllowFreshStart: o.allowFreshStart,
 		Restart:         p.strategy,
 		Faults:          p.faults,
@@ -521,7 +533,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"job": p.job.Name, "mode": o.mode, "state_dir": stateDir, "log_file": logPath,
 		"records": o.records, "seed": o.seed, "checkpoint_interval_ms": o.interval.Milliseconds(),
 		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
-		"checkpoint_dir": store.Dir(),
+		"checkpoint_dir": store.Dir(), "state_backend": o.stateBackend,
 	})
 	res, runErr := job.Run(ctx, runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,11 @@ type Config struct {
 	// most elements in one batch.
 	ChannelCapacity int
 	BatchSize       int
+	// StateBackend keeps keyed state: "heap" (the default; Flink:
+	// HashMapStateBackend) or "badger" (Flink: EmbeddedRocksDBStateBackend),
+	// whose databases live under WorkDir.
+	StateBackend string
+	WorkDir      string
 	// AllowFreshStart lets a job whose checkpoints are all damaged start
 	// from the beginning instead of failing.
 	AllowFreshStart bool
@@ -140,6 +146,16 @@ func New(cfg Config) (*Job, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	switch cfg.StateBackend {
+	case "", "heap":
+		cfg.StateBackend = "heap"
+	case "badger":
+		if cfg.WorkDir == "" {
+			return nil, errors.New("the badger state backend needs a work directory")
+		}
+	default:
+		return nil, fmt.Errorf("state backend %q: want heap or badger", cfg.StateBackend)
 	}
 	cfg.Checkpoint.Job = cfg.Job.Name
 	cfg.Checkpoint.Mode = cfg.Mode.String()
@@ -305,6 +321,19 @@ func (a *attempt) report(ctx context.Context, ev taskEvent) {
 	select {
 	case a.events <- ev:
 	case <-ctx.Done():
+	}
+}
+
+// closeBackends closes the subtasks' state backends that hold resources
+// (the Badger databases); only after every goroutine of the attempt, the
+// snapshot writers included, has ended.
+func (a *attempt) closeBackends() {
+	for _, t := range a.tasks {
+		if c, ok := t.keyed.(interface{ Close() error }); ok {
+			if err := c.Close(); err != nil {
+				a.job.logf("%s: close state backend: %v", t.name, err)
+			}
+		}
 	}
 }
 
@@ -631,6 +660,7 @@ func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
 		}
 	}
 	a.stop()
+	a.closeBackends()
 	j.mu.Lock()
 	j.cur = nil
 	j.mu.Unlock()
@@ -819,6 +849,7 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 			if op.Type == spec.TypeSource {
 				src, err := j.cfg.Env.source(op.Topic)
 				if err != nil {
+					a.closeBackends()
 					cancel()
 					return nil, err
 				}
@@ -827,6 +858,7 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 			} else {
 				oper, err := newOperator(op, j.cfg.Env)
 				if err != nil {
+					a.closeBackends()
 					cancel()
 					return nil, err
 				}
@@ -835,10 +867,23 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 				t.two, _ = oper.(TwoInput)
 			}
 			for _, in := range op.Inputs {
-				if in.Edge == spec.Hash {
-					t.keyed = backend.NewHeap(maxP, backend.RangeFor(maxP, op.Parallelism, i))
-					break
+				if in.Edge != spec.Hash {
+					continue
 				}
+				kgs := backend.RangeFor(maxP, op.Parallelism, i)
+				if j.cfg.StateBackend == "badger" {
+					dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", n), fmt.Sprintf("%s-%d", op.Name, i))
+					b, err := backend.NewBadger(dir, maxP, kgs)
+					if err != nil {
+						a.closeBackends()
+						cancel()
+						return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
+					}
+					t.keyed = b
+				} else {
+					t.keyed = backend.NewHeap(maxP, kgs)
+				}
+				break
 			}
 			if ss := states[op.Name]; ss != nil {
 				r := &restoredState{from: restore.ID, operator: map[string][][]byte{}}

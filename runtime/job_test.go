@@ -27,6 +27,7 @@ type run struct {
 	interval time.Duration
 	faults   []string
 	attempts int
+	backend  string
 
 	// filled in by do
 	res    *Result
@@ -80,7 +81,7 @@ func (r *run) do(t *testing.T) *run {
 		collected <- evs
 	}()
 	j, err := New(Config{
-		Job: r.job, Env: env, Mode: r.mode, Observer: obs,
+		Job: r.job, Env: env, Mode: r.mode, Observer: obs, StateBackend: r.backend, WorkDir: t.TempDir(),
 		Checkpoint: checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
 		Restart:    restart.NewFixedDelay(r.attempts, 10*time.Millisecond),
 		Faults:     faults,
@@ -209,6 +210,17 @@ func TestAtLeastOnceDuplicatesExactlyOnceDoesNot(t *testing.T) {
 		}
 	}
 	t.Fatal("at-least-once produced no duplicates in any run; the lesson of the mode is not shown")
+}
+
+// The same failures with keyed state in Badger (Flink: the RocksDB backend).
+func TestExactlyOnceThroughFailuresOnBadgerState(t *testing.T) {
+	r := (&run{records: 60000, rate: 40000, interval: 100 * time.Millisecond, backend: "badger", faults: []string{
+		"after-records=9000,task=join/1,fault=panic",
+		"after-records=8000,task=revenue/0,fault=error",
+	}}).do(t)
+	if r.res.Status != JobFinished || r.res.Restarts < 2 || !r.verify.OK || len(r.res.RestoredFrom) == 0 {
+		t.Fatalf("status %s restarts %d restored %v verify %+v", r.res.Status, r.res.Restarts, r.res.RestoredFrom, r.verify)
+	}
 }
 
 func TestNoGoroutineOutlivesItsAttempt(t *testing.T) {
@@ -393,13 +405,18 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	}
 }
 
-// A job stopped with a savepoint at parallelism 2 continues from it at
-// parallelism 3 and at 1 (keyed state moves by key group, source offsets by
-// partition, the sink's transactions to the subtask that now owns them),
+// A job stopped with a savepoint at parallelism 2 on heap state continues
+// from it at parallelism 3 and at 1, and with its keyed state in Badger
+// (keyed state moves by key group in one canonical format, source offsets
+// by partition, the sink's transactions to the subtask that now owns them),
 // and the committed output ends up exact.
 func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
-	for _, p := range []int{3, 1} {
-		t.Run(fmt.Sprintf("to parallelism %d", p), func(t *testing.T) {
+	for _, tc := range []struct {
+		p       int
+		backend string
+	}{{3, "heap"}, {1, "heap"}, {2, "badger"}, {3, "badger"}} {
+		p := tc.p
+		t.Run(fmt.Sprintf("to parallelism %d on %s", p, tc.backend), func(t *testing.T) {
 			gen := NewGenerator(4, 60000, GeneratorPartitions).WithRate(40000)
 			out := NewMemoryOutput()
 			env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
@@ -408,13 +425,13 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 				env.Sources[topic] = s
 			}
 			store := checkpoint.NewMemoryStore(3)
-			newJob := func(job *spec.Job) (*Job, *Observer) {
+			newJob := func(job *spec.Job, backend string) (*Job, *Observer) {
 				obs := NewObserver(nil, 1<<16)
 				go func() {
 					for range obs.Events() {
 					}
 				}()
-				j, err := New(Config{Job: job, Env: env, Store: store, Observer: obs,
+				j, err := New(Config{Job: job, Env: env, Store: store, Observer: obs, StateBackend: backend, WorkDir: t.TempDir(),
 					Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 				if err != nil {
 					t.Fatal(err)
@@ -422,7 +439,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 				return j, obs
 			}
 			// First run: stopped part way, with a savepoint.
-			j1, obs1 := newJob(spec.Default())
+			j1, obs1 := newJob(spec.Default(), "heap")
 			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 			defer cancel()
 			res1, err := j1.Run(ctx, RunOptions{SavepointOnExit: true})
@@ -435,7 +452,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 			if err := job.SetParallelisms(map[string]int{"join": p, "revenue": p}); err != nil {
 				t.Fatal(err)
 			}
-			j2, obs2 := newJob(job)
+			j2, obs2 := newJob(job, tc.backend)
 			res2, err := j2.Run(context.Background(), RunOptions{FromSavepoint: res1.ExitSavepoint})
 			obs2.Close()
 			if err != nil || res2.Status != JobFinished || res2.Resumed != res1.ExitSavepoint {

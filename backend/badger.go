@@ -1,0 +1,1011 @@
+package backend
+
+import (
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// ErrBackendClosed means a Badger backend, or a snapshot of it, was used
+// after the backend was closed (its attempt ended). A checkpoint whose
+// snapshot meets it is declined; the next attempt takes new ones.
+var ErrBackendClosed = errors.New("keyed state backend is closed")
+
+// ErrSnapshotReleased means Encode was called a second time on a snapshot, or
+// after Discard.
+var ErrSnapshotReleased = errors.New("snapshot already encoded or discarded")
+
+// ErrBackendDirInUse means two Badger backends of this process were given the
+// same working directory: every subtask needs its own.
+var ErrBackendDirInUse = errors.New("keyed state directory in use")
+
+// deltaMagic starts every encoded keyed-state delta (see SnapshotIncremental).
+const deltaMagic = "FLD1"
+
+// Badger tuning (see badgerBackendOptions) and the overlay's limits.
+const (
+	backendMemTableSize   = 4 << 20
+	backendValueThreshold = 512 << 10 // below 15% of the memtable, as Badger demands
+	backendVlogFileSize   = 64 << 20
+
+	// overlayMaxEntries and overlayMaxBytes bound the overlay: reaching either
+	// flushes it to Badger. They also bound the synchronous part of a
+	// snapshot, which flushes what is pending (a few milliseconds).
+	overlayMaxEntries = 4096
+	overlayMaxBytes   = 4 << 20
+
+	// minTrackedChanges: the change set is dropped (the next incremental
+	// snapshot holds all of the state) once it holds more keys than half the
+	// state and at least this many.
+	minTrackedChanges = 4096
+
+	// cancelCheckEvery is how many entries Encode writes between two looks at
+	// whether the backend is closing.
+	cancelCheckEvery = 4096
+)
+
+// Badger keeps one subtask's keyed state in a Badger database in dir, so that it can exceed memory.
+// It is faultline's EmbeddedRocksDBStateBackend, with Badger in RocksDB's
+// place, and it supports incremental checkpoints.
+//
+// Storage keys are the key group (2 bytes, big endian) followed by the entry
+// key the heap backend builds (state, current key, sub; see appendEntryKey),
+// so a key group is a contiguous key range and the entries of one (state,
+// current key) are a prefix. Values are copies of the bytes given to Put.
+//
+// Writes are batched: an in-memory overlay keeps the entries written, deleted
+// or read since the last flush (at most overlayMaxEntries or overlayMaxBytes),
+// and every read looks there first, so the subtask sees its own writes at
+// once. A flush writes the overlay's dirty entries in one Badger WriteBatch
+// and opens a new read transaction (reader) on what is flushed; a snapshot
+// always flushes first. Because Put and Delete look the key up once per
+// overlay epoch (the overlay caches what Get read), Len is exact.
+//
+// For incremental snapshots a change set holds the storage keys flushed
+// since the previous snapshot, filled at flush time from the overlay's dirty
+// keys. It is dropped, meaning "everything changed", when it grows past half
+// the state, and at the start (after NewBadger and after Restore): the next
+// SnapshotIncremental then gives a full snapshot, from which the chain of
+// deltas starts again.
+//
+// A snapshot is a read-only Badger transaction: its read timestamp freezes
+// the view while the subtask writes on. Encode, called once on another
+// goroutine, iterates it and discards it. A snapshot that is never encoded
+// holds its transaction (and keeps Badger from dropping the versions it
+// sees) until Discard, until the garbage collector finds the snapshot
+// unreachable (a cleanup discards it then), or until Close.
+//
+// Like every KeyedBackend it is owned by the subtask's goroutine; only
+// Snapshot.Encode and Snapshot.Discard may run elsewhere. Errors of the
+// local database (a full disk, a damaged file) panic, which fails the task:
+// the runtime restarts it from the latest checkpoint.
+type Badger struct {
+	dir    string
+	db     *badger.DB
+	maxPar int
+	kgs    KeyGroupRange
+
+	currentKey string
+	currentKG  int
+	buf        []byte // storage key of the entry being accessed
+
+	// reader is a read transaction on everything flushed; every flush
+	// renews it. scanning counts Scans under way: no flush happens then
+	// (their iterators use reader).
+	reader   *badger.Txn
+	scanning int
+
+	// The overlay: index by storage key into entries, the entries in the
+	// order they came, scopes: the non-empty subs in the overlay under each
+	// (state, current key) prefix, for Scan.
+	overlay      map[string]int32
+	entries      []overlayEntry
+	scopes       map[string]*[]string
+	dirty        int // entries written since the last flush
+	overlayBytes int
+	maxEntries   int
+	maxBytes     int
+
+	n int // entries in the state
+
+	// changes are the storage keys changed since the last snapshot; nil
+	// means everything (no snapshot yet, or too many changes).
+	changes map[string]struct{}
+
+	mu       sync.Mutex // guards closed, views and viewState of every view
+	closed   bool
+	views    map[*badgerView]struct{} // snapshots not yet encoded or released
+	encoding sync.WaitGroup           // Encodes under way
+	closing  atomic.Bool              // set by Close: Encodes under way stop early
+}
+
+var _ KeyedBackend = (*Badger)(nil)
+
+// overlayEntry is one entry of the overlay: the entry's value as the subtask
+// sees it now (exists false: it has none), whether Badger holds it (as of the
+// last flush), and whether it was written since.
+type overlayEntry struct {
+	key    string
+	val    []byte
+	exists bool
+	inDB   bool
+	dirty  bool
+}
+
+// openDirs are the working directories of the open Badger backends of this
+// process: emptying a directory a live backend uses would destroy its state.
+var openDirs sync.Map
+
+// NewBadger opens a Badger backend in dir for the given key groups. dir is
+// the subtask's own working directory, created if needed and emptied first
+// (everything in it is deleted): the state of a new attempt comes only from
+// Restore. Close removes it. Two open backends of this process cannot share
+// a directory (ErrBackendDirInUse).
+func NewBadger(dir string, maxParallelism int, kgs KeyGroupRange) (*Badger, error) {
+	if dir == "" {
+		return nil, errors.New("open keyed state: no directory given")
+	}
+	if maxParallelism < 1 || maxParallelism > 1<<16 {
+		return nil, fmt.Errorf("open keyed state in %s: max parallelism %d is outside 1-%d", dir, maxParallelism, 1<<16)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open keyed state in %s: %w", dir, err)
+	}
+	if filepath.Dir(abs) == abs {
+		return nil, fmt.Errorf("open keyed state: will not empty %s, the root of a file system", abs)
+	}
+	if _, loaded := openDirs.LoadOrStore(abs, true); loaded {
+		return nil, fmt.Errorf("open keyed state in %s: %w by another subtask", dir, ErrBackendDirInUse)
+	}
+	fail := func(err error) (*Badger, error) {
+		openDirs.Delete(abs)
+		return nil, fmt.Errorf("open keyed state in %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return fail(err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return fail(err)
+	}
+	db, err := badger.Open(badgerBackendOptions(abs))
+	if err != nil {
+		return fail(err)
+	}
+	b := &Badger{
+		dir:        abs,
+		db:         db,
+		maxPar:     maxParallelism,
+		kgs:        kgs,
+		overlay:    map[string]int32{},
+		scopes:     map[string]*[]string{},
+		maxEntries: overlayMaxEntries,
+		maxBytes:   overlayMaxBytes,
+		views:      map[*badgerView]struct{}{},
+	}
+	b.reader = db.NewTransaction(false)
+	return b, nil
+}
+
+// badgerBackendOptions are the options of a backend's database, chosen like
+// the checkpoint store's (checkpoint/badger.go): Badger never logs, no
+// compression and no block cache, small memtables (here 4 MiB: state is
+// written far more often than checkpoints). Unlike the store it does not
+// sync writes: the directory is a working copy that the next attempt empties,
+// and durability comes from checkpoints. Values up to 512 KiB stay in the LSM
+// tree, where compaction reclaims overwritten versions; larger ones go to the
+// value log, which is never garbage collected while the attempt runs.
+func badgerBackendOptions(dir string) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(nil).
+		WithSyncWrites(false).
+		WithMemTableSize(backendMemTableSize).
+		WithNumMemtables(3).
+		WithValueThreshold(backendValueThreshold).
+		WithValueLogFileSize(backendVlogFileSize).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
+		WithNumCompactors(2).
+		WithMetricsEnabled(false).
+		WithDetectConflicts(false) // one writer: the subtask
+}
+
+// Dir is the backend's working directory.
+func (b *Badger) Dir() string { return b.dir }
+
+// KeyGroups implements KeyedBackend.
+func (b *Badger) KeyGroups() KeyGroupRange { return b.kgs }
+
+// SetCurrentKey implements KeyedBackend. A key outside the subtask's key
+// groups is a routing bug and panics.
+func (b *Badger) SetCurrentKey(key string) {
+	b.currentKey = key
+	b.currentKG = KeyGroupFor(key, b.maxPar)
+	if !b.kgs.Contains(b.currentKG) {
+		panic(fmt.Sprintf("key %q is in key group %d, outside this subtask's %s", key, b.currentKG, b.kgs))
+	}
+}
+
+// CurrentKey implements KeyedBackend.
+func (b *Badger) CurrentKey() string { return b.currentKey }
+
+// appendStorageKey appends the Badger key of entry (state, key, sub) in key
+// group kg.
+func appendStorageKey(dst []byte, kg int, state, key, sub string) []byte {
+	dst = binary.BigEndian.AppendUint16(dst, uint16(kg))
+	return appendEntryKey(dst, state, key, sub)
+}
+
+// setKey puts the storage key of (state, current key, sub) into b.buf.
+func (b *Badger) setKey(state, sub string) {
+	b.buf = appendStorageKey(b.buf[:0], b.currentKG, state, b.currentKey, sub)
+}
+
+// Get implements KeyedBackend. The value must not be changed.
+func (b *Badger) Get(state, sub string) ([]byte, bool) {
+	b.setKey(state, sub)
+	if i, ok := b.overlay[string(b.buf)]; ok {
+		e := &b.entries[i]
+		return e.val, e.exists
+	}
+	v, ok := b.readDB(b.buf)
+	b.add(overlayEntry{val: v, exists: ok, inDB: ok}, len(sub))
+	b.maybeFlush()
+	return v, ok
+}
+
+// Put implements KeyedBackend. The value is copied.
+func (b *Badger) Put(state, sub string, value []byte) {
+	b.setKey(state, sub)
+	v := append(make([]byte, 0, len(value)), value...)
+	if i, ok := b.overlay[string(b.buf)]; ok {
+		e := &b.entries[i]
+		if !e.exists {
+			b.n++
+		}
+		b.overlayBytes += len(v) - len(e.val)
+		e.val, e.exists = v, true
+		b.markDirty(e)
+	} else {
+		inDB := b.hasDB(b.buf)
+		if !inDB {
+			b.n++
+		}
+		b.add(overlayEntry{val: v, exists: true, inDB: inDB, dirty: true}, len(sub))
+		b.dirty++
+	}
+	b.maybeFlush()
+}
+
+// Delete implements KeyedBackend.
+func (b *Badger) Delete(state, sub string) {
+	b.setKey(state, sub)
+	if i, ok := b.overlay[string(b.buf)]; ok {
+		e := &b.entries[i]
+		if !e.exists {
+			return
+		}
+		b.n--
+		b.overlayBytes -= len(e.val)
+		e.val, e.exists = nil, false
+		b.markDirty(e)
+		return
+	}
+	inDB := b.hasDB(b.buf)
+	if inDB {
+		b.n--
+		b.dirty++
+	}
+	b.add(overlayEntry{inDB: inDB, dirty: inDB}, len(sub))
+	b.maybeFlush()
+}
+
+func (b *Badger) markDirty(e *overlayEntry) {
+	if !e.dirty {
+		e.dirty = true
+		b.dirty++
+	}
+}
+
+// add puts e, the entry at b.buf whose sub is the last subLen bytes, into
+// the overlay.
+func (b *Badger) add(e overlayEntry, subLen int) {
+	e.key = string(b.buf)
+	b.overlay[e.key] = int32(len(b.entries))
+	b.entries = append(b.entries, e)
+	b.overlayBytes += len(e.key) + len(e.val)
+	if subLen > 0 {
+		prefix := b.buf[:len(b.buf)-subLen]
+		subs, ok := b.scopes[string(prefix)]
+		if !ok {
+			subs = new([]string)
+			b.scopes[string(prefix)] = subs
+		}
+		*subs = append(*subs, e.key[len(e.key)-subLen:])
+	}
+}
+
+// readDB reads key from what is flushed.
+func (b *Badger) readDB(key []byte) ([]byte, bool) {
+	item, err := b.reader.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false
+	}
+	if err != nil {
+		panic(fmt.Errorf("keyed state in %s: read: %w", b.dir, err))
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		panic(fmt.Errorf("keyed state in %s: read: %w", b.dir, err))
+	}
+	return v, true
+}
+
+// hasDB reports whether key is in what is flushed.
+func (b *Badger) hasDB(key []byte) bool {
+	_, err := b.reader.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false
+	}
+	if err != nil {
+		panic(fmt.Errorf("keyed state in %s: read: %w", b.dir, err))
+	}
+	return true
+}
+
+func (b *Badger) maybeFlush() {
+	if b.scanning == 0 && (len(b.entries) >= b.maxEntries || b.overlayBytes >= b.maxBytes) {
+		b.flush()
+	}
+}
+
+// flush writes the overlay's dirty entries to Badger in one WriteBatch,
+// records them in the change set, renews the reader and empties the overlay.
+func (b *Badger) flush() {
+	if b.dirty > 0 {
+		size := 0
+		for i := range b.entries {
+			if e := &b.entries[i]; e.dirty {
+				size += len(e.key)
+			}
+		}
+		// Badger keeps the key slices until the batch is committed: one
+		// arena for all of them, never written again.
+		arena := make([]byte, 0, size)
+		wb := b.db.NewWriteBatch()
+		for i := range b.entries {
+			e := &b.entries[i]
+			if !e.dirty || (!e.exists && !e.inDB) {
+				continue // unchanged, or created and deleted since the last flush
+			}
+			start := len(arena)
+			arena = append(arena, e.key...)
+			k := arena[start:len(arena):len(arena)]
+			var err error
+			if e.exists {
+				err = wb.Set(k, e.val)
+			} else {
+				err = wb.Delete(k)
+			}
+			if err != nil {
+				wb.Cancel()
+				panic(fmt.Errorf("keyed state in %s: write: %w", b.dir, err))
+			}
+			if b.changes != nil {
+				b.changes[e.key] = struct{}{}
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			panic(fmt.Errorf("keyed state in %s: write: %w", b.dir, err))
+		}
+		b.renewReader()
+		if b.changes != nil && len(b.changes) > max(minTrackedChanges, b.n/2) {
+			b.changes = nil // a delta would be as large as the state
+		}
+	}
+	clear(b.overlay)
+	clear(b.entries)
+	b.entries = b.entries[:0]
+	clear(b.scopes)
+	b.dirty, b.overlayBytes = 0, 0
+}
+
+func (b *Badger) renewReader() {
+	b.reader.Discard()
+	b.reader = b.db.NewTransaction(false)
+}
+
+// Scan implements KeyedBackend. Subs come in ascending order; entries that
+// f creates are not visited.
+func (b *Badger) Scan(state string, f func(sub string, value []byte) bool) {
+	b.setKey(state, "")
+	prefix := slices.Clone(b.buf)
+	var subs []string // of the overlay's entries under prefix
+	if _, ok := b.overlay[string(prefix)]; ok {
+		subs = append(subs, "")
+	}
+	if s, ok := b.scopes[string(prefix)]; ok {
+		subs = append(subs, *s...)
+	}
+	slices.Sort(subs)
+	key := slices.Clone(prefix)
+	// fromOverlay calls f with the overlay's entry sub, if it exists.
+	fromOverlay := func(sub string) bool {
+		key = append(key[:len(prefix)], sub...)
+		j, ok := b.overlay[string(key)]
+		if !ok {
+			return true
+		}
+		e := &b.entries[j]
+		return !e.exists || f(sub, e.val)
+	}
+
+	b.scanning++
+	defer func() {
+		b.scanning--
+		b.maybeFlush()
+	}()
+	it := b.reader.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	i := 0
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		sub := string(item.Key()[len(prefix):])
+		for ; i < len(subs) && subs[i] < sub; i++ {
+			if !fromOverlay(subs[i]) {
+				return
+			}
+		}
+		if i < len(subs) && subs[i] == sub {
+			i++
+		}
+		if j, ok := b.overlay[string(item.Key())]; ok {
+			// Written since the last flush (also by f, during this Scan).
+			if e := &b.entries[j]; e.exists && !f(sub, e.val) {
+				return
+			}
+			continue
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			panic(fmt.Errorf("keyed state in %s: scan: %w", b.dir, err))
+		}
+		if !f(sub, v) {
+			return
+		}
+	}
+	for ; i < len(subs); i++ {
+		if !fromOverlay(subs[i]) {
+			return
+		}
+	}
+}
+
+// Len implements KeyedBackend.
+func (b *Badger) Len() int { return b.n }
+
+// Snapshot implements KeyedBackend: it flushes the overlay and opens a
+// read-only transaction. Encode writes the full state (FLK1). The change set
+// restarts empty.
+func (b *Badger) Snapshot() Snapshot { return b.snapshot(false) }
+
+// SnapshotIncremental takes a snapshot holding only what changed (puts and
+// deletes) since the previous Snapshot or SnapshotIncremental (Flink:
+// incremental RocksDB checkpoints). Its Encode gives a delta (FLD1): for each
+// key group in order, the changed entries in key order, each a put with its
+// value in the frozen view or a tombstone. When there is no previous
+// snapshot (after NewBadger or Restore), or when more than half of the state
+// changed, it holds all of the state instead and Encode gives a full FLK1
+// snapshot (BadgerSnapshot.Incremental tells which), with which a new chain
+// of deltas starts. ComposeKeyed turns a chain into one full snapshot.
+func (b *Badger) SnapshotIncremental() Snapshot { return b.snapshot(true) }
+
+func (b *Badger) snapshot(incremental bool) *BadgerSnapshot {
+	b.flush()
+	v := &badgerView{b: b}
+	if incremental && b.changes != nil {
+		v.changes = b.changes
+		v.delta = true
+	}
+	b.changes = map[string]struct{}{}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		panic(fmt.Errorf("snapshot of keyed state in %s: %w", b.dir, ErrBackendClosed))
+	}
+	v.txn = b.db.NewTransaction(false)
+	b.views[v] = struct{}{}
+	b.mu.Unlock()
+	s := &BadgerSnapshot{v: v}
+	runtime.AddCleanup(s, (*badgerView).release, v)
+	return s
+}
+
+// BadgerSnapshot is a frozen view of a Badger backend: the synchronous part
+// of a (full or incremental) checkpoint; Encode is its asynchronous part.
+type BadgerSnapshot struct{ v *badgerView }
+
+var _ Snapshot = (*BadgerSnapshot)(nil)
+
+// Incremental reports whether Encode gives a delta (FLD1) rather than a full
+// snapshot (FLK1).
+func (s *BadgerSnapshot) Incremental() bool { return s.v.delta }
+
+// Encode implements Snapshot: it writes the view and releases it. It may run
+// on any goroutine, while the subtask writes on; it can be called once, and
+// it fails with ErrBackendClosed when the backend is closed first or while
+// it runs.
+func (s *BadgerSnapshot) Encode() ([]byte, error) {
+	v := s.v
+	if err := v.begin(); err != nil {
+		return nil, err
+	}
+	defer v.end()
+	var (
+		out []byte
+		err error
+	)
+	if v.delta {
+		out, err = v.encodeDelta()
+	} else {
+		out, err = v.encodeFull()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode keyed state of %s: %w", v.b.dir, err)
+	}
+	return out, nil
+}
+
+// Discard releases a snapshot that will not be encoded (its checkpoint was
+// aborted). It may run on any goroutine; after Encode it does nothing.
+func (s *BadgerSnapshot) Discard() { s.v.release() }
+
+// badgerView is the state of a BadgerSnapshot, apart from it so that a
+// cleanup can release it when the snapshot is garbage.
+type badgerView struct {
+	b       *Badger
+	txn     *badger.Txn
+	delta   bool
+	changes map[string]struct{} // when delta
+	state   viewState           // under b.mu
+}
+
+type viewState int
+
+const (
+	viewPending viewState = iota
+	viewEncoding
+	viewDone // encoded, discarded or closed
+)
+
+// begin marks v as being encoded.
+func (v *badgerView) begin() error {
+	b := v.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case v.state != viewPending && b.closed:
+		return ErrBackendClosed
+	case v.state != viewPending:
+		return ErrSnapshotReleased
+	}
+	v.state = viewEncoding
+	b.encoding.Add(1)
+	return nil
+}
+
+// end releases v after Encode.
+func (v *badgerView) end() {
+	b := v.b
+	b.mu.Lock()
+	v.txn.Discard()
+	v.state = viewDone
+	delete(b.views, v)
+	b.mu.Unlock()
+	b.encoding.Done()
+}
+
+// release discards v unless it is being or was encoded.
+func (v *badgerView) release() {
+	b := v.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v.state != viewPending {
+		return
+	}
+	v.txn.Discard()
+	v.state = viewDone
+	delete(b.views, v)
+}
+
+// encodeFull writes every entry of the view as FLK1: key groups in order,
+// each with its entries in key order, exactly as the heap backend does.
+func (v *badgerView) encodeFull() ([]byte, error) {
+	w := NewKeyedWriter()
+	g := groupWriter{w: w, kg: -1}
+	it := v.txn.NewIterator(badger.IteratorOptions{})
+	defer it.Close()
+	count := 0
+	for it.Rewind(); it.Valid(); it.Next() {
+		if count++; count%cancelCheckEvery == 0 && v.b.closing.Load() {
+			return nil, ErrBackendClosed
+		}
+		item := it.Item()
+		key := item.Key()
+		if len(key) < 2 {
+			return nil, fmt.Errorf("storage key %q: %w", key, ErrCorrupt)
+		}
+		g.start(int(binary.BigEndian.Uint16(key)))
+		if err := item.Value(func(val []byte) error {
+			g.buf = appendKeyedEntry(g.buf, key[2:], val)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		g.n++
+	}
+	g.end()
+	return w.Bytes(), nil
+}
+
+// encodeDelta writes the changed entries as FLD1.
+func (v *badgerView) encodeDelta() ([]byte, error) {
+	keys := make([]string, 0, len(v.changes))
+	for k := range v.changes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w := &KeyedWriter{b: []byte(deltaMagic)}
+	g := groupWriter{w: w, kg: -1}
+	for i, k := range keys {
+		if i%cancelCheckEvery == 0 && v.b.closing.Load() {
+			return nil, ErrBackendClosed
+		}
+		g.start(int(k[0])<<8 | int(k[1]))
+		g.buf = binary.AppendUvarint(g.buf, uint64(len(k)-2))
+		g.buf = append(g.buf, k[2:]...)
+		item, err := v.txn.Get([]byte(k))
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			g.buf = append(g.buf, 0) // tombstone
+		case err != nil:
+			return nil, err
+		default:
+			if err := item.Value(func(val []byte) error {
+				g.buf = binary.AppendUvarint(g.buf, uint64(len(val))+1)
+				g.buf = append(g.buf, val...)
+				return nil
+			}); err != nil {
+				return nil, err
+			}
+		}
+		g.n++
+	}
+	g.end()
+	return w.Bytes(), nil
+}
+
+// groupWriter collects the entries of one key group, whose header needs
+// their number, then appends the group to w.
+type groupWriter struct {
+	w   *KeyedWriter
+	kg  int
+	n   int
+	buf []byte
+}
+
+func (g *groupWriter) start(kg int) {
+	if kg != g.kg {
+		g.end()
+		g.kg = kg
+	}
+}
+
+func (g *groupWriter) end() {
+	if g.n > 0 {
+		g.w.Group(g.kg, g.n)
+		g.w.b = append(g.w.b, g.buf...)
+	}
+	g.n, g.buf = 0, g.buf[:0]
+}
+
+// appendKeyedEntry appends one FLK1 entry, as KeyedWriter.Entry does.
+func appendKeyedEntry(dst, k, v []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(k)))
+	dst = append(dst, k...)
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	return append(dst, v...)
+}
+
+// Restore implements KeyedBackend: it loads the entries of this subtask's key
+// groups from full snapshots (FLK1; compose a chain of deltas with
+// ComposeKeyed first), overwriting what is there. The next SnapshotIncremental
+// holds all of the state.
+func (b *Badger) Restore(keyed [][]byte) error {
+	b.flush()
+	wb := b.db.NewWriteBatch()
+	defer wb.Cancel()
+	var arena []byte
+	for _, blob := range keyed {
+		if IsKeyedDelta(blob) {
+			return fmt.Errorf("restore keyed state: a delta (%s) must be composed with ComposeKeyed first", deltaMagic)
+		}
+		var werr error
+		err := DecodeKeyed(blob, func(kg int, k string, v []byte) {
+			if werr != nil || !b.kgs.Contains(kg) {
+				return
+			}
+			// Badger keeps keys and values until the batch is committed:
+			// values alias blob, keys come from arenas never written again.
+			if cap(arena)-len(arena) < 2+len(k) {
+				arena = make([]byte, 0, max(64<<10, 2+len(k)))
+			}
+			start := len(arena)
+			arena = binary.BigEndian.AppendUint16(arena, uint16(kg))
+			arena = append(arena, k...)
+			werr = wb.Set(arena[start:len(arena):len(arena)], v)
+		})
+		if err == nil {
+			err = werr
+		}
+		if err != nil {
+			return fmt.Errorf("restore keyed state in %s: %w", b.dir, err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("restore keyed state in %s: %w", b.dir, err)
+	}
+	b.renewReader()
+	// Count what is there now (blobs may overlap each other and the state).
+	n := 0
+	it := b.reader.NewIterator(badger.IteratorOptions{})
+	for it.Rewind(); it.Valid(); it.Next() {
+		n++
+	}
+	it.Close()
+	b.n = n
+	b.changes = nil
+	return nil
+}
+
+// Close discards the snapshots not yet encoded, waits for (and cuts short)
+// the Encodes under way, closes the database and removes its directory.
+// Closing twice does nothing.
+func (b *Badger) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.closing.Store(true)
+	for v := range b.views {
+		if v.state == viewPending {
+			v.txn.Discard()
+			v.state = viewDone
+			delete(b.views, v)
+		}
+	}
+	b.mu.Unlock()
+	b.encoding.Wait()
+	b.reader.Discard()
+	err := b.db.Close()
+	if rerr := os.RemoveAll(b.dir); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	openDirs.Delete(b.dir)
+	if err != nil {
+		return fmt.Errorf("close keyed state in %s: %w", b.dir, err)
+	}
+	return nil
+}
+
+// IsKeyedDelta reports whether b is an encoded delta (FLD1) rather than a
+// full keyed snapshot (FLK1).
+func IsKeyedDelta(b []byte) bool {
+	return len(b) >= len(deltaMagic) && string(b[:len(deltaMagic)]) == deltaMagic
+}
+
+// DecodeKeyedDelta calls f for every entry of an encoded delta: a put of
+// value, or a tombstone (deleted). Values passed to f alias b.
+func DecodeKeyedDelta(b []byte, f func(kg int, key string, value []byte, deleted bool)) error {
+	if !IsKeyedDelta(b) {
+		return fmt.Errorf("keyed state delta: %w (bad header)", ErrCorrupt)
+	}
+	c := chainCursor{b: b[len(deltaMagic):], delta: true}
+	for {
+		if err := c.next(); err != nil {
+			return err
+		}
+		if !c.valid {
+			return nil
+		}
+		f(c.kg, string(c.key), c.val, c.del)
+	}
+}
+
+// ComposeKeyed turns a chain of keyed snapshots into one: chain is a full
+// FLK1 snapshot (or nothing) followed by deltas (FLD1), oldest first, and the
+// result is the canonical FLK1 snapshot of the state after the last delta,
+// the same bytes as a full snapshot of that state. Puts overwrite,
+// tombstones delete; a full snapshot later in the chain replaces everything
+// before it, and empty elements are nothing. Every element must be in
+// canonical order (key groups, then keys, ascending), as every backend
+// writes them; ComposeKeyed merges them in one pass.
+func ComposeKeyed(chain [][]byte) ([]byte, error) {
+	first := 0
+	for i, b := range chain {
+		switch {
+		case len(b) == 0 || IsKeyedDelta(b):
+		case len(b) >= len(keyedMagic) && string(b[:len(keyedMagic)]) == keyedMagic:
+			first = i
+		default:
+			return nil, fmt.Errorf("compose keyed state: element %d: %w (bad header)", i, ErrCorrupt)
+		}
+	}
+	var h cursorHeap
+	for i := first; i < len(chain); i++ {
+		b := chain[i]
+		if len(b) == 0 {
+			continue
+		}
+		c := &chainCursor{b: b[len(keyedMagic):], delta: IsKeyedDelta(b), idx: i, kg: -1}
+		if err := c.next(); err != nil {
+			return nil, fmt.Errorf("compose keyed state: element %d: %w", i, err)
+		}
+		if c.valid {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	advance := func() error {
+		c := h[0]
+		if err := c.next(); err != nil {
+			return fmt.Errorf("compose keyed state: element %d: %w", c.idx, err)
+		}
+		if c.valid {
+			heap.Fix(&h, 0)
+		} else {
+			heap.Pop(&h)
+		}
+		return nil
+	}
+	w := NewKeyedWriter()
+	g := groupWriter{w: w, kg: -1}
+	for len(h) > 0 {
+		// The newest element's entry wins; the others at the same key are
+		// skipped. key and val alias the chain, so they survive advancing.
+		top := h[0]
+		kg, key, val, del := top.kg, top.key, top.val, top.del
+		if err := advance(); err != nil {
+			return nil, err
+		}
+		for len(h) > 0 && h[0].kg == kg && string(h[0].key) == string(key) {
+			if err := advance(); err != nil {
+				return nil, err
+			}
+		}
+		if del {
+			continue
+		}
+		g.start(kg)
+		g.buf = appendKeyedEntry(g.buf, key, val)
+		g.n++
+	}
+	g.end()
+	return w.Bytes(), nil
+}
+
+// chainCursor reads the entries of one FLK1 or FLD1 encoding (after its
+// magic) in order, checking that they are in canonical order.
+type chainCursor struct {
+	b     []byte
+	delta bool
+	idx   int // position in the chain: newer wins
+
+	left  uint64 // entries left in the current key group
+	valid bool
+	kg    int
+	key   []byte
+	val   []byte
+	del   bool
+}
+
+// next moves to the next entry; at the end valid is false.
+func (c *chainCursor) next() error {
+	uvarint := func() (uint64, bool) {
+		v, n := binary.Uvarint(c.b)
+		if n <= 0 {
+			return 0, false
+		}
+		c.b = c.b[n:]
+		return v, true
+	}
+	bytesN := func(l uint64) ([]byte, bool) {
+		if uint64(len(c.b)) < l {
+			return nil, false
+		}
+		out := c.b[:l:l]
+		c.b = c.b[l:]
+		return out, true
+	}
+	prevKG, prevKey, hadPrev := c.kg, c.key, c.valid
+	for c.left == 0 {
+		if len(c.b) == 0 {
+			c.valid = false
+			return nil
+		}
+		kg, ok1 := uvarint()
+		n, ok2 := uvarint()
+		if !ok1 || !ok2 || kg >= 1<<16 {
+			return fmt.Errorf("keyed state: %w (bad group header)", ErrCorrupt)
+		}
+		if hadPrev && int(kg) <= prevKG {
+			return fmt.Errorf("keyed state: %w (key group %d after %d)", ErrCorrupt, kg, prevKG)
+		}
+		c.kg, c.left = int(kg), n
+	}
+	c.left--
+	kl, ok := uvarint()
+	if !ok {
+		return fmt.Errorf("keyed state: %w (truncated entry in key group %d)", ErrCorrupt, c.kg)
+	}
+	if c.key, ok = bytesN(kl); !ok {
+		return fmt.Errorf("keyed state: %w (truncated entry in key group %d)", ErrCorrupt, c.kg)
+	}
+	vl, ok := uvarint()
+	if !ok {
+		return fmt.Errorf("keyed state: %w (truncated entry in key group %d)", ErrCorrupt, c.kg)
+	}
+	c.del = false
+	if c.delta {
+		if vl == 0 {
+			c.del = true
+		} else {
+			vl--
+		}
+	}
+	c.val = nil
+	if !c.del {
+		if c.val, ok = bytesN(vl); !ok {
+			return fmt.Errorf("keyed state: %w (truncated entry in key group %d)", ErrCorrupt, c.kg)
+		}
+	}
+	if hadPrev && c.kg == prevKG && string(c.key) <= string(prevKey) {
+		return fmt.Errorf("keyed state: %w (keys out of order in key group %d)", ErrCorrupt, c.kg)
+	}
+	c.valid = true
+	return nil
+}
+
+// cursorHeap orders cursors by their entry, the newest element first among
+// equal entries.
+type cursorHeap []*chainCursor
+
+func (h cursorHeap) Len() int { return len(h) }
+func (h cursorHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if c := cmp.Or(cmp.Compare(a.kg, b.kg), cmp.Compare(string(a.key), string(b.key))); c != 0 {
+		return c < 0
+	}
+	return a.idx > b.idx
+}
+func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*chainCursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
