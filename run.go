@@ -61,6 +61,7 @@ type runOptions struct {
 	allowFreshStart bool
 	retained        int
 	stateBackend    string
+	incremental     bool
 	savepointOnExit bool
 	fromSavepoint   int64
 	allowNonRestore bool
@@ -138,6 +139,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
 	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (Go maps) or badger (on disk, in the state dir)")
+	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
 	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint (see `faultline checkpoints list`), also at other parallelisms")
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
@@ -226,6 +228,8 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
 	case o.stateBackend != "heap" && o.stateBackend != "badger":
 		return nil, usagef("--state-backend %q: want heap or badger", o.stateBackend)
+	case o.incremental && o.stateBackend != "badger":
+		return nil, usagef("--incremental needs --state-backend badger (as in Flink, where only RocksDB has incremental checkpoints)")
 	case o.fromSavepoint < 0:
 		return nil, usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
 	case o.fromSavepoint > 0 && o.resume:
@@ -516,6 +520,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		},
 		Store:           store,
 		StateBackend:    o.stateBackend,
+		Incremental:     o.incremental,
 		WorkDir:         workDir,
 		AllowFreshStart: o.allowFreshStart,
 		Restart:         p.strategy,
@@ -533,7 +538,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"job": p.job.Name, "mode": o.mode, "state_dir": stateDir, "log_file": logPath,
 		"records": o.records, "seed": o.seed, "checkpoint_interval_ms": o.interval.Milliseconds(),
 		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
-		"checkpoint_dir": store.Dir(), "state_backend": o.stateBackend,
+		"checkpoint_dir": store.Dir(), "state_backend": o.stateBackend, "incremental": o.incremental,
 	})
 	res, runErr := job.Run(ctx, runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit})

@@ -550,11 +550,13 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 	}, compareTasks)
 	var errs []error
 	for _, task := range tasks {
-		if _, err := s.GetState(ctx, e.c.Tasks[task].Handle); err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-				return fmt.Errorf("verify checkpoint %d: %w", id, err)
+		for _, h := range e.c.Tasks[task].Blobs() {
+			if _, err := s.GetState(ctx, h); err != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+					return fmt.Errorf("verify checkpoint %d: %w", id, err)
+				}
+				errs = append(errs, fmt.Errorf("verify checkpoint %d: subtask %s: %w", id, task, err))
 			}
-			errs = append(errs, fmt.Errorf("verify checkpoint %d: subtask %s: %w", id, task, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -616,7 +618,9 @@ func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 			continue
 		}
 		for _, a := range e.c.Tasks {
-			referenced[a.Handle.Key] = true
+			for _, h := range a.Blobs() {
+				referenced[h.Key] = true
+			}
 		}
 	}
 	var doomed [][]byte

@@ -1001,3 +1001,53 @@ func TestBadgerStoreReclaimsSpace(t *testing.T) {
 		}
 	}
 }
+
+// An incremental snapshot's chain keeps the blobs it builds on alive after
+// the checkpoints that wrote them were dropped by retention, and Verify
+// checks them.
+func TestStoreContractKeepsIncrementalChains(t *testing.T) {
+	for _, f := range storeFactories {
+		t.Run(f.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := f.open(t, 1)
+			base := putAndAdd(t, s, 1, KindCheckpoint, 2000, src0)
+			// Checkpoint 2 builds on 1's blob; checkpoint 1 is dropped.
+			h2, err := s.PutState(ctx, 2, src0, blobOf(src0, 2, 2000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			chain := []Handle{base.Tasks[src0].Handle}
+			c2 := &Completed{ID: 2, TriggerTime: t0, CompletionTime: t0, Tasks: map[TaskID]SubtaskAck{src0: {Handle: h2, Chain: chain}}}
+			if err := s.Add(ctx, c2); err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(mustAll(t, s)); !slices.Equal(got, []int64{2}) {
+				t.Fatalf("All = %v, want [2]", got)
+			}
+			if _, err := s.GetState(ctx, chain[0]); err != nil {
+				t.Fatalf("the chain's base was deleted with its checkpoint: %v", err)
+			}
+			if v, ok := s.(interface {
+				Verify(context.Context, int64) error
+			}); ok {
+				if err := v.Verify(ctx, 2); err != nil {
+					t.Fatalf("Verify: %v", err)
+				}
+			}
+			// A full checkpoint after it frees the base.
+			putAndAdd(t, s, 3, KindCheckpoint, 2000, src0)
+			if _, err := s.GetState(ctx, chain[0]); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("the base outlived every checkpoint that needs it: %v", err)
+			}
+		})
+	}
+}
+
+func mustAll(t *testing.T, s Store) []*Completed {
+	t.Helper()
+	all, err := s.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}

@@ -135,7 +135,9 @@ func (s *MemoryStore) Add(ctx context.Context, c *Completed) error {
 	referenced := map[string]bool{}
 	for _, d := range s.done {
 		for _, a := range d.Tasks {
-			referenced[a.Handle.Key] = true
+			for _, h := range a.Blobs() {
+				referenced[h.Key] = true
+			}
 		}
 	}
 	s.nextGC = max(s.nextGC, c.ID)

@@ -52,6 +52,10 @@ type Offsets map[string]map[int32]int64
 // done (Flink: AcknowledgeCheckpoint + SubtaskStateStats).
 type SubtaskAck struct {
 	Handle Handle `json:"handle"`
+	// Chain lists, oldest first, the earlier blobs an incremental snapshot
+	// builds on (a full snapshot, then deltas); empty for a full snapshot.
+	// The subtask's state is Chain followed by Handle.
+	Chain []Handle `json:"chain,omitempty"`
 	// Figures, as Flink's checkpoint monitoring shows them.
 	SyncDuration  time.Duration `json:"sync_duration"`
 	AsyncDuration time.Duration `json:"async_duration"`
@@ -68,6 +72,12 @@ type SubtaskAck struct {
 	// FullyFinishedOperatorState).
 	Finished bool      `json:"finished,omitempty"`
 	AckTime  time.Time `json:"ack_time"`
+}
+
+// Blobs are every blob the subtask's state needs: Chain, then Handle.
+func (a SubtaskAck) Blobs() []Handle {
+	out := make([]Handle, 0, len(a.Chain)+1)
+	return append(append(out, a.Chain...), a.Handle)
 }
 
 // Completed is a checkpoint that every subtask acknowledged and whose

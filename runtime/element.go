@@ -37,4 +37,7 @@ type Element struct {
 	// ID and TriggerNanos describe a barrier or cancellation marker.
 	ID           int64
 	TriggerNanos int64
+	// Savepoint marks the barrier of a savepoint, which every subtask
+	// snapshots in full.
+	Savepoint bool
 }

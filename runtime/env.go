@@ -55,6 +55,7 @@ type mail struct {
 	kind      mailKind
 	id        int64
 	triggerNs int64
+	savepoint bool
 	fault     Fault
 }
 

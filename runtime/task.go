@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,12 @@ type taskEvent struct {
 	fault *faultEntry // the injected fault behind a failure, if any
 }
 
+// barrierInfo is what a barrier told a subtask about its checkpoint.
+type barrierInfo struct {
+	ns        int64 // trigger time
+	savepoint bool  // a savepoint: snapshot in full
+}
+
 // restoredState is the state a subtask starts from.
 type restoredState struct {
 	from     int64
@@ -109,7 +116,13 @@ type task struct {
 	emitErr  error
 	emitCtx  context.Context
 	mail     []mail
-	lastTrig map[int64]int64 // barrier id → trigger time (ns), for start delay
+	lastTrig map[int64]barrierInfo // barrier id → what its barrier carried
+
+	// incremental snapshots: the chain of stored blobs the next delta builds on
+	incMu       sync.Mutex
+	chain       []checkpoint.Handle
+	broken      bool
+	lastPersist chan struct{} // closed when the previous snapshot's writer ends
 
 	// sources
 	src          Source
@@ -312,7 +325,7 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 				}
 			}
 		case mailTrigger:
-			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs); err != nil {
+			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint); err != nil {
 				return false, err
 			}
 		case mailComplete:
@@ -461,11 +474,11 @@ func (t *task) waitPaused(ctx context.Context) {
 
 // sourceCheckpoint snapshots a source's offsets and injects barrier id
 // behind every record read so far.
-func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64) error {
+func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool) error {
 	start := time.Now()
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
-	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs}); err != nil {
+	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: savepoint}); err != nil {
 		return err
 	}
 	if t.atEnd && t.finalBarrier == 0 {
@@ -482,41 +495,99 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64) error 
 		StartDelay:   start.Sub(time.Unix(0, triggerNs)),
 		Offsets:      checkpoint.Offsets{t.src.Topic(): offs},
 	}
-	t.persistAsync(id, state, nil, ack)
+	t.persistAsync(id, state, nil, ack, false)
 	return nil
+}
+
+// maxChain is how many incremental snapshots may follow a full one before
+// the next is full again, which bounds what a restore has to compose.
+const maxChain = 10
+
+// incrementalBackend is a keyed backend that can snapshot only what changed
+// (the Badger backend; Flink: incremental RocksDB checkpoints).
+type incrementalBackend interface {
+	SnapshotIncremental() backend.Snapshot
 }
 
 // persistAsync is the asynchronous part of a snapshot: encode, write to the
 // store, acknowledge. It runs in its own goroutine, owned by the attempt.
-func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck) {
+// delta says the keyed snapshot holds only the changes since this task's
+// previous snapshot; the chain it builds on is only known once the previous
+// snapshot's writer has finished, so each writer waits for the one before
+// it before it updates the chain and acknowledges.
+func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
 	a := t.a
+	prev := t.lastPersist
+	done := make(chan struct{})
+	t.lastPersist = done
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
+		defer close(done)
 		start := time.Now()
 		if keyed != nil {
+			if d, ok := keyed.(interface{ Incremental() bool }); ok {
+				delta = delta && d.Incremental()
+			}
 			b, err := keyed.Encode()
 			if err != nil {
+				t.breakChain()
 				a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: encode state: %w", t.name, err))
 				return
 			}
 			state.Keyed = b
+		} else {
+			delta = false
 		}
 		data := state.Encode()
 		h, err := a.job.store.PutState(a.ctx, id, t.id, data)
 		if err != nil {
+			t.breakChain()
 			if a.ctx.Err() == nil {
 				a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
 			}
 			return
 		}
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-a.ctx.Done():
+				return
+			}
+		}
+		t.incMu.Lock()
+		if delta && t.broken {
+			t.incMu.Unlock()
+			a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonDeclined,
+				fmt.Errorf("%s: the incremental snapshot's base was lost; the next snapshot is full", t.name))
+			return
+		}
+		ack.Bytes = int64(len(data))
+		if delta {
+			ack.Chain = append([]checkpoint.Handle(nil), t.chain...)
+			for _, c := range t.chain {
+				ack.Bytes += c.Size
+			}
+			t.chain = append(t.chain, h)
+		} else if keyed != nil {
+			t.chain = []checkpoint.Handle{h}
+			t.broken = false
+		}
+		t.incMu.Unlock()
 		ack.Handle = h
 		ack.AsyncDuration = time.Since(start)
-		ack.Bytes = int64(len(data))
 		ack.IncrementalBytes = int64(len(data))
 		ack.AckTime = time.Now()
 		a.job.coord.Acknowledge(a.n, id, t.id, ack)
 	}()
+}
+
+// breakChain makes the next keyed snapshot a full one: a snapshot whose
+// changes were never stored cannot be built on.
+func (t *task) breakChain() {
+	t.incMu.Lock()
+	t.broken = true
+	t.incMu.Unlock()
 }
 
 // runOperator takes elements from the unblocked input channels in turn and
@@ -604,7 +675,7 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 				return false, t.emitErr
 			}
 		case KindBarrier:
-			t.lastTrig[e.ID] = e.TriggerNanos
+			t.lastTrig[e.ID] = barrierInfo{ns: e.TriggerNanos, savepoint: e.Savepoint}
 			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID), e.TriggerNanos); err != nil {
 				return false, err
 			}
@@ -655,20 +726,22 @@ func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error
 	if r.Triggered == 0 {
 		return nil
 	}
-	if ts, ok := t.lastTrig[r.Triggered]; ok {
-		triggerNs = ts
+	info := barrierInfo{ns: triggerNs}
+	if bi, ok := t.lastTrig[r.Triggered]; ok {
+		info = bi
 	}
 	for id := range t.lastTrig {
 		if id <= r.Triggered {
 			delete(t.lastTrig, id)
 		}
 	}
-	return t.snapshot(ctx, r, triggerNs)
+	return t.snapshot(ctx, r, info)
 }
 
 // snapshot takes the synchronous part of checkpoint r.Triggered, forwards
 // the barrier, and leaves the rest to persistAsync.
-func (t *task) snapshot(ctx context.Context, r barrier.Result, triggerNs int64) error {
+func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo) error {
+	triggerNs := info.ns
 	id := r.Triggered
 	start := time.Now()
 	state := &backend.SubtaskState{}
@@ -681,17 +754,29 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, triggerNs int64) 
 		state.Operator = opState
 	}
 	var keyed backend.Snapshot
+	delta := false
 	if t.keyed != nil {
-		keyed = t.keyed.Snapshot()
+		ib, canDelta := t.keyed.(incrementalBackend)
+		if canDelta && t.a.job.cfg.Incremental && !info.savepoint {
+			t.incMu.Lock()
+			full := t.broken || len(t.chain) == 0 || len(t.chain) > maxChain
+			t.incMu.Unlock()
+			if !full {
+				keyed, delta = ib.SnapshotIncremental(), true
+			}
+		}
+		if keyed == nil {
+			keyed = t.keyed.Snapshot()
+		}
 	}
-	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs}); err != nil {
+	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: info.savepoint}); err != nil {
 		return err
 	}
 	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}
 	if triggerNs != 0 && !r.FirstBarrier.IsZero() {
 		ack.StartDelay = r.FirstBarrier.Sub(time.Unix(0, triggerNs))
 	}
-	t.persistAsync(id, state, keyed, ack)
+	t.persistAsync(id, state, keyed, ack, delta)
 	return nil
 }
 
