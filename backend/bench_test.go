@@ -1,37 +1,24 @@
 package backend
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 )
-
-// benchNamed reports whether the -bench pattern names name itself (rather
-// than matching every benchmark, as `make bench`'s "." does).
-func benchNamed(name string) bool {
-	f := flag.Lookup("test.bench")
-	return f != nil && strings.Contains(f.Value.String(), name)
-}
 
 func benchKey(i int) string { return fmt.Sprintf("k-%08d", i) }
 
 func benchValue(i, gen int) []byte { return fmt.Appendf(nil, "amount=%d;gen=%d", i, gen) }
 
 // BenchmarkSnapshotSizes measures, side by side in one run, for the heap and
-// the Badger backend at 100,000 keys (and 1,000,000 when the benchmark is
-// named: go test -run '^$' -bench SnapshotSizes ./backend/): the size of a
+// the Badger backend at 100,000 and 1,000,000 keys: the size of a
 // full snapshot and its duration (synchronous part + Encode), and for Badger
 // an incremental snapshot after 1% of the keys changed (half overwritten, a
 // quarter deleted, a quarter new). Metrics: <backend>-<keys>-<what>-{B,ms};
 // incr-pct is the delta's size in percent of the full snapshot's.
 func BenchmarkSnapshotSizes(b *testing.B) {
-	sizes := []int{100_000}
-	if benchNamed("SnapshotSizes") {
-		sizes = append(sizes, 1_000_000)
-	}
+	sizes := []int{100_000, 1_000_000}
 	b.StopTimer()
 	for _, n := range sizes {
 		label := fmt.Sprintf("%dk", n/1000)
