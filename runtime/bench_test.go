@@ -14,13 +14,7 @@ import (
 // long it took and how many records its sources read.
 func timeRun(b *testing.B, records int64, interval time.Duration, mode barrier.Mode) (time.Duration, int64) {
 	b.Helper()
-	gen := NewGenerator(1, records, GeneratorPartitions)
-	out := NewMemoryOutput()
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
+	_, _, env := genEnv(1, records, 0)
 	j, err := New(Config{Job: spec.Default(), Env: env, Mode: mode, Checkpoint: checkpoint.Config{Interval: interval}})
 	if err != nil {
 		b.Fatal(err)

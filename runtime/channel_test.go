@@ -29,12 +29,7 @@ func TestChannelViewPlacesBarriers(t *testing.T) {
 // While the join aligns, the UI can see which of its input channels are
 // blocked, what they hold back, and which checkpoint it aligns.
 func TestInputsShowAlignment(t *testing.T) {
-	gen := NewGenerator(1, 0, GeneratorPartitions).WithRate(4000)
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
+	_, _, env := genEnv(1, 0, 4000)
 	j, err := New(Config{Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -276,13 +276,7 @@ func TestRestartStrategyGivesUp(t *testing.T) {
 
 func TestCancelLeavesExactOutput(t *testing.T) {
 	job := spec.Default()
-	gen := NewGenerator(7, 0, GeneratorPartitions).WithRate(20000)
-	out := NewMemoryOutput()
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
+	gen, out, env := genEnv(7, 0, 20000)
 	j, err := New(Config{Job: job, Env: env, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -342,13 +336,7 @@ func TestTimedFaultsAllTakeEffect(t *testing.T) {
 // already committed is written again (the price of falling back).
 func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	job := spec.Default()
-	gen := NewGenerator(1, 60000, GeneratorPartitions).WithRate(30000)
-	out := NewMemoryOutput()
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
+	gen, out, env := genEnv(1, 60000, 30000)
 	store := checkpoint.NewMemoryStore(3)
 	var damaged int64
 	fault, _ := ParseFault("after-records=12000,task=join/1,fault=panic")
@@ -417,13 +405,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 	}{{3, "heap"}, {1, "heap"}, {2, "badger"}, {3, "badger"}} {
 		p := tc.p
 		t.Run(fmt.Sprintf("to parallelism %d on %s", p, tc.backend), func(t *testing.T) {
-			gen := NewGenerator(4, 60000, GeneratorPartitions).WithRate(40000)
-			out := NewMemoryOutput()
-			env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-			for _, topic := range []string{TopicOrders, TopicPayments} {
-				s, _ := gen.Source(topic)
-				env.Sources[topic] = s
-			}
+			gen, out, env := genEnv(4, 60000, 40000)
 			store := checkpoint.NewMemoryStore(3)
 			newJob := func(job *spec.Job, backend string) (*Job, *Observer) {
 				obs := NewObserver(nil, 1<<16)
@@ -470,12 +452,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 }
 
 func TestFromSavepointChecksItsOperators(t *testing.T) {
-	gen := NewGenerator(4, 20000, GeneratorPartitions).WithRate(20000)
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
+	_, _, env := genEnv(4, 20000, 20000)
 	store := checkpoint.NewMemoryStore(3)
 	obs := NewObserver(nil, 1<<16)
 	go func() {
@@ -516,13 +493,7 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 // stays exact.
 func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 	job := spec.Default()
-	gen := NewGenerator(2, 80000, GeneratorPartitions).WithRate(40000)
-	out := NewMemoryOutput()
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
+	gen, out, env := genEnv(2, 80000, 40000)
 	store := checkpoint.NewMemoryStore(3)
 	fault, _ := ParseFault("after-records=14000,task=revenue/1,fault=panic")
 	obs := NewObserver(nil, 1<<16)
