@@ -141,7 +141,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (Go maps) or badger (on disk, in the state dir)")
 	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
-	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint (see `faultline checkpoints list`), also at other parallelisms")
+	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint id (see: faultline checkpoints list), also at other parallelisms")
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
 	o.kafka.addFlags(f)
 	return cmd
