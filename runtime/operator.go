@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 
 	"faultline/backend"
 	"faultline/checkpoint"
@@ -109,6 +110,11 @@ type SourceReader interface {
 type OffsetCommitter interface {
 	CommitOffsets(offsets map[int32]int64) error
 }
+
+// ErrTxnLost means the output no longer has a prepared transaction: it was
+// aborted behind the sink's back (a broker that died with open
+// transactions, a transaction timeout), so committing it is impossible.
+var ErrTxnLost = errors.New("the prepared transaction is gone from the output")
 
 // TxnOutput is the transactional external system a two-phase-commit sink
 // writes to (Flink: TwoPhaseCommittingSink, as with Kafka transactions).

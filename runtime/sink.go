@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -25,6 +26,8 @@ type sinkOp struct {
 	ctx       *OperatorContext
 
 	nextSeq int64
+	redoLog bool // keep each transaction's records until it commits
+	curRecs []OutputRecord
 	current string       // open transaction, "" until the first record
 	pending []pendingTxn // pre-committed, waiting for their checkpoint
 	final   []string     // prepared at the end of input, for the job's final commit
@@ -32,7 +35,11 @@ type sinkOp struct {
 
 type pendingTxn struct {
 	checkpoint  int64
+	txn         string // the transaction's name
 	committable string
+	// records is the transaction's content, kept when the output may lose
+	// a prepared transaction (a redo log; nil otherwise).
+	records []OutputRecord
 }
 
 const sinkStateName = "sink-transactions"
@@ -58,7 +65,17 @@ func (st sinkState) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(st.nextSeq))
 	for _, t := range st.pending {
 		b = binary.AppendUvarint(b, uint64(t.checkpoint))
+		b = appendString(b, t.txn)
 		b = appendString(b, t.committable)
+		if t.records == nil {
+			b = binary.AppendUvarint(b, 0)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(t.records))+1)
+		for _, r := range t.records {
+			b = appendString(b, string(r.Key))
+			b = appendString(b, string(r.Value))
+		}
 	}
 	return b
 }
@@ -81,11 +98,30 @@ func decodeSinkState(b []byte) (sinkState, error) {
 		if n <= 0 {
 			return st, backend.ErrCorrupt
 		}
-		c, rest, ok := readString(b[n:])
-		if !ok {
+		name, rest, ok1 := readString(b[n:])
+		c, rest, ok2 := readString(rest)
+		if !ok1 || !ok2 {
 			return st, backend.ErrCorrupt
 		}
-		st.pending = append(st.pending, pendingTxn{checkpoint: int64(id), committable: c})
+		t := pendingTxn{checkpoint: int64(id), txn: name, committable: c}
+		cnt, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return st, backend.ErrCorrupt
+		}
+		rest = rest[n:]
+		if cnt > 0 {
+			t.records = make([]OutputRecord, 0, cnt-1)
+			for i := uint64(1); i < cnt; i++ {
+				k, r2, okk := readString(rest)
+				v, r3, okv := readString(r2)
+				if !okk || !okv {
+					return st, backend.ErrCorrupt
+				}
+				t.records = append(t.records, OutputRecord{Key: []byte(k), Value: []byte(v)})
+				rest = r3
+			}
+		}
+		st.pending = append(st.pending, t)
 		b = rest
 	}
 	return st, nil
@@ -98,6 +134,7 @@ func decodeSinkState(b []byte) (sinkState, error) {
 // sequence number to abort from when no state names it.
 func recoverSink(out TxnOutput, prefix, op string, states [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, err error) {
 	nextSeq = map[int]int64{}
+	var pending []sinkState
 	for _, b := range states {
 		st, err := decodeSinkState(b)
 		if err != nil {
@@ -106,11 +143,7 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, owners func(
 		if !owners(st.owner) {
 			continue
 		}
-		for _, t := range st.pending {
-			if err := out.Commit(t.committable); err != nil {
-				return nil, fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
-			}
-		}
+		pending = append(pending, st)
 		nextSeq[st.owner] = st.nextSeq
 	}
 	for _, o := range mine {
@@ -118,17 +151,69 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, owners func(
 			nextSeq[o] = 0
 		}
 	}
+	// Abort what the failed attempt left open first: an open transaction
+	// holds back read_committed readers, and a redo looks for its records.
 	for o, from := range nextSeq {
 		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
 			return nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
 		}
 	}
+	for _, st := range pending {
+		for _, t := range st.pending {
+			if err := commitOrRedo(out, t); err != nil {
+				return nil, fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+			}
+		}
+	}
 	return nextSeq, nil
+}
+
+// commitOrRedo commits a transaction the restored checkpoint pre-committed.
+// When the output has lost it (an embedded broker that died with the
+// process aborts the transactions open at that moment; Kafka does the same
+// to a transaction older than its timeout), the sink first asks the output
+// whether the transaction's first record is there after all (committed just
+// before the crash, or by an earlier redo), and otherwise writes its records
+// again from the redo log in the checkpoint, in a transaction of its own
+// named <txn>/redo. A crash during the redo aborts it, and the next recovery
+// finds nothing and writes again: nothing is lost or written twice.
+func commitOrRedo(out TxnOutput, t pendingTxn) error {
+	err := out.Commit(t.committable)
+	if err == nil || !errors.Is(err, ErrTxnLost) || len(t.records) == 0 {
+		return err
+	}
+	finder, ok := out.(interface {
+		Contains(committable string, r OutputRecord) (bool, error)
+	})
+	if !ok {
+		return err
+	}
+	there, ferr := finder.Contains(t.committable, t.records[0])
+	if ferr != nil {
+		return fmt.Errorf("%w; looking for its records: %w", err, ferr)
+	}
+	if there {
+		return nil
+	}
+	redo := t.txn + "/redo"
+	for _, r := range t.records {
+		if err := out.Write(redo, r.Key, r.Value); err != nil {
+			return fmt.Errorf("write %s again: %w", t.txn, err)
+		}
+	}
+	c, err := out.Prepare(redo)
+	if err != nil {
+		return fmt.Errorf("write %s again: %w", t.txn, err)
+	}
+	return out.Commit(c)
 }
 
 func (s *sinkOp) Open(ctx *OperatorContext) error {
 	s.ctx = ctx
 	p, idx := ctx.Parallelism, ctx.Task.Index
+	if l, ok := s.out.(interface{ PreparedMayBeLost() bool }); ok && l.PreparedMayBeLost() {
+		s.redoLog = true
+	}
 	// This subtask recovers its own transactions and those of old subtasks
 	// that no longer exist at this parallelism.
 	next, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName),
@@ -160,6 +245,9 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 			key = []byte(c)
 		}
 	}
+	if s.redoLog {
+		s.curRecs = append(s.curRecs, OutputRecord{Key: key, Value: val})
+	}
 	return s.out.Write(s.txn(), key, val)
 }
 
@@ -171,9 +259,9 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 			return nil, fmt.Errorf("pre-commit %s: %w", s.current, err)
 		}
 		if c != "" {
-			s.pending = append(s.pending, pendingTxn{checkpoint: id, committable: c})
+			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, records: s.curRecs})
 		}
-		s.current = ""
+		s.current, s.curRecs = "", nil
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
 	return map[string][]byte{sinkStateName: st.encode()}, nil
@@ -212,7 +300,7 @@ func (s *sinkOp) EndInput(Collector) error {
 		if c != "" {
 			s.final = append(s.final, c)
 		}
-		s.current = ""
+		s.current, s.curRecs = "", nil
 	}
 	return nil
 }

@@ -1,15 +1,19 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"faultline/runtime"
 )
 
 // Guarantee is the sink's delivery guarantee (Flink: DeliveryGuarantee).
@@ -59,6 +63,7 @@ type txnProducer struct {
 	wrote bool
 	pid   int64
 	epoch int16
+	from  map[int32]int64 // the topic's end when the transaction began
 }
 
 // flushEvery bounds the records a transaction buffers before sending them.
@@ -112,7 +117,14 @@ func (o *Output) newTxnProducer(txn string) (*txnProducer, error) {
 		p.Close()
 		return nil, err
 	}
-	return &txnProducer{p: p, pid: pid, epoch: epoch}, nil
+	// Where the transaction's records can be: at or after the topic's end
+	// now. Kept in the committable, so that a recovery can look for them.
+	from, err := EndOffsets(o.cl, o.topic)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &txnProducer{p: p, pid: pid, epoch: epoch, from: from}, nil
 }
 
 // producerID reads a transactional producer's id and epoch, which Sarama
@@ -193,7 +205,7 @@ func (o *Output) Prepare(txn string) (string, error) {
 	if err := t.flush(txn); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s|%d|%d", txn, t.pid, t.epoch), nil
+	return fmt.Sprintf("%s|%d|%d|%s", txn, t.pid, t.epoch, encodeFrom(t.from)), nil
 }
 
 // Commit implements runtime.TxnOutput.
@@ -202,8 +214,8 @@ func (o *Output) Commit(c string) error {
 		return nil
 	}
 	parts := strings.Split(c, "|")
-	if len(parts) != 3 {
-		return fmt.Errorf("committable %q is not transactional-id|producer-id|epoch", c)
+	if len(parts) != 4 {
+		return fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", c)
 	}
 	txn := parts[0]
 	pid, err1 := strconv.ParseInt(parts[1], 10, 64)
@@ -248,6 +260,11 @@ func (o *Output) resumeCommit(txn string, pid int64, epoch int16) error {
 		switch {
 		case errors.Is(resp.Err, sarama.ErrNoError):
 			return nil
+		case errors.Is(resp.Err, sarama.ErrInvalidTxnState), errors.Is(resp.Err, sarama.ErrProducerFenced),
+			errors.Is(resp.Err, sarama.ErrInvalidProducerEpoch), errors.Is(resp.Err, sarama.ErrInvalidProducerIDMapping):
+			// The coordinator no longer has it open: aborted (the broker
+			// died with it, or it timed out) or never there.
+			return fmt.Errorf("commit transaction %s (producer %d, epoch %d): %w: %w", txn, pid, epoch, runtime.ErrTxnLost, resp.Err)
 		case errors.Is(resp.Err, sarama.ErrConcurrentTransactions), errors.Is(resp.Err, sarama.ErrOffsetsLoadInProgress), errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
 			last = resp.Err
 			o.cl.RefreshTransactionCoordinator(txn)
@@ -319,6 +336,62 @@ func (o *Output) initProducerID(txn string) (int16, error) {
 	}
 	return 0, last
 }
+
+func encodeFrom(from map[int32]int64) string {
+	parts := make([]string, 0, len(from))
+	for p, o := range from {
+		parts = append(parts, fmt.Sprintf("%d:%d", p, o))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func decodeFrom(s string) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	if s == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		p, o, ok := strings.Cut(kv, ":")
+		pn, err1 := strconv.ParseInt(p, 10, 32)
+		on, err2 := strconv.ParseInt(o, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("offsets %q", s)
+		}
+		out[int32(pn)] = on
+	}
+	return out, nil
+}
+
+// Contains reports whether r is in the committed output at or after where
+// the transaction of committable began: whether a transaction the broker
+// no longer knows committed after all (just before a crash, or as a redo).
+func (o *Output) Contains(committable string, r runtime.OutputRecord) (bool, error) {
+	parts := strings.Split(committable, "|")
+	if len(parts) != 4 {
+		return false, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
+	}
+	from, err := decodeFrom(parts[3])
+	if err != nil {
+		return false, err
+	}
+	recs, err := ReadCommitted(context.Background(), o.c, o.topic, from)
+	if err != nil {
+		return false, err
+	}
+	for _, x := range recs {
+		if string(x.Value) == string(r.Value) && string(x.Key) == string(r.Key) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// PreparedMayBeLost says the sink must keep a redo log: a Kafka
+// transaction can be aborted after its pre-commit (a broker that dies with
+// it open, as the embedded one does with the process; the transaction
+// timeout).
+func (o *Output) PreparedMayBeLost() bool { return o.guarantee == ExactlyOnce }
 
 // Close closes every producer without committing or aborting anything.
 func (o *Output) Close() error {
