@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 )
@@ -58,7 +59,7 @@ func TestGeneratorReaderSeeksAndMatchesRead(t *testing.T) {
 	}
 	next := map[int32]int64{1: 100, 3: 7}
 	for {
-		recs, done, err := r.Poll(nil, nil, 64)
+		recs, done, err := r.Poll(context.Background(), nil, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

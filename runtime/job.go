@@ -532,14 +532,14 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		}
 		queued = nil
 		j.coord.Start(n, a.taskIDs())
-		out := j.supervise(ctx, a, &queued)
+		out := j.supervise(ctx, a)
 		if out.kind == outCanceled && opts.SavepointOnExit {
 			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
 		}
 		switch out.kind {
 		case outFinished:
 			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
-			queued = append(queued, j.teardown(a, nil)...)
+			j.teardown(a, nil)
 			if err := j.finalCommit(a); err != nil {
 				j.status(JobFailed, err.Error())
 				return nil, err
@@ -713,7 +713,7 @@ type outcome struct {
 
 // supervise waits for the attempt's end: all tasks finished, the first
 // failure, the coordinator giving up, or cancellation.
-func (j *Job) supervise(ctx context.Context, a *attempt, queued *[]*faultEntry) outcome {
+func (j *Job) supervise(ctx context.Context, a *attempt) outcome {
 	finished, atEnd := 0, 0
 	for {
 		select {

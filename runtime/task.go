@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sync"
@@ -793,8 +792,6 @@ func (t *task) finishOperator(ctx context.Context) error {
 	}
 	return t.broadcast(ctx, Element{Kind: KindEndOfInput})
 }
-
-var errStopped = errors.New("stopped")
 
 // InputView is what the UI shows of one input channel of a subtask: its
 // queue with the barriers in it, and whether alignment blocks it.
