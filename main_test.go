@@ -234,3 +234,36 @@ func TestRestartStrategyNoneFailsWithExitThree(t *testing.T) {
 		t.Fatalf("exit %d report %v", r.code, r.report)
 	}
 }
+
+func TestFailureRateGivesUpWithExitThree(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
+		"--restart-strategy", "failure-rate", "--failure-rate-max-failures", "1", "--failure-rate-interval", "1m", "--failure-rate-delay", "20ms",
+		"--inject", "after-records=3000,task=join/0,fault=panic", "--inject", "after-records=5000,task=join/1,fault=panic")
+	if r.code != 3 || r.report["status"] != "FAILED" {
+		t.Fatalf("exit %d report %v", r.code, r.report)
+	}
+	if g, _ := r.report["gave_up"].(string); !strings.Contains(g, "failure-rate") || !strings.Contains(g, "more than the 1 allowed") {
+		t.Fatalf("gave_up %q", g)
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("a failed job's committed output must still be exact up to its last checkpoint: %v", r.report["verify"])
+	}
+}
+
+func TestExponentialDelayGrowsItsBackoff(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
+		"--restart-strategy", "exponential-delay", "--backoff-initial", "20ms", "--backoff-jitter", "0",
+		"--inject", "after-records=3000,task=join/0,fault=panic", "--inject", "after-records=5000,task=join/1,fault=panic")
+	if r.code != 0 {
+		t.Fatalf("exit %d %s", r.code, r.stderr)
+	}
+	var delays []float64
+	for _, e := range r.events {
+		if e["event"] == "restart_scheduled" {
+			delays = append(delays, e["delay_ms"].(float64))
+		}
+	}
+	if len(delays) != 2 || delays[0] != 20 || delays[1] != 30 {
+		t.Fatalf("delays %v ms, want [20 30] (initial 20ms, multiplier 1.5)", delays)
+	}
+}

@@ -53,6 +53,7 @@ type runOptions struct {
 	restartStrategy string
 	restartAttempts int
 	restartDelay    time.Duration
+	restartOpts     restart.Options
 
 	channelCapacity int
 	batchSize       int
@@ -130,9 +131,20 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.stateDir, "state-dir", "", "the folder where everything a run keeps lives (default: faultline under the user's data directory)")
 	f.StringVar(&o.logFile, "log-file", "", "diagnostic log (default: faultline.log in the state dir)")
 	f.StringArrayVar(&o.inject, "inject", nil, "inject a fault, e.g. 'after=3s,task=join/1,fault=panic' or 'after-records=20000,task=join/1,fault=error' (repeatable)")
-	f.StringVar(&o.restartStrategy, "restart-strategy", "fixed-delay", "what to do after a failure: fixed-delay or none")
+	ro := restart.DefaultOptions()
+	o.restartOpts = ro
+	f.StringVar(&o.restartStrategy, "restart-strategy", "fixed-delay", "what to do after a failure: fixed-delay, failure-rate, exponential-delay or none (restart-strategy.type)")
 	f.IntVar(&o.restartAttempts, "restart-attempts", 10, "fixed-delay: restarts allowed (restart-strategy.fixed-delay.attempts)")
 	f.DurationVar(&o.restartDelay, "restart-delay", time.Second, "fixed-delay: wait before each restart (restart-strategy.fixed-delay.delay)")
+	f.IntVar(&o.restartOpts.FailureRateMaxFailures, "failure-rate-max-failures", ro.FailureRateMaxFailures, "failure-rate: failures allowed within the interval (restart-strategy.failure-rate.max-failures-per-interval)")
+	f.DurationVar(&o.restartOpts.FailureRateInterval, "failure-rate-interval", ro.FailureRateInterval, "failure-rate: the sliding window (restart-strategy.failure-rate.failure-rate-interval)")
+	f.DurationVar(&o.restartOpts.FailureRateDelay, "failure-rate-delay", ro.FailureRateDelay, "failure-rate: wait before each restart (restart-strategy.failure-rate.delay)")
+	f.DurationVar(&o.restartOpts.Exponential.Initial, "backoff-initial", ro.Exponential.Initial, "exponential-delay: first wait (restart-strategy.exponential-delay.initial-backoff)")
+	f.DurationVar(&o.restartOpts.Exponential.Max, "backoff-max", ro.Exponential.Max, "exponential-delay: longest wait (restart-strategy.exponential-delay.max-backoff)")
+	f.Float64Var(&o.restartOpts.Exponential.Multiplier, "backoff-multiplier", ro.Exponential.Multiplier, "exponential-delay: growth per failure (restart-strategy.exponential-delay.backoff-multiplier)")
+	f.Float64Var(&o.restartOpts.Exponential.JitterFactor, "backoff-jitter", ro.Exponential.JitterFactor, "exponential-delay: random ± fraction of each wait (restart-strategy.exponential-delay.jitter-factor)")
+	f.DurationVar(&o.restartOpts.Exponential.ResetThreshold, "backoff-reset-threshold", ro.Exponential.ResetThreshold, "exponential-delay: a quiet period this long resets the backoff (restart-strategy.exponential-delay.reset-backoff-threshold)")
+	f.IntVar(&o.restartOpts.Exponential.AttemptsBeforeReset, "backoff-attempts-before-reset", ro.Exponential.AttemptsBeforeReset, "exponential-delay: attempts allowed without a reset (restart-strategy.exponential-delay.attempts-before-reset-backoff)")
 	f.IntVar(&o.channelCapacity, "channel-capacity", 4, "batches each channel holds before its sender blocks (back-pressure)")
 	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
@@ -239,13 +251,10 @@ func (o *runOptions) check() (*prepared, error) {
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
 		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
 	}
-	switch o.restartStrategy {
-	case "fixed-delay":
-		p.strategy = restart.NewFixedDelay(o.restartAttempts, o.restartDelay)
-	case "none":
-		p.strategy = &restart.None{}
-	default:
-		return nil, usagef("--restart-strategy %q: want fixed-delay or none", o.restartStrategy)
+	ropts := o.restartOpts
+	ropts.Attempts, ropts.Delay = o.restartAttempts, o.restartDelay
+	if p.strategy, err = restart.Parse(o.restartStrategy, ropts); err != nil {
+		return nil, usageError{err}
 	}
 	for _, s := range o.inject {
 		f, err := runtime.ParseFault(s)

@@ -29,10 +29,22 @@ type BackoffStrategy interface {
 
 // Status is what the UI and the report show of a strategy.
 type Status struct {
-	Attempts     int // restarts granted so far
+	Attempts     int // restarts granted so far (exponential-delay: since the last reset)
 	MaxAttempts  int // 0 when unlimited or not attempt-based
 	GaveUp       bool
 	GaveUpReason string
+
+	// FailuresInWindow is, for failure-rate, how many failures fall inside
+	// the sliding window that ends at the latest failure, out of
+	// MaxFailuresInWindow allowed; Window is the window's length. All three
+	// are 0 for the other strategies.
+	FailuresInWindow    int
+	MaxFailuresInWindow int
+	Window              time.Duration
+
+	// NextDelay is the wait before the restart granted for the latest
+	// failure; 0 before the first failure and after giving up.
+	NextDelay time.Duration
 }
 
 // FixedDelay allows a fixed number of restarts, each after the same delay
@@ -68,6 +80,9 @@ func (f *FixedDelay) Describe() string {
 // Status implements BackoffStrategy.
 func (f *FixedDelay) Status() Status {
 	s := Status{Attempts: min(f.failures, f.MaxAttempts), MaxAttempts: f.MaxAttempts}
+	if f.failures > 0 && f.CanRestart() {
+		s.NextDelay = f.Delay
+	}
 	if !f.CanRestart() {
 		s.GaveUp = true
 		s.GaveUpReason = fmt.Sprintf("fixed-delay: all %d restart attempts used; failure %d is final", f.MaxAttempts, f.failures)
