@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/rand"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -157,4 +158,43 @@ func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 		t.Fatalf("the run ended after %d %s events, before the %dth", seen, event, nth)
 	}
 	return seen
+}
+
+// The crash fault kills the process as SIGKILL does; corrupt-checkpoint
+// damages the newest checkpoint just before, so the resumed run falls back to
+// the one before it and still loses nothing.
+func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
+	dir := t.TempDir()
+	broker := startBroker(t)
+	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "300ms",
+		"--state-dir", dir, "--brokers", broker, "--generate"}
+	cmd := exec.Command(binary, append(base, "--inject", "after=1000ms,fault=corrupt-checkpoint", "--inject", "after=1050ms,fault=crash")...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the crash fault did not kill the process: %v\n%s", err, out.String())
+	}
+	var corrupted float64
+	for _, line := range strings.Split(out.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["event"] == "checkpoint_corrupted" {
+			corrupted, _ = m["id"].(float64)
+		}
+	}
+	if corrupted == 0 {
+		t.Fatalf("no checkpoint was damaged:\n%s", out.String())
+	}
+	r := faultline(t, append(base, "--resume")...)
+	if r.code != 0 && r.code != 4 {
+		t.Fatalf("resume: exit %d %s", r.code, r.stderr)
+	}
+	from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any)
+	if len(from) == 0 || from[0].(float64) >= corrupted {
+		t.Fatalf("restored from %v; checkpoint %v was damaged", from, corrupted)
+	}
+	if num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("lost records: %v", r.report["verify"])
+	}
 }

@@ -882,3 +882,34 @@ func describeHolder(dir string) string {
 	}
 	return "another process"
 }
+
+// Corrupt damages the stored blob key in place, keeping its handle's
+// checksum, so that reading it fails as bytes damaged on disk would (the
+// corrupt-checkpoint fault).
+func (s *BadgerStore) Corrupt(key string) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.life.RUnlock()
+	s.gcMu.RLock()
+	defer s.gcMu.RUnlock()
+	return s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(blobKey(key))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("corrupt state %s: %w", key, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if len(v) == 0 {
+			v = []byte{0}
+		} else {
+			v[len(v)/2] ^= 0xff
+		}
+		return txn.Set(blobKey(key), v)
+	})
+}

@@ -21,16 +21,32 @@ const (
 	FaultError FaultKind = "error"
 	// FaultSavepoint triggers a savepoint (it needs no task).
 	FaultSavepoint FaultKind = "savepoint"
+	// FaultCrash kills the whole process, as SIGKILL does.
+	FaultCrash FaultKind = "crash"
+	// FaultStorageFail makes the next Count checkpoint writes fail.
+	FaultStorageFail FaultKind = "storage-fail"
+	// FaultCorruptCheckpoint damages the newest retained checkpoint's state
+	// so that the next recovery falls back to an older one.
+	FaultCorruptCheckpoint FaultKind = "corrupt-checkpoint"
 )
 
 var faultKinds = map[FaultKind]string{
-	FaultPanic:     "the task panics",
-	FaultError:     "the task's operator returns an error",
-	FaultSavepoint: "a savepoint is taken",
+	FaultPanic:             "the task panics",
+	FaultError:             "the task's operator returns an error",
+	FaultSavepoint:         "a savepoint is taken",
+	FaultCrash:             "the process dies as with SIGKILL",
+	FaultStorageFail:       "the next count= checkpoint writes fail",
+	FaultCorruptCheckpoint: "the newest checkpoint's state is damaged",
 }
 
 // JobLevel reports whether the fault acts on the job rather than a task.
-func (k FaultKind) JobLevel() bool { return k == FaultSavepoint }
+func (k FaultKind) JobLevel() bool {
+	switch k {
+	case FaultSavepoint, FaultCrash, FaultStorageFail, FaultCorruptCheckpoint:
+		return true
+	}
+	return false
+}
 
 // Fault is one injection: what, where and when. It is the one entry point
 // for faults: --inject in headless runs, and later the keyboard.
@@ -42,7 +58,9 @@ type Fault struct {
 	// which keeps short bounded runs deterministic. Neither set: now.
 	After        time.Duration
 	AfterRecords int64
-	Spec         string // as the user wrote it
+	// Count is how many checkpoint writes a storage-fail fault fails.
+	Count int
+	Spec  string // as the user wrote it
 }
 
 func (f Fault) String() string { return f.Spec }
@@ -83,13 +101,19 @@ func ParseFault(s string) (Fault, error) {
 			f.AfterRecords = n
 		case "task":
 			f.Task = v
+		case "count":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return f, fmt.Errorf("--inject %q: count=%s is not a whole number of 1 or more", s, v)
+			}
+			f.Count = n
 		case "fault":
 			f.Kind = FaultKind(v)
 			if _, ok := faultKinds[f.Kind]; !ok {
 				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
 			}
 		default:
-			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault)", s, k)
+			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault, count)", s, k)
 		}
 	}
 	if seen["after"] && seen["after-records"] {
@@ -97,6 +121,12 @@ func ParseFault(s string) (Fault, error) {
 	}
 	if f.Kind == "" {
 		return f, fmt.Errorf("--inject %q: fault= is missing (known: %s)", s, knownFaults())
+	}
+	if seen["count"] && f.Kind != FaultStorageFail {
+		return f, fmt.Errorf("--inject %q: count= goes with fault=storage-fail", s)
+	}
+	if f.Kind == FaultStorageFail && f.Count == 0 {
+		f.Count = 1
 	}
 	if f.Kind.JobLevel() {
 		if f.Task != "" {

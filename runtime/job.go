@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"faultline/backend"
@@ -61,6 +63,8 @@ type Config struct {
 	// AllowFreshStart lets a job whose checkpoints are all damaged start
 	// from the beginning instead of failing.
 	AllowFreshStart bool
+	// Crash kills the process (the crash fault); default: SIGKILL to self.
+	Crash func()
 	// Logf receives diagnostics that do not belong on the user's screen.
 	Logf func(format string, args ...any)
 	// AfterTeardown, when set, is called after an attempt's goroutines have
@@ -84,7 +88,9 @@ type Job struct {
 	faults  []*faultEntry
 	paused  atomic.Bool
 	in      atomic.Int64 // records read by sources, over all attempts
-	live    atomic.Int64 // goroutines of attempts still running
+
+	storageFails atomic.Int64 // checkpoint writes still to fail (storage-fail)
+	live         atomic.Int64 // goroutines of attempts still running
 
 	mu  sync.Mutex
 	cur *attempt
@@ -151,6 +157,9 @@ func New(cfg Config) (*Job, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.Crash == nil {
+		cfg.Crash = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	}
 	switch cfg.StateBackend {
 	case "", "heap":
 		cfg.StateBackend = "heap"
@@ -194,7 +203,10 @@ func New(cfg Config) (*Job, error) {
 		}
 		j.faults = append(j.faults, &faultEntry{Fault: f})
 	}
-	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, cfg.Store, cfg.Clock, j, j.onCheckpointEvent)
+	// Checkpoint writes go through a store that the storage-fail fault can
+	// make fail; the rest of the store is the configured one.
+	j.store = faultyStore{Store: cfg.Store, fails: &j.storageFails}
+	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, cfg.Clock, j, j.onCheckpointEvent)
 	return j, nil
 }
 
@@ -244,7 +256,7 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 		})
 		if e.Kind == checkpoint.KindSavepoint {
 			f := map[string]any{"id": e.ID, "size_bytes": full}
-			if d, ok := j.store.(interface{ Dir() string }); ok {
+			if d, ok := j.cfg.Store.(interface{ Dir() string }); ok {
 				f["path"] = d.Dir()
 			}
 			j.obs.Emit("savepoint_completed", f)
@@ -749,6 +761,83 @@ func (j *Job) supervise(ctx context.Context, a *attempt) outcome {
 	}
 }
 
+// jobFault makes a fault that acts on the whole job happen.
+func (j *Job) jobFault(f *faultEntry) {
+	switch f.Kind {
+	case FaultSavepoint:
+		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
+			j.obs.Emit("savepoint_failed", map[string]any{"error": err.Error()})
+		}
+	case FaultStorageFail:
+		j.storageFails.Add(int64(f.Count))
+	case FaultCorruptCheckpoint:
+		c, err := j.corruptNewest()
+		f := map[string]any{"fault": string(FaultCorruptCheckpoint)}
+		if err != nil {
+			f["error"] = err.Error()
+		} else {
+			f["id"] = c
+		}
+		j.obs.Emit("checkpoint_corrupted", f)
+	case FaultCrash:
+		j.logf("injected crash: the process dies now")
+		j.cfg.Crash()
+	}
+}
+
+// corruptNewest damages one state blob of the newest retained checkpoint
+// of the job and returns its id.
+func (j *Job) corruptNewest() (int64, error) {
+	c, err := j.store.Latest(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	if c == nil {
+		return 0, errors.New("no checkpoint to damage yet")
+	}
+	corrupter, ok := j.cfg.Store.(interface {
+		Corrupt(key string) error
+	})
+	if !ok {
+		return 0, fmt.Errorf("this checkpoint store cannot be damaged on purpose")
+	}
+	for _, id := range sortedIDs(c) {
+		if a := c.Tasks[id]; !a.Finished && a.Handle.Size > 0 {
+			return c.ID, corrupter.Corrupt(a.Handle.Key)
+		}
+	}
+	return 0, fmt.Errorf("checkpoint %d has no state to damage", c.ID)
+}
+
+func sortedIDs(c *checkpoint.Completed) []checkpoint.TaskID {
+	ids := make([]checkpoint.TaskID, 0, len(c.Tasks))
+	for id := range c.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		if ids[a].Operator != ids[b].Operator {
+			return ids[a].Operator < ids[b].Operator
+		}
+		return ids[a].Index < ids[b].Index
+	})
+	return ids
+}
+
+// faultyStore fails checkpoint writes while the job's storage-fail
+// counter is above zero (the storage-fail fault).
+type faultyStore struct {
+	checkpoint.Store
+	fails *atomic.Int64
+}
+
+func (s faultyStore) PutState(ctx context.Context, id int64, task checkpoint.TaskID, data []byte) (checkpoint.Handle, error) {
+	if s.fails.Add(-1) >= 0 {
+		return checkpoint.Handle{}, fmt.Errorf("injected storage failure writing checkpoint %d", id)
+	}
+	s.fails.Add(1)
+	return s.Store.PutState(ctx, id, task, data)
+}
+
 // stopWithSavepoint takes a savepoint of the running attempt before it is
 // cancelled, and returns its id (0 when it failed).
 func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
@@ -786,12 +875,10 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 // deliver hands a timed fault to its task; a task that already finished is
 // past harm.
 func (j *Job) deliver(a *attempt, f *faultEntry) {
-	if f.Kind == FaultSavepoint {
+	if f.Kind.JobLevel() {
 		f.fired.Store(true)
 		j.obs.Emit("fault_injected", map[string]any{"fault": string(f.Kind), "spec": f.Spec})
-		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
-			j.obs.Emit("savepoint_failed", map[string]any{"error": err.Error()})
-		}
+		j.jobFault(f)
 		return
 	}
 	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})

@@ -535,3 +535,49 @@ func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 		t.Fatalf("verify %+v %v", v, err)
 	}
 }
+
+// storage-fail: checkpoint writes fail, the checkpoints are declined and
+// count against the tolerable failures; past them the job fails over and
+// recovers.
+func TestStorageFailDeclinesCheckpointsThenFailsOver(t *testing.T) {
+	_, out, env := genEnv(3, 80000, 40000)
+	_ = out
+	fault, err := ParseFault("after=400ms,fault=storage-fail,count=30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := NewObserver(nil, 1<<16)
+	var failed, storage, thresholds int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range obs.Events() {
+			switch e.Name {
+			case "checkpoint_failed":
+				failed++
+				if e.Fields["reason"] == "storage failure" {
+					storage++
+				}
+			case "task_failed":
+				if s, _ := e.Fields["error"].(string); strings.Contains(s, "tolerable") {
+					thresholds++
+				}
+			}
+		}
+	}()
+	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
+		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond, TolerableFailures: 1},
+		Restart:    restart.NewFixedDelay(5, 10*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := j.Run(context.Background(), RunOptions{})
+	obs.Close()
+	<-done
+	if err != nil || res.Status != JobFinished {
+		t.Fatalf("%v status %s", err, res.Status)
+	}
+	if storage < 2 || thresholds < 1 || res.Restarts < 1 {
+		t.Fatalf("%d checkpoints failed (%d by storage), %d threshold failovers, %d restarts", failed, storage, thresholds, res.Restarts)
+	}
+}
