@@ -21,6 +21,8 @@ const (
 	FaultError FaultKind = "error"
 	// FaultSavepoint triggers a savepoint (it needs no task).
 	FaultSavepoint FaultKind = "savepoint"
+	// FaultSlow makes the task process Factor times slower for For.
+	FaultSlow FaultKind = "slow"
 	// FaultCrash kills the whole process, as SIGKILL does.
 	FaultCrash FaultKind = "crash"
 	// FaultStorageFail makes the next Count checkpoint writes fail.
@@ -34,6 +36,7 @@ var faultKinds = map[FaultKind]string{
 	FaultPanic:             "the task panics",
 	FaultError:             "the task's operator returns an error",
 	FaultSavepoint:         "a savepoint is taken",
+	FaultSlow:              "the task runs factor= times slower for for=",
 	FaultCrash:             "the process dies as with SIGKILL",
 	FaultStorageFail:       "the next count= checkpoint writes fail",
 	FaultCorruptCheckpoint: "the newest checkpoint's state is damaged",
@@ -60,7 +63,10 @@ type Fault struct {
 	AfterRecords int64
 	// Count is how many checkpoint writes a storage-fail fault fails.
 	Count int
-	Spec  string // as the user wrote it
+	// Factor and For shape a slow fault.
+	Factor float64
+	For    time.Duration
+	Spec   string // as the user wrote it
 }
 
 func (f Fault) String() string { return f.Spec }
@@ -101,6 +107,18 @@ func ParseFault(s string) (Fault, error) {
 			f.AfterRecords = n
 		case "task":
 			f.Task = v
+		case "factor":
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || x < 1 || x > 1000 {
+				return f, fmt.Errorf("--inject %q: factor=%s is not a number from 1 to 1000", s, v)
+			}
+			f.Factor = x
+		case "for":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return f, fmt.Errorf("--inject %q: for=%s is not a duration like 3s", s, v)
+			}
+			f.For = d
 		case "count":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -113,7 +131,7 @@ func ParseFault(s string) (Fault, error) {
 				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
 			}
 		default:
-			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault, count)", s, k)
+			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault, count, factor, for)", s, k)
 		}
 	}
 	if seen["after"] && seen["after-records"] {
@@ -127,6 +145,17 @@ func ParseFault(s string) (Fault, error) {
 	}
 	if f.Kind == FaultStorageFail && f.Count == 0 {
 		f.Count = 1
+	}
+	if (seen["factor"] || seen["for"]) && f.Kind != FaultSlow {
+		return f, fmt.Errorf("--inject %q: factor= and for= go with fault=slow", s)
+	}
+	if f.Kind == FaultSlow {
+		if f.Factor == 0 {
+			f.Factor = 10
+		}
+		if f.For == 0 {
+			f.For = 5 * time.Second
+		}
 	}
 	if f.Kind.JobLevel() {
 		if f.Task != "" {

@@ -581,3 +581,45 @@ func TestStorageFailDeclinesCheckpointsThenFailsOver(t *testing.T) {
 		t.Fatalf("%d checkpoints failed (%d by storage), %d threshold failovers, %d restarts", failed, storage, thresholds, res.Restarts)
 	}
 }
+
+// A slow join: back-pressure builds, barriers wait behind it, checkpoints
+// take longer than their timeout and expire; the job still ends exact.
+func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
+	gen, out, env := genEnv(5, 60000, 30000)
+	fault, err := ParseFault("after=300ms,task=join/1,fault=slow,factor=200,for=1500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := NewObserver(nil, 1<<16)
+	var expired, slowed int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range obs.Events() {
+			switch {
+			case e.Name == "checkpoint_failed" && e.Fields["reason"] == "expired":
+				expired++
+			case e.Name == "task_slowed":
+				slowed++
+			}
+		}
+	}()
+	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
+		Checkpoint: checkpoint.Config{Interval: 100 * time.Millisecond, Timeout: 150 * time.Millisecond, TolerableFailures: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := j.Run(context.Background(), RunOptions{})
+	obs.Close()
+	<-done
+	if err != nil || res.Status != JobFinished || slowed != 1 {
+		t.Fatalf("%v status %s slowed %d", err, res.Status, slowed)
+	}
+	if expired == 0 {
+		t.Fatal("no checkpoint expired while join/1 was slow")
+	}
+	v, err := Verify(gen, spec.Default().Verify, "exactly-once", nil, out.Committed())
+	if err != nil || !v.OK {
+		t.Fatalf("verify %+v %v", v, err)
+	}
+}

@@ -123,6 +123,10 @@ type task struct {
 	broken      bool
 	lastPersist chan struct{} // closed when the previous snapshot's writer ends
 
+	// a slow fault in effect: work takes slowFactor times as long
+	slowUntil  time.Time
+	slowFactor float64
+
 	// sources
 	src          Source
 	reader       SourceReader
@@ -300,6 +304,12 @@ func (t *task) fire(f *faultEntry) error {
 	if !f.fired.CompareAndSwap(false, true) {
 		return nil
 	}
+	if f.Kind == FaultSlow {
+		t.slowUntil = time.Now().Add(f.For)
+		t.slowFactor = f.Factor
+		t.a.job.obs.Emit("task_slowed", map[string]any{"task": t.name, "factor": f.Factor, "for_ms": f.For.Milliseconds()})
+		return nil
+	}
 	t.fired = f
 	t.flushCounters()
 	switch f.Kind {
@@ -404,6 +414,7 @@ func (t *task) runSource(ctx context.Context) error {
 			t.waitPaused(ctx)
 			continue
 		}
+		began := time.Now()
 		recs, done, err := t.reader.Poll(ctx, t.srcBuf[:0], t.a.job.cfg.BatchSize)
 		if err != nil {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
@@ -426,6 +437,7 @@ func (t *task) runSource(ctx context.Context) error {
 			return err
 		}
 		t.flushCounters()
+		t.dawdle(ctx, began)
 		if done {
 			t.atEnd = true
 			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t})
@@ -458,6 +470,30 @@ func (t *task) commitOffsets(id int64) {
 		if cid <= best {
 			delete(t.srcOffsets, cid)
 		}
+	}
+}
+
+// dawdle stretches the work done since began by the slow fault's factor
+// while it lasts: back-pressure builds upstream, barriers queue behind the
+// slow task, alignments and checkpoints take longer.
+func (t *task) dawdle(ctx context.Context, began time.Time) {
+	if t.slowUntil.IsZero() {
+		return
+	}
+	now := time.Now()
+	if now.After(t.slowUntil) {
+		t.slowUntil = time.Time{}
+		return
+	}
+	d := time.Duration(float64(now.Sub(began)) * (t.slowFactor - 1))
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -642,7 +678,11 @@ func (t *task) runOperator(ctx context.Context) error {
 func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	in := t.inputs[i]
 	start := in.pos
-	defer func() { in.ch.markConsumed(in.pos - start) }()
+	began := time.Now()
+	defer func() {
+		in.ch.markConsumed(in.pos - start)
+		t.dawdle(ctx, began)
+	}()
 	for in.pos < len(in.cur) {
 		e := &in.cur[in.pos]
 		in.pos++
