@@ -226,7 +226,7 @@ func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
 		j.Offsets[topic] = m
 	}
 	if withTasks {
-		for _, id := range sortedTaskIDs(c) {
+		for _, id := range c.SortedTasks() {
 			a := c.Tasks[id]
 			j.Tasks = append(j.Tasks, taskJSON{Task: id.String(), Handle: a.Handle,
 				SyncMs: ms(a.SyncDuration), AsyncMs: ms(a.AsyncDuration), AlignmentMs: ms(a.Alignment), StartDelayMs: ms(a.StartDelay),
@@ -237,20 +237,6 @@ func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func sortedTaskIDs(c *checkpoint.Completed) []checkpoint.TaskID {
-	ids := make([]checkpoint.TaskID, 0, len(c.Tasks))
-	for id := range c.Tasks {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool {
-		if ids[a].Operator != ids[b].Operator {
-			return ids[a].Operator < ids[b].Operator
-		}
-		return ids[a].Index < ids[b].Index
-	})
-	return ids
-}
 
 func printList(out io.Writer, all []*checkpoint.Completed, asJSON bool) error {
 	if asJSON {
@@ -303,7 +289,7 @@ func printInspect(out io.Writer, c *checkpoint.Completed, asJSON bool) error {
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SUBTASK\tSYNC\tASYNC\tALIGNMENT\tSTART DELAY\tSIZE\tCHECKSUM\t")
-	for _, id := range sortedTaskIDs(c) {
+	for _, id := range c.SortedTasks() {
 		a := c.Tasks[id]
 		note := ""
 		if a.Finished {

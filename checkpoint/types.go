@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -90,6 +91,21 @@ type Completed struct {
 	TriggerTime    time.Time             `json:"trigger_time"`
 	CompletionTime time.Time             `json:"completion_time"`
 	Tasks          map[TaskID]SubtaskAck `json:"-"`
+}
+
+// SortedTasks returns the subtasks of c by operator name, then index.
+func (c *Completed) SortedTasks() []TaskID {
+	ids := make([]TaskID, 0, len(c.Tasks))
+	for id := range c.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool {
+		if ids[a].Operator != ids[b].Operator {
+			return ids[a].Operator < ids[b].Operator
+		}
+		return ids[a].Index < ids[b].Index
+	})
+	return ids
 }
 
 // Duration is the end-to-end duration, trigger to completion.

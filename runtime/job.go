@@ -801,26 +801,12 @@ func (j *Job) corruptNewest() (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("this checkpoint store cannot be damaged on purpose")
 	}
-	for _, id := range sortedIDs(c) {
+	for _, id := range c.SortedTasks() {
 		if a := c.Tasks[id]; !a.Finished && a.Handle.Size > 0 {
 			return c.ID, corrupter.Corrupt(a.Handle.Key)
 		}
 	}
 	return 0, fmt.Errorf("checkpoint %d has no state to damage", c.ID)
-}
-
-func sortedIDs(c *checkpoint.Completed) []checkpoint.TaskID {
-	ids := make([]checkpoint.TaskID, 0, len(c.Tasks))
-	for id := range c.Tasks {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool {
-		if ids[a].Operator != ids[b].Operator {
-			return ids[a].Operator < ids[b].Operator
-		}
-		return ids[a].Index < ids[b].Index
-	})
-	return ids
 }
 
 // faultyStore fails checkpoint writes while the job's storage-fail
@@ -899,17 +885,7 @@ func (a *attempt) taskIDs() []checkpoint.TaskID {
 // readRestore loads the state of every subtask in checkpoint c, by operator.
 func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[string][]*backend.SubtaskState, error) {
 	out := map[string][]*backend.SubtaskState{}
-	ids := make([]checkpoint.TaskID, 0, len(c.Tasks))
-	for id := range c.Tasks {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool {
-		if ids[a].Operator != ids[b].Operator {
-			return ids[a].Operator < ids[b].Operator
-		}
-		return ids[a].Index < ids[b].Index
-	})
-	for _, id := range ids {
+	for _, id := range c.SortedTasks() {
 		ack := c.Tasks[id]
 		var s *backend.SubtaskState
 		var keyed [][]byte
