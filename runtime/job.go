@@ -60,6 +60,9 @@ type Config struct {
 	// changed since the subtask's previous snapshot (Flink:
 	// state.backend.incremental); savepoints are always full.
 	Incremental bool
+	// MaxChain is how many incremental snapshots may follow a full one
+	// (default DefaultMaxChain).
+	MaxChain int
 	// AllowFreshStart lets a job whose checkpoints are all damaged start
 	// from the beginning instead of failing.
 	AllowFreshStart bool
@@ -156,6 +159,9 @@ func New(cfg Config) (*Job, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.MaxChain <= 0 {
+		cfg.MaxChain = DefaultMaxChain
 	}
 	if cfg.Crash == nil {
 		cfg.Crash = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }

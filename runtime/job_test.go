@@ -505,6 +505,7 @@ func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 	j, err := New(Config{
 		Job: job, Env: env, Store: store, Observer: obs, Faults: []Fault{fault},
 		StateBackend: "badger", WorkDir: t.TempDir(), Incremental: true,
+		MaxChain:   1 << 20, // never a full one again, so the newest is incremental
 		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond},
 		Restart:    restart.NewFixedDelay(3, 10*time.Millisecond),
 		AfterTeardown: func(attempt, _ int64) {

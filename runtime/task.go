@@ -534,9 +534,9 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	return nil
 }
 
-// maxChain is how many incremental snapshots may follow a full one before
-// the next is full again, which bounds what a restore has to compose.
-const maxChain = 10
+// DefaultMaxChain is how many incremental snapshots may follow a full one
+// before the next is full again, which bounds what a restore has to compose.
+const DefaultMaxChain = 10
 
 // incrementalBackend is a keyed backend that can snapshot only what changed
 // (the Badger backend; Flink: incremental RocksDB checkpoints).
@@ -798,7 +798,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 		ib, canDelta := t.keyed.(incrementalBackend)
 		if canDelta && t.a.job.cfg.Incremental && !info.savepoint {
 			t.incMu.Lock()
-			full := t.broken || len(t.chain) == 0 || len(t.chain) > maxChain
+			full := t.broken || len(t.chain) == 0 || len(t.chain) > t.a.job.cfg.MaxChain
 			t.incMu.Unlock()
 			if !full {
 				keyed, delta = ib.SnapshotIncremental(), true
