@@ -166,9 +166,11 @@ func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	dir := t.TempDir()
 	broker := startBroker(t)
-	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "300ms",
+	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "500ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
-	cmd := exec.Command(binary, append(base, "--inject", "after=1000ms,fault=corrupt-checkpoint", "--inject", "after=1050ms,fault=crash")...)
+	// Checkpoints are triggered every 500 ms: the damage and the crash fall
+	// between the third and the fourth, with two older ones to fall back on.
+	cmd := exec.Command(binary, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=1850ms,fault=crash")...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()
@@ -186,13 +188,26 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	if corrupted == 0 {
 		t.Fatalf("no checkpoint was damaged:\n%s", out.String())
 	}
+	// Under heavy load a newer checkpoint may still have completed between
+	// the damage and the crash; then that one is the one to restore.
+	var listed []map[string]any
+	l := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	if err := json.Unmarshal([]byte(l.stdout), &listed); err != nil || len(listed) == 0 {
+		t.Fatalf("checkpoints list: %v %q", err, l.stdout)
+	}
+	newest := listed[len(listed)-1]["id"].(float64)
 	r := faultline(t, append(base, "--resume")...)
 	if r.code != 0 && r.code != 4 {
 		t.Fatalf("resume: exit %d %s", r.code, r.stderr)
 	}
 	from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any)
-	if len(from) == 0 || from[0].(float64) >= corrupted {
+	switch {
+	case len(from) == 0:
+		t.Fatal("the resumed run restored nothing")
+	case newest == corrupted && from[0].(float64) >= corrupted:
 		t.Fatalf("restored from %v; checkpoint %v was damaged", from, corrupted)
+	case newest != corrupted && from[0].(float64) != newest:
+		t.Fatalf("restored from %v; the newest intact checkpoint is %v", from, newest)
 	}
 	if num(r.report, "verify", "lost") != 0 {
 		t.Fatalf("lost records: %v", r.report["verify"])
