@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"math/rand"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -168,9 +167,10 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	broker := startBroker(t)
 	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "500ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
-	// Checkpoints are triggered every 500 ms: the damage and the crash fall
-	// between the third and the fourth, with two older ones to fall back on.
-	cmd := exec.Command(binary, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=1850ms,fault=crash")...)
+	// Checkpoints are triggered every 500 ms: the damage falls between the
+	// third and the fourth, with two older ones to fall back on; the crash
+	// comes soon after (a fourth may complete in between under load).
+	cmd := exec.Command(binary, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=2100ms,fault=crash")...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()
@@ -178,15 +178,21 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the crash fault did not kill the process: %v\n%s", err, out.String())
 	}
+	// The events printed last may die with the process: ask the store
+	// which checkpoint is damaged.
+	var verified []map[string]any
+	v := faultline(t, "checkpoints", "verify", "--json", "--state-dir", dir)
+	if err := json.Unmarshal([]byte(v.stdout), &verified); err != nil {
+		t.Fatalf("checkpoints verify: %v %q", err, v.stdout)
+	}
 	var corrupted float64
-	for _, line := range strings.Split(out.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["event"] == "checkpoint_corrupted" {
-			corrupted, _ = m["id"].(float64)
+	for _, c := range verified {
+		if c["ok"] == false {
+			corrupted = c["id"].(float64)
 		}
 	}
 	if corrupted == 0 {
-		t.Fatalf("no checkpoint was damaged:\n%s", out.String())
+		t.Fatalf("no checkpoint was damaged: %v", verified)
 	}
 	// Under heavy load a newer checkpoint may still have completed between
 	// the damage and the crash; then that one is the one to restore.
