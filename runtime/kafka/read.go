@@ -13,8 +13,14 @@ import (
 
 // idleEnd is how long a read_committed read waits for more records once
 // none come: the last offsets of a transactional topic are commit markers,
-// which a consumer never sees, so silence is how the end shows.
-const idleEnd = 400 * time.Millisecond
+// which a consumer never sees, so silence is how the end shows. The first
+// record may take longer (the consumer starts, the machine is busy):
+// firstWait. A plain read knows its end exactly and waits up to firstWait
+// for each record before it calls the input short.
+const (
+	idleEnd   = time.Second
+	firstWait = 10 * time.Second
+)
 
 // ReadCommitted reads the committed records of topic, from the given
 // offsets (nil or missing: the beginning) up to the end, with a
@@ -88,7 +94,7 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 			defer wg.Done()
 			defer pc.AsyncClose()
 			var recs []runtime.OutputRecord
-			idle := time.NewTimer(idleEnd)
+			idle := time.NewTimer(firstWait)
 			defer idle.Stop()
 			for {
 				select {
@@ -97,7 +103,11 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 					if m.Offset+1 >= end {
 						goto done
 					}
-					idle.Reset(idleEnd)
+					if committed {
+						idle.Reset(idleEnd)
+					} else {
+						idle.Reset(firstWait)
+					}
 				case err := <-pc.Errors():
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
