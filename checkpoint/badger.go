@@ -120,6 +120,9 @@ func OpenBadgerStore(dir string, retained int) (*BadgerStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
+	if _, err := removeEmptyValueLogs(dir); err != nil {
+		return nil, fmt.Errorf("open checkpoint store %s: %w", dir, err)
+	}
 	db, err := badger.Open(badgerOptions(dir))
 	if err != nil {
 		if isBadgerLockError(err) {
