@@ -50,10 +50,11 @@ type runOptions struct {
 	logFile     string
 	inject      []string
 
-	restartStrategy string
-	restartAttempts int
-	restartDelay    time.Duration
-	restartOpts     restart.Options
+	restartStrategy  string
+	failoverStrategy string
+	restartAttempts  int
+	restartDelay     time.Duration
+	restartOpts      restart.Options
 
 	channelCapacity int
 	batchSize       int
@@ -134,6 +135,7 @@ func newRunCmd() *cobra.Command {
 	ro := restart.DefaultOptions()
 	o.restartOpts = ro
 	f.StringVar(&o.restartStrategy, "restart-strategy", "fixed-delay", "what to do after a failure: fixed-delay, failure-rate, exponential-delay or none (restart-strategy.type)")
+	f.StringVar(&o.failoverStrategy, "failover-strategy", "full", "what restarts after a failure: full (every task), region (the failed task's pipelined region), individual (only the failed task, from its checkpointed state, without replaying its input: loses data) or none (jobmanager.execution.failover-strategy)")
 	f.IntVar(&o.restartAttempts, "restart-attempts", 10, "fixed-delay: restarts allowed (restart-strategy.fixed-delay.attempts)")
 	f.DurationVar(&o.restartDelay, "restart-delay", time.Second, "fixed-delay: wait before each restart (restart-strategy.fixed-delay.delay)")
 	f.IntVar(&o.restartOpts.FailureRateMaxFailures, "failure-rate-max-failures", ro.FailureRateMaxFailures, "failure-rate: failures allowed within the interval (restart-strategy.failure-rate.max-failures-per-interval)")
@@ -176,6 +178,7 @@ type prepared struct {
 	job      *spec.Job
 	mode     barrier.Mode
 	strategy restart.BackoffStrategy
+	failover runtime.FailoverStrategy
 	faults   []runtime.Fault
 	rate     float64
 	client   kafka.Client
@@ -254,6 +257,9 @@ func (o *runOptions) check() (*prepared, error) {
 	ropts := o.restartOpts
 	ropts.Attempts, ropts.Delay = o.restartAttempts, o.restartDelay
 	if p.strategy, err = restart.Parse(o.restartStrategy, ropts); err != nil {
+		return nil, usageError{err}
+	}
+	if p.failover, err = runtime.ParseFailoverStrategy(o.failoverStrategy); err != nil {
 		return nil, usageError{err}
 	}
 	for _, s := range o.inject {
@@ -377,6 +383,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
 
 	obs := runtime.NewObserver(clock.Real{}, 8192)
 	enc := json.NewEncoder(stdout)
@@ -459,7 +467,16 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 				wcancel()
 				<-writerDone
 			}()
-			go func() { writerDone <- w.Run(wctx, p.rate) }()
+			go func() {
+				err := w.Run(wctx, p.rate)
+				if err != nil {
+					// Without its input the job cannot go on: stop the run.
+					err = fmt.Errorf("the input writer failed: %w", err)
+					obs.Emit("input_writer_failed", map[string]any{"error": err.Error()})
+					stopRun(err)
+				}
+				writerDone <- err
+			}()
 		}
 	}
 
@@ -533,6 +550,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		WorkDir:         workDir,
 		AllowFreshStart: o.allowFreshStart,
 		Restart:         p.strategy,
+		Failover:        p.failover,
 		Faults:          p.faults,
 		Clock:           clock.Real{},
 		Observer:        obs,
@@ -609,6 +627,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	report := runtime.NewReport(p.job.Name, o.mode, res, v, obs.Dropped())
 	if err := enc.Encode(report); err != nil {
 		return exitError{code: 1, err: err}
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return exitError{code: 1, err: cause}
 	}
 	switch {
 	case res.Status == runtime.JobFailed:

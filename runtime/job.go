@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,9 +46,11 @@ type Config struct {
 	Checkpoint checkpoint.Config
 	Store      checkpoint.Store
 	Restart    restart.BackoffStrategy
-	Faults     []Fault
-	Clock      clock.Clock
-	Observer   *Observer
+	// Failover chooses what restarts after a failure (default full).
+	Failover FailoverStrategy
+	Faults   []Fault
+	Clock    clock.Clock
+	Observer *Observer
 	// ChannelCapacity is each channel's capacity in batches; BatchSize the
 	// most elements in one batch.
 	ChannelCapacity int
@@ -98,6 +102,12 @@ type Job struct {
 	mu  sync.Mutex
 	cur *attempt
 
+	epoch atomic.Int64 // bumped by every deployment and failover
+
+	failover FailoverStrategy
+	regions  [][]string // pipelined regions, by subtask name
+	restarts restartState
+
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
 	savepoints chan int64 // completed savepoints, for stop-with-savepoint
@@ -124,17 +134,22 @@ type FailureInfo struct {
 
 // Result is how a run ended.
 type Result struct {
-	Status        JobStatus
-	Restarts      int
-	Failures      []FailureInfo
-	RestoredFrom  []int64
-	GaveUp        string
-	Elapsed       time.Duration
-	RecordsIn     int64
-	Latest        *checkpoint.Completed // newest completed checkpoint at the end
-	Resumed       int64                 // the checkpoint or savepoint the run started from (0: none)
-	ExitSavepoint int64                 // the savepoint taken when the run was stopped (0: none)
-	Checkpoints   checkpoint.Stats
+	Status    JobStatus
+	Restarts  int
+	Failures  []FailureInfo
+	Failovers []FailoverInfo
+	Failover  string // the failover strategy
+	// LostByFailover counts the records individual failover lost (it does
+	// not replay input).
+	LostByFailover int64
+	RestoredFrom   []int64
+	GaveUp         string
+	Elapsed        time.Duration
+	RecordsIn      int64
+	Latest         *checkpoint.Completed // newest completed checkpoint at the end
+	Resumed        int64                 // the checkpoint or savepoint the run started from (0: none)
+	ExitSavepoint  int64                 // the savepoint taken when the run was stopped (0: none)
+	Checkpoints    checkpoint.Stats
 }
 
 // New prepares a job; Run starts it.
@@ -176,6 +191,13 @@ func New(cfg Config) (*Job, error) {
 	default:
 		return nil, fmt.Errorf("state backend %q: want heap or badger", cfg.StateBackend)
 	}
+	switch cfg.Failover {
+	case "":
+		cfg.Failover = FailoverFull
+	case FailoverFull, FailoverRegion, FailoverIndividual, FailoverNone:
+	default:
+		return nil, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
+	}
 	if cfg.Incremental && cfg.StateBackend != "badger" {
 		return nil, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
 	}
@@ -187,6 +209,12 @@ func New(cfg Config) (*Job, error) {
 		coordFail:  make(chan attemptErr, 1),
 		faultCh:    make(chan *faultEntry, len(cfg.Faults)+1),
 		savepoints: make(chan int64, 16),
+		failover:   cfg.Failover,
+		regions:    pipelinedRegions(cfg.Job),
+	}
+	j.restarts.v = RestartView{
+		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
+		Status: cfg.Restart.Status(), Failover: cfg.Failover,
 	}
 	for _, op := range j.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
@@ -232,10 +260,14 @@ func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok b
 	j.mu.Lock()
 	a := j.cur
 	j.mu.Unlock()
-	if a == nil || a.byName[name] == nil {
+	if a == nil {
 		return nil, AlignmentView{}, false
 	}
-	in, al := a.byName[name].views()
+	t := a.lookup(name)
+	if t == nil {
+		return nil, AlignmentView{}, false
+	}
+	in, al := t.views()
 	return in, al, true
 }
 
@@ -283,10 +315,11 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 	}
 }
 
+// current returns the running attempt when its epoch is n.
 func (j *Job) current(n int64) *attempt {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.cur != nil && j.cur.n == n {
+	if j.cur != nil && j.cur.epoch.Load() == n {
 		return j.cur
 	}
 	return nil
@@ -295,7 +328,7 @@ func (j *Job) current(n int64) *attempt {
 // TriggerSources implements checkpoint.Gateway.
 func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
 	if a := j.current(n); a != nil {
-		for _, t := range a.sources {
+		for _, t := range a.sourceList() {
 			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint})
 		}
 	}
@@ -304,7 +337,7 @@ func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
 // NotifyComplete implements checkpoint.Gateway.
 func (j *Job) NotifyComplete(n, id int64) {
 	if a := j.current(n); a != nil {
-		for _, t := range a.tasks {
+		for _, t := range a.taskList() {
 			t.mb.post(mail{kind: mailComplete, id: id})
 		}
 	}
@@ -313,7 +346,7 @@ func (j *Job) NotifyComplete(n, id int64) {
 // NotifyAborted implements checkpoint.Gateway.
 func (j *Job) NotifyAborted(n, id int64) {
 	if a := j.current(n); a != nil {
-		for _, t := range a.tasks {
+		for _, t := range a.taskList() {
 			t.mb.post(mail{kind: mailAborted, id: id})
 		}
 	}
@@ -329,17 +362,30 @@ func (j *Job) FailJob(n int64, err error) {
 
 // attempt is one deployment of the whole job graph (Flink: an execution
 // attempt of every vertex). Its context ends all its goroutines; wg waits
-// for them.
+// for them. A region or individual failover replaces some of its tasks
+// without ending the attempt; epoch counts those changes (Flink: the
+// global modification version) and is what the coordinator knows the
+// attempt by, so that nothing of a replaced task counts for a checkpoint
+// triggered after it.
 type attempt struct {
-	n       int64
-	job     *Job
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	n      int64
+	epoch  atomic.Int64
+	job    *Job
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine of every task instance
+	events chan taskEvent
+
+	// mu guards the task lists, which a failover changes while the
+	// coordinator's callbacks and the UI read them. Only the job master
+	// writes them.
+	mu      sync.RWMutex
 	tasks   []*task
 	sources []*task
 	byName  map[string]*task
-	events  chan taskEvent
+	retired []*task // instances replaced by a failover, their backends closed
+
+	sv *supervision // the master's record of it; only the master touches it
 }
 
 func (a *attempt) report(ctx context.Context, ev taskEvent) {
@@ -349,16 +395,45 @@ func (a *attempt) report(ctx context.Context, ev taskEvent) {
 	}
 }
 
-// closeBackends closes the subtasks' state backends that hold resources
-// (the Badger databases); only after every goroutine of the attempt, the
-// snapshot writers included, has ended.
-func (a *attempt) closeBackends() {
-	for _, t := range a.tasks {
-		if c, ok := t.keyed.(interface{ Close() error }); ok {
-			if err := c.Close(); err != nil {
-				a.job.logf("%s: close state backend: %v", t.name, err)
-			}
+// taskList and sourceList are copies of the current task instances.
+func (a *attempt) taskList() []*task {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return slices.Clone(a.tasks)
+}
+
+func (a *attempt) sourceList() []*task {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return slices.Clone(a.sources)
+}
+
+// lookup returns the current instance of subtask name, or nil.
+func (a *attempt) lookup(name string) *task {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.byName[name]
+}
+
+// isCurrent reports whether t is the current instance of its subtask (and
+// not one a failover replaced).
+func (a *attempt) isCurrent(t *task) bool { return a.lookup(t.name) == t }
+
+// closeBackend closes a subtask instance's state backend when it holds
+// resources (the Badger databases); only after every goroutine of the
+// instance, its snapshot writers included, has ended.
+func (a *attempt) closeBackend(t *task) {
+	if c, ok := t.keyed.(interface{ Close() error }); ok {
+		if err := c.Close(); err != nil {
+			a.job.logf("%s: close state backend: %v", t.name, err)
 		}
+	}
+}
+
+// closeBackends closes the state backends of the current instances.
+func (a *attempt) closeBackends() {
+	for _, t := range a.taskList() {
+		a.closeBackend(t)
 	}
 }
 
@@ -480,14 +555,41 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 	return nil, nil, nil
 }
 
-func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string) {
+// markRestored records and announces a restore from c (nil: none, a fresh
+// start) of the subtasks in scope (nil: the whole job).
+func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, scope ...string) {
+	f := map[string]any{"reason": why}
+	if scope != nil {
+		f["tasks"] = scope
+	}
 	if c == nil {
-		j.obs.Emit("restored", map[string]any{"checkpoint": 0, "reason": why + ": no valid checkpoint, starting from the beginning"})
+		f["checkpoint"] = 0
+		f["reason"] = why + ": no valid checkpoint, starting from the beginning"
+		j.obs.Emit("restored", f)
 		return
 	}
 	j.coord.MarkRestored(c.ID)
 	res.RestoredFrom = append(res.RestoredFrom, c.ID)
-	j.obs.Emit("restored", map[string]any{"checkpoint": c.ID, "offsets": offsetsJSON(c.SourceOffsets()), "reason": why})
+	offsets := c.SourceOffsets()
+	if scope != nil {
+		offsets = checkpoint.Offsets{}
+		for _, name := range scope {
+			for id, ack := range c.Tasks {
+				if id.String() != name {
+					continue
+				}
+				for topic, parts := range ack.Offsets {
+					if offsets[topic] == nil {
+						offsets[topic] = map[int32]int64{}
+					}
+					maps.Copy(offsets[topic], parts)
+				}
+			}
+		}
+	}
+	f["checkpoint"] = c.ID
+	f["offsets"] = offsetsJSON(offsets)
+	j.obs.Emit("restored", f)
 }
 
 // Run runs the job until it finishes, fails for good, or ctx ends
@@ -549,12 +651,17 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.deliver(a, f)
 		}
 		queued = nil
-		j.coord.Start(n, a.taskIDs())
-		out := j.supervise(ctx, a)
+		j.coord.Start(a.epoch.Load(), a.taskIDs())
+		out := j.supervise(ctx, a, res)
 		if out.kind == outCanceled && opts.SavepointOnExit {
 			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
 		}
 		switch out.kind {
+		case outError:
+			j.coord.Stop(checkpoint.ReasonJobFailover, out.err)
+			j.teardown(a, nil)
+			j.status(JobFailed, out.err.Error())
+			return nil, out.err
 		case outFinished:
 			j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
 			j.teardown(a, nil)
@@ -570,37 +677,24 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.status(JobCanceled, "canceled by the user")
 			res.Status = JobCanceled
 		case outFailed:
-			at := j.obs.Since()
-			fi := FailureInfo{At: at, Task: out.task, Error: out.err.Error()}
-			fields := map[string]any{"task": out.task, "error": out.err.Error(), "attempt": n}
-			if out.fault != nil {
-				fi.Fault = string(out.fault.Kind)
-				fields["fault"] = fi.Fault
-			}
-			if out.task == "" {
-				delete(fields, "task")
-			}
-			res.Failures = append(res.Failures, fi)
-			j.obs.Emit("task_failed", fields)
-			j.coord.Stop(checkpoint.ReasonJobFailover, fmt.Errorf("job failover: %w", out.err))
-			j.cfg.Restart.NotifyFailure(out.err, j.clk.Now())
-			if !j.cfg.Restart.CanRestart() {
+			d := out.d
+			if d.giveUp != "" {
 				j.status(JobFailing, out.err.Error())
 				j.teardown(a, out.fault)
-				res.GaveUp = j.cfg.Restart.Status().GaveUpReason
+				res.GaveUp = d.giveUp
 				j.status(JobFailed, res.GaveUp)
 				res.Status = JobFailed
 				break
 			}
 			j.status(JobRestarting, out.err.Error())
 			queued = append(queued, j.teardown(a, out.fault)...)
-			delay := j.cfg.Restart.Backoff()
-			res.Restarts++
+			all := j.allTasks()
+			j.obs.Emit("failover", map[string]any{"strategy": string(j.failover), "failed": out.task, "tasks": all})
 			j.obs.Emit("restart_scheduled", map[string]any{
-				"strategy": j.cfg.Restart.Name(), "delay_ms": delay.Milliseconds(), "attempt": res.Restarts,
-				"description": j.cfg.Restart.Describe(),
+				"strategy": j.cfg.Restart.Name(), "delay_ms": d.delay.Milliseconds(), "attempt": res.Restarts,
+				"description": j.cfg.Restart.Describe(), "failover": string(j.failover), "tasks": all,
 			})
-			if !j.sleep(ctx, delay) || ctx.Err() != nil {
+			if !j.sleep(ctx, d.delay) || ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
 				res.Status = JobCanceled
 				break
@@ -610,6 +704,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 				j.status(JobFailed, err.Error())
 				return nil, err
 			}
+			j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
 			reason = fmt.Sprintf("restarted after failure of %s", orJob(out.task))
 			j.markRestored(res, restore, reason)
 			continue
@@ -636,6 +731,8 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}
 	res.Elapsed = j.clk.Now().Sub(start)
 	res.RecordsIn = j.in.Load()
+	res.LostByFailover = j.RestartView().LostRecords
+	res.Failover = string(j.failover)
 	res.Checkpoints = j.coord.Stats()
 	return res, nil
 }
@@ -679,7 +776,7 @@ func (j *Job) sleep(ctx context.Context, d time.Duration) bool {
 // faults that fired in the attempt without taking effect, to be delivered
 // to the next one.
 func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
-	for _, t := range a.tasks {
+	for _, t := range a.taskList() {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
 			t.m.status.Store(TaskCanceling)
 		}
@@ -691,17 +788,24 @@ func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
 	j.mu.Unlock()
 	// Failures the supervisor did not take (it stopped at the first) were
 	// not acted on: an injected fault among them fires again later.
+	pending := a.sv.deferred
+	a.sv.deferred = nil
 	for {
 		select {
 		case ev := <-a.events:
-			if ev.kind == evFailed && ev.fault != nil && ev.fault != first {
-				ev.fault.fired.Store(false)
-			}
+			pending = append(pending, ev)
 			continue
 		default:
 		}
 		break
 	}
+	for _, ev := range pending {
+		if ev.kind == evFailed && ev.fault != nil && ev.fault != first {
+			ev.fault.fired.Store(false)
+		}
+	}
+	again = append(again, a.sv.queued...)
+	a.sv.queued = nil
 	for _, f := range j.faults {
 		if f.AfterRecords == 0 && f.delivered.Load() && !f.fired.Load() {
 			f.delivered.Store(false)
@@ -720,6 +824,7 @@ const (
 	outFinished outcomeKind = iota
 	outCanceled
 	outFailed
+	outError // the job cannot go on: a restart found nothing to restore
 )
 
 type outcome struct {
@@ -727,39 +832,52 @@ type outcome struct {
 	task  string
 	err   error
 	fault *faultEntry
+	d     decision // outFailed: what the failure handler decided
 }
 
-// supervise waits for the attempt's end: all tasks finished, the first
-// failure, the coordinator giving up, or cancellation.
-func (j *Job) supervise(ctx context.Context, a *attempt) outcome {
-	finished, atEnd := 0, 0
+// supervise runs the attempt until its end: all tasks finished, a failure
+// that fails or restarts the whole job, the coordinator giving up, or
+// cancellation. Failures that the failover strategy handles by restarting
+// part of the job are handled here, and the attempt goes on.
+func (j *Job) supervise(ctx context.Context, a *attempt, res *Result) outcome {
+	sv := a.sv
 	for {
+		if len(sv.deferred) > 0 {
+			ev := sv.deferred[0]
+			sv.deferred = sv.deferred[1:]
+			if !a.isCurrent(ev.task) {
+				if ev.fault != nil {
+					ev.fault.fired.Store(false)
+				}
+				continue
+			}
+			out := outcome{kind: outFailed, task: ev.task.name, err: ev.err, fault: ev.fault}
+			out.d = j.decide(out, res)
+			if out.d.giveUp != "" || out.d.scope == nil {
+				return out
+			}
+			ok, err := j.restartPart(ctx, a, out.d, res, sv, ev.task.name)
+			switch {
+			case err != nil:
+				return outcome{kind: outError, err: err}
+			case !ok:
+				return outcome{kind: outCanceled}
+			}
+			continue
+		}
 		select {
 		case ev := <-a.events:
-			switch ev.kind {
-			case evFailed:
-				return outcome{kind: outFailed, task: ev.task.name, err: ev.err, fault: ev.fault}
-			case evFinished:
-				finished++
-				j.coord.TaskFinished(a.n, ev.task.id)
-				if finished == len(a.tasks) {
-					return outcome{kind: outFinished}
-				}
-			case evSourceAtEnd:
-				atEnd++
-				if atEnd == len(a.sources) && j.cfg.Checkpoint.Interval > 0 {
-					// Every source read all its input: take the final
-					// checkpoint now rather than at the next interval.
-					if _, err := j.coord.Trigger(checkpoint.KindCheckpoint); err != nil {
-						j.logf("final checkpoint: %v", err)
-					}
-				}
+			j.track(a, ev, sv)
+			if len(sv.finished) == len(a.taskList()) {
+				return outcome{kind: outFinished}
 			}
 		case f := <-j.faultCh:
 			j.deliver(a, f)
 		case e := <-j.coordFail:
-			if e.attempt == a.n {
-				return outcome{kind: outFailed, err: e.err}
+			if e.attempt == a.epoch.Load() {
+				out := outcome{kind: outFailed, err: e.err}
+				out.d = j.decide(out, res)
+				return out
 			}
 		case <-ctx.Done():
 			return outcome{kind: outCanceled}
@@ -874,15 +992,16 @@ func (j *Job) deliver(a *attempt, f *faultEntry) {
 		return
 	}
 	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})
-	if t := a.byName[f.Task]; t != nil {
+	if t := a.lookup(f.Task); t != nil {
 		f.delivered.Store(true)
 		t.mb.post(mail{kind: mailFault, fault: f.Fault})
 	}
 }
 
 func (a *attempt) taskIDs() []checkpoint.TaskID {
-	ids := make([]checkpoint.TaskID, len(a.tasks))
-	for i, t := range a.tasks {
+	ts := a.taskList()
+	ids := make([]checkpoint.TaskID, len(ts))
+	for i, t := range ts {
 		ids[i] = t.id
 	}
 	return ids
@@ -923,124 +1042,190 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 	// The attempt ends when the master cancels it (teardown), not with the
 	// run's context: stopping with a savepoint needs it running a moment longer.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{}}
-	maxP := j.spec.MaxParallelism
-	byOp := map[string][]*task{}
+	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{},
+		sv: &supervision{finished: map[string]bool{}, atEnd: map[string]bool{}}}
+	a.epoch.Store(j.epoch.Add(1))
+	var built []*task
+	fail := func(err error) (*attempt, error) {
+		for _, t := range built {
+			a.closeBackend(t)
+		}
+		cancel()
+		return nil, err
+	}
 	for _, op := range j.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
-			id := checkpoint.TaskID{Operator: op.Name, Index: i}
-			t := &task{
-				id: id, name: id.String(), a: a, op: op, gate: newGate(),
-				m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
+			t, err := j.newTask(a, op, i, restore, states)
+			if err != nil {
+				return fail(err)
 			}
-			t.mb = newMailbox(t.gate)
-			if op.Type == spec.TypeSource {
-				src, err := j.cfg.Env.source(op.Topic)
-				if err != nil {
-					a.closeBackends()
-					cancel()
-					return nil, err
-				}
-				t.src = src
-				a.sources = append(a.sources, t)
-			} else {
-				oper, err := newOperator(op, j.cfg.Env)
-				if err != nil {
-					a.closeBackends()
-					cancel()
-					return nil, err
-				}
-				t.oper = oper
-				t.one, _ = oper.(OneInput)
-				t.two, _ = oper.(TwoInput)
-			}
-			for _, in := range op.Inputs {
-				if in.Edge != spec.Hash {
-					continue
-				}
-				kgs := backend.RangeFor(maxP, op.Parallelism, i)
-				if j.cfg.StateBackend == "badger" {
-					dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", n), fmt.Sprintf("%s-%d", op.Name, i))
-					b, err := backend.NewBadger(dir, maxP, kgs)
-					if err != nil {
-						a.closeBackends()
-						cancel()
-						return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
-					}
-					t.keyed = b
-				} else {
-					t.keyed = backend.NewHeap(maxP, kgs)
-				}
-				break
-			}
-			if ss := states[op.Name]; ss != nil {
-				r := &restoredState{from: restore.ID, operator: map[string][][]byte{}}
-				for _, s := range ss {
-					if len(s.Keyed) > 0 {
-						r.keyed = append(r.keyed, s.Keyed)
-					}
-					for name, v := range s.Operator {
-						r.operator[name] = append(r.operator[name], v)
-					}
-				}
-				t.restored = r
-			}
-			for _, f := range j.faults {
-				if f.Task == t.name && !f.fired.Load() {
-					t.faults = append(t.faults, f)
-					if f.AfterRecords > 0 {
-						t.faultAt = min(t.faultAt, f.AfterRecords)
-					}
-				}
-			}
-			byOp[op.Name] = append(byOp[op.Name], t)
-			a.tasks = append(a.tasks, t)
-			a.byName[t.name] = t
+			built = append(built, t)
 		}
 	}
-	// Wire the channels: one per pair of connected subtasks.
+	j.wire(built)
+	a.events = make(chan taskEvent, 4*len(built))
+	a.mu.Lock()
+	for _, t := range built {
+		a.tasks = append(a.tasks, t)
+		a.byName[t.name] = t
+		if t.src != nil {
+			a.sources = append(a.sources, t)
+		}
+	}
+	a.mu.Unlock()
+	j.mu.Lock()
+	j.cur = a
+	j.mu.Unlock()
+	for _, t := range built {
+		j.start(t)
+	}
+	return a, nil
+}
+
+// newTask builds instance of subtask op/i for attempt a, with its state
+// from restore (nil: none), its keyed backend and its faults. It is not
+// wired nor started.
+func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*task, error) {
+	maxP := j.spec.MaxParallelism
+	epoch := a.epoch.Load()
+	id := checkpoint.TaskID{Operator: op.Name, Index: i}
+	t := &task{
+		id: id, name: id.String(), a: a, op: op, gate: newGate(), deploys: epoch,
+		m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
+	}
+	t.ctx, t.cancel = context.WithCancel(a.ctx)
+	t.mb = newMailbox(t.gate)
+	if op.Type == spec.TypeSource {
+		src, err := j.cfg.Env.source(op.Topic)
+		if err != nil {
+			t.cancel()
+			return nil, err
+		}
+		t.src = src
+	} else {
+		oper, err := newOperator(op, j.cfg.Env)
+		if err != nil {
+			t.cancel()
+			return nil, err
+		}
+		t.oper = oper
+		t.one, _ = oper.(OneInput)
+		t.two, _ = oper.(TwoInput)
+	}
+	for _, in := range op.Inputs {
+		if in.Edge != spec.Hash {
+			continue
+		}
+		kgs := backend.RangeFor(maxP, op.Parallelism, i)
+		if j.cfg.StateBackend == "badger" {
+			dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", epoch), fmt.Sprintf("%s-%d", op.Name, i))
+			b, err := backend.NewBadger(dir, maxP, kgs)
+			if err != nil {
+				t.cancel()
+				return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
+			}
+			t.keyed = b
+		} else {
+			t.keyed = backend.NewHeap(maxP, kgs)
+		}
+		break
+	}
+	if ss := states[op.Name]; ss != nil {
+		r := &restoredState{from: restore.ID, operator: map[string][][]byte{}}
+		for _, s := range ss {
+			if len(s.Keyed) > 0 {
+				r.keyed = append(r.keyed, s.Keyed)
+			}
+			for name, v := range s.Operator {
+				r.operator[name] = append(r.operator[name], v)
+			}
+		}
+		t.restored = r
+	}
+	for _, f := range j.faults {
+		if f.Task == t.name && !f.fired.Load() {
+			t.faults = append(t.faults, f)
+			if f.AfterRecords > 0 {
+				t.faultAt = min(t.faultAt, f.AfterRecords)
+			}
+		}
+	}
+	return t, nil
+}
+
+// wire connects the subtasks in set with new channels, one per pair of
+// connected subtasks, and gives each its barrier handler. set must be
+// closed under the job's edges (the whole job, or pipelined regions): every
+// subtask connected to one in set is in set.
+func (j *Job) wire(set []*task) {
+	byOp := map[string][]*task{}
+	for _, t := range set {
+		byOp[t.op.Name] = append(byOp[t.op.Name], t)
+	}
+	index := func(ts []*task, i int) *task {
+		for _, t := range ts {
+			if t.id.Index == i {
+				return t
+			}
+		}
+		return nil
+	}
 	for _, op := range j.spec.Operators {
 		for k, in := range op.Inputs {
 			ups, downs := byOp[in.From], byOp[op.Name]
-			for ui, up := range ups {
+			for _, up := range ups {
 				var chans []*Channel
 				if in.Edge == spec.Forward {
-					down := downs[ui]
+					down := index(downs, up.id.Index)
 					ch := newChannel(j.cfg.ChannelCapacity, down.gate)
 					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 					chans = []*Channel{ch}
 				} else {
-					for _, down := range downs {
+					// Every downstream subtask is in set, in index order.
+					for i := 0; i < op.Parallelism; i++ {
+						down := index(downs, i)
 						ch := newChannel(j.cfg.ChannelCapacity, down.gate)
 						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 						chans = append(chans, ch)
 					}
 				}
-				up.outputs = append(up.outputs, newOutput(in, maxP, chans, j.cfg.BatchSize, ui))
+				up.outputs = append(up.outputs, newOutput(in, j.spec.MaxParallelism, chans, j.cfg.BatchSize, up.id.Index))
 			}
 		}
 	}
-	for _, t := range a.tasks {
+	for _, t := range set {
 		if t.src == nil {
-			t.handler = barrier.New(j.cfg.Mode, len(t.inputs), time.Now)
+			t.handler = j.newHandler(len(t.inputs))
 		}
 	}
-	a.events = make(chan taskEvent, 4*len(a.tasks))
-	j.mu.Lock()
-	j.cur = a
-	j.mu.Unlock()
-	for _, t := range a.tasks {
-		a.wg.Add(1)
-		j.live.Add(1)
-		go func(t *task) {
-			defer func() {
-				j.live.Add(-1)
-				a.wg.Done()
-			}()
-			t.run(actx)
-		}(t)
+}
+
+// newHandler is a barrier handler in the job's current mode that ignores
+// every checkpoint issued so far: a subtask deployed now takes part only in
+// the checkpoints triggered after it, and barriers of older ones still in
+// its input channels must not make it align.
+func (j *Job) newHandler(inputs int) barrier.Handler {
+	h := barrier.New(j.cfg.Mode, inputs, time.Now)
+	if last := j.coord.NextID() - 1; last > 0 {
+		h.Abort(last)
 	}
-	return a, nil
+	return h
+}
+
+// start runs subtask instance t in its own goroutine.
+func (j *Job) start(t *task) {
+	a := t.a
+	a.wg.Add(1)
+	t.done.Add(1)
+	j.live.Add(1)
+	go func() {
+		defer func() {
+			j.live.Add(-1)
+			t.done.Done()
+			a.wg.Done()
+		}()
+		t.run(t.ctx)
+	}()
 }
 
 // settleOutputs leaves the outputs as a restart from a checkpoint with
@@ -1075,7 +1260,7 @@ func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 // once every task of the job has finished (Flink: the final commit of a
 // bounded job).
 func (j *Job) finalCommit(a *attempt) error {
-	for _, t := range a.tasks {
+	for _, t := range a.taskList() {
 		s, ok := t.oper.(*sinkOp)
 		if !ok {
 			continue

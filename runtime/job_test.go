@@ -28,12 +28,14 @@ type run struct {
 	faults   []string
 	attempts int
 	backend  string
+	failover FailoverStrategy
 
 	// filled in by do
-	res    *Result
-	verify Verification
-	events []Event
-	live   []int64 // goroutines still running after each teardown
+	restarts RestartView
+	res      *Result
+	verify   Verification
+	events   []Event
+	live     []int64 // goroutines still running after each teardown
 }
 
 func (r *run) do(t *testing.T) *run {
@@ -84,6 +86,7 @@ func (r *run) do(t *testing.T) *run {
 		Job: r.job, Env: env, Mode: r.mode, Observer: obs, StateBackend: r.backend, WorkDir: t.TempDir(),
 		Checkpoint: checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
 		Restart:    restart.NewFixedDelay(r.attempts, 10*time.Millisecond),
+		Failover:   r.failover,
 		Faults:     faults,
 		AfterTeardown: func(_ int64, live int64) {
 			r.live = append(r.live, live)
@@ -95,6 +98,7 @@ func (r *run) do(t *testing.T) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r.res, err = j.Run(ctx, RunOptions{})
+	r.restarts = j.RestartView()
 	obs.Close()
 	r.events = <-collected
 	if err != nil {

@@ -27,6 +27,9 @@ type OperatorContext struct {
 	Restored bool
 	// RestoredFrom is that checkpoint's id.
 	RestoredFrom int64
+	// TrackRollback asks the operator to keep what it needs to count the
+	// records an individual failover would lose (see rollbackCounter).
+	TrackRollback bool
 }
 
 // RestoredState returns the values of operator state name that every subtask

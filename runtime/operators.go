@@ -81,11 +81,30 @@ func (e *enrichOp) Process(rec *Record, out Collector) error {
 type joinOp struct {
 	order   backend.Value[Order]
 	payment backend.Value[Payment]
+	keyed   backend.KeyedBackend
+
+	// For individual failover (TrackRollback): the keys a side was buffered
+	// under since each snapshot, so that a rollback to a checkpoint knows
+	// which buffered sides it loses; and, in a new instance, those keys
+	// still to be found out.
+	track  bool
+	since  []string      // buffered since the last snapshot
+	epochs []bufferedIDs // by snapshot, oldest first, until it completes
+	lost   map[string]bool
+	report func(n int64, what string)
+}
+
+// bufferedIDs are the keys buffered before barrier id.
+type bufferedIDs struct {
+	id   int64
+	keys []string
 }
 
 func (j *joinOp) Open(ctx *OperatorContext) error {
 	j.order = backend.NewValue[Order](ctx.Keyed, "order", orderCodec{})
 	j.payment = backend.NewValue[Payment](ctx.Keyed, "payment", paymentCodec{})
+	j.keyed = ctx.Keyed
+	j.track = ctx.TrackRollback
 	return nil
 }
 
@@ -99,6 +118,7 @@ func (j *joinOp) Process1(rec *Record, out Collector) error {
 	}
 	if !ok {
 		j.order.Update(*o)
+		j.buffered(o.OrderID, "its payment went with the rolled-back state")
 		return nil
 	}
 	j.payment.Clear()
@@ -114,11 +134,78 @@ func (j *joinOp) Process2(rec *Record, out Collector) error {
 	}
 	if !ok {
 		j.payment.Update(*p)
+		j.buffered(p.OrderID, "its order went with the rolled-back state")
 		return nil
 	}
 	j.order.Clear()
 	out.Collect(Record{Value: &PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}})
 	return nil
+}
+
+// buffered notes that a side of key now waits in state. When key lost its
+// other side in a rollback, that side will never come: the paid order is
+// lost.
+func (j *joinOp) buffered(key, why string) {
+	if !j.track {
+		return
+	}
+	j.since = append(j.since, key)
+	if j.lost[key] {
+		delete(j.lost, key)
+		j.report(1, "order "+key+": "+why)
+	}
+}
+
+// SnapshotState implements StateSnapshotter: the join has keyed state only,
+// and notes which keys were buffered before this barrier.
+func (j *joinOp) SnapshotState(id int64) (map[string][]byte, error) {
+	if j.track {
+		j.epochs = append(j.epochs, bufferedIDs{id: id, keys: j.since})
+		j.since = nil
+	}
+	return nil, nil
+}
+
+// NotifyCheckpointComplete implements CheckpointListener: what was buffered
+// before a completed checkpoint is in it.
+func (j *joinOp) NotifyCheckpointComplete(id int64) error {
+	i := 0
+	for i < len(j.epochs) && j.epochs[i].id <= id {
+		i++
+	}
+	j.epochs = append(j.epochs[:0], j.epochs[i:]...)
+	return nil
+}
+
+// rollback implements rollbackCounter: the sides buffered after checkpoint
+// from and still waiting are gone; each of them turns into a lost paid order
+// when its partner arrives (a side whose partner never comes, an unpaid
+// order, costs nothing).
+func (j *joinOp) rollback(from int64, keyed keyedReader) (int64, any) {
+	lost := map[string]bool{}
+	check := func(keys []string) {
+		for _, k := range keys {
+			keyed.SetCurrentKey(k)
+			_, o, _ := j.order.Get()
+			_, p, _ := j.payment.Get()
+			if o || p {
+				lost[k] = true
+			}
+		}
+	}
+	for _, e := range j.epochs {
+		if e.id > from {
+			check(e.keys)
+		}
+	}
+	check(j.since)
+	return 0, lost
+}
+
+// adoptRollback implements rollbackAdopter.
+func (j *joinOp) adoptRollback(later any, report func(n int64, what string)) {
+	j.lost, _ = later.(map[string]bool)
+	j.report = report
 }
 
 // aggregateOp keeps each customer's running revenue.

@@ -10,21 +10,26 @@ import (
 // Report is the final line of a headless run, as DESIGN.md's headless
 // contract fixes it. Field names may grow; these stay.
 type Report struct {
-	Job           string            `json:"job"`
-	Status        string            `json:"status"`
-	Mode          string            `json:"mode"`
-	Unaligned     bool              `json:"unaligned"`
-	RecordsIn     int64             `json:"records_in"`
-	RecordsOut    int64             `json:"records_out"`
-	Checkpoints   ReportCheckpoints `json:"checkpoints"`
-	Restarts      int               `json:"restarts"`
-	Failures      []ReportFailure   `json:"failures"`
-	GaveUp        string            `json:"gave_up,omitempty"`
-	Savepoint     int64             `json:"savepoint,omitempty"`
-	Verify        Verification      `json:"verify"`
-	ElapsedMs     int64             `json:"elapsed_ms"`
-	ThroughputRps int64             `json:"throughput_rps"`
-	EventsDropped int64             `json:"events_dropped,omitempty"`
+	Job         string            `json:"job"`
+	Status      string            `json:"status"`
+	Mode        string            `json:"mode"`
+	Unaligned   bool              `json:"unaligned"`
+	RecordsIn   int64             `json:"records_in"`
+	RecordsOut  int64             `json:"records_out"`
+	Checkpoints ReportCheckpoints `json:"checkpoints"`
+	Restarts    int               `json:"restarts"`
+	Failures    []ReportFailure   `json:"failures"`
+	// Failover is the failover strategy; Failovers what each failover
+	// restarted; LostByFailover the records individual failover lost.
+	Failover       string           `json:"failover,omitempty"`
+	Failovers      []ReportFailover `json:"failovers,omitempty"`
+	LostByFailover int64            `json:"lost_by_failover,omitempty"`
+	GaveUp         string           `json:"gave_up,omitempty"`
+	Savepoint      int64            `json:"savepoint,omitempty"`
+	Verify         Verification     `json:"verify"`
+	ElapsedMs      int64            `json:"elapsed_ms"`
+	ThroughputRps  int64            `json:"throughput_rps"`
+	EventsDropped  int64            `json:"events_dropped,omitempty"`
 }
 
 // ReportCheckpoints sums up the run's checkpoints.
@@ -43,6 +48,14 @@ type ReportFailure struct {
 	Error string `json:"error,omitempty"`
 }
 
+// ReportFailover is one failover of the run.
+type ReportFailover struct {
+	AtMs      int64    `json:"at_ms"`
+	Strategy  string   `json:"strategy"`
+	Failed    string   `json:"failed,omitempty"`
+	Restarted []string `json:"restarted"`
+}
+
 // NewReport builds the report of a run.
 func NewReport(job, mode string, res *Result, v Verification, dropped int64) Report {
 	r := Report{
@@ -58,6 +71,11 @@ func NewReport(job, mode string, res *Result, v Verification, dropped int64) Rep
 	}
 	if r.Checkpoints.RestoredFrom == nil {
 		r.Checkpoints.RestoredFrom = []int64{}
+	}
+	r.LostByFailover = res.LostByFailover
+	r.Failover = res.Failover
+	for _, f := range res.Failovers {
+		r.Failovers = append(r.Failovers, ReportFailover{AtMs: f.At.Milliseconds(), Strategy: f.Strategy, Failed: f.Failed, Restarted: f.Restarted})
 	}
 	for _, f := range res.Failures {
 		r.Failures = append(r.Failures, ReportFailure{AtMs: f.At.Milliseconds(), Task: f.Task, Fault: f.Fault, Error: f.Error})

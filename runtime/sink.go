@@ -28,6 +28,7 @@ type sinkOp struct {
 	nextSeq int64
 	redoLog bool // keep each transaction's records until it commits
 	curRecs []OutputRecord
+	curN    int64        // records written into the open transaction
 	current string       // open transaction, "" until the first record
 	pending []pendingTxn // pre-committed, waiting for their checkpoint
 	final   []string     // prepared at the end of input, for the job's final commit
@@ -40,6 +41,7 @@ type pendingTxn struct {
 	// records is the transaction's content, kept when the output may lose
 	// a prepared transaction (a redo log; nil otherwise).
 	records []OutputRecord
+	n       int64 // how many records it holds (not kept in checkpoints)
 }
 
 const sinkStateName = "sink-transactions"
@@ -248,6 +250,7 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 	if s.redoLog {
 		s.curRecs = append(s.curRecs, OutputRecord{Key: key, Value: val})
 	}
+	s.curN++
 	return s.out.Write(s.txn(), key, val)
 }
 
@@ -259,9 +262,9 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 			return nil, fmt.Errorf("pre-commit %s: %w", s.current, err)
 		}
 		if c != "" {
-			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, records: s.curRecs})
+			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, records: s.curRecs, n: s.curN})
 		}
-		s.current, s.curRecs = "", nil
+		s.current, s.curRecs, s.curN = "", nil, 0
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
 	return map[string][]byte{sinkStateName: st.encode()}, nil
@@ -300,9 +303,23 @@ func (s *sinkOp) EndInput(Collector) error {
 		if c != "" {
 			s.final = append(s.final, c)
 		}
-		s.current, s.curRecs = "", nil
+		s.current, s.curRecs, s.curN = "", nil, 0
 	}
 	return nil
+}
+
+// rollback implements rollbackCounter: restarted alone from checkpoint
+// from, the sink aborts every transaction it opened after that checkpoint
+// (the open one, and those pre-committed for checkpoints that never
+// completed), and their records are not written again.
+func (s *sinkOp) rollback(from int64, _ keyedReader) (int64, any) {
+	lost := s.curN
+	for _, p := range s.pending {
+		if p.checkpoint > from {
+			lost += p.n
+		}
+	}
+	return lost, nil
 }
 
 // FinalCommittables are the transactions EndInput prepared for the job's

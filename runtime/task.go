@@ -86,9 +86,15 @@ type restoredState struct {
 // task is one subtask of one attempt, run by one goroutine (Flink:
 // StreamTask).
 type task struct {
-	id      checkpoint.TaskID
-	name    string
-	a       *attempt
+	id   checkpoint.TaskID
+	name string
+	a    *attempt
+	// ctx ends this instance of the subtask (a failover of its region, or
+	// the whole attempt); done counts its goroutine and snapshot writers.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	deploys int64 // the job's epoch when this instance was deployed
 	op      *spec.Operator
 	inputs  []*inputChannel
 	gate    *gate
@@ -152,7 +158,7 @@ func (t *task) Collect(rec Record) {
 
 func (t *task) setStatus(s TaskStatus, reason string) {
 	t.m.status.Store(s)
-	f := map[string]any{"task": t.name, "status": string(s), "attempt": t.a.n}
+	f := map[string]any{"task": t.name, "status": string(s), "attempt": t.deploys}
 	if reason != "" {
 		f["reason"] = reason
 	}
@@ -220,8 +226,9 @@ func (t *task) open() error {
 		Task:           t.id,
 		Parallelism:    t.op.Parallelism,
 		MaxParallelism: t.a.job.spec.MaxParallelism,
-		Attempt:        t.a.n,
+		Attempt:        t.deploys,
 		Checkpointing:  t.a.job.cfg.Checkpoint.Interval > 0,
+		TrackRollback:  t.a.job.failover == FailoverIndividual,
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
 	}
@@ -556,8 +563,10 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 	done := make(chan struct{})
 	t.lastPersist = done
 	a.wg.Add(1)
+	t.done.Add(1)
 	go func() {
 		defer a.wg.Done()
+		defer t.done.Done()
 		defer close(done)
 		start := time.Now()
 		if keyed != nil {
@@ -567,7 +576,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 			b, err := keyed.Encode()
 			if err != nil {
 				t.breakChain()
-				a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: encode state: %w", t.name, err))
+				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: encode state: %w", t.name, err))
 				return
 			}
 			state.Keyed = b
@@ -575,25 +584,25 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 			delta = false
 		}
 		data := state.Encode()
-		h, err := a.job.store.PutState(a.ctx, id, t.id, data)
+		h, err := a.job.store.PutState(t.ctx, id, t.id, data)
 		if err != nil {
 			t.breakChain()
-			if a.ctx.Err() == nil {
-				a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
+			if t.ctx.Err() == nil {
+				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
 			}
 			return
 		}
 		if prev != nil {
 			select {
 			case <-prev:
-			case <-a.ctx.Done():
+			case <-t.ctx.Done():
 				return
 			}
 		}
 		t.incMu.Lock()
 		if delta && t.broken {
 			t.incMu.Unlock()
-			a.job.coord.Decline(a.n, id, t.id, checkpoint.ReasonDeclined,
+			a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined,
 				fmt.Errorf("%s: the incremental snapshot's base was lost; the next snapshot is full", t.name))
 			return
 		}
@@ -613,7 +622,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		ack.AsyncDuration = time.Since(start)
 		ack.IncrementalBytes = int64(len(data))
 		ack.AckTime = time.Now()
-		a.job.coord.Acknowledge(a.n, id, t.id, ack)
+		a.job.coord.Acknowledge(a.epoch.Load(), id, t.id, ack)
 	}()
 }
 
@@ -675,6 +684,11 @@ func (t *task) runOperator(ctx context.Context) error {
 
 // processInput handles the current batch of input i until it ends or the
 // channel gets blocked by alignment. done reports that every input ended.
+//
+// An element counts as handled only once its handling succeeded: when the
+// task fails on a record, in.pos still points at it, so that an instance
+// that takes over these input channels (individual failover) handles it
+// again instead of dropping it.
 func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	in := t.inputs[i]
 	start := in.pos
@@ -685,7 +699,6 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	}()
 	for in.pos < len(in.cur) {
 		e := &in.cur[in.pos]
-		in.pos++
 		switch e.Kind {
 		case KindRecord:
 			t.in++
@@ -706,13 +719,13 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 			} else {
 				err = t.one.Process(&e.Record, t)
 			}
-			e.Record = Record{}
 			if err != nil {
 				return false, fmt.Errorf("%s: %w", t.name, err)
 			}
 			if t.emitErr != nil {
 				return false, t.emitErr
 			}
+			e.Record = Record{}
 		case KindBarrier:
 			t.lastTrig[e.ID] = barrierInfo{ns: e.TriggerNanos, savepoint: e.Savepoint}
 			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID), e.TriggerNanos); err != nil {
@@ -723,6 +736,7 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 				return false, err
 			}
 		case KindEndOfInput:
+			in.pos++
 			in.ended = true
 			if err := t.act(ctx, t.handler.OnEndOfInput(i), 0); err != nil {
 				return false, err
@@ -734,6 +748,7 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 			}
 			return true, nil
 		}
+		in.pos++
 		if t.handler.Blocked(i) {
 			break
 		}
@@ -758,7 +773,7 @@ func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error
 			return err
 		}
 		if r.AbortReason == barrier.Subsumed {
-			t.a.job.coord.Decline(t.a.n, r.Aborted, t.id, checkpoint.ReasonSubsumed,
+			t.a.job.coord.Decline(t.a.epoch.Load(), r.Aborted, t.id, checkpoint.ReasonSubsumed,
 				fmt.Errorf("%s: %s", t.name, r.AbortReason))
 		}
 	}
@@ -787,7 +802,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 	if s, ok := t.oper.(StateSnapshotter); ok {
 		opState, err := s.SnapshotState(id)
 		if err != nil {
-			t.a.job.coord.Decline(t.a.n, id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: snapshot: %w", t.name, err))
+			t.a.job.coord.Decline(t.a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: snapshot: %w", t.name, err))
 			return t.broadcast(ctx, Element{Kind: KindCancel, ID: id})
 		}
 		state.Operator = opState

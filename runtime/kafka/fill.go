@@ -60,7 +60,8 @@ type Writer struct {
 }
 
 // WithTopics writes the generator's topics (orders, payments) to other
-// Kafka topics.
+// Kafka topics; a generator topic m does not name is not written (a job
+// that reads only orders gets no payments topic).
 func (w *Writer) WithTopics(m map[string]string) *Writer { w.topics = m; return w }
 
 func (w *Writer) actual(t string) string {
@@ -111,8 +112,23 @@ func (w *Writer) Run(ctx context.Context, rate float64) error {
 	return err
 }
 
+// inputs are the generator topics the writer writes: those WithTopics
+// named, or both.
+func (w *Writer) inputs() []string {
+	if w.topics == nil {
+		return []string{runtime.TopicOrders, runtime.TopicPayments}
+	}
+	var out []string
+	for _, t := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+		if _, ok := w.topics[t]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
-	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	topics := w.inputs()
 	next := map[string][]int64{}
 	for _, t := range topics {
 		for p := 0; p < runtime.GeneratorPartitions; p++ {

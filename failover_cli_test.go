@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// Region failover on the pipeline job, as a user runs it: enrich/2 fails,
+// only its pipeline (source/2, enrich/2, sink/2) restarts — the report and
+// the events name them — and the committed output is still exact.
+func TestRegionFailoverOnThePipelineJob(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--job", "fixtures/jobs/pipeline.yaml", "--records", "40000", "--rate", "20000",
+		"--checkpoint-interval", "100ms", "--restart-delay", "50ms", "--failover-strategy", "region",
+		"--inject", "after-records=2500,task=enrich/2,fault=panic")
+	if r.code != 0 || r.report == nil {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	region := []string{"source/2", "enrich/2", "sink/2"}
+	fos, _ := r.report["failovers"].([]any)
+	if r.report["failover"] != "region" || len(fos) != 1 {
+		t.Fatalf("report failover %v failovers %v", r.report["failover"], r.report["failovers"])
+	}
+	if got := fmt.Sprint(fos[0].(map[string]any)["restarted"]); got != fmt.Sprint(region) {
+		t.Fatalf("report says %s restarted, want %v", got, region)
+	}
+	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
+		t.Fatalf("verify %v", r.report["verify"])
+	}
+	named := false
+	for _, e := range r.events {
+		switch e["event"] {
+		case "failover", "restart_scheduled":
+			named = named || fmt.Sprint(e["tasks"]) == fmt.Sprint(region)
+		case "task_status":
+			if e["status"] == "CANCELED" && !slices.Contains(region, e["task"].(string)) {
+				t.Errorf("%s was canceled, but it is not in the failed region", e["task"])
+			}
+		}
+	}
+	if !named {
+		t.Error("no failover or restart_scheduled event names the region's tasks")
+	}
+}
+
+// Individual failover loses data, and says how much: the report's
+// lost_by_failover equals the oracle's lost, counted from the committed
+// output topic, and the run exits 4 because the output is not complete.
+func TestIndividualFailoverReportsWhatItLost(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "100000", "--rate", "50000",
+		"--checkpoint-interval", "300ms", "--restart-delay", "50ms", "--failover-strategy", "individual",
+		"--inject", "after-records=20000,task=join/1,fault=panic")
+	if r.code != 4 || r.report == nil {
+		t.Fatalf("exit %d, want 4 (records lost); stderr %s", r.code, r.stderr)
+	}
+	lost := num(r.report, "verify", "lost")
+	if lost == 0 || num(r.report, "lost_by_failover") != lost {
+		t.Fatalf("lost_by_failover %v, oracle's lost %v: want the same, above 0", r.report["lost_by_failover"], lost)
+	}
+	if num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.report["verify"])
+	}
+	events := 0
+	for _, e := range r.events {
+		if e["event"] == "records_lost" {
+			events++
+		}
+	}
+	if events == 0 {
+		t.Fatal("no records_lost event")
+	}
+}

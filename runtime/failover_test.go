@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"faultline/runtime/spec"
+)
+
+func TestPipelinedRegions(t *testing.T) {
+	pipeline, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pipelinedRegions(pipeline)
+	want := [][]string{
+		{"source/0", "enrich/0", "sink/0"},
+		{"source/1", "enrich/1", "sink/1"},
+		{"source/2", "enrich/2", "sink/2"},
+		{"source/3", "enrich/3", "sink/3"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("pipeline regions = %v, want %v", got, want)
+	}
+	// The keyBy edges into the join join every parse subtask to every join
+	// subtask, and so on downstream: one region of all 13 subtasks.
+	if got := pipelinedRegions(spec.Default()); len(got) != 1 || len(got[0]) != 13 {
+		t.Errorf("default job regions = %v, want one of 13 subtasks", got)
+	}
+}
+
+func TestParseFailoverStrategy(t *testing.T) {
+	for _, s := range []string{"full", "region", "individual", "none", " Region "} {
+		if _, err := ParseFailoverStrategy(s); err != nil {
+			t.Errorf("%q: %v", s, err)
+		}
+	}
+	if _, err := ParseFailoverStrategy("partial"); err == nil || !strings.Contains(err.Error(), "full, region, individual, none") {
+		t.Errorf("partial: err = %v, want the list of strategies", err)
+	}
+}
+
+// taskStatuses returns, per subtask, the statuses its task_status events
+// went through.
+func (r *run) taskStatuses() map[string][]string {
+	out := map[string][]string{}
+	for _, e := range r.events {
+		if e.Name == "task_status" {
+			task := e.Fields["task"].(string)
+			out[task] = append(out[task], e.Fields["status"].(string))
+		}
+	}
+	return out
+}
+
+// Region failover on the pipeline job: a failure in enrich/2 restarts
+// source/2, enrich/2 and sink/2 only, from the latest checkpoint, while the
+// other three pipelines run on untouched; the committed output stays exact.
+func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := (&run{job: job, records: 40000, rate: 20000, interval: 50 * time.Millisecond, failover: FailoverRegion,
+		faults: []string{"after-records=2500,task=enrich/2,fault=panic"}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Expected == 0 || r.verify.Duplicates != 0 {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+	if r.res.Restarts != 1 {
+		t.Fatalf("restarts %d, want 1", r.res.Restarts)
+	}
+	region := []string{"source/2", "enrich/2", "sink/2"}
+	var failovers []Event
+	for _, e := range r.events {
+		if e.Name == "failover" {
+			failovers = append(failovers, e)
+		}
+	}
+	if len(failovers) != 1 || fmt.Sprint(failovers[0].Fields["tasks"]) != fmt.Sprint(region) {
+		t.Fatalf("failover events %v, want one restarting %v", failovers, region)
+	}
+	if !slices.Equal(r.restarts.LastRestarted, region) {
+		t.Errorf("RestartView.LastRestarted = %v, want %v", r.restarts.LastRestarted, region)
+	}
+	for task, statuses := range r.taskStatuses() {
+		canceled := slices.Contains(statuses, "CANCELED") || slices.Contains(statuses, "FAILED")
+		if slices.Contains(region, task) != canceled {
+			t.Errorf("%s went through %v", task, statuses)
+		}
+	}
+	if len(r.res.RestoredFrom) != 1 || r.res.RestoredFrom[0] == 0 {
+		t.Errorf("restored from %v, want one completed checkpoint", r.res.RestoredFrom)
+	}
+	// The job stays RUNNING through a region failover, as in Flink.
+	for _, e := range r.events {
+		if e.Name == "job_status" && e.Fields["status"] == string(JobRestarting) {
+			t.Errorf("job went RESTARTING in a region failover: %v", e.Fields)
+		}
+	}
+}
+
+// On the default job, region failover restarts everything: its only region
+// is the whole job.
+func TestRegionFailoverOfOneRegionJobRestartsAll(t *testing.T) {
+	r := (&run{records: 40000, rate: 40000, interval: 100 * time.Millisecond, failover: FailoverRegion,
+		faults: []string{"after-records=6000,task=join/1,fault=panic"}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.res.Restarts != 1 {
+		t.Fatalf("status %s restarts %d verify %+v", r.res.Status, r.res.Restarts, r.verify)
+	}
+	if len(r.restarts.LastRestarted) != 13 {
+		t.Errorf("LastRestarted = %v, want all 13 subtasks", r.restarts.LastRestarted)
+	}
+}
+
+// Individual failover restarts only the failed subtask from the latest
+// checkpoint without replaying its input: a join loses the sides it buffered
+// since, a sink the transactions it had open. The job counts the lost paid
+// orders itself, and the oracle finds exactly as many.
+func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cases := []struct {
+		name, fault string
+		mustLose    bool
+	}{
+		{"join", "after-records=20000,task=join/1,fault=panic", true},
+		{"sink", "after-records=9000,task=sink/0,fault=error", true},
+		{"revenue", "after-records=9000,task=revenue/0,fault=panic", false},
+		{"parse", "after-records=9000,task=parse-payments/1,fault=panic", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := (&run{records: 100000, rate: 50000, interval: 300 * time.Millisecond, failover: FailoverIndividual,
+				faults: []string{tc.fault}}).do(t)
+			if r.res.Status != JobFinished || r.res.Restarts != 1 {
+				t.Fatalf("status %s restarts %d", r.res.Status, r.res.Restarts)
+			}
+			failed := strings.TrimPrefix(strings.Split(tc.fault, ",")[1], "task=")
+			if !slices.Equal(r.restarts.LastRestarted, []string{failed}) {
+				t.Fatalf("LastRestarted = %v, want only %s", r.restarts.LastRestarted, failed)
+			}
+			if int64(r.verify.Lost) != r.restarts.LostRecords {
+				t.Fatalf("the job says it lost %d records, the oracle finds %d lost (verify %+v)", r.restarts.LostRecords, r.verify.Lost, r.verify)
+			}
+			if tc.mustLose && r.verify.Lost == 0 {
+				t.Fatalf("nothing lost: the failure came with nothing since the checkpoint to lose (verify %+v)", r.verify)
+			}
+			if r.verify.Duplicates != 0 {
+				t.Fatalf("%d duplicates: individual failover of a non-source replays nothing", r.verify.Duplicates)
+			}
+			var reported int64
+			for _, e := range r.events {
+				if e.Name == "records_lost" {
+					reported += e.Fields["records"].(int64)
+				}
+			}
+			if reported != r.restarts.LostRecords {
+				t.Fatalf("records_lost events add up to %d, RestartView says %d", reported, r.restarts.LostRecords)
+			}
+			for task, statuses := range r.taskStatuses() {
+				if task != failed && slices.Contains(statuses, "CANCELED") {
+					t.Errorf("%s was restarted too: %v", task, statuses)
+				}
+			}
+		})
+	}
+}
+
+// Failover strategy none: the first failure fails the job, whatever the
+// restart strategy allows.
+func TestFailoverNoneFailsTheJob(t *testing.T) {
+	r := (&run{records: 20000, interval: 100 * time.Millisecond, failover: FailoverNone,
+		faults: []string{"after-records=3000,task=join/0,fault=panic"}}).do(t)
+	if r.res.Status != JobFailed || r.res.Restarts != 0 || !strings.Contains(r.res.GaveUp, "failover strategy none") {
+		t.Fatalf("status %s restarts %d gave up %q", r.res.Status, r.res.Restarts, r.res.GaveUp)
+	}
+}
