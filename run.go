@@ -68,6 +68,9 @@ type runOptions struct {
 	fromSavepoint   int64
 	allowNonRestore bool
 
+	onBadRecord     string
+	deadLetterTopic string
+
 	kafka kafkaOptions
 }
 
@@ -157,6 +160,8 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
 	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint id (see: faultline checkpoints list), also at other parallelisms")
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
+	f.StringVar(&o.onBadRecord, "on-bad-record", runtime.BadRecordFail, "what parsing does with a record it cannot parse: fail (the task fails and the job restarts), skip (drop and count it) or dead-letter (write it to --dead-letter-topic and count it)")
+	f.StringVar(&o.deadLetterTopic, "dead-letter-topic", "dead-letter", "with --on-bad-record dead-letter: the topic unparseable records go to")
 	o.kafka.addFlags(f)
 	return cmd
 }
@@ -251,6 +256,10 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--from-savepoint and --resume: give one of them")
 	case o.retained < 1:
 		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
+	case o.onBadRecord != runtime.BadRecordFail && o.onBadRecord != runtime.BadRecordSkip && o.onBadRecord != runtime.BadRecordDeadLetter:
+		return nil, usagef("--on-bad-record %q: want fail, skip or dead-letter", o.onBadRecord)
+	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
+		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
 		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
 	}
@@ -403,6 +412,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 
 	// Kafka: the embedded broker unless --brokers names a cluster.
 	generate := o.kafka.generate
+	var brokerDown func(time.Duration) error
 	if len(p.client.Brokers) == 0 {
 		sinkTopics := map[string]int32{}
 		for _, op := range p.job.Operators {
@@ -422,6 +432,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return exitError{code: 1, err: err}
 		}
 		defer broker.Close()
+		brokerDown = func(d time.Duration) error {
+			broker.Down(d)
+			time.AfterFunc(d, func() { obs.Emit("broker_up", map[string]any{"address": broker.Addr}) })
+			return nil
+		}
 		p.client.Brokers = []string{broker.Addr}
 		generate = true
 		f := map[string]any{"address": broker.Addr, "embedded": true, "log_dir": filepath.Join(stateDir, "kafka")}
@@ -444,6 +459,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		case spec.TypeSink:
 			topics[p.topicMap[op.Name]] = 1
 		}
+	}
+	if o.onBadRecord == runtime.BadRecordDeadLetter {
+		topics[o.deadLetterTopic] = 1
 	}
 	if err := kafka.EnsureTopics(cl, topics); err != nil {
 		return exitError{code: 1, err: err}
@@ -526,6 +544,26 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			outputs[topic] = out
 		}
 	}
+	if o.onBadRecord == runtime.BadRecordDeadLetter {
+		dlq := kafka.NewDeadLetters(p.client, o.deadLetterTopic)
+		defer dlq.Close()
+		env.DeadLetters = dlq
+	}
+	// The poison fault writes into the Kafka topic behind a generator
+	// topic; a bounded source reads one record more there.
+	env.Poison = func(topic string, partition int32) (int64, error) {
+		actual := p.logicalTopics()[topic]
+		src := sources[actual]
+		if src == nil {
+			return 0, fmt.Errorf("the job reads no %s topic", topic)
+		}
+		src.ExtendEnd(partition, 1)
+		off, err := kafka.WritePoison(p.client, actual, partition)
+		if err != nil {
+			src.ExtendEnd(partition, -1)
+		}
+		return off, err
+	}
 	// The job names topics as its spec does; the env serves them from Kafka.
 	for _, op := range p.job.Operators {
 		switch op.Type {
@@ -551,6 +589,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		AllowFreshStart: o.allowFreshStart,
 		Restart:         p.strategy,
 		Failover:        p.failover,
+		OnBadRecord:     o.onBadRecord,
+		BrokerDown:      brokerDown,
 		Faults:          p.faults,
 		Clock:           clock.Real{},
 		Observer:        obs,

@@ -16,6 +16,13 @@ type Env struct {
 	// TxnPrefix starts the name of every sink transaction; it should be
 	// unique to the job on its output system (default "faultline").
 	TxnPrefix string
+	// DeadLetters takes unparseable records with --on-bad-record
+	// dead-letter (nil: none).
+	DeadLetters DeadLetters
+	// Poison writes a record that can never be parsed into partition of
+	// input topic (the poison fault) and returns its offset; nil when the
+	// input cannot take one.
+	Poison func(topic string, partition int32) (int64, error)
 }
 
 func (e *Env) source(topic string) (Source, error) {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -178,8 +179,14 @@ func (j *Job) RestartView() RestartView {
 func (j *Job) decide(out outcome, res *Result) decision {
 	fi := FailureInfo{At: j.obs.Since(), Task: out.task, Error: out.err.Error()}
 	fields := map[string]any{"task": out.task, "error": out.err.Error(), "attempt": j.epoch.Load()}
-	if out.fault != nil {
+	var bad *ErrBadRecord
+	switch {
+	case out.fault != nil:
 		fi.Fault = string(out.fault.Kind)
+	case errors.As(out.err, &bad) && bytes.Equal(bad.Input, PoisonRecord):
+		fi.Fault = string(FaultPoison)
+	}
+	if fi.Fault != "" {
 		fields["fault"] = fi.Fault
 	}
 	if out.task == "" {

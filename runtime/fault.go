@@ -30,6 +30,11 @@ const (
 	// FaultCorruptCheckpoint damages the newest retained checkpoint's state
 	// so that the next recovery falls back to an older one.
 	FaultCorruptCheckpoint FaultKind = "corrupt-checkpoint"
+	// FaultPoison writes a record that can never be parsed into an input
+	// topic (Topic, Partition).
+	FaultPoison FaultKind = "poison"
+	// FaultBrokerDown makes the embedded broker refuse connections for For.
+	FaultBrokerDown FaultKind = "broker-down"
 )
 
 var faultKinds = map[FaultKind]string{
@@ -40,12 +45,14 @@ var faultKinds = map[FaultKind]string{
 	FaultCrash:             "the process dies as with SIGKILL",
 	FaultStorageFail:       "the next count= checkpoint writes fail",
 	FaultCorruptCheckpoint: "the newest checkpoint's state is damaged",
+	FaultPoison:            "a record that can never be parsed is written into topic= (orders) partition= (0)",
+	FaultBrokerDown:        "the embedded broker refuses connections for for= (5s)",
 }
 
 // JobLevel reports whether the fault acts on the job rather than a task.
 func (k FaultKind) JobLevel() bool {
 	switch k {
-	case FaultSavepoint, FaultCrash, FaultStorageFail, FaultCorruptCheckpoint:
+	case FaultSavepoint, FaultCrash, FaultStorageFail, FaultCorruptCheckpoint, FaultPoison, FaultBrokerDown:
 		return true
 	}
 	return false
@@ -63,10 +70,14 @@ type Fault struct {
 	AfterRecords int64
 	// Count is how many checkpoint writes a storage-fail fault fails.
 	Count int
-	// Factor and For shape a slow fault.
+	// Factor and For shape a slow fault; For is also how long a
+	// broker-down fault lasts.
 	Factor float64
 	For    time.Duration
-	Spec   string // as the user wrote it
+	// Topic and Partition are where a poison fault writes its record.
+	Topic     string
+	Partition int32
+	Spec      string // as the user wrote it
 }
 
 func (f Fault) String() string { return f.Spec }
@@ -119,6 +130,17 @@ func ParseFault(s string) (Fault, error) {
 				return f, fmt.Errorf("--inject %q: for=%s is not a duration like 3s", s, v)
 			}
 			f.For = d
+		case "topic":
+			if v != TopicOrders && v != TopicPayments {
+				return f, fmt.Errorf("--inject %q: topic=%s: want orders or payments", s, v)
+			}
+			f.Topic = v
+		case "partition":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n >= GeneratorPartitions {
+				return f, fmt.Errorf("--inject %q: partition=%s: want 0 to %d", s, v, GeneratorPartitions-1)
+			}
+			f.Partition = int32(n)
 		case "count":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -131,7 +153,7 @@ func ParseFault(s string) (Fault, error) {
 				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
 			}
 		default:
-			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault, count, factor, for)", s, k)
+			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault, count, factor, for, topic, partition)", s, k)
 		}
 	}
 	if seen["after"] && seen["after-records"] {
@@ -146,8 +168,20 @@ func ParseFault(s string) (Fault, error) {
 	if f.Kind == FaultStorageFail && f.Count == 0 {
 		f.Count = 1
 	}
-	if (seen["factor"] || seen["for"]) && f.Kind != FaultSlow {
-		return f, fmt.Errorf("--inject %q: factor= and for= go with fault=slow", s)
+	if seen["factor"] && f.Kind != FaultSlow {
+		return f, fmt.Errorf("--inject %q: factor= goes with fault=slow", s)
+	}
+	if seen["for"] && f.Kind != FaultSlow && f.Kind != FaultBrokerDown {
+		return f, fmt.Errorf("--inject %q: for= goes with fault=slow or fault=broker-down", s)
+	}
+	if (seen["topic"] || seen["partition"]) && f.Kind != FaultPoison {
+		return f, fmt.Errorf("--inject %q: topic= and partition= go with fault=poison", s)
+	}
+	if f.Kind == FaultPoison && f.Topic == "" {
+		f.Topic = TopicOrders
+	}
+	if f.Kind == FaultBrokerDown && f.For == 0 {
+		f.For = 5 * time.Second
 	}
 	if f.Kind == FaultSlow {
 		if f.Factor == 0 {

@@ -70,6 +70,13 @@ type Config struct {
 	// AllowFreshStart lets a job whose checkpoints are all damaged start
 	// from the beginning instead of failing.
 	AllowFreshStart bool
+	// OnBadRecord is what decoding operators do with a record they cannot
+	// parse: BadRecordFail (the default), BadRecordSkip or
+	// BadRecordDeadLetter (to Env.DeadLetters).
+	OnBadRecord string
+	// BrokerDown makes the embedded broker refuse connections for a while
+	// (the broker-down fault); nil without an embedded broker.
+	BrokerDown func(d time.Duration) error
 	// Crash kills the process (the crash fault); default: SIGKILL to self.
 	Crash func()
 	// Logf receives diagnostics that do not belong on the user's screen.
@@ -106,7 +113,11 @@ type Job struct {
 
 	failover FailoverStrategy
 	regions  [][]string // pipelined regions, by subtask name
+	bad      *badRecords
 	restarts restartState
+
+	faultsMu sync.Mutex
+	injected []FailureInfo // faults that failed no task: job-level ones, slow
 
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
@@ -139,6 +150,9 @@ type Result struct {
 	Failures  []FailureInfo
 	Failovers []FailoverInfo
 	Failover  string // the failover strategy
+	// BadSkipped and BadDeadLettered count the records that could not be
+	// parsed and were skipped or written to the dead-letter topic.
+	BadSkipped, BadDeadLettered int64
 	// LostByFailover counts the records individual failover lost (it does
 	// not replay input).
 	LostByFailover int64
@@ -198,6 +212,17 @@ func New(cfg Config) (*Job, error) {
 	default:
 		return nil, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
 	}
+	switch cfg.OnBadRecord {
+	case "":
+		cfg.OnBadRecord = BadRecordFail
+	case BadRecordFail, BadRecordSkip:
+	case BadRecordDeadLetter:
+		if cfg.Env.DeadLetters == nil {
+			return nil, errors.New("--on-bad-record dead-letter needs a dead-letter topic")
+		}
+	default:
+		return nil, fmt.Errorf("--on-bad-record %q: want fail, skip or dead-letter", cfg.OnBadRecord)
+	}
 	if cfg.Incremental && cfg.StateBackend != "badger" {
 		return nil, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
 	}
@@ -211,6 +236,7 @@ func New(cfg Config) (*Job, error) {
 		savepoints: make(chan int64, 16),
 		failover:   cfg.Failover,
 		regions:    pipelinedRegions(cfg.Job),
+		bad:        newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
 	}
 	j.restarts.v = RestartView{
 		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
@@ -733,6 +759,11 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	res.RecordsIn = j.in.Load()
 	res.LostByFailover = j.RestartView().LostRecords
 	res.Failover = string(j.failover)
+	j.faultsMu.Lock()
+	res.Failures = append(res.Failures, j.injected...)
+	j.faultsMu.Unlock()
+	sort.SliceStable(res.Failures, func(a, b int) bool { return res.Failures[a].At < res.Failures[b].At })
+	res.BadSkipped, res.BadDeadLettered = j.bad.Counts()
 	res.Checkpoints = j.coord.Stats()
 	return res, nil
 }
@@ -885,6 +916,14 @@ func (j *Job) supervise(ctx context.Context, a *attempt, res *Result) outcome {
 	}
 }
 
+// noteFault records an injected fault that fails no task, for the
+// report's failures.
+func (j *Job) noteFault(task string, kind FaultKind) {
+	j.faultsMu.Lock()
+	j.injected = append(j.injected, FailureInfo{At: j.obs.Since(), Task: task, Fault: string(kind)})
+	j.faultsMu.Unlock()
+}
+
 // jobFault makes a fault that acts on the whole job happen.
 func (j *Job) jobFault(f *faultEntry) {
 	switch f.Kind {
@@ -906,6 +945,24 @@ func (j *Job) jobFault(f *faultEntry) {
 	case FaultCrash:
 		j.logf("injected crash: the process dies now")
 		j.cfg.Crash()
+	case FaultPoison:
+		fields := map[string]any{"topic": f.Topic, "partition": f.Partition}
+		if j.cfg.Env.Poison == nil {
+			fields["error"] = "this input cannot take a poison record"
+		} else if off, err := j.cfg.Env.Poison(f.Topic, f.Partition); err != nil {
+			fields["error"] = err.Error()
+		} else {
+			fields["offset"] = off
+		}
+		j.obs.Emit("poison_written", fields)
+	case FaultBrokerDown:
+		fields := map[string]any{"for_ms": f.For.Milliseconds()}
+		if j.cfg.BrokerDown == nil {
+			fields["error"] = "no embedded broker to take down (with --brokers, stop your own)"
+		} else if err := j.cfg.BrokerDown(f.For); err != nil {
+			fields["error"] = err.Error()
+		}
+		j.obs.Emit("broker_down", fields)
 	}
 }
 
@@ -988,6 +1045,7 @@ func (j *Job) deliver(a *attempt, f *faultEntry) {
 	if f.Kind.JobLevel() {
 		f.fired.Store(true)
 		j.obs.Emit("fault_injected", map[string]any{"fault": string(f.Kind), "spec": f.Spec})
+		j.noteFault("", f.Kind)
 		j.jobFault(f)
 		return
 	}
@@ -1103,7 +1161,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 		t.src = src
 	} else {
-		oper, err := newOperator(op, j.cfg.Env)
+		oper, err := newOperator(op, j.cfg.Env, j.bad)
 		if err != nil {
 			t.cancel()
 			return nil, err

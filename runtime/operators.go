@@ -12,13 +12,14 @@ import (
 )
 
 // newOperator builds the operator of a spec entry (sources are run by the
-// source task directly and have no Operator).
-func newOperator(op *spec.Operator, env *Env) (Operator, error) {
+// source task directly and have no Operator). bad is what decoding
+// operators do with records they cannot parse.
+func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error) {
 	switch op.Type {
 	case spec.TypeParse:
-		return &parseOp{schema: op.Schema}, nil
+		return &parseOp{schema: op.Schema, bad: bad}, nil
 	case spec.TypeEnrich:
-		return &enrichOp{}, nil
+		return &enrichOp{bad: bad}, nil
 	case spec.TypeJoin:
 		return &joinOp{}, nil
 	case spec.TypeAggregate:
@@ -34,10 +35,14 @@ func newOperator(op *spec.Operator, env *Env) (Operator, error) {
 }
 
 // parseOp decodes and validates raw input records.
-type parseOp struct{ schema string }
+type parseOp struct {
+	schema string
+	bad    *badRecords
+	task   string
+}
 
-func (p *parseOp) Open(*OperatorContext) error { return nil }
-func (p *parseOp) Close() error                { return nil }
+func (p *parseOp) Open(ctx *OperatorContext) error { p.task = ctx.Task.String(); return nil }
+func (p *parseOp) Close() error                    { return nil }
 
 func (p *parseOp) Process(rec *Record, out Collector) error {
 	var v any
@@ -48,22 +53,25 @@ func (p *parseOp) Process(rec *Record, out Collector) error {
 		v, err = DecodeOrder(rec.Bytes)
 	}
 	if err != nil {
-		return err
+		return p.bad.handle(p.task, rec.Bytes, err)
 	}
 	out.Collect(Record{Value: v})
 	return nil
 }
 
 // enrichOp decodes an order and adds its tier.
-type enrichOp struct{}
+type enrichOp struct {
+	bad  *badRecords
+	task string
+}
 
-func (e *enrichOp) Open(*OperatorContext) error { return nil }
-func (e *enrichOp) Close() error                { return nil }
+func (e *enrichOp) Open(ctx *OperatorContext) error { e.task = ctx.Task.String(); return nil }
+func (e *enrichOp) Close() error                    { return nil }
 
 func (e *enrichOp) Process(rec *Record, out Collector) error {
 	o, err := DecodeOrder(rec.Bytes)
 	if err != nil {
-		return err
+		return e.bad.handle(e.task, rec.Bytes, err)
 	}
 	tier := "small"
 	switch {

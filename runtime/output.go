@@ -35,11 +35,11 @@ func (o *output) target(rec *Record) (int, error) {
 	case spec.Hash:
 		f, ok := rec.Value.(Fielder)
 		if !ok {
-			return 0, fmt.Errorf("cannot key a %T by %q", rec.Value, o.key)
+			return 0, unrecoverable(fmt.Errorf("cannot key a %T by %q", rec.Value, o.key))
 		}
 		k, ok := f.Field(o.key)
 		if !ok {
-			return 0, fmt.Errorf("record has no field %q", o.key)
+			return 0, unrecoverable(fmt.Errorf("record has no field %q to key by", o.key))
 		}
 		rec.Key = k
 		kg := backend.KeyGroupFor(k, o.maxPar)

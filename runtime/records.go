@@ -172,6 +172,10 @@ type ErrBadRecord struct {
 	Schema string
 	Input  []byte
 	Reason string
+	// OtherSchema is set when the record is a well-formed record of the
+	// other schema (a payment where orders are expected): the operator
+	// reads the wrong topic, and no record of it will ever parse.
+	OtherSchema string
 }
 
 func (e *ErrBadRecord) Error() string {
@@ -192,6 +196,9 @@ func DecodeOrder(b []byte) (*Order, error) {
 	case o.OrderID == "":
 		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "order_id missing"}
 	case o.Customer == "":
+		if p, err := DecodePayment(b); err == nil && p.PaymentID != "" {
+			return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "it is a payment", OtherSchema: "payment"}
+		}
 		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "customer missing"}
 	case o.AmountCents <= 0:
 		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "amount_cents must be positive"}
@@ -210,6 +217,12 @@ func DecodePayment(b []byte) (*Payment, error) {
 		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "order_id missing"}
 	case p.AmountCents <= 0:
 		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "amount_cents must be positive"}
+	case p.PaymentID == "":
+		o := &Order{}
+		if unmarshalOrder(b, o) == nil && o.Customer != "" {
+			return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "it is an order", OtherSchema: "order"}
+		}
+		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "payment_id missing"}
 	}
 	return p, nil
 }

@@ -24,12 +24,15 @@ type Report struct {
 	Failover       string           `json:"failover,omitempty"`
 	Failovers      []ReportFailover `json:"failovers,omitempty"`
 	LostByFailover int64            `json:"lost_by_failover,omitempty"`
-	GaveUp         string           `json:"gave_up,omitempty"`
-	Savepoint      int64            `json:"savepoint,omitempty"`
-	Verify         Verification     `json:"verify"`
-	ElapsedMs      int64            `json:"elapsed_ms"`
-	ThroughputRps  int64            `json:"throughput_rps"`
-	EventsDropped  int64            `json:"events_dropped,omitempty"`
+	// BadRecords counts the unparseable records skipped or dead-lettered
+	// (--on-bad-record).
+	BadRecords    *ReportBadRecords `json:"bad_records,omitempty"`
+	GaveUp        string            `json:"gave_up,omitempty"`
+	Savepoint     int64             `json:"savepoint,omitempty"`
+	Verify        Verification      `json:"verify"`
+	ElapsedMs     int64             `json:"elapsed_ms"`
+	ThroughputRps int64             `json:"throughput_rps"`
+	EventsDropped int64             `json:"events_dropped,omitempty"`
 }
 
 // ReportCheckpoints sums up the run's checkpoints.
@@ -46,6 +49,12 @@ type ReportFailure struct {
 	Task  string `json:"task,omitempty"`
 	Fault string `json:"fault,omitempty"`
 	Error string `json:"error,omitempty"`
+}
+
+// ReportBadRecords counts the records the job could not parse.
+type ReportBadRecords struct {
+	Skipped      int64 `json:"skipped"`
+	DeadLettered int64 `json:"dead_lettered"`
 }
 
 // ReportFailover is one failover of the run.
@@ -74,6 +83,9 @@ func NewReport(job, mode string, res *Result, v Verification, dropped int64) Rep
 	}
 	r.LostByFailover = res.LostByFailover
 	r.Failover = res.Failover
+	if res.BadSkipped+res.BadDeadLettered > 0 {
+		r.BadRecords = &ReportBadRecords{Skipped: res.BadSkipped, DeadLettered: res.BadDeadLettered}
+	}
 	for _, f := range res.Failovers {
 		r.Failovers = append(r.Failovers, ReportFailover{AtMs: f.At.Milliseconds(), Strategy: f.Strategy, Failed: f.Failed, Restarted: f.Restarted})
 	}
@@ -96,12 +108,15 @@ func (r Report) MarshalJSON() ([]byte, error) {
 
 // Verification is the oracle's verdict on the committed output.
 type Verification struct {
-	Expected   int  `json:"expected"`
-	Committed  int  `json:"committed"`
-	Duplicates int  `json:"duplicates"`
-	Lost       int  `json:"lost"`
-	Unexpected int  `json:"unexpected"`
-	OK         bool `json:"ok"`
+	Expected   int `json:"expected"`
+	Committed  int `json:"committed"`
+	Duplicates int `json:"duplicates"`
+	Lost       int `json:"lost"`
+	Unexpected int `json:"unexpected"`
+	// BadInput counts input records that are not orders or payments at
+	// all (poison): no output is expected for them.
+	BadInput int  `json:"bad_input,omitempty"`
+	OK       bool `json:"ok"`
 	// Guarantee is what OK was judged against: exactly-once (no duplicates,
 	// nothing lost) or at-least-once (nothing lost; duplicates are the
 	// expected price of not aligning barriers).
@@ -147,6 +162,7 @@ func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets,
 	type idOnly struct {
 		OrderID string `json:"order_id"`
 	}
+	badInput := 0
 	read := func(topic string) (map[string]bool, error) {
 		ids := map[string]bool{}
 		var b map[int32]int64
@@ -158,8 +174,9 @@ func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets,
 		}
 		err := in.ReadInput(topic, b, func(v []byte) error {
 			var r idOnly
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("input record %q of %s: %w", v, topic, err)
+			if err := json.Unmarshal(v, &r); err != nil || r.OrderID == "" {
+				badInput++
+				return nil
 			}
 			ids[r.OrderID] = true
 			return nil
@@ -184,7 +201,7 @@ func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets,
 		}
 	}
 	seen := map[string]int{}
-	v := Verification{Expected: len(expected), Committed: len(out), Guarantee: guarantee}
+	v := Verification{Expected: len(expected), Committed: len(out), Guarantee: guarantee, BadInput: badInput}
 	for _, r := range out {
 		var rec idOnly
 		if err := json.Unmarshal(r.Value, &rec); err != nil {

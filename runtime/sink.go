@@ -238,7 +238,7 @@ func (s *sinkOp) txn() string {
 func (s *sinkOp) Process(rec *Record, out Collector) error {
 	v, ok := rec.Value.(JSONAppender)
 	if !ok {
-		return fmt.Errorf("sink %s: cannot write a %T", s.topic, rec.Value)
+		return unrecoverable(fmt.Errorf("sink %s: cannot write a %T", s.topic, rec.Value))
 	}
 	val := v.AppendJSON(make([]byte, 0, 96))
 	var key []byte

@@ -315,6 +315,7 @@ func (t *task) fire(f *faultEntry) error {
 		t.slowUntil = time.Now().Add(f.For)
 		t.slowFactor = f.Factor
 		t.a.job.obs.Emit("task_slowed", map[string]any{"task": t.name, "factor": f.Factor, "for_ms": f.For.Milliseconds()})
+		t.a.job.noteFault(t.name, FaultSlow)
 		return nil
 	}
 	t.fired = f

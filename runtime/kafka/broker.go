@@ -6,9 +6,12 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Embedded is the in-process Kafka broker (kfake) that faultline starts when
@@ -17,7 +20,8 @@ import (
 // transactions survive a killed process as a real broker's would. Sarama
 // reaches it over TCP like any other broker.
 type Embedded struct {
-	cluster *kfake.Cluster
+	cluster   *kfake.Cluster
+	downUntil atomic.Int64 // unix ns; requests before then are refused
 	// Addr is host:port of the broker.
 	Addr string
 	// Note says why the broker is not on the port asked for, if it is not.
@@ -49,6 +53,15 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 	}
 	e.cluster = c
 	e.Addr = c.ListenAddrs()[0]
+	// While the broker is down (the broker-down fault), every request closes
+	// its client's connection, as a broker that went away would.
+	c.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if time.Now().UnixNano() < e.downUntil.Load() {
+			return nil, errBrokerDown, true
+		}
+		return nil, nil, false
+	})
 	for name, parts := range topics {
 		if c.TopicInfo(name) != nil {
 			continue
@@ -76,6 +89,18 @@ func (e *Embedded) Port() int {
 	n, _ := strconv.Atoi(p)
 	return n
 }
+
+var errBrokerDown = errors.New("the embedded broker is down (broker-down fault)")
+
+// Down makes the broker refuse every request for d: each one closes its
+// client's connection (the broker-down fault). Its log and transactions
+// stay; clients reconnect once it is back.
+func (e *Embedded) Down(d time.Duration) {
+	e.downUntil.Store(time.Now().Add(d).UnixNano())
+}
+
+// IsDown reports whether the broker is refusing requests now.
+func (e *Embedded) IsDown() bool { return time.Now().UnixNano() < e.downUntil.Load() }
 
 // Close stops the broker, flushing its log.
 func (e *Embedded) Close() { e.cluster.Close() }

@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -57,7 +59,14 @@ type Writer struct {
 	cl     sarama.Client
 	gen    *runtime.Generator
 	topics map[string]string // generator topic → Kafka topic
+	rate   atomic.Uint64     // records/s as float64 bits; 0: as fast as it can
 }
+
+// Rate is the records/s the writer writes at (0: as fast as it can).
+func (w *Writer) Rate() float64 { return math.Float64frombits(w.rate.Load()) }
+
+// SetRate changes the rate of a running writer; it takes effect at once.
+func (w *Writer) SetRate(r float64) { w.rate.Store(math.Float64bits(max(r, 0))) }
 
 // WithTopics writes the generator's topics (orders, payments) to other
 // Kafka topics; a generator topic m does not name is not written (a job
@@ -83,7 +92,17 @@ func (w *Writer) producer() (sarama.AsyncProducer, error) {
 		return nil, err
 	}
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.RequiredAcks = sarama.WaitForLocal
+	// Idempotent, retrying for about a minute (Sarama keeps a slot per
+	// retry, so not for ever): a broker that goes away for a while (the
+	// broker-down fault) delays the input, never duplicates or drops a
+	// record, and the records keep their order in each partition.
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Retry.Max = 240
+	cfg.Producer.Retry.Backoff = 250 * time.Millisecond
+	cfg.Metadata.Retry.Max = 240
+	cfg.Metadata.Retry.Backoff = 250 * time.Millisecond
 	cfg.Producer.Return.Successes = false
 	cfg.Producer.Return.Errors = true
 	// Both are needed: Flush.Messages alone makes SendMessages hang.
@@ -92,20 +111,21 @@ func (w *Writer) producer() (sarama.AsyncProducer, error) {
 	cfg.Producer.Flush.MaxMessages = 5000
 	cfg.Producer.MaxMessageBytes = 1 << 20
 	cfg.Producer.Transaction.ID = ""
-	cfg.Producer.Idempotent = false
 	return sarama.NewAsyncProducer(w.c.Brokers, cfg)
 }
 
 // Fill writes every record of a bounded generator that the topics do not
 // hold yet, and returns how many it wrote.
 func (w *Writer) Fill(ctx context.Context) (int64, error) {
-	return w.write(ctx, 0)
+	w.SetRate(0)
+	return w.write(ctx)
 }
 
 // Run writes an unbounded generator's records at about rate records/s
 // until ctx ends.
 func (w *Writer) Run(ctx context.Context, rate float64) error {
-	_, err := w.write(ctx, rate)
+	w.SetRate(rate)
+	_, err := w.write(ctx)
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -127,7 +147,7 @@ func (w *Writer) inputs() []string {
 	return out
 }
 
-func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
+func (w *Writer) write(ctx context.Context) (int64, error) {
 	topics := w.inputs()
 	next := map[string][]int64{}
 	for _, t := range topics {
@@ -153,8 +173,10 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 		}
 	}()
 	var written int64
-	start := time.Now()
 	closed := false
+	// Pacing: allowed is how many records may go now; it grows with the
+	// rate as time passes, up to a fifth of a second's worth.
+	allowed, last := 0.0, time.Now()
 	defer func() {
 		if !closed {
 			prod.Close()
@@ -167,6 +189,21 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 				b, ok := w.gen.Read(t, p, next[t][p])
 				if !ok {
 					continue
+				}
+				if rate := w.Rate(); rate > 0 {
+					for allowed < 1 {
+						wait := max(time.Duration((1-allowed)/rate*float64(time.Second)), 5*time.Millisecond)
+						select {
+						case <-time.After(wait):
+						case <-ctx.Done():
+							return written, ctx.Err()
+						}
+						now := time.Now()
+						rate = w.Rate()
+						allowed = min(allowed+rate*now.Sub(last).Seconds(), max(rate/5, 1))
+						last = now
+					}
+					allowed--
 				}
 				msg := &sarama.ProducerMessage{Topic: w.actual(t), Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(orderKey(b))}
 				select {
@@ -183,16 +220,6 @@ func (w *Writer) write(ctx context.Context, rate float64) (int64, error) {
 		}
 		if !progressed {
 			break
-		}
-		if rate > 0 {
-			ahead := time.Duration(float64(written)/rate*float64(time.Second)) - time.Since(start)
-			if ahead > 0 {
-				select {
-				case <-time.After(ahead):
-				case <-ctx.Done():
-					return written, ctx.Err()
-				}
-			}
 		}
 	}
 	closed = true

@@ -104,6 +104,11 @@ func (o *Output) newTxnProducer(txn string) (*txnProducer, error) {
 	cfg.Net.MaxOpenRequests = 1
 	cfg.Producer.Transaction.ID = txn
 	cfg.Producer.Transaction.Timeout = time.Minute
+	// Sarama retries transaction requests 50 times, 100 ms apart, by
+	// default: against a broker that went away, a pre-commit would hang
+	// for 5 s and hold up the failover. Half a second, then fail.
+	cfg.Producer.Transaction.Retry.Max = 5
+	cfg.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
 	p, err := sarama.NewSyncProducer(o.c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("transactional producer %s: %w", txn, err)
@@ -308,10 +313,15 @@ func (o *Output) AbortLingering(prefix string, from int64) error {
 
 func (o *Output) initProducerID(txn string) (int16, error) {
 	var last error
-	for try := 0; try < 10; try++ {
+	// Up to ten tries while the broker finishes an earlier abort, but only
+	// two when it cannot be reached: a failover must not wait long on a
+	// broker that went away (the restart strategy retries instead).
+	unreachable := 0
+	for try := 0; try < 10 && unreachable < 2; try++ {
 		coord, err := o.cl.TransactionCoordinator(txn)
 		if err != nil {
 			last = err
+			unreachable++
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -319,6 +329,7 @@ func (o *Output) initProducerID(txn string) (int16, error) {
 		resp, err := coord.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionalID: &id, TransactionTimeout: time.Minute, ProducerID: -1, ProducerEpoch: -1})
 		if err != nil {
 			last = err
+			unreachable++
 			o.cl.RefreshTransactionCoordinator(txn)
 			time.Sleep(100 * time.Millisecond)
 			continue

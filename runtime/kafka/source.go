@@ -45,9 +45,10 @@ type Source struct {
 	parts   int
 	startup StartupMode
 	group   string
-	end     map[int32]int64 // bounded: stop offsets; nil: unbounded
+	bounded bool
 
 	mu     sync.Mutex
+	end    map[int32]int64 // bounded: stop offsets (see ExtendEnd)
 	starts map[int32]int64 // where a fresh start began, per partition
 }
 
@@ -75,6 +76,7 @@ func NewSource(c Client, cl sarama.Client, topic string, startup StartupMode, gr
 	}
 	s := &Source{c: c, cl: cl, topic: topic, parts: len(parts), startup: startup, group: group}
 	if ends != nil {
+		s.bounded = true
 		s.end = map[int32]int64{}
 		for _, p := range parts {
 			s.end[p] = ends[p]
@@ -90,7 +92,41 @@ func (s *Source) Topic() string { return s.topic }
 func (s *Source) Partitions() int { return s.parts }
 
 // EndOffsets are the stop offsets of a bounded source (nil when unbounded).
-func (s *Source) EndOffsets() map[int32]int64 { return s.end }
+func (s *Source) EndOffsets() map[int32]int64 {
+	if !s.bounded {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]int64, len(s.end))
+	for p, o := range s.end {
+		out[p] = o
+	}
+	return out
+}
+
+// endOf is partition p's stop offset (-1: unbounded).
+func (s *Source) endOf(p int32) int64 {
+	if !s.bounded {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.end[p]
+}
+
+// ExtendEnd moves a bounded source's stop offset of partition p by n: a
+// record written into the partition after the source was created (a poison
+// record) is read too. Readers that already stopped at the old end stay
+// stopped.
+func (s *Source) ExtendEnd(p int32, n int64) {
+	if !s.bounded {
+		return
+	}
+	s.mu.Lock()
+	s.end[p] += n
+	s.mu.Unlock()
+}
 
 // Reader implements runtime.Source.
 func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.SourceReader, error) {
@@ -144,7 +180,7 @@ func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.So
 			s.mu.Unlock()
 		}
 		r.next[p] = start
-		if s.end != nil && start >= s.end[p] {
+		if s.bounded && start >= s.endOf(p) {
 			continue
 		}
 		pc, err := consumer.ConsumePartition(s.topic, p, start)
@@ -218,10 +254,6 @@ type reader struct {
 func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
 	r.pcs = append(r.pcs, pc)
 	r.live++
-	end := int64(-1)
-	if r.s.end != nil {
-		end = r.s.end[p]
-	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -234,6 +266,7 @@ func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
 				if !ok {
 					return
 				}
+				end := r.s.endOf(p)
 				batch = append(batch[:0:0], m)
 				atEnd := end >= 0 && m.Offset+1 >= end
 			more:
@@ -279,7 +312,7 @@ func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
 
 // Poll implements runtime.SourceReader.
 func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]runtime.Record, bool, error) {
-	bounded := r.s.end != nil
+	bounded := r.s.bounded
 	n := 0
 	take := func() {
 		for n < max && len(r.pending) > 0 {

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The fault catalogue, one headless run per fault, as a user injects it
+// with --inject. (panic and error: main_test.go; crash and
+// corrupt-checkpoint: kill_test.go; savepoint: checkpoints_test.go.)
+
+// events returns the events named name.
+func (r result) eventsNamed(name string) []map[string]any {
+	var out []map[string]any
+	for _, e := range r.events {
+		if e["event"] == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A poison record makes parse fail again after every restart; failure-rate
+// ends that loop and says why.
+func TestPoisonEndsInFailureRateGivingUp(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "30000", "--checkpoint-interval", "100ms",
+		"--restart-strategy", "failure-rate", "--failure-rate-max-failures", "2", "--failure-rate-interval", "1m", "--failure-rate-delay", "20ms",
+		"--inject", "after=500ms,fault=poison")
+	if r.code != 3 || r.report["status"] != "FAILED" {
+		t.Fatalf("exit %d, report %v, stderr %s", r.code, r.report, r.stderr)
+	}
+	if g, _ := r.report["gave_up"].(string); !strings.Contains(g, "failure-rate") {
+		t.Fatalf("gave_up %q does not name the strategy", g)
+	}
+	if len(r.eventsNamed("poison_written")) != 1 {
+		t.Fatal("no poison_written event")
+	}
+	failed := r.eventsNamed("task_failed")
+	if len(failed) != 3 {
+		t.Fatalf("%d task failures, want 3 (two restarts, then failure-rate gives up)", len(failed))
+	}
+	for _, f := range failed {
+		if f["fault"] != "poison" || !strings.HasPrefix(f["task"].(string), "parse-orders/") {
+			t.Fatalf("failure %v: want parse-orders failing on the poison record", f)
+		}
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("the failed job's output must be exact up to its last checkpoint: %v", r.report["verify"])
+	}
+}
+
+// With fixed-delay and many attempts the same poison restarts the job
+// again and again: the run is stopped by hand (SIGTERM) while still at it.
+func TestPoisonLoopsUnderFixedDelay(t *testing.T) {
+	cmd := exec.Command(binary, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "100ms",
+		"--restart-strategy", "fixed-delay", "--restart-attempts", "1000", "--restart-delay", "10ms",
+		"--inject", "after=300ms,fault=poison", "--listen", "0", "--state-dir", t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	restarts := 0
+	var report map[string]any
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		if rep, ok := m["report"].(map[string]any); ok {
+			report = rep
+		}
+		if m["event"] == "restart_scheduled" {
+			if restarts++; restarts == 5 {
+				cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}
+	}
+	if restarts < 5 || report == nil || report["status"] != "CANCELED" {
+		t.Fatalf("%d restarts, report %v: want a restart loop stopped by hand", restarts, report)
+	}
+}
+
+// --on-bad-record dead-letter: the poison record goes to the dead-letter
+// topic, the job finishes and nothing is lost.
+func TestPoisonToDeadLetterTopic(t *testing.T) {
+	addr := startBroker(t)
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "30000", "--checkpoint-interval", "100ms",
+		"--brokers", addr, "--generate", "--on-bad-record", "dead-letter",
+		"--inject", "after=500ms,fault=poison,topic=payments,partition=2")
+	if r.code != 0 || r.report["status"] != "FINISHED" {
+		t.Fatalf("exit %d, report %v, stderr %s", r.code, r.report, r.stderr)
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "bad_records", "dead_lettered") != 1 {
+		t.Fatalf("report %v", r.report)
+	}
+	bad := r.eventsNamed("bad_record")
+	if len(bad) != 1 || bad[0]["action"] != "dead-lettered" || !strings.HasPrefix(bad[0]["task"].(string), "parse-payments/") {
+		t.Fatalf("bad_record events %v", bad)
+	}
+	got := kcat(t, "", "-b", addr, "-C", "-t", "dead-letter", "-e", "-q", "-f", "%h %s\n")
+	if !strings.Contains(got, "poison") || !strings.Contains(got, "faultline-task=parse-payments/") {
+		t.Fatalf("dead-letter topic holds %q, want the poison record with its task header", got)
+	}
+}
+
+// A source that reads payments from the orders topic meets a schema that
+// can never parse: unrecoverable, the job fails at once whatever the
+// restart strategy allows.
+func TestWrongSchemaIsUnrecoverable(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "20000", "--topic", "orders-source=payments", "--restart-attempts", "100")
+	if r.code != 3 || r.report["status"] != "FAILED" || num(r.report, "restarts") != 0 {
+		t.Fatalf("exit %d report %v", r.code, r.report)
+	}
+	if g, _ := r.report["gave_up"].(string); !strings.Contains(g, "unrecoverable") || !strings.Contains(g, "payments") {
+		t.Fatalf("gave_up %q", g)
+	}
+}
+
+// broker-down: the sources lose the broker, the job fails over, the restart
+// strategy retries, and once the broker is back the job finishes exactly.
+func TestBrokerDownAndBack(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "15000", "--checkpoint-interval", "200ms",
+		"--restart-delay", "300ms", "--inject", "after=1s,fault=broker-down,for=3s")
+	if r.code != 0 || r.report["status"] != "FINISHED" {
+		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
+	}
+	if len(r.eventsNamed("broker_down")) != 1 || len(r.eventsNamed("broker_up")) != 1 || num(r.report, "restarts") < 1 {
+		t.Fatalf("broker down/up events %d/%d, restarts %v", len(r.eventsNamed("broker_down")), len(r.eventsNamed("broker_up")), r.report["restarts"])
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.report["verify"])
+	}
+}
+
+// slow: the slowed join holds barriers back; with a short timeout
+// checkpoints expire, and beyond the tolerable failures the job fails over.
+func TestSlowTaskExpiresCheckpoints(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
+		"--checkpoint-timeout", "150ms", "--tolerable-failed-checkpoints", "1", "--restart-delay", "50ms",
+		"--inject", "after=500ms,task=join/0,fault=slow,factor=200,for=2s")
+	if r.code != 0 || r.report["status"] != "FINISHED" {
+		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
+	}
+	expired := 0
+	for _, e := range r.eventsNamed("checkpoint_failed") {
+		if strings.Contains(fmt.Sprint(e["reason"]), "expired") {
+			expired++
+		}
+	}
+	if len(r.eventsNamed("task_slowed")) != 1 || expired < 2 || num(r.report, "restarts") < 1 {
+		t.Fatalf("task_slowed %d, expired checkpoints %d, restarts %v", len(r.eventsNamed("task_slowed")), expired, r.report["restarts"])
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.report["verify"])
+	}
+}
+
+// storage-fail: the next checkpoint writes fail, the checkpoints are
+// declined, and past the tolerable failures the job fails over.
+func TestStorageFailDeclinesAndFailsOver(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
+		"--tolerable-failed-checkpoints", "1", "--restart-delay", "50ms", "--inject", "after=500ms,fault=storage-fail,count=40")
+	if r.code != 0 || r.report["status"] != "FINISHED" {
+		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
+	}
+	declined := 0
+	for _, e := range r.eventsNamed("checkpoint_failed") {
+		if strings.Contains(fmt.Sprint(e["error"]), "injected storage failure") {
+			declined++
+		}
+	}
+	jobFailover := false
+	for _, e := range r.eventsNamed("task_failed") {
+		jobFailover = jobFailover || strings.Contains(fmt.Sprint(e["error"]), "tolerable")
+	}
+	if declined < 2 || !jobFailover {
+		t.Fatalf("%d checkpoints declined for storage, job failover %v", declined, jobFailover)
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.report["verify"])
+	}
+}

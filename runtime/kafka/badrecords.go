@@ -1,0 +1,92 @@
+package kafka
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"faultline/runtime"
+)
+
+// syncProducer is a plain (not transactional) producer that waits for each
+// write to be acknowledged.
+func (c Client) syncProducer() (sarama.SyncProducer, error) {
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Retry.Backoff = 200 * time.Millisecond
+	return sarama.NewSyncProducer(c.Brokers, cfg)
+}
+
+// WritePoison writes runtime.PoisonRecord into partition of topic and returns its
+// offset (the poison fault).
+func WritePoison(c Client, topic string, partition int32) (int64, error) {
+	p, err := c.syncProducer()
+	if err != nil {
+		return 0, fmt.Errorf("poison %s/%d: %w", topic, partition, err)
+	}
+	defer p.Close()
+	_, off, err := p.SendMessage(&sarama.ProducerMessage{Topic: topic, Partition: partition, Value: sarama.ByteEncoder(runtime.PoisonRecord)})
+	if err != nil {
+		return 0, fmt.Errorf("poison %s/%d: %w", topic, partition, err)
+	}
+	return off, nil
+}
+
+// DeadLetters writes the records a job cannot parse to a dead-letter topic
+// (runtime.DeadLetters), each with headers naming the subtask and the
+// reason. Writes are at least once.
+type DeadLetters struct {
+	c     Client
+	topic string
+
+	mu sync.Mutex
+	p  sarama.SyncProducer // opened on the first write
+}
+
+// NewDeadLetters writes to topic of cluster c.
+func NewDeadLetters(c Client, topic string) *DeadLetters { return &DeadLetters{c: c, topic: topic} }
+
+// Topic implements runtime.DeadLetters.
+func (d *DeadLetters) Topic() string { return d.topic }
+
+// DeadLetter implements runtime.DeadLetters.
+func (d *DeadLetters) DeadLetter(task string, record []byte, reason string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.p == nil {
+		p, err := d.c.syncProducer()
+		if err != nil {
+			return err
+		}
+		d.p = p
+	}
+	_, _, err := d.p.SendMessage(&sarama.ProducerMessage{
+		Topic: d.topic, Partition: 0, Value: sarama.ByteEncoder(append([]byte(nil), record...)),
+		Headers: []sarama.RecordHeader{
+			{Key: []byte("faultline-task"), Value: []byte(task)},
+			{Key: []byte("faultline-reason"), Value: []byte(reason)},
+		},
+	})
+	return err
+}
+
+// Close closes the producer.
+func (d *DeadLetters) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.p == nil {
+		return nil
+	}
+	err := d.p.Close()
+	d.p = nil
+	return err
+}
