@@ -228,6 +228,7 @@ type Stats struct {
 type pending struct {
 	id          int64
 	kind        Kind
+	mode        string
 	attempt     int64
 	triggerTime time.Time
 	acks        map[TaskID]SubtaskAck
@@ -261,6 +262,7 @@ type Coordinator struct {
 	onEvent func(Event)
 
 	mu       sync.Mutex
+	mode     string // recorded in each checkpoint triggered (Config.Mode at first)
 	running  bool
 	attempt  int64
 	tasks    []TaskID
@@ -312,6 +314,7 @@ func NewCoordinator(cfg Config, store Store, clk clock.Clock, gw Gateway, onEven
 	}
 	c := &Coordinator{
 		cfg:      cfg,
+		mode:     cfg.Mode,
 		store:    store,
 		clk:      clk,
 		gw:       gw,
@@ -463,6 +466,14 @@ func (c *Coordinator) TaskFinished(attempt int64, task TaskID) {
 	c.flush()
 }
 
+// SetMode sets the mode recorded in the checkpoints triggered from now on
+// (the job switched between exactly-once and at-least-once).
+func (c *Coordinator) SetMode(mode string) {
+	c.mu.Lock()
+	c.mode = mode
+	c.mu.Unlock()
+}
+
 // MarkRestored records that the job restored its state from checkpoint id
 // (Flink: RestoredCheckpointStats).
 func (c *Coordinator) MarkRestored(id int64) {
@@ -555,6 +566,7 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 	p := &pending{
 		id:          id,
 		kind:        kind,
+		mode:        c.mode,
 		attempt:     c.attempt,
 		triggerTime: now,
 		acks:        map[TaskID]SubtaskAck{},
@@ -643,7 +655,7 @@ func (c *Coordinator) completeLocked(p *pending) {
 		ID:             p.id,
 		Kind:           p.kind,
 		Job:            c.cfg.Job,
-		Mode:           c.cfg.Mode,
+		Mode:           p.mode,
 		TriggerTime:    p.triggerTime,
 		CompletionTime: now,
 		Tasks:          tasks,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Channel connects one upstream subtask to one downstream subtask (Flink: a
@@ -17,6 +18,9 @@ import (
 type Channel struct {
 	ch   chan []Element
 	gate *gate
+	// blocked counts, for the sending subtask, the time it waits on a full
+	// channel (its back-pressure).
+	blocked *atomic.Int64
 
 	sent     atomic.Int64 // elements sent
 	consumed atomic.Int64 // elements the receiver has handled
@@ -30,8 +34,11 @@ type barrierMark struct {
 	seq int64 // position in the channel's element sequence
 }
 
-func newChannel(capacity int, g *gate) *Channel {
-	return &Channel{ch: make(chan []Element, capacity), gate: g}
+func newChannel(capacity int, g *gate, blocked *atomic.Int64) *Channel {
+	if blocked == nil {
+		blocked = new(atomic.Int64)
+	}
+	return &Channel{ch: make(chan []Element, capacity), gate: g, blocked: blocked}
 }
 
 // send puts batch into the channel, waiting while it is full. It returns
@@ -48,8 +55,15 @@ func (c *Channel) send(ctx context.Context, batch []Element) bool {
 	c.sent.Add(int64(len(batch)))
 	select {
 	case c.ch <- batch:
-	case <-ctx.Done():
-		return false
+	default:
+		start := time.Now()
+		select {
+		case c.ch <- batch:
+			c.blocked.Add(int64(time.Since(start)))
+		case <-ctx.Done():
+			c.blocked.Add(int64(time.Since(start)))
+			return false
+		}
 	}
 	c.gate.signal()
 	return true

@@ -10,7 +10,7 @@ import (
 )
 
 func TestChannelViewPlacesBarriers(t *testing.T) {
-	ch := newChannel(4, newGate())
+	ch := newChannel(4, newGate(), nil)
 	ctx := context.Background()
 	rec := Element{Kind: KindRecord}
 	ch.send(ctx, []Element{rec, rec, {Kind: KindBarrier, ID: 12}, rec})

@@ -40,4 +40,7 @@ type Element struct {
 	// Savepoint marks the barrier of a savepoint, which every subtask
 	// snapshots in full.
 	Savepoint bool
+	// AtLeastOnce marks the barrier of a checkpoint taken in at-least-once
+	// mode (no alignment); the mode can change while the job runs.
+	AtLeastOnce bool
 }

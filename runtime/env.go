@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"faultline/runtime/barrier"
 	"fmt"
 	"sort"
 	"strings"
@@ -63,7 +64,8 @@ type mail struct {
 	id        int64
 	triggerNs int64
 	savepoint bool
-	fault     Fault
+	mode      barrier.Mode // the checkpoint's mode (mailTrigger)
+	entry     *faultEntry  // mailFault
 }
 
 // mailbox is a task's unbounded queue of control messages (Flink: the

@@ -119,6 +119,10 @@ type Job struct {
 	faultsMu sync.Mutex
 	injected []FailureInfo // faults that failed no task: job-level ones, slow
 
+	jobStatus atomic.Value // JobStatus
+	mode      atomic.Int32 // barrier.Mode of the checkpoints triggered now
+	tempo     tempo
+
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
 	savepoints chan int64 // completed savepoints, for stop-with-savepoint
@@ -133,6 +137,7 @@ type faultEntry struct {
 	Fault
 	fired     atomic.Bool
 	delivered atomic.Bool // a timed fault was posted to its task
+	adhoc     bool        // injected while running (Inject), not from --inject
 }
 
 // FailureInfo is one failure of the run, as the report lists it.
@@ -232,12 +237,14 @@ func New(cfg Config) (*Job, error) {
 		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, store: cfg.Store, clk: cfg.Clock,
 		metrics:    map[string]*TaskMetrics{},
 		coordFail:  make(chan attemptErr, 1),
-		faultCh:    make(chan *faultEntry, len(cfg.Faults)+1),
+		faultCh:    make(chan *faultEntry, len(cfg.Faults)+64),
 		savepoints: make(chan int64, 16),
 		failover:   cfg.Failover,
 		regions:    pipelinedRegions(cfg.Job),
 		bad:        newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
 	}
+	j.mode.Store(int32(cfg.Mode))
+	j.tempo.init()
 	j.restarts.v = RestartView{
 		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
 		Status: cfg.Restart.Status(), Failover: cfg.Failover,
@@ -298,7 +305,66 @@ func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok b
 }
 
 // Pause stops (true) or resumes (false) the sources.
-func (j *Job) Pause(p bool) { j.paused.Store(p) }
+func (j *Job) Pause(p bool) {
+	if j.paused.Swap(p) != p {
+		j.obs.Emit("sources_paused", map[string]any{"paused": p})
+	}
+}
+
+// Paused reports whether the sources are paused.
+func (j *Job) Paused() bool { return j.paused.Load() }
+
+// Status is the job's current status.
+func (j *Job) Status() JobStatus {
+	if s, ok := j.jobStatus.Load().(JobStatus); ok {
+		return s
+	}
+	return JobCreated
+}
+
+// Epoch counts the deployments and failovers of the job so far.
+func (j *Job) Epoch() int64 { return j.epoch.Load() }
+
+// Mode is the checkpointing mode of the checkpoints triggered now.
+func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
+
+// SetMode switches the checkpointing mode for the checkpoints triggered
+// from now on (exactly-once aligns barriers, at-least-once does not); each
+// subtask changes its barrier handler when the first barrier of such a
+// checkpoint reaches it.
+func (j *Job) SetMode(m barrier.Mode) {
+	if barrier.Mode(j.mode.Swap(int32(m))) != m {
+		j.coord.SetMode(m.String())
+		j.obs.Emit("mode_changed", map[string]any{"mode": m.String()})
+	}
+}
+
+// ErrNoSuchTask means a fault names a subtask the job does not have.
+var ErrNoSuchTask = errors.New("no such subtask")
+
+// Inject makes fault f happen now, in the running job (the keyboard's
+// entry point to the fault catalogue; --inject's timed faults take the same
+// path). It returns an error when f names no subtask of the job, or when
+// too many faults are waiting.
+func (j *Job) Inject(f Fault) error {
+	f.After, f.AfterRecords = 0, 0
+	if f.Spec == "" {
+		f.Spec = "fault=" + string(f.Kind)
+		if f.Task != "" {
+			f.Spec = "task=" + f.Task + "," + f.Spec
+		}
+	}
+	if err := CheckFaultTask(f, j.spec); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
+	}
+	e := &faultEntry{Fault: f, adhoc: true}
+	select {
+	case j.faultCh <- e:
+		return nil
+	default:
+		return errors.New("too many faults waiting to be injected; try again")
+	}
+}
 
 func (j *Job) logf(format string, args ...any) { j.cfg.Logf(format, args...) }
 
@@ -355,7 +421,7 @@ func (j *Job) current(n int64) *attempt {
 func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
 	if a := j.current(n); a != nil {
 		for _, t := range a.sourceList() {
-			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint})
+			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint, mode: j.Mode()})
 		}
 	}
 }
@@ -470,6 +536,7 @@ func (a *attempt) stop() {
 }
 
 func (j *Job) status(s JobStatus, reason string) {
+	j.jobStatus.Store(s)
 	f := map[string]any{"status": string(s)}
 	if reason != "" {
 		f["reason"] = reason
@@ -1042,6 +1109,10 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 // deliver hands a timed fault to its task; a task that already finished is
 // past harm.
 func (j *Job) deliver(a *attempt, f *faultEntry) {
+	if f.adhoc && !slices.Contains(j.faults, f) {
+		// Known from now on, so that a failover re-arms it like the others.
+		j.faults = append(j.faults, f)
+	}
 	if f.Kind.JobLevel() {
 		f.fired.Store(true)
 		j.obs.Emit("fault_injected", map[string]any{"fault": string(f.Kind), "spec": f.Spec})
@@ -1052,7 +1123,7 @@ func (j *Job) deliver(a *attempt, f *faultEntry) {
 	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})
 	if t := a.lookup(f.Task); t != nil {
 		f.delivered.Store(true)
-		t.mb.post(mail{kind: mailFault, fault: f.Fault})
+		t.mb.post(mail{kind: mailFault, entry: f})
 	}
 }
 
@@ -1153,6 +1224,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 	}
 	t.ctx, t.cancel = context.WithCancel(a.ctx)
 	t.mb = newMailbox(t.gate)
+	_, t.stepSeen, _ = j.tempo.get()
 	if op.Type == spec.TypeSource {
 		src, err := j.cfg.Env.source(op.Topic)
 		if err != nil {
@@ -1235,14 +1307,14 @@ func (j *Job) wire(set []*task) {
 				var chans []*Channel
 				if in.Edge == spec.Forward {
 					down := index(downs, up.id.Index)
-					ch := newChannel(j.cfg.ChannelCapacity, down.gate)
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
 					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 					chans = []*Channel{ch}
 				} else {
 					// Every downstream subtask is in set, in index order.
 					for i := 0; i < op.Parallelism; i++ {
 						down := index(downs, i)
-						ch := newChannel(j.cfg.ChannelCapacity, down.gate)
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
 						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 						chans = append(chans, ch)
 					}
@@ -1263,7 +1335,7 @@ func (j *Job) wire(set []*task) {
 // the checkpoints triggered after it, and barriers of older ones still in
 // its input channels must not make it align.
 func (j *Job) newHandler(inputs int) barrier.Handler {
-	h := barrier.New(j.cfg.Mode, inputs, time.Now)
+	h := barrier.New(j.Mode(), inputs, time.Now)
 	if last := j.coord.NextID() - 1; last > 0 {
 		h.Abort(last)
 	}
@@ -1273,6 +1345,7 @@ func (j *Job) newHandler(inputs int) barrier.Handler {
 // start runs subtask instance t in its own goroutine.
 func (j *Job) start(t *task) {
 	a := t.a
+	t.m.Deploys.Add(1)
 	a.wg.Add(1)
 	t.done.Add(1)
 	j.live.Add(1)

@@ -29,6 +29,8 @@ type run struct {
 	attempts int
 	backend  string
 	failover FailoverStrategy
+	// during, when set, runs in its own goroutine while the job runs.
+	during func(j *Job)
 
 	// filled in by do
 	restarts RestartView
@@ -97,6 +99,14 @@ func (r *run) do(t *testing.T) *run {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if r.during != nil {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			r.during(j)
+		}()
+	}
 	r.res, err = j.Run(ctx, RunOptions{})
 	r.restarts = j.RestartView()
 	obs.Close()

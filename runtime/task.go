@@ -19,7 +19,15 @@ import (
 type TaskMetrics struct {
 	RecordsIn  atomic.Int64 // records processed (sources: records read)
 	RecordsOut atomic.Int64 // records emitted
-	status     atomic.Value // TaskStatus
+	// IdleNanos is the time spent waiting for input (or held by the
+	// tempo); BackPressuredNanos the time spent blocked sending to a full
+	// output channel. The rest of the wall time is busy (Flink:
+	// idleTimeMsPerSecond, backPressuredTimeMsPerSecond, busyTimeMsPerSecond).
+	IdleNanos          atomic.Int64
+	BackPressuredNanos atomic.Int64
+	// Deploys counts how many times the subtask was deployed.
+	Deploys atomic.Int64
+	status  atomic.Value // TaskStatus
 }
 
 // Status is the subtask's current status.
@@ -72,8 +80,46 @@ type taskEvent struct {
 
 // barrierInfo is what a barrier told a subtask about its checkpoint.
 type barrierInfo struct {
-	ns        int64 // trigger time
-	savepoint bool  // a savepoint: snapshot in full
+	ns          int64 // trigger time
+	savepoint   bool  // a savepoint: snapshot in full
+	atLeastOnce bool  // forwarded with the barrier
+}
+
+func modeOf(e *Element) barrier.Mode {
+	if e.AtLeastOnce {
+		return barrier.AtLeastOnce
+	}
+	return barrier.ExactlyOnce
+}
+
+// switchMode gives the subtask a barrier handler of mode, before it handles
+// the first barrier (of checkpoint id) triggered in that mode. A checkpoint
+// still aligning in the old mode is given up as subsumed, as a newer
+// barrier would subsume it anyway.
+func (t *task) switchMode(ctx context.Context, mode barrier.Mode, id int64) error {
+	if p := t.handler.Pending(); p != 0 {
+		r := t.handler.Abort(p)
+		if r.Aborted != 0 {
+			r.AbortReason = barrier.Subsumed
+		}
+		if err := t.act(ctx, r, 0); err != nil {
+			return err
+		}
+	}
+	h := barrier.New(mode, len(t.inputs), time.Now)
+	if id > 1 {
+		h.Abort(id - 1)
+	}
+	for i, in := range t.inputs {
+		if in.ended {
+			h.OnEndOfInput(i)
+		}
+	}
+	t.handler = h
+	for _, in := range t.inputs {
+		in.blocked.Store(false)
+	}
+	return nil
 }
 
 // restoredState is the state a subtask starts from.
@@ -128,6 +174,8 @@ type task struct {
 	chain       []checkpoint.Handle
 	broken      bool
 	lastPersist chan struct{} // closed when the previous snapshot's writer ends
+
+	stepSeen int64 // the tempo's last step this task went on with
 
 	// a slow fault in effect: work takes slowFactor times as long
 	slowUntil  time.Time
@@ -334,15 +382,11 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 	for _, m := range t.mail {
 		switch m.kind {
 		case mailFault:
-			for _, f := range t.faults {
-				if f.Spec == m.fault.Spec {
-					if err := t.fire(f); err != nil {
-						return false, err
-					}
-				}
+			if err := t.fire(m.entry); err != nil {
+				return false, err
 			}
 		case mailTrigger:
-			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint); err != nil {
+			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint, m.mode); err != nil {
 				return false, err
 			}
 		case mailComplete:
@@ -392,10 +436,12 @@ func (t *task) broadcast(ctx context.Context, e Element) error {
 }
 
 func (t *task) wait(ctx context.Context) {
+	start := time.Now()
 	select {
 	case <-t.gate.c:
 	case <-ctx.Done():
 	}
+	t.m.IdleNanos.Add(int64(time.Since(start)))
 }
 
 // runSource reads the source's partitions, emitting batches and injecting
@@ -404,6 +450,9 @@ func (t *task) wait(ctx context.Context) {
 func (t *task) runSource(ctx context.Context) error {
 	checkpointing := t.a.job.cfg.Checkpoint.Interval > 0
 	for ctx.Err() == nil {
+		if d := t.pace(ctx); d > 0 {
+			t.m.IdleNanos.Add(int64(d))
+		}
 		finished, err := t.handleMail(ctx)
 		if err != nil {
 			return err
@@ -428,6 +477,9 @@ func (t *task) runSource(ctx context.Context) error {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
 		t.srcBuf = recs
+		if len(recs) == 0 {
+			t.m.IdleNanos.Add(int64(time.Since(began)))
+		}
 		for i := range recs {
 			t.in++
 			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
@@ -517,11 +569,12 @@ func (t *task) waitPaused(ctx context.Context) {
 
 // sourceCheckpoint snapshots a source's offsets and injects barrier id
 // behind every record read so far.
-func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool) error {
+func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode) error {
 	start := time.Now()
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
-	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: savepoint}); err != nil {
+	b := Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: savepoint, AtLeastOnce: mode == barrier.AtLeastOnce}
+	if err := t.broadcast(ctx, b); err != nil {
 		return err
 	}
 	if t.atEnd && t.finalBarrier == 0 {
@@ -662,6 +715,9 @@ func (t *task) runOperator(ctx context.Context) error {
 				}
 				in.cur, in.pos = b, 0
 			}
+			if d := t.pace(ctx); d > 0 {
+				t.m.IdleNanos.Add(int64(d))
+			}
 			progressed = true
 			done, err := t.processInput(ctx, i)
 			if err != nil {
@@ -728,7 +784,12 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 			}
 			e.Record = Record{}
 		case KindBarrier:
-			t.lastTrig[e.ID] = barrierInfo{ns: e.TriggerNanos, savepoint: e.Savepoint}
+			if mode := modeOf(e); mode != t.handler.Mode() {
+				if err := t.switchMode(ctx, mode, e.ID); err != nil {
+					return false, err
+				}
+			}
+			t.lastTrig[e.ID] = barrierInfo{ns: e.TriggerNanos, savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
 			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID), e.TriggerNanos); err != nil {
 				return false, err
 			}
@@ -824,7 +885,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 			keyed = t.keyed.Snapshot()
 		}
 	}
-	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: info.savepoint}); err != nil {
+	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: info.savepoint, AtLeastOnce: info.atLeastOnce}); err != nil {
 		return err
 	}
 	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}

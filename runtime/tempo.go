@@ -1,0 +1,139 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Tempo is how fast the whole dataflow moves: the UI's slow motion and
+// single step, so that a trainer can stop the world while explaining a
+// barrier. It has no Flink counterpart.
+type Tempo int32
+
+// Tempos, slowest last.
+const (
+	// TempoNormal is full speed.
+	TempoNormal Tempo = iota
+	// TempoSlow waits SlowDelay before every batch a task handles.
+	TempoSlow
+	// TempoSlower waits SlowerDelay before every batch.
+	TempoSlower
+	// TempoFrozen stops every task before its next batch; Step lets each
+	// handle one.
+	TempoFrozen
+)
+
+// The waits of the slow tempos.
+const (
+	SlowDelay   = 50 * time.Millisecond
+	SlowerDelay = 250 * time.Millisecond
+)
+
+func (t Tempo) String() string {
+	switch t {
+	case TempoSlow:
+		return "slow"
+	case TempoSlower:
+		return "slower"
+	case TempoFrozen:
+		return "frozen"
+	}
+	return "normal"
+}
+
+// tempo is the job's current tempo. wake is closed and replaced on every
+// change, so that waiting tasks look again.
+type tempo struct {
+	mu   sync.Mutex
+	t    Tempo
+	step int64 // bumped by every Step
+	wake chan struct{}
+}
+
+func (p *tempo) init() { p.wake = make(chan struct{}) }
+
+func (p *tempo) get() (Tempo, int64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.t, p.step, p.wake
+}
+
+func (p *tempo) change(f func()) {
+	p.mu.Lock()
+	f()
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// SetTempo sets how fast the dataflow moves.
+func (j *Job) SetTempo(t Tempo) {
+	old, _, _ := j.tempo.get()
+	j.tempo.change(func() { j.tempo.t = t })
+	if old != t {
+		j.obs.Emit("tempo_changed", map[string]any{"tempo": t.String()})
+	}
+}
+
+// Tempo is how fast the dataflow moves now.
+func (j *Job) Tempo() Tempo {
+	t, _, _ := j.tempo.get()
+	return t
+}
+
+// Step lets every task of a frozen job handle one more batch.
+func (j *Job) Step() {
+	j.tempo.change(func() { j.tempo.step++ })
+}
+
+// pace holds the task before its next batch as the tempo says, and
+// returns how long it held it (counted as idle time). A frozen task goes on
+// once for every Step.
+func (t *task) pace(ctx context.Context) time.Duration {
+	start := time.Time{}
+	for {
+		tp, step, wake := t.a.job.tempo.get()
+		var d time.Duration
+		switch tp {
+		case TempoNormal:
+			if start.IsZero() {
+				return 0
+			}
+			return time.Since(start)
+		case TempoSlow:
+			d = SlowDelay
+		case TempoSlower:
+			d = SlowerDelay
+		case TempoFrozen:
+			if t.stepSeen < step {
+				t.stepSeen = step
+				if start.IsZero() {
+					return 0
+				}
+				return time.Since(start)
+			}
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		if d > 0 {
+			tm := time.NewTimer(d)
+			select {
+			case <-tm.C:
+				return time.Since(start)
+			case <-wake:
+				tm.Stop()
+			case <-ctx.Done():
+				tm.Stop()
+				return time.Since(start)
+			}
+			continue
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return time.Since(start)
+		}
+	}
+}
