@@ -27,6 +27,7 @@ import (
 	"faultline/runtime/barrier"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/tui"
 )
 
 // runOptions are the flags of `faultline run`, named after Flink's options
@@ -387,8 +388,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer lf.Close()
 	logger := log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
 	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
-	if !o.headless {
-		fmt.Fprintln(stderr, "faultline: the terminal UI is not built yet; running headless (JSON events on stdout)")
+	if !o.headless && !isTerminal(stdout) {
+		fmt.Fprintln(stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
+		o.headless = true
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -398,12 +400,17 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	obs := runtime.NewObserver(clock.Real{}, 8192)
 	enc := json.NewEncoder(stdout)
 	printed := make(chan struct{})
-	go func() {
-		defer close(printed)
-		for e := range obs.Events() {
-			enc.Encode(e)
-		}
-	}()
+	if o.headless {
+		go func() {
+			defer close(printed)
+			for e := range obs.Events() {
+				enc.Encode(e)
+			}
+		}()
+	} else {
+		// The terminal UI reads the events.
+		close(printed)
+	}
 	closeEvents := sync.OnceFunc(func() {
 		obs.Close()
 		<-printed
@@ -413,6 +420,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	// Kafka: the embedded broker unless --brokers names a cluster.
 	generate := o.kafka.generate
 	var brokerDown func(time.Duration) error
+	var embedded *kafka.Embedded
 	if len(p.client.Brokers) == 0 {
 		sinkTopics := map[string]int32{}
 		for _, op := range p.job.Operators {
@@ -432,6 +440,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return exitError{code: 1, err: err}
 		}
 		defer broker.Close()
+		embedded = broker
 		brokerDown = func(d time.Duration) error {
 			broker.Down(d)
 			time.AfterFunc(d, func() { obs.Emit("broker_up", map[string]any{"address": broker.Addr}) })
@@ -469,6 +478,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 
 	gen := runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
 	var writerDone chan error
+	var uiWriter *kafka.Writer
 	if generate {
 		w := kafka.NewWriter(p.client, cl, gen).WithTopics(p.logicalTopics())
 		if o.records > 0 && p.rate == 0 {
@@ -485,6 +495,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 				wcancel()
 				<-writerDone
 			}()
+			uiWriter = w
 			go func() {
 				err := w.Run(wctx, p.rate)
 				if err != nil {
@@ -607,8 +618,38 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
 		"checkpoint_dir": store.Dir(), "state_backend": o.stateBackend, "incremental": o.incremental,
 	})
-	res, runErr := job.Run(ctx, runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
-		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit})
+	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
+		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
+	var res *runtime.Result
+	var runErr error
+	if o.headless {
+		res, runErr = job.Run(ctx, runOpts)
+	} else {
+		// The UI goes on from where the state dir left off, as after a
+		// crash, unless told where to start.
+		resumable := false
+		if o.fromSavepoint == 0 {
+			runOpts.Resume = true
+			if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
+				resumable = true
+			}
+		}
+		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval,
+			Broker: strings.Join(p.client.Brokers, ","), Embedded: embedded != nil,
+			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: stateDir}
+		var live *kafka.LiveVerifier
+		if len(outputStart) == 1 {
+			for topic, start := range outputStart {
+				lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify}
+				if resumable || runOpts.FromSavepoint != 0 {
+					lc.OutputFrom = nil
+				}
+				live = kafka.NewLiveVerifier(lc)
+			}
+		}
+		ctrl := newUIController(job, p.job, info, uiWriter, live, embedded)
+		res, runErr = o.runUI(ctx, job, ctrl, live, obs, p, runOpts, stdout, logger)
+	}
 	if runErr != nil {
 		if errors.Is(runErr, runtime.ErrNoSavepoint) {
 			return usageError{runErr}
@@ -665,8 +706,14 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	closeEvents()
 	report := runtime.NewReport(p.job.Name, o.mode, res, v, obs.Dropped())
-	if err := enc.Encode(report); err != nil {
-		return exitError{code: 1, err: err}
+	if o.headless {
+		if err := enc.Encode(report); err != nil {
+			return exitError{code: 1, err: err}
+		}
+	} else {
+		b, _ := json.Marshal(report)
+		logger.Printf("%s", b)
+		printSummary(stdout, report, stateDir)
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return exitError{code: 1, err: cause}

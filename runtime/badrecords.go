@@ -37,10 +37,11 @@ type DeadLetters interface {
 // badRecords is the job's policy for records that cannot be parsed, and
 // its counters.
 type badRecords struct {
-	mode  string
-	dlq   DeadLetters
-	obs   *Observer
-	count map[string]*atomic.Int64 // by action: skipped, dead-lettered
+	progress *commitProgress // for sinks: not about bad records, but passed the same way
+	mode     string
+	dlq      DeadLetters
+	obs      *Observer
+	count    map[string]*atomic.Int64 // by action: skipped, dead-lettered
 }
 
 func newBadRecords(mode string, dlq DeadLetters, obs *Observer) *badRecords {

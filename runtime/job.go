@@ -119,6 +119,11 @@ type Job struct {
 	faultsMu sync.Mutex
 	injected []FailureInfo // faults that failed no task: job-level ones, slow
 
+	commits       commitProgress
+	lastCommitted struct {
+		sync.Mutex
+		c *checkpoint.Completed
+	}
 	jobStatus atomic.Value // JobStatus
 	mode      atomic.Int32 // barrier.Mode of the checkpoints triggered now
 	tempo     tempo
@@ -243,6 +248,7 @@ func New(cfg Config) (*Job, error) {
 		regions:    pipelinedRegions(cfg.Job),
 		bad:        newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
 	}
+	j.bad.progress = &j.commits
 	j.mode.Store(int32(cfg.Mode))
 	j.tempo.init()
 	j.restarts.v = RestartView{
@@ -320,6 +326,48 @@ func (j *Job) Status() JobStatus {
 		return s
 	}
 	return JobCreated
+}
+
+// CommittedCheckpoint is the newest checkpoint whose output every sink
+// subtask has committed, with the source offsets it covers (by the topic
+// each source reads). ok is false before the first.
+func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bool) {
+	j.commits.mu.Lock()
+	id = -1
+	for _, op := range j.spec.Operators {
+		if op.Type != spec.TypeSink {
+			continue
+		}
+		for i := 0; i < op.Parallelism; i++ {
+			done, has := j.commits.done[checkpoint.TaskID{Operator: op.Name, Index: i}.String()]
+			if !has {
+				done = 0
+			}
+			if id < 0 || done < id {
+				id = done
+			}
+		}
+	}
+	j.commits.mu.Unlock()
+	if id <= 0 {
+		return 0, nil, false
+	}
+	j.lastCommitted.Lock()
+	defer j.lastCommitted.Unlock()
+	if c := j.lastCommitted.c; c != nil && c.ID == id {
+		return id, c.SourceOffsets(), true
+	}
+	all, err := j.cfg.Store.All(context.Background())
+	if err != nil {
+		return 0, nil, false
+	}
+	for _, c := range all {
+		if c.ID == id {
+			j.lastCommitted.c = c
+			return id, c.SourceOffsets(), true
+		}
+	}
+	return 0, nil, false
 }
 
 // Epoch counts the deployments and failovers of the job so far.
@@ -657,7 +705,7 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	}
 	if c == nil {
 		f["checkpoint"] = 0
-		f["reason"] = why + ": no valid checkpoint, starting from the beginning"
+		f["reason"] = why + ": no checkpoint to restore, starting from the beginning"
 		j.obs.Emit("restored", f)
 		return
 	}
@@ -709,7 +757,11 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.status(JobFailed, err.Error())
 			return nil, err
 		}
-		j.markRestored(res, restore, "resumed")
+		if restore == nil {
+			j.obs.Emit("restored", map[string]any{"checkpoint": 0, "reason": "nothing to resume: the state dir holds no checkpoint of job " + j.spec.Name + "; starting from the beginning"})
+		} else {
+			j.markRestored(res, restore, "resumed")
+		}
 		if restore != nil {
 			res.Resumed = restore.ID
 			reason = fmt.Sprintf("resumed from checkpoint %d", restore.ID)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"faultline/backend"
 )
@@ -24,6 +25,7 @@ type sinkOp struct {
 	topic     string
 	txnPrefix string
 	ctx       *OperatorContext
+	progress  *commitProgress
 
 	nextSeq int64
 	redoLog bool // keep each transaction's records until it commits
@@ -224,6 +226,9 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 		return fmt.Errorf("%s: %w", ctx.Task, err)
 	}
 	s.nextSeq = next[idx]
+	if ctx.Restored {
+		s.progress.committed(ctx.Task.String(), ctx.RestoredFrom)
+	}
 	return nil
 }
 
@@ -279,6 +284,7 @@ func (s *sinkOp) NotifyCheckpointComplete(id int64) error {
 		}
 	}
 	s.pending = append(s.pending[:0], s.pending[i:]...)
+	s.progress.committed(s.ctx.Task.String(), id)
 	return nil
 }
 
@@ -320,6 +326,25 @@ func (s *sinkOp) rollback(from int64, _ keyedReader) (int64, any) {
 		}
 	}
 	return lost, nil
+}
+
+// commitProgress records, per sink subtask, the newest checkpoint whose
+// transactions it has committed, for the live verification.
+type commitProgress struct {
+	mu   sync.Mutex
+	done map[string]int64
+}
+
+func (p *commitProgress) committed(task string, id int64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.done == nil {
+		p.done = map[string]int64{}
+	}
+	p.done[task] = id
+	p.mu.Unlock()
 }
 
 // FinalCommittables are the transactions EndInput prepared for the job's

@@ -27,7 +27,17 @@ type TaskMetrics struct {
 	BackPressuredNanos atomic.Int64
 	// Deploys counts how many times the subtask was deployed.
 	Deploys atomic.Int64
+	// offsets are a source subtask's next offsets per partition, published
+	// after each read (map[int32]int64, never changed once stored).
+	offsets atomic.Value
 	status  atomic.Value // TaskStatus
+}
+
+// Offsets are, for a source subtask, the next offset it reads in each of
+// its partitions (nil for other subtasks and before the first read).
+func (m *TaskMetrics) Offsets() map[int32]int64 {
+	o, _ := m.offsets.Load().(map[int32]int64)
+	return o
 }
 
 // Status is the subtask's current status.
@@ -497,6 +507,9 @@ func (t *task) runSource(ctx context.Context) error {
 			return err
 		}
 		t.flushCounters()
+		if len(recs) > 0 || t.m.offsets.Load() == nil {
+			t.m.offsets.Store(t.reader.Offsets())
+		}
 		t.dawdle(ctx, began)
 		if done {
 			t.atEnd = true

@@ -1,0 +1,205 @@
+package tui
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"faultline/checkpoint"
+)
+
+// checkpointDetail is the detail view of one checkpoint (Flink's web UI: a
+// checkpoint's per-subtask statistics): for every subtask, whether it
+// acknowledged, its synchronous and asynchronous snapshot durations, its
+// alignment duration, its start delay (trigger to first barrier) and the
+// size of its state, full and incremental. A pending checkpoint's detail
+// fills in with every sample.
+type checkpointDetail struct {
+	ctx           *Context
+	width, height int
+	id            int64
+	top           int
+}
+
+func newCheckpointDetail(ctx *Context) *checkpointDetail { return &checkpointDetail{ctx: ctx} }
+
+// Open shows checkpoint id from its first row.
+func (d *checkpointDetail) Open(id int64) { d.id, d.top = id, 0 }
+
+// ID is the checkpoint shown.
+func (d *checkpointDetail) ID() int64 { return d.id }
+
+// Init implements tea.Model.
+func (d *checkpointDetail) Init() tea.Cmd { return nil }
+
+// SetSize implements Component.
+func (d *checkpointDetail) SetSize(w, h int) { d.width, d.height = w, h }
+
+// ShortHelp implements help.KeyMap.
+func (d *checkpointDetail) ShortHelp() []key.Binding {
+	return []key.Binding{d.ctx.Keys.Scroll, d.ctx.Keys.Back}
+}
+
+// FullHelp implements help.KeyMap.
+func (d *checkpointDetail) FullHelp() [][]key.Binding {
+	k := d.ctx.Keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}}
+}
+
+// Update implements tea.Model: arrows scroll, esc closes.
+func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return d, nil
+	}
+	k := d.ctx.Keys
+	rows := d.tableRows()
+	switch {
+	case key.Matches(km, k.Back):
+		return d, func() tea.Msg { return closeOverlayMsg{} }
+	case key.Matches(km, k.Up):
+		d.top--
+	case key.Matches(km, k.Down):
+		d.top++
+	case key.Matches(km, k.PageUp):
+		d.top -= rows
+	case key.Matches(km, k.PageDown):
+		d.top += rows
+	}
+	d.top = max(min(d.top, len(d.subtasks())-rows), 0)
+	return d, nil
+}
+
+// summaryLines is how many lines come before the table rows.
+const summaryLines = 5
+
+// tableRows is how many subtask rows fit.
+func (d *checkpointDetail) tableRows() int { return max(d.height-summaryLines, 1) }
+
+// subtasks lists the subtasks of the checkpoint in spec order, then any the
+// job no longer has.
+func (d *checkpointDetail) subtasks() []string {
+	names := d.ctx.taskNames()
+	c := d.ctx.checkpointByID(d.id)
+	if c == nil {
+		return names
+	}
+	var extra []string
+	add := func(id checkpoint.TaskID) {
+		if s := id.String(); !slices.Contains(names, s) && !slices.Contains(extra, s) {
+			extra = append(extra, s)
+		}
+	}
+	for id := range c.AckedTasks {
+		add(id)
+	}
+	for _, id := range c.WaitingFor {
+		add(id)
+	}
+	slices.Sort(extra)
+	return append(names, extra...)
+}
+
+// View implements tea.Model.
+func (d *checkpointDetail) View() string {
+	st := d.ctx.Styles
+	c := d.ctx.checkpointByID(d.id)
+	title := "checkpoint " + strconv.FormatInt(d.id, 10)
+	lines := []string{rule(st, title, st.Muted.Render("esc close"), d.width, true)}
+	if c == nil {
+		lines = append(lines, st.Muted.Render(" checkpoint "+strconv.FormatInt(d.id, 10)+" is no longer in the history"))
+		return strings.Join(fitLines(lines, d.width, d.height), "\n")
+	}
+	if c.Kind == checkpoint.KindSavepoint {
+		title = "savepoint " + strconv.FormatInt(d.id, 10)
+		lines[0] = rule(st, title, st.Muted.Render("esc close"), d.width, true)
+	}
+
+	word, style := checkpointWord(st, c)
+	facts := []string{style.Render(word)}
+	if c.Restored && c.Kind == checkpoint.KindSavepoint {
+		facts = append(facts, "savepoint")
+	}
+	facts = append(facts, ackText(c)+" acknowledged", "triggered "+wallClock(c.TriggerTime))
+	if c.Status == checkpoint.StatusPending {
+		facts = append(facts, st.Info.Render("running for "+humanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
+	} else {
+		facts = append(facts, "end to end "+humanDuration(c.EndTime.Sub(c.TriggerTime)))
+	}
+	sep := st.Muted.Render(" · ")
+	lines = append(lines, " "+strings.Join(facts, sep))
+	lines = append(lines, " "+strings.Join([]string{
+		"size " + humanBytes(c.FullBytes) + " full", humanBytes(c.IncrementalBytes) + " incremental",
+		"longest alignment " + humanDuration(c.MaxAlignment),
+	}, sep))
+	if c.Status == checkpoint.StatusFailed {
+		lines = append(lines, " "+st.Error.Render("failed: "+checkpointNote(c)))
+	} else if len(c.WaitingFor) > 0 {
+		lines = append(lines, " "+st.Info.Render("waiting for "+plural(len(c.WaitingFor), "subtask", "subtasks")))
+	} else {
+		lines = append(lines, "")
+	}
+
+	names := d.subtasks()
+	nameW := 8
+	for _, n := range names {
+		nameW = max(nameW, width(n))
+	}
+	nameW = min(nameW, 24)
+	const numW = 7
+	cols := []string{"sync", "async", "align", "delay", "full", "incr"}
+	var head strings.Builder
+	head.WriteString(" " + padRight("subtask", nameW) + " " + padRight("ack", 9))
+	for _, h := range cols {
+		head.WriteString(" " + padLeft(h, numW))
+	}
+	lines = append(lines, st.TableHeader.Render(head.String()))
+
+	acks := map[string]checkpoint.SubtaskAck{}
+	for id, a := range c.AckedTasks {
+		acks[id.String()] = a
+	}
+	waiting := map[string]bool{}
+	for _, id := range c.WaitingFor {
+		waiting[id.String()] = true
+	}
+	top := max(min(d.top, len(names)-d.tableRows()), 0)
+	for _, n := range names[top:min(len(names), top+d.tableRows())] {
+		var b strings.Builder
+		if n == d.ctx.Selected {
+			b.WriteString(st.Selected.Render("▸"+padRight(n, nameW)) + " ")
+		} else {
+			b.WriteString(" " + padRight(n, nameW) + " ")
+		}
+		a, ok := acks[n]
+		switch {
+		case ok && a.Finished:
+			b.WriteString(st.Muted.Render(padRight("✓ finished", 9)))
+		case ok:
+			b.WriteString(st.Success.Render(padRight("✓ acked", 9)))
+		case waiting[n] && c.Status == checkpoint.StatusFailed:
+			b.WriteString(st.Error.Render(padRight("✗ never", 9)))
+		case waiting[n]:
+			b.WriteString(st.Info.Render(padRight("○ waiting", 9)))
+		default:
+			b.WriteString(st.Muted.Render(padRight("—", 9)))
+		}
+		if ok {
+			for _, v := range []string{
+				humanDuration(a.SyncDuration), humanDuration(a.AsyncDuration), humanDuration(a.Alignment),
+				humanDuration(a.StartDelay), humanBytes(a.Bytes), humanBytes(a.IncrementalBytes),
+			} {
+				b.WriteString(" " + padLeft(v, numW))
+			}
+		}
+		lines = append(lines, b.String())
+	}
+	if len(names) > d.tableRows() {
+		lines[0] = rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
+			strconv.Itoa(min(len(names), top+d.tableRows()))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
+	}
+	return strings.Join(fitLines(lines, d.width, d.height), "\n")
+}

@@ -1,0 +1,268 @@
+package tui
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"faultline/runtime"
+)
+
+// maxLogEntries bounds the event log; the oldest entries go first.
+const maxLogEntries = 2000
+
+// logEntry is one line of the event log.
+type logEntry struct {
+	at    time.Duration // since the run started
+	text  string
+	level level
+	// fold is set on a line that sums up routine task_status events.
+	fold *taskFold
+	// checkpoint is set on a "checkpoint n triggered" line, which that
+	// checkpoint's completion or failure replaces when nothing came
+	// between them.
+	checkpoint int64
+	// savepoint is set on a "savepoint n completed" line, which the
+	// savepoint_completed event that follows completes with where it was
+	// written.
+	savepoint int64
+}
+
+// taskFold sums up the subtasks that reached one routine status in one
+// attempt: "13 tasks RUNNING (attempt 2)".
+type taskFold struct {
+	status  string
+	attempt int64 // -1: not given
+	tasks   []string
+}
+
+func (f *taskFold) text() string {
+	var s string
+	if len(f.tasks) <= 3 {
+		s = strings.Join(f.tasks, " ")
+	} else {
+		s = strconv.Itoa(len(f.tasks)) + " tasks"
+	}
+	s += " " + f.status
+	if f.attempt >= 0 {
+		s += " (attempt " + strconv.FormatInt(f.attempt, 10) + ")"
+	}
+	return s
+}
+
+type foldKey struct {
+	status  string
+	attempt int64
+}
+
+// eventLog keeps the lifecycle events as lines, folding the routine ones so
+// that the log tells the story instead of flooding: DEPLOYING, CREATED and
+// CANCELING task statuses are left out, RUNNING, CANCELED and FINISHED are
+// summed up per attempt on one line, FAILED ones get a line each.
+type eventLog struct {
+	entries []logEntry
+	folds   map[foldKey]int // index in entries
+	closed  bool
+}
+
+// skippedStatuses are task statuses the log leaves out.
+var skippedStatuses = []string{"CREATED", "DEPLOYING", "INITIALIZING", "CANCELING", "SCHEDULED"}
+
+// add appends one event.
+func (l *eventLog) add(e runtime.Event) {
+	f := fields(e.Fields)
+	if e.Name == "task_status" {
+		status := f.str("status")
+		if slices.Contains(skippedStatuses, status) {
+			return
+		}
+		if status != "FAILED" {
+			l.fold(e, status, f)
+			return
+		}
+	}
+	text, lvl := describeEvent(e)
+	entry := logEntry{at: e.At, text: text, level: lvl}
+	switch e.Name {
+	case "checkpoint_triggered":
+		entry.checkpoint, _ = f.num("id")
+	case "checkpoint_completed", "checkpoint_failed":
+		if e.Name == "checkpoint_completed" && kindName(f) == "savepoint" {
+			entry.savepoint, _ = f.num("id")
+		}
+		if id, ok := f.num("id"); ok && l.last() != nil && l.last().checkpoint == id {
+			*l.last() = entry
+			return
+		}
+	case "savepoint_completed":
+		if id, ok := f.num("id"); ok && l.last() != nil && l.last().savepoint == id {
+			if p := f.str("path"); p != "" {
+				l.last().text += ", written to " + p
+			}
+			l.last().savepoint = 0
+			return
+		}
+	}
+	l.push(entry)
+}
+
+// fold counts a routine task status into its line, making the line when it
+// is the first of its status and attempt.
+func (l *eventLog) fold(e runtime.Event, status string, f fields) {
+	attempt, ok := f.num("attempt")
+	if !ok {
+		attempt = -1
+	}
+	k := foldKey{status, attempt}
+	if i, ok := l.folds[k]; ok {
+		fd := l.entries[i].fold
+		if task := f.str("task"); !slices.Contains(fd.tasks, task) {
+			fd.tasks = append(fd.tasks, task)
+		}
+		l.entries[i].text = fd.text()
+		return
+	}
+	fd := &taskFold{status: status, attempt: attempt, tasks: []string{f.str("task")}}
+	lvl := levelMuted
+	if status == "FINISHED" {
+		lvl = levelInfo
+	}
+	l.push(logEntry{at: e.At, text: fd.text(), level: lvl, fold: fd})
+	if l.folds == nil {
+		l.folds = map[foldKey]int{}
+	}
+	l.folds[k] = len(l.entries) - 1
+}
+
+// last is the newest entry, or nil.
+func (l *eventLog) last() *logEntry {
+	if len(l.entries) == 0 {
+		return nil
+	}
+	return &l.entries[len(l.entries)-1]
+}
+
+func (l *eventLog) push(e logEntry) {
+	l.entries = append(l.entries, e)
+	if len(l.entries) <= maxLogEntries {
+		return
+	}
+	drop := len(l.entries) - maxLogEntries*3/4
+	l.entries = append([]logEntry(nil), l.entries[drop:]...)
+	for k, i := range l.folds {
+		if i < drop {
+			delete(l.folds, k)
+		} else {
+			l.folds[k] = i - drop
+		}
+	}
+}
+
+// close notes that the job stopped emitting events.
+func (l *eventLog) close() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	var at time.Duration
+	if n := len(l.entries); n > 0 {
+		at = l.entries[n-1].at
+	}
+	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: levelMuted})
+}
+
+// eventsPane is the scrolling event log, newest at the bottom, each line
+// stamped with its wall-clock time. Focused, ↑/↓ and pgup/pgdn scroll; at
+// the bottom it follows new events.
+type eventsPane struct {
+	ctx           *Context
+	width, height int
+	focused       bool
+	log           eventLog
+	// back is how many lines the view is scrolled up from the newest.
+	back int
+}
+
+func newEventsPane(ctx *Context) *eventsPane { return &eventsPane{ctx: ctx} }
+
+// Init implements tea.Model.
+func (p *eventsPane) Init() tea.Cmd { return nil }
+
+// SetSize implements Component.
+func (p *eventsPane) SetSize(w, h int) { p.width, p.height = w, h }
+
+// SetFocused tells the pane whether it has the focus.
+func (p *eventsPane) SetFocused(f bool) { p.focused = f }
+
+// ShortHelp implements help.KeyMap.
+func (p *eventsPane) ShortHelp() []key.Binding {
+	return []key.Binding{p.ctx.Keys.Scroll, p.ctx.Keys.Pages}
+}
+
+// FullHelp implements help.KeyMap.
+func (p *eventsPane) FullHelp() [][]key.Binding {
+	k := p.ctx.Keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}}
+}
+
+// Update implements tea.Model: event batches are logged, keys scroll.
+func (p *eventsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case EventsMsg:
+		before := len(p.log.entries)
+		for _, e := range msg.Events {
+			p.log.add(e)
+		}
+		if msg.Closed {
+			p.log.close()
+		}
+		if p.back > 0 {
+			// Keep the lines being read where they are.
+			p.back += len(p.log.entries) - before
+		}
+	case tea.KeyMsg:
+		k := p.ctx.Keys
+		page := max(p.height-1, 1)
+		switch {
+		case key.Matches(msg, k.Up):
+			p.back++
+		case key.Matches(msg, k.Down):
+			p.back--
+		case key.Matches(msg, k.PageUp):
+			p.back += page
+		case key.Matches(msg, k.PageDown):
+			p.back -= page
+		}
+	}
+	p.back = max(min(p.back, len(p.log.entries)-(p.height-1)), 0)
+	return p, nil
+}
+
+// View implements tea.Model.
+func (p *eventsPane) View() string {
+	st := p.ctx.Styles
+	rows := max(p.height-1, 0)
+	n := len(p.log.entries)
+	end := max(n-p.back, 0)
+	start := max(end-rows, 0)
+	info := ""
+	if p.back > 0 {
+		info = st.Warning.Render("scrolled: " + strconv.Itoa(p.back) + " newer below")
+	} else if start > 0 {
+		info = st.Muted.Render(strconv.Itoa(start) + " earlier")
+	}
+	lines := []string{rule(st, "events", info, p.width, p.focused)}
+	if n == 0 {
+		lines = append(lines, st.Muted.Render(" no events yet"))
+	}
+	started := p.ctx.Snap.Started
+	for _, e := range p.log.entries[start:end] {
+		stamp := st.Muted.Render(" " + wallClock(started.Add(e.at)) + "  ")
+		lines = append(lines, stamp+st.Level(e.level).Render(truncate(e.text, p.width-width(stamp))))
+	}
+	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+}

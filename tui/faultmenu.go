@@ -1,0 +1,213 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// faultMenu is the fault injection menu: the fault catalogue
+// (Controller.Faults) for the subtask selected when it opened, chosen with
+// ↑/↓ and enter or by number, then confirmed with y. Task faults act on the
+// selected subtask, job-level ones on the job; unavailable ones are shown
+// with why, and cannot be chosen.
+type faultMenu struct {
+	ctx           *Context
+	width, height int
+
+	task       string
+	faults     []FaultChoice
+	cursor     int
+	confirming bool
+	note       string // why the last pick was refused
+}
+
+func newFaultMenu(ctx *Context) *faultMenu { return &faultMenu{ctx: ctx} }
+
+// Open shows the catalogue for task, the cursor on the first available
+// fault.
+func (m *faultMenu) Open(task string, faults []FaultChoice) {
+	m.task, m.faults, m.confirming, m.note = task, faults, false, ""
+	m.cursor = -1
+	m.move(+1)
+}
+
+// Confirming reports whether the menu asks for the confirmation.
+func (m *faultMenu) Confirming() bool { return m.confirming }
+
+// Choice is the fault under the cursor.
+func (m *faultMenu) Choice() (FaultChoice, bool) {
+	if m.cursor < 0 || m.cursor >= len(m.faults) {
+		return FaultChoice{}, false
+	}
+	return m.faults[m.cursor], true
+}
+
+// target is where the chosen fault acts: the subtask, or "" for the job.
+func (m *faultMenu) target(f FaultChoice) string {
+	if f.JobLevel {
+		return ""
+	}
+	return m.task
+}
+
+// Init implements tea.Model.
+func (m *faultMenu) Init() tea.Cmd { return nil }
+
+// SetSize implements Component.
+func (m *faultMenu) SetSize(w, h int) { m.width, m.height = w, h }
+
+// ShortHelp implements help.KeyMap.
+func (m *faultMenu) ShortHelp() []key.Binding {
+	k := m.ctx.Keys
+	if m.confirming {
+		return []key.Binding{k.Yes, k.No}
+	}
+	return []key.Binding{k.Choose, k.PickHelp, k.Back}
+}
+
+// FullHelp implements help.KeyMap.
+func (m *faultMenu) FullHelp() [][]key.Binding {
+	k := m.ctx.Keys
+	return [][]key.Binding{{k.Up, k.Down, k.Open, k.Pick, k.Yes, k.No, k.Back}}
+}
+
+// Update implements tea.Model.
+func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return m, nil
+	}
+	k := m.ctx.Keys
+	closeMenu := func() tea.Msg { return closeOverlayMsg{} }
+	if m.confirming {
+		switch {
+		case key.Matches(km, k.Yes):
+			f, _ := m.Choice()
+			target := m.target(f)
+			return m, func() tea.Msg { return injectMsg{fault: f.Kind, task: target} }
+		case key.Matches(km, k.No), key.Matches(km, k.Quit):
+			return m, tea.Batch(closeMenu, func() tea.Msg { return flashMsg{text: "fault injection cancelled", level: levelMuted} })
+		}
+		return m, nil
+	}
+	switch {
+	case key.Matches(km, k.Back), key.Matches(km, k.Quit):
+		return m, closeMenu
+	case key.Matches(km, k.Up):
+		m.move(-1)
+	case key.Matches(km, k.Down):
+		m.move(+1)
+	case key.Matches(km, k.Open):
+		m.choose(m.cursor)
+	case key.Matches(km, k.Pick):
+		if n, err := strconv.Atoi(km.String()); err == nil {
+			m.choose(n - 1)
+		}
+	}
+	return m, nil
+}
+
+// move puts the cursor on the next available fault in direction d, if any.
+func (m *faultMenu) move(d int) {
+	for i := m.cursor + d; i >= 0 && i < len(m.faults); i += d {
+		if m.faults[i].Available {
+			m.cursor, m.note = i, ""
+			return
+		}
+	}
+}
+
+// choose asks for the confirmation of fault i, unless it is unavailable.
+func (m *faultMenu) choose(i int) {
+	if i < 0 || i >= len(m.faults) {
+		return
+	}
+	f := m.faults[i]
+	if !f.Available {
+		m.note = string(f.Kind) + " is not available"
+		if f.Why != "" {
+			m.note += ": " + f.Why
+		}
+		return
+	}
+	m.cursor, m.confirming, m.note = i, true, ""
+}
+
+// View implements tea.Model: the menu as a box, as wide as it needs up to
+// the width it was given.
+func (m *faultMenu) View() string {
+	st := m.ctx.Styles
+	inner := max(min(m.width-4, 72), 20)
+	var lines []string
+	if m.confirming {
+		f, _ := m.Choice()
+		where := "into " + m.task
+		if f.JobLevel || m.task == "" {
+			where = "into the job"
+		}
+		lines = append(lines,
+			st.BoxTitle.Render("inject "+string(f.Kind)+" "+where+"?"),
+			st.Muted.Render(f.Description),
+			"",
+			st.HelpKey.Render("y")+st.HelpDesc.Render(" inject")+"   "+st.HelpKey.Render("n/esc")+st.HelpDesc.Render(" cancel"),
+		)
+	} else {
+		title := "inject a fault"
+		if m.task != "" {
+			title += " · selected " + m.task
+		}
+		lines = append(lines, st.BoxTitle.Render(title))
+		kindW := 0
+		for _, f := range m.faults {
+			kindW = max(kindW, width(string(f.Kind)))
+		}
+		if len(m.faults) == 0 {
+			lines = append(lines, st.Muted.Render("no faults in this run's catalogue"))
+		}
+		for i, f := range m.faults {
+			num := " "
+			if i < 9 {
+				num = strconv.Itoa(i + 1)
+			}
+			desc := f.Description
+			if f.JobLevel {
+				desc = "(job) " + desc
+			}
+			marker := " "
+			if i == m.cursor {
+				marker = "▸"
+			}
+			switch {
+			case !f.Available:
+				why := "unavailable"
+				if f.Why != "" {
+					why += ": " + f.Why
+				}
+				lines = append(lines, st.Disabled.Render(truncate(marker+num+" "+padRight(string(f.Kind), kindW)+"  "+why, inner)))
+			case i == m.cursor:
+				lines = append(lines, st.Selected.Render(marker+num+" "+padRight(string(f.Kind), kindW))+"  "+truncate(desc, inner-kindW-4))
+			default:
+				lines = append(lines, marker+num+" "+padRight(string(f.Kind), kindW)+"  "+st.Muted.Render(truncate(desc, inner-kindW-4)))
+			}
+		}
+		if m.note != "" {
+			lines = append(lines, st.Warning.Render(m.note))
+		} else {
+			lines = append(lines, "")
+		}
+		lines = append(lines, st.HelpKey.Render("↑↓")+st.HelpDesc.Render(" choose  ")+
+			st.HelpKey.Render("enter/1-9")+st.HelpDesc.Render(" pick  ")+st.HelpKey.Render("esc")+st.HelpDesc.Render(" cancel"))
+	}
+	w := 0
+	for _, l := range lines {
+		w = max(w, width(l))
+	}
+	w = min(w, inner)
+	for i, l := range lines {
+		lines[i] = padRight(l, w)
+	}
+	return st.Box.Render(strings.Join(lines, "\n"))
+}

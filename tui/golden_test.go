@@ -1,0 +1,137 @@
+package tui
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"faultline/runtime"
+)
+
+// goldenScene is one screen the golden tests keep.
+type goldenScene struct {
+	name   string
+	snap   func() Snapshot
+	events func() []runtime.Event
+	keys   []string
+	// ready is on screen once the scene is set up: the sample and the
+	// events are in (and the keys have had their effect).
+	ready string
+	// steps, when set, is on screen after each key but the last (keys whose
+	// effect comes back from a command must be waited for).
+	steps []string
+	// want must be in the final view.
+	want []string
+}
+
+var goldenScenes = []goldenScene{
+	{
+		name: "running", snap: runningSnapshot, events: runEvents,
+		ready: "checkpoint 14 triggered",
+		want: []string{"RUNNING", "exactly-once · aligned", "checkpoint 14 pending · 8/13 acked", "▸0 RUN",
+			"▌14", "✓14", "○14", "p0:1203", "13 completed", "verify  committed 18,204  dup 0  lost 0"},
+	},
+	{
+		name: "aligning", snap: aligningSnapshot, events: runEvents,
+		ready: "checkpoint 14 triggered",
+		want:  []string{"SLOW", "ALIGNING #14 38ms", "BLOCKED 6", "▌14······", "◂··▌14"},
+	},
+	{
+		name: "restarting", snap: restartingSnapshot, events: restartEvents,
+		ready: "restart 1 scheduled",
+		want: []string{"RESTARTING in 0.8s", "restarting in 0.8s", "FAILED", "RESTARTING", "attempts 1/3",
+			"14 failed", "job failover", "failover full"},
+	},
+	{
+		name: "detail", snap: runningSnapshot, events: runEvents, keys: []string{"tab", "enter"},
+		ready: "esc close",
+		want:  []string{"checkpoint 14", "8/13 acknowledged", "○ waiting", "✓ acked", "sync", "async", "delay"},
+	},
+	{
+		name: "fault-menu", snap: runningSnapshot, events: runEvents, keys: []string{"x"},
+		ready: "inject a fault",
+		want:  []string{"selected join/0", "1 panic", "broker-down", "unavailable: the broker is external", "(job) the process dies"},
+	},
+	{
+		name: "fault-confirm", snap: runningSnapshot, events: runEvents, keys: []string{"x", "enter"},
+		steps: []string{"inject a fault"}, ready: "inject panic into join/0?",
+		want: []string{"y inject", "n/esc cancel"},
+	},
+	{
+		name: "help", snap: runningSnapshot, events: runEvents, keys: []string{"?"},
+		ready: "reading the job graph",
+		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},
+	},
+}
+
+// TestGolden runs the program with teatest at 80×24 and 120×40 and keeps
+// the final model's view in testdata/TestGolden (regenerate with
+// go test ./tui/... -update). The final view, not the byte stream, is
+// compared: how many frames the renderer writes depends on timing.
+func TestGolden(t *testing.T) {
+	for _, sc := range goldenScenes {
+		for _, size := range [][2]int{{80, 24}, {120, 40}} {
+			t.Run(sc.name+"/"+itoa(int64(size[0]))+"x"+itoa(int64(size[1])), func(t *testing.T) {
+				view := runScene(t, sc, size[0], size[1])
+				for _, w := range sc.want {
+					if !strings.Contains(view, w) {
+						t.Errorf("view lacks %q", w)
+					}
+				}
+				golden.RequireEqual(t, []byte(view))
+			})
+		}
+	}
+	t.Run("too-small/60x20", func(t *testing.T) {
+		sc := goldenScene{snap: runningSnapshot, events: runEvents, ready: "terminal too small"}
+		view := runScene(t, sc, 60, 20)
+		if !strings.Contains(view, "terminal too small: need at least 80×24, have 60×20") {
+			t.Errorf("view:\n%s", view)
+		}
+		golden.RequireEqual(t, []byte(view))
+	})
+}
+
+// runScene runs the program on the scene's sample and events, presses its
+// keys, waits until it is ready and returns the final model's view.
+func runScene(t *testing.T, sc goldenScene, w, h int) string {
+	t.Helper()
+	evs := sc.events()
+	ch := make(chan runtime.Event, len(evs))
+	for _, e := range evs {
+		ch <- e
+	}
+	done := make(chan struct{})
+	m := newModel(newFake(sc.snap()), ch, modelConfig{period: 20 * time.Millisecond, done: done})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
+	t.Cleanup(func() { close(done) })
+
+	first := sc.ready
+	if len(sc.keys) > 0 {
+		first = "verify" // the first frame with a sample
+	}
+	waitFor(t, tm, first)
+	for i, k := range sc.keys {
+		tm.Send(keyMsg(k))
+		if i < len(sc.steps) {
+			waitFor(t, tm, sc.steps[i])
+		}
+	}
+	if len(sc.keys) > 0 {
+		waitFor(t, tm, sc.ready)
+	}
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	return tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).View()
+}
+
+func waitFor(t *testing.T, tm *teatest.TestModel, s string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+}

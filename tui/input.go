@@ -1,0 +1,149 @@
+package tui
+
+import (
+	"math"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// Bounds and step of the input rate keys.
+const (
+	minRate    = 10
+	maxRate    = 10_000_000
+	rateFactor = 1.5
+	// defaultRate is what + and - start from when the job reports none.
+	defaultRate = 1000
+)
+
+// commandKey handles the keys that work from every pane: quitting, help,
+// focus, and the commands to the job. ok is false for any other key.
+func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
+	keys := m.keys
+	switch {
+	case key.Matches(k, keys.Quit, keys.ForceQuit):
+		return tea.Quit, true
+	case key.Matches(k, keys.Help):
+		m.overlay = overlayHelp
+	case key.Matches(k, keys.NextPane):
+		m.focus = (m.focus + 1) % paneCount
+	case key.Matches(k, keys.PrevPane):
+		m.focus = (m.focus + paneCount - 1) % paneCount
+	case key.Matches(k, keys.Fault):
+		task := m.graph.Selected()
+		if task == "" {
+			m.flash("no subtask selected yet", levelWarning)
+			return nil, true
+		}
+		return fetchFaults(m.ctrl, task), true
+	case key.Matches(k, keys.Checkpoint):
+		m.flash("triggering a checkpoint…", levelInfo)
+		return triggerCheckpoint(m.ctrl), true
+	case key.Matches(k, keys.Savepoint):
+		m.flash("triggering a savepoint…", levelInfo)
+		return triggerSavepoint(m.ctrl), true
+	case key.Matches(k, keys.Mode):
+		return m.toggleMode(), true
+	case key.Matches(k, keys.Pause):
+		return m.togglePause(), true
+	case key.Matches(k, keys.Slow):
+		return m.cycleSlow(), true
+	case key.Matches(k, keys.Freeze):
+		return m.toggleFreeze(), true
+	case key.Matches(k, keys.Step):
+		return m.step(), true
+	case key.Matches(k, keys.RateUp):
+		return m.changeRate(rateFactor), true
+	case key.Matches(k, keys.RateDown):
+		return m.changeRate(1 / rateFactor), true
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// toggleMode switches between exactly-once (aligned barriers) and
+// at-least-once (barriers counted, nothing blocked) for the checkpoints
+// triggered from now on (Flink: CheckpointingMode).
+func (m *model) toggleMode() tea.Cmd {
+	next := "at-least-once"
+	if m.ctx.Mode == "at-least-once" {
+		next = "exactly-once"
+	}
+	gen := m.mode.request(next)
+	m.flash("mode "+next+" from the next checkpoint", levelInfo)
+	return setMode(m.sampler, next, gen)
+}
+
+// togglePause stops or resumes the sources; barriers and checkpoints go on.
+func (m *model) togglePause() tea.Cmd {
+	next := !m.ctx.Paused
+	gen := m.paused.request(next)
+	if next {
+		m.flash("sources paused: no new records; barriers and checkpoints go on", levelWarning)
+	} else {
+		m.flash("sources resumed", levelInfo)
+	}
+	return setPaused(m.sampler, next, gen)
+}
+
+// cycleSlow goes normal → slow → slower → normal; from frozen it moves on
+// from the tempo before the freeze.
+func (m *model) cycleSlow() tea.Cmd {
+	base := m.ctx.Tempo
+	if base == TempoFrozen {
+		base = m.beforeFreeze
+	}
+	next := map[Tempo]Tempo{TempoNormal: TempoSlow, TempoSlow: TempoSlower, TempoSlower: TempoNormal}[base]
+	return m.setTempo(next, false)
+}
+
+// toggleFreeze stops the world, or lets it go on at the tempo it had.
+func (m *model) toggleFreeze() tea.Cmd {
+	if m.ctx.Tempo == TempoFrozen {
+		return m.setTempo(m.beforeFreeze, false)
+	}
+	m.beforeFreeze = m.ctx.Tempo
+	return m.setTempo(TempoFrozen, false)
+}
+
+// step lets every task handle one batch; when the world is not frozen it
+// freezes it first.
+func (m *model) step() tea.Cmd {
+	if m.ctx.Tempo != TempoFrozen {
+		m.beforeFreeze = m.ctx.Tempo
+		return m.setTempo(TempoFrozen, true)
+	}
+	m.flash("step: every task handles one batch", levelInfo)
+	return step(m.ctrl)
+}
+
+// setTempo asks for tempo t, then a step when step is set.
+func (m *model) setTempo(t Tempo, step bool) tea.Cmd {
+	gen := m.tempo.request(t)
+	switch {
+	case step:
+		m.flash("frozen, then one step: . steps again, space resumes", levelInfo)
+	case t == TempoFrozen:
+		m.flash("frozen: . steps one batch, space resumes", levelInfo)
+	case t == TempoSlow:
+		m.flash("slow motion: a short pause before every batch", levelInfo)
+	case t == TempoSlower:
+		m.flash("slower motion: a long pause before every batch", levelInfo)
+	default:
+		m.flash("full speed", levelInfo)
+	}
+	return setTempo(m.sampler, t, step, gen)
+}
+
+// changeRate multiplies the input rate by f, within bounds.
+func (m *model) changeRate(f float64) tea.Cmd {
+	cur := m.ctx.Rate
+	if cur <= 0 {
+		cur = defaultRate
+	}
+	next := math.Round(min(max(cur*f, minRate), maxRate))
+	gen := m.rate.request(next)
+	m.flash("input rate "+thousands(int64(next))+" records/s", levelInfo)
+	return setRate(m.sampler, next, gen)
+}

@@ -1,0 +1,97 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every key binding of the UI (keys are data: matched with
+// key.Matches, listed by bubbles/help). Faults are injected on plain letters
+// behind a confirmation, never on control chords.
+type KeyMap struct {
+	// Moving: the selected subtask in the graph (up/down between operators,
+	// left/right between subtasks in spec order, both clamped at the ends),
+	// the selected row of the checkpoints table, the event log's scroll.
+	Up, Down, Left, Right key.Binding
+	PageUp, PageDown      key.Binding
+	// Select, Rows, Scroll, Pages, Choose, PickHelp, Rate and CloseHelp
+	// only stand for several keys at once in the short help line.
+	Select, Rows, Scroll, Pages, Choose, PickHelp, Rate, CloseHelp key.Binding
+
+	NextPane, PrevPane key.Binding
+	Open               key.Binding // the checkpoint detail
+	Back               key.Binding // close an overlay or menu
+
+	Fault      key.Binding // the fault menu for the selected subtask
+	Pick       key.Binding // a fault menu entry by its number
+	Yes, No    key.Binding // the injection's confirmation
+	Checkpoint key.Binding
+	Savepoint  key.Binding
+	Mode       key.Binding // exactly-once ↔ at-least-once
+	Pause      key.Binding // sources
+	Slow       key.Binding // normal → slow → slower → normal
+	Freeze     key.Binding
+	Step       key.Binding
+	RateUp     key.Binding
+	RateDown   key.Binding
+
+	Help      key.Binding
+	Quit      key.Binding
+	ForceQuit key.Binding
+}
+
+// DefaultKeyMap returns faultline's bindings.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Left:      key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "previous subtask")),
+		Right:     key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "next subtask")),
+		PageUp:    key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
+		PageDown:  key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
+		Select:    key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("↑↓←→", "select")),
+		Rows:      key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "row")),
+		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "scroll")),
+		Pages:     key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
+		Choose:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "choose")),
+		PickHelp:  key.NewBinding(key.WithKeys("enter", "1", "9"), key.WithHelp("enter/1-9", "pick")),
+		Rate:      key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "rate")),
+		CloseHelp: key.NewBinding(key.WithKeys("?", "esc"), key.WithHelp("?/esc", "close help")),
+
+		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
+		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
+		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "checkpoint detail")),
+		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
+
+		Fault:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "fault")),
+		Pick:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "pick")),
+		Yes:        key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "inject")),
+		No:         key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "cancel")),
+		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),
+		Savepoint:  key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "savepoint")),
+		Mode:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mode")),
+		Pause:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
+		Slow:       key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "slow")),
+		Freeze:     key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "freeze")),
+		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step")),
+		RateUp:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "rate ×1.5")),
+		RateDown:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "rate ÷1.5")),
+
+		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
+	}
+}
+
+// commandHelp is the short help of the commands that work from every pane,
+// most useful first (the line is cut at the terminal's width).
+func (k KeyMap) commandHelp() []key.Binding {
+	return []key.Binding{k.Fault, k.Checkpoint, k.Freeze, k.Step, k.Slow, k.Pause, k.Mode, k.Savepoint, k.Rate, k.NextPane}
+}
+
+// helpGroups are the columns of the full help overlay.
+func (k KeyMap) helpGroups() (titles []string, groups [][]key.Binding) {
+	return []string{"move", "fault tolerance", "tempo, input, general"},
+		[][]key.Binding{
+			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.NextPane, k.PrevPane, k.Open, k.Back},
+			{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode},
+			{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
+		}
+}

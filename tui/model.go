@@ -1,0 +1,466 @@
+package tui
+
+import (
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"faultline/runtime"
+)
+
+// The smallest terminal the UI lays out in; below it a screen says so.
+const (
+	MinWidth  = 80
+	MinHeight = 24
+)
+
+// pane is a focusable pane; tab cycles through them in this order.
+type pane int
+
+const (
+	paneGraph pane = iota
+	paneCheckpoints
+	paneEvents
+	paneCount
+)
+
+// overlayKind is what covers the panes, if anything.
+type overlayKind int
+
+const (
+	overlayNone overlayKind = iota
+	overlayHelp
+	overlayMenu   // the fault menu, drawn over the lower panes
+	overlayDetail // the checkpoint detail, in place of the panes
+)
+
+// model is the root of the UI. It owns the layout, keeps the shared
+// Context, routes messages to the components (keys only to the focused one
+// or to the overlay on top) and issues every command to the Controller.
+type model struct {
+	ctrl    Controller
+	events  <-chan runtime.Event
+	done    <-chan struct{}
+	period  time.Duration
+	sampler sampler
+	lastSeq int64
+
+	ctx           *Context
+	keys          KeyMap // the same as ctx.Keys
+	help          help.Model
+	width, height int
+
+	header   *headerBar
+	graph    *graphPane
+	cps      *checkpointsPane
+	restarts *restartsPane
+	log      *eventsPane
+	status   *statusLine
+	menu     *faultMenu
+	detail   *checkpointDetail
+	helpView *helpOverlay
+
+	focus   pane
+	overlay overlayKind
+
+	// What the user asked for, shown until a sample confirms it.
+	tempo        intent[Tempo]
+	paused       intent[bool]
+	mode         intent[string]
+	rate         intent[float64]
+	beforeFreeze Tempo // the tempo space returns to
+
+	eventsClosed bool
+}
+
+// modelConfig is what newModel needs besides the job.
+type modelConfig struct {
+	period   time.Duration
+	renderer *lipgloss.Renderer // nil: lipgloss's default
+	// done is closed when Run returns, so that the command waiting for
+	// events does not outlive it.
+	done <-chan struct{}
+}
+
+// newModel returns the root model for ctrl and its event stream (events
+// may be nil).
+func newModel(ctrl Controller, events <-chan runtime.Event, cfg modelConfig) *model {
+	if cfg.period <= 0 {
+		cfg.period = DefaultTickPeriod
+	}
+	st := NewStyles(cfg.renderer, DefaultTheme())
+	keys := DefaultKeyMap()
+	h := help.New()
+	h.ShortSeparator = "  "
+	h.Styles = help.Styles{
+		ShortKey: st.HelpKey, ShortDesc: st.HelpDesc, ShortSeparator: st.HelpSep, Ellipsis: st.HelpSep,
+		FullKey: st.HelpKey, FullDesc: st.HelpDesc, FullSeparator: st.HelpSep,
+	}
+	ctx := &Context{Styles: st, Keys: keys}
+	return &model{
+		ctrl:     ctrl,
+		events:   events,
+		done:     cfg.done,
+		period:   cfg.period,
+		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done},
+		ctx:      ctx,
+		keys:     keys,
+		help:     h,
+		header:   newHeaderBar(ctx),
+		graph:    newGraphPane(ctx),
+		cps:      newCheckpointsPane(ctx),
+		restarts: newRestartsPane(ctx),
+		log:      newEventsPane(ctx),
+		status:   newStatusLine(ctx),
+		menu:     newFaultMenu(ctx),
+		detail:   newCheckpointDetail(ctx),
+		helpView: newHelpOverlay(ctx, h),
+	}
+}
+
+// Init implements tea.Model: the first sample at once, and the wait for
+// events.
+func (m *model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.sampler.sample}
+	if m.events != nil {
+		cmds = append(cmds, waitEvents(m.events, m.done))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update implements tea.Model. It only sorts messages out; each kind has
+// its handler.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tea.KeyMsg:
+		cmd = m.handleKey(msg)
+	case SnapshotMsg:
+		cmd = m.handleSnapshot(msg)
+	case EventsMsg:
+		cmd = m.handleEvents(msg)
+	default:
+		cmd = m.handleResult(msg)
+	}
+	m.sync()
+	return m, cmd
+}
+
+// handleSnapshot takes a sample and schedules the next.
+func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
+	next := m.sampler.tick(m.period)
+	if msg.seq != 0 {
+		if msg.seq <= m.lastSeq {
+			return next // older than what is shown
+		}
+		m.lastSeq = msg.seq
+	}
+	m.ctx.Snap, m.ctx.HasSnap = msg.Snapshot, true
+	m.observeIntents(msg.seq)
+	m.sync()
+	m.graph, _ = update(m.graph, msg)
+	m.cps, _ = update(m.cps, msg)
+	m.status, _ = update(m.status, msg)
+	return next
+}
+
+// observeIntents checks the settings the user asked for against a sample,
+// and says so when the job did not take one.
+func (m *model) observeIntents(seq int64) {
+	in, job := m.ctx.Snap.Input, m.ctx.Snap.Job
+	if m.tempo.observe(seq, in.Tempo == m.tempo.want) {
+		m.flash("tempo: the job still runs "+in.Tempo.String(), levelWarning)
+	}
+	if m.paused.observe(seq, in.SourcesPaused == m.paused.want) {
+		m.flash("pause: the job's sources did not follow", levelWarning)
+	}
+	if m.mode.observe(seq, job.Mode == m.mode.want) {
+		m.flash("mode: the job still checkpoints "+job.Mode, levelWarning)
+	}
+	// A generator may round the rate it was given.
+	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {
+		m.flash("rate: the input still runs at "+humanRate(in.Rate), levelWarning)
+	}
+}
+
+// handleEvents logs a batch and waits for the next, unless the stream
+// ended; the UI goes on showing the job either way.
+func (m *model) handleEvents(msg EventsMsg) tea.Cmd {
+	m.log, _ = update(m.log, msg)
+	if msg.Closed {
+		m.eventsClosed = true
+		return nil
+	}
+	return waitEvents(m.events, m.done)
+}
+
+// sync writes the shown settings and the selection into the Context, tells
+// the panes about the focus and lays them out.
+func (m *model) sync() {
+	s := &m.ctx.Snap
+	m.ctx.Tempo = m.tempo.value(s.Input.Tempo)
+	m.ctx.Paused = m.paused.value(s.Input.SourcesPaused)
+	m.ctx.Mode = m.mode.value(s.Job.Mode)
+	m.ctx.Rate = m.rate.value(s.Input.Rate)
+	m.ctx.Selected = m.graph.Selected()
+	m.graph.SetFocused(m.focus == paneGraph)
+	m.cps.SetFocused(m.focus == paneCheckpoints)
+	m.log.SetFocused(m.focus == paneEvents)
+	m.layout()
+}
+
+// handleKey routes a key: ctrl+c always quits; an overlay takes the keys it
+// knows; then the commands that work from every pane; the rest goes to the
+// focused pane.
+func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch m.overlay {
+	case overlayMenu:
+		if key.Matches(k, m.keys.ForceQuit) {
+			return tea.Quit
+		}
+		m.menu, cmd = update(m.menu, k)
+		return cmd
+	case overlayHelp:
+		if key.Matches(k, m.keys.Quit, m.keys.ForceQuit) {
+			return tea.Quit
+		}
+		m.helpView, cmd = update(m.helpView, k)
+		return cmd
+	case overlayDetail:
+		if key.Matches(k, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown, m.keys.Back) {
+			m.detail, cmd = update(m.detail, k)
+			return cmd
+		}
+		if key.Matches(k, m.keys.NextPane, m.keys.PrevPane, m.keys.Fault, m.keys.Open, m.keys.Left, m.keys.Right) {
+			return nil
+		}
+	}
+	if cmd, ok := m.commandKey(k); ok {
+		return cmd
+	}
+	switch m.focus {
+	case paneGraph:
+		m.graph, cmd = update(m.graph, k)
+	case paneCheckpoints:
+		m.cps, cmd = update(m.cps, k)
+	case paneEvents:
+		m.log, cmd = update(m.log, k)
+	}
+	return cmd
+}
+
+// handleResult takes the results of commands and the requests of
+// components.
+func (m *model) handleResult(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case FaultsMsg:
+		if m.overlay == overlayNone { // not over what the user opened since
+			m.menu.Open(msg.Task, msg.Faults)
+			m.overlay = overlayMenu
+		}
+	case injectMsg:
+		m.overlay = overlayNone
+		m.flash("injecting "+string(msg.fault)+" "+where(msg.task)+"…", levelInfo)
+		return inject(m.ctrl, msg.fault, msg.task)
+	case FaultInjectedMsg:
+		if msg.Err != nil {
+			m.flash("inject "+string(msg.Fault)+" "+where(msg.Task)+": "+msg.Err.Error(), levelError)
+		} else {
+			m.flash("injected "+string(msg.Fault)+" "+where(msg.Task), levelWarning)
+		}
+	case CheckpointTriggeredMsg:
+		if msg.Err != nil {
+			m.flash("checkpoint: "+msg.Err.Error(), levelError)
+		} else {
+			m.flash("checkpoint "+itoa(msg.ID)+" triggered", levelSuccess)
+		}
+	case SavepointTriggeredMsg:
+		if msg.Err != nil {
+			m.flash("savepoint: "+msg.Err.Error(), levelError)
+		} else {
+			m.flash("savepoint "+itoa(msg.ID)+" triggered", levelSuccess)
+		}
+	case ModeSetMsg:
+		if msg.Err != nil {
+			m.mode.failed(msg.done)
+			m.flash("mode: "+msg.Err.Error(), levelError)
+		} else {
+			m.mode.done(msg.done)
+		}
+	case RateSetMsg:
+		if msg.Err != nil {
+			m.rate.failed(msg.done)
+			m.flash("rate: "+msg.Err.Error(), levelError)
+		} else {
+			m.rate.done(msg.done)
+		}
+	case SourcesPausedMsg:
+		m.paused.done(msg.done)
+	case TempoSetMsg:
+		m.tempo.done(msg.done)
+	case SteppedMsg:
+		// The flash already said what a step does.
+	case openDetailMsg:
+		m.detail.Open(msg.id)
+		m.overlay = overlayDetail
+	case closeOverlayMsg:
+		m.overlay = overlayNone
+	case flashMsg:
+		m.flash(msg.text, msg.level)
+	}
+	return nil
+}
+
+// flash shows text in the flash.
+func (m *model) flash(text string, l level) {
+	m.status, _ = update(m.status, flashMsg{text: text, level: l})
+}
+
+// where names a fault's target in a sentence.
+func where(task string) string {
+	if task == "" {
+		return "into the job"
+	}
+	return "into " + task
+}
+
+// layoutSizes are the heights and widths the panes get.
+type layoutSizes struct {
+	graphH, midH, eventsH int // each counts its rule line
+	cpW, restartsW        int
+}
+
+// Heights the lower panes keep at least (rule line included), and what
+// they get before the graph shows every strip.
+const (
+	minMidH, minEventsH     = 5, 4
+	roomyMidH, roomyEventsH = 7, 5
+)
+
+// sizes splits the terminal: header, job graph, checkpoints beside
+// restarts, events, the status line and the help line. The graph gets what
+// it needs to show the strips of every subtask when that leaves the lower
+// panes room enough, else what it needs for the selected row's strips;
+// the rest is shared by the checkpoints and the events.
+func (m *model) sizes() layoutSizes {
+	avail := m.height - 3 // header, status, help
+	compact, roomy := m.graph.Heights()
+	g := compact + 1
+	if roomy+1+roomyMidH+roomyEventsH <= avail {
+		g = roomy + 1
+	}
+	g = max(min(g, avail-minMidH-minEventsH), 2)
+	rest := avail - g
+	mid := max(minMidH, (rest+1)/2)
+	cpW := m.width * 3 / 5
+	return layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
+}
+
+// layout hands every component its size.
+func (m *model) layout() {
+	if m.width < MinWidth || m.height < MinHeight {
+		return
+	}
+	s := m.sizes()
+	m.header.SetSize(m.width, 1)
+	m.graph.SetSize(m.width, s.graphH)
+	m.cps.SetSize(s.cpW, s.midH)
+	m.restarts.SetSize(s.restartsW, s.midH)
+	m.log.SetSize(m.width, s.eventsH)
+	m.status.SetSize(m.width, 1)
+	body := m.height - 3
+	m.detail.SetSize(m.width, body)
+	m.helpView.SetSize(m.width, body)
+	m.menu.SetSize(m.width, body)
+}
+
+// View implements tea.Model.
+func (m *model) View() string {
+	if m.width <= 0 || m.height <= 0 {
+		return ""
+	}
+	if m.width < MinWidth || m.height < MinHeight {
+		return m.tooSmall()
+	}
+	var body []string
+	switch m.overlay {
+	case overlayHelp:
+		body = splitLines(m.helpView.View())
+	case overlayDetail:
+		body = splitLines(m.detail.View())
+	default:
+		body = m.panes()
+		if m.overlay == overlayMenu {
+			box := splitLines(m.menu.View())
+			s := m.sizes()
+			y := max(s.graphH, len(body)-len(box))
+			body = overlay(body, box, max((m.width-width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
+		}
+	}
+	lines := append([]string{m.header.View()}, body...)
+	lines = append(lines, m.status.View(), m.helpLine())
+	return strings.Join(fitLines(lines, m.width, m.height), "\n")
+}
+
+// panes draws the job graph, the checkpoints beside the restarts, and the
+// events.
+func (m *model) panes() []string {
+	st := m.ctx.Styles
+	s := m.sizes()
+	lines := splitLines(m.graph.View())
+	sep := make([]string, s.midH)
+	sep[0] = st.Rule.Render("┬")
+	for i := 1; i < len(sep); i++ {
+		sep[i] = st.Rule.Render("│")
+	}
+	lines = append(lines, joinSideBySide(splitLines(m.cps.View()), splitLines(m.restarts.View()), sep)...)
+	return append(lines, splitLines(m.log.View())...)
+}
+
+// helpLine is the short help of what has the keys now, with "? help  q
+// quit" always on the right.
+func (m *model) helpLine() string {
+	var bindings []key.Binding
+	switch m.overlay {
+	case overlayMenu:
+		bindings = m.menu.ShortHelp()
+	case overlayHelp:
+		bindings = m.helpView.ShortHelp()
+	case overlayDetail:
+		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.Step)
+	default:
+		switch m.focus {
+		case paneGraph:
+			bindings = m.graph.ShortHelp()
+		case paneCheckpoints:
+			bindings = m.cps.ShortHelp()
+		case paneEvents:
+			bindings = m.log.ShortHelp()
+		}
+		bindings = append(bindings, m.keys.commandHelp()...)
+	}
+	h := m.help
+	right := h.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
+	leftW := max(m.width-width(right)-4, 0) // a space before, two between, one after
+	h.Width = leftW
+	left := truncate(h.ShortHelpView(bindings), leftW)
+	return " " + padRight(left, leftW) + "  " + right + " "
+}
+
+// tooSmall is the screen for a terminal below the minimum size.
+func (m *model) tooSmall() string {
+	st := m.ctx.Styles
+	text := st.Warning.Render("terminal too small: need at least "+itoa(MinWidth)+"×"+itoa(MinHeight)+
+		", have "+itoa(int64(m.width))+"×"+itoa(int64(m.height))) + "\n" +
+		st.Muted.Render("enlarge the window, or press q to quit")
+	return fitBlock(lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, text), m.width, m.height)
+}

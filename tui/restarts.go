@@ -1,0 +1,200 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// restartsPane shows the restart strategy (Flink: RestartBackoffTimeStrategy)
+// and the failover strategy (Flink: FailoverStrategy): the job's status and
+// the countdown to the next restart, the strategy and its budget, which
+// subtasks the last failover restarted and why, the records individual
+// failover lost, and why the job gave up when it did. When the pane is too
+// short the most urgent lines stay.
+type restartsPane struct {
+	noKeys
+	ctx           *Context
+	width, height int
+}
+
+func newRestartsPane(ctx *Context) *restartsPane { return &restartsPane{ctx: ctx} }
+
+// Init implements tea.Model.
+func (p *restartsPane) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model.
+func (p *restartsPane) Update(tea.Msg) (tea.Model, tea.Cmd) { return p, nil }
+
+// SetSize implements Component.
+func (p *restartsPane) SetSize(w, h int) { p.width, p.height = w, h }
+
+// restartLine is one line of the pane; lower prio values stay longer. A
+// line with wrap set is plain text drawn in style, wrapped rather than cut
+// (what the user must not miss: records lost, why the job gave up).
+type restartLine struct {
+	text  string
+	prio  int
+	wrap  bool
+	style lipgloss.Style
+}
+
+// rows are the screen lines of l in w cells.
+func (l restartLine) rows(w int) []string {
+	if !l.wrap {
+		return []string{truncate(l.text, w)}
+	}
+	var out []string
+	for _, r := range strings.Split(ansi.Wordwrap(l.text, w, ""), "\n") {
+		out = append(out, l.style.Render(truncate(r, w)))
+	}
+	return out
+}
+
+// View implements tea.Model.
+func (p *restartsPane) View() string {
+	st := p.ctx.Styles
+	r := p.ctx.Snap.Restart
+	info := ""
+	if r.Restarts > 0 {
+		info = st.Muted.Render(plural(r.Restarts, "restart", "restarts"))
+	}
+	lines := []string{rule(st, "restarts", info, p.width, false)}
+	body := p.lines()
+	w := p.width - 1
+	// Keep the most urgent lines that fit, in their order.
+	count := func() int {
+		n := 0
+		for _, l := range body {
+			n += len(l.rows(w))
+		}
+		return n
+	}
+	for len(body) > 1 && count() > p.height-1 {
+		worst := 0
+		for i, l := range body {
+			if l.prio >= body[worst].prio {
+				worst = i
+			}
+		}
+		body = append(body[:worst], body[worst+1:]...)
+	}
+	for _, l := range body {
+		for _, r := range l.rows(w) {
+			lines = append(lines, " "+r)
+		}
+	}
+	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+}
+
+// lines is everything the pane would say with room enough.
+func (p *restartsPane) lines() []restartLine {
+	st := p.ctx.Styles
+	snap := &p.ctx.Snap
+	r := snap.Restart
+	s := r.Status
+	w := p.width - 1
+	var out []restartLine
+
+	job := snap.Job.Status
+	if job == "" {
+		job = "—"
+	}
+	status := "job " + st.JobStatus(job).Render(job)
+	var after string
+	switch {
+	case job == "RESTARTING" && !r.NextRestartAt.IsZero():
+		after = st.Warning.Render("restarting in " + countdown(r.NextRestartAt.Sub(snap.Now)))
+	case r.GaveUp != "" || s.GaveUp:
+		after = st.Error.Render("gave up")
+	}
+	switch sep := st.Muted.Render(" · "); {
+	case after == "":
+		out = append(out, restartLine{text: status})
+	case width(status+sep+after) <= w:
+		out = append(out, restartLine{text: status + sep + after})
+	default:
+		out = append(out, restartLine{text: status}, restartLine{text: after})
+	}
+
+	if r.GaveUp != "" || s.GaveUpReason != "" {
+		why := r.GaveUp
+		if why == "" {
+			why = s.GaveUpReason
+		}
+		out = append(out, restartLine{text: "gave up: " + why, prio: 1, wrap: true, style: st.Error})
+	}
+	if r.LostRecords > 0 {
+		out = append(out, restartLine{text: r.Failover + " failover lost " + thousands(r.LostRecords) + " records",
+			prio: 0, wrap: true, style: st.Error})
+	}
+
+	desc := r.Description
+	if desc == "" {
+		desc = r.Strategy
+	}
+	if desc != "" {
+		out = append(out, restartLine{text: st.Bold.Render(desc), prio: 4})
+	}
+	if b := restartBudget(r); b != "" {
+		out = append(out, restartLine{text: b, prio: 1})
+	}
+
+	failover := "failover " + r.Failover
+	if r.Failover == "" {
+		failover = "failover —"
+	}
+	switch n := len(r.LastRestarted); {
+	case n == 0:
+	case n <= 3:
+		failover += ": restarted " + strings.Join(r.LastRestarted, " ")
+	case width(failover+": restarted "+plural(n, "task", "tasks")) <= w:
+		failover += ": restarted " + plural(n, "task", "tasks")
+	default:
+		failover += ": " + plural(n, "task", "tasks")
+	}
+	out = append(out, restartLine{text: failover, prio: 2})
+
+	if r.LastFailed != "" || r.LastError != "" {
+		who := r.LastFailed
+		if who == "" {
+			who = "the job"
+		}
+		text := who + " failed"
+		switch {
+		case strings.HasPrefix(r.LastError, who+": "):
+			text = r.LastError // the error names its subtask already
+		case r.LastError != "":
+			text = who + ": " + r.LastError
+		}
+		out = append(out, restartLine{text: st.Warning.Render(text), prio: 3})
+	}
+	return out
+}
+
+// restartBudget is the strategy's budget and its next delay: "attempts
+// 1/3 · delay 1s", "failures 2/3 in 1m", "attempts 2 (unlimited)".
+func restartBudget(r Restart) string {
+	s := r.Status
+	var out string
+	switch {
+	case s.MaxFailuresInWindow > 0 || r.Strategy == "failure-rate":
+		out = "failures " + strconv.Itoa(s.FailuresInWindow) + "/" + strconv.Itoa(s.MaxFailuresInWindow) +
+			" in " + humanDuration(s.Window)
+	case r.Strategy == "none":
+		return "no restarts"
+	case s.MaxAttempts > 0 || r.Strategy == "fixed-delay":
+		out = "attempts " + strconv.Itoa(s.Attempts) + "/" + strconv.Itoa(s.MaxAttempts)
+	case r.Strategy != "":
+		out = "attempts " + strconv.Itoa(s.Attempts) + " (unlimited)"
+	default:
+		return ""
+	}
+	if s.NextDelay > 0 {
+		out += " · delay " + humanDuration(s.NextDelay)
+	}
+	return out
+}

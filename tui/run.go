@@ -1,0 +1,66 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"faultline/runtime"
+)
+
+// DefaultTickPeriod is how often the UI samples the job by default.
+const DefaultTickPeriod = 200 * time.Millisecond
+
+// Options configure Run.
+type Options struct {
+	// Input and Output are the terminal; when nil, Bubble Tea's own
+	// (os.Stdin, or the controlling terminal when stdin is not one, and
+	// os.Stdout). Tests and a pty drive the UI through them.
+	Input  io.Reader
+	Output io.Writer
+	// TickPeriod is how often the Controller is sampled (DefaultTickPeriod
+	// when 0).
+	TickPeriod time.Duration
+	// NoAltScreen draws in the normal screen instead of the alternate one.
+	NoAltScreen bool
+}
+
+// Run shows the job in the terminal until the user quits (q or ctrl+c) or
+// ctx is done; both return nil. It samples ctrl every TickPeriod and reads
+// events in batches, never blocking the job; when events is closed it goes
+// on showing the job's final state until the user quits.
+func Run(ctx context.Context, ctrl Controller, events <-chan runtime.Event, opts Options) error {
+	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	// Left alone, Bubble Tea reads os.Stdin, or the controlling terminal
+	// when stdin is not one, and writes os.Stdout.
+	if opts.Input != nil {
+		popts = append(popts, tea.WithInput(opts.Input))
+	}
+	r := lipgloss.DefaultRenderer()
+	if opts.Output != nil && opts.Output != io.Writer(os.Stdout) {
+		popts = append(popts, tea.WithOutput(opts.Output))
+		r = lipgloss.NewRenderer(opts.Output)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	m := newModel(ctrl, events, modelConfig{period: opts.TickPeriod, renderer: r, done: done})
+
+	if !opts.NoAltScreen {
+		popts = append(popts, tea.WithAltScreen())
+	}
+	_, err := tea.NewProgram(m, popts...).Run()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
+		return nil // ctx is done: the caller is stopping
+	case errors.Is(err, tea.ErrInterrupted):
+		return nil // SIGINT: the user quit
+	}
+	return err
+}

@@ -1,0 +1,115 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// flashFor is how long a flash stays, in the job's time (Snapshot.Now).
+const flashFor = 8 * time.Second
+
+// statusLine is the line above the help: on the left the live
+// verification of the committed output (what a read_committed consumer
+// sees, checked against the input: duplicates and lost records), on the
+// right the flash, the answer to the last command ("checkpoint 15
+// triggered", "savepoint: <error>").
+type statusLine struct {
+	noKeys
+	ctx   *Context
+	width int
+
+	flash      string
+	flashLevel level
+	flashAt    time.Time // Snapshot.Now when it was set; zero before the first sample
+	flashSet   bool
+}
+
+func newStatusLine(ctx *Context) *statusLine { return &statusLine{ctx: ctx} }
+
+// Init implements tea.Model.
+func (s *statusLine) Init() tea.Cmd { return nil }
+
+// SetSize implements Component.
+func (s *statusLine) SetSize(w, _ int) { s.width = w }
+
+// Update implements tea.Model: it takes flashes.
+func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case flashMsg:
+		s.flash, s.flashLevel, s.flashSet = msg.text, msg.level, true
+		s.flashAt = s.ctx.Snap.Now
+	case SnapshotMsg:
+		if s.flashSet && s.flashAt.IsZero() {
+			s.flashAt = s.ctx.Snap.Now
+		}
+	}
+	return s, nil
+}
+
+// Flash is the flash shown now, "" when there is none.
+func (s *statusLine) Flash() string {
+	if !s.flashSet || (!s.flashAt.IsZero() && s.ctx.Snap.Now.Sub(s.flashAt) > flashFor) {
+		return ""
+	}
+	return s.flash
+}
+
+// View implements tea.Model.
+func (s *statusLine) View() string {
+	st := s.ctx.Styles
+	left := " " + s.verifyText(true)
+	flash := s.Flash()
+	if flash == "" {
+		return padRight(left, s.width)
+	}
+	if s.width-width(left)-3 < width(flash) {
+		left = " " + s.verifyText(false)
+	}
+	room := s.width - width(left) - 3
+	if room < 12 {
+		// A flash matters more than the verification for a moment.
+		return padRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
+	}
+	right := st.Level(s.flashLevel).Render(truncate(flash, room))
+	return padRight(left, s.width-width(right)-1) + right + " "
+}
+
+// verifyText is "verify  committed 18,204  dup 0  lost 0 ✓", then the
+// checkpoint it covers when asOf is set.
+func (s *statusLine) verifyText(asOf bool) string {
+	st := s.ctx.Styles
+	v := s.ctx.Snap.Verify
+	label := st.Bold.Render("verify")
+	switch {
+	case v.Err != "":
+		return label + "  " + st.Warning.Render("cannot check: "+v.Err)
+	case !v.Available:
+		return label + "  " + st.Muted.Render("waiting for the first check")
+	}
+	parts := []string{label, "committed " + thousands(int64(v.Committed))}
+	atLeastOnce := s.ctx.Mode == "at-least-once"
+	switch {
+	case v.Duplicates > 0 && atLeastOnce:
+		parts = append(parts, st.Warning.Render("dup "+thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
+	case v.Duplicates > 0:
+		parts = append(parts, st.Error.Render("dup "+thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
+	default:
+		parts = append(parts, "dup 0")
+	}
+	if v.Lost > 0 {
+		parts = append(parts, st.Error.Render("lost "+thousands(int64(v.Lost))+" ✗ LOST"))
+	} else {
+		parts = append(parts, "lost 0")
+	}
+	text := strings.Join(parts, "  ")
+	if v.Duplicates == 0 && v.Lost == 0 {
+		text += " " + st.Success.Render("✓")
+	}
+	if asOf && v.AsOf > 0 {
+		text += st.Muted.Render("  as of #" + strconv.FormatInt(v.AsOf, 10))
+	}
+	return text
+}

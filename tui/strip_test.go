@@ -1,0 +1,125 @@
+package tui
+
+import (
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"faultline/runtime"
+)
+
+func TestRenderStrip(t *testing.T) {
+	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
+	for _, tc := range []struct {
+		name     string
+		in       runtime.InputView
+		aligning int64
+		w        int
+		want     string
+		scale    int64
+	}{
+		{"empty channel", queue("a/0", 0, 0), 0, 8, "◂       ", 1},
+		{"elements, next leftmost", queue("a/0", 0, 3), 0, 8, "◂···    ", 1},
+		{"barrier at its position", queue("a/0", 0, 8, barrier(14, 2)), 0, 12, "◂··▌14···   ", 1},
+		{"barrier next in line", queue("a/0", 0, 4, barrier(14, 0)), 0, 8, "◂▌14·   ", 1},
+		{"two barriers", queue("a/0", 0, 9, barrier(14, 1), barrier(15, 5)), 0, 12, "◂·▌14·▌15·  ", 1},
+		{"a barrier's id never hides the next barrier", queue("a/0", 0, 5, barrier(14, 1), barrier(15, 2)), 0, 8, "◂·▌▌15  ", 1},
+		{"blocked: the barrier came in, elements wait behind it",
+			runtime.InputView{From: "a/0", Blocked: true, HeldBack: 6, Queue: runtime.QueueView{Queued: 6}}, 14, 12, "▌14······   ", 1},
+		{"long queue in buckets", queue("a/0", 0, 100, barrier(14, 50)), 0, 11, "◂·····▌14··", 10},
+		{"barrier beyond the strip stays at its end", queue("a/0", 0, 3, barrier(14, 40)), 0, 6, "◂··· ▌", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, scale := renderStrip(st, tc.in, tc.aligning, tc.w, 0)
+			if got != tc.want || scale != tc.scale {
+				t.Fatalf("got %q (×%d), want %q (×%d)", got, scale, tc.want, tc.scale)
+			}
+			if width(got) > tc.w {
+				t.Fatalf("%d cells, more than %d", width(got), tc.w)
+			}
+		})
+	}
+}
+
+func TestStripSuffix(t *testing.T) {
+	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
+	if got := stripSuffix(st, runtime.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
+		t.Fatalf("blocked: %q", got)
+	}
+	if got := stripSuffix(st, queue("a/0", 0, 120), 10); got != "120 ·=10" {
+		t.Fatalf("bucketed: %q", got)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{humanBytes(0), "0B"}, {humanBytes(512), "512B"}, {humanBytes(1258291), "1.2MB"}, {humanBytes(40960), "40KB"},
+		{humanBytes(1 << 30), "1GB"},
+		{humanRate(0), "0/s"}, {humanRate(210.4), "210/s"}, {humanRate(2104), "2.1k/s"}, {humanRate(12345), "12k/s"},
+		{humanRate(1.5e6), "1.5M/s"},
+		{humanDuration(0), "0ms"}, {humanDuration(300 * time.Microsecond), "<1ms"}, {humanDuration(1500 * time.Microsecond), "1.5ms"},
+		{humanDuration(38 * time.Millisecond), "38ms"}, {humanDuration(1200 * time.Millisecond), "1.2s"},
+		{humanDuration(65 * time.Second), "1m05s"},
+		{countdown(800 * time.Millisecond), "0.8s"}, {countdown(-time.Second), "0.0s"}, {countdown(12 * time.Second), "12s"},
+		{thousands(18204), "18,204"}, {thousands(-1234567), "-1,234,567"}, {thousands(12), "12"},
+		{wallClock(fixtureStart.Add(7412 * time.Millisecond)), "12:01:07.412"},
+		{formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}), "p2:1190 p3:1201 p10:5"},
+		{truncate("abcdef", 4), "abc…"}, {padLeft("ab", 4), "  ab"}, {padRight("ab", 4), "ab  "},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestLayoutChipsDropsTheDroppableFirst(t *testing.T) {
+	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
+	chips := []chip{{text: "▸0", style: st.Text}, {text: "RUN", style: st.Text}, {text: "2.1k/s", style: st.Text, drop: 1},
+		{text: "bp OK", style: st.Text, drop: 2}, {text: "✓14", style: st.Text}}
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{40, "▸0 RUN 2.1k/s bp OK ✓14"},
+		{20, "▸0 RUN 2.1k/s ✓14"},
+		{12, "▸0 RUN ✓14"},
+		{8, "▸0 RUN …"},
+	} {
+		if got := layoutChips(chips, tc.w); got != tc.want {
+			t.Errorf("width %d: got %q, want %q", tc.w, got, tc.want)
+		}
+	}
+	// Short forms come in after the drops; pad keeps room for a value
+	// that grows.
+	align := []chip{{text: "▸0", style: st.Text}, {text: "2.1k/s", style: st.Text, drop: 1},
+		{text: "ALIGNING #14 38ms", short: "ALIGN #14 38ms", pad: 1, style: st.Text}}
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{28, "▸0 2.1k/s ALIGNING #14 38ms"},
+		{27, "▸0 ALIGNING #14 38ms"},
+		{21, "▸0 ALIGNING #14 38ms"},
+		{20, "▸0 ALIGN #14 38ms"},
+	} {
+		if got := layoutChips(align, tc.w); got != tc.want {
+			t.Errorf("width %d: got %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}
+
+func TestRestartBudget(t *testing.T) {
+	for _, tc := range []struct {
+		r    Restart
+		want string
+	}{
+		{Restart{Strategy: "fixed-delay"}, "attempts 0/0"},
+		{Restart{Strategy: "none"}, "no restarts"},
+		{Restart{Strategy: "exponential-delay"}, "attempts 0 (unlimited)"},
+	} {
+		if got := restartBudget(tc.r); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.r.Strategy, got, tc.want)
+		}
+	}
+}

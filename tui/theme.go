@@ -1,0 +1,177 @@
+package tui
+
+import (
+	"github.com/charmbracelet/lipgloss"
+)
+
+// Theme names the colour roles every style is built from (as gh-dash's
+// theme does). The default uses the terminal's own 16 ANSI colours, so it
+// follows the user's palette on dark and light backgrounds alike and never
+// has to ask the terminal for its background colour. Colour is never the
+// only carrier of a state: every coloured state is also a word or a glyph,
+// because NO_COLOR strips colour and bold alike.
+type Theme struct {
+	Primary lipgloss.TerminalColor // the app name, focused pane, selection
+	Accent  lipgloss.TerminalColor // checkpoint barriers
+	Muted   lipgloss.TerminalColor // secondary text, rules, disabled entries
+	Error   lipgloss.TerminalColor // FAILED, lost records, failed checkpoints
+	Warning lipgloss.TerminalColor // RESTARTING, BLOCKED, ALIGNING, tempo badges
+	Success lipgloss.TerminalColor // RUNNING, completed checkpoints, acks
+	Info    lipgloss.TerminalColor // pending checkpoints, notices
+}
+
+// DefaultTheme is faultline's theme in the 16 ANSI colours.
+func DefaultTheme() Theme {
+	return Theme{
+		Primary: lipgloss.ANSIColor(12), // bright blue
+		Accent:  lipgloss.ANSIColor(13), // bright magenta
+		Muted:   lipgloss.ANSIColor(8),  // bright black (grey)
+		Error:   lipgloss.ANSIColor(9),  // bright red
+		Warning: lipgloss.ANSIColor(11), // bright yellow
+		Success: lipgloss.ANSIColor(10), // bright green
+		Info:    lipgloss.ANSIColor(14), // bright cyan
+	}
+}
+
+// Styles are every style the UI draws with, built once from a Theme so that
+// no View has to make one.
+type Styles struct {
+	Theme Theme
+
+	Text, Bold, Muted                    lipgloss.Style
+	Error, Warning, Success, Info, Focus lipgloss.Style
+
+	AppName lipgloss.Style // " faultline "
+	Title   lipgloss.Style // the job's title
+	Badge   lipgloss.Style // FROZEN, SLOW, SOURCES PAUSED
+
+	Rule, RuleFocused           lipgloss.Style // a pane's top line
+	RuleTitle, RuleTitleFocused lipgloss.Style // its title
+
+	Selected lipgloss.Style // the selected subtask or row
+	Barrier  lipgloss.Style // ▌14 in a queue strip
+	Blocked  lipgloss.Style // a blocked channel's gate and BLOCKED word
+	Element  lipgloss.Style // an element in a queue strip
+
+	TableHeader lipgloss.Style
+	Disabled    lipgloss.Style // an unavailable fault
+
+	Box      lipgloss.Style // overlays: fault menu, help, detail
+	BoxTitle lipgloss.Style
+
+	HelpKey, HelpDesc, HelpSep lipgloss.Style
+}
+
+// NewStyles builds the styles of t for the terminal r writes to (its colour
+// profile decides how much colour is left; lipgloss.DefaultRenderer() is
+// the one tests set to termenv.Ascii).
+func NewStyles(r *lipgloss.Renderer, t Theme) *Styles {
+	if r == nil {
+		r = lipgloss.DefaultRenderer()
+	}
+	base := r.NewStyle()
+	fg := func(c lipgloss.TerminalColor) lipgloss.Style { return base.Foreground(c) }
+	return &Styles{
+		Theme: t,
+
+		Text:    base,
+		Bold:    base.Bold(true),
+		Muted:   fg(t.Muted),
+		Error:   fg(t.Error).Bold(true),
+		Warning: fg(t.Warning),
+		Success: fg(t.Success),
+		Info:    fg(t.Info),
+		Focus:   fg(t.Primary).Bold(true),
+
+		AppName: base.Foreground(lipgloss.ANSIColor(0)).Background(t.Primary).Bold(true),
+		Title:   base.Bold(true),
+		Badge:   base.Foreground(lipgloss.ANSIColor(0)).Background(t.Warning).Bold(true),
+
+		Rule:             fg(t.Muted),
+		RuleFocused:      fg(t.Primary),
+		RuleTitle:        base.Bold(true),
+		RuleTitleFocused: fg(t.Primary).Bold(true),
+
+		Selected: fg(t.Primary).Bold(true).Reverse(true),
+		Barrier:  fg(t.Accent).Bold(true),
+		Blocked:  fg(t.Warning).Bold(true),
+		Element:  base,
+
+		TableHeader: fg(t.Muted).Underline(true),
+		Disabled:    fg(t.Muted).Faint(true),
+
+		Box:      base.Border(lipgloss.RoundedBorder()).BorderForeground(t.Primary).Padding(0, 1),
+		BoxTitle: fg(t.Primary).Bold(true),
+
+		HelpKey:  fg(t.Primary),
+		HelpDesc: fg(t.Muted),
+		HelpSep:  fg(t.Muted),
+	}
+}
+
+// JobStatus is the style of a job status word (Flink's JobStatus).
+func (s *Styles) JobStatus(status string) lipgloss.Style {
+	switch status {
+	case "RUNNING":
+		return s.Success
+	case "RESTARTING", "FAILING", "CANCELLING", "CANCELING", "SUSPENDED":
+		return s.Warning
+	case "FAILED":
+		return s.Error
+	case "FINISHED":
+		return s.Info
+	}
+	return s.Muted
+}
+
+// TaskStatus is the style of a subtask status word as the graph shows it.
+func (s *Styles) TaskStatus(word string) lipgloss.Style {
+	switch word {
+	case "RUN", "RUNNING":
+		return s.Success
+	case "FAILED":
+		return s.Error
+	case "RESTARTING", "CANCELING", "CANCELED", "DEPLOYING", "INITIALIZING":
+		return s.Warning
+	case "FINISHED":
+		return s.Info
+	}
+	return s.Muted
+}
+
+// BackPressure is the style of a back-pressure level.
+func (s *Styles) BackPressure(bp BackPressure) lipgloss.Style {
+	switch bp {
+	case BackPressureHigh:
+		return s.Error
+	case BackPressureLow:
+		return s.Warning
+	}
+	return s.Muted
+}
+
+// Level is the style of a log line or flash of that level.
+func (s *Styles) Level(l level) lipgloss.Style {
+	switch l {
+	case levelError:
+		return s.Error
+	case levelWarning:
+		return s.Warning
+	case levelSuccess:
+		return s.Success
+	case levelMuted:
+		return s.Muted
+	}
+	return s.Text
+}
+
+// level grades a log line or a flash.
+type level int
+
+const (
+	levelInfo level = iota
+	levelMuted
+	levelSuccess
+	levelWarning
+	levelError
+)

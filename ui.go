@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/barrier"
+	"faultline/runtime/kafka"
+	"faultline/runtime/spec"
+	"faultline/tui"
+)
+
+// uiController is the running job as the terminal UI sees it
+// (tui.Controller): it samples the job's counters into snapshots and turns
+// the UI's commands into calls on the job, the input writer and the broker.
+type uiController struct {
+	job     *runtime.Job
+	spec    *spec.Job
+	started time.Time
+	info    tui.JobInfo
+	writer  *kafka.Writer       // nil without a generator
+	live    *kafka.LiveVerifier // nil when the output cannot be verified live
+	broker  *kafka.Embedded     // nil with --brokers
+
+	mu   sync.Mutex
+	prev map[string]taskSample // the previous sample of each subtask
+}
+
+// taskSample is what rates and ratios are computed from.
+type taskSample struct {
+	at                  time.Time
+	in, idle, pressured int64
+}
+
+func newUIController(job *runtime.Job, sp *spec.Job, info tui.JobInfo, w *kafka.Writer, live *kafka.LiveVerifier, broker *kafka.Embedded) *uiController {
+	return &uiController{job: job, spec: sp, started: time.Now(), info: info, writer: w, live: live, broker: broker,
+		prev: map[string]taskSample{}}
+}
+
+var _ tui.Controller = (*uiController)(nil)
+
+// Snapshot implements tui.Controller.
+func (u *uiController) Snapshot() tui.Snapshot {
+	now := time.Now()
+	s := tui.Snapshot{Now: now, Started: u.started, Job: u.info, Tasks: map[string]tui.Task{}}
+	s.Job.Status = string(u.job.Status())
+	s.Job.Mode = u.job.Mode().String()
+	s.Job.Attempt = u.job.Epoch()
+	for _, op := range u.spec.Operators {
+		o := tui.Operator{Name: op.Name, Type: op.Type, Parallelism: op.Parallelism, Topic: op.Topic}
+		for _, in := range op.Inputs {
+			o.Inputs = append(o.Inputs, tui.Edge{From: in.From, Kind: string(in.Edge), Key: in.Key})
+		}
+		s.Operators = append(s.Operators, o)
+	}
+	metrics := u.job.Metrics()
+	u.mu.Lock()
+	for _, op := range u.spec.Operators {
+		for i := 0; i < op.Parallelism; i++ {
+			name := checkpoint.TaskID{Operator: op.Name, Index: i}.String()
+			m := metrics[name]
+			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
+				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(),
+				Restarts: int(max(m.Deploys.Load()-1, 0))}
+			cur := taskSample{at: now, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressuredNanos.Load()}
+			if p, ok := u.prev[name]; ok && now.Sub(p.at) > 0 {
+				dt := float64(now.Sub(p.at))
+				t.RateIn = float64(cur.in-p.in) / now.Sub(p.at).Seconds()
+				t.BackPressureRatio = clamp01(float64(cur.pressured-p.pressured) / dt)
+				t.Busy = clamp01(1 - float64(cur.idle-p.idle)/dt - t.BackPressureRatio)
+			}
+			u.prev[name] = cur
+			switch {
+			case t.BackPressureRatio > 0.5:
+				t.BackPressure = tui.BackPressureHigh
+			case t.BackPressureRatio > 0.1:
+				t.BackPressure = tui.BackPressureLow
+			default:
+				t.BackPressure = tui.BackPressureOK
+			}
+			if in, al, ok := u.job.Inputs(name); ok {
+				t.Inputs, t.Alignment = in, al
+			}
+			s.Tasks[name] = t
+		}
+	}
+	u.mu.Unlock()
+	s.Checkpoints = u.job.Coordinator().Stats()
+	rv := u.job.RestartView()
+	s.Restart = tui.Restart{
+		Strategy: rv.Strategy, Description: rv.Description, Status: rv.Status, NextRestartAt: rv.NextRestartAt,
+		Failover: string(rv.Failover), LastRestarted: rv.LastRestarted, LastFailed: rv.LastFailed,
+		LastError: rv.LastError, Restarts: rv.Restarts, GaveUp: rv.GaveUp, LostRecords: rv.LostRecords,
+	}
+	if u.live != nil {
+		ls := u.live.Status()
+		s.Verify = tui.Verify{Available: ls.Available, Committed: ls.Committed, Duplicates: ls.Duplicates,
+			Lost: ls.Lost, AsOf: ls.AsOf, Err: ls.Err}
+	} else {
+		s.Verify = tui.Verify{Err: "live verification is off"}
+	}
+	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: tui.Tempo(u.job.Tempo())}
+	if u.writer != nil {
+		s.Input.Generator = true
+		s.Input.Rate = u.writer.Rate()
+	}
+	return s
+}
+
+func clamp01(x float64) float64 { return min(max(x, 0), 1) }
+
+// Inject implements tui.Controller: the fault with the defaults the menu
+// promises (slow: 10× for 5 s; storage-fail: the next 3 writes; broker-down:
+// 5 s; poison: into the partition the chosen subtask reads, or orders/0).
+func (u *uiController) Inject(kind runtime.FaultKind, task string) error {
+	f := runtime.Fault{Kind: kind, Task: task}
+	switch kind {
+	case runtime.FaultSlow:
+		f.Factor, f.For = 10, 5*time.Second
+	case runtime.FaultStorageFail:
+		f.Count = 3
+	case runtime.FaultBrokerDown:
+		f.For = 5 * time.Second
+	case runtime.FaultPoison:
+		f.Topic, f.Partition = u.poisonTarget(task)
+	}
+	if kind.JobLevel() {
+		f.Task = ""
+	}
+	return u.job.Inject(f)
+}
+
+// poisonTarget is where a poison record aimed at task goes: the partition
+// a source or parse subtask reads (its index), of the topic it reads.
+func (u *uiController) poisonTarget(task string) (string, int32) {
+	for _, op := range u.spec.Operators {
+		for i := 0; i < op.Parallelism; i++ {
+			if (checkpoint.TaskID{Operator: op.Name, Index: i}).String() != task {
+				continue
+			}
+			switch op.Type {
+			case spec.TypeSource:
+				return op.Topic, int32(i)
+			case spec.TypeParse:
+				if op.Schema == spec.SchemaPayment {
+					return spec.TopicPayments, int32(i)
+				}
+				return spec.TopicOrders, int32(i)
+			}
+		}
+	}
+	return spec.TopicOrders, 0
+}
+
+// TriggerCheckpoint implements tui.Controller.
+func (u *uiController) TriggerCheckpoint() (int64, error) {
+	return u.job.Coordinator().Trigger(checkpoint.KindCheckpoint)
+}
+
+// TriggerSavepoint implements tui.Controller.
+func (u *uiController) TriggerSavepoint() (int64, error) {
+	return u.job.Coordinator().Trigger(checkpoint.KindSavepoint)
+}
+
+// SetMode implements tui.Controller.
+func (u *uiController) SetMode(mode string) error {
+	switch mode {
+	case barrier.ExactlyOnce.String():
+		u.job.SetMode(barrier.ExactlyOnce)
+	case barrier.AtLeastOnce.String():
+		u.job.SetMode(barrier.AtLeastOnce)
+	default:
+		return fmt.Errorf("mode %q: want exactly-once or at-least-once", mode)
+	}
+	return nil
+}
+
+// SetSourcesPaused implements tui.Controller.
+func (u *uiController) SetSourcesPaused(p bool) { u.job.Pause(p) }
+
+// SetTempo implements tui.Controller; the two packages number the tempos
+// alike.
+func (u *uiController) SetTempo(t tui.Tempo) { u.job.SetTempo(runtime.Tempo(t)) }
+
+// Step implements tui.Controller.
+func (u *uiController) Step() { u.job.Step() }
+
+// SetRate implements tui.Controller.
+func (u *uiController) SetRate(r float64) error {
+	if u.writer == nil {
+		return errors.New("no generator writes the input of this run (--brokers without --generate)")
+	}
+	u.writer.SetRate(min(max(r, 1), 1e6))
+	return nil
+}
+
+// Faults implements tui.Controller: the fault catalogue in menu order.
+func (u *uiController) Faults() []tui.FaultChoice {
+	out := []tui.FaultChoice{
+		{Kind: runtime.FaultPanic, Description: "the task panics", Available: true},
+		{Kind: runtime.FaultError, Description: "the task's operator returns an error", Available: true},
+		{Kind: runtime.FaultSlow, Description: "the task works 10× slower for 5 s", Available: true},
+		{Kind: runtime.FaultPoison, Description: "a record no parser accepts enters the input it reads", JobLevel: true, Available: true},
+		{Kind: runtime.FaultBrokerDown, Description: "the embedded broker refuses connections for 5 s", JobLevel: true, Available: u.broker != nil},
+		{Kind: runtime.FaultStorageFail, Description: "the next 3 checkpoint writes fail", JobLevel: true, Available: true},
+		{Kind: runtime.FaultCorruptCheckpoint, Description: "the newest checkpoint's state is damaged on disk", JobLevel: true, Available: true},
+		{Kind: runtime.FaultSavepoint, Description: "a savepoint is taken", JobLevel: true, Available: true},
+		{Kind: runtime.FaultCrash, Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},
+	}
+	if u.broker == nil {
+		i := slices.IndexFunc(out, func(f tui.FaultChoice) bool { return f.Kind == runtime.FaultBrokerDown })
+		out[i].Why = "only the embedded broker can be taken down; with --brokers, stop your own"
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/kafka"
+	"faultline/runtime/spec"
+	"faultline/tui"
+)
+
+// isTerminal reports whether w is a terminal the UI can draw on.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// jobTitle is the job as the header names it: "orders ⋈ payments" for a
+// job that joins two sources, the job's name otherwise.
+func jobTitle(j *spec.Job) string {
+	var topics []string
+	for _, op := range j.Operators {
+		if op.Type == spec.TypeSource {
+			topics = append(topics, op.Topic)
+		}
+	}
+	for _, op := range j.Operators {
+		if op.Type == spec.TypeJoin && len(topics) == 2 {
+			return topics[0] + " ⋈ " + topics[1]
+		}
+	}
+	return j.Name
+}
+
+// runUI runs the job with the terminal UI in front of it: the job and the
+// live verifier in goroutines of their own, the UI in this one. When the
+// user quits (or ctx ends) the job is cancelled, and runUI returns once it
+// has stopped and settled its outputs.
+func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiController, live *kafka.LiveVerifier,
+	obs *runtime.Observer, p *prepared, opts runtime.RunOptions, stdout io.Writer, logger *log.Logger) (*runtime.Result, error) {
+	jobCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type ran struct {
+		res *runtime.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := job.Run(jobCtx, opts)
+		done <- ran{res, err}
+	}()
+	liveDone := make(chan struct{})
+	if live != nil {
+		// The live verifier knows the generator's topic names; the job
+		// reports offsets by the Kafka topics its sources read.
+		logical := map[string]string{}
+		for gen, actual := range p.logicalTopics() {
+			logical[actual] = gen
+		}
+		committed := func() (int64, checkpoint.Offsets, bool) {
+			id, offs, ok := job.CommittedCheckpoint()
+			if !ok {
+				return 0, nil, false
+			}
+			out := checkpoint.Offsets{}
+			for topic, parts := range offs {
+				if gen, known := logical[topic]; known {
+					out[gen] = parts
+				}
+			}
+			return id, out, true
+		}
+		go func() {
+			defer close(liveDone)
+			if err := live.Run(jobCtx, committed); err != nil {
+				logger.Printf("live verification stopped: %v", err)
+			}
+		}()
+	} else {
+		close(liveDone)
+	}
+	uiErr := tui.Run(ctx, ctrl, obs.Events(), tui.Options{})
+	fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
+	cancel()
+	r := <-done
+	<-liveDone
+	if uiErr != nil {
+		logger.Printf("terminal UI: %v", uiErr)
+		if r.err == nil {
+			r.err = fmt.Errorf("terminal UI: %w", uiErr)
+		}
+	}
+	return r.res, r.err
+}
+
+// printSummary tells, after the UI has closed, how the run ended.
+func printSummary(w io.Writer, r runtime.Report, stateDir string) {
+	v := r.Verify
+	verdict := "✓ exactly once"
+	switch {
+	case v.Lost > 0:
+		verdict = fmt.Sprintf("✗ %d lost", v.Lost)
+	case v.Duplicates > 0 && v.Guarantee == "at-least-once":
+		verdict = fmt.Sprintf("%d duplicates (at-least-once: none lost)", v.Duplicates)
+	case v.Duplicates > 0:
+		verdict = fmt.Sprintf("✗ %d duplicates", v.Duplicates)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "faultline: job %s %s after %s\n", r.Job, r.Status, (time.Duration(r.ElapsedMs) * time.Millisecond).Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "  input %d records · checkpoints %d completed, %d failed, last %d · restarts %d\n",
+		r.RecordsIn, r.Checkpoints.Completed, r.Checkpoints.Failed, r.Checkpoints.LastCompleted, r.Restarts)
+	fmt.Fprintf(&b, "  verify: committed %d of %d expected, %d duplicates, %d lost — %s\n", v.Committed, v.Expected, v.Duplicates, v.Lost, verdict)
+	if r.LostByFailover > 0 {
+		fmt.Fprintf(&b, "  individual failover lost %d records\n", r.LostByFailover)
+	}
+	if r.GaveUp != "" {
+		fmt.Fprintf(&b, "  gave up: %s\n", r.GaveUp)
+	}
+	fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
+	fmt.Fprint(w, b.String())
+}
