@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -157,6 +158,13 @@ func (p *restartsPane) lines() []restartLine {
 		failover += ": " + plural(n, "task", "tasks")
 	}
 	out = append(out, restartLine{text: failover, prio: 2})
+	if rs := snap.Checkpoints.Restored; len(rs) > 0 {
+		from := "restored from checkpoint " + fmt.Sprint(rs[len(rs)-1])
+		if len(rs) > 1 {
+			from += fmt.Sprintf(" (%d restores)", len(rs))
+		}
+		out = append(out, restartLine{text: from, prio: 2})
+	}
 
 	if r.LastFailed != "" || r.LastError != "" {
 		who := r.LastFailed

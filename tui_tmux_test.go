@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives the real binary's terminal UI in a tmux session of its
+// own server, as a user at a terminal would.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+}
+
+func startTmux(t *testing.T, width, height int, command string) *tmuxSession {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed: `make deps` (or .ci/run) installs it from Debian's packages")
+	}
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("faultline-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	s.tmux("new-session", "-d", "-s", "ui", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), command)
+	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) tmux(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", "ui") }
+
+func (s *tmuxSession) keys(keys ...string) { s.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...) }
+
+// waitFor polls the screen until match finds something in it.
+func (s *tmuxSession) waitFor(what string, timeout time.Duration, match func(screen string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		sc := s.screen()
+		if match(sc) {
+			return sc
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("waited %s for %s; the screen shows:\n%s", timeout, what, sc)
+		}
+		if strings.Contains(sc, "faultline exited") && !strings.Contains(what, "summary") {
+			s.t.Fatalf("faultline exited while waiting for %s:\n%s", what, sc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func contains(sub string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, sub) }
+}
+
+// headerStatus is the job status word in the header line.
+func headerStatus(screen string) string {
+	first, _, _ := strings.Cut(screen, "\n")
+	for _, w := range []string{"RESTARTING", "RUNNING", "FAILED", "FAILING", "FINISHED", "CANCELED", "CREATED"} {
+		if strings.Contains(first, " "+w) {
+			return w
+		}
+	}
+	return ""
+}
+
+// The real binary in tmux: wait for the graph, select join/1, inject a
+// panic with the keys a user would press, and read from the screen that
+// the job went RESTARTING and back to RUNNING, restored from a checkpoint.
+func TestTUIInjectPanicAndRecover(t *testing.T) {
+	dir := t.TempDir()
+	// The shell around it stays, so that what faultline printed last can be
+	// read after it exits.
+	cmd := fmt.Sprintf("%s run --state-dir %s --listen 0 --checkpoint-interval 500ms --restart-delay 1s 2>%s; echo faultline exited $?; sleep 600",
+		binary, dir, filepath.Join(dir, "stderr"))
+	s := startTmux(t, 120, 40, cmd)
+	completed := regexp.MustCompile(`checkpoint \d+ completed in`)
+	s.waitFor("the job graph with a completed checkpoint", 60*time.Second, func(sc string) bool {
+		return headerStatus(sc) == "RUNNING" && strings.Contains(sc, "join ⋈") && completed.MatchString(sc)
+	})
+	// The selection starts on the first subtask with several inputs,
+	// join/0; one step right is join/1.
+	s.keys("Right")
+	s.waitFor("join/1 selected", 5*time.Second, contains("▸join/1"))
+	s.keys("x")
+	s.waitFor("the fault menu", 5*time.Second, contains("inject a fault"))
+	s.keys("1")
+	s.waitFor("the confirmation", 5*time.Second, contains("inject panic into join/1?"))
+	s.keys("y")
+	s.waitFor("RESTARTING", 15*time.Second, func(sc string) bool { return headerStatus(sc) == "RESTARTING" })
+	restored := regexp.MustCompile(`restored from checkpoint (\d+)`)
+	sc := s.waitFor("RUNNING again, restored from a checkpoint", 30*time.Second, func(sc string) bool {
+		return headerStatus(sc) == "RUNNING" && restored.MatchString(sc)
+	})
+	id := restored.FindStringSubmatch(sc)[1]
+	if !strings.Contains(sc, "join/1") || id == "0" {
+		t.Fatalf("restored from checkpoint %s; screen:\n%s", id, sc)
+	}
+	// q quits cleanly: the job is cancelled and the summary printed.
+	s.keys("q")
+	s.waitFor("the summary after quitting", 60*time.Second, contains("state dir "+dir))
+	if b, _ := os.ReadFile(filepath.Join(dir, "stderr")); len(b) > 0 {
+		t.Errorf("the UI wrote to stderr: %s", b)
+	}
+}
