@@ -40,7 +40,9 @@ func (s *tmuxSession) tmux(args ...string) string {
 
 func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", "ui") }
 
-func (s *tmuxSession) keys(keys ...string) { s.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...) }
+func (s *tmuxSession) keys(keys ...string) {
+	s.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...)
+}
 
 // waitFor polls the screen until match finds something in it.
 func (s *tmuxSession) waitFor(what string, timeout time.Duration, match func(screen string) bool) string {
