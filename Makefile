@@ -1,18 +1,20 @@
 # faultline — the two commands that matter: `make run` and `make test`.
 GO      ?= go
 BIN     ?= bin/faultline
-# Arguments for `make run`; override with `make run ARGS='…'`.
-ARGS    ?= --records 200000 --rate 40000 --checkpoint-interval 1s --inject 'after=2500ms,task=join/1,fault=panic'
+# Arguments for `make run`; override with `make run ARGS='…'`, e.g.
+# ARGS='--headless --records 100000' for JSON events and a report.
+ARGS    ?=
 
 .PHONY: build run test bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
 
-# Until the terminal UI lands, `make run` runs the default job headless and
-# prints its events and final report, with one injected failure to recover from.
+# The terminal UI on the embedded broker and the default job; the state
+# (checkpoints, the broker's log) stays in ~/.local/share/faultline, so a
+# second `make run` goes on where the first stopped.
 run: build
-	./$(BIN) run --headless $(ARGS)
+	./$(BIN) run $(ARGS)
 
 # The tests drive kcat against the embedded broker and the TUI in tmux;
 # both come from Debian's packages.

@@ -185,7 +185,8 @@ type task struct {
 	broken      bool
 	lastPersist chan struct{} // closed when the previous snapshot's writer ends
 
-	stepSeen int64 // the tempo's last step this task went on with
+	stepSeen  int64     // the tempo's last step this task went on with
+	lastFlush time.Time // when the outputs were last flushed
 
 	// a slow fault in effect: work takes slowFactor times as long
 	slowUntil  time.Time
@@ -608,6 +609,11 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	return nil
 }
 
+// BufferTimeout is the longest a record waits in a partly filled output
+// batch while its subtask is busy (Flink: execution.buffer-timeout, whose
+// default is 100 ms; shorter here, so that a viewer sees records move).
+const BufferTimeout = 10 * time.Millisecond
+
 // DefaultMaxChain is how many incremental snapshots may follow a full one
 // before the next is full again, which bounds what a restore has to compose.
 const DefaultMaxChain = 10
@@ -738,6 +744,17 @@ func (t *task) runOperator(ctx context.Context) error {
 			}
 			if done {
 				return t.finishOperator(ctx)
+			}
+			// Partly filled output batches go out after BufferTimeout even
+			// while input keeps coming, and after every batch when the
+			// tempo is slowed, so that records and barriers can be seen
+			// moving on (Flink: execution.buffer-timeout).
+			if now := time.Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
+				if err := t.flushOutputs(ctx); err != nil {
+					return err
+				}
+				t.flushCounters()
+				t.lastFlush = now
 			}
 		}
 		next++

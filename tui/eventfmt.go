@@ -214,9 +214,15 @@ func describeEvent(e runtime.Event) (string, level) {
 	case "records_lost":
 		text := f.str("task") + " lost "
 		if n, ok := f.num("records"); ok {
-			text += thousands(n) + " records"
+			text += plural(int(n), "record", "records")
 		} else {
 			text += "records"
+		}
+		if tot, ok := f.num("total"); ok {
+			text += " (" + thousands(tot) + " so far)"
+		}
+		if w := f.str("what"); w != "" {
+			return text + ": " + w, levelError
 		}
 		return text + ": individual failover does not replay input", levelError
 
@@ -229,6 +235,53 @@ func describeEvent(e runtime.Event) (string, level) {
 			text += plural(len(tasks), "task", "tasks")
 		}
 		return text, levelWarning
+
+	case "tempo_changed":
+		switch f.str("tempo") {
+		case "frozen":
+			return "the world stands still: every task waits before its next batch (. steps, space goes on)", levelWarning
+		case "slow", "slower":
+			return "slow motion (" + f.str("tempo") + "): every task waits before each batch, so barriers can be followed", levelInfo
+		}
+		return "full speed again", levelInfo
+
+	case "sources_paused":
+		if f.bool("paused") {
+			return "sources paused: no new records enter; barriers and checkpoints go on", levelWarning
+		}
+		return "sources resumed", levelInfo
+
+	case "poison_written":
+		if err := f.str("error"); err != "" {
+			return "poison: " + err, levelError
+		}
+		return "poison record written to " + f.str("topic") + "/" + f.id("partition") + " at offset " + f.id("offset") + ": no parser accepts it", levelWarning
+
+	case "bad_record":
+		text := f.str("task") + " could not parse a record (" + f.str("reason") + "): " + f.str("action")
+		if t := f.str("topic"); t != "" {
+			text += " to " + t
+		}
+		return text, levelWarning
+
+	case "broker_down":
+		if err := f.str("error"); err != "" {
+			return "broker-down: " + err, levelError
+		}
+		text := "the embedded broker is down"
+		if ms, ok := f.num("for_ms"); ok {
+			text += " for " + humanDuration(time.Duration(ms)*time.Millisecond)
+		}
+		return text + ": every request is refused", levelError
+
+	case "broker_up":
+		return "the embedded broker is back at " + f.str("address"), levelInfo
+
+	case "rolled_back":
+		return f.str("task") + " restarted alone from checkpoint " + f.id("checkpoint") + ": " + f.str("what"), levelWarning
+
+	case "input_writer_failed":
+		return "the input writer stopped: " + f.str("error"), levelError
 
 	case "input_written":
 		text := "input written"
