@@ -221,6 +221,11 @@ func badgerBackendOptions(dir string) badger.Options {
 		WithDetectConflicts(false) // one writer: the subtask
 }
 
+// Abandon tells the backend it is going away (its subtask is being torn
+// down): snapshots being encoded stop early with ErrBackendClosed, so that
+// a failover does not wait for them. Close must still be called.
+func (b *Badger) Abandon() { b.closing.Store(true) }
+
 // Dir is the backend's working directory.
 func (b *Badger) Dir() string { return b.dir }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Heap is the in-memory keyed state backend (Flink: HashMapStateBackend):
@@ -21,7 +22,13 @@ type Heap struct {
 	currentKG  int
 	buf        []byte
 	n          int
+	abandoned  atomic.Bool // Abandon: snapshots being encoded stop early
 }
+
+// Abandon tells the backend it is going away (its subtask is being torn
+// down): snapshots being encoded stop early with ErrBackendClosed, so that
+// a failover does not wait for them.
+func (h *Heap) Abandon() { h.abandoned.Store(true) }
 
 type heapGroup struct {
 	m      map[string][]byte
@@ -115,7 +122,7 @@ func (h *Heap) Len() int { return h.n }
 
 // Snapshot implements KeyedBackend: O(key groups), copy on write after.
 func (h *Heap) Snapshot() Snapshot {
-	s := &heapSnapshot{start: h.kgs.Start, groups: make([]map[string][]byte, len(h.groups))}
+	s := &heapSnapshot{h: h, start: h.kgs.Start, groups: make([]map[string][]byte, len(h.groups))}
 	for i := range h.groups {
 		h.groups[i].shared = true
 		s.groups[i] = h.groups[i].m
@@ -144,6 +151,7 @@ func (h *Heap) Restore(keyed [][]byte) error {
 }
 
 type heapSnapshot struct {
+	h      *Heap
 	start  int
 	groups []map[string][]byte
 }
@@ -152,6 +160,9 @@ func (s *heapSnapshot) Encode() ([]byte, error) {
 	w := NewKeyedWriter()
 	keys := []string{}
 	for i, m := range s.groups {
+		if s.h.abandoned.Load() {
+			return nil, ErrBackendClosed
+		}
 		if len(m) == 0 {
 			continue
 		}

@@ -292,6 +292,7 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Resu
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
 			t.m.status.Store(TaskCanceling)
 		}
+		t.abandon()
 		t.cancel()
 	}
 	for _, t := range olds {

@@ -579,6 +579,9 @@ func (a *attempt) closeBackends() {
 
 // stop cancels every goroutine of the attempt and waits for all of them.
 func (a *attempt) stop() {
+	for _, t := range a.taskList() {
+		t.abandon()
+	}
 	a.cancel()
 	a.wg.Wait()
 }

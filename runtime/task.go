@@ -215,6 +215,14 @@ func (t *task) Collect(rec Record) {
 	}
 }
 
+// abandon makes the snapshots this instance's writers are encoding stop
+// early: it is being torn down, and the failover must not wait for them.
+func (t *task) abandon() {
+	if ab, ok := t.keyed.(interface{ Abandon() }); ok {
+		ab.Abandon()
+	}
+}
+
 func (t *task) setStatus(s TaskStatus, reason string) {
 	t.m.status.Store(s)
 	f := map[string]any{"task": t.name, "status": string(s), "attempt": t.deploys}
