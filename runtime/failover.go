@@ -290,7 +290,7 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Resu
 	j.obs.Emit("failover", map[string]any{"strategy": string(j.failover), "failed": failed, "tasks": d.scope})
 	for _, t := range olds {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
-			t.m.status.Store(TaskCanceling)
+			t.setStatus(TaskCanceling, string(j.failover)+" failover after the failure of "+failed)
 		}
 		t.abandon()
 		t.cancel()

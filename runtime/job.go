@@ -931,7 +931,7 @@ func (j *Job) sleep(ctx context.Context, d time.Duration) bool {
 func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
 	for _, t := range a.taskList() {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
-			t.m.status.Store(TaskCanceling)
+			t.setStatus(TaskCanceling, "the attempt is torn down")
 		}
 	}
 	a.stop()
