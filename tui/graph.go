@@ -478,6 +478,11 @@ func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
 		_, from, _ := strings.Cut(in.From, "/")
 		prefix += st.Muted.Render("/" + from + " ")
 	}
+	// A blocked channel's held-back count must show whole: the strip
+	// gives way to it.
+	if in.Blocked {
+		suffixW = max(suffixW, width("BLOCKED "+thousands(in.HeldBack)))
+	}
 	stripW := w - width(prefix) - 1 - suffixW
 	if stripW < 4 {
 		stripW = max(w-width(prefix), 1)

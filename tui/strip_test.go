@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,24 @@ func TestRestartBudget(t *testing.T) {
 		if got := restartBudget(tc.r); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.r.Strategy, got, tc.want)
 		}
+	}
+}
+
+// A blocked channel's held-back count shows whole even at 80 columns, where
+// strips are narrow: the strip gives way to it.
+func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
+	s := aligningSnapshot()
+	j := s.Tasks["join/1"]
+	j.Alignment = runtime.AlignmentView{Checkpoint: 4, Since: s.Now.Add(-ms(169))}
+	j.Inputs = []runtime.InputView{
+		queue("parse-orders/0", 0, 108, barrier(4, 1)),
+		queue("parse-orders/1", 0, 92, barrier(4, 2)),
+		queue("parse-payments/0", 1, 55, barrier(4, 0)),
+		{From: "parse-payments/1", Input: 1, Blocked: true, HeldBack: 1234, Queue: runtime.QueueView{Queued: 1234}},
+	}
+	s.Tasks["join/1"] = j
+	h := newHarness(t, s, 80, 24)
+	if v := h.m.View(); !strings.Contains(v, "BLOCKED 1,234") {
+		t.Fatalf("the held-back count is cut:\n%s", v)
 	}
 }
