@@ -1,0 +1,267 @@
+package kafka
+
+import (
+	"fmt"
+	"time"
+)
+
+// The live verifier's bookkeeping. Everything here is guarded by
+// LiveVerifier.mu; each operation is O(1) per record.
+//
+// Every order id met (in an input or in the output) gets one 32-bit word:
+// how often the committed output holds it, and whether an order and a
+// payment of it lie below the checked bounds. Bounds are applied in two
+// steps. A tentative step marks what a newer checkpoint covers, to learn
+// whether it would add any expected-but-unseen id; the confirmed step makes
+// it count for Lost. Lost shows only confirmed ids, so a check that is not
+// yet sure never shows on screen.
+
+// Bits of an id's word.
+const (
+	orderConf   uint32 = 1 << 31 // an order below the confirmed bounds
+	paymentConf uint32 = 1 << 30 // a payment below the confirmed bounds
+	orderTent   uint32 = 1 << 29 // an order below the tentative bounds
+	paymentTent uint32 = 1 << 28 // a payment below the tentative bounds
+	seenMask    uint32 = 1<<28 - 1
+)
+
+// idRef names an id's word: the generator's ids ("o-000123") by their
+// number, any other id by its index in idTable.other.
+type idRef uint64
+
+const otherRef idRef = 1 << 63
+
+// denseChunk is how many generator ids share one allocation.
+const denseChunk = 1 << 16
+
+// idTable holds a word per id. The generator's ids are dense numbers and
+// live in chunks without a map (4 bytes each); others go through a map.
+type idTable struct {
+	chunks [][]uint32
+	other  []uint32
+	index  map[string]uint32
+}
+
+// denseID maps the generator's order ids ("o-" and at least six digits, as
+// fmt's %06d writes them) to their number; any other string is not dense.
+// The mapping is one to one, so the id's string is never needed again.
+func denseID(id []byte) (uint32, bool) {
+	if len(id) < 8 || len(id) > 12 || id[0] != 'o' || id[1] != '-' {
+		return 0, false
+	}
+	d := id[2:]
+	if len(d) > 6 && d[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n >= 1<<32 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// ref returns id's word, creating it.
+func (t *idTable) ref(id []byte) idRef {
+	if n, ok := denseID(id); ok {
+		c := int(n / denseChunk)
+		for len(t.chunks) <= c {
+			t.chunks = append(t.chunks, nil)
+		}
+		if t.chunks[c] == nil {
+			t.chunks[c] = make([]uint32, denseChunk)
+		}
+		return idRef(n)
+	}
+	if i, ok := t.index[string(id)]; ok {
+		return otherRef | idRef(i)
+	}
+	if t.index == nil {
+		t.index = map[string]uint32{}
+	}
+	i := uint32(len(t.other))
+	t.other = append(t.other, 0)
+	t.index[string(id)] = i
+	return otherRef | idRef(i)
+}
+
+// at is the word of r; valid until the next ref.
+func (t *idTable) at(r idRef) *uint32 {
+	if r&otherRef != 0 {
+		return &t.other[r&^otherRef]
+	}
+	return &t.chunks[r/denseChunk][r%denseChunk]
+}
+
+// parsedID is one consumed record, its order id read outside the lock.
+type parsedID struct {
+	off int64
+	id  []byte
+	ok  bool // the record is JSON that encoding/json decodes
+}
+
+// pendingID is an input record at or above the confirmed bound.
+type pendingID struct {
+	off int64
+	ref idRef
+}
+
+// partHealth is what a partition's consumer last reported.
+type partHealth struct {
+	errAt, msgAt time.Time
+	err          string
+}
+
+// livePart is one partition the live verifier follows.
+type livePart struct {
+	topic string // Kafka topic
+	p     int32
+	start int64 // first offset read
+	next  int64 // offset after the last record consumed (start before any)
+	partHealth
+
+	// Input partitions only.
+	gen                  string // generator topic ("orders", "payments")
+	input                bool
+	conf, tent           uint32 // the bits this topic sets
+	confBound, tentBound int64  // offsets below these are covered
+	pending              []pendingID
+	head                 int // pending[:head] are confirmed (dropped)
+	tentIdx              int // pending[:tentIdx] are tentatively marked
+}
+
+// liveState is the verifier's view of the input and the committed output.
+type liveState struct {
+	needPayment bool // "paid-orders": an order is expected once paid
+	ids         idTable
+	in, out     []*livePart
+
+	committed  int // output records consumed
+	duplicates int // ids seen twice or more
+	unseenTent int // expected under the tentative bounds, not seen
+	unseenConf int // expected under the confirmed bounds, not seen (Lost)
+	asOf       int64
+	available  bool
+	badOutput  string // where the first output record that is not JSON is
+	badOutputs int    // output records that are not JSON
+}
+
+func (s *liveState) expectedConf(w uint32) bool {
+	return w&orderConf != 0 && (!s.needPayment || w&paymentConf != 0)
+}
+
+func (s *liveState) expectedTent(w uint32) bool {
+	return w&orderTent != 0 && (!s.needPayment || w&paymentTent != 0)
+}
+
+// markTent records that an input record of r lies below a tentative bound.
+func (s *liveState) markTent(r idRef, bit uint32) {
+	w := s.ids.at(r)
+	was := s.expectedTent(*w)
+	*w |= bit
+	if !was && s.expectedTent(*w) && *w&seenMask == 0 {
+		s.unseenTent++
+	}
+}
+
+// markConf records that an input record of r lies below a confirmed bound.
+func (s *liveState) markConf(r idRef, bit uint32) {
+	w := s.ids.at(r)
+	was := s.expectedConf(*w)
+	*w |= bit
+	if !was && s.expectedConf(*w) && *w&seenMask == 0 {
+		s.unseenConf++
+	}
+}
+
+// see counts one committed output record of r.
+func (s *liveState) see(r idRef) {
+	w := s.ids.at(r)
+	n := *w & seenMask
+	if n < seenMask {
+		*w++
+	}
+	switch n {
+	case 0:
+		if s.expectedTent(*w) {
+			s.unseenTent--
+		}
+		if s.expectedConf(*w) {
+			s.unseenConf--
+		}
+	case 1:
+		s.duplicates++
+	}
+}
+
+// addInput applies consumed input records of lp, in offset order. Records
+// that are not JSON with an order_id are bad input and expect nothing.
+func (s *liveState) addInput(lp *livePart, recs []parsedID) {
+	for _, r := range recs {
+		lp.next = r.off + 1
+		if !r.ok || len(r.id) == 0 {
+			continue
+		}
+		ref := s.ids.ref(r.id)
+		switch {
+		case r.off < lp.confBound:
+			s.markTent(ref, lp.tent)
+			s.markConf(ref, lp.conf)
+		case r.off < lp.tentBound:
+			s.markTent(ref, lp.tent)
+			lp.pending = append(lp.pending, pendingID{r.off, ref})
+			lp.tentIdx = len(lp.pending)
+		default:
+			lp.pending = append(lp.pending, pendingID{r.off, ref})
+		}
+	}
+}
+
+// addOutput applies consumed committed output records of lp.
+func (s *liveState) addOutput(lp *livePart, recs []parsedID) {
+	for _, r := range recs {
+		lp.next = r.off + 1
+		s.committed++
+		if !r.ok {
+			s.badOutputs++
+			if s.badOutput == "" {
+				s.badOutput = fmt.Sprintf("%s/%d offset %d", lp.topic, lp.p, r.off)
+			}
+			continue
+		}
+		s.see(s.ids.ref(r.id))
+	}
+}
+
+// tentative marks lp's records below b (bounds never move back).
+func (s *liveState) tentative(lp *livePart, b int64) {
+	if b <= lp.tentBound {
+		return
+	}
+	lp.tentBound = b
+	for lp.tentIdx < len(lp.pending) && lp.pending[lp.tentIdx].off < b {
+		s.markTent(lp.pending[lp.tentIdx].ref, lp.tent)
+		lp.tentIdx++
+	}
+}
+
+// confirm makes lp's tentative bound its confirmed one.
+func (s *liveState) confirm(lp *livePart) {
+	for _, r := range lp.pending[lp.head:lp.tentIdx] {
+		s.markConf(r.ref, lp.conf)
+	}
+	lp.head = lp.tentIdx
+	lp.confBound = lp.tentBound
+	switch {
+	case lp.head == len(lp.pending):
+		lp.pending, lp.head, lp.tentIdx = lp.pending[:0], 0, 0
+	case lp.head > 1024 && lp.head*2 > len(lp.pending):
+		n := copy(lp.pending, lp.pending[lp.head:])
+		lp.pending, lp.tentIdx, lp.head = lp.pending[:n], lp.tentIdx-lp.head, 0
+	}
+}

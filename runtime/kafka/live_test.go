@@ -1,0 +1,728 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"go.uber.org/goleak"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+)
+
+// noLeaks checks, when the test ends, that no goroutine started since it
+// was called is left (the broker's own, started before, are not counted; go-metrics'
+// arbiter, which Sarama starts once per process, neither).
+func noLeaks(t *testing.T) func() {
+	opts := []goleak.Option{goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")}
+	return func() { goleak.VerifyNone(t, opts...) }
+}
+
+// liveBroker starts an in-memory broker with the inputs and an output
+// topic of outParts partitions.
+func liveBroker(t *testing.T, outParts int32) (*Embedded, Client) {
+	t.Helper()
+	e, err := StartEmbedded(0, "", Topics("revenue", outParts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, Client{Brokers: []string{e.Addr}}
+}
+
+// fakeCommitted stands in for the job: the newest checkpoint whose output
+// is committed.
+type fakeCommitted struct {
+	mu     sync.Mutex
+	id     int64
+	bounds checkpoint.Offsets
+}
+
+func (f *fakeCommitted) set(id int64, b checkpoint.Offsets) {
+	cp := checkpoint.Offsets{}
+	for t, ps := range b {
+		cp[t] = map[int32]int64{}
+		for p, o := range ps {
+			cp[t][p] = o
+		}
+	}
+	f.mu.Lock()
+	f.id, f.bounds = id, cp
+	f.mu.Unlock()
+}
+
+func (f *fakeCommitted) get() (int64, checkpoint.Offsets, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.id, f.bounds, f.id > 0
+}
+
+// bounds is the share k/n of every generator partition.
+func bounds(gen *runtime.Generator, topics []string, k, n int64) checkpoint.Offsets {
+	out := checkpoint.Offsets{}
+	for _, t := range topics {
+		out[t] = map[int32]int64{}
+		for p := 0; p < runtime.GeneratorPartitions; p++ {
+			out[t][int32(p)] = gen.EndOffset(t, p) * k / n
+		}
+	}
+	return out
+}
+
+// writeInputs writes the generator's records in [from, to) of every
+// partition, as the input writer would.
+func writeInputs(t *testing.T, c Client, gen *runtime.Generator, from, to checkpoint.Offsets) {
+	t.Helper()
+	p, err := c.syncProducer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var msgs []*sarama.ProducerMessage
+	for topic, parts := range to {
+		for part, end := range parts {
+			for off := from[topic][part]; off < end; off++ {
+				b, ok := gen.Read(topic, int(part), off)
+				if !ok {
+					t.Fatalf("generator has no %s/%d@%d", topic, part, off)
+				}
+				msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: part, Value: sarama.ByteEncoder(b)})
+			}
+		}
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectedBelow is the test's own oracle: the orders below b (that are
+// paid below b, when paid).
+func expectedBelow(t *testing.T, gen *runtime.Generator, b checkpoint.Offsets, paid bool) map[string]runtime.Order {
+	t.Helper()
+	orders := map[string]runtime.Order{}
+	payments := map[string]bool{}
+	for p := 0; p < runtime.GeneratorPartitions; p++ {
+		for off := int64(0); off < b[runtime.TopicOrders][int32(p)]; off++ {
+			raw, _ := gen.Read(runtime.TopicOrders, p, off)
+			var o runtime.Order
+			if err := json.Unmarshal(raw, &o); err != nil {
+				t.Fatal(err)
+			}
+			orders[o.OrderID] = o
+		}
+		for off := int64(0); off < b[runtime.TopicPayments][int32(p)]; off++ {
+			raw, _ := gen.Read(runtime.TopicPayments, p, off)
+			var pay runtime.Payment
+			if err := json.Unmarshal(raw, &pay); err != nil {
+				t.Fatal(err)
+			}
+			payments[pay.OrderID] = true
+		}
+	}
+	if !paid {
+		return orders
+	}
+	out := map[string]runtime.Order{}
+	for id, o := range orders {
+		if payments[id] {
+			out[id] = o
+		}
+	}
+	return out
+}
+
+// newSince lists the ids of now that were not in before, in a fixed order.
+func newSince(now, before map[string]runtime.Order) []runtime.Order {
+	var out []runtime.Order
+	for id, o := range now {
+		if _, ok := before[id]; !ok {
+			out = append(out, o)
+		}
+	}
+	sortOrders(out)
+	return out
+}
+
+func sortOrders(os []runtime.Order) {
+	for i := 1; i < len(os); i++ {
+		for j := i; j > 0 && os[j].OrderID < os[j-1].OrderID; j-- {
+			os[j], os[j-1] = os[j-1], os[j]
+		}
+	}
+}
+
+// writeTxn writes the sink's records of orders into transaction txn of o
+// and prepares it (flushed, still open); the committable commits it.
+func writeTxn(t *testing.T, o *Output, txn string, orders []runtime.Order) string {
+	t.Helper()
+	for _, ord := range orders {
+		r := runtime.Revenue{PaidOrder: runtime.PaidOrder{OrderID: ord.OrderID, Customer: ord.Customer, AmountCents: ord.AmountCents}, CustomerTotalCents: ord.AmountCents}
+		if err := o.Write(txn, []byte(ord.Customer), r.AppendJSON(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := o.Prepare(txn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func commit(t *testing.T, o *Output, committable string) {
+	t.Helper()
+	if err := o.Commit(committable); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// liveRun runs v against committed and watches every Status it can get
+// while it runs: ok must hold for each. stop ends the run and reports what
+// Run returned.
+type liveRun struct {
+	t      *testing.T
+	v      *LiveVerifier
+	cancel context.CancelFunc
+	runErr chan error
+	done   chan struct{}
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	bad     string
+	samples int
+}
+
+func startLive(t *testing.T, v *LiveVerifier, committed Committed, ok func(LiveStatus) error) *liveRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &liveRun{t: t, v: v, cancel: cancel, runErr: make(chan error, 1), done: make(chan struct{})}
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		r.runErr <- v.Run(ctx, committed)
+	}()
+	go func() {
+		defer r.wg.Done()
+		for {
+			s := v.Status()
+			if err := ok(s); err != nil {
+				r.mu.Lock()
+				if r.bad == "" {
+					r.bad = fmt.Sprintf("%v (status %+v)", err, s)
+				}
+				r.mu.Unlock()
+			}
+			r.mu.Lock()
+			r.samples++
+			r.mu.Unlock()
+			select {
+			case <-r.done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return r
+}
+
+func (r *liveRun) stop() {
+	r.t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.runErr:
+		if err != nil {
+			r.t.Errorf("Run returned %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		r.t.Fatal("Run did not return after its context ended")
+	}
+	close(r.done)
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bad != "" {
+		r.t.Errorf("a status seen while the verifier ran: %s", r.bad)
+	}
+	r.t.Logf("%d statuses sampled", r.samples)
+}
+
+// waitFor polls v until cond holds, or fails the test after a deadline.
+func waitFor(t *testing.T, v *LiveVerifier, what string, cond func(LiveStatus) bool) LiveStatus {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := v.Status()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: status %+v", what, s)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gate holds back whoever passes it while it is closed.
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+}
+
+func (g *gate) open() {
+	if g.closed {
+		g.closed = false
+		g.mu.Unlock()
+	}
+}
+
+func (g *gate) pass() {
+	g.mu.Lock()
+	g.mu.Unlock()
+}
+
+// waitInputRead waits until v has consumed its input up to b.
+func waitInputRead(t *testing.T, v *LiveVerifier, b checkpoint.Offsets) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v.mu.Lock()
+		done := len(v.st.in) > 0
+		for _, lp := range v.st.in {
+			done = done && lp.next >= b[lp.gen][lp.p]
+		}
+		v.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the verifier did not read its input")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitSure(t *testing.T, v *LiveVerifier, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for v.sureWait.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("no check needed the sure step (want %d): status %+v", n, v.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The job's output is exact: checkpoint after checkpoint, Lost stays 0 and
+// Committed follows the output, although each checkpoint is reported the
+// moment its transaction commits and its input was written just before —
+// the verifier has to wait for both. The third checkpoint's transaction
+// lies behind the fourth's, still open, as a second sink subtask would put
+// it: the verifier must wait for the open one to end rather than call the
+// hidden records lost.
+func TestLiveVerifierFollowsExactOutput(t *testing.T) {
+	_, c := liveBroker(t, 2)
+	defer noLeaks(t)() // after the broker started: its goroutines stay until cleanup
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+
+	gen := runtime.NewGenerator(7, 800, runtime.GeneratorPartitions)
+	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	var committed fakeCommitted
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	var holdIn, holdOut gate // held: that side's consumers wait
+	v.beforeDeliver = func(input bool) {
+		if input {
+			holdIn.pass()
+		} else {
+			holdOut.pass()
+		}
+	}
+	run := startLive(t, v, committed.get, func(s LiveStatus) error {
+		if s.Lost != 0 || s.Duplicates != 0 {
+			return fmt.Errorf("lost %d, duplicates %d", s.Lost, s.Duplicates)
+		}
+		return nil
+	})
+	defer run.stop()
+	defer holdIn.open() // before stop, should the test fail while one is held
+	defer holdOut.open()
+
+	// Checkpoint 1 is reported while the verifier's output consumer is held
+	// back (its input is all read), checkpoint 2 while its input consumers
+	// are: either way it must wait, and judge only once they caught up. A
+	// verifier that does not wait has a third of a second to show a loss.
+	const steps = 4
+	var prevB checkpoint.Offsets
+	prevE := map[string]runtime.Order{}
+	for k := int64(1); k <= 2; k++ {
+		b := bounds(gen, topics, k, steps)
+		exp := expectedBelow(t, gen, b, true)
+		hold := &holdOut
+		if k == 2 {
+			hold = &holdIn
+		}
+		if k == 1 {
+			writeInputs(t, c, gen, prevB, b)
+			waitInputRead(t, v, b)
+			hold.close()
+		} else {
+			hold.close()
+			writeInputs(t, c, gen, prevB, b)
+		}
+		commit(t, o, writeTxn(t, o, fmt.Sprintf("sink-%d", k), newSince(exp, prevE)))
+		committed.set(k, b)
+		time.Sleep(300 * time.Millisecond)
+		if s := v.Status(); s.AsOf == k {
+			t.Fatalf("checkpoint %d checked while a consumer was held back: %+v", k, s)
+		}
+		hold.open()
+		s := waitFor(t, v, fmt.Sprintf("checkpoint %d", k), func(s LiveStatus) bool { return s.AsOf == k })
+		if !s.Available || s.Lost != 0 || s.Duplicates != 0 || s.Committed != len(exp) || s.Err != "" {
+			t.Fatalf("checkpoint %d: %+v, want %d committed, none lost", k, s, len(exp))
+		}
+		prevB, prevE = b, exp
+	}
+
+	// Checkpoint 4's transaction opens first; 3's, written after it,
+	// commits and is reported.
+	b3, b4 := bounds(gen, topics, 3, steps), bounds(gen, topics, 4, steps)
+	e3, e4 := expectedBelow(t, gen, b3, true), expectedBelow(t, gen, b4, true)
+	writeInputs(t, c, gen, prevB, b4)
+	c4 := writeTxn(t, o, "sink-4", newSince(e4, e3))
+	commit(t, o, writeTxn(t, o, "sink-3", newSince(e3, prevE)))
+	committed.set(3, b3)
+	waitSure(t, v, 1)
+	time.Sleep(300 * time.Millisecond) // a verifier that does not wait judges now
+	if s := v.Status(); s.AsOf != 2 || s.Lost != 0 || s.Committed != len(prevE) {
+		t.Fatalf("while checkpoint 3's output is hidden: %+v, want as of 2, %d committed", s, len(prevE))
+	}
+	commit(t, o, c4)
+	s := waitFor(t, v, "checkpoint 3", func(s LiveStatus) bool { return s.AsOf == 3 })
+	if s.Lost != 0 || s.Committed != len(e4) {
+		t.Fatalf("checkpoint 3: %+v, want %d committed (3's and 4's), none lost", s, len(e4))
+	}
+	committed.set(4, b4)
+	s = waitFor(t, v, "checkpoint 4", func(s LiveStatus) bool { return s.AsOf == 4 })
+	if s.Lost != 0 || s.Duplicates != 0 || s.Committed != len(e4) || s.Err != "" {
+		t.Fatalf("checkpoint 4: %+v, want %d committed, none lost", s, len(e4))
+	}
+	// Run as the report's oracle would, the output agrees.
+	recs, err := ReadCommitted(context.Background(), c, "revenue", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := runtime.Verify(Inputs{C: c}, "paid-orders", "exactly-once", b4, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ver.Lost != s.Lost || ver.Duplicates != s.Duplicates || ver.Committed != s.Committed {
+		t.Fatalf("oracle %+v, live %+v", ver, s)
+	}
+}
+
+// A record committed twice is a duplicate at once; an expected record whose
+// transaction aborted is lost once its checkpoint is checked; a record in
+// an open transaction is not counted, and a checkpoint whose record is in
+// it waits for it to end.
+func TestLiveVerifierDuplicatesLossAndOpenTransactions(t *testing.T) {
+	_, c := liveBroker(t, 1)
+	defer noLeaks(t)() // after the broker started: its goroutines stay until cleanup
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+
+	gen := runtime.NewGenerator(11, 600, runtime.GeneratorPartitions)
+	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	var committed fakeCommitted
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	run := startLive(t, v, committed.get, func(s LiveStatus) error {
+		switch {
+		case s.AsOf < 2 && s.Lost != 0:
+			return fmt.Errorf("lost %d before the aborted record's checkpoint", s.Lost)
+		case s.Lost > 1:
+			return fmt.Errorf("lost %d, only one record was", s.Lost)
+		case s.Duplicates > 1:
+			return fmt.Errorf("duplicates %d, only one was written", s.Duplicates)
+		}
+		return nil
+	})
+	defer run.stop()
+
+	// Checkpoint 1: everything, and one record again in a second
+	// committed transaction.
+	b1 := bounds(gen, topics, 1, 3)
+	e1 := expectedBelow(t, gen, b1, true)
+	out1 := newSince(e1, nil)
+	writeInputs(t, c, gen, nil, b1)
+	commit(t, o, writeTxn(t, o, "sink-1", out1))
+	commit(t, o, writeTxn(t, o, "redo-1", out1[:1]))
+	committed.set(1, b1)
+	s := waitFor(t, v, "checkpoint 1", func(s LiveStatus) bool { return s.AsOf == 1 })
+	if s.Duplicates != 1 || s.Lost != 0 || s.Committed != len(e1)+1 {
+		t.Fatalf("checkpoint 1: %+v, want %d committed, 1 duplicate", s, len(e1)+1)
+	}
+
+	// Checkpoint 2: one record's transaction aborts.
+	b2 := bounds(gen, topics, 2, 3)
+	e2 := expectedBelow(t, gen, b2, true)
+	out2 := newSince(e2, e1)
+	writeInputs(t, c, gen, b1, b2)
+	commit(t, o, writeTxn(t, o, "sink-2", out2[1:]))
+	writeTxn(t, o, "abort-0", out2[:1])
+	if err := o.AbortLingering("abort-", 0); err != nil {
+		t.Fatal(err)
+	}
+	committed.set(2, b2)
+	s = waitFor(t, v, "checkpoint 2", func(s LiveStatus) bool { return s.AsOf == 2 })
+	committedNow := len(e1) + 1 + len(out2) - 1
+	if s.Lost != 1 || s.Duplicates != 1 || s.Committed != committedNow {
+		t.Fatalf("checkpoint 2: %+v, want %d committed, 1 lost, 1 duplicate", s, committedNow)
+	}
+
+	// Checkpoint 3: one record is in a transaction still open.
+	b3 := bounds(gen, topics, 3, 3)
+	e3 := expectedBelow(t, gen, b3, true)
+	out3 := newSince(e3, e2)
+	writeInputs(t, c, gen, b2, b3)
+	commit(t, o, writeTxn(t, o, "sink-3", out3[1:]))
+	open := writeTxn(t, o, "open-0", out3[:1])
+	committed.set(3, b3)
+	waitSure(t, v, 2)                  // checkpoint 2 needed it too, for its lost record
+	time.Sleep(300 * time.Millisecond) // a verifier that does not wait judges now
+	committedNow += len(out3) - 1
+	if s := v.Status(); s.AsOf != 2 || s.Lost != 1 || s.Committed != committedNow {
+		t.Fatalf("while a record of checkpoint 3 is open: %+v, want as of 2, %d committed, 1 lost", s, committedNow)
+	}
+	commit(t, o, open)
+	s = waitFor(t, v, "checkpoint 3", func(s LiveStatus) bool { return s.AsOf == 3 })
+	if s.Lost != 1 || s.Duplicates != 1 || s.Committed != committedNow+1 {
+		t.Fatalf("checkpoint 3: %+v, want %d committed, 1 lost, 1 duplicate", s, committedNow+1)
+	}
+}
+
+// The broker goes away for a while: the verifier says so, keeps going, and
+// checks the next checkpoint once the broker is back.
+func TestLiveVerifierRidesOutBrokerDown(t *testing.T) {
+	e, c := liveBroker(t, 1)
+	defer noLeaks(t)() // after the broker started: its goroutines stay until cleanup
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+
+	gen := runtime.NewGenerator(3, 300, runtime.GeneratorPartitions)
+	topics := []string{runtime.TopicOrders}
+	var committed fakeCommitted
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: "orders"})
+	run := startLive(t, v, committed.get, func(s LiveStatus) error {
+		if s.Lost != 0 || s.Duplicates != 0 {
+			return fmt.Errorf("lost %d, duplicates %d", s.Lost, s.Duplicates)
+		}
+		return nil
+	})
+	defer run.stop()
+
+	b1 := bounds(gen, topics, 1, 2)
+	e1 := expectedBelow(t, gen, b1, false)
+	writeInputs(t, c, gen, nil, b1)
+	commit(t, o, writeTxn(t, o, "sink-1", newSince(e1, nil)))
+	committed.set(1, b1)
+	waitFor(t, v, "checkpoint 1", func(s LiveStatus) bool { return s.AsOf == 1 && s.Committed == len(e1) })
+
+	e.Down(1500 * time.Millisecond)
+	s := waitFor(t, v, "an error while the broker is down", func(s LiveStatus) bool { return s.Err != "" })
+	t.Logf("while down: %s", s.Err)
+	waitFor(t, v, "the error to clear", func(s LiveStatus) bool { return s.Err == "" && !e.IsDown() })
+
+	b2 := bounds(gen, topics, 2, 2)
+	e2 := expectedBelow(t, gen, b2, false)
+	writeInputs(t, c, gen, b1, b2)
+	commit(t, o, writeTxn(t, o, "sink-2", newSince(e2, e1)))
+	committed.set(2, b2)
+	s = waitFor(t, v, "checkpoint 2", func(s LiveStatus) bool { return s.AsOf == 2 })
+	if s.Lost != 0 || s.Committed != len(e2) || s.Err != "" {
+		t.Fatalf("checkpoint 2: %+v, want %d committed, none lost", s, len(e2))
+	}
+}
+
+// A bad configuration stops Run at once with a named error.
+func TestLiveVerifierRejectsBadConfig(t *testing.T) {
+	v := NewLiveVerifier(LiveConfig{Client: Client{Brokers: []string{"127.0.0.1:1"}}, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: "paid-orders"})
+	err := v.Run(context.Background(), func() (int64, checkpoint.Offsets, bool) { return 0, nil, false })
+	if err == nil || !contains(err.Error(), "payments") {
+		t.Fatalf("Run: %v, want an error naming the payments input", err)
+	}
+	if s := v.Status(); s.Err == "" || s.Available {
+		t.Fatalf("status %+v, want the error", s)
+	}
+}
+
+// kfake answers ListOffsets with read_committed by the last stable offset:
+// below an open transaction until it ends.
+func TestListOffsetsReadCommittedIsLastStableOffset(t *testing.T) {
+	_, c := liveBroker(t, 1)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	ord := runtime.Order{OrderID: "o-000001", Customer: "c-1", AmountCents: 5}
+	commit(t, o, writeTxn(t, o, "a", []runtime.Order{ord}))
+	open := writeTxn(t, o, "b", []runtime.Order{ord, ord})
+	lso, err := listOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwm, err := listOffsets(cl, "revenue", []int32{0}, sarama.ReadUncommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a's record and commit marker, then b's two records.
+	if lso[0] != 2 || hwm[0] != 4 {
+		t.Fatalf("open: LSO %d, high watermark %d; want 2 and 4", lso[0], hwm[0])
+	}
+	last, end, err := visibleIn(cl, "revenue", 0, 0, hwm[0], sarama.ReadCommitted)
+	if err != nil || last != 0 || end != 2 {
+		t.Fatalf("visible below the LSO: last %d, end %d, %v; want 0, 2", last, end, err)
+	}
+	commit(t, o, open)
+	lso, err = listOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lso[0] != 5 {
+		t.Fatalf("committed: LSO %d, want 5 (after b's marker)", lso[0])
+	}
+	last, end, err = visibleIn(cl, "revenue", 0, 1, 5, sarama.ReadCommitted)
+	if err != nil || last != 3 || end != 5 {
+		t.Fatalf("visible from a's marker: last %d, end %d, %v; want 3, 5", last, end, err)
+	}
+}
+
+// The bookkeeping alone: bounds, tentative and confirmed, duplicates.
+func TestLiveStateCounts(t *testing.T) {
+	s := liveState{needPayment: true}
+	orders := &livePart{input: true, conf: orderConf, tent: orderTent}
+	payments := &livePart{input: true, conf: paymentConf, tent: paymentTent}
+	out := &livePart{}
+	rec := func(off int64, id string) parsedID { return parsedID{off: off, id: []byte(id), ok: true} }
+	s.addInput(orders, []parsedID{rec(0, "o-000001"), rec(1, "o-000002"), {off: 2}, rec(3, "x-3")})
+	s.addInput(payments, []parsedID{rec(0, "o-000002"), rec(1, "x-3"), rec(2, "o-000001")})
+	s.addOutput(out, []parsedID{rec(0, "o-000002"), rec(1, "o-000002"), {off: 2}})
+	if s.committed != 3 || s.duplicates != 1 || s.badOutputs != 1 {
+		t.Fatalf("output: %+v", s)
+	}
+	// Orders 0-1, payments 0-1: o-000002 expected (seen); o-000001 has no
+	// payment below the bound; x-3 has no order below it.
+	s.tentative(orders, 2)
+	s.tentative(payments, 2)
+	if s.unseenTent != 0 || s.unseenConf != 0 {
+		t.Fatalf("tentative 2/2: tent %d conf %d", s.unseenTent, s.unseenConf)
+	}
+	s.tentative(orders, 4)
+	s.tentative(payments, 3)
+	if s.unseenTent != 2 || s.unseenConf != 0 {
+		t.Fatalf("tentative 4/3: tent %d conf %d, want 2 and 0", s.unseenTent, s.unseenConf)
+	}
+	s.confirm(orders)
+	s.confirm(payments)
+	if s.unseenConf != 2 {
+		t.Fatalf("confirmed: %d unseen, want 2", s.unseenConf)
+	}
+	s.addOutput(out, []parsedID{rec(3, "x-3")})
+	if s.unseenConf != 1 || s.unseenTent != 1 {
+		t.Fatalf("after x-3 came: conf %d tent %d, want 1", s.unseenConf, s.unseenTent)
+	}
+	// A record arriving below a confirmed bound counts at once.
+	s.addInput(orders, []parsedID{rec(4, "o-000009")})
+	s.addInput(payments, []parsedID{rec(3, "o-000009")})
+	if s.unseenConf != 1 {
+		t.Fatalf("beyond the bounds: %d unseen, want 1", s.unseenConf)
+	}
+	s.tentative(orders, 5)
+	s.tentative(payments, 4)
+	s.confirm(orders)
+	s.confirm(payments)
+	if s.unseenConf != 2 || len(orders.pending) != 0 || len(payments.pending) != 0 {
+		t.Fatalf("after bounds 5/4: %d unseen, pending %d/%d", s.unseenConf, len(orders.pending), len(payments.pending))
+	}
+}
+
+func TestDenseIDs(t *testing.T) {
+	for _, n := range []uint32{0, 7, 999999, 1000000, 123456789, 1<<32 - 1} {
+		id := fmt.Sprintf("o-%06d", n)
+		if got, ok := denseID([]byte(id)); !ok || got != n {
+			t.Errorf("%s: %d %v", id, got, ok)
+		}
+	}
+	for _, id := range []string{"o-12345", "o-0000001", "o-4294967296", "o-00000a", "x-000001", "o-", ""} {
+		if _, ok := denseID([]byte(id)); ok {
+			t.Errorf("%q taken for a generator id", id)
+		}
+	}
+	var tab idTable
+	a, b := tab.ref([]byte("o-000042")), tab.ref([]byte("o-0000042"))
+	if a == b || tab.ref([]byte("o-0000042")) != b {
+		t.Fatal("distinct ids share a word, or one id has two")
+	}
+}
+
+// The id scanner must agree with encoding/json on every record.
+func FuzzOrderIDAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"order_id":"o-000123","customer":"c-17","amount_cents":1299,"customer_total_cents":48211}`,
+		`{"order_id":"o-1","payment_id":"p-1","amount_cents":-5}`,
+		` { "amount_cents" : 7 , "order_id":"x" } `,
+		`{"order_id":"o\u00e9"}`, `{"order_id":"o","amount_cents":1.5}`, `{"order_id":1}`,
+		`{"order_id":null}`, `{"order_id":"a","order_id":null}`, `{"ORDER_ID":"b"}`,
+		`{"order_id":"o","n":01}`, `{"order_id":"o"}x`, `{"order_id":"o",}`, `{"order_id":"a","order_id":"b"}`,
+		`{}`, `[]`, `null`, `"s"`, `not json`, `{"a":{"b":1},"order_id":"o"}`, "\x00\xffpoison",
+		`{"order_id":"é"}`, `{"n":-,"order_id":"o"}`, `{"n":true,"order_id":"o"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r struct {
+			OrderID string `json:"order_id"`
+		}
+		jerr := json.Unmarshal(b, &r)
+		id, ok := orderIDOf(b)
+		if ok != (jerr == nil) || ok && string(id) != r.OrderID {
+			t.Fatalf("%q: scanner %q %v, encoding/json %q %v", b, id, ok, r.OrderID, jerr)
+		}
+	})
+}
