@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,7 +166,7 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 	broker := startBroker(t)
 	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "100ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
-	cmd := exec.Command(binary, append(base, "--savepoint-on-exit", "--inject", "after=200ms,fault=savepoint")...)
+	cmd := command(t, append(base, "--savepoint-on-exit", "--inject", "after=200ms,fault=savepoint")...)
 	var stdout bytes.Buffer
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(&stdout, pw)

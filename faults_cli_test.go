@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,7 +56,7 @@ func TestPoisonEndsInFailureRateGivingUp(t *testing.T) {
 // With fixed-delay and many attempts the same poison restarts the job
 // again and again: the run is stopped by hand (SIGTERM) while still at it.
 func TestPoisonLoopsUnderFixedDelay(t *testing.T) {
-	cmd := exec.Command(binary, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "100ms",
+	cmd := command(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "fixed-delay", "--restart-attempts", "1000", "--restart-delay", "10ms",
 		"--inject", "after=300ms,fault=poison", "--listen", "0", "--state-dir", t.TempDir())
 	out, err := cmd.StdoutPipe()

@@ -12,7 +12,7 @@ import (
 // startBroker runs `faultline broker` and returns its address.
 func startBroker(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(binary, "broker", "--in-memory", "--listen", "0")
+	cmd := command(t, "broker", "--in-memory", "--listen", "0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

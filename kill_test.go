@@ -35,7 +35,7 @@ func TestKilledAndResumedRunsLoseAndDuplicateNothing(t *testing.T) {
 	args := append(append([]string{}, common...), "--rate", "20000")
 	finishedEarly := 0
 	for kills := 0; kills < 20; {
-		cmd := exec.Command(binary, args...)
+		cmd := command(t, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
@@ -128,7 +128,7 @@ func TestKilledAndResumedRunsLoseAndDuplicateNothing(t *testing.T) {
 // event, then kills it (SIGKILL) as a crash would.
 func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := command(t, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	// Checkpoints are triggered every 500 ms: the damage falls between the
 	// third and the fourth, with two older ones to fall back on; the crash
 	// comes soon after (a fourth may complete in between under load).
-	cmd := exec.Command(binary, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=2100ms,fault=crash")...)
+	cmd := command(t, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=2100ms,fault=crash")...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()

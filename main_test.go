@@ -56,10 +56,10 @@ func faultline(t *testing.T, args ...string) result {
 			args = append(args, "--state-dir", t.TempDir())
 		}
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := command(t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, "XDG_DATA_HOME="+t.TempDir())
 	err := cmd.Run()
 	r := result{stdout: out.String(), stderr: errb.String()}
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -608,6 +608,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		ChannelCapacity: o.channelCapacity,
 		BatchSize:       o.batchSize,
 		Logf:            logger.Printf,
+		Crash:           o.crashFunc(stdout, stderr),
 	})
 	if err != nil {
 		return usageError{err}

@@ -85,8 +85,13 @@ func TestTUIInjectPanicAndRecover(t *testing.T) {
 	dir := t.TempDir()
 	// The shell around it stays, so that what faultline printed last can be
 	// read after it exits.
-	cmd := fmt.Sprintf("%s run --state-dir %s --listen 0 --checkpoint-interval 500ms --restart-delay 1s 2>%s; echo faultline exited $?; sleep 600",
-		binary, dir, filepath.Join(dir, "stderr"))
+	env := ""
+	for _, kv := range raceEnv(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		env += k + "='" + v + "' "
+	}
+	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms --restart-delay 1s 2>%s; echo faultline exited $?; sleep 600",
+		env, binary, dir, filepath.Join(dir, "stderr"))
 	s := startTmux(t, 120, 40, cmd)
 	completed := regexp.MustCompile(`checkpoint \d+ completed in`)
 	s.waitFor("the job graph with a completed checkpoint", 60*time.Second, func(sc string) bool {

@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/term"
@@ -22,6 +23,29 @@ import (
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
+}
+
+// crashFunc is what the crash fault does: SIGKILL to this process. In front
+// of the terminal UI it first gives the terminal back as it found it (out
+// of the alternate screen, cursor shown, line mode), since nothing runs
+// after a SIGKILL to do that.
+func (o *runOptions) crashFunc(stdout, stderr io.Writer) func() {
+	var restore func()
+	if f, ok := stdout.(*os.File); ok && !o.headless && isTerminal(stdout) {
+		if st, err := term.GetState(os.Stdin.Fd()); err == nil {
+			restore = func() {
+				fmt.Fprint(f, "\x1b[?1049l\x1b[?25h")
+				term.Restore(os.Stdin.Fd(), st)
+			}
+		}
+	}
+	return func() {
+		if restore != nil {
+			restore()
+			fmt.Fprintln(stderr, "faultline: the crash fault kills this process now (SIGKILL); run faultline again to resume from its last checkpoint")
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
 }
 
 // jobTitle is the job as the header names it: "orders ⋈ payments" for a
