@@ -161,7 +161,7 @@ func sortOrders(os []runtime.Order) {
 func writeTxn(t *testing.T, o *Output, txn string, orders []runtime.Order) string {
 	t.Helper()
 	for _, ord := range orders {
-		r := runtime.Revenue{PaidOrder: runtime.PaidOrder{OrderID: ord.OrderID, Customer: ord.Customer, AmountCents: ord.AmountCents}, CustomerTotalCents: ord.AmountCents}
+		r := runtime.Revenue{PaidOrder: runtime.PaidOrder(ord), CustomerTotalCents: ord.AmountCents}
 		if err := o.Write(txn, []byte(ord.Customer), r.AppendJSON(nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -267,25 +267,34 @@ func waitFor(t *testing.T, v *LiveVerifier, what string, cond func(LiveStatus) b
 
 // gate holds back whoever passes it while it is closed.
 type gate struct {
-	mu     sync.Mutex
-	closed bool
+	mu sync.Mutex
+	ch chan struct{} // nil while open; closed to let the waiting pass
 }
 
 func (g *gate) close() {
 	g.mu.Lock()
-	g.closed = true
+	if g.ch == nil {
+		g.ch = make(chan struct{})
+	}
+	g.mu.Unlock()
 }
 
 func (g *gate) open() {
-	if g.closed {
-		g.closed = false
-		g.mu.Unlock()
+	g.mu.Lock()
+	if g.ch != nil {
+		close(g.ch)
+		g.ch = nil
 	}
+	g.mu.Unlock()
 }
 
 func (g *gate) pass() {
 	g.mu.Lock()
+	ch := g.ch
 	g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // waitInputRead waits until v has consumed its input up to b.
