@@ -104,7 +104,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	} else {
 		s.Verify = tui.Verify{Err: "live verification is off"}
 	}
-	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: tui.Tempo(u.job.Tempo())}
+	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: u.job.Tempo()}
 	if u.writer != nil {
 		s.Input.Generator = true
 		s.Input.Rate = u.writer.Rate()
@@ -183,9 +183,8 @@ func (u *uiController) SetMode(mode string) error {
 // SetSourcesPaused implements tui.Controller.
 func (u *uiController) SetSourcesPaused(p bool) { u.job.Pause(p) }
 
-// SetTempo implements tui.Controller; the two packages number the tempos
-// alike.
-func (u *uiController) SetTempo(t tui.Tempo) { u.job.SetTempo(runtime.Tempo(t)) }
+// SetTempo implements tui.Controller.
+func (u *uiController) SetTempo(t tui.Tempo) { u.job.SetTempo(t) }
 
 // Step implements tui.Controller.
 func (u *uiController) Step() { u.job.Step() }

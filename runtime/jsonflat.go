@@ -187,3 +187,31 @@ func foldsTo(key []byte, names ...string) bool {
 	}
 	return false
 }
+
+// OrderIDOf returns the order_id of a flat JSON record (an input or output
+// record of the default job) as encoding/json reads it into
+// struct{ OrderID string `json:"order_id"` }: ok is false when encoding/json
+// cannot decode b at all, id is empty when the object has no order_id. id
+// may point into b. The live verifier calls it for every record it reads.
+func OrderIDOf(b []byte) (id []byte, ok bool) {
+	var bad bool
+	err := scanFlat(b, func(key, str []byte, _ int64, isNum bool) {
+		switch {
+		case string(key) == "order_id":
+			bad = bad || isNum
+			id = str // the last one wins, as in encoding/json
+		case foldsTo(key, "order_id"):
+			bad = true // encoding/json matches keys regardless of case
+		}
+	})
+	if err == nil && !bad {
+		return id, true
+	}
+	var r struct {
+		OrderID string `json:"order_id"`
+	}
+	if json.Unmarshal(b, &r) != nil {
+		return nil, false
+	}
+	return []byte(r.OrderID), true
+}

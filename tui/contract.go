@@ -53,28 +53,18 @@ type Controller interface {
 	Faults() []FaultChoice
 }
 
-// Tempo is the speed of the whole dataflow.
-type Tempo int
+// Tempo is the speed of the whole dataflow (runtime.Tempo): TempoNormal is
+// full speed; the slow-motion tempos add a delay before every batch each
+// task handles; TempoFrozen stops every task before its next batch.
+type Tempo = runtime.Tempo
 
 // Tempos, slowest last.
 const (
-	TempoNormal Tempo = iota
-	TempoSlow         // a short delay before every batch (about 50 ms)
-	TempoSlower       // a long delay before every batch (about 250 ms)
-	TempoFrozen       // nothing moves until Step
+	TempoNormal = runtime.TempoNormal
+	TempoSlow   = runtime.TempoSlow   // a short delay before every batch (50 ms)
+	TempoSlower = runtime.TempoSlower // a long delay before every batch (250 ms)
+	TempoFrozen = runtime.TempoFrozen // nothing moves until Step
 )
-
-func (t Tempo) String() string {
-	switch t {
-	case TempoSlow:
-		return "slow"
-	case TempoSlower:
-		return "slower"
-	case TempoFrozen:
-		return "frozen"
-	}
-	return "normal"
-}
 
 // FaultChoice is one entry of the fault menu.
 type FaultChoice struct {
