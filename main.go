@@ -41,7 +41,11 @@ func newRootCmd() *cobra.Command {
 		Long: `faultline runs a small streaming job (orders ⋈ payments → revenue) on this machine:
 checkpoint barriers flow with the records, operators with several inputs align
 them, and you inject failures and watch the job recover without losing or
-duplicating a record.`,
+duplicating a record.
+
+On a terminal it opens the terminal UI (? lists its keys); with --headless it
+prints JSON events and a final report instead. Everything a run keeps lives in
+the state dir, so running it again goes on from the last checkpoint.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -121,7 +121,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.headless, "headless", false, "no TUI: print JSON events and a final JSON report")
+	f.BoolVar(&o.headless, "headless", false, "no terminal UI: print JSON events and a final JSON report (also when stdout is not a terminal)")
 	f.StringVar(&o.jobFile, "job", "", "job spec file (default: the built-in orders job, fixtures/jobs/orders.yaml)")
 	f.Int64Var(&o.records, "records", 0, "bounded input of this many records (orders plus payments); 0 runs until stopped")
 	f.Float64Var(&o.rate, "rate", -1, "input records/s the generator writes (default: all at once with --records, 400 otherwise)")
