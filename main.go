@@ -45,7 +45,8 @@ duplicating a record.
 
 On a terminal it opens the terminal UI (? lists its keys); with --headless it
 prints JSON events and a final report instead. Everything a run keeps lives in
-the state dir, so running it again goes on from the last checkpoint.`,
+the state dir; the terminal UI goes on from its last checkpoint when started
+again (headless: --resume).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
