@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime/spec"
 )
@@ -523,11 +524,77 @@ func (j *Job) takeOver(t, old *task, restore *checkpoint.Completed) {
 }
 
 // reportLost counts records an individual failover lost.
+// Losses found one record at a time (a join side whose partner arrives)
+// are told at most every lossEventEvery per subtask: the first at once, the
+// ones after it summed up.
 func (j *Job) reportLost(task string, n, from int64, what string) {
 	var total int64
 	j.restarts.update(func(v *RestartView) {
 		v.LostRecords += n
 		total = v.LostRecords
 	})
-	j.obs.Emit("records_lost", map[string]any{"task": task, "records": n, "total": total, "checkpoint": from, "what": what})
+	l := &j.losses
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending == nil {
+		l.pending = map[string]*pendingLoss{}
+	}
+	p := l.pending[task]
+	now := j.clk.Now()
+	if p == nil || now.Sub(p.last) >= lossEventEvery {
+		if p != nil && p.n > 0 {
+			j.emitLoss(task, p)
+		}
+		j.obs.Emit("records_lost", map[string]any{"task": task, "records": n, "total": total, "checkpoint": from, "what": what})
+		l.pending[task] = &pendingLoss{last: now, from: from}
+		return
+	}
+	p.n += n
+	p.what = what
+	p.total = total
+	if l.timer == nil {
+		l.timer = j.clk.AfterFunc(lossEventEvery, j.flushLosses)
+	}
+}
+
+const lossEventEvery = 250 * time.Millisecond
+
+// lossLog holds the losses not told yet.
+type lossLog struct {
+	mu      sync.Mutex
+	pending map[string]*pendingLoss
+	timer   clock.Timer
+}
+
+type pendingLoss struct {
+	last     time.Time // when the last event was emitted
+	n, total int64
+	from     int64
+	what     string
+}
+
+func (j *Job) emitLoss(task string, p *pendingLoss) {
+	what := p.what
+	if p.n > 1 {
+		what = fmt.Sprintf("%d more like the last one: %s", p.n, p.what)
+	}
+	j.obs.Emit("records_lost", map[string]any{"task": task, "records": p.n, "total": p.total, "checkpoint": p.from, "what": what})
+	p.n, p.last = 0, j.clk.Now()
+}
+
+// flushLosses tells the losses summed up since the last events; the end of
+// a run calls it too.
+func (j *Job) flushLosses() {
+	l := &j.losses
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	for task, p := range l.pending {
+		if p.n > 0 {
+			j.emitLoss(task, p)
+		}
+	}
 }

@@ -115,6 +115,7 @@ type Job struct {
 	regions  [][]string // pipelined regions, by subtask name
 	bad      *badRecords
 	restarts restartState
+	losses   lossLog
 
 	faultsMu sync.Mutex
 	injected []FailureInfo // faults that failed no task: job-level ones, slow
@@ -879,6 +880,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}
 	res.Elapsed = j.clk.Now().Sub(start)
 	res.RecordsIn = j.in.Load()
+	j.flushLosses()
 	res.LostByFailover = j.RestartView().LostRecords
 	res.Failover = string(j.failover)
 	j.faultsMu.Lock()
