@@ -43,8 +43,11 @@ func ParseGuarantee(s string) (Guarantee, error) {
 // FlinkKafkaInternalProducer.resumeTransaction). AbortLingering aborts
 // left-over transactions by initialising their transactional ids, which
 // fences the old producer and aborts its open transaction. With AtLeastOnce
-// and None, records are written without transactions: Prepare flushes
-// (at-least-once) and Commit does nothing.
+// and None, records are written without transactions and Commit does
+// nothing: at-least-once sends them in batches and Prepare (the barrier)
+// waits until all are acknowledged; none hands every record to an async
+// producer at once and never waits (Flink: DeliveryGuarantee.NONE), so a
+// failure can lose what was in flight, and Flush waits for it at the end.
 type Output struct {
 	c         Client
 	cl        sarama.Client
@@ -53,8 +56,94 @@ type Output struct {
 
 	mu    sync.Mutex
 	txns  map[string]*txnProducer
-	plain sarama.SyncProducer // at-least-once / none
+	plain sarama.SyncProducer // at-least-once
 	buf   map[string][]*sarama.ProducerMessage
+	none  *asyncOut // none
+	// noneClosed is set by Close (under mu): none itself never changes.
+	noneClosed bool
+}
+
+// asyncOut is the guarantee none's producer: fire and forget, with a count
+// of the records not acknowledged yet so that Flush can wait for them.
+type asyncOut struct {
+	p    sarama.AsyncProducer
+	done chan struct{} // the drainer ended
+
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when inflight drops to 0
+	inflight int
+	err      error // the first error, reported by the next Prepare or Flush
+}
+
+func newAsyncOut(p sarama.AsyncProducer) *asyncOut {
+	a := &asyncOut{p: p, done: make(chan struct{})}
+	a.idle = sync.NewCond(&a.mu)
+	go a.drain()
+	return a
+}
+
+// drain counts acknowledgements and errors until the producer closes.
+func (a *asyncOut) drain() {
+	defer close(a.done)
+	succ, errs := a.p.Successes(), a.p.Errors()
+	for succ != nil || errs != nil {
+		select {
+		case _, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			a.settle(nil)
+		case e, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			a.settle(e)
+		}
+	}
+}
+
+func (a *asyncOut) settle(err error) {
+	a.mu.Lock()
+	a.inflight--
+	if err != nil && a.err == nil {
+		a.err = err
+	}
+	if a.inflight == 0 {
+		a.idle.Broadcast()
+	}
+	a.mu.Unlock()
+}
+
+func (a *asyncOut) send(msg *sarama.ProducerMessage) error {
+	a.mu.Lock()
+	err := a.err
+	a.err = nil
+	a.inflight++
+	a.mu.Unlock()
+	a.p.Input() <- msg
+	return err
+}
+
+// wait waits until every record sent is acknowledged or failed.
+func (a *asyncOut) wait() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.inflight > 0 {
+		a.idle.Wait()
+	}
+	err := a.err
+	a.err = nil
+	return err
+}
+
+func (a *asyncOut) takeErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	err := a.err
+	a.err = nil
+	return err
 }
 
 type txnProducer struct {
@@ -73,20 +162,33 @@ const flushEvery = 4096
 // cluster (for coordinators and offsets).
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
 	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnProducer{}, buf: map[string][]*sarama.ProducerMessage{}}
-	if g != ExactlyOnce {
-		cfg, err := c.Config()
-		if err != nil {
-			return nil, err
-		}
-		cfg.Producer.RequiredAcks = sarama.WaitForAll
-		cfg.Producer.Return.Successes = true
-		cfg.Producer.Partitioner = sarama.NewHashPartitioner
-		p, err := sarama.NewSyncProducer(c.Brokers, cfg)
+	if g == ExactlyOnce {
+		return o, nil
+	}
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	if g == None {
+		// Both are needed: Flush.Messages alone makes the producer hang.
+		cfg.Producer.Flush.Messages = 1000
+		cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+		p, err := sarama.NewAsyncProducer(c.Brokers, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("producer for %s: %w", topic, err)
 		}
-		o.plain = p
+		o.none = newAsyncOut(p)
+		return o, nil
 	}
+	p, err := sarama.NewSyncProducer(c.Brokers, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("producer for %s: %w", topic, err)
+	}
+	o.plain = p
 	return o, nil
 }
 
@@ -147,11 +249,17 @@ func producerID(p sarama.SyncProducer) (id int64, epoch int16, err error) {
 // Write implements runtime.TxnOutput.
 func (o *Output) Write(txn string, key, value []byte) error {
 	msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value)}
+	if o.none != nil {
+		if err := o.none.send(msg); err != nil {
+			return fmt.Errorf("write to %s: %w", o.topic, err)
+		}
+		return nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.guarantee != ExactlyOnce {
 		o.buf[txn] = append(o.buf[txn], msg)
-		if o.guarantee == None || len(o.buf[txn]) >= flushEvery {
+		if len(o.buf[txn]) >= flushEvery {
 			return o.flushPlain(txn)
 		}
 		return nil
@@ -198,6 +306,13 @@ func (t *txnProducer) flush(txn string) error {
 
 // Prepare implements runtime.TxnOutput.
 func (o *Output) Prepare(txn string) (string, error) {
+	if o.none != nil {
+		// No flush on a barrier: what is in flight may be lost.
+		if err := o.none.takeErr(); err != nil {
+			return "", fmt.Errorf("write to %s: %w", o.topic, err)
+		}
+		return "", nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.guarantee != ExactlyOnce {
@@ -412,8 +527,29 @@ func (o *Output) Close() error {
 		t.p.Close()
 		delete(o.txns, name)
 	}
+	if o.none != nil && !o.noneClosed {
+		o.noneClosed = true
+		err := o.none.p.Close()
+		<-o.none.done
+		return err
+	}
 	if o.plain != nil {
-		return o.plain.Close()
+		err := o.plain.Close()
+		o.plain = nil
+		return err
+	}
+	return nil
+}
+
+// Flush waits until every record written is acknowledged (guarantee none:
+// at the end of a run, before its output is read); a no-op for the others,
+// whose records are flushed by Prepare.
+func (o *Output) Flush() error {
+	if o.none == nil {
+		return nil
+	}
+	if err := o.none.wait(); err != nil {
+		return fmt.Errorf("write to %s: %w", o.topic, err)
 	}
 	return nil
 }

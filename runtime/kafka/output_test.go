@@ -92,3 +92,43 @@ func TestOutputTransactions(t *testing.T) {
 	_ = time.Second
 	_ = sarama.ErrNoError
 }
+
+// Without a delivery guarantee records go to an async producer at once:
+// Prepare never waits for them, Flush does, and every record is there
+// afterwards; at-least-once sends them in batches and Prepare flushes.
+func TestOutputWithoutTransactions(t *testing.T) {
+	_, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, g := range []Guarantee{None, AtLeastOnce} {
+		t.Run(string(g), func(t *testing.T) {
+			topic := "out-" + string(g)
+			if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
+				t.Fatal(err)
+			}
+			o, err := NewOutput(c, cl, topic, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			const n = 5000
+			for i := 0; i < n; i++ {
+				if err := o.Write("ignored", nil, []byte{byte('a' + i%26)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c, err := o.Prepare("ignored"); c != "" || err != nil {
+				t.Fatalf("Prepare = %q, %v; want no committable", c, err)
+			}
+			if err := o.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(committedValues(t, c, topic)); got != n {
+				t.Fatalf("%d records in %s, want %d", got, topic, n)
+			}
+		})
+	}
+}
