@@ -257,8 +257,6 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--from-savepoint and --resume: give one of them")
 	case o.retained < 1:
 		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
-	case o.onBadRecord != runtime.BadRecordFail && o.onBadRecord != runtime.BadRecordSkip && o.onBadRecord != runtime.BadRecordDeadLetter:
-		return nil, usagef("--on-bad-record %q: want fail, skip or dead-letter", o.onBadRecord)
 	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
 		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
@@ -270,6 +268,9 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usageError{err}
 	}
 	if p.failover, err = runtime.ParseFailoverStrategy(o.failoverStrategy); err != nil {
+		return nil, usageError{err}
+	}
+	if _, err = runtime.ParseOnBadRecord(o.onBadRecord); err != nil {
 		return nil, usageError{err}
 	}
 	for _, s := range o.inject {

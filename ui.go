@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -200,20 +199,20 @@ func (u *uiController) SetRate(r float64) error {
 
 // Faults implements tui.Controller: the fault catalogue in menu order.
 func (u *uiController) Faults() []tui.FaultChoice {
-	out := []tui.FaultChoice{
+	brokerDown := tui.FaultChoice{Kind: runtime.FaultBrokerDown, Description: "the embedded broker refuses connections for 5 s",
+		JobLevel: true, Available: u.broker != nil}
+	if u.broker == nil {
+		brokerDown.Why = "only the embedded broker can be taken down; with --brokers, stop your own"
+	}
+	return []tui.FaultChoice{
 		{Kind: runtime.FaultPanic, Description: "the task panics", Available: true},
 		{Kind: runtime.FaultError, Description: "the task's operator returns an error", Available: true},
 		{Kind: runtime.FaultSlow, Description: "the task works 10× slower for 5 s", Available: true},
 		{Kind: runtime.FaultPoison, Description: "a record no parser accepts enters the input it reads", JobLevel: true, Available: true},
-		{Kind: runtime.FaultBrokerDown, Description: "the embedded broker refuses connections for 5 s", JobLevel: true, Available: u.broker != nil},
+		brokerDown,
 		{Kind: runtime.FaultStorageFail, Description: "the next 3 checkpoint writes fail", JobLevel: true, Available: true},
 		{Kind: runtime.FaultCorruptCheckpoint, Description: "the newest checkpoint's state is damaged on disk", JobLevel: true, Available: true},
 		{Kind: runtime.FaultSavepoint, Description: "a savepoint is taken", JobLevel: true, Available: true},
 		{Kind: runtime.FaultCrash, Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},
 	}
-	if u.broker == nil {
-		i := slices.IndexFunc(out, func(f tui.FaultChoice) bool { return f.Kind == runtime.FaultBrokerDown })
-		out[i].Why = "only the embedded broker can be taken down; with --brokers, stop your own"
-	}
-	return out
 }

@@ -24,6 +24,17 @@ const (
 // no parser accepts.
 var PoisonRecord = []byte("\x00\xffpoison: not JSON, not an order, not a payment\xff")
 
+// ParseOnBadRecord reads an --on-bad-record value ("" is BadRecordFail).
+func ParseOnBadRecord(s string) (string, error) {
+	switch s {
+	case "":
+		return BadRecordFail, nil
+	case BadRecordFail, BadRecordSkip, BadRecordDeadLetter:
+		return s, nil
+	}
+	return "", fmt.Errorf("--on-bad-record %q: want fail, skip or dead-letter", s)
+}
+
 // DeadLetters takes the records a job could not parse (a dead-letter
 // queue). Its writes are at least once: a record met again after a restart
 // is written again.

@@ -41,7 +41,6 @@ func TestSetModeSwitchesTheNextCheckpoints(t *testing.T) {
 		for _, c := range all {
 			modes = append(modes, c.Mode)
 		}
-		_ = from
 	}}).do(t)
 	if r.res.Status != JobFinished || r.verify.Lost != 0 {
 		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)

@@ -351,13 +351,11 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Resu
 		}
 		a.byName[t.name] = t
 	}
-	a.retired = append(a.retired, olds...)
 	a.mu.Unlock()
 	for _, old := range olds {
 		a.closeBackend(old)
 		delete(sv.finished, old.name)
 		delete(sv.atEnd, old.name)
-		old.m.status.Store(TaskCanceled)
 	}
 	why := fmt.Sprintf("%s failover after the failure of %s", j.failover, failed)
 	j.markRestored(res, restore, why, d.scope...)
@@ -404,8 +402,7 @@ func (j *Job) waitRestart(ctx context.Context, a *attempt, delay time.Duration, 
 			j.track(a, ev, sv)
 		case f := <-j.faultCh:
 			if inScope[f.Task] {
-				sv.queued = append(sv.queued, f)
-				j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec, "waiting": "the subtask is restarting"})
+				sv.queued = append(sv.queued, f) // delivered to the new instance
 				continue
 			}
 			j.deliver(a, f)

@@ -223,16 +223,12 @@ func New(cfg Config) (*Job, error) {
 	default:
 		return nil, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
 	}
-	switch cfg.OnBadRecord {
-	case "":
-		cfg.OnBadRecord = BadRecordFail
-	case BadRecordFail, BadRecordSkip:
-	case BadRecordDeadLetter:
-		if cfg.Env.DeadLetters == nil {
-			return nil, errors.New("--on-bad-record dead-letter needs a dead-letter topic")
-		}
-	default:
-		return nil, fmt.Errorf("--on-bad-record %q: want fail, skip or dead-letter", cfg.OnBadRecord)
+	var err error
+	if cfg.OnBadRecord, err = ParseOnBadRecord(cfg.OnBadRecord); err != nil {
+		return nil, err
+	}
+	if cfg.OnBadRecord == BadRecordDeadLetter && cfg.Env.DeadLetters == nil {
+		return nil, errors.New("--on-bad-record dead-letter needs a dead-letter topic")
 	}
 	if cfg.Incremental && cfg.StateBackend != "badger" {
 		return nil, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
@@ -340,10 +336,7 @@ func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bo
 			continue
 		}
 		for i := 0; i < op.Parallelism; i++ {
-			done, has := j.commits.done[checkpoint.TaskID{Operator: op.Name, Index: i}.String()]
-			if !has {
-				done = 0
-			}
+			done := j.commits.done[checkpoint.TaskID{Operator: op.Name, Index: i}.String()] // 0: none yet
 			if id < 0 || done < id {
 				id = done
 			}
@@ -524,7 +517,6 @@ type attempt struct {
 	tasks   []*task
 	sources []*task
 	byName  map[string]*task
-	retired []*task // instances replaced by a failover, their backends closed
 
 	sv *supervision // the master's record of it; only the master touches it
 }
@@ -709,7 +701,7 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	}
 	if c == nil {
 		f["checkpoint"] = 0
-		f["reason"] = why + ": no checkpoint to restore, starting from the beginning"
+		f["reason"] = why + ": no checkpoint of job " + j.spec.Name + " to restore, starting from the beginning"
 		j.obs.Emit("restored", f)
 		return
 	}
@@ -761,11 +753,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.status(JobFailed, err.Error())
 			return nil, err
 		}
-		if restore == nil {
-			j.obs.Emit("restored", map[string]any{"checkpoint": 0, "reason": "nothing to resume: the state dir holds no checkpoint of job " + j.spec.Name + "; starting from the beginning"})
-		} else {
-			j.markRestored(res, restore, "resumed")
-		}
+		j.markRestored(res, restore, "resumed")
 		if restore != nil {
 			res.Resumed = restore.ID
 			reason = fmt.Sprintf("resumed from checkpoint %d", restore.ID)
