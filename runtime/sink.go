@@ -28,9 +28,12 @@ type sinkOp struct {
 	progress  *commitProgress
 
 	nextSeq int64
-	redoLog bool // keep each transaction's records until it commits
-	curRecs []OutputRecord
-	curN    int64        // records written into the open transaction
+	redoLog bool     // keep each transaction's records until it commits
+	curLog  *redoLog // the open transaction's, when redoLog
+	lastLog int      // the size of the last one, to size the next
+	arena   arena    // the records' bytes, when not redoLog
+	scratch []byte   // a record's value while it is encoded
+	curN    int64    // records written into the open transaction
 	current string       // open transaction, "" until the first record
 	pending []pendingTxn // pre-committed, waiting for their checkpoint
 	final   []string     // prepared at the end of input, for the job's final commit
@@ -40,10 +43,72 @@ type pendingTxn struct {
 	checkpoint  int64
 	txn         string // the transaction's name
 	committable string
-	// records is the transaction's content, kept when the output may lose
-	// a prepared transaction (a redo log; nil otherwise).
-	records []OutputRecord
-	n       int64 // how many records it holds (not kept in checkpoints)
+	// redo is the transaction's content, kept when the output may lose a
+	// prepared transaction (nil otherwise).
+	redo *redoLog
+	n    int64 // how many records it holds (not kept in checkpoints)
+}
+
+// redoLog is a transaction's records as a checkpoint keeps them, each a
+// key and a value, each a uvarint length and its bytes: the sink appends
+// to it as it writes, so a checkpoint copies it as it is.
+type redoLog struct {
+	b []byte
+	n int
+}
+
+// add appends a record and returns its key and value inside the log; they
+// never change, later adds only append.
+func (l *redoLog) add(key string, value []byte) (k, v []byte) {
+	l.b = binary.AppendUvarint(l.b, uint64(len(key)))
+	ks := len(l.b)
+	l.b = append(l.b, key...)
+	l.b = binary.AppendUvarint(l.b, uint64(len(value)))
+	vs := len(l.b)
+	l.b = append(l.b, value...)
+	l.n++
+	return l.b[ks:vs:vs][:len(key)], l.b[vs:len(l.b):len(l.b)]
+}
+
+// records decodes the log.
+func (l *redoLog) records() ([]OutputRecord, error) {
+	out := make([]OutputRecord, 0, l.n)
+	b := l.b
+	for len(b) > 0 {
+		k, r2, okk := readBytes(b)
+		v, r3, okv := readBytes(r2)
+		if !okk || !okv {
+			return nil, backend.ErrCorrupt
+		}
+		out = append(out, OutputRecord{Key: k, Value: v})
+		b = r3
+	}
+	if len(out) != l.n {
+		return nil, backend.ErrCorrupt
+	}
+	return out, nil
+}
+
+func readBytes(b []byte) ([]byte, []byte, bool) {
+	l, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < l {
+		return nil, b, false
+	}
+	end := n + int(l)
+	return b[n:end:end], b[end:], true
+}
+
+// arena holds the bytes of records written without a redo log, in chunks
+// that are never reused: an output may keep a record until it is sent.
+type arena []byte
+
+func (a *arena) copy(b []byte) []byte {
+	if cap(*a)-len(*a) < len(b) {
+		*a = make([]byte, 0, max(64<<10, len(b)))
+	}
+	s := len(*a)
+	*a = append(*a, b...)
+	return (*a)[s:len(*a):len(*a)]
 }
 
 const sinkStateName = "sink-transactions"
@@ -65,21 +130,26 @@ type sinkState struct {
 }
 
 func (st sinkState) encode() []byte {
-	b := binary.AppendUvarint(nil, uint64(st.owner))
+	size := 2 * binary.MaxVarintLen64
+	for _, t := range st.pending {
+		size += 4*binary.MaxVarintLen64 + len(t.txn) + len(t.committable)
+		if t.redo != nil {
+			size += len(t.redo.b)
+		}
+	}
+	b := make([]byte, 0, size)
+	b = binary.AppendUvarint(b, uint64(st.owner))
 	b = binary.AppendUvarint(b, uint64(st.nextSeq))
 	for _, t := range st.pending {
 		b = binary.AppendUvarint(b, uint64(t.checkpoint))
 		b = appendString(b, t.txn)
 		b = appendString(b, t.committable)
-		if t.records == nil {
+		if t.redo == nil {
 			b = binary.AppendUvarint(b, 0)
 			continue
 		}
-		b = binary.AppendUvarint(b, uint64(len(t.records))+1)
-		for _, r := range t.records {
-			b = appendString(b, string(r.Key))
-			b = appendString(b, string(r.Value))
-		}
+		b = binary.AppendUvarint(b, uint64(t.redo.n)+1)
+		b = append(b, t.redo.b...)
 	}
 	return b
 }
@@ -114,16 +184,18 @@ func decodeSinkState(b []byte) (sinkState, error) {
 		}
 		rest = rest[n:]
 		if cnt > 0 {
-			t.records = make([]OutputRecord, 0, cnt-1)
+			// The log is copied: b is the stored checkpoint's.
+			start := rest
 			for i := uint64(1); i < cnt; i++ {
-				k, r2, okk := readString(rest)
-				v, r3, okv := readString(r2)
+				_, r2, okk := readBytes(rest)
+				_, r3, okv := readBytes(r2)
 				if !okk || !okv {
 					return st, backend.ErrCorrupt
 				}
-				t.records = append(t.records, OutputRecord{Key: []byte(k), Value: []byte(v)})
 				rest = r3
 			}
+			used := start[:len(start)-len(rest)]
+			t.redo = &redoLog{b: append([]byte(nil), used...), n: int(cnt - 1)}
 		}
 		st.pending = append(st.pending, t)
 		b = rest
@@ -183,8 +255,12 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, owners func(
 // finds nothing and writes again: nothing is lost or written twice.
 func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	err := out.Commit(t.committable)
-	if err == nil || !errors.Is(err, ErrTxnLost) || len(t.records) == 0 {
+	if err == nil || !errors.Is(err, ErrTxnLost) || t.redo == nil || t.redo.n == 0 {
 		return err
+	}
+	records, derr := t.redo.records()
+	if derr != nil {
+		return fmt.Errorf("%w; its redo log: %w", err, derr)
 	}
 	finder, ok := out.(interface {
 		Contains(committable string, r OutputRecord) (bool, error)
@@ -192,7 +268,7 @@ func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	if !ok {
 		return err
 	}
-	there, ferr := finder.Contains(t.committable, t.records[0])
+	there, ferr := finder.Contains(t.committable, records[0])
 	if ferr != nil {
 		return fmt.Errorf("%w; looking for its records: %w", err, ferr)
 	}
@@ -200,7 +276,7 @@ func commitOrRedo(out TxnOutput, t pendingTxn) error {
 		return nil
 	}
 	redo := t.txn + "/redo"
-	for _, r := range t.records {
+	for _, r := range records {
 		if err := out.Write(redo, r.Key, r.Value); err != nil {
 			return fmt.Errorf("write %s again: %w", t.txn, err)
 		}
@@ -245,15 +321,28 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 	if !ok {
 		return unrecoverable(fmt.Errorf("sink %s: cannot write a %T", s.topic, rec.Value))
 	}
-	val := v.AppendJSON(make([]byte, 0, 96))
-	var key []byte
+	s.scratch = v.AppendJSON(s.scratch[:0])
+	var c string
+	hasKey := false
 	if f, ok := rec.Value.(Fielder); ok {
-		if c, ok := f.Field("customer"); ok {
-			key = []byte(c)
-		}
+		c, hasKey = f.Field("customer")
 	}
+	var key, val []byte
 	if s.redoLog {
-		s.curRecs = append(s.curRecs, OutputRecord{Key: key, Value: val})
+		if s.curLog == nil {
+			// One checkpoint's records are a few megabytes: growing the
+			// log by doubling would copy them again and again.
+			s.curLog = &redoLog{b: make([]byte, 0, s.lastLog+s.lastLog/4)}
+		}
+		key, val = s.curLog.add(c, s.scratch)
+	} else {
+		if hasKey {
+			key = s.arena.copy([]byte(c))
+		}
+		val = s.arena.copy(s.scratch)
+	}
+	if !hasKey {
+		key = nil
 	}
 	s.curN++
 	return s.out.Write(s.txn(), key, val)
@@ -267,9 +356,12 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 			return nil, fmt.Errorf("pre-commit %s: %w", s.current, err)
 		}
 		if c != "" {
-			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, records: s.curRecs, n: s.curN})
+			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, redo: s.curLog, n: s.curN})
 		}
-		s.current, s.curRecs, s.curN = "", nil, 0
+		if s.curLog != nil {
+			s.lastLog = len(s.curLog.b)
+		}
+		s.current, s.curLog, s.curN = "", nil, 0
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
 	return map[string][]byte{sinkStateName: st.encode()}, nil
@@ -309,7 +401,7 @@ func (s *sinkOp) EndInput(Collector) error {
 		if c != "" {
 			s.final = append(s.final, c)
 		}
-		s.current, s.curRecs, s.curN = "", nil, 0
+		s.current, s.curLog, s.curN = "", nil, 0
 	}
 	return nil
 }

@@ -36,7 +36,11 @@ func TestCommitOrRedo(t *testing.T) {
 			out.Write(name, r.Key, r.Value)
 		}
 		c, _ := out.Prepare(name)
-		return pendingTxn{checkpoint: 7, txn: name, committable: c, records: recs}
+		log := &redoLog{}
+		for _, r := range recs {
+			log.add(string(r.Key), r.Value)
+		}
+		return pendingTxn{checkpoint: 7, txn: name, committable: c, redo: log}
 	}
 	t.Run("commits normally", func(t *testing.T) {
 		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
@@ -61,7 +65,7 @@ func TestCommitOrRedo(t *testing.T) {
 		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
 		p := prepare(out, "s/0/3")
 		out.lost[p.committable] = true
-		p.records = nil
+		p.redo = nil
 		if err := commitOrRedo(out, p); !errors.Is(err, ErrTxnLost) {
 			t.Fatalf("err = %v, want ErrTxnLost", err)
 		}
@@ -69,16 +73,39 @@ func TestCommitOrRedo(t *testing.T) {
 }
 
 func TestSinkStateKeepsTheRedoLog(t *testing.T) {
+	log := &redoLog{}
+	k, v := log.add("c-1", []byte("v1"))
+	log.add("c-2", []byte(`{"order_id":"o-2"}`))
+	if string(k) != "c-1" || string(v) != "v1" {
+		t.Fatalf("add returned %q, %q", k, v)
+	}
 	st := sinkState{owner: 1, nextSeq: 9, pending: []pendingTxn{
-		{checkpoint: 4, txn: "p/1/7", committable: "p/1/7#1", records: []OutputRecord{{Key: []byte("c-1"), Value: []byte("v")}}},
+		{checkpoint: 4, txn: "p/1/7", committable: "p/1/7#1", redo: log},
 		{checkpoint: 5, txn: "p/1/8", committable: "p/1/8#1"},
 	}}
-	got, err := decodeSinkState(st.encode())
+	enc := st.encode()
+	got, err := decodeSinkState(enc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.owner != 1 || got.nextSeq != 9 || len(got.pending) != 2 || got.pending[0].txn != "p/1/7" ||
-		len(got.pending[0].records) != 1 || string(got.pending[0].records[0].Key) != "c-1" || got.pending[1].records != nil {
+		got.pending[0].redo == nil || got.pending[1].redo != nil {
 		t.Fatalf("round trip: %+v", got)
+	}
+	recs, err := got.pending[0].redo.records()
+	if err != nil || len(recs) != 2 || string(recs[0].Key) != "c-1" || string(recs[0].Value) != "v1" ||
+		string(recs[1].Key) != "c-2" || string(recs[1].Value) != `{"order_id":"o-2"}` {
+		t.Fatalf("redo log: %v, %q", err, recs)
+	}
+	// The decoded log is its own: the stored checkpoint's bytes may go.
+	for i := range enc {
+		enc[i] = 0
+	}
+	if recs, err := got.pending[0].redo.records(); err != nil || string(recs[1].Key) != "c-2" {
+		t.Fatalf("after the encoded state changed: %v, %q", err, recs)
+	}
+	// A truncated state is corrupt, not a panic.
+	if _, err := decodeSinkState(st.encode()[:len(enc)-3]); err == nil {
+		t.Fatal("a truncated sink state decoded")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,9 +36,10 @@ func ParseGuarantee(s string) (Guarantee, error) {
 
 // Output writes a sink's records to a Kafka topic (Flink: KafkaSink). With
 // ExactlyOnce, each sink transaction is a Kafka transaction whose
-// transactional id is the transaction's name: Prepare flushes it and returns
-// its transactional id, producer id and epoch, so that Commit can finish it
-// even from another process, by sending EndTxn with them (Flink:
+// transactional id is the transaction's name: its writer initialises the
+// id (which fences an earlier producer of it), Prepare flushes it and
+// returns its transactional id, producer id and epoch, so that Commit can
+// finish it even from another process, by sending EndTxn with them (Flink:
 // FlinkKafkaInternalProducer.resumeTransaction). AbortLingering aborts
 // left-over transactions by initialising their transactional ids, which
 // fences the old producer and aborts its open transaction. With AtLeastOnce
@@ -54,11 +54,9 @@ type Output struct {
 	topic     string
 	guarantee Guarantee
 
-	mu    sync.Mutex
-	txns  map[string]*txnProducer
-	plain sarama.SyncProducer // at-least-once
-	buf   map[string][]*sarama.ProducerMessage
-	none  *asyncOut // none
+	mu   sync.Mutex
+	txns map[string]*txnWriter // exactly-once and at-least-once
+	none *asyncOut             // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
 }
@@ -146,23 +144,21 @@ func (a *asyncOut) takeErr() error {
 	return err
 }
 
-type txnProducer struct {
-	p     sarama.SyncProducer
-	buf   []*sarama.ProducerMessage
-	wrote bool
+// txnWriter is one open sink transaction: a Kafka transaction
+// (exactly-once) or a batch of records flushed on the barrier
+// (at-least-once).
+type txnWriter struct {
+	w     *recordWriter
 	pid   int64
 	epoch int16
 	from  map[int32]int64 // the topic's end when the transaction began
 }
 
-// flushEvery bounds the records a transaction buffers before sending them.
-const flushEvery = 4096
-
 // NewOutput returns the output for topic; cl is a client of the same
-// cluster (for coordinators and offsets).
+// cluster, which the writers of exactly-once and at-least-once send with.
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
-	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnProducer{}, buf: map[string][]*sarama.ProducerMessage{}}
-	if g == ExactlyOnce {
+	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}}
+	if g != None {
 		return o, nil
 	}
 	cfg, err := c.Config()
@@ -173,138 +169,71 @@ func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, 
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
-	if g == None {
-		// Both are needed: Flush.Messages alone makes the producer hang.
-		cfg.Producer.Flush.Messages = 1000
-		cfg.Producer.Flush.Frequency = 5 * time.Millisecond
-		p, err := sarama.NewAsyncProducer(c.Brokers, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("producer for %s: %w", topic, err)
-		}
-		o.none = newAsyncOut(p)
-		return o, nil
-	}
-	p, err := sarama.NewSyncProducer(c.Brokers, cfg)
+	// Both are needed: Flush.Messages alone makes the producer hang.
+	cfg.Producer.Flush.Messages = 1000
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	p, err := sarama.NewAsyncProducer(c.Brokers, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("producer for %s: %w", topic, err)
 	}
-	o.plain = p
+	o.none = newAsyncOut(p)
 	return o, nil
 }
 
-func (o *Output) newTxnProducer(txn string) (*txnProducer, error) {
-	cfg, err := o.c.Config()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Partitioner = sarama.NewHashPartitioner
-	cfg.Producer.Retry.Max = 5
-	cfg.Producer.Retry.Backoff = 50 * time.Millisecond
-	cfg.Net.MaxOpenRequests = 1
-	cfg.Producer.Transaction.ID = txn
-	cfg.Producer.Transaction.Timeout = time.Minute
-	// Sarama retries transaction requests 50 times, 100 ms apart, by
-	// default: against a broker that went away, a pre-commit would hang
-	// for 5 s and hold up the failover. Half a second, then fail.
-	cfg.Producer.Transaction.Retry.Max = 5
-	cfg.Producer.Transaction.Retry.Backoff = 100 * time.Millisecond
-	p, err := sarama.NewSyncProducer(o.c.Brokers, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("transactional producer %s: %w", txn, err)
-	}
-	if err := p.BeginTxn(); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("begin transaction %s: %w", txn, err)
-	}
-	pid, epoch, err := producerID(p)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	// Where the transaction's records can be: at or after the topic's end
-	// now. Kept in the committable, so that a recovery can look for them.
-	from, err := EndOffsets(o.cl, o.topic)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	return &txnProducer{p: p, pid: pid, epoch: epoch, from: from}, nil
-}
-
-// producerID reads a transactional producer's id and epoch, which Sarama
-// keeps to itself; Flink reads them from Kafka's producer by reflection too.
-func producerID(p sarama.SyncProducer) (id int64, epoch int16, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("cannot read the producer id of this Sarama version: %v", r)
+// begin opens transaction txn: for exactly-once, it initialises the
+// transactional id and notes where the transaction's records can be: at or
+// after the topic's end now, kept in the committable so that a recovery can
+// look for them.
+func (o *Output) begin(txn string) (*txnWriter, error) {
+	t := &txnWriter{pid: -1, epoch: -1}
+	var id *string
+	if o.guarantee == ExactlyOnce {
+		pid, epoch, err := o.initProducerID(txn)
+		if err != nil {
+			return nil, fmt.Errorf("begin transaction %s: %w", txn, err)
 		}
-	}()
-	tm := reflect.ValueOf(p).Elem().FieldByName("producer").Elem().FieldByName("txnmgr").Elem()
-	return tm.FieldByName("producerID").Int(), int16(tm.FieldByName("producerEpoch").Int()), nil
+		from, err := EndOffsets(o.cl, o.topic)
+		if err != nil {
+			return nil, fmt.Errorf("begin transaction %s: %w", txn, err)
+		}
+		t.pid, t.epoch, t.from, id = pid, epoch, from, &txn
+	}
+	w, err := newRecordWriter(o.cl, o.topic, id, t.pid, t.epoch)
+	if err != nil {
+		return nil, err
+	}
+	t.w = w
+	return t, nil
 }
 
 // Write implements runtime.TxnOutput.
 func (o *Output) Write(txn string, key, value []byte) error {
-	msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value)}
 	if o.none != nil {
+		msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value)}
 		if err := o.none.send(msg); err != nil {
 			return fmt.Errorf("write to %s: %w", o.topic, err)
 		}
 		return nil
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.guarantee != ExactlyOnce {
-		o.buf[txn] = append(o.buf[txn], msg)
-		if len(o.buf[txn]) >= flushEvery {
-			return o.flushPlain(txn)
-		}
-		return nil
-	}
 	t := o.txns[txn]
 	if t == nil {
 		var err error
-		if t, err = o.newTxnProducer(txn); err != nil {
+		if t, err = o.begin(txn); err != nil {
+			o.mu.Unlock()
 			return err
 		}
 		o.txns[txn] = t
 	}
-	t.buf = append(t.buf, msg)
-	t.wrote = true
-	if len(t.buf) >= flushEvery {
-		return t.flush(txn)
-	}
-	return nil
-}
-
-func (o *Output) flushPlain(txn string) error {
-	b := o.buf[txn]
-	delete(o.buf, txn)
-	if len(b) == 0 {
-		return nil
-	}
-	if err := o.plain.SendMessages(b); err != nil {
-		return fmt.Errorf("write to %s: %w", o.topic, err)
-	}
-	return nil
-}
-
-func (t *txnProducer) flush(txn string) error {
-	if len(t.buf) == 0 {
-		return nil
-	}
-	b := t.buf
-	t.buf = nil
-	if err := t.p.SendMessages(b); err != nil {
+	o.mu.Unlock()
+	if err := t.w.write(key, value); err != nil {
 		return fmt.Errorf("write in transaction %s: %w", txn, err)
 	}
 	return nil
 }
 
-// Prepare implements runtime.TxnOutput.
+// Prepare implements runtime.TxnOutput: it flushes the transaction's
+// records and stops its writer; what remains is its committable.
 func (o *Output) Prepare(txn string) (string, error) {
 	if o.none != nil {
 		// No flush on a barrier: what is in flight may be lost.
@@ -314,21 +243,25 @@ func (o *Output) Prepare(txn string) (string, error) {
 		return "", nil
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.guarantee != ExactlyOnce {
-		return "", o.flushPlain(txn)
-	}
 	t := o.txns[txn]
+	delete(o.txns, txn)
+	o.mu.Unlock()
 	if t == nil {
 		return "", nil
 	}
-	if err := t.flush(txn); err != nil {
-		return "", err
+	err := t.w.flush()
+	t.w.close()
+	if err != nil {
+		return "", fmt.Errorf("pre-commit transaction %s: %w", txn, err)
+	}
+	if o.guarantee != ExactlyOnce {
+		return "", nil
 	}
 	return fmt.Sprintf("%s|%d|%d|%s", txn, t.pid, t.epoch, encodeFrom(t.from)), nil
 }
 
-// Commit implements runtime.TxnOutput.
+// Commit implements runtime.TxnOutput: EndTxn with the committable's
+// producer id and epoch, from this process or another.
 func (o *Output) Commit(c string) error {
 	if o.guarantee != ExactlyOnce || c == "" {
 		return nil
@@ -343,25 +276,12 @@ func (o *Output) Commit(c string) error {
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("committable %q: bad producer id or epoch", c)
 	}
-	o.mu.Lock()
-	t := o.txns[txn]
-	if t != nil && t.pid == pid && t.epoch == int16(epoch) {
-		delete(o.txns, txn)
-		o.mu.Unlock()
-		err := t.p.CommitTxn()
-		t.p.Close()
-		if err != nil {
-			return fmt.Errorf("commit transaction %s: %w", txn, err)
-		}
-		return nil
-	}
-	o.mu.Unlock()
-	return o.resumeCommit(txn, pid, int16(epoch))
+	return o.commitTxn(txn, pid, int16(epoch))
 }
 
-// resumeCommit commits a transaction whose producer is gone (another attempt
-// or process opened it) by sending EndTxn with its producer id and epoch.
-func (o *Output) resumeCommit(txn string, pid int64, epoch int16) error {
+// commitTxn commits a pre-committed transaction by sending EndTxn with its
+// producer id and epoch.
+func (o *Output) commitTxn(txn string, pid int64, epoch int16) error {
 	var last error
 	for try := 0; try < 5; try++ {
 		coord, err := o.cl.TransactionCoordinator(txn)
@@ -400,23 +320,29 @@ func (o *Output) resumeCommit(txn string, pid int64, epoch int16) error {
 // AbortLingering implements runtime.TxnOutput: every transactional id
 // prefix+N from N = from up is initialised, which aborts an open
 // transaction, until one turns out never to have been used (epoch 0).
+// The writers this process still has open for them stop first, without
+// sending what they hold (at-least-once too).
 func (o *Output) AbortLingering(prefix string, from int64) error {
-	if o.guarantee != ExactlyOnce {
-		return nil
-	}
+	var stale []*txnWriter
 	o.mu.Lock()
 	for name, t := range o.txns {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n >= from {
-				t.p.Close()
+				stale = append(stale, t)
 				delete(o.txns, name)
 			}
 		}
 	}
 	o.mu.Unlock()
+	for _, t := range stale {
+		t.w.abandon()
+	}
+	if o.guarantee != ExactlyOnce {
+		return nil
+	}
 	for n := from; ; n++ {
 		id := prefix + strconv.FormatInt(n, 10)
-		epoch, err := o.initProducerID(id)
+		_, epoch, err := o.initProducerID(id)
 		if err != nil {
 			return fmt.Errorf("abort lingering transaction %s: %w", id, err)
 		}
@@ -426,7 +352,9 @@ func (o *Output) AbortLingering(prefix string, from int64) error {
 	}
 }
 
-func (o *Output) initProducerID(txn string) (int16, error) {
+// initProducerID initialises transactional id txn and returns its
+// producer id and epoch.
+func (o *Output) initProducerID(txn string) (int64, int16, error) {
 	var last error
 	// Up to ten tries while the broker finishes an earlier abort, but only
 	// two when it cannot be reached: a failover must not wait long on a
@@ -456,11 +384,11 @@ func (o *Output) initProducerID(txn string) (int16, error) {
 			continue
 		}
 		if !errors.Is(resp.Err, sarama.ErrNoError) {
-			return 0, resp.Err
+			return 0, 0, resp.Err
 		}
-		return resp.ProducerEpoch, nil
+		return resp.ProducerID, resp.ProducerEpoch, nil
 	}
-	return 0, last
+	return 0, 0, last
 }
 
 func encodeFrom(from map[int32]int64) string {
@@ -519,23 +447,20 @@ func (o *Output) Contains(committable string, r runtime.OutputRecord) (bool, err
 // timeout).
 func (o *Output) PreparedMayBeLost() bool { return o.guarantee == ExactlyOnce }
 
-// Close closes every producer without committing or aborting anything.
+// Close stops every writer without committing or aborting anything.
 func (o *Output) Close() error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	for name, t := range o.txns {
-		t.p.Close()
-		delete(o.txns, name)
+	open := o.txns
+	o.txns = map[string]*txnWriter{}
+	closeNone := o.none != nil && !o.noneClosed
+	o.noneClosed = o.noneClosed || closeNone
+	o.mu.Unlock()
+	for _, t := range open {
+		t.w.abandon()
 	}
-	if o.none != nil && !o.noneClosed {
-		o.noneClosed = true
+	if closeNone {
 		err := o.none.p.Close()
 		<-o.none.done
-		return err
-	}
-	if o.plain != nil {
-		err := o.plain.Close()
-		o.plain = nil
 		return err
 	}
 	return nil
