@@ -28,12 +28,12 @@ type sinkOp struct {
 	progress  *commitProgress
 
 	nextSeq int64
-	redoLog bool     // keep each transaction's records until it commits
-	curLog  *redoLog // the open transaction's, when redoLog
-	lastLog int      // the size of the last one, to size the next
-	arena   arena    // the records' bytes, when not redoLog
-	scratch []byte   // a record's value while it is encoded
-	curN    int64    // records written into the open transaction
+	redoLog bool         // keep each transaction's records until it commits
+	curLog  *redoLog     // the open transaction's, when redoLog
+	lastLog int          // the size of the last one, to size the next
+	arena   arena        // the records' bytes, when not redoLog
+	scratch []byte       // a record's value while it is encoded
+	curN    int64        // records written into the open transaction
 	current string       // open transaction, "" until the first record
 	pending []pendingTxn // pre-committed, waiting for their checkpoint
 	final   []string     // prepared at the end of input, for the job's final commit
