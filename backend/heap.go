@@ -90,20 +90,25 @@ func (h *Heap) Get(state, sub string) ([]byte, bool) {
 func (h *Heap) Put(state, sub string, value []byte) {
 	h.buf = appendEntryKey(h.buf[:0], state, h.currentKey, sub)
 	m := h.writable()
-	if _, ok := m[string(h.buf)]; !ok {
-		h.n++
-	}
-	m[string(h.buf)] = value
+	before := len(m)
+	m[string(h.buf)] = value // one lookup: the map's length tells if it was new
+	h.n += len(m) - before
 }
 
 // Delete implements KeyedBackend.
 func (h *Heap) Delete(state, sub string) {
 	h.buf = appendEntryKey(h.buf[:0], state, h.currentKey, sub)
-	if _, ok := h.group().m[string(h.buf)]; !ok {
-		return
+	g := h.group()
+	if g.shared {
+		// Copy the group only when there is something to delete.
+		if _, ok := g.m[string(h.buf)]; !ok {
+			return
+		}
 	}
-	delete(h.writable(), string(h.buf))
-	h.n--
+	m := h.writable()
+	before := len(m)
+	delete(m, string(h.buf))
+	h.n -= before - len(m)
 }
 
 // Scan implements KeyedBackend.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -241,7 +242,13 @@ func (a *aggregateOp) Process(rec *Record, out Collector) error {
 // orderCodec and paymentCodec keep the join's buffered sides in state.
 type orderCodec struct{}
 
+// stringsRoom is room for two length-prefixed strings and a varint besides
+// the strings' bytes: state values are encoded into a buffer of their size
+// at once, not grown three times.
+const stringsRoom = 2*2 + binary.MaxVarintLen64
+
 func (orderCodec) Append(dst []byte, o Order) []byte {
+	dst = slices.Grow(dst, len(o.OrderID)+len(o.Customer)+stringsRoom)
 	dst = appendString(dst, o.OrderID)
 	dst = appendString(dst, o.Customer)
 	return binary.AppendVarint(dst, o.AmountCents)
@@ -263,6 +270,7 @@ func (orderCodec) Decode(b []byte) (Order, error) {
 type paymentCodec struct{}
 
 func (paymentCodec) Append(dst []byte, p Payment) []byte {
+	dst = slices.Grow(dst, len(p.OrderID)+len(p.PaymentID)+stringsRoom)
 	dst = appendString(dst, p.OrderID)
 	dst = appendString(dst, p.PaymentID)
 	return binary.AppendVarint(dst, p.AmountCents)

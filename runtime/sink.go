@@ -332,7 +332,7 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 		if s.curLog == nil {
 			// One checkpoint's records are a few megabytes: growing the
 			// log by doubling would copy them again and again.
-			s.curLog = &redoLog{b: make([]byte, 0, s.lastLog+s.lastLog/4)}
+			s.curLog = &redoLog{b: make([]byte, 0, max(1<<20, s.lastLog+s.lastLog/4))}
 		}
 		key, val = s.curLog.add(c, s.scratch)
 	} else {

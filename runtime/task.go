@@ -740,6 +740,9 @@ func (t *task) runOperator(ctx context.Context) error {
 				if !ok {
 					continue
 				}
+				if in.cur != nil {
+					putBatch(in.cur)
+				}
 				in.cur, in.pos = b, 0
 			}
 			if d := t.pace(ctx); d > 0 {

@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,9 +40,9 @@ func TestOutputTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	// t/0 is committed by its own producer, t/1 by another process's
-	// (resumed from its committable), t/2 is left open and then aborted as
-	// lingering; t/3 was never used and stops the probe.
+	// t/0 is committed by the output that wrote it, t/1 by another
+	// process's (from its committable), t/2 is left open and then aborted
+	// as lingering; t/3 was never used and stops the probe.
 	for name, v := range map[string]string{"t/0": "a", "t/1": "b", "t/2": "c"} {
 		if err := o.Write(name, nil, []byte(v)); err != nil {
 			t.Fatal(err)
@@ -89,8 +92,140 @@ func TestOutputTransactions(t *testing.T) {
 	if got := committedValues(t, c, "revenue"); len(got) != 3 || got[2] != "d" {
 		t.Fatalf("committed %v, want [a b d]", got)
 	}
-	_ = time.Second
-	_ = sarama.ErrNoError
+}
+
+// One transaction of more records than a batch holds, over three
+// partitions: each record is committed once, in the partition Sarama's hash
+// partitioner picks for its key, and a read_committed reader sees none of
+// them before the commit. The batches of a partition carry consecutive
+// sequence numbers; the broker refuses any gap.
+func TestOutputBatchesAcrossPartitions(t *testing.T) {
+	_, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const topic, parts, n = "multi", 3, 3*batchRecords + 100
+	if err := EnsureTopics(cl, map[string]int32{topic: parts}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := NewOutput(c, cl, topic, ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("c-%d", i%97)
+		if err := o.Write("big/0", []byte(key), []byte(fmt.Sprintf("%s/%d", key, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	committable, err := o.Prepare("big/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	partIDs := []int32{0, 1, 2}
+	lso, err := listOffsets(cl, topic, partIDs, sarama.ReadCommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwm, err := listOffsets(cl, topic, partIDs, sarama.ReadUncommitted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range partIDs {
+		if lso[p] != 0 || hwm[p] == 0 {
+			t.Fatalf("partition %d before the commit: stable offset %d, end %d; want 0 and more", p, lso[p], hwm[p])
+		}
+	}
+	if err := o.Commit(committable); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := EndOffsets(cl, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitioner := sarama.NewHashPartitioner(topic)
+	seen := map[string]bool{}
+	for p := int32(0); p < parts; p++ {
+		recs, err := read(context.Background(), c, topic, nil, map[int32]int64{p: ends[p]}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			want, _ := partitioner.Partition(&sarama.ProducerMessage{Key: sarama.ByteEncoder(r.Key)}, parts)
+			if want != p {
+				t.Fatalf("key %s in partition %d, Sarama's partitioner picks %d", r.Key, p, want)
+			}
+			if seen[string(r.Value)] {
+				t.Fatalf("%s committed twice", r.Value)
+			}
+			seen[string(r.Value)] = true
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d records committed, want %d", len(seen), n)
+	}
+}
+
+// A writer closed under a sink that is still writing (a failover abandons
+// the attempt's transactions) fails the sink's next write and flush instead
+// of blocking them.
+func TestRecordWriterAbandoned(t *testing.T) {
+	_, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2*batchRecords; i++ {
+		if err := w.write(nil, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { w.abandon(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("abandon did not return")
+	}
+	if err := w.write(nil, []byte("y")); !errors.Is(err, errWriterClosed) {
+		t.Fatalf("write after abandon: %v, want errWriterClosed", err)
+	}
+	if err := w.flush(); !errors.Is(err, errWriterClosed) {
+		t.Fatalf("flush after abandon: %v, want errWriterClosed", err)
+	}
+}
+
+// A broker that refuses every request fails the write within the retries,
+// with the partition named, instead of hanging the sink.
+func TestRecordWriterBrokerDown(t *testing.T) {
+	e, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.abandon()
+	e.Down(time.Minute)
+	defer e.Down(0)
+	if err := w.write(nil, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	err = w.flush()
+	if err == nil || !strings.Contains(err.Error(), "revenue/0") {
+		t.Fatalf("flush against a broker that is down: %v, want an error naming revenue/0", err)
+	}
 }
 
 // Without a delivery guarantee records go to an async producer at once:
