@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"faultline/runtime"
@@ -19,6 +20,19 @@ func embedded(t *testing.T) (*Embedded, Client) {
 	}
 	t.Cleanup(e.Close)
 	return e, Client{Brokers: []string{e.Addr}}
+}
+
+// embeddedClient is embedded with a Sarama client of the broker, closed
+// when the test ends.
+func embeddedClient(t *testing.T) (*Embedded, Client, sarama.Client) {
+	t.Helper()
+	e, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return e, c, cl
 }
 
 func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {

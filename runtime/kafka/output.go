@@ -62,20 +62,16 @@ type Output struct {
 }
 
 // asyncOut is the guarantee none's producer: fire and forget, with a count
-// of the records not acknowledged yet so that Flush can wait for them.
+// of the records not acknowledged yet so that Flush can wait for them; the
+// first error is reported by the next Write, Prepare or Flush.
 type asyncOut struct {
-	p    sarama.AsyncProducer
-	done chan struct{} // the drainer ended
-
-	mu       sync.Mutex
-	idle     *sync.Cond // signalled when inflight drops to 0
-	inflight int
-	err      error // the first error, reported by the next Prepare or Flush
+	p      sarama.AsyncProducer
+	done   chan struct{} // the drainer ended
+	flight *inFlight
 }
 
 func newAsyncOut(p sarama.AsyncProducer) *asyncOut {
-	a := &asyncOut{p: p, done: make(chan struct{})}
-	a.idle = sync.NewCond(&a.mu)
+	a := &asyncOut{p: p, done: make(chan struct{}), flight: newInFlight()}
 	go a.drain()
 	return a
 }
@@ -91,57 +87,28 @@ func (a *asyncOut) drain() {
 				succ = nil
 				continue
 			}
-			a.settle(nil)
+			a.flight.settle(nil)
 		case e, ok := <-errs:
 			if !ok {
 				errs = nil
 				continue
 			}
-			a.settle(e)
+			a.flight.settle(e)
 		}
 	}
 }
 
-func (a *asyncOut) settle(err error) {
-	a.mu.Lock()
-	a.inflight--
-	if err != nil && a.err == nil {
-		a.err = err
-	}
-	if a.inflight == 0 {
-		a.idle.Broadcast()
-	}
-	a.mu.Unlock()
-}
-
 func (a *asyncOut) send(msg *sarama.ProducerMessage) error {
-	a.mu.Lock()
-	err := a.err
-	a.err = nil
-	a.inflight++
-	a.mu.Unlock()
+	err := a.flight.take()
+	a.flight.add()
 	a.p.Input() <- msg
 	return err
 }
 
 // wait waits until every record sent is acknowledged or failed.
 func (a *asyncOut) wait() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for a.inflight > 0 {
-		a.idle.Wait()
-	}
-	err := a.err
-	a.err = nil
-	return err
-}
-
-func (a *asyncOut) takeErr() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	err := a.err
-	a.err = nil
-	return err
+	a.flight.wait()
+	return a.flight.take()
 }
 
 // txnWriter is one open sink transaction: a Kafka transaction
@@ -237,7 +204,7 @@ func (o *Output) Write(txn string, key, value []byte) error {
 func (o *Output) Prepare(txn string) (string, error) {
 	if o.none != nil {
 		// No flush on a barrier: what is in flight may be lost.
-		if err := o.none.takeErr(); err != nil {
+		if err := o.none.flight.take(); err != nil {
 			return "", fmt.Errorf("write to %s: %w", o.topic, err)
 		}
 		return "", nil

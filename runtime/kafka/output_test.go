@@ -29,12 +29,7 @@ func committedValues(t *testing.T, c Client, topic string) []string {
 }
 
 func TestOutputTransactions(t *testing.T) {
-	_, c := embedded(t)
-	cl, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, c, cl := embeddedClient(t)
 	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
 	if err != nil {
 		t.Fatal(err)
@@ -100,12 +95,7 @@ func TestOutputTransactions(t *testing.T) {
 // them before the commit. The batches of a partition carry consecutive
 // sequence numbers; the broker refuses any gap.
 func TestOutputBatchesAcrossPartitions(t *testing.T) {
-	_, c := embedded(t)
-	cl, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, c, cl := embeddedClient(t)
 	const topic, parts, n = "multi", 3, 3*batchRecords + 100
 	if err := EnsureTopics(cl, map[string]int32{topic: parts}); err != nil {
 		t.Fatal(err)
@@ -173,12 +163,7 @@ func TestOutputBatchesAcrossPartitions(t *testing.T) {
 // the attempt's transactions) fails the sink's next write and flush instead
 // of blocking them.
 func TestRecordWriterAbandoned(t *testing.T) {
-	_, c := embedded(t)
-	cl, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, _, cl := embeddedClient(t)
 	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -206,12 +191,7 @@ func TestRecordWriterAbandoned(t *testing.T) {
 // A broker that refuses every request fails the write within the retries,
 // with the partition named, instead of hanging the sink.
 func TestRecordWriterBrokerDown(t *testing.T) {
-	e, c := embedded(t)
-	cl, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	e, _, cl := embeddedClient(t)
 	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -232,12 +212,7 @@ func TestRecordWriterBrokerDown(t *testing.T) {
 // Prepare never waits for them, Flush does, and every record is there
 // afterwards; at-least-once sends them in batches and Prepare flushes.
 func TestOutputWithoutTransactions(t *testing.T) {
-	_, c := embedded(t)
-	cl, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, c, cl := embeddedClient(t)
 	for _, g := range []Guarantee{None, AtLeastOnce} {
 		t.Run(string(g), func(t *testing.T) {
 			topic := "out-" + string(g)

@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -42,15 +41,10 @@ type recordWriter struct {
 	seq  []int32               // per partition, the next sequence number
 	msg  sarama.ProducerMessage
 
-	sendq chan writeBatch // to the sender, in order
-	stop  chan struct{}   // closed by abandon: drop what is queued
-	done  chan struct{}   // the sender ended
-
-	mu       sync.Mutex
-	idle     *sync.Cond // signalled when inflight drops to 0
-	inflight int
-	err      error // the first failure; every later write returns it
-	stopped  bool  // close or abandon ran: nobody waits for the sender
+	sendq  chan writeBatch // to the sender, in order
+	stop   chan struct{}   // closed by abandon: drop what is queued
+	done   chan struct{}   // the sender ended
+	flight *inFlight       // batches queued or being sent; the first failure, which every later write returns
 }
 
 type writeBatch struct {
@@ -87,10 +81,9 @@ func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, e
 		cl: cl, topic: topic, parts: n, part: sarama.NewHashPartitioner(topic),
 		txnID: txnID, pid: pid, epoch: epoch, version: produceVersion(cl.Config().Version),
 		open: make([]*sarama.RecordBatch, n), size: make([]int, n), seq: make([]int32, n),
-		sendq: make(chan writeBatch, 2), stop: make(chan struct{}), done: make(chan struct{}),
+		sendq: make(chan writeBatch, 2), stop: make(chan struct{}), done: make(chan struct{}), flight: newInFlight(),
 	}
 	w.msg.Topic = topic
-	w.idle = sync.NewCond(&w.mu)
 	go w.run()
 	return w, nil
 }
@@ -119,7 +112,7 @@ func produceVersion(v sarama.KafkaVersion) int16 {
 // hash partitioner picks for key), sending the batch once it is full.
 // key and value must not change afterwards.
 func (w *recordWriter) write(key, value []byte) error {
-	if err := w.failed(); err != nil {
+	if err := w.flight.failed(); err != nil {
 		return err
 	}
 	p := int32(0)
@@ -162,17 +155,13 @@ func (w *recordWriter) send(p int32) {
 		b.FirstSequence = w.seq[p]
 		w.seq[p] += int32(len(b.Records))
 	}
-	w.mu.Lock()
-	w.inflight++
-	w.mu.Unlock()
+	w.flight.add()
 	select {
 	case w.sendq <- writeBatch{partition: p, batch: b}:
 	case <-w.stop:
-		w.settle(errWriterClosed)
+		w.flight.settle(errWriterClosed)
 	}
 }
-
-var errWriterClosed = errors.New("the writer was closed")
 
 // flush sends every open batch and waits until the broker acknowledged
 // all that was written (the pre-commit of a transaction).
@@ -180,58 +169,21 @@ func (w *recordWriter) flush() error {
 	for p := range w.open {
 		w.send(int32(p))
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for w.inflight > 0 && !w.stopped {
-		w.idle.Wait()
-	}
-	if w.err == nil && w.inflight > 0 {
-		return errWriterClosed
-	}
-	return w.err
-}
-
-func (w *recordWriter) failed() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil && w.stopped {
-		return errWriterClosed
-	}
-	return w.err
-}
-
-func (w *recordWriter) settle(err error) {
-	w.mu.Lock()
-	w.inflight--
-	if err != nil && w.err == nil {
-		w.err = err
-	}
-	if w.inflight == 0 {
-		w.idle.Broadcast()
-	}
-	w.mu.Unlock()
+	return w.flight.wait()
 }
 
 // close stops the sender once what is queued was sent; abandon stops it
 // at once and fails what was not sent. Either may be called from any
 // goroutine, also while write or flush run.
 func (w *recordWriter) close() {
-	w.mu.Lock()
-	for w.inflight > 0 && !w.stopped {
-		w.idle.Wait()
-	}
-	w.mu.Unlock()
+	w.flight.wait()
 	w.abandon()
 }
 
 func (w *recordWriter) abandon() {
-	w.mu.Lock()
-	if !w.stopped {
-		w.stopped = true
+	if w.flight.stop() {
 		close(w.stop)
 	}
-	w.idle.Broadcast()
-	w.mu.Unlock()
 	<-w.done
 }
 
@@ -248,7 +200,7 @@ func (w *recordWriter) run() {
 			return
 		case wb = <-w.sendq:
 		}
-		err := w.failed()
+		err := w.flight.failed()
 		if err == nil && w.txnID != nil && !added[wb.partition] {
 			err = w.addPartition(wb.partition)
 			added[wb.partition] = err == nil
@@ -256,7 +208,7 @@ func (w *recordWriter) run() {
 		if err == nil {
 			err = w.produce(wb)
 		}
-		w.settle(err)
+		w.flight.settle(err)
 	}
 }
 
