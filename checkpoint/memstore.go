@@ -51,8 +51,9 @@ func stateKey(id int64, task TaskID) string {
 	return fmt.Sprintf("chk-%d/%s/%d", id, task.Operator, task.Index)
 }
 
-// PutState stores a copy of data as the state of task for checkpoint id and
-// returns its handle with a CRC32 (Castagnoli) checksum.
+// PutState keeps data (not a copy: the caller does not change it) as the
+// state of task for checkpoint id and returns its handle with a CRC32
+// (Castagnoli) checksum.
 func (s *MemoryStore) PutState(ctx context.Context, id int64, task TaskID, data []byte) (Handle, error) {
 	if err := ctx.Err(); err != nil {
 		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
@@ -60,7 +61,7 @@ func (s *MemoryStore) PutState(ctx context.Context, id int64, task TaskID, data 
 	h := Handle{Key: stateKey(id, task), Size: int64(len(data)), Checksum: checksum(data)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.blobs[h.Key] = blob{id: id, data: slices.Clone(data)}
+	s.blobs[h.Key] = blob{id: id, data: data}
 	return h, nil
 }
 

@@ -139,7 +139,8 @@ func (c *Completed) SourceOffsets() Offsets {
 // StateStorage keeps the state blobs subtasks write during the asynchronous
 // part of a snapshot (Flink: CheckpointStorage / CheckpointStreamFactory).
 type StateStorage interface {
-	// PutState stores data as the state of task for checkpoint id.
+	// PutState stores data as the state of task for checkpoint id. The
+	// store may keep data itself: the caller must not change it afterwards.
 	PutState(ctx context.Context, id int64, task TaskID, data []byte) (Handle, error)
 	// GetState reads a blob back and checks its checksum.
 	GetState(ctx context.Context, h Handle) ([]byte, error)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 )
 
 // The inputs are flat JSON objects of strings and whole numbers. Decoding
@@ -15,78 +14,94 @@ import (
 
 var errNotFlat = errors.New("not a flat object")
 
-// scanFlat calls f for each member of a flat JSON object whose values are
-// strings without escapes or integers. It returns errNotFlat for anything
-// else, which the caller hands to encoding/json.
-func scanFlat(b []byte, f func(key, str []byte, num int64, isNum bool)) error {
+// flatScanner reads the members of a flat JSON object whose values are
+// strings without escapes or integers, one at a time. It reports errNotFlat
+// for anything else, which the caller hands to encoding/json.
+type flatScanner struct {
+	b     []byte
+	i     int
+	first bool
+}
+
+func newFlatScanner(b []byte) (flatScanner, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return errNotFlat
+		return flatScanner{}, errNotFlat
 	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		if skipSpace(b, i+1) != len(b) {
-			return errNotFlat
+	return flatScanner{b: b, i: skipSpace(b, i+1), first: true}, nil
+}
+
+// next returns the next member: its key and either its string (a subslice
+// of the input) or its number. done is true, with no member, at the end of
+// the object.
+func (s *flatScanner) next() (key, str []byte, num int64, isNum, done bool, err error) {
+	b, i := s.b, s.i
+	if s.first {
+		s.first = false
+		if i < len(b) && b[i] == '}' {
+			return s.end(i)
 		}
-		return nil
-	}
-	for {
-		key, j, ok := scanString(b, i)
-		if !ok {
-			return errNotFlat
-		}
-		i = skipSpace(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return errNotFlat
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return errNotFlat
-		}
-		if b[i] == '"' {
-			s, j, ok := scanString(b, i)
-			if !ok {
-				return errNotFlat
-			}
-			f(key, s, 0, false)
-			i = j
-		} else {
-			j := i
-			if j < len(b) && b[j] == '-' {
-				j++
-			}
-			start := j
-			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-				j++
-			}
-			if j == start || (b[start] == '0' && j-start > 1) || j-start > 18 {
-				return errNotFlat
-			}
-			if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
-				return errNotFlat
-			}
-			n, err := strconv.ParseInt(string(b[i:j]), 10, 64)
-			if err != nil {
-				return errNotFlat
-			}
-			f(key, nil, n, true)
-			i = j
-		}
+	} else {
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return errNotFlat
+			return nil, nil, 0, false, false, errNotFlat
 		}
 		if b[i] == '}' {
-			if skipSpace(b, i+1) != len(b) {
-				return errNotFlat
-			}
-			return nil
+			return s.end(i)
 		}
 		if b[i] != ',' {
-			return errNotFlat
+			return nil, nil, 0, false, false, errNotFlat
 		}
 		i = skipSpace(b, i+1)
 	}
+	key, i, ok := scanString(b, i)
+	if !ok {
+		return nil, nil, 0, false, false, errNotFlat
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return nil, nil, 0, false, false, errNotFlat
+	}
+	i = skipSpace(b, i+1)
+	if i >= len(b) {
+		return nil, nil, 0, false, false, errNotFlat
+	}
+	if b[i] == '"' {
+		str, s.i, ok = scanString(b, i)
+		if !ok {
+			return nil, nil, 0, false, false, errNotFlat
+		}
+		return key, str, 0, false, false, nil
+	}
+	j := i
+	neg := b[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		num = num*10 + int64(b[j]-'0') // at most 18 digits: no overflow
+		j++
+	}
+	if j == start || (b[start] == '0' && j-start > 1) || j-start > 18 {
+		return nil, nil, 0, false, false, errNotFlat
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return nil, nil, 0, false, false, errNotFlat
+	}
+	if neg {
+		num = -num
+	}
+	s.i = j
+	return key, nil, num, true, false, nil
+}
+
+// end checks that only space follows the closing brace at b[i].
+func (s *flatScanner) end(i int) (key, str []byte, num int64, isNum, done bool, err error) {
+	if skipSpace(s.b, i+1) != len(s.b) {
+		return nil, nil, 0, false, false, errNotFlat
+	}
+	return nil, nil, 0, false, true, nil
 }
 
 func skipSpace(b []byte, i int) int {
@@ -102,30 +117,47 @@ func scanString(b []byte, i int) (s []byte, next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, false
 	}
-	end := bytes.IndexByte(b[i+1:], '"')
-	if end < 0 {
-		return nil, i, false
-	}
-	s = b[i+1 : i+1+end]
-	for _, c := range s {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
 			return nil, i, false
 		}
 	}
-	return s, i + 2 + end, true
+	return nil, i, false
+}
+
+// twoStrings returns a and b as strings sharing one allocation (the
+// compiler does not copy the operands of a concatenation first).
+func twoStrings(a, b []byte) (string, string) {
+	s := string(a) + string(b)
+	return s[:len(a)], s[len(a):]
 }
 
 // decodeOrderFast fills o from b, or reports errNotFlat or a type error.
 func decodeOrderFast(b []byte, o *Order) error {
-	var bad bool
-	err := scanFlat(b, func(key, str []byte, num int64, isNum bool) {
+	s, err := newFlatScanner(b)
+	if err != nil {
+		return err
+	}
+	var id, customer []byte
+	bad := false
+	for {
+		key, str, num, isNum, done, err := s.next()
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
 		switch string(key) {
 		case "order_id":
 			bad = bad || isNum
-			o.OrderID = string(str)
+			id = str
 		case "customer":
 			bad = bad || isNum
-			o.Customer = string(str)
+			customer = str
 		case "amount_cents":
 			bad = bad || !isNum
 			o.AmountCents = num
@@ -133,34 +165,48 @@ func decodeOrderFast(b []byte, o *Order) error {
 			// encoding/json matches keys regardless of case.
 			bad = bad || foldsTo(key, "order_id", "customer", "amount_cents")
 		}
-	})
-	if err == nil && bad {
+	}
+	if bad {
 		return errNotFlat // wrong types: let encoding/json word the error
 	}
-	return err
+	o.OrderID, o.Customer = twoStrings(id, customer)
+	return nil
 }
 
 func decodePaymentFast(b []byte, p *Payment) error {
-	var bad bool
-	err := scanFlat(b, func(key, str []byte, num int64, isNum bool) {
+	s, err := newFlatScanner(b)
+	if err != nil {
+		return err
+	}
+	var id, payment []byte
+	bad := false
+	for {
+		key, str, num, isNum, done, err := s.next()
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
 		switch string(key) {
 		case "order_id":
 			bad = bad || isNum
-			p.OrderID = string(str)
+			id = str
 		case "payment_id":
 			bad = bad || isNum
-			p.PaymentID = string(str)
+			payment = str
 		case "amount_cents":
 			bad = bad || !isNum
 			p.AmountCents = num
 		default:
 			bad = bad || foldsTo(key, "order_id", "payment_id", "amount_cents")
 		}
-	})
-	if err == nil && bad {
+	}
+	if bad {
 		return errNotFlat
 	}
-	return err
+	p.OrderID, p.PaymentID = twoStrings(id, payment)
+	return nil
 }
 
 func unmarshalOrder(b []byte, o *Order) error {
@@ -194,18 +240,25 @@ func foldsTo(key []byte, names ...string) bool {
 // cannot decode b at all, id is empty when the object has no order_id. id
 // may point into b. The live verifier calls it for every record it reads.
 func OrderIDOf(b []byte) (id []byte, ok bool) {
-	var bad bool
-	err := scanFlat(b, func(key, str []byte, _ int64, isNum bool) {
-		switch {
-		case string(key) == "order_id":
-			bad = bad || isNum
-			id = str // the last one wins, as in encoding/json
-		case foldsTo(key, "order_id"):
-			bad = true // encoding/json matches keys regardless of case
+	if s, err := newFlatScanner(b); err == nil {
+		bad := false
+		for {
+			key, str, _, isNum, done, err := s.next()
+			if err != nil || done {
+				bad = bad || err != nil
+				break
+			}
+			switch {
+			case string(key) == "order_id":
+				bad = bad || isNum
+				id = str // the last one wins, as in encoding/json
+			case foldsTo(key, "order_id"):
+				bad = true // encoding/json matches keys regardless of case
+			}
 		}
-	})
-	if err == nil && !bad {
-		return id, true
+		if !bad {
+			return id, true
+		}
 	}
 	var r struct {
 		OrderID string `json:"order_id"`

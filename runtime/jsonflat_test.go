@@ -56,3 +56,24 @@ func BenchmarkDecodeOrder(b *testing.B) {
 		}
 	})
 }
+
+// The sink's values are JSON whatever the strings hold: the fast path for
+// plain ASCII and encoding/json for the rest both give what
+// encoding/json reads back.
+func TestAppendJSONStringIsJSON(t *testing.T) {
+	for _, s := range []string{"", "c-17", `say "hi"`, `back\slash`, "tab\there", "nul\x00", "del\x7f", "é", "\u2028", "<&>"} {
+		b := appendJSONString([]byte("x"), s)
+		var got string
+		if err := json.Unmarshal(b[1:], &got); err != nil || got != s || b[0] != 'x' {
+			t.Errorf("%q encoded as %s: read back %q, %v", s, b, got, err)
+		}
+	}
+	// Bytes that are not UTF-8 turn into U+FFFD, as encoding/json writes them.
+	var got string
+	if err := json.Unmarshal(appendJSONString(nil, "a\xffb"), &got); err != nil || got != "a\uFFFDb" {
+		t.Errorf("invalid UTF-8: %q, %v", got, err)
+	}
+	if got := string(appendJSONString(nil, "c-17")); got != `"c-17"` {
+		t.Errorf("plain ASCII: %s", got)
+	}
+}

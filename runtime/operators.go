@@ -37,9 +37,11 @@ func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error)
 
 // parseOp decodes and validates raw input records.
 type parseOp struct {
-	schema string
-	bad    *badRecords
-	task   string
+	schema   string
+	bad      *badRecords
+	task     string
+	orders   slab[Order]
+	payments slab[Payment]
 }
 
 func (p *parseOp) Open(ctx *OperatorContext) error { p.task = ctx.Task.String(); return nil }
@@ -49,9 +51,11 @@ func (p *parseOp) Process(rec *Record, out Collector) error {
 	var v any
 	var err error
 	if p.schema == "payment" {
-		v, err = DecodePayment(rec.Bytes)
+		pay := p.payments.new()
+		v, err = pay, decodePaymentInto(rec.Bytes, pay)
 	} else {
-		v, err = DecodeOrder(rec.Bytes)
+		o := p.orders.new()
+		v, err = o, decodeOrderInto(rec.Bytes, o)
 	}
 	if err != nil {
 		return p.bad.handle(p.task, rec.Bytes, err)
@@ -101,6 +105,8 @@ type joinOp struct {
 	epochs []bufferedIDs // by snapshot, oldest first, until it completes
 	lost   map[string]bool
 	report func(n int64, what string)
+
+	paid slab[PaidOrder]
 }
 
 // bufferedIDs are the keys buffered before barrier id.
@@ -131,7 +137,9 @@ func (j *joinOp) Process1(rec *Record, out Collector) error {
 		return nil
 	}
 	j.payment.Clear()
-	out.Collect(Record{Value: &PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}})
+	po := j.paid.new()
+	*po = PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}
+	out.Collect(Record{Value: po})
 	return nil
 }
 
@@ -147,7 +155,9 @@ func (j *joinOp) Process2(rec *Record, out Collector) error {
 		return nil
 	}
 	j.order.Clear()
-	out.Collect(Record{Value: &PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}})
+	po := j.paid.new()
+	*po = PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}
+	out.Collect(Record{Value: po})
 	return nil
 }
 
@@ -218,7 +228,10 @@ func (j *joinOp) adoptRollback(later any, report func(n int64, what string)) {
 }
 
 // aggregateOp keeps each customer's running revenue.
-type aggregateOp struct{ total backend.Value[int64] }
+type aggregateOp struct {
+	total   backend.Value[int64]
+	revenue slab[Revenue]
+}
 
 func (a *aggregateOp) Open(ctx *OperatorContext) error {
 	a.total = backend.NewValue[int64](ctx.Keyed, "total_cents", backend.Int64Codec{})
@@ -235,7 +248,9 @@ func (a *aggregateOp) Process(rec *Record, out Collector) error {
 	}
 	t += p.AmountCents
 	a.total.Update(t)
-	out.Collect(Record{Value: &Revenue{PaidOrder: *p, CustomerTotalCents: t}})
+	r := a.revenue.new()
+	*r = Revenue{PaidOrder: *p, CustomerTotalCents: t}
+	out.Collect(Record{Value: r})
 	return nil
 }
 
@@ -255,15 +270,13 @@ func (orderCodec) Append(dst []byte, o Order) []byte {
 }
 
 func (orderCodec) Decode(b []byte) (Order, error) {
-	var o Order
-	var ok1, ok2 bool
-	o.OrderID, b, ok1 = readString(b)
-	o.Customer, b, ok2 = readString(b)
+	id, customer, b, ok := readTwoStrings(b)
 	v, n := binary.Varint(b)
-	if !ok1 || !ok2 || n <= 0 {
-		return o, backend.ErrCorrupt
+	if !ok || n <= 0 {
+		return Order{}, backend.ErrCorrupt
 	}
-	o.AmountCents = v
+	o := Order{AmountCents: v}
+	o.OrderID, o.Customer = twoStrings(id, customer)
 	return o, nil
 }
 
@@ -277,15 +290,13 @@ func (paymentCodec) Append(dst []byte, p Payment) []byte {
 }
 
 func (paymentCodec) Decode(b []byte) (Payment, error) {
-	var p Payment
-	var ok1, ok2 bool
-	p.OrderID, b, ok1 = readString(b)
-	p.PaymentID, b, ok2 = readString(b)
+	id, payment, b, ok := readTwoStrings(b)
 	v, n := binary.Varint(b)
-	if !ok1 || !ok2 || n <= 0 {
-		return p, backend.ErrCorrupt
+	if !ok || n <= 0 {
+		return Payment{}, backend.ErrCorrupt
 	}
-	p.AmountCents = v
+	p := Payment{AmountCents: v}
+	p.OrderID, p.PaymentID = twoStrings(id, payment)
 	return p, nil
 }
 
@@ -295,11 +306,16 @@ func appendString(dst []byte, s string) []byte {
 }
 
 func readString(b []byte) (string, []byte, bool) {
-	l, n := binary.Uvarint(b)
-	if n <= 0 || uint64(len(b)-n) < l {
-		return "", b, false
-	}
-	return string(b[n : n+int(l)]), b[n+int(l):], true
+	s, rest, ok := readBytes(b)
+	return string(s), rest, ok
+}
+
+// readTwoStrings reads two strings written by appendString; they point
+// into b.
+func readTwoStrings(b []byte) (x, y, rest []byte, ok bool) {
+	x, b, ok1 := readBytes(b)
+	y, b, ok2 := readBytes(b)
+	return x, y, b, ok1 && ok2
 }
 
 // encodeOffsets and decodeOffsets keep a source subtask's positions.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -110,7 +111,22 @@ func appendStr(dst []byte, k, v string, first bool) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, k...)
 	dst = append(dst, `":`...)
-	return strconv.AppendQuote(dst, v)
+	return appendJSONString(dst, v)
+}
+
+// appendJSONString appends v as a JSON string. Printable ASCII without a
+// quote or a backslash, all the default job writes, is copied as it is;
+// anything else is encoded by encoding/json.
+func appendJSONString(dst []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(v) // a string always encodes
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, v...)
+	return append(dst, '"')
 }
 
 func appendInt(dst []byte, k string, v int64) []byte {
@@ -189,40 +205,73 @@ func (e *ErrBadRecord) Error() string {
 // DecodeOrder parses and validates an order.
 func DecodeOrder(b []byte) (*Order, error) {
 	o := &Order{}
+	if err := decodeOrderInto(b, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// decodeOrderInto is DecodeOrder into a zero o.
+func decodeOrderInto(b []byte, o *Order) error {
 	if err := unmarshalOrder(b, o); err != nil {
-		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: err.Error()}
+		return &ErrBadRecord{Schema: "order", Input: b, Reason: err.Error()}
 	}
 	switch {
 	case o.OrderID == "":
-		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "order_id missing"}
+		return &ErrBadRecord{Schema: "order", Input: b, Reason: "order_id missing"}
 	case o.Customer == "":
 		if p, err := DecodePayment(b); err == nil && p.PaymentID != "" {
-			return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "it is a payment", OtherSchema: "payment"}
+			return &ErrBadRecord{Schema: "order", Input: b, Reason: "it is a payment", OtherSchema: "payment"}
 		}
-		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "customer missing"}
+		return &ErrBadRecord{Schema: "order", Input: b, Reason: "customer missing"}
 	case o.AmountCents <= 0:
-		return nil, &ErrBadRecord{Schema: "order", Input: b, Reason: "amount_cents must be positive"}
+		return &ErrBadRecord{Schema: "order", Input: b, Reason: "amount_cents must be positive"}
 	}
-	return o, nil
+	return nil
 }
 
 // DecodePayment parses and validates a payment.
 func DecodePayment(b []byte) (*Payment, error) {
 	p := &Payment{}
+	if err := decodePaymentInto(b, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodePaymentInto is DecodePayment into a zero p.
+func decodePaymentInto(b []byte, p *Payment) error {
 	if err := unmarshalPayment(b, p); err != nil {
-		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: err.Error()}
+		return &ErrBadRecord{Schema: "payment", Input: b, Reason: err.Error()}
 	}
 	switch {
 	case p.OrderID == "":
-		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "order_id missing"}
+		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "order_id missing"}
 	case p.AmountCents <= 0:
-		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "amount_cents must be positive"}
+		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "amount_cents must be positive"}
 	case p.PaymentID == "":
 		o := &Order{}
 		if unmarshalOrder(b, o) == nil && o.Customer != "" {
-			return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "it is an order", OtherSchema: "order"}
+			return &ErrBadRecord{Schema: "payment", Input: b, Reason: "it is an order", OtherSchema: "order"}
 		}
-		return nil, &ErrBadRecord{Schema: "payment", Input: b, Reason: "payment_id missing"}
+		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "payment_id missing"}
 	}
-	return p, nil
+	return nil
+}
+
+// slab hands out zero values of T from blocks, one allocation per block
+// instead of one per value: the operators allocate a record value for each
+// record they emit, and nothing keeps those long. A block stays in memory
+// while any of its values is referenced.
+type slab[T any] struct{ free []T }
+
+const slabBlock = 256
+
+func (s *slab[T]) new() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, slabBlock)
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
 }

@@ -30,7 +30,6 @@ type sinkOp struct {
 	nextSeq int64
 	redoLog bool         // keep each transaction's records until it commits
 	curLog  *redoLog     // the open transaction's, when redoLog
-	lastLog int          // the size of the last one, to size the next
 	arena   arena        // the records' bytes, when not redoLog
 	scratch []byte       // a record's value while it is encoded
 	curN    int64        // records written into the open transaction
@@ -51,37 +50,54 @@ type pendingTxn struct {
 
 // redoLog is a transaction's records as a checkpoint keeps them, each a
 // key and a value, each a uvarint length and its bytes: the sink appends
-// to it as it writes, so a checkpoint copies it as it is.
+// to it as it writes, so a checkpoint copies it as it is. The bytes are in
+// chunks that are never grown (a record is never split between two), so
+// that adding never copies what the log already holds.
 type redoLog struct {
-	b []byte
-	n int
+	chunks [][]byte
+	size   int // bytes in all chunks
+	n      int
 }
+
+// redoChunk is the size of a redo log's chunks.
+const redoChunk = 1 << 20
 
 // add appends a record and returns its key and value inside the log; they
 // never change, later adds only append.
 func (l *redoLog) add(key string, value []byte) (k, v []byte) {
-	l.b = binary.AppendUvarint(l.b, uint64(len(key)))
-	ks := len(l.b)
-	l.b = append(l.b, key...)
-	l.b = binary.AppendUvarint(l.b, uint64(len(value)))
-	vs := len(l.b)
-	l.b = append(l.b, value...)
+	need := 2*binary.MaxVarintLen64 + len(key) + len(value)
+	last := len(l.chunks) - 1
+	if last < 0 || cap(l.chunks[last])-len(l.chunks[last]) < need {
+		l.chunks = append(l.chunks, make([]byte, 0, max(redoChunk, need)))
+		last++
+	}
+	b := l.chunks[last]
+	start := len(b)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	ks := len(b)
+	b = append(b, key...)
+	b = binary.AppendUvarint(b, uint64(len(value)))
+	vs := len(b)
+	b = append(b, value...)
+	l.chunks[last] = b
+	l.size += len(b) - start
 	l.n++
-	return l.b[ks:vs:vs][:len(key)], l.b[vs:len(l.b):len(l.b)]
+	return b[ks:vs:vs][:len(key)], b[vs:len(b):len(b)]
 }
 
 // records decodes the log.
 func (l *redoLog) records() ([]OutputRecord, error) {
 	out := make([]OutputRecord, 0, l.n)
-	b := l.b
-	for len(b) > 0 {
-		k, r2, okk := readBytes(b)
-		v, r3, okv := readBytes(r2)
-		if !okk || !okv {
-			return nil, backend.ErrCorrupt
+	for _, b := range l.chunks {
+		for len(b) > 0 {
+			k, r2, okk := readBytes(b)
+			v, r3, okv := readBytes(r2)
+			if !okk || !okv {
+				return nil, backend.ErrCorrupt
+			}
+			out = append(out, OutputRecord{Key: k, Value: v})
+			b = r3
 		}
-		out = append(out, OutputRecord{Key: k, Value: v})
-		b = r3
 	}
 	if len(out) != l.n {
 		return nil, backend.ErrCorrupt
@@ -134,7 +150,7 @@ func (st sinkState) encode() []byte {
 	for _, t := range st.pending {
 		size += 4*binary.MaxVarintLen64 + len(t.txn) + len(t.committable)
 		if t.redo != nil {
-			size += len(t.redo.b)
+			size += t.redo.size
 		}
 	}
 	b := make([]byte, 0, size)
@@ -149,7 +165,9 @@ func (st sinkState) encode() []byte {
 			continue
 		}
 		b = binary.AppendUvarint(b, uint64(t.redo.n)+1)
-		b = append(b, t.redo.b...)
+		for _, c := range t.redo.chunks {
+			b = append(b, c...)
+		}
 	}
 	return b
 }
@@ -195,7 +213,7 @@ func decodeSinkState(b []byte) (sinkState, error) {
 				rest = r3
 			}
 			used := start[:len(start)-len(rest)]
-			t.redo = &redoLog{b: append([]byte(nil), used...), n: int(cnt - 1)}
+			t.redo = &redoLog{chunks: [][]byte{append([]byte(nil), used...)}, size: len(used), n: int(cnt - 1)}
 		}
 		st.pending = append(st.pending, t)
 		b = rest
@@ -330,9 +348,7 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 	var key, val []byte
 	if s.redoLog {
 		if s.curLog == nil {
-			// One checkpoint's records are a few megabytes: growing the
-			// log by doubling would copy them again and again.
-			s.curLog = &redoLog{b: make([]byte, 0, max(1<<20, s.lastLog+s.lastLog/4))}
+			s.curLog = &redoLog{}
 		}
 		key, val = s.curLog.add(c, s.scratch)
 	} else {
@@ -357,9 +373,6 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 		}
 		if c != "" {
 			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, redo: s.curLog, n: s.curN})
-		}
-		if s.curLog != nil {
-			s.lastLog = len(s.curLog.b)
 		}
 		s.current, s.curLog, s.curN = "", nil, 0
 	}

@@ -109,3 +109,44 @@ func TestSinkStateKeepsTheRedoLog(t *testing.T) {
 		t.Fatal("a truncated sink state decoded")
 	}
 }
+
+// A log of several chunks, one record bigger than a chunk among them, keeps
+// what add returned and comes back whole from a checkpoint.
+func TestRedoLogAcrossChunks(t *testing.T) {
+	log := &redoLog{}
+	type added struct{ wantK, wantV string }
+	var all []added
+	var ks, vs [][]byte
+	big := string(make([]byte, redoChunk+10))
+	for i := 0; log.size < 3*redoChunk; i++ {
+		key, val := fmt.Sprintf("c-%d", i), fmt.Sprintf(`{"order_id":"o-%d","pad":"%0200d"}`, i, i)
+		if i == 1000 {
+			val = big
+		}
+		k, v := log.add(key, []byte(val))
+		ks, vs = append(ks, k), append(vs, v)
+		all = append(all, added{wantK: key, wantV: val})
+	}
+	if len(log.chunks) < 3 {
+		t.Fatalf("%d chunks for %d bytes", len(log.chunks), log.size)
+	}
+	for i, a := range all {
+		if string(ks[i]) != a.wantK || string(vs[i]) != a.wantV {
+			t.Fatalf("record %d changed after later adds: %q", i, ks[i])
+		}
+	}
+	st := sinkState{pending: []pendingTxn{{checkpoint: 1, txn: "p/0/1", committable: "p/0/1#1", redo: log}}}
+	got, err := decodeSinkState(st.encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := got.pending[0].redo.records()
+	if err != nil || len(recs) != len(all) {
+		t.Fatalf("%v, %d records, want %d", err, len(recs), len(all))
+	}
+	for i, a := range all {
+		if string(recs[i].Key) != a.wantK || string(recs[i].Value) != a.wantV {
+			t.Fatalf("record %d after the checkpoint: %q", i, recs[i].Key)
+		}
+	}
+}

@@ -40,6 +40,7 @@ type recordWriter struct {
 	size []int                 // its estimated size in bytes
 	seq  []int32               // per partition, the next sequence number
 	msg  sarama.ProducerMessage
+	recs []sarama.Record // allocated in blocks, handed out one by one
 
 	sendq  chan writeBatch // to the sender, in order
 	stop   chan struct{}   // closed by abandon: drop what is queued
@@ -133,8 +134,13 @@ func (w *recordWriter) write(key, value []byte) error {
 		}
 		w.open[p], w.size[p] = b, 0
 	}
-	delta := now.Sub(b.FirstTimestamp)
-	b.Records = append(b.Records, &sarama.Record{Key: key, Value: value, TimestampDelta: delta, OffsetDelta: int64(len(b.Records))})
+	if len(w.recs) == 0 {
+		w.recs = make([]sarama.Record, 256)
+	}
+	r := &w.recs[0]
+	w.recs = w.recs[1:]
+	*r = sarama.Record{Key: key, Value: value, TimestampDelta: now.Sub(b.FirstTimestamp), OffsetDelta: int64(len(b.Records))}
+	b.Records = append(b.Records, r)
 	b.MaxTimestamp = now
 	w.size[p] += len(key) + len(value) + recordOverhead
 	if len(b.Records) >= batchRecords || w.size[p] >= batchBytes {

@@ -267,7 +267,9 @@ func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
 					return
 				}
 				end := r.s.endOf(p)
-				batch = append(batch[:0:0], m)
+				// A new slice for each batch (the poller keeps the last),
+				// as large as what is already waiting.
+				batch = append(make([]*sarama.ConsumerMessage, 0, min(512, 1+len(pc.Messages()))), m)
 				atEnd := end >= 0 && m.Offset+1 >= end
 			more:
 				for len(batch) < 512 && !atEnd {
@@ -315,13 +317,18 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 	bounded := r.s.bounded
 	n := 0
 	take := func() {
-		for n < max && len(r.pending) > 0 {
-			m := r.pending[0]
-			r.pending = r.pending[1:]
-			dst = append(dst, runtime.Record{Bytes: m.Value})
-			r.next[m.Partition] = m.Offset + 1
-			n++
+		if n >= max || len(r.pending) == 0 {
+			return
 		}
+		k := min(max-n, len(r.pending))
+		for _, m := range r.pending[:k] {
+			dst = append(dst, runtime.Record{Bytes: m.Value})
+		}
+		// A batch is of one partition.
+		last := r.pending[k-1]
+		r.next[last.Partition] = last.Offset + 1
+		r.pending = r.pending[k:]
+		n += k
 	}
 	take()
 	var idle *time.Timer
