@@ -2,6 +2,9 @@ package backend
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -151,5 +154,147 @@ func TestDecodeRejectsDamage(t *testing.T) {
 	s, err := DecodeSubtaskState(full)
 	if err != nil || string(s.Operator["offsets"]) != "\x01\x02" {
 		t.Fatalf("round trip: %v %v", s, err)
+	}
+}
+
+// heapContents decodes an encoded heap snapshot into composite key → value.
+func heapContents(t *testing.T, b []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := DecodeKeyed(b, func(_ int, k string, v []byte) {
+		if _, dup := out[k]; dup {
+			t.Fatalf("entry %q written twice", k)
+		}
+		out[k] = string(v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Random puts and deletes over a few keys, with many map-state sub keys,
+// and snapshots in between: each snapshot,
+// encoded only at the end, holds exactly the state of its moment, and the
+// live state matches a plain map throughout.
+func TestHeapCopyOnWriteAgainstModel(t *testing.T) {
+	const maxP = 128
+	h := NewHeap(maxP, RangeFor(maxP, 1, 0))
+	model := map[string]string{} // composite key → value
+	type taken struct {
+		snap Snapshot
+		want map[string]string
+	}
+	var snaps []taken
+	r := rand.New(rand.NewPCG(1, 2))
+	for op := 0; op < 20000; op++ {
+		key := fmt.Sprintf("k-%d", r.IntN(6))
+		state, sub := "v", ""
+		if r.IntN(2) == 0 {
+			state, sub = "m", fmt.Sprintf("s%d", r.IntN(24))
+		}
+		ck := string(appendEntryKey(nil, state, key, sub))
+		h.SetCurrentKey(key)
+		switch x := r.IntN(10); {
+		case x < 5:
+			v := fmt.Sprint(op)
+			h.Put(state, sub, []byte(v))
+			model[ck] = v
+		case x < 8:
+			h.Delete(state, sub)
+			delete(model, ck)
+		case x < 9:
+			got, ok := h.Get(state, sub)
+			want, wok := model[ck]
+			if ok != wok || string(got) != want {
+				t.Fatalf("op %d: Get(%s %s %s) = %q %v, want %q %v", op, key, state, sub, got, ok, want, wok)
+			}
+		default:
+			snaps = append(snaps, taken{h.Snapshot(), maps.Clone(model)})
+		}
+		if h.Len() != len(model) {
+			t.Fatalf("op %d: Len = %d, want %d", op, h.Len(), len(model))
+		}
+	}
+	if len(snaps) < 100 {
+		t.Fatalf("only %d snapshots taken", len(snaps))
+	}
+	for i, s := range snaps {
+		b, err := s.snap.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := heapContents(t, b); !maps.Equal(got, s.want) {
+			t.Fatalf("snapshot %d: %d entries, want %d (a later write reached it)", i, len(got), len(s.want))
+		}
+	}
+	// Scan sees every sub key of a state under the current key.
+	h.SetCurrentKey("k-1")
+	subs := map[string]string{}
+	h.Scan("m", func(sub string, v []byte) bool { subs[sub] = string(v); return true })
+	for sub, v := range subs {
+		if want := model[string(appendEntryKey(nil, "m", "k-1", sub))]; v != want {
+			t.Fatalf("Scan: sub %s = %q, want %q", sub, v, want)
+		}
+	}
+	n := 0
+	for ck := range model {
+		if strings.HasPrefix(ck, string(appendEntryKey(nil, "m", "k-1", ""))) {
+			n++
+		}
+	}
+	if len(subs) != n {
+		t.Fatalf("Scan saw %d sub keys, want %d", len(subs), n)
+	}
+	// A restored heap holds the same.
+	b, _ := h.Snapshot().Encode()
+	h2 := NewHeap(maxP, RangeFor(maxP, 1, 0))
+	if err := h2.Restore([][]byte{b}); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := h2.Snapshot().Encode()
+	if got := heapContents(t, b2); !maps.Equal(got, model) || h2.Len() != len(model) {
+		t.Fatalf("restored: %d entries (Len %d), want %d", len(got), h2.Len(), len(model))
+	}
+}
+
+// A snapshot is encoded on another goroutine while the task writes on (run
+// with -race): the encoding holds the state of the snapshot's moment.
+func TestHeapEncodeWhileWriting(t *testing.T) {
+	h := NewHeap(128, RangeFor(128, 1, 0))
+	keys := make([]string, 2000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("o-%d", i)
+		h.SetCurrentKey(keys[i])
+		h.Put("order", "", []byte("before"))
+	}
+	for round := 0; round < 5; round++ {
+		snap := h.Snapshot()
+		done := make(chan map[string]string)
+		go func() {
+			b, err := snap.Encode()
+			if err != nil {
+				t.Error(err)
+			}
+			done <- heapContents(t, b)
+		}()
+		for _, k := range keys {
+			h.SetCurrentKey(k)
+			h.Put("order", "", []byte("after"))
+			h.Put("payment", "", []byte("new"))
+			h.Delete("payment", "")
+		}
+		got := <-done
+		want := "before"
+		if round > 0 {
+			want = "after"
+		}
+		for ck, v := range got {
+			if v != want {
+				t.Fatalf("round %d: %q = %q, want %q", round, ck, v, want)
+			}
+		}
+		if len(got) != len(keys) {
+			t.Fatalf("round %d: %d entries, want %d", round, len(got), len(keys))
+		}
 	}
 }
