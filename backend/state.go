@@ -18,6 +18,8 @@ type KeyedBackend interface {
 	CurrentKey() string
 	// Get, Put and Delete address entry (state, current key, sub); sub is
 	// empty for value and list state and the map key for map state.
+	// The slice Get returns must not be changed; Put stores a copy of
+	// value.
 	Get(state, sub string) ([]byte, bool)
 	Put(state, sub string, value []byte)
 	Delete(state, sub string)
@@ -53,11 +55,12 @@ type Value[T any] struct {
 	kb    KeyedBackend
 	name  string
 	codec Codec[T]
+	buf   *[]byte // values are encoded here, then copied by the backend
 }
 
 // NewValue declares value state name on kb.
 func NewValue[T any](kb KeyedBackend, name string, c Codec[T]) Value[T] {
-	return Value[T]{kb: kb, name: name, codec: c}
+	return Value[T]{kb: kb, name: name, codec: c, buf: new([]byte)}
 }
 
 // Get returns the current key's value and whether there is one.
@@ -75,7 +78,10 @@ func (s Value[T]) Get() (T, bool, error) {
 }
 
 // Update sets the current key's value.
-func (s Value[T]) Update(v T) { s.kb.Put(s.name, "", s.codec.Append(nil, v)) }
+func (s Value[T]) Update(v T) {
+	*s.buf = s.codec.Append((*s.buf)[:0], v)
+	s.kb.Put(s.name, "", *s.buf)
+}
 
 // Clear removes the current key's value.
 func (s Value[T]) Clear() { s.kb.Delete(s.name, "") }
