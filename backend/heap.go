@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -140,7 +141,7 @@ func (h *Heap) Len() int { return h.n }
 
 // Snapshot implements KeyedBackend: O(key groups), copy on write after.
 func (h *Heap) Snapshot() Snapshot {
-	s := &heapSnapshot{h: h, start: h.kgs.Start, groups: make([]map[string]string, len(h.groups))}
+	s := &heapSnapshot{h: h, start: h.kgs.Start, n: h.n, groups: make([]map[string]string, len(h.groups))}
 	for i := range h.groups {
 		h.groups[i].shared = true
 		s.groups[i] = h.groups[i].m
@@ -171,11 +172,17 @@ func (h *Heap) Restore(keyed [][]byte) error {
 type heapSnapshot struct {
 	h      *Heap
 	start  int
+	n      int // entries
 	groups []map[string]string
 }
 
+// heapEntryGuess is about what an entry of the default job's state takes
+// encoded: the encoding starts that large, not grown from nothing.
+const heapEntryGuess = 56
+
 func (s *heapSnapshot) Encode() ([]byte, error) {
 	w := NewKeyedWriter()
+	w.b = slices.Grow(w.b, s.n*heapEntryGuess)
 	keys := []string{}
 	for i, m := range s.groups {
 		if s.h.abandoned.Load() {

@@ -20,13 +20,17 @@ const subtaskMagic = "FLS1"
 
 // Encode serialises the state.
 func (s *SubtaskState) Encode() []byte {
-	b := []byte(subtaskMagic)
+	// One allocation of the right size: states are tens of megabytes, and
+	// growing the buffer would copy them several times.
+	size := len(subtaskMagic) + 2*binary.MaxVarintLen64 + len(s.Keyed)
+	names := make([]string, 0, len(s.Operator))
+	for n, v := range s.Operator {
+		names = append(names, n)
+		size += 2*binary.MaxVarintLen64 + len(n) + len(v)
+	}
+	b := append(make([]byte, 0, size), subtaskMagic...)
 	b = binary.AppendUvarint(b, uint64(len(s.Keyed)))
 	b = append(b, s.Keyed...)
-	names := make([]string, 0, len(s.Operator))
-	for n := range s.Operator {
-		names = append(names, n)
-	}
 	sort.Strings(names)
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, n := range names {
