@@ -135,77 +135,62 @@ func twoStrings(a, b []byte) (string, string) {
 	return s[:len(a)], s[len(a):]
 }
 
-// decodeOrderFast fills o from b, or reports errNotFlat or a type error.
-func decodeOrderFast(b []byte, o *Order) error {
+// scanTwoStringsAndAmount reads a flat object of the string members
+// first and second and the number amount_cents (the inputs of the default
+// job), or reports errNotFlat or a type error.
+func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amount int64, err error) {
 	s, err := newFlatScanner(b)
 	if err != nil {
-		return err
+		return nil, nil, 0, err
 	}
-	var id, customer []byte
 	bad := false
 	for {
 		key, str, num, isNum, done, err := s.next()
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
 		if done {
 			break
 		}
 		switch string(key) {
-		case "order_id":
+		case first:
 			bad = bad || isNum
-			id = str
-		case "customer":
+			x = str
+		case second:
 			bad = bad || isNum
-			customer = str
+			y = str
 		case "amount_cents":
 			bad = bad || !isNum
-			o.AmountCents = num
+			amount = num
 		default:
 			// encoding/json matches keys regardless of case.
-			bad = bad || foldsTo(key, "order_id", "customer", "amount_cents")
+			bad = bad || foldsTo(key, first, second, "amount_cents")
 		}
 	}
 	if bad {
-		return errNotFlat // wrong types: let encoding/json word the error
+		return nil, nil, 0, errNotFlat // wrong types: let encoding/json word the error
+	}
+	return x, y, amount, nil
+}
+
+// decodeOrderFast fills o from b, or reports errNotFlat or a type error.
+func decodeOrderFast(b []byte, o *Order) error {
+	id, customer, amount, err := scanTwoStringsAndAmount(b, "order_id", "customer")
+	if err != nil {
+		return err
 	}
 	o.OrderID, o.Customer = twoStrings(id, customer)
+	o.AmountCents = amount
 	return nil
 }
 
 func decodePaymentFast(b []byte, p *Payment) error {
-	s, err := newFlatScanner(b)
+	id, payment, amount, err := scanTwoStringsAndAmount(b, "order_id", "payment_id")
 	if err != nil {
 		return err
 	}
-	var id, payment []byte
-	bad := false
-	for {
-		key, str, num, isNum, done, err := s.next()
-		if err != nil {
-			return err
-		}
-		if done {
-			break
-		}
-		switch string(key) {
-		case "order_id":
-			bad = bad || isNum
-			id = str
-		case "payment_id":
-			bad = bad || isNum
-			payment = str
-		case "amount_cents":
-			bad = bad || !isNum
-			p.AmountCents = num
-		default:
-			bad = bad || foldsTo(key, "order_id", "payment_id", "amount_cents")
-		}
-	}
-	if bad {
-		return errNotFlat
-	}
 	p.OrderID, p.PaymentID = twoStrings(id, payment)
+	p.AmountCents = amount
 	return nil
 }
 
