@@ -71,7 +71,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 				where = "log in " + dir
 			}
 			fmt.Fprintf(out, "faultline broker: listening on %s (%s); topics orders, payments, revenue; Ctrl-C stops it\n", b.Addr, where)
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 			defer stop()
 			<-ctx.Done()
 			fmt.Fprintln(out, "faultline broker: stopped")
@@ -83,4 +83,15 @@ state dir, so topics, offsets and committed transactions survive a restart.
 	f.StringVar(&stateDir, "state-dir", "", "the folder whose kafka/ subfolder keeps the broker's log (default: faultline under the user's data directory)")
 	f.BoolVar(&inMemory, "in-memory", false, "keep nothing on disk")
 	return cmd
+}
+
+// stopSignals are the signals that stop a run or the broker cleanly: Ctrl-C,
+// SIGTERM, and SIGHUP when the terminal hangs up, unless the process was
+// started to ignore it (nohup), which it then goes on ignoring.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }

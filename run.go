@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -393,7 +392,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
 		o.headless = true
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 	defer stop()
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)

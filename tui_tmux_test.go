@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -118,7 +119,74 @@ func TestTUIInjectPanicAndRecover(t *testing.T) {
 	// q quits cleanly: the job is cancelled and the summary printed.
 	s.keys("q")
 	s.waitFor("the summary after quitting", 60*time.Second, contains("state dir "+dir))
+	// It goes on closing the broker's log and the store after the summary;
+	// the state dir is removed only once it has exited.
+	s.waitFor("the process to exit after the summary", 60*time.Second, contains("faultline exited 0"))
 	if b, _ := os.ReadFile(filepath.Join(dir, "stderr")); len(b) > 0 {
 		t.Errorf("the UI wrote to stderr: %s", b)
+	}
+}
+
+// alive reports whether process pid is still running (a zombie is not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// A terminal that goes away stops the run cleanly, as q does: by the
+// hang-up signal, and, where the process ignores it (started under nohup)
+// or is not sent one, because its terminal stopped being one. Before, the
+// job ran on with nobody to see it, holding the state dir and the port.
+// SIGTERM stops it cleanly too.
+func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
+	for _, c := range []struct {
+		name, prefix string
+		term         bool // SIGTERM the process instead of closing its terminal
+		logged       bool // the log says the terminal went away
+	}{
+		{"hang-up signal", "", false, false},
+		{"hang-up ignored", `trap "" HUP; `, false, true},
+		{"SIGTERM", "", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := ""
+			for _, kv := range raceEnv(t) {
+				k, v, _ := strings.Cut(kv, "=")
+				env += k + "='" + v + "' "
+			}
+			s := startTmux(t, 120, 40, fmt.Sprintf("%sexec env %s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms", c.prefix, env, binary, dir))
+			s.waitFor("the job running", 60*time.Second, func(sc string) bool { return headerStatus(sc) == "RUNNING" })
+			var pid int
+			fmt.Sscan(s.tmux("list-panes", "-t", "ui", "-F", "#{pane_pid}"), &pid)
+			if !alive(pid) {
+				t.Fatalf("pane process %d is not running", pid)
+			}
+			if c.term {
+				syscall.Kill(pid, syscall.SIGTERM)
+			} else {
+				exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for alive(pid) {
+				if time.Now().After(deadline) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatal("faultline still runs 60 s later")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "faultline.log"))
+			if got := strings.Contains(string(log), "the terminal went away"); got != c.logged {
+				t.Errorf("the log says the terminal went away: %v, want %v", got, c.logged)
+			}
+			// A clean stop: the job was cancelled and its report written.
+			if !strings.Contains(string(log), `{"report":{"job":"orders","status":"CANCELED"`) {
+				t.Errorf("no report of a cancelled job in the log: the process did not stop cleanly")
+			}
+		})
 	}
 }

@@ -112,7 +112,16 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 	} else {
 		close(liveDone)
 	}
-	uiErr := tui.Run(ctx, ctrl, obs.Events(), tui.Options{})
+	// A terminal that goes away (a closed window, a dropped SSH
+	// connection) stops the run as q does; without the watch, the job ran
+	// on with nobody to see it, holding the state dir and the port.
+	uiCtx, stopUI := context.WithCancel(ctx)
+	defer stopUI()
+	go watchTerminal(uiCtx, stdout, time.Second, func() {
+		logger.Printf("the terminal went away: stopping the job")
+		stopUI()
+	})
+	uiErr := tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{})
 	fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
 	cancel()
 	r := <-done
@@ -124,6 +133,25 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 		}
 	}
 	return r.res, r.err
+}
+
+// watchTerminal calls gone, once, when w stops being a terminal (a hung-up
+// terminal answers no terminal request), checking every interval until ctx
+// ends.
+func watchTerminal(ctx context.Context, w io.Writer, interval time.Duration, gone func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if !isTerminal(w) {
+				gone()
+				return
+			}
+		}
+	}
 }
 
 // printSummary tells, after the UI has closed, how the run ended.

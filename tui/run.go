@@ -34,8 +34,15 @@ type Options struct {
 // ctx is done; both return nil. It samples ctrl every TickPeriod and reads
 // events in batches, never blocking the job; when events is closed it goes
 // on showing the job's final state until the user quits.
+//
+// Signals are the caller's to turn into the end of ctx: Bubble Tea's own
+// handler is off, since a SIGTERM that it and the caller both take can
+// leave Bubble Tea's shutdown waiting forever for its handler, which sends
+// to an event loop that already stopped (charmbracelet/bubbletea#1806).
+// The end of ctx quits the program as q does, not by Bubble Tea's
+// WithContext, whose kill closes the input reader while it still reads.
 func Run(ctx context.Context, ctrl Controller, events <-chan runtime.Event, opts Options) error {
-	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	popts := []tea.ProgramOption{tea.WithoutSignalHandler()}
 	// Left alone, Bubble Tea reads os.Stdin, or the controlling terminal
 	// when stdin is not one, and writes os.Stdout.
 	if opts.Input != nil {
@@ -53,12 +60,12 @@ func Run(ctx context.Context, ctrl Controller, events <-chan runtime.Event, opts
 	if !opts.NoAltScreen {
 		popts = append(popts, tea.WithAltScreen())
 	}
-	_, err := tea.NewProgram(m, popts...).Run()
+	prog := tea.NewProgram(m, popts...)
+	defer context.AfterFunc(ctx, prog.Quit)()
+	_, err := prog.Run()
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
-		return nil // ctx is done: the caller is stopping
 	case errors.Is(err, tea.ErrInterrupted):
 		return nil // SIGINT: the user quit
 	}
