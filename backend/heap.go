@@ -65,7 +65,7 @@ func (h *Heap) SetCurrentKey(key string) {
 // CurrentKey implements KeyedBackend.
 func (h *Heap) CurrentKey() string { return h.currentKey }
 
-// entryKey builds the composite key (state, current key, sub) into h.buf.
+// appendEntryKey appends the composite key (state, key, sub) of an entry.
 func appendEntryKey(dst []byte, state, key, sub string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(state)))
 	dst = append(dst, state...)

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"time"
@@ -63,11 +62,5 @@ func Run(ctx context.Context, ctrl Controller, events <-chan runtime.Event, opts
 	prog := tea.NewProgram(m, popts...)
 	defer context.AfterFunc(ctx, prog.Quit)()
 	_, err := prog.Run()
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, tea.ErrInterrupted):
-		return nil // SIGINT: the user quit
-	}
 	return err
 }

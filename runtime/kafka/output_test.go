@@ -242,3 +242,19 @@ func TestOutputWithoutTransactions(t *testing.T) {
 		})
 	}
 }
+
+// The writer's requests go in the versions Sarama's own producer and
+// transaction manager send for the configured Kafka version.
+func TestRequestVersions(t *testing.T) {
+	for _, c := range []struct {
+		kafka                  sarama.KafkaVersion
+		produce, addPartitions int16
+	}{
+		{sarama.V0_11_0_0, 3, 0}, {sarama.V1_0_0_0, 5, 0}, {sarama.V2_0_0_0, 6, 1}, {sarama.V2_1_0_0, 7, 1},
+		{sarama.V2_4_0_0, 8, 1}, {sarama.V2_7_0_0, 8, 2}, {sarama.V2_8_0_0, 9, 3}, {sarama.V3_7_0_0, 10, 3},
+	} {
+		if p, a := produceVersion(c.kafka), addPartitionsVersion(c.kafka); p != c.produce || a != c.addPartitions {
+			t.Errorf("Kafka %s: produce v%d, AddPartitionsToTxn v%d; want v%d, v%d", c.kafka, p, a, c.produce, c.addPartitions)
+		}
+	}
+}

@@ -92,21 +92,26 @@ func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, e
 // produceVersion is the produce request version Sarama's own producer
 // uses for a configured Kafka version (at least 3: record batches).
 func produceVersion(v sarama.KafkaVersion) int16 {
-	switch {
-	case v.IsAtLeast(sarama.V3_7_0_0):
-		return 10
-	case v.IsAtLeast(sarama.V2_8_0_0):
-		return 9
-	case v.IsAtLeast(sarama.V2_4_0_0):
-		return 8
-	case v.IsAtLeast(sarama.V2_1_0_0):
-		return 7
-	case v.IsAtLeast(sarama.V2_0_0_0):
-		return 6
-	case v.IsAtLeast(sarama.V1_0_0_0):
-		return 5
+	return requestVersion(v, 3, versionStep{sarama.V3_7_0_0, 10}, versionStep{sarama.V2_8_0_0, 9},
+		versionStep{sarama.V2_4_0_0, 8}, versionStep{sarama.V2_1_0_0, 7}, versionStep{sarama.V2_0_0_0, 6},
+		versionStep{sarama.V1_0_0_0, 5})
+}
+
+// versionStep: from Kafka version kafka on, a request goes as version.
+type versionStep struct {
+	kafka   sarama.KafkaVersion
+	version int16
+}
+
+// requestVersion is the version of the first step, newest first, that v
+// reaches, or oldest.
+func requestVersion(v sarama.KafkaVersion, oldest int16, newestFirst ...versionStep) int16 {
+	for _, s := range newestFirst {
+		if v.IsAtLeast(s.kafka) {
+			return s.version
+		}
 	}
-	return 3
+	return oldest
 }
 
 // write appends a record to its partition's batch (the partition Sarama's
@@ -283,16 +288,10 @@ func (w *recordWriter) addPartition(p int32) error {
 	})
 }
 
+// addPartitionsVersion is the AddPartitionsToTxn version Sarama's own
+// transaction manager uses.
 func addPartitionsVersion(v sarama.KafkaVersion) int16 {
-	switch {
-	case v.IsAtLeast(sarama.V2_8_0_0):
-		return 3
-	case v.IsAtLeast(sarama.V2_7_0_0):
-		return 2
-	case v.IsAtLeast(sarama.V2_0_0_0):
-		return 1
-	}
-	return 0
+	return requestVersion(v, 0, versionStep{sarama.V2_8_0_0, 3}, versionStep{sarama.V2_7_0_0, 2}, versionStep{sarama.V2_0_0_0, 1})
 }
 
 func (w *recordWriter) produce(wb writeBatch) error {
