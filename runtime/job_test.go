@@ -580,17 +580,24 @@ func TestStorageFailDeclinesCheckpointsThenFailsOver(t *testing.T) {
 			}
 		}
 	}()
+	// Each failed write fails a checkpoint, and how many of the 30 one
+	// checkpoint takes depends on how far its other subtasks got: from one
+	// (a loaded machine) to all of them. So up to 30 checkpoints fail, and
+	// with one tolerated every second fails over: 15 restarts must be
+	// allowed for the run to finish however the writes fall. At least
+	// ceil(30/subtasks) checkpoints fail, two of them in a row.
 	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
 		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond, TolerableFailures: 1},
-		Restart:    restart.NewFixedDelay(5, 10*time.Millisecond)})
+		Restart:    restart.NewFixedDelay(15, 10*time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := j.Run(context.Background(), RunOptions{})
 	obs.Close()
 	<-done
+	t.Logf("%d checkpoints failed (%d by storage), %d threshold failovers, %d restarts", failed, storage, thresholds, res.Restarts)
 	if err != nil || res.Status != JobFinished {
-		t.Fatalf("%v status %s", err, res.Status)
+		t.Fatalf("%v status %s, gave up: %s, failures %+v", err, res.Status, res.GaveUp, res.Failures)
 	}
 	if storage < 2 || thresholds < 1 || res.Restarts < 1 {
 		t.Fatalf("%d checkpoints failed (%d by storage), %d threshold failovers, %d restarts", failed, storage, thresholds, res.Restarts)
