@@ -106,7 +106,9 @@ func runJob(b *testing.B, c Client, total int64) time.Duration {
 // embedded broker with a bare Sarama consumer and with the whole default job
 // (exactly-once checkpoints every second, transactional sink), alternating,
 // and reports both rates and their ratio (goal: the job at least half the
-// bare consumer).
+// bare consumer), and for each the process's CPU time per input record and
+// the cores it kept busy (CPU time over wall time), which show whether a
+// rate is bound by the CPU.
 func BenchmarkJobVersusBareConsumer(b *testing.B) {
 	const records = 2_000_000
 	e, err := StartEmbedded(0, "", Topics("revenue", 1))
@@ -126,15 +128,25 @@ func BenchmarkJobVersusBareConsumer(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	var bare, job time.Duration
+	var bare, job, bareCPU, jobCPU time.Duration
 	for i := 0; i < b.N; i++ {
+		c0 := processCPU()
 		bare += bareConsume(b, c, total)
+		c1 := processCPU()
 		job += runJob(b, c, total)
+		bareCPU, jobCPU = bareCPU+c1-c0, jobCPU+processCPU()-c1
 	}
-	bareRate := float64(total) * float64(b.N) / bare.Seconds()
-	jobRate := float64(total) * float64(b.N) / job.Seconds()
+	read := float64(total) * float64(b.N)
+	bareRate := read / bare.Seconds()
+	jobRate := read / job.Seconds()
 	b.ReportMetric(bareRate, "rec/s-bare-consumer")
 	b.ReportMetric(jobRate, "rec/s-job")
 	b.ReportMetric(jobRate/bareRate, "ratio")
+	if bareCPU > 0 {
+		b.ReportMetric(float64(bareCPU.Nanoseconds())/read, "cpu-ns/rec-bare-consumer")
+		b.ReportMetric(float64(jobCPU.Nanoseconds())/read, "cpu-ns/rec-job")
+		b.ReportMetric(bareCPU.Seconds()/bare.Seconds(), "cores-bare-consumer")
+		b.ReportMetric(jobCPU.Seconds()/job.Seconds(), "cores-job")
+	}
 	b.ReportMetric(0, "ns/op")
 }
