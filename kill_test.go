@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -217,5 +220,80 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	}
 	if num(r.report, "verify", "lost") != 0 {
 		t.Fatalf("lost records: %v", r.report["verify"])
+	}
+}
+
+// A state dir removed under a running job (its checkpoints, the Badger
+// state backend's databases, the embedded broker's log) stops the run with
+// a message that says so, exit code 1, once the outputs are settled.
+// Before, the run went on writing into deleted files, and when stopped it
+// never exited: Badger's Close retries writing into a directory that is
+// gone for good.
+func TestRemovedStateDirStopsTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	cmd := command(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "200ms",
+		"--state-backend", "badger", "--listen", "0", "--state-dir", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan map[string]any, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	var report map[string]any
+	removed := false
+	deadline := time.After(2 * time.Minute)
+	for report == nil {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatalf("stdout ended without a report; stderr:\n%s", stderr.String())
+			}
+			if m["event"] == "checkpoint_completed" && !removed {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				removed = true
+			}
+			if r, ok := m["report"].(map[string]any); ok {
+				report = r
+			}
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("still running two minutes after the state dir was removed (removed: %v); stderr:\n%s", removed, stderr.String())
+		}
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(time.Minute):
+		cmd.Process.Signal(syscall.SIGQUIT)
+		<-exited
+		t.Fatalf("printed its report but did not exit within a minute; stderr:\n%s", stderr.String())
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want code 1; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the state dir "+dir+" was removed while the job ran") {
+		t.Fatalf("stderr does not say the state dir was removed:\n%s", stderr.String())
+	}
+	if report["status"] != "CANCELED" {
+		t.Fatalf("report %v", report)
 	}
 }

@@ -396,6 +396,12 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer stop()
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
+	// A state dir removed under the run takes its checkpoints, its log and
+	// the embedded broker's data with it: nothing the run writes from then
+	// on can be recovered, so it stops and says why.
+	go watchStateDir(ctx, checkpointDir(stateDir), time.Second, func() {
+		stopRun(fmt.Errorf("the state dir %s was removed while the job ran: its checkpoints and the embedded broker's log are gone", stateDir))
+	})
 
 	obs := runtime.NewObserver(clock.Real{}, 8192)
 	enc := json.NewEncoder(stdout)
@@ -734,4 +740,22 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return exitError{code: 4, err: fmt.Errorf("verification failed: %d duplicates, %d lost, %d unexpected", v.Duplicates, v.Lost, v.Unexpected)}
 	}
 	return nil
+}
+
+// watchStateDir calls gone, once, when dir stops being a directory,
+// checking every interval until ctx ends.
+func watchStateDir(ctx context.Context, dir string, interval time.Duration, gone func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir() {
+				gone()
+				return
+			}
+		}
+	}
 }

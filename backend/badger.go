@@ -15,6 +15,8 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"faultline/internal/dbclose"
 )
 
 // ErrBackendClosed means a Badger backend, or a snapshot of it, was used
@@ -805,7 +807,7 @@ func (b *Badger) Close() error {
 	b.mu.Unlock()
 	b.encoding.Wait()
 	b.reader.Discard()
-	err := b.db.Close()
+	err := dbclose.Close(b.db, b.dir, 0)
 	if rerr := os.RemoveAll(b.dir); rerr != nil {
 		err = errors.Join(err, rerr)
 	}

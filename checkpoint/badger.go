@@ -19,6 +19,8 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"faultline/internal/dbclose"
 )
 
 // ErrLocked means another process (or another BadgerStore in this process)
@@ -225,7 +227,7 @@ func (s *BadgerStore) Close() error {
 	close(s.gcQuit)
 	<-s.gcDone
 	_ = os.Remove(filepath.Join(s.dir, ownerFile))
-	if err := s.db.Close(); err != nil {
+	if err := dbclose.Close(s.db, s.dir, 0); err != nil {
 		return fmt.Errorf("close checkpoint store %s: %w", s.dir, err)
 	}
 	return nil
