@@ -177,6 +177,10 @@ func printSummary(w io.Writer, r runtime.Report, stateDir string) {
 	if r.GaveUp != "" {
 		fmt.Fprintf(&b, "  gave up: %s\n", r.GaveUp)
 	}
-	fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
+	if fi, err := os.Stat(checkpointDir(stateDir)); err == nil && fi.IsDir() {
+		fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
+	} else {
+		fmt.Fprintf(&b, "  state dir %s is gone, and its checkpoints with it\n", stateDir)
+	}
 	fmt.Fprint(w, b.String())
 }
