@@ -6,10 +6,12 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -127,9 +129,47 @@ func (c Client) newClient(cfg *sarama.Config) (sarama.Client, error) {
 	if !reachable {
 		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, strings.Join(c.Brokers, ","), lastErr)
 	}
+	if cfg.Net.TLS.Enable {
+		if err := probeTLS(c.Brokers, cfg); err != nil {
+			return nil, err
+		}
+	}
 	cl, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Kafka at %s: %w", strings.Join(c.Brokers, ","), err)
+		hint := ""
+		if errors.Is(err, io.EOF) {
+			// What a TLS listener does with a plaintext request, and a
+			// listener with a client whose SASL is not what it expects.
+			hint = " (the broker closed the connection, as a listener does when the client's TLS or SASL is not what it expects: check --tls and --sasl-mechanism)"
+		}
+		return nil, fmt.Errorf("connect to Kafka at %s: %w%s", strings.Join(c.Brokers, ","), err, hint)
 	}
 	return cl, nil
+}
+
+// probeTLS makes a TLS handshake with the first broker that answers, within
+// the dial timeout. Sarama's first request would wait its read timeout on a
+// listener that does not speak TLS (a plaintext Kafka broker waits for the
+// rest of what it takes for a huge request), and then retry; its error
+// names neither TLS nor the certificate.
+func probeTLS(brokers []string, cfg *sarama.Config) error {
+	var err error
+	for _, b := range brokers {
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.Net.DialTimeout}, Config: cfg.Net.TLS.Config}
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Net.DialTimeout)
+		var conn net.Conn
+		conn, err = d.DialContext(ctx, "tcp", b)
+		cancel()
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		var verify *tls.CertificateVerificationError
+		if errors.As(err, &verify) {
+			err = fmt.Errorf("TLS handshake with %s: %w (--tls-ca names a PEM file of the CA that signed the broker's certificate)", b, err)
+		} else {
+			err = fmt.Errorf("TLS handshake with %s: %w (is it a TLS listener? a plaintext one needs no --tls)", b, err)
+		}
+	}
+	return err
 }
