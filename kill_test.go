@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -38,29 +39,15 @@ func TestKilledAndResumedRunsLoseAndDuplicateNothing(t *testing.T) {
 	args := append(append([]string{}, common...), "--rate", "20000")
 	finishedEarly := 0
 	for kills := 0; kills < 20; {
-		cmd := command(t, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		cmd, stderr, lines := startRun(t, args...)
 		events := make(chan string, 1024)
 		go func() {
 			defer close(events)
-			sc := bufio.NewScanner(out)
-			sc.Buffer(make([]byte, 1<<20), 1<<24)
-			for sc.Scan() {
-				var m map[string]any
-				if json.Unmarshal(sc.Bytes(), &m) == nil {
-					if name, ok := m["event"].(string); ok {
-						events <- name
-					} else if _, ok := m["report"]; ok {
-						events <- "report"
-					}
+			for m := range lines {
+				if name, ok := m["event"].(string); ok {
+					events <- name
+				} else if _, ok := m["report"]; ok {
+					events <- "report"
 				}
 			}
 		}()
@@ -231,29 +218,8 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 // gone for good.
 func TestRemovedStateDirStopsTheRun(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	cmd := command(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "200ms",
+	cmd, stderr, lines := startRun(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "200ms",
 		"--state-backend", "badger", "--listen", "0", "--state-dir", dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan map[string]any, 1024)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
 	var report map[string]any
 	removed := false
 	deadline := time.After(2 * time.Minute)
@@ -261,6 +227,7 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 		select {
 		case m, ok := <-lines:
 			if !ok {
+				cmd.Wait()
 				t.Fatalf("stdout ended without a report; stderr:\n%s", stderr.String())
 			}
 			if m["event"] == "checkpoint_completed" && !removed {
@@ -274,11 +241,13 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 			}
 		case <-deadline:
 			cmd.Process.Kill()
+			cmd.Wait()
 			t.Fatalf("still running two minutes after the state dir was removed (removed: %v); stderr:\n%s", removed, stderr.String())
 		}
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-exited:
 	case <-time.After(time.Minute):
@@ -296,4 +265,39 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 	if report["status"] != "CANCELED" {
 		t.Fatalf("report %v", report)
 	}
+}
+
+// startRun starts faultline with args; it returns the command, its stderr
+// (to read once the command has exited) and the JSON objects it prints on
+// stdout.
+func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan map[string]any) {
+	t.Helper()
+	cmd := command(t, args...)
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stderr, jsonLines(out)
+}
+
+// jsonLines sends each line of r that is a JSON object, until r ends.
+func jsonLines(r io.Reader) <-chan map[string]any {
+	lines := make(chan map[string]any, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	return lines
 }

@@ -745,17 +745,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 // watchStateDir calls gone, once, when dir stops being a directory,
 // checking every interval until ctx ends.
 func watchStateDir(ctx context.Context, dir string, interval time.Duration, gone func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir() {
-				gone()
-				return
-			}
-		}
-	}
+	watchFor(ctx, interval, func() bool {
+		fi, err := os.Stat(dir)
+		return errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir()
+	}, gone)
 }

@@ -139,6 +139,12 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 // terminal answers no terminal request), checking every interval until ctx
 // ends.
 func watchTerminal(ctx context.Context, w io.Writer, interval time.Duration, gone func()) {
+	watchFor(ctx, interval, func() bool { return !isTerminal(w) }, gone)
+}
+
+// watchFor calls then, once, when cond holds, checking every interval until
+// ctx ends.
+func watchFor(ctx context.Context, interval time.Duration, cond func() bool, then func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -146,8 +152,8 @@ func watchTerminal(ctx context.Context, w io.Writer, interval time.Duration, gon
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if !isTerminal(w) {
-				gone()
+			if cond() {
+				then()
 				return
 			}
 		}
