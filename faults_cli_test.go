@@ -170,8 +170,12 @@ func TestSlowTaskExpiresCheckpoints(t *testing.T) {
 // storage-fail: the next checkpoint writes fail, the checkpoints are
 // declined, and past the tolerable failures the job fails over.
 func TestStorageFailDeclinesAndFailsOver(t *testing.T) {
+	// Up to 40 checkpoints fail (one per failed write, on a loaded
+	// machine), and every second one fails the job over: 20 restarts must
+	// be allowed for the run to finish however the writes fall.
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
-		"--tolerable-failed-checkpoints", "1", "--restart-delay", "50ms", "--inject", "after=500ms,fault=storage-fail,count=40")
+		"--tolerable-failed-checkpoints", "1", "--restart-delay", "50ms", "--restart-attempts", "20",
+		"--inject", "after=500ms,fault=storage-fail,count=40")
 	if r.code != 0 || r.report["status"] != "FINISHED" {
 		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
 	}
