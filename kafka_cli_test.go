@@ -90,3 +90,26 @@ func TestUnreachableBrokersFailFast(t *testing.T) {
 		t.Fatalf("the error does not name the address: %q", r.stderr)
 	}
 }
+
+// With --brokers and without --generate nothing writes into a source topic,
+// so one that does not exist is an error that names it, and nothing is
+// created on the cluster: a misspelt --topic used to be created empty, read
+// to its end at once, and the run reported success.
+func TestMissingSourceTopicIsAnError(t *testing.T) {
+	addr := startBroker(t)
+	r := faultline(t, "run", "--headless", "--brokers", addr, "--records", "10", "--topic", "orders-source=shop.orders")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "no topic shop.orders (read by orders-source) at "+addr) || !strings.Contains(r.stderr, "--generate") {
+		t.Fatalf("stderr %q does not name the missing topic, its source and --generate", r.stderr)
+	}
+	if meta := kcat(t, "", "-b", addr, "-L"); strings.Contains(meta, "shop.orders") {
+		t.Fatalf("the missing topic was created:\n%s", meta)
+	}
+	// --generate creates it and writes the generator's orders into it.
+	r = faultline(t, "run", "--headless", "--brokers", addr, "--records", "1000", "--generate", "--topic", "orders-source=shop.orders")
+	if r.code != 0 || num(r.report, "verify", "expected") == 0 {
+		t.Fatalf("with --generate: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	}
+}

@@ -478,6 +478,34 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if o.onBadRecord == runtime.BadRecordDeadLetter {
 		topics[o.deadLetterTopic] = 1
 	}
+	if !generate {
+		// Nothing writes into a source topic faultline would create: a
+		// misspelt --topic would read nothing and look like success.
+		var sources []string
+		readBy := map[string]string{}
+		for _, op := range p.job.Operators {
+			if op.Type == spec.TypeSource {
+				sources = append(sources, p.topicMap[op.Name])
+				readBy[p.topicMap[op.Name]] = op.Name
+			}
+		}
+		missing, err := kafka.MissingTopics(cl, sources)
+		if err != nil {
+			return exitError{code: 1, err: err}
+		}
+		if len(missing) > 0 {
+			var names []string
+			for _, m := range missing {
+				names = append(names, fmt.Sprintf("%s (read by %s)", m, readBy[m]))
+			}
+			topic, it := "topic", "it"
+			if len(missing) > 1 {
+				topic, it = "topics", "them"
+			}
+			return exitError{code: 1, err: fmt.Errorf("no %s %s at %s: create %s, name another with --topic, or add --generate to have faultline create %s and write the generator's records into %s",
+				topic, strings.Join(names, ", "), strings.Join(p.client.Brokers, ","), it, it, it)}
+		}
+	}
 	if err := kafka.EnsureTopics(cl, topics); err != nil {
 		return exitError{code: 1, err: err}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,25 @@ func Topics(output string, outputPartitions int32) map[string]int32 {
 		runtime.TopicPayments: runtime.GeneratorPartitions,
 		output:                outputPartitions,
 	}
+}
+
+// MissingTopics returns those of names the cluster does not have, sorted.
+func MissingTopics(cl sarama.Client, names []string) ([]string, error) {
+	if err := cl.RefreshMetadata(); err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	have, err := cl.Topics()
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	var missing []string
+	for _, n := range names {
+		if !slices.Contains(have, n) && !slices.Contains(missing, n) {
+			missing = append(missing, n)
+		}
+	}
+	slices.Sort(missing)
+	return missing, nil
 }
 
 // EnsureTopics creates the topics that do not exist yet.
