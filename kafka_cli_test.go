@@ -113,3 +113,56 @@ func TestMissingSourceTopicIsAnError(t *testing.T) {
 		t.Fatalf("with --generate: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
 	}
 }
+
+// A cluster that goes away for good under a run (here the whole broker
+// process) fails the job once its restarts are used up, and the run ends
+// soon after, saying so: the input writer no longer waits the minute its
+// producer would retry each record it still holds, and the outputs that
+// cannot be settled are named.
+func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
+	broker := command(t, "broker", "--in-memory", "--listen", "0")
+	out, err := broker.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Wait()
+	defer broker.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	_, rest, ok := strings.Cut(line, "listening on ")
+	addr, _, _ := strings.Cut(rest, " ")
+	if err != nil || !ok {
+		t.Fatalf("faultline broker printed %q: %v", line, err)
+	}
+	run, stderr, lines := startRun(t, "run", "--headless", "--brokers", addr, "--generate", "--rate", "1000",
+		"--checkpoint-interval", "200ms", "--restart-attempts", "2", "--restart-delay", "100ms", "--state-dir", t.TempDir())
+	for m := range lines {
+		if m["event"] == "checkpoint_completed" {
+			break
+		}
+	}
+	broker.Process.Kill()
+	killed := time.Now()
+	exited := make(chan error, 1)
+	go func() {
+		for range lines {
+		}
+		exited <- run.Wait()
+	}()
+	select {
+	case err = <-exited:
+	case <-time.After(45 * time.Second):
+		run.Process.Kill()
+		<-exited
+		t.Fatalf("still running 45 s after the broker went away; stderr:\n%s", stderr.String())
+	}
+	t.Logf("ended %s after the broker went away", time.Since(killed).Round(100*time.Millisecond))
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want code 1; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the job ended FAILED") || !strings.Contains(stderr.String(), addr) {
+		t.Fatalf("stderr does not say the job failed and name the broker:\n%s", stderr.String())
+	}
+}

@@ -863,7 +863,11 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		}
 		res.Latest = latest
 		if err := j.settleOutputs(states); err != nil {
-			return nil, err
+			how := string(res.Status)
+			if res.GaveUp != "" {
+				how += " (" + res.GaveUp + ")"
+			}
+			return nil, fmt.Errorf("the job ended %s, and its outputs could not be left as its last checkpoint had them; the next run settles them: %w", how, err)
 		}
 	}
 	res.Elapsed = j.clk.Now().Sub(start)

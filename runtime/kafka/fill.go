@@ -199,7 +199,7 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	allowed, last := 0.0, time.Now()
 	defer func() {
 		if !closed {
-			prod.Close()
+			closeProducer(prod, producerCloseWait)
 		}
 	}()
 	for {
@@ -252,6 +252,26 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	default:
 	}
 	return written, nil
+}
+
+// producerCloseWait bounds how long a writer that stops early (its run
+// ends, or a write failed) waits for the records its producer still holds.
+const producerCloseWait = 5 * time.Second
+
+// closeProducer closes p, waiting at most d for the records it still holds:
+// with the broker gone, Sarama would retry each of them for a minute (see
+// producer) before Close returned, and the run could not end. Nothing is
+// lost by not waiting: a later run writes what the input topics lack.
+func closeProducer(p sarama.AsyncProducer, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		p.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // orderKey pulls the order id out of a generated record, for the message key.
