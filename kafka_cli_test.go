@@ -166,3 +166,42 @@ func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
 		t.Fatalf("stderr does not say the job failed and name the broker:\n%s", stderr.String())
 	}
 }
+
+// Writing a large bounded input into the broker before the job starts
+// reports its progress every second (input_progress), and Ctrl-C in the
+// middle of it stops the run there, saying how far it got.
+func TestInputFillShowsProgressAndStops(t *testing.T) {
+	run, stderr, lines := startRun(t, "run", "--headless", "--records", "20000000", "--listen", "0", "--state-dir", t.TempDir())
+	var last float64
+	for seen := 0; seen < 2; {
+		m, ok := <-lines
+		if !ok {
+			run.Wait()
+			t.Fatalf("stdout ended before two input_progress events; stderr:\n%s", stderr.String())
+		}
+		if m["event"] == "input_written" || m["event"] == "run_started" {
+			t.Fatalf("the input was written before two progress reports: %v", m)
+		}
+		if m["event"] != "input_progress" {
+			continue
+		}
+		seen++
+		n, of := num(m, "records"), num(m, "of")
+		if n <= last || n >= of || of < 20000000 {
+			t.Fatalf("input_progress %v after %v records", m, last)
+		}
+		last = n
+	}
+	run.Process.Signal(syscall.SIGINT)
+	go func() {
+		for range lines {
+		}
+	}()
+	err := run.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want code 1; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped while writing the input into Kafka, with about ") {
+		t.Fatalf("stderr does not say where the input stopped:\n%s", stderr.String())
+	}
+}

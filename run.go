@@ -517,8 +517,24 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		w := kafka.NewWriter(p.client, cl, gen).WithTopics(p.logicalTopics())
 		if o.records > 0 && p.rate == 0 {
 			start := time.Now()
+			var shown, total int64
+			w.WithProgress(time.Second, func(written, of int64) {
+				shown, total = written, of
+				if o.headless {
+					obs.Emit("input_progress", map[string]any{"records": written, "of": of})
+				} else {
+					// Before the UI takes the screen: one line, rewritten.
+					fmt.Fprintf(stdout, "\rfaultline: writing the input into Kafka: %s of %s records (%d%%)", tui.Thousands(written), tui.Thousands(of), written*100/max(of, 1))
+				}
+			})
 			n, err := w.Fill(ctx)
+			if shown > 0 && !o.headless {
+				fmt.Fprintln(stdout)
+			}
 			if err != nil {
+				if ctx.Err() != nil {
+					return exitError{code: 1, err: fmt.Errorf("stopped while writing the input into Kafka, with about %s of its %s records written (the next run writes the rest)", tui.Thousands(n), tui.Thousands(max(total, n)))}
+				}
 				return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
 			}
 			obs.Emit("input_written", map[string]any{"records": n, "duration_ms": time.Since(start).Milliseconds()})

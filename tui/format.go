@@ -96,7 +96,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // trimZero turns "1.0" into "1".
 func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
 
-// thousands writes n with thousands separators: 18204 → "18,204".
+// Thousands writes n with thousands separators: 18204 → "18,204".
+func Thousands(n int64) string { return thousands(n) }
+
 func thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")

@@ -80,6 +80,17 @@ type Writer struct {
 	gen    *runtime.Generator
 	topics map[string]string // generator topic → Kafka topic
 	rate   atomic.Uint64     // records/s as float64 bits; 0: as fast as it can
+
+	progress      func(written, total int64) // WithProgress
+	progressEvery time.Duration
+}
+
+// WithProgress makes the writer call f about every interval while it
+// writes, with the records written so far and, for a bounded generator,
+// how many it has to write in all (0 when there is no end).
+func (w *Writer) WithProgress(every time.Duration, f func(written, total int64)) *Writer {
+	w.progress, w.progressEvery = f, every
+	return w
 }
 
 // Rate is the records/s the writer writes at (0: as fast as it can).
@@ -179,6 +190,14 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 			next[t] = append(next[t], end)
 		}
 	}
+	var total int64 // to write, for a bounded generator
+	if w.gen.Bounded() {
+		for _, t := range topics {
+			for p := 0; p < runtime.GeneratorPartitions; p++ {
+				total += max(w.gen.EndOffset(t, p)-next[t][p], 0)
+			}
+		}
+	}
 	prod, err := w.producer()
 	if err != nil {
 		return 0, fmt.Errorf("input writer: %w", err)
@@ -193,6 +212,7 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 		}
 	}()
 	var written int64
+	lastReport := time.Now()
 	closed := false
 	// Pacing: allowed is how many records may go now; it grows with the
 	// rate as time passes, up to a fifth of a second's worth.
@@ -236,6 +256,10 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 				next[t][p]++
 				written++
 				progressed = true
+				if w.progress != nil && written%1024 == 0 && time.Since(lastReport) >= w.progressEvery {
+					w.progress(written, total)
+					lastReport = time.Now()
+				}
 			}
 		}
 		if !progressed {
