@@ -88,7 +88,11 @@ func fetchOnce(cl sarama.Client, topic string, p int32, offset int64, iso sarama
 	if err != nil {
 		return nil, fmt.Errorf("leader of %s/%d: %w", topic, p, err)
 	}
-	req := &sarama.FetchRequest{MinBytes: 1, MaxWaitTime: 0, MaxBytes: liveFetchBytes, Isolation: iso}
+	// The response may be larger than the partition's share: kfake leaves
+	// the aborted transactions out of a partition's answer when the
+	// response's own limit is what cut it short, and without them an
+	// aborted transaction longer than one answer would look committed.
+	req := &sarama.FetchRequest{MinBytes: 1, MaxWaitTime: 0, MaxBytes: 4 * liveFetchBytes, Isolation: iso}
 	switch v := cl.Config().Version; {
 	case v.IsAtLeast(sarama.V2_7_0_0):
 		req.Version = 12

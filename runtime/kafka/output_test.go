@@ -258,3 +258,79 @@ func TestRequestVersions(t *testing.T) {
 		}
 	}
 }
+
+// The oracle's read_committed read ends where the committed records end,
+// found out from the broker rather than from a silence: over a partition
+// that holds only an aborted transaction it returns at once (it used to
+// wait ten seconds for a first record that never comes), and an aborted
+// transaction larger than one fetch between two committed ones hides
+// neither of them. The probe's answers list the aborted transaction even
+// when they stop short of its marker (kfake leaves it out of an answer its
+// overall size limit cut short, so the probe asks for more than one
+// partition's worth).
+func TestReadCommittedEndsWhereTheCommittedRecordsEnd(t *testing.T) {
+	_, c, cl := embeddedClient(t)
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	abort := func(txn string, n int) {
+		t.Helper()
+		value := []byte(strings.Repeat("x", 200))
+		for i := 0; i < n; i++ {
+			if err := o.Write(txn, nil, value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := o.Prepare(txn); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.AbortLingering(txn[:len(txn)-1], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(txn, v string) {
+		t.Helper()
+		if err := o.Write(txn, nil, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		cm, err := o.Prepare(txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Commit(cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abort("a/0", 20000) // about 4 MB: more than one fetch answers
+	// What the oracle's and the live verifier's probes see: nothing a
+	// read_committed consumer would be handed, all the way to the marker.
+	end, err := cl.GetOffset("revenue", 0, sarama.OffsetNewest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := int64(0); from < end; {
+		last, reached, err := visibleIn(cl, "revenue", 0, from, end, sarama.ReadCommitted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last >= 0 || reached <= from {
+			t.Fatalf("visibleIn(%d) = %d, %d: the aborted records look committed (end %d)", from, last, reached, end)
+		}
+		from = reached
+	}
+	start := time.Now()
+	if got := committedValues(t, c, "revenue"); len(got) != 0 {
+		t.Fatalf("committed %v, want none", got)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("reading a partition of aborted records took %s", took.Round(time.Millisecond))
+	}
+	commit("b/0", "first")
+	abort("c/0", 20000) // about 4 MB: several fetches of a probe
+	commit("d/0", "last")
+	if got := committedValues(t, c, "revenue"); len(got) != 2 || got[0] != "first" || got[1] != "last" {
+		t.Fatalf("committed %v, want [first last]", got)
+	}
+}

@@ -11,15 +11,17 @@ import (
 	"faultline/runtime"
 )
 
-// idleEnd is how long a read_committed read waits for more records once
-// none come: the last offsets of a transactional topic are commit markers,
-// which a consumer never sees, so silence is how the end shows. The first
-// record may take longer (the consumer starts, the machine is busy):
-// firstWait. A plain read knows its end exactly and waits up to firstWait
-// for each record before it calls the input short.
+// A plain read knows its end exactly and waits up to firstWait for each
+// record before it calls the input short. A read_committed read cannot see
+// its end: the last offsets of a transactional topic are commit markers
+// and aborted records, which a consumer never gets. When no record has
+// come for quiet, it asks the partition's leader itself whether anything
+// committed is left to come (committedFrom); it gives up with an error
+// when the consumer delivers nothing for patience although something is.
 const (
-	idleEnd   = time.Second
 	firstWait = 10 * time.Second
+	quiet     = 200 * time.Millisecond
+	patience  = time.Minute
 )
 
 // ReadCommitted reads the committed records of topic, from the given
@@ -94,33 +96,48 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 			defer wg.Done()
 			defer pc.AsyncClose()
 			var recs []runtime.OutputRecord
-			idle := time.NewTimer(firstWait)
+			wait := firstWait
+			if committed {
+				wait = quiet
+			}
+			idle := time.NewTimer(wait)
 			defer idle.Stop()
+			next, silent := start, time.Duration(0)
+			fail := func(err error) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
+				mu.Unlock()
+			}
 			for {
 				select {
 				case m := <-pc.Messages():
 					recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value})
-					if m.Offset+1 >= end {
+					next, silent = m.Offset+1, 0
+					if next >= end {
 						goto done
 					}
-					if committed {
-						idle.Reset(idleEnd)
-					} else {
-						idle.Reset(firstWait)
-					}
+					idle.Reset(wait)
 				case err := <-pc.Errors():
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
-					mu.Unlock()
+					fail(err)
 					return
 				case <-idle.C:
 					if !committed {
-						mu.Lock()
-						errs = append(errs, fmt.Errorf("read %s/%d: nothing came after offset %d of %d", topic, p, start+int64(len(recs)), end))
-						mu.Unlock()
+						fail(fmt.Errorf("nothing came after offset %d of %d", next, end))
 						return
 					}
-					goto done
+					more, err := committedFrom(cl, topic, p, next, end)
+					if err != nil {
+						fail(err)
+						return
+					}
+					if !more {
+						goto done
+					}
+					if silent += quiet; silent >= patience {
+						fail(fmt.Errorf("the consumer delivered nothing after offset %d for %s, though committed records follow", next, patience))
+						return
+					}
+					idle.Reset(quiet)
 				case <-ctx.Done():
 					return
 				}
@@ -139,6 +156,28 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 		return nil, ctx.Err()
 	}
 	return out, nil
+}
+
+// committedFrom reports whether a read_committed consumer of partition p
+// of topic has a record still to hand out at an offset in [from, end): it
+// sorts what the broker holds there as the consumer does (visibleIn), so
+// that the oracle's read ends where the committed records end rather than
+// after a silence.
+func committedFrom(cl sarama.Client, topic string, p int32, from, end int64) (bool, error) {
+	for from < end {
+		last, reached, err := visibleIn(cl, topic, p, from, end, sarama.ReadCommitted)
+		if err != nil {
+			return false, err
+		}
+		if last >= 0 {
+			return true, nil
+		}
+		if reached == from {
+			return false, nil // nothing more is visible: the last stable offset
+		}
+		from = reached
+	}
+	return false, nil
 }
 
 // Inputs reads a job's input topics for the verification oracle, straight
