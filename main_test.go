@@ -108,6 +108,9 @@ func TestHeadlessRunWithFailureIsExact(t *testing.T) {
 	if r.report["status"] != "FINISHED" || r.report["verify"].(map[string]any)["ok"] != true {
 		t.Fatalf("report %v", r.report)
 	}
+	if v := r.eventsNamed("verify_started"); len(v) != 1 || v[0]["job_status"] != "FINISHED" {
+		t.Fatalf("verify_started events %v, want one after the job FINISHED", v)
+	}
 	// Every event has a name and a time, as the headless contract says.
 	names := map[string]bool{}
 	for _, e := range r.events {

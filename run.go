@@ -717,7 +717,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 
 	// The oracle: what a read_committed consumer of the output sees, against
-	// the inputs read straight from Kafka.
+	// the inputs read straight from Kafka. Over a large input it takes
+	// seconds: say so before.
+	obs.Emit("verify_started", map[string]any{"job_status": string(res.Status)})
 	var bounds checkpoint.Offsets
 	if res.Status != runtime.JobFinished || !bounded {
 		bounds = checkpoint.Offsets{}
