@@ -12,6 +12,14 @@ import (
 // startBroker runs `faultline broker` and returns its address.
 func startBroker(t *testing.T) string {
 	t.Helper()
+	_, addr := startBrokerProcess(t)
+	return addr
+}
+
+// startBrokerProcess starts `faultline broker`, stopped when the test ends,
+// and returns it with its address.
+func startBrokerProcess(t *testing.T) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := command(t, "broker", "--in-memory", "--listen", "0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -33,7 +41,7 @@ func startBroker(t *testing.T) string {
 	if !ok || addr == "" {
 		t.Fatalf("no address in %q", line)
 	}
-	return addr
+	return cmd, addr
 }
 
 func kcat(t *testing.T, stdin string, args ...string) string {
@@ -120,22 +128,7 @@ func TestMissingSourceTopicIsAnError(t *testing.T) {
 // producer would retry each record it still holds, and the outputs that
 // cannot be settled are named.
 func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
-	broker := command(t, "broker", "--in-memory", "--listen", "0")
-	out, err := broker.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := broker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Wait()
-	defer broker.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	_, rest, ok := strings.Cut(line, "listening on ")
-	addr, _, _ := strings.Cut(rest, " ")
-	if err != nil || !ok {
-		t.Fatalf("faultline broker printed %q: %v", line, err)
-	}
+	broker, addr := startBrokerProcess(t)
 	run, stderr, lines := startRun(t, "run", "--headless", "--brokers", addr, "--generate", "--rate", "1000",
 		"--checkpoint-interval", "200ms", "--restart-attempts", "2", "--restart-delay", "100ms", "--state-dir", t.TempDir())
 	for m := range lines {
@@ -145,6 +138,7 @@ func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
 	}
 	broker.Process.Kill()
 	killed := time.Now()
+	var err error
 	exited := make(chan error, 1)
 	go func() {
 		for range lines {

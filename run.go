@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,15 +483,13 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if !generate {
 		// Nothing writes into a source topic faultline would create: a
 		// misspelt --topic would read nothing and look like success.
-		var sources []string
-		readBy := map[string]string{}
+		readBy := map[string]string{} // source topic → its operator
 		for _, op := range p.job.Operators {
 			if op.Type == spec.TypeSource {
-				sources = append(sources, p.topicMap[op.Name])
 				readBy[p.topicMap[op.Name]] = op.Name
 			}
 		}
-		missing, err := kafka.MissingTopics(cl, sources)
+		missing, err := kafka.MissingTopics(cl, slices.Collect(maps.Keys(readBy)))
 		if err != nil {
 			return exitError{code: 1, err: err}
 		}
@@ -791,8 +791,12 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 // watchStateDir calls gone, once, when dir stops being a directory,
 // checking every interval until ctx ends.
 func watchStateDir(ctx context.Context, dir string, interval time.Duration, gone func()) {
-	watchFor(ctx, interval, func() bool {
-		fi, err := os.Stat(dir)
-		return errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir()
-	}, gone)
+	watchFor(ctx, interval, func() bool { return dirGone(dir) }, gone)
+}
+
+// dirGone reports whether path no longer exists or is no directory (an
+// error that says neither, such as a denied look, is not taken for it).
+func dirGone(path string) bool {
+	fi, err := os.Stat(path)
+	return errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir()
 }

@@ -183,7 +183,7 @@ func printSummary(w io.Writer, r runtime.Report, stateDir string) {
 	if r.GaveUp != "" {
 		fmt.Fprintf(&b, "  gave up: %s\n", r.GaveUp)
 	}
-	if fi, err := os.Stat(checkpointDir(stateDir)); err == nil && fi.IsDir() {
+	if !dirGone(checkpointDir(stateDir)) {
 		fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
 	} else {
 		fmt.Fprintf(&b, "  state dir %s is gone, and its checkpoints with it\n", stateDir)

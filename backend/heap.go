@@ -106,7 +106,7 @@ func (h *Heap) Put(state, sub string, value []byte) {
 	v := unsafe.String(unsafe.SliceData(kv[len(h.buf):]), len(value))
 	m := h.writable()
 	before := len(m)
-	m[k] = v // one lookup: the map's length tells if it was new (an old key stays)
+	m[k] = v // one lookup: the map's length tells if it was new (the map takes the new key too, so the old allocation goes)
 	h.n += len(m) - before
 }
 

@@ -219,7 +219,7 @@ func describeEvent(e runtime.Event) (string, level) {
 			text += "records"
 		}
 		if tot, ok := f.num("total"); ok {
-			text += " (" + thousands(tot) + " so far)"
+			text += " (" + Thousands(tot) + " so far)"
 		}
 		if w := f.str("what"); w != "" {
 			return text + ": " + w, levelError
@@ -286,7 +286,7 @@ func describeEvent(e runtime.Event) (string, level) {
 	case "input_written":
 		text := "input written"
 		if n, ok := f.num("records"); ok {
-			text += ": " + thousands(n) + " records"
+			text += ": " + Thousands(n) + " records"
 		}
 		if ms, ok := f.num("duration_ms"); ok {
 			text += " in " + humanDuration(time.Duration(ms)*time.Millisecond)

@@ -97,9 +97,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
 
 // Thousands writes n with thousands separators: 18204 → "18,204".
-func Thousands(n int64) string { return thousands(n) }
-
-func thousands(n int64) string {
+func Thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	if neg {

@@ -481,7 +481,7 @@ func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
 	// A blocked channel's held-back count must show whole: the strip
 	// gives way to it.
 	if in.Blocked {
-		suffixW = max(suffixW, width("BLOCKED "+thousands(in.HeldBack)))
+		suffixW = max(suffixW, width("BLOCKED "+Thousands(in.HeldBack)))
 	}
 	stripW := w - width(prefix) - 1 - suffixW
 	if stripW < 4 {

@@ -144,6 +144,6 @@ func (m *model) changeRate(f float64) tea.Cmd {
 	}
 	next := math.Round(min(max(cur*f, minRate), maxRate))
 	gen := m.rate.request(next)
-	m.flash("input rate "+thousands(int64(next))+" records/s", levelInfo)
+	m.flash("input rate "+Thousands(int64(next))+" records/s", levelInfo)
 	return setRate(m.sampler, next, gen)
 }

@@ -129,7 +129,7 @@ func (p *restartsPane) lines() []restartLine {
 		out = append(out, restartLine{text: "gave up: " + why, prio: 1, wrap: true, style: st.Error})
 	}
 	if r.LostRecords > 0 {
-		out = append(out, restartLine{text: r.Failover + " failover lost " + thousands(r.LostRecords) + " records",
+		out = append(out, restartLine{text: r.Failover + " failover lost " + Thousands(r.LostRecords) + " records",
 			prio: 0, wrap: true, style: st.Error})
 	}
 

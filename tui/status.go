@@ -89,18 +89,18 @@ func (s *statusLine) verifyText(asOf bool) string {
 	case !v.Available:
 		return label + "  " + st.Muted.Render("waiting for the first check")
 	}
-	parts := []string{label, "committed " + thousands(int64(v.Committed))}
+	parts := []string{label, "committed " + Thousands(int64(v.Committed))}
 	atLeastOnce := s.ctx.Mode == "at-least-once"
 	switch {
 	case v.Duplicates > 0 && atLeastOnce:
-		parts = append(parts, st.Warning.Render("dup "+thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
+		parts = append(parts, st.Warning.Render("dup "+Thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
 	case v.Duplicates > 0:
-		parts = append(parts, st.Error.Render("dup "+thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
+		parts = append(parts, st.Error.Render("dup "+Thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
 	default:
 		parts = append(parts, "dup 0")
 	}
 	if v.Lost > 0 {
-		parts = append(parts, st.Error.Render("lost "+thousands(int64(v.Lost))+" ✗ LOST"))
+		parts = append(parts, st.Error.Render("lost "+Thousands(int64(v.Lost))+" ✗ LOST"))
 	} else {
 		parts = append(parts, "lost 0")
 	}

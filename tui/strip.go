@@ -118,9 +118,9 @@ func renderStrip(st *Styles, in runtime.InputView, aligning int64, w int, scale 
 // holds back) for a blocked channel, else how many elements are queued.
 func stripSuffix(st *Styles, in runtime.InputView, scale int64) string {
 	if in.Blocked {
-		return st.Blocked.Render("BLOCKED " + thousands(in.HeldBack))
+		return st.Blocked.Render("BLOCKED " + Thousands(in.HeldBack))
 	}
-	s := thousands(max(in.Queue.Queued, 0))
+	s := Thousands(max(in.Queue.Queued, 0))
 	if scale > 1 {
 		s += " ·=" + strconv.FormatInt(scale, 10)
 	}

@@ -63,7 +63,7 @@ func TestFormats(t *testing.T) {
 		{humanDuration(38 * time.Millisecond), "38ms"}, {humanDuration(1200 * time.Millisecond), "1.2s"},
 		{humanDuration(65 * time.Second), "1m05s"},
 		{countdown(800 * time.Millisecond), "0.8s"}, {countdown(-time.Second), "0.0s"}, {countdown(12 * time.Second), "12s"},
-		{thousands(18204), "18,204"}, {thousands(-1234567), "-1,234,567"}, {thousands(12), "12"},
+		{Thousands(18204), "18,204"}, {Thousands(-1234567), "-1,234,567"}, {Thousands(12), "12"},
 		{wallClock(fixtureStart.Add(7412 * time.Millisecond)), "12:01:07.412"},
 		{formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}), "p2:1190 p3:1201 p10:5"},
 		{truncate("abcdef", 4), "abc…"}, {padLeft("ab", 4), "  ab"}, {padRight("ab", 4), "ab  "},

@@ -155,8 +155,8 @@ func (c Client) newClient(cfg *sarama.Config) (sarama.Client, error) {
 func probeTLS(brokers []string, cfg *sarama.Config) error {
 	var err error
 	for _, b := range brokers {
-		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: cfg.Net.DialTimeout}, Config: cfg.Net.TLS.Config}
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.Net.DialTimeout)
+		d := tls.Dialer{Config: cfg.Net.TLS.Config}
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Net.DialTimeout) // dial and handshake
 		var conn net.Conn
 		conn, err = d.DialContext(ctx, "tcp", b)
 		cancel()
