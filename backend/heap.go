@@ -11,16 +11,17 @@ import (
 )
 
 // Heap is the in-memory keyed state backend (Flink: HashMapStateBackend):
-// state lives in Go maps, one per key group, and a snapshot is a full copy.
-// The synchronous part of a snapshot only marks the maps shared; the first
-// write to a shared map copies it (copy on write), so the task never waits
-// for the copy of state it does not touch.
+// state lives in memory, one hash table per key group, and a snapshot is a
+// full copy. The synchronous part of a snapshot only marks the key groups
+// shared; the first write to a shared group copies it (copy on write), so
+// the task never waits for the copy of state it does not touch.
 type Heap struct {
 	kgs        KeyGroupRange
 	maxPar     int
 	groups     []heapGroup
 	currentKey string
 	currentKG  int
+	currentH   uint64 // keyHash(currentKey)
 	buf        []byte
 	n          int
 	abandoned  atomic.Bool // Abandon: snapshots being encoded stop early
@@ -31,20 +32,21 @@ type Heap struct {
 // a failover does not wait for them.
 func (h *Heap) Abandon() { h.abandoned.Store(true) }
 
-// heapGroup is one key group's entries: composite key to value. The key
-// and the value of an entry share one allocation, so that a lookup that
-// finds its key finds the value in the same cache lines, and state costs
-// one allocation per entry.
+// heapGroup is one key group's entries, each in one of two places: a table
+// of small entries stored inline (all of the default job's), and a map from
+// composite key to value for entries too large for a slot, whose key and
+// value share one allocation.
 type heapGroup struct {
-	m      map[string]string
-	shared bool
+	t      *table
+	big    map[string]string
+	shared bool // a snapshot (or a Scan) holds t and big: copy them before a write
 }
 
 // NewHeap returns an empty heap backend for the given key groups.
 func NewHeap(maxParallelism int, kgs KeyGroupRange) *Heap {
 	h := &Heap{kgs: kgs, maxPar: maxParallelism, groups: make([]heapGroup, kgs.Len())}
 	for i := range h.groups {
-		h.groups[i].m = map[string]string{}
+		h.groups[i] = heapGroup{t: newTable(), big: map[string]string{}}
 	}
 	return h
 }
@@ -60,10 +62,23 @@ func (h *Heap) SetCurrentKey(key string) {
 	if !h.kgs.Contains(h.currentKG) {
 		panic(fmt.Sprintf("key %q is in key group %d, outside this subtask's %s", key, h.currentKG, h.kgs))
 	}
+	h.currentH = keyHash(key)
 }
 
 // CurrentKey implements KeyedBackend.
 func (h *Heap) CurrentKey() string { return h.currentKey }
+
+// Prefetch implements Prefetcher: it starts loading the slot where key's
+// value states are found, so that a lookup a few records later finds it in
+// the cache. A key outside the subtask's key groups is ignored here
+// (SetCurrentKey reports it).
+func (h *Heap) Prefetch(key string) {
+	kg := KeyGroupFor(key, h.maxPar)
+	if !h.kgs.Contains(kg) {
+		return
+	}
+	prefetch(h.groups[kg-h.kgs.Start].t.home(entryHash(keyHash(key), "")))
+}
 
 // appendEntryKey appends the composite key (state, key, sub) of an entry.
 func appendEntryKey(dst []byte, state, key, sub string) []byte {
@@ -74,21 +89,43 @@ func appendEntryKey(dst []byte, state, key, sub string) []byte {
 	return append(dst, sub...)
 }
 
+// splitEntryKey returns the key and sub key of composite key ck.
+func splitEntryKey(ck string) (key, sub string, ok bool) {
+	l, n := binary.Uvarint([]byte(ck))
+	if n <= 0 || uint64(len(ck)-n) < l {
+		return "", "", false
+	}
+	ck = ck[n+int(l):]
+	l, n = binary.Uvarint([]byte(ck))
+	if n <= 0 || uint64(len(ck)-n) < l {
+		return "", "", false
+	}
+	return ck[n : n+int(l)], ck[n+int(l):], true
+}
+
 func (h *Heap) group() *heapGroup { return &h.groups[h.currentKG-h.kgs.Start] }
 
-func (h *Heap) writable() map[string]string {
-	g := h.group()
+// writable returns g, first copying what a snapshot shares.
+func (g *heapGroup) writable() *heapGroup {
 	if g.shared {
-		g.m = maps.Clone(g.m)
+		g.t = g.t.clone()
+		g.big = maps.Clone(g.big)
 		g.shared = false
 	}
-	return g.m
+	return g
 }
 
 // Get implements KeyedBackend.
 func (h *Heap) Get(state, sub string) ([]byte, bool) {
 	h.buf = appendEntryKey(h.buf[:0], state, h.currentKey, sub)
-	v, ok := h.group().m[string(h.buf)]
+	g := h.group()
+	if v, ok := g.t.get(entryHash(h.currentH, sub), h.buf); ok {
+		return v, true
+	}
+	if len(g.big) == 0 {
+		return nil, false
+	}
+	v, ok := g.big[string(h.buf)]
 	return stringBytes(v), ok
 }
 
@@ -98,38 +135,78 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // Put implements KeyedBackend: it copies value.
 func (h *Heap) Put(state, sub string, value []byte) {
 	h.buf = appendEntryKey(h.buf[:0], state, h.currentKey, sub)
+	h.n += h.group().put(entryHash(h.currentH, sub), h.buf, value)
+}
+
+// put stores ck → value in g and returns the change in its entry count.
+func (g *heapGroup) put(eh uint64, ck, value []byte) int {
+	g.writable()
+	if fitsSlot(len(ck), len(value)) {
+		n := 0
+		if len(g.big) > 0 {
+			// It may have been large before.
+			before := len(g.big)
+			delete(g.big, string(ck))
+			n -= before - len(g.big)
+		}
+		if g.t.put(eh, ck, value) {
+			n++
+		}
+		return n
+	}
+	n := 0
+	if g.t.del(eh, ck) {
+		n--
+	}
 	// The key and the value in one allocation that nothing changes later.
-	kv := make([]byte, len(h.buf)+len(value))
-	copy(kv, h.buf)
-	copy(kv[len(h.buf):], value)
-	k := unsafe.String(unsafe.SliceData(kv), len(h.buf))
-	v := unsafe.String(unsafe.SliceData(kv[len(h.buf):]), len(value))
-	m := h.writable()
-	before := len(m)
-	m[k] = v // one lookup: the map's length tells if it was new (the map takes the new key too, so the old allocation goes)
-	h.n += len(m) - before
+	kv := make([]byte, len(ck)+len(value))
+	copy(kv, ck)
+	copy(kv[len(ck):], value)
+	k := unsafe.String(unsafe.SliceData(kv), len(ck))
+	v := unsafe.String(unsafe.SliceData(kv[len(ck):]), len(value))
+	before := len(g.big)
+	g.big[k] = v // one lookup: the map's length tells if it was new (the map takes the new key too, so the old allocation goes)
+	return n + len(g.big) - before
 }
 
 // Delete implements KeyedBackend.
 func (h *Heap) Delete(state, sub string) {
 	h.buf = appendEntryKey(h.buf[:0], state, h.currentKey, sub)
 	g := h.group()
+	eh := entryHash(h.currentH, sub)
 	if g.shared {
 		// Copy the group only when there is something to delete.
-		if _, ok := g.m[string(h.buf)]; !ok {
-			return
+		if _, ok := g.t.get(eh, h.buf); !ok {
+			if _, ok := g.big[string(h.buf)]; !ok {
+				return
+			}
 		}
 	}
-	m := h.writable()
-	before := len(m)
-	delete(m, string(h.buf))
-	h.n -= before - len(m)
+	g.writable()
+	if g.t.del(eh, h.buf) {
+		h.n--
+		return
+	}
+	before := len(g.big)
+	delete(g.big, string(h.buf))
+	h.n -= before - len(g.big)
 }
 
 // Scan implements KeyedBackend.
 func (h *Heap) Scan(state string, f func(sub string, value []byte) bool) {
 	prefix := string(appendEntryKey(nil, state, h.currentKey, ""))
-	for k, v := range h.group().m {
+	g := h.group()
+	// f may write to the state, which moves entries within the table:
+	// walk what the group holds now, and let a write copy it first, as
+	// after a snapshot.
+	t, big := g.t, g.big
+	g.shared = true
+	if !t.each(func(ck, v []byte) bool {
+		return !strings.HasPrefix(string(ck), prefix) || f(string(ck[len(prefix):]), v)
+	}) {
+		return
+	}
+	for k, v := range big {
 		if strings.HasPrefix(k, prefix) && !f(k[len(prefix):], stringBytes(v)) {
 			return
 		}
@@ -141,10 +218,10 @@ func (h *Heap) Len() int { return h.n }
 
 // Snapshot implements KeyedBackend: O(key groups), copy on write after.
 func (h *Heap) Snapshot() Snapshot {
-	s := &heapSnapshot{h: h, start: h.kgs.Start, n: h.n, groups: make([]map[string]string, len(h.groups))}
+	s := &heapSnapshot{h: h, start: h.kgs.Start, n: h.n, groups: make([]heapGroup, len(h.groups))}
 	for i := range h.groups {
 		h.groups[i].shared = true
-		s.groups[i] = h.groups[i].m
+		s.groups[i] = h.groups[i]
 	}
 	return s
 }
@@ -152,16 +229,21 @@ func (h *Heap) Snapshot() Snapshot {
 // Restore implements KeyedBackend.
 func (h *Heap) Restore(keyed [][]byte) error {
 	for _, b := range keyed {
+		var bad error
 		err := DecodeKeyed(b, func(kg int, k string, v []byte) {
-			if !h.kgs.Contains(kg) {
+			if !h.kgs.Contains(kg) || bad != nil {
 				return
 			}
-			m := h.groups[kg-h.kgs.Start].m
-			if _, ok := m[k]; !ok {
-				h.n++
+			key, sub, ok := splitEntryKey(k)
+			if !ok {
+				bad = fmt.Errorf("keyed state: %w (bad entry key in key group %d)", ErrCorrupt, kg)
+				return
 			}
-			m[k] = unsafe.String(unsafe.SliceData(v), len(v)) // v is the restored blob's, which nothing changes
+			h.n += h.groups[kg-h.kgs.Start].put(entryHash(keyHash(key), sub), []byte(k), v)
 		})
+		if err == nil {
+			err = bad
+		}
 		if err != nil {
 			return err
 		}
@@ -173,7 +255,7 @@ type heapSnapshot struct {
 	h      *Heap
 	start  int
 	n      int // entries
-	groups []map[string]string
+	groups []heapGroup
 }
 
 // heapEntryGuess is about what an entry of the default job's state takes
@@ -183,26 +265,25 @@ const heapEntryGuess = 56
 func (s *heapSnapshot) Encode() ([]byte, error) {
 	w := NewKeyedWriter()
 	w.b = slices.Grow(w.b, s.n*heapEntryGuess)
-	keys := []string{}
-	for i, m := range s.groups {
+	for i, g := range s.groups {
 		if s.h.abandoned.Load() {
 			return nil, ErrBackendClosed
 		}
-		if len(m) == 0 {
+		if g.t.n+len(g.big) == 0 {
 			continue
 		}
-		keys = keys[:0]
-		for k := range m {
-			keys = append(keys, k)
-		}
-		// Within a key group the heap writes its entries in map order:
-		// sorting them cost a few per cent of the job's throughput, and
-		// nothing reads a heap snapshot in order (only the Badger
-		// backend's snapshots are composed into incremental chains,
-		// which needs key order; ComposeKeyed checks it).
-		w.Group(s.start+i, len(keys))
-		for _, k := range keys {
-			w.Entry(k, stringBytes(m[k]))
+		// Within a key group the heap writes its entries in slot and map
+		// order: sorting them cost a few per cent of the job's
+		// throughput, and nothing reads a heap snapshot in order (only
+		// the Badger backend's snapshots are composed into incremental
+		// chains, which needs key order; ComposeKeyed checks it).
+		w.Group(s.start+i, g.t.n+len(g.big))
+		g.t.each(func(ck, v []byte) bool {
+			w.Entry(unsafe.String(unsafe.SliceData(ck), len(ck)), v)
+			return true
+		})
+		for k, v := range g.big {
+			w.Entry(k, stringBytes(v))
 		}
 	}
 	return w.Bytes(), nil

@@ -18,8 +18,8 @@ type KeyedBackend interface {
 	CurrentKey() string
 	// Get, Put and Delete address entry (state, current key, sub); sub is
 	// empty for value and list state and the map key for map state.
-	// The slice Get returns must not be changed; Put stores a copy of
-	// value.
+	// The slice Get returns must not be changed and holds only until the
+	// next Put, Delete or Restore; Put stores a copy of value.
 	Get(state, sub string) ([]byte, bool)
 	Put(state, sub string, value []byte)
 	Delete(state, sub string)
@@ -36,6 +36,14 @@ type KeyedBackend interface {
 	Restore(keyed [][]byte) error
 	// KeyGroups is the range this subtask owns.
 	KeyGroups() KeyGroupRange
+}
+
+// Prefetcher is a KeyedBackend that can start loading a key's state before
+// the key is set: the task calls Prefetch for the record a few places
+// ahead of the one it processes, so that lookups of keys spread over more
+// memory than the caches hold overlap instead of waiting one by one.
+type Prefetcher interface {
+	Prefetch(key string)
 }
 
 // Snapshot is a frozen view of keyed state; Encode is the asynchronous part
@@ -195,7 +203,8 @@ func (Int64Codec) Decode(b []byte) (int64, error) {
 	return v, nil
 }
 
-// BytesCodec stores byte slices as they are.
+// BytesCodec stores byte slices as they are. The slice Decode returns is
+// the backend's (see KeyedBackend.Get): copy it to keep it past a write.
 type BytesCodec struct{}
 
 // Append implements Codec.

@@ -1307,6 +1307,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		} else {
 			t.keyed = backend.NewHeap(maxP, kgs)
 		}
+		t.prefetch, _ = t.keyed.(backend.Prefetcher)
 		break
 	}
 	if ss := states[op.Name]; ss != nil {
