@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -24,7 +26,7 @@ func FuzzDecodeOrderAgreesWithEncodingJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var fast, slow Order
-		errFast := unmarshalOrder(b, &fast)
+		errFast := unmarshalOrder(b, &fast, nil)
 		errSlow := json.Unmarshal(b, &slow)
 		if (errFast == nil) != (errSlow == nil) {
 			t.Fatalf("%q: scanner says %v, encoding/json says %v", b, errFast, errSlow)
@@ -33,7 +35,7 @@ func FuzzDecodeOrderAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("%q: scanner %+v, encoding/json %+v", b, fast, slow)
 		}
 		var pf, ps Payment
-		errFast = unmarshalPayment(b, &pf)
+		errFast = unmarshalPayment(b, &pf, nil)
 		errSlow = json.Unmarshal(b, &ps)
 		if (errFast == nil) != (errSlow == nil) || errFast == nil && pf != ps {
 			t.Fatalf("%q as a payment: scanner %+v %v, encoding/json %+v %v", b, pf, errFast, ps, errSlow)
@@ -46,7 +48,7 @@ func BenchmarkDecodeOrder(b *testing.B) {
 	b.Run("scanner", func(b *testing.B) {
 		var o Order
 		for i := 0; i < b.N; i++ {
-			unmarshalOrder(in, &o)
+			unmarshalOrder(in, &o, nil)
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {
@@ -75,5 +77,32 @@ func TestAppendJSONStringIsJSON(t *testing.T) {
 	}
 	if got := string(appendJSONString(nil, "c-17")); got != `"c-17"` {
 		t.Errorf("plain ASCII: %s", got)
+	}
+}
+
+// Strings a parse subtask decodes share blocks: each keeps its bytes
+// however many records come after it, long and empty ones included.
+func TestTextKeepsEveryString(t *testing.T) {
+	var tx text
+	type pair struct{ a, b string }
+	var got, want []pair
+	for i := 0; i < 5000; i++ {
+		a := fmt.Sprintf("o-%06d", i)
+		b := strings.Repeat("c", i%(2*textMax))
+		if i%7 == 0 {
+			a = ""
+		}
+		x, y := tx.two([]byte(a), []byte(b))
+		got = append(got, pair{x, y})
+		want = append(want, pair{a, b})
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("pair %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	var none *text
+	if x, y := none.two([]byte("a"), []byte("b")); x != "a" || y != "b" {
+		t.Fatalf("nil text: %q %q", x, y)
 	}
 }

@@ -42,6 +42,7 @@ type parseOp struct {
 	task     string
 	orders   slab[Order]
 	payments slab[Payment]
+	text     text
 }
 
 func (p *parseOp) Open(ctx *OperatorContext) error { p.task = ctx.Task.String(); return nil }
@@ -52,10 +53,10 @@ func (p *parseOp) Process(rec *Record, out Collector) error {
 	var err error
 	if p.schema == "payment" {
 		pay := p.payments.new()
-		v, err = pay, decodePaymentInto(rec.Bytes, pay)
+		v, err = pay, decodePaymentInto(rec.Bytes, pay, &p.text)
 	} else {
 		o := p.orders.new()
-		v, err = o, decodeOrderInto(rec.Bytes, o)
+		v, err = o, decodeOrderInto(rec.Bytes, o, &p.text)
 	}
 	if err != nil {
 		return p.bad.handle(p.task, rec.Bytes, err)

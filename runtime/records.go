@@ -205,15 +205,15 @@ func (e *ErrBadRecord) Error() string {
 // DecodeOrder parses and validates an order.
 func DecodeOrder(b []byte) (*Order, error) {
 	o := &Order{}
-	if err := decodeOrderInto(b, o); err != nil {
+	if err := decodeOrderInto(b, o, nil); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// decodeOrderInto is DecodeOrder into a zero o.
-func decodeOrderInto(b []byte, o *Order) error {
-	if err := unmarshalOrder(b, o); err != nil {
+// decodeOrderInto is DecodeOrder into a zero o, its strings from t.
+func decodeOrderInto(b []byte, o *Order, t *text) error {
+	if err := unmarshalOrder(b, o, t); err != nil {
 		return &ErrBadRecord{Schema: "order", Input: b, Reason: err.Error()}
 	}
 	switch {
@@ -233,15 +233,15 @@ func decodeOrderInto(b []byte, o *Order) error {
 // DecodePayment parses and validates a payment.
 func DecodePayment(b []byte) (*Payment, error) {
 	p := &Payment{}
-	if err := decodePaymentInto(b, p); err != nil {
+	if err := decodePaymentInto(b, p, nil); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// decodePaymentInto is DecodePayment into a zero p.
-func decodePaymentInto(b []byte, p *Payment) error {
-	if err := unmarshalPayment(b, p); err != nil {
+// decodePaymentInto is DecodePayment into a zero p, its strings from t.
+func decodePaymentInto(b []byte, p *Payment, t *text) error {
+	if err := unmarshalPayment(b, p, t); err != nil {
 		return &ErrBadRecord{Schema: "payment", Input: b, Reason: err.Error()}
 	}
 	switch {
@@ -251,7 +251,7 @@ func decodePaymentInto(b []byte, p *Payment) error {
 		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "amount_cents must be positive"}
 	case p.PaymentID == "":
 		o := &Order{}
-		if unmarshalOrder(b, o) == nil && o.Customer != "" {
+		if unmarshalOrder(b, o, nil) == nil && o.Customer != "" {
 			return &ErrBadRecord{Schema: "payment", Input: b, Reason: "it is an order", OtherSchema: "order"}
 		}
 		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "payment_id missing"}
