@@ -158,6 +158,30 @@ func TestDecodeRejectsDamage(t *testing.T) {
 }
 
 // heapContents decodes an encoded heap snapshot into composite key → value.
+// takenSnapshot is a snapshot and what it must hold.
+type takenSnapshot struct {
+	snap Snapshot
+	want map[string]string
+}
+
+// checkSnapshots encodes each snapshot, long after it was taken, and
+// compares it with what it must hold: at least 100 of them.
+func checkSnapshots(t *testing.T, snaps []takenSnapshot) {
+	t.Helper()
+	if len(snaps) < 100 {
+		t.Fatalf("only %d snapshots taken", len(snaps))
+	}
+	for i, s := range snaps {
+		b, err := s.snap.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := heapContents(t, b); !maps.Equal(got, s.want) {
+			t.Fatalf("snapshot %d: %d entries, want %d (a later write reached it)", i, len(got), len(s.want))
+		}
+	}
+}
+
 func heapContents(t *testing.T, b []byte) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -180,11 +204,7 @@ func TestHeapCopyOnWriteAgainstModel(t *testing.T) {
 	const maxP = 128
 	h := NewHeap(maxP, RangeFor(maxP, 1, 0))
 	model := map[string]string{} // composite key → value
-	type taken struct {
-		snap Snapshot
-		want map[string]string
-	}
-	var snaps []taken
+	var snaps []takenSnapshot
 	r := rand.New(rand.NewPCG(1, 2))
 	for op := 0; op < 20000; op++ {
 		key := fmt.Sprintf("k-%d", r.IntN(6))
@@ -209,24 +229,13 @@ func TestHeapCopyOnWriteAgainstModel(t *testing.T) {
 				t.Fatalf("op %d: Get(%s %s %s) = %q %v, want %q %v", op, key, state, sub, got, ok, want, wok)
 			}
 		default:
-			snaps = append(snaps, taken{h.Snapshot(), maps.Clone(model)})
+			snaps = append(snaps, takenSnapshot{h.Snapshot(), maps.Clone(model)})
 		}
 		if h.Len() != len(model) {
 			t.Fatalf("op %d: Len = %d, want %d", op, h.Len(), len(model))
 		}
 	}
-	if len(snaps) < 100 {
-		t.Fatalf("only %d snapshots taken", len(snaps))
-	}
-	for i, s := range snaps {
-		b, err := s.snap.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := heapContents(t, b); !maps.Equal(got, s.want) {
-			t.Fatalf("snapshot %d: %d entries, want %d (a later write reached it)", i, len(got), len(s.want))
-		}
-	}
+	checkSnapshots(t, snaps)
 	// Scan sees every sub key of a state under the current key.
 	h.SetCurrentKey("k-1")
 	subs := map[string]string{}

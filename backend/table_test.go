@@ -66,11 +66,7 @@ func TestHeapAgainstModel(t *testing.T) {
 	}
 	h := NewHeap(maxP, kgs)
 	model := map[string]string{}
-	type taken struct {
-		snap Snapshot
-		want map[string]string
-	}
-	var snaps []taken
+	var snaps []takenSnapshot
 	r := rand.New(rand.NewPCG(3, 4))
 	value := func(op int) string {
 		v := fmt.Sprint(op)
@@ -134,25 +130,14 @@ func TestHeapAgainstModel(t *testing.T) {
 			}
 		default:
 			if r.IntN(4) == 0 {
-				snaps = append(snaps, taken{h.Snapshot(), maps.Clone(model)})
+				snaps = append(snaps, takenSnapshot{h.Snapshot(), maps.Clone(model)})
 			}
 		}
 		if h.Len() != len(model) {
 			t.Fatalf("op %d: Len = %d, want %d", op, h.Len(), len(model))
 		}
 	}
-	if len(snaps) < 100 {
-		t.Fatalf("only %d snapshots taken", len(snaps))
-	}
-	for i, s := range snaps {
-		b, err := s.snap.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := heapContents(t, b); !maps.Equal(got, s.want) {
-			t.Fatalf("snapshot %d: %d entries, want %d", i, len(got), len(s.want))
-		}
-	}
+	checkSnapshots(t, snaps)
 	b, _ := h.Snapshot().Encode()
 	h2 := NewHeap(maxP, kgs)
 	if err := h2.Restore([][]byte{b}); err != nil {
