@@ -157,7 +157,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
-	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (Go maps) or badger (on disk, in the state dir)")
+	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir)")
 	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
 	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint id (see: faultline checkpoints list), also at other parallelisms")
