@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -39,7 +40,7 @@ func (h *Heap) Abandon() { h.abandoned.Store(true) }
 type heapGroup struct {
 	t      *table
 	big    map[string]string
-	shared bool // a snapshot (or a Scan) holds t and big: copy them before a write
+	shared bool // a snapshot holds t and big: copy them before a write
 }
 
 // NewHeap returns an empty heap backend for the given key groups.
@@ -192,22 +193,30 @@ func (h *Heap) Delete(state, sub string) {
 	h.n -= before - len(g.big)
 }
 
-// Scan implements KeyedBackend.
+// Scan implements KeyedBackend. f may write to the state, which moves
+// entries within a table, so Scan first collects what it will pass to f.
 func (h *Heap) Scan(state string, f func(sub string, value []byte) bool) {
-	prefix := string(appendEntryKey(nil, state, h.currentKey, ""))
+	prefixB := appendEntryKey(nil, state, h.currentKey, "")
+	prefix := string(prefixB)
 	g := h.group()
-	// f may write to the state, which moves entries within the table:
-	// walk what the group holds now, and let a write copy it first, as
-	// after a snapshot.
-	t, big := g.t, g.big
-	g.shared = true
-	if !t.each(func(ck, v []byte) bool {
-		return !strings.HasPrefix(string(ck), prefix) || f(string(ck[len(prefix):]), v)
-	}) {
-		return
+	type entry struct {
+		sub   string
+		value []byte
 	}
-	for k, v := range big {
-		if strings.HasPrefix(k, prefix) && !f(k[len(prefix):], stringBytes(v)) {
+	var found []entry
+	g.t.each(func(ck, v []byte) bool {
+		if bytes.HasPrefix(ck, prefixB) {
+			found = append(found, entry{string(ck[len(prefix):]), slices.Clone(v)})
+		}
+		return true
+	})
+	for k, v := range g.big {
+		if strings.HasPrefix(k, prefix) {
+			found = append(found, entry{k[len(prefix):], stringBytes(v)}) // nothing changes a map's values
+		}
+	}
+	for _, e := range found {
+		if !f(e.sub, e.value) {
 			return
 		}
 	}
