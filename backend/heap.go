@@ -90,16 +90,17 @@ func appendEntryKey(dst []byte, state, key, sub string) []byte {
 	return append(dst, sub...)
 }
 
-// splitEntryKey returns the key and sub key of composite key ck.
-func splitEntryKey(ck string) (key, sub string, ok bool) {
-	l, n := binary.Uvarint([]byte(ck))
+// splitEntryKey returns the key and sub key of composite key ck; they
+// alias ck.
+func splitEntryKey(ck []byte) (key, sub []byte, ok bool) {
+	l, n := binary.Uvarint(ck)
 	if n <= 0 || uint64(len(ck)-n) < l {
-		return "", "", false
+		return nil, nil, false
 	}
 	ck = ck[n+int(l):]
-	l, n = binary.Uvarint([]byte(ck))
+	l, n = binary.Uvarint(ck)
 	if n <= 0 || uint64(len(ck)-n) < l {
-		return "", "", false
+		return nil, nil, false
 	}
 	return ck[n : n+int(l)], ck[n+int(l):], true
 }
@@ -235,11 +236,16 @@ func (h *Heap) Snapshot() Snapshot {
 	return s
 }
 
-// Restore implements KeyedBackend.
+// Restore implements KeyedBackend. Each table is sized for its key group
+// first, so that a restore does not grow it step by step.
 func (h *Heap) Restore(keyed [][]byte) error {
 	for _, b := range keyed {
 		var bad error
-		err := DecodeKeyed(b, func(kg int, k string, v []byte) {
+		err := decodeKeyed(b, func(kg, n int) {
+			if h.kgs.Contains(kg) {
+				h.groups[kg-h.kgs.Start].writable().t.reserve(n)
+			}
+		}, func(kg int, k, v []byte) {
 			if !h.kgs.Contains(kg) || bad != nil {
 				return
 			}
@@ -248,7 +254,8 @@ func (h *Heap) Restore(keyed [][]byte) error {
 				bad = fmt.Errorf("keyed state: %w (bad entry key in key group %d)", ErrCorrupt, kg)
 				return
 			}
-			h.n += h.groups[kg-h.kgs.Start].put(entryHash(keyHash(key), sub), []byte(k), v)
+			eh := entryHash(keyHash(unsafe.String(unsafe.SliceData(key), len(key))), unsafe.String(unsafe.SliceData(sub), len(sub)))
+			h.n += h.groups[kg-h.kgs.Start].put(eh, k, v)
 		})
 		if err == nil {
 			err = bad
@@ -330,6 +337,13 @@ func (w *KeyedWriter) Bytes() []byte { return w.b }
 // DecodeKeyed calls f for every entry of an encoded keyed snapshot. Values
 // passed to f alias b.
 func DecodeKeyed(b []byte, f func(kg int, key string, value []byte)) error {
+	return decodeKeyed(b, nil, func(kg int, k, v []byte) { f(kg, string(k), v) })
+}
+
+// decodeKeyed is DecodeKeyed with the entries' keys as bytes, which alias b,
+// and with group called first at each key group with its entry count, if
+// not nil.
+func decodeKeyed(b []byte, group func(kg, n int), f func(kg int, key, value []byte)) error {
 	if len(b) == 0 {
 		return nil
 	}
@@ -360,13 +374,16 @@ func DecodeKeyed(b []byte, f func(kg int, key string, value []byte)) error {
 		if !ok1 || !ok2 {
 			return fmt.Errorf("keyed state: %w (truncated group header)", ErrCorrupt)
 		}
+		if group != nil && n <= uint64(len(b))/4 { // an entry takes at least four bytes: a damaged count is not believed
+			group(int(kg), int(n))
+		}
 		for i := uint64(0); i < n; i++ {
 			k, ok := bytesN()
 			v, ok2 := bytesN()
 			if !ok || !ok2 {
 				return fmt.Errorf("keyed state: %w (truncated entry in key group %d)", ErrCorrupt, kg)
 			}
-			f(int(kg), string(k), v)
+			f(int(kg), k, v)
 		}
 	}
 	return nil

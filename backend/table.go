@@ -103,9 +103,22 @@ func (t *table) put(h uint64, ck, v []byte) bool {
 	return !ok
 }
 
-func (t *table) grow() {
+// reserve makes room for n more entries without growing.
+func (t *table) reserve(n int) {
+	size := len(t.slots)
+	for 2*(t.n+n) > size {
+		size *= 2
+	}
+	if size > len(t.slots) {
+		t.resize(size)
+	}
+}
+
+func (t *table) grow() { t.resize(2 * len(t.slots)) }
+
+func (t *table) resize(size int) {
 	old := t.slots
-	t.slots = make([]slot, 2*len(old))
+	t.slots = make([]slot, size)
 	t.mask = uint64(len(t.slots) - 1)
 	for j := range old {
 		if old[j].h == 0 {

@@ -147,13 +147,13 @@ func TestHeapAgainstModel(t *testing.T) {
 		t.Fatalf("restored: Len %d, want %d", h2.Len(), len(model))
 	}
 	for ck, want := range model {
-		key, sub, ok := splitEntryKey(ck)
+		key, sub, ok := splitEntryKey([]byte(ck))
 		if !ok {
 			t.Fatalf("bad composite key %q", ck)
 		}
 		state := ck[1 : 1+int(ck[0])]
-		h2.SetCurrentKey(key)
-		if got, ok := h2.Get(state, sub); !ok || string(got) != want {
+		h2.SetCurrentKey(string(key))
+		if got, ok := h2.Get(state, string(sub)); !ok || string(got) != want {
 			t.Fatalf("restored: Get(%s %s %s) = %q %v, want %q", key, state, sub, got, ok, want)
 		}
 	}
