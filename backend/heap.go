@@ -205,11 +205,10 @@ func (h *Heap) Scan(state string, f func(sub string, value []byte) bool) {
 		value []byte
 	}
 	var found []entry
-	g.t.each(func(ck, v []byte) bool {
+	g.t.each(func(ck, v []byte) {
 		if bytes.HasPrefix(ck, prefixB) {
 			found = append(found, entry{string(ck[len(prefix):]), slices.Clone(v)})
 		}
-		return true
 	})
 	for k, v := range g.big {
 		if strings.HasPrefix(k, prefix) {
@@ -294,10 +293,7 @@ func (s *heapSnapshot) Encode() ([]byte, error) {
 		// the Badger backend's snapshots are composed into incremental
 		// chains, which needs key order; ComposeKeyed checks it).
 		w.Group(s.start+i, g.t.n+len(g.big))
-		g.t.each(func(ck, v []byte) bool {
-			w.Entry(unsafe.String(unsafe.SliceData(ck), len(ck)), v)
-			return true
-		})
+		g.t.each(func(ck, v []byte) { w.Entry(unsafe.String(unsafe.SliceData(ck), len(ck)), v) })
 		for k, v := range g.big {
 			w.Entry(k, stringBytes(v))
 		}

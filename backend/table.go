@@ -61,15 +61,16 @@ func newTable() *table { return &table{slots: make([]slot, minSlots), mask: minS
 func (s *slot) key() []byte   { return s.data[:s.klen] }
 func (s *slot) value() []byte { return s.data[s.klen : s.klen+s.vlen : s.klen+s.vlen] }
 
-// find returns the slot holding ck, or the empty slot that ends its run.
-func (t *table) find(h uint64, ck []byte) (*slot, bool) {
+// find returns the index of the slot holding ck, or of the empty slot that
+// ends its run.
+func (t *table) find(h uint64, ck []byte) (uint64, bool) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		if s.h == 0 {
-			return s, false
+			return i, false
 		}
 		if s.h == h && string(s.key()) == string(ck) {
-			return s, true
+			return i, true
 		}
 	}
 }
@@ -80,11 +81,11 @@ func (t *table) home(h uint64) unsafe.Pointer { return unsafe.Pointer(&t.slots[h
 // get returns ck's value, which aliases the slot: valid until the next
 // write to the table.
 func (t *table) get(h uint64, ck []byte) ([]byte, bool) {
-	s, ok := t.find(h, ck)
+	i, ok := t.find(h, ck)
 	if !ok {
 		return nil, false
 	}
-	return s.value(), true
+	return t.slots[i].value(), true
 }
 
 // put stores ck → v (fitsSlot must hold) and reports whether ck is new.
@@ -93,7 +94,8 @@ func (t *table) put(h uint64, ck, v []byte) bool {
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	s, ok := t.find(h, ck)
+	i, ok := t.find(h, ck)
+	s := &t.slots[i]
 	if !ok {
 		t.n++
 		s.h = h
@@ -135,12 +137,11 @@ func (t *table) resize(size int) {
 // del removes ck and reports whether it was there. The entries after it in
 // its run move back (backward-shift deletion), so no tombstones build up.
 func (t *table) del(h uint64, ck []byte) bool {
-	s, ok := t.find(h, ck)
+	hole, ok := t.find(h, ck)
 	if !ok {
 		return false
 	}
 	t.n--
-	hole := uint64(uintptr(unsafe.Pointer(s))-uintptr(unsafe.Pointer(&t.slots[0]))) / uint64(unsafe.Sizeof(slot{}))
 	for j := (hole + 1) & t.mask; t.slots[j].h != 0; j = (j + 1) & t.mask {
 		// The entry at j may fill the hole if its home is not in the
 		// cyclic range (hole, j].
@@ -160,12 +161,11 @@ func (t *table) clone() *table {
 	return c
 }
 
-// each calls f for every entry, in slot order, until f returns false.
-func (t *table) each(f func(ck, v []byte) bool) bool {
+// each calls f for every entry, in slot order.
+func (t *table) each(f func(ck, v []byte)) {
 	for i := range t.slots {
-		if s := &t.slots[i]; s.h != 0 && !f(s.key(), s.value()) {
-			return false
+		if s := &t.slots[i]; s.h != 0 {
+			f(s.key(), s.value())
 		}
 	}
-	return true
 }

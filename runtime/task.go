@@ -782,17 +782,11 @@ func (t *task) runOperator(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// processInput handles the current batch of input i until it ends or the
-// channel gets blocked by alignment. done reports that every input ended.
-//
-// An element counts as handled only once its handling succeeded: when the
-// task fails on a record, in.pos still points at it, so that an instance
-// that takes over these input channels (individual failover) handles it
-// again instead of dropping it.
 // prefetchAhead is how many records ahead of the one it processes a keyed
 // task prefetches state (backend.Prefetcher): far enough for a memory load
 // to arrive, near enough that it is still cached when used. 4 was the
-// fastest of 0, 4 and 12 in the default job (docs/PERFORMANCE.md).
+// fastest of 0, 4 and 12 in the default job; 2 and 8 were no different
+// (docs/PERFORMANCE.md).
 const prefetchAhead = 4
 
 // prefetchKey prefetches the state of e's key, if e is a record.
@@ -802,6 +796,13 @@ func (t *task) prefetchKey(e *Element) {
 	}
 }
 
+// processInput handles the current batch of input i until it ends or the
+// channel gets blocked by alignment. done reports that every input ended.
+//
+// An element counts as handled only once its handling succeeded: when the
+// task fails on a record, in.pos still points at it, so that an instance
+// that takes over these input channels (individual failover) handles it
+// again instead of dropping it.
 func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	in := t.inputs[i]
 	start := in.pos
