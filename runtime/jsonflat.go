@@ -163,6 +163,83 @@ func (t *text) two(a, b []byte) (string, string) {
 	return x, y
 }
 
+// layout is the exact text of a record of two string members and
+// amount_cents as the generator writes it, {"first":"…","second":"…",
+// "amount_cents":…}, up to its values.
+type layout struct{ open, mid, amount string }
+
+func newLayout(first, second string) layout {
+	return layout{open: `{"` + first + `":"`, mid: `","` + second + `":"`, amount: `","amount_cents":`}
+}
+
+var (
+	orderLayout   = newLayout("order_id", "customer")
+	paymentLayout = newLayout("order_id", "payment_id")
+)
+
+// scanLayout reads b when it is exactly l with plain strings and a whole
+// number, which is every record the generator writes: one pass and three
+// comparisons instead of the scanner's member by member walk. ok is false
+// for anything else, which then goes to the scanner; where both read a
+// record, they read the same.
+func scanLayout(b []byte, l layout) (x, y []byte, amount int64, ok bool) {
+	if len(b) < len(l.open) || string(b[:len(l.open)]) != l.open {
+		return nil, nil, 0, false
+	}
+	i := len(l.open)
+	if x, i, ok = plainUntilQuote(b, i); !ok {
+		return nil, nil, 0, false
+	}
+	// b[i] is x's closing quote, the first byte of l.mid.
+	if len(b)-i < len(l.mid) || string(b[i:i+len(l.mid)]) != l.mid {
+		return nil, nil, 0, false
+	}
+	if y, i, ok = plainUntilQuote(b, i+len(l.mid)); !ok {
+		return nil, nil, 0, false
+	}
+	if len(b)-i < len(l.amount) || string(b[i:i+len(l.amount)]) != l.amount {
+		return nil, nil, 0, false
+	}
+	i += len(l.amount)
+	// The number, then the closing brace as the last byte.
+	if len(b)-i < 2 || b[len(b)-1] != '}' {
+		return nil, nil, 0, false
+	}
+	digits := b[i : len(b)-1]
+	neg := digits[0] == '-'
+	if neg {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
+		return nil, nil, 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return nil, nil, 0, false
+		}
+		amount = amount*10 + int64(c-'0')
+	}
+	if neg {
+		amount = -amount
+	}
+	return x, y, amount, true
+}
+
+// plainUntilQuote returns the string from b[i] up to the next quote, and
+// the quote's index, if it has no escapes, control characters or non-ASCII
+// bytes (as scanString).
+func plainUntilQuote(b []byte, i int) ([]byte, int, bool) {
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i:j], j, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, j, false
+		}
+	}
+	return nil, len(b), false
+}
+
 // scanTwoStringsAndAmount reads a flat object of the string members
 // first and second and the number amount_cents (the inputs of the default
 // job), or reports errNotFlat or a type error.
@@ -203,9 +280,12 @@ func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amoun
 
 // decodeOrderFast fills o from b, or reports errNotFlat or a type error.
 func decodeOrderFast(b []byte, o *Order, t *text) error {
-	id, customer, amount, err := scanTwoStringsAndAmount(b, "order_id", "customer")
-	if err != nil {
-		return err
+	id, customer, amount, ok := scanLayout(b, orderLayout)
+	if !ok {
+		var err error
+		if id, customer, amount, err = scanTwoStringsAndAmount(b, "order_id", "customer"); err != nil {
+			return err
+		}
 	}
 	o.OrderID, o.Customer = t.two(id, customer)
 	o.AmountCents = amount
@@ -213,9 +293,12 @@ func decodeOrderFast(b []byte, o *Order, t *text) error {
 }
 
 func decodePaymentFast(b []byte, p *Payment, t *text) error {
-	id, payment, amount, err := scanTwoStringsAndAmount(b, "order_id", "payment_id")
-	if err != nil {
-		return err
+	id, payment, amount, ok := scanLayout(b, paymentLayout)
+	if !ok {
+		var err error
+		if id, payment, amount, err = scanTwoStringsAndAmount(b, "order_id", "payment_id"); err != nil {
+			return err
+		}
 	}
 	p.OrderID, p.PaymentID = t.two(id, payment)
 	p.AmountCents = amount

@@ -21,6 +21,23 @@ func FuzzDecodeOrderAgreesWithEncodingJSON(f *testing.F) {
 		`{"order_id":"o","customer":"c","amount_cents":1}x`,
 		`{"order_id":"o","customer":"c","amount_cents":1,}`,
 		`{}`, `[]`, `not json`, `{"a":{"b":1}}`, `{"order_id":"o","order_id":"p"}`,
+		// Near the generator's layout, which scanLayout reads itself.
+		`{"order_id":"o","customer":"c","amount_cents":-0}`,
+		`{"order_id":"o","customer":"c","amount_cents":-}`,
+		`{"order_id":"o","customer":"c","amount_cents":}`,
+		`{"order_id":"o","customer":"c","amount_cents":1 }`,
+		`{"order_id":"o","customer":"c","amount_cents":1} `,
+		`{"order_id":"o","customer":"c","amount_cents":1}}`,
+		`{"order_id":"o","customer":"c","amount_cents":1e3}`,
+		`{"order_id":"o","customer":"c","amount_cents":1234567890123456789}`,
+		`{"order_id":"o","customer":"c\"","amount_cents":1}`,
+		`{"order_id":"o","customer":"c\u0041","amount_cents":1}`,
+		`{"order_id":"o","customer":"c","amount_cents":1,"amount_cents":2}`,
+		`{"order_id":"o","payment_id":"p","amount_cents":1}`,
+		`{"order_id":"o","Customer":"c","amount_cents":1}`,
+		`{"order_id":"","customer":"","amount_cents":0}`,
+		`{"order_id":"o","customer":"c","amount_cents"`,
+		`{"order_id":"o`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -104,5 +121,42 @@ func TestTextKeepsEveryString(t *testing.T) {
 	var none *text
 	if x, y := none.two([]byte("a"), []byte("b")); x != "a" || y != "b" {
 		t.Fatalf("nil text: %q %q", x, y)
+	}
+}
+
+// Every record the generator writes takes scanLayout's one pass (if one
+// did not, the scanner would still read it, and only the speed would
+// tell), and reads as encoding/json reads it.
+func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
+	g := NewGenerator(7, 2_000, GeneratorPartitions)
+	n := 0
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		l, fields := orderLayout, [2]string{"order_id", "customer"}
+		if topic == TopicPayments {
+			l, fields = paymentLayout, [2]string{"order_id", "payment_id"}
+		}
+		for p := 0; p < GeneratorPartitions; p++ {
+			for off := int64(0); off < g.EndOffset(topic, p); off++ {
+				b, ok := g.Read(topic, p, off)
+				if !ok {
+					t.Fatalf("%s/%d: no record at offset %d before the end", topic, p, off)
+				}
+				x, y, amount, ok := scanLayout(b, l)
+				if !ok {
+					t.Fatalf("%s/%d@%d: %s does not take the layout path", topic, p, off, b)
+				}
+				var want map[string]any
+				if err := json.Unmarshal(b, &want); err != nil {
+					t.Fatal(err)
+				}
+				if string(x) != want[fields[0]] || string(y) != want[fields[1]] || float64(amount) != want["amount_cents"] {
+					t.Fatalf("%s: layout path read %q %q %d", b, x, y, amount)
+				}
+				n++
+			}
+		}
+	}
+	if n < 1_500 {
+		t.Fatalf("read only %d records", n)
 	}
 }
