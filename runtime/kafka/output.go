@@ -56,6 +56,11 @@ type Output struct {
 
 	mu   sync.Mutex
 	txns map[string]*txnWriter // exactly-once and at-least-once
+	// last is the transaction the last Write wrote into (named lastName),
+	// so that a sink writing a checkpoint's records finds it without a
+	// lookup each time; nil after anything left the map.
+	last     *txnWriter
+	lastName string
 	none *asyncOut             // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
@@ -183,14 +188,17 @@ func (o *Output) Write(txn string, key, value []byte) error {
 		return nil
 	}
 	o.mu.Lock()
-	t := o.txns[txn]
-	if t == nil {
-		var err error
-		if t, err = o.begin(txn); err != nil {
-			o.mu.Unlock()
-			return err
+	t := o.last
+	if t == nil || o.lastName != txn {
+		if t = o.txns[txn]; t == nil {
+			var err error
+			if t, err = o.begin(txn); err != nil {
+				o.mu.Unlock()
+				return err
+			}
+			o.txns[txn] = t
 		}
-		o.txns[txn] = t
+		o.last, o.lastName = t, txn
 	}
 	o.mu.Unlock()
 	if err := t.w.write(key, value); err != nil {
@@ -212,6 +220,7 @@ func (o *Output) Prepare(txn string) (string, error) {
 	o.mu.Lock()
 	t := o.txns[txn]
 	delete(o.txns, txn)
+	o.last = nil
 	o.mu.Unlock()
 	if t == nil {
 		return "", nil
@@ -297,6 +306,7 @@ func (o *Output) AbortLingering(prefix string, from int64) error {
 			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n >= from {
 				stale = append(stale, t)
 				delete(o.txns, name)
+				o.last = nil
 			}
 		}
 	}
@@ -419,6 +429,7 @@ func (o *Output) Close() error {
 	o.mu.Lock()
 	open := o.txns
 	o.txns = map[string]*txnWriter{}
+	o.last = nil
 	closeNone := o.none != nil && !o.noneClosed
 	o.noneClosed = o.noneClosed || closeNone
 	o.mu.Unlock()

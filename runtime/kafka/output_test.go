@@ -87,6 +87,28 @@ func TestOutputTransactions(t *testing.T) {
 	if got := committedValues(t, c, "revenue"); len(got) != 3 || got[2] != "d" {
 		t.Fatalf("committed %v, want [a b d]", got)
 	}
+	// A restored sink aborts what its own output still has open and then
+	// writes under the same name again: the write goes to a new
+	// transaction, not to the writer the abort stopped.
+	if err := o2.Write("t/3", nil, []byte("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.AbortLingering("t/", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Write("t/3", nil, []byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := o2.Prepare("t/3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Commit(c3); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedValues(t, c, "revenue"); len(got) != 4 || got[3] != "e" {
+		t.Fatalf("committed %v, want [a b d e]", got)
+	}
 }
 
 // One transaction of more records than a batch holds, over three
