@@ -108,6 +108,7 @@ type joinOp struct {
 	report func(n int64, what string)
 
 	paid slab[PaidOrder]
+	text text // the strings of the sides read back from state
 }
 
 // bufferedIDs are the keys buffered before barrier id.
@@ -117,8 +118,8 @@ type bufferedIDs struct {
 }
 
 func (j *joinOp) Open(ctx *OperatorContext) error {
-	j.order = backend.NewValue[Order](ctx.Keyed, "order", orderCodec{})
-	j.payment = backend.NewValue[Payment](ctx.Keyed, "payment", paymentCodec{})
+	j.order = backend.NewValue[Order](ctx.Keyed, "order", orderCodec{&j.text})
+	j.payment = backend.NewValue[Payment](ctx.Keyed, "payment", paymentCodec{&j.text})
 	j.keyed = ctx.Keyed
 	j.track = ctx.TrackRollback
 	return nil
@@ -256,7 +257,9 @@ func (a *aggregateOp) Process(rec *Record, out Collector) error {
 }
 
 // orderCodec and paymentCodec keep the join's buffered sides in state.
-type orderCodec struct{}
+// Decoded strings come from t's blocks (t nil: an allocation each), so a
+// codec with a t belongs to one goroutine.
+type orderCodec struct{ t *text }
 
 // stringsRoom is room for two length-prefixed strings and a varint besides
 // the strings' bytes: state values are encoded into a buffer of their size
@@ -270,18 +273,18 @@ func (orderCodec) Append(dst []byte, o Order) []byte {
 	return binary.AppendVarint(dst, o.AmountCents)
 }
 
-func (orderCodec) Decode(b []byte) (Order, error) {
+func (c orderCodec) Decode(b []byte) (Order, error) {
 	id, customer, b, ok := readTwoStrings(b)
 	v, n := binary.Varint(b)
 	if !ok || n <= 0 {
 		return Order{}, backend.ErrCorrupt
 	}
 	o := Order{AmountCents: v}
-	o.OrderID, o.Customer = twoStrings(id, customer)
+	o.OrderID, o.Customer = c.t.two(id, customer)
 	return o, nil
 }
 
-type paymentCodec struct{}
+type paymentCodec struct{ t *text }
 
 func (paymentCodec) Append(dst []byte, p Payment) []byte {
 	dst = slices.Grow(dst, len(p.OrderID)+len(p.PaymentID)+stringsRoom)
@@ -290,14 +293,14 @@ func (paymentCodec) Append(dst []byte, p Payment) []byte {
 	return binary.AppendVarint(dst, p.AmountCents)
 }
 
-func (paymentCodec) Decode(b []byte) (Payment, error) {
+func (c paymentCodec) Decode(b []byte) (Payment, error) {
 	id, payment, b, ok := readTwoStrings(b)
 	v, n := binary.Varint(b)
 	if !ok || n <= 0 {
 		return Payment{}, backend.ErrCorrupt
 	}
 	p := Payment{AmountCents: v}
-	p.OrderID, p.PaymentID = twoStrings(id, payment)
+	p.OrderID, p.PaymentID = c.t.two(id, payment)
 	return p, nil
 }
 
