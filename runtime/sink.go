@@ -22,6 +22,7 @@ import (
 // attempt used are exactly those from the restored N on.
 type sinkOp struct {
 	out       TxnOutput
+	timed     TimedWriter // out, when it takes timestamps
 	topic     string
 	txnPrefix string
 	ctx       *OperatorContext
@@ -308,6 +309,7 @@ func commitOrRedo(out TxnOutput, t pendingTxn) error {
 
 func (s *sinkOp) Open(ctx *OperatorContext) error {
 	s.ctx = ctx
+	s.timed, _ = s.out.(TimedWriter)
 	p, idx := ctx.Parallelism, ctx.Task.Index
 	if l, ok := s.out.(interface{ PreparedMayBeLost() bool }); ok && l.PreparedMayBeLost() {
 		s.redoLog = true
@@ -361,6 +363,9 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 		key = nil
 	}
 	s.curN++
+	if s.timed != nil {
+		return s.timed.WriteAt(s.txn(), key, val, s.ctx.BatchStart())
+	}
 	return s.out.Write(s.txn(), key, val)
 }
 

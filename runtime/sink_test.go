@@ -1,9 +1,14 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime/spec"
 )
 
 // losingOutput is a MemoryOutput whose prepared transactions can vanish, as
@@ -149,4 +154,60 @@ func TestRedoLogAcrossChunks(t *testing.T) {
 			t.Fatalf("record %d after the checkpoint: %q", i, recs[i].Key)
 		}
 	}
+}
+
+// stampingOutput is a MemoryOutput that takes timestamps, as the Kafka
+// output does, and keeps them in the order the records came.
+type stampingOutput struct {
+	*MemoryOutput
+	stamps []time.Time
+}
+
+func (s *stampingOutput) WriteAt(txn string, key, value []byte, at time.Time) error {
+	s.stamps = append(s.stamps, at)
+	return s.MemoryOutput.Write(txn, key, value)
+}
+
+// The sink stamps each record with the time its subtask began the batch
+// holding it: a time within the run, never earlier than the record before.
+func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
+	gen := NewGenerator(3, 20_000, GeneratorPartitions)
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		s, err := gen.Source(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Sources[topic] = s
+	}
+	out := &stampingOutput{MemoryOutput: NewMemoryOutput()}
+	env.Outputs["revenue"] = out
+	j, err := New(Config{Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	res, err := j.Run(context.Background(), RunOptions{})
+	after := time.Now()
+	if err != nil || res.Status != JobFinished {
+		t.Fatalf("run: %v, %v", err, res.Status)
+	}
+	if len(out.stamps) == 0 || len(out.stamps) != out.Len() {
+		t.Fatalf("%d stamps for %d committed records", len(out.stamps), out.Len())
+	}
+	distinct := map[time.Time]bool{}
+	for i, at := range out.stamps {
+		distinct[at] = true
+		if at.Before(before) || at.After(after) {
+			t.Fatalf("record %d stamped %v, outside the run %v–%v", i, at, before, after)
+		}
+		if i > 0 && at.Before(out.stamps[i-1]) {
+			t.Fatalf("record %d stamped %v, before the record ahead of it (%v)", i, at, out.stamps[i-1])
+		}
+	}
+	// The records of a batch share its time: no clock read per record.
+	if len(distinct) > len(out.stamps)/2 {
+		t.Fatalf("%d distinct stamps for %d records", len(distinct), len(out.stamps))
+	}
+	t.Logf("%d distinct stamps for %d records", len(distinct), len(out.stamps))
 }

@@ -168,6 +168,9 @@ type task struct {
 	keyed backend.KeyedBackend
 	// prefetch is keyed, when it can load a key's state ahead of use
 	prefetch backend.Prefetcher
+	// batchStart is when processInput began the batch it is processing
+	// (OperatorContext.BatchStart).
+	batchStart time.Time
 
 	restored *restoredState
 	faults   []*faultEntry
@@ -300,6 +303,7 @@ func (t *task) open() error {
 		TrackRollback:  t.a.job.failover == FailoverIndividual,
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
+		batchStart:     &t.batchStart,
 	}
 	if t.restored != nil {
 		oc.Restored = true
@@ -807,6 +811,7 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	in := t.inputs[i]
 	start := in.pos
 	began := time.Now()
+	t.batchStart = began
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
 		t.dawdle(ctx, began)

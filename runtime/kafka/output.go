@@ -56,14 +56,14 @@ type Output struct {
 
 	mu   sync.Mutex
 	txns map[string]*txnWriter // exactly-once and at-least-once
+	none *asyncOut             // none
+	// noneClosed is set by Close (under mu): none itself never changes.
+	noneClosed bool
 	// last is the transaction the last Write wrote into (named lastName),
 	// so that a sink writing a checkpoint's records finds it without a
 	// lookup each time; nil after anything left the map.
 	last     *txnWriter
 	lastName string
-	none *asyncOut             // none
-	// noneClosed is set by Close (under mu): none itself never changes.
-	noneClosed bool
 }
 
 // asyncOut is the guarantee none's producer: fire and forget, with a count
@@ -180,8 +180,14 @@ func (o *Output) begin(txn string) (*txnWriter, error) {
 
 // Write implements runtime.TxnOutput.
 func (o *Output) Write(txn string, key, value []byte) error {
+	return o.WriteAt(txn, key, value, time.Now())
+}
+
+// WriteAt implements runtime.TimedWriter: Write with the record's
+// timestamp.
+func (o *Output) WriteAt(txn string, key, value []byte, at time.Time) error {
 	if o.none != nil {
-		msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value)}
+		msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value), Timestamp: at}
 		if err := o.none.send(msg); err != nil {
 			return fmt.Errorf("write to %s: %w", o.topic, err)
 		}
@@ -201,7 +207,7 @@ func (o *Output) Write(txn string, key, value []byte) error {
 		o.last, o.lastName = t, txn
 	}
 	o.mu.Unlock()
-	if err := t.w.write(key, value); err != nil {
+	if err := t.w.write(key, value, at); err != nil {
 		return fmt.Errorf("write in transaction %s: %w", txn, err)
 	}
 	return nil

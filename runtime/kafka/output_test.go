@@ -191,7 +191,7 @@ func TestRecordWriterAbandoned(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2*batchRecords; i++ {
-		if err := w.write(nil, []byte("x")); err != nil {
+		if err := w.write(nil, []byte("x"), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,7 +202,7 @@ func TestRecordWriterAbandoned(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("abandon did not return")
 	}
-	if err := w.write(nil, []byte("y")); !errors.Is(err, errWriterClosed) {
+	if err := w.write(nil, []byte("y"), time.Now()); !errors.Is(err, errWriterClosed) {
 		t.Fatalf("write after abandon: %v, want errWriterClosed", err)
 	}
 	if err := w.flush(); !errors.Is(err, errWriterClosed) {
@@ -221,7 +221,7 @@ func TestRecordWriterBrokerDown(t *testing.T) {
 	defer w.abandon()
 	e.Down(time.Minute)
 	defer e.Down(0)
-	if err := w.write(nil, []byte("x")); err != nil {
+	if err := w.write(nil, []byte("x"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	err = w.flush()
@@ -354,5 +354,65 @@ func TestReadCommittedEndsWhereTheCommittedRecordsEnd(t *testing.T) {
 	commit("d/0", "last")
 	if got := committedValues(t, c, "revenue"); len(got) != 2 || got[0] != "first" || got[1] != "last" {
 		t.Fatalf("committed %v, want [first last]", got)
+	}
+}
+
+// A record carries the timestamp the sink gave it (Kafka keeps
+// milliseconds), with every guarantee.
+func TestOutputWritesTheTimestampsItIsGiven(t *testing.T) {
+	_, c, cl := embeddedClient(t)
+	base := time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	for i, g := range []Guarantee{ExactlyOnce, AtLeastOnce, None} {
+		t.Run(string(g), func(t *testing.T) {
+			topic := "stamped-" + string(g)
+			if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
+				t.Fatal(err)
+			}
+			o, err := NewOutput(c, cl, topic, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			txn := fmt.Sprintf("stamps/%d", i)
+			want := []time.Time{base, base.Add(1500 * time.Millisecond), base.Add(time.Hour)}
+			for j, at := range want {
+				if err := o.WriteAt(txn, nil, []byte{byte('a' + j)}, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cm, err := o.Prepare(txn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cm != "" {
+				if err := o.Commit(cm); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := o.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			cfg, _ := c.Config()
+			cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+			cons, err := sarama.NewConsumer(c.Brokers, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cons.Close()
+			pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pc.Close()
+			for j, at := range want {
+				select {
+				case m := <-pc.Messages():
+					if !m.Timestamp.Equal(at) || string(m.Value) != string(rune('a'+j)) {
+						t.Fatalf("record %d: %q at %v, want %q at %v", j, m.Value, m.Timestamp, string(rune('a'+j)), at)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("record %d not read", j)
+				}
+			}
+		})
 	}
 }

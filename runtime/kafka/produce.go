@@ -114,10 +114,10 @@ func requestVersion(v sarama.KafkaVersion, oldest int16, newestFirst ...versionS
 	return oldest
 }
 
-// write appends a record to its partition's batch (the partition Sarama's
-// hash partitioner picks for key), sending the batch once it is full.
-// key and value must not change afterwards.
-func (w *recordWriter) write(key, value []byte) error {
+// write appends a record with timestamp now to its partition's batch (the
+// partition Sarama's hash partitioner picks for key), sending the batch
+// once it is full. key and value must not change afterwards.
+func (w *recordWriter) write(key, value []byte, now time.Time) error {
 	if err := w.flight.failed(); err != nil {
 		return err
 	}
@@ -130,7 +130,6 @@ func (w *recordWriter) write(key, value []byte) error {
 		}
 	}
 	b := w.open[p]
-	now := time.Now()
 	if b == nil {
 		b = &sarama.RecordBatch{
 			Version: 2, FirstTimestamp: now, ProducerID: w.pid, ProducerEpoch: w.epoch,
