@@ -307,3 +307,31 @@ func TestHeapEncodeWhileWriting(t *testing.T) {
 		}
 	}
 }
+
+// A key group handed in with a key must be the key's: with the race
+// detector (make test) both backends check it, so that a routing bug that
+// would file state where no lookup finds it fails the tests.
+func TestKeyGroupHandedInIsChecked(t *testing.T) {
+	if !verifyKeyGroups {
+		t.Skip("the check runs in builds with the race detector (make test)")
+	}
+	const maxP = 128
+	kgs := KeyGroupRange{Start: 0, End: maxP - 1}
+	b, err := NewBadger(t.TempDir(), maxP, kgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for name, g := range map[string]GroupedKeys{"heap": NewHeap(maxP, kgs), "badger": b} {
+		kg := KeyGroupFor("o-1", maxP)
+		g.SetCurrentKeyInGroup("o-1", kg) // the right one
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: a wrong key group was taken", name)
+				}
+			}()
+			g.SetCurrentKeyInGroup("o-1", (kg+1)%maxP)
+		}()
+	}
+}

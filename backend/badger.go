@@ -236,9 +236,17 @@ func (b *Badger) KeyGroups() KeyGroupRange { return b.kgs }
 
 // SetCurrentKey implements KeyedBackend. A key outside the subtask's key
 // groups is a routing bug and panics.
-func (b *Badger) SetCurrentKey(key string) {
+func (b *Badger) SetCurrentKey(key string) { b.setCurrent(key, KeyGroupFor(key, b.maxPar)) }
+
+// SetCurrentKeyInGroup implements GroupedKeys.
+func (b *Badger) SetCurrentKeyInGroup(key string, kg int) {
+	checkKeyGroup(key, kg, b.maxPar)
+	b.setCurrent(key, kg)
+}
+
+func (b *Badger) setCurrent(key string, kg int) {
 	b.currentKey = key
-	b.currentKG = KeyGroupFor(key, b.maxPar)
+	b.currentKG = kg
 	if !b.kgs.Contains(b.currentKG) {
 		panic(fmt.Sprintf("key %q is in key group %d, outside this subtask's %s", key, b.currentKG, b.kgs))
 	}

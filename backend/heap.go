@@ -57,9 +57,17 @@ func (h *Heap) KeyGroups() KeyGroupRange { return h.kgs }
 
 // SetCurrentKey implements KeyedBackend. A key outside the subtask's key
 // groups is a routing bug and panics.
-func (h *Heap) SetCurrentKey(key string) {
+func (h *Heap) SetCurrentKey(key string) { h.setCurrent(key, KeyGroupFor(key, h.maxPar)) }
+
+// SetCurrentKeyInGroup implements GroupedKeys.
+func (h *Heap) SetCurrentKeyInGroup(key string, kg int) {
+	checkKeyGroup(key, kg, h.maxPar)
+	h.setCurrent(key, kg)
+}
+
+func (h *Heap) setCurrent(key string, kg int) {
 	h.currentKey = key
-	h.currentKG = KeyGroupFor(key, h.maxPar)
+	h.currentKG = kg
 	if !h.kgs.Contains(h.currentKG) {
 		panic(fmt.Sprintf("key %q is in key group %d, outside this subtask's %s", key, h.currentKG, h.kgs))
 	}
@@ -73,8 +81,10 @@ func (h *Heap) CurrentKey() string { return h.currentKey }
 // value states are found, so that a lookup a few records later finds it in
 // the cache. A key outside the subtask's key groups is ignored here
 // (SetCurrentKey reports it).
-func (h *Heap) Prefetch(key string) {
-	kg := KeyGroupFor(key, h.maxPar)
+func (h *Heap) Prefetch(key string, kg int) {
+	if kg < 0 {
+		kg = KeyGroupFor(key, h.maxPar)
+	}
 	if !h.kgs.Contains(kg) {
 		return
 	}

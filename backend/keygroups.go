@@ -55,3 +55,14 @@ func (r KeyGroupRange) Contains(kg int) bool { return kg >= r.Start && kg <= r.E
 func (r KeyGroupRange) Len() int { return r.End - r.Start + 1 }
 
 func (r KeyGroupRange) String() string { return fmt.Sprintf("key groups %d-%d", r.Start, r.End) }
+
+// checkKeyGroup panics, in builds with the race detector, when kg is not
+// key's key group: a caller that hands in a wrong one would file the key's
+// state where no lookup finds it.
+func checkKeyGroup(key string, kg, maxParallelism int) {
+	if verifyKeyGroups {
+		if want := KeyGroupFor(key, maxParallelism); kg != want {
+			panic(fmt.Sprintf("key %q is in key group %d, not the %d given", key, want, kg))
+		}
+	}
+}

@@ -43,7 +43,16 @@ type KeyedBackend interface {
 // ahead of the one it processes, so that lookups of keys spread over more
 // memory than the caches hold overlap instead of waiting one by one.
 type Prefetcher interface {
-	Prefetch(key string)
+	// Prefetch takes key's key group when the caller knows it (a hash
+	// edge computed it to route the record), or a negative one.
+	Prefetch(key string, keyGroup int)
+}
+
+// GroupedKeys is a KeyedBackend that takes the current key's key group
+// from a caller that already computed it (KeyGroupFor at the backend's
+// maximum parallelism), instead of hashing the key again.
+type GroupedKeys interface {
+	SetCurrentKeyInGroup(key string, keyGroup int)
 }
 
 // Snapshot is a frozen view of keyed state; Encode is the asynchronous part

@@ -84,9 +84,16 @@ func TestHeapAgainstModel(t *testing.T) {
 			state, sub = "m", fmt.Sprintf("s%d", r.IntN(8))
 		}
 		ck := string(appendEntryKey(nil, state, key, sub))
-		h.Prefetch(keys[r.IntN(len(keys))])
-		h.Prefetch("not-mine")
-		h.SetCurrentKey(key)
+		ahead := keys[r.IntN(len(keys))]
+		h.Prefetch(ahead, -1)
+		h.Prefetch(ahead, KeyGroupFor(ahead, maxP))
+		h.Prefetch("not-mine", -1)
+		h.Prefetch("not-mine", KeyGroupFor("not-mine", maxP))
+		if r.IntN(2) == 0 {
+			h.SetCurrentKey(key)
+		} else {
+			h.SetCurrentKeyInGroup(key, KeyGroupFor(key, maxP)) // as a hash edge hands it in
+		}
 		switch x := r.IntN(100); {
 		case x < 45:
 			v := value(op)

@@ -32,15 +32,23 @@ type Record struct {
 // Element is what flows through a channel: a record, a barrier, a
 // cancellation marker or the end of input.
 type Element struct {
-	Kind   Kind
-	Record Record
-	// ID and TriggerNanos describe a barrier or cancellation marker.
-	ID           int64
-	TriggerNanos int64
+	Kind Kind
 	// Savepoint marks the barrier of a savepoint, which every subtask
 	// snapshots in full.
 	Savepoint bool
 	// AtLeastOnce marks the barrier of a checkpoint taken in at-least-once
 	// mode (no alignment); the mode can change while the job runs.
 	AtLeastOnce bool
+	// group is Record.Key's key group plus one, set by the hash edge that
+	// routed the record by it, so that the receiver's keyed state does not
+	// hash the key again; 0 when not known.
+	group  int32
+	Record Record
+	// ID and TriggerNanos describe a barrier or cancellation marker.
+	ID           int64
+	TriggerNanos int64
 }
+
+// keyGroup is the key group of the record's key, or -1 when no hash edge
+// gave it.
+func (e *Element) keyGroup() int { return int(e.group) - 1 }

@@ -1308,6 +1308,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 			t.keyed = backend.NewHeap(maxP, kgs)
 		}
 		t.prefetch, _ = t.keyed.(backend.Prefetcher)
+		t.grouped, _ = t.keyed.(backend.GroupedKeys)
 		break
 	}
 	if ss := states[op.Name]; ss != nil {

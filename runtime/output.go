@@ -28,26 +28,27 @@ func newOutput(in spec.Input, maxPar int, channels []*Channel, batch int, self i
 	return o
 }
 
-// target picks the channel for rec and sets its key for a hash edge.
-func (o *output) target(rec *Record) (int, error) {
+// target picks the channel for rec and, for a hash edge, sets its key and
+// returns the key's key group (-1 for the other edges).
+func (o *output) target(rec *Record) (int, int, error) {
 	switch o.edge {
 	case spec.Forward:
-		return 0, nil
+		return 0, -1, nil
 	case spec.Hash:
 		f, ok := rec.Value.(Fielder)
 		if !ok {
-			return 0, unrecoverable(fmt.Errorf("cannot key a %T by %q", rec.Value, o.key))
+			return 0, -1, unrecoverable(fmt.Errorf("cannot key a %T by %q", rec.Value, o.key))
 		}
 		k, ok := f.Field(o.key)
 		if !ok {
-			return 0, unrecoverable(fmt.Errorf("record has no field %q to key by", o.key))
+			return 0, -1, unrecoverable(fmt.Errorf("record has no field %q to key by", o.key))
 		}
 		rec.Key = k
 		kg := backend.KeyGroupFor(k, o.maxPar)
-		return backend.OperatorIndexFor(kg, o.maxPar, len(o.channels)), nil
+		return backend.OperatorIndexFor(kg, o.maxPar, len(o.channels)), kg, nil
 	default: // rebalance
 		o.rr++
-		return o.rr % len(o.channels), nil
+		return o.rr % len(o.channels), -1, nil
 	}
 }
 
@@ -61,11 +62,11 @@ func (o *output) emit(ctx context.Context, rec Record) error {
 		}
 		return nil
 	}
-	i, err := o.target(&rec)
+	i, kg, err := o.target(&rec)
 	if err != nil {
 		return err
 	}
-	return o.add(ctx, i, Element{Kind: KindRecord, Record: rec})
+	return o.add(ctx, i, Element{Kind: KindRecord, Record: rec, group: int32(kg + 1)})
 }
 
 func (o *output) add(ctx context.Context, i int, e Element) error {

@@ -168,6 +168,8 @@ type task struct {
 	keyed backend.KeyedBackend
 	// prefetch is keyed, when it can load a key's state ahead of use
 	prefetch backend.Prefetcher
+	// grouped is keyed, when it takes the key groups hash edges computed
+	grouped backend.GroupedKeys
 	// batchStart is when processInput began the batch it is processing
 	// (OperatorContext.BatchStart).
 	batchStart time.Time
@@ -796,7 +798,7 @@ const prefetchAhead = 4
 // prefetchKey prefetches the state of e's key, if e is a record.
 func (t *task) prefetchKey(e *Element) {
 	if e.Kind == KindRecord {
-		t.prefetch.Prefetch(e.Record.Key)
+		t.prefetch.Prefetch(e.Record.Key, e.keyGroup())
 	}
 }
 
@@ -835,7 +837,11 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 				if t.prefetch != nil && in.pos+prefetchAhead < len(in.cur) {
 					t.prefetchKey(&in.cur[in.pos+prefetchAhead])
 				}
-				t.keyed.SetCurrentKey(e.Record.Key)
+				if kg := e.keyGroup(); kg >= 0 && t.grouped != nil {
+					t.grouped.SetCurrentKeyInGroup(e.Record.Key, kg)
+				} else {
+					t.keyed.SetCurrentKey(e.Record.Key)
+				}
 			}
 			if t.two != nil {
 				if in.logical == 0 {
