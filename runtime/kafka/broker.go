@@ -28,6 +28,10 @@ type Embedded struct {
 	Note string
 }
 
+// memorySegmentBytes is the size of a log segment of a broker kept in
+// memory (kfake's default is 100 MiB).
+const memorySegmentBytes = 4 << 20
+
 // StartEmbedded starts the broker on port (0: any free port), falling back
 // to a free port when port is taken. dataDir "" keeps everything in memory.
 // topics are created with their partition counts if they do not exist.
@@ -36,6 +40,12 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 		o := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p), kfake.ClusterID("faultline")}
 		if dataDir != "" {
 			o = append(o, kfake.DataDir(dataDir), kfake.SyncWrites())
+		} else {
+			// In memory a segment is a slice that doubles as it fills, so a
+			// topic written fast pays for copying and zeroing up to a whole
+			// segment again and again, which a broker writing files does
+			// not: small segments keep that to a few megabytes.
+			o = append(o, kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(memorySegmentBytes)}))
 		}
 		return o
 	}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -171,5 +172,41 @@ func TestSASLMechanisms(t *testing.T) {
 				t.Fatal("connected with a wrong password")
 			}
 		})
+	}
+}
+
+// A broker kept in memory rolls its segments at memorySegmentBytes (each
+// one is a slice that doubles as it fills); one writing files keeps
+// kfake's default.
+func TestInMemoryBrokerHasSmallSegments(t *testing.T) {
+	for _, dir := range []string{"", t.TempDir()} {
+		e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adm, err := sarama.NewClusterAdmin([]string{e.Addr}, sarama.NewConfig())
+		if err != nil {
+			e.Close()
+			t.Fatal(err)
+		}
+		entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "0"})
+		adm.Close()
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, c := range entries {
+			if c.Name == "log.segment.bytes" {
+				got = c.Value
+			}
+		}
+		want := "104857600"
+		if dir == "" {
+			want = fmt.Sprint(memorySegmentBytes)
+		}
+		if got != want {
+			t.Errorf("data dir %q: log.segment.bytes %q, want %s", dir, got, want)
+		}
 	}
 }
