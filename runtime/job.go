@@ -1427,11 +1427,20 @@ func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 		for _, s := range states[op.Name] {
 			blobs = append(blobs, s.Operator[sinkStateName])
 		}
+		redo := func(name string) [][]byte {
+			var vs [][]byte
+			for _, s := range states[op.Name] {
+				if v, ok := s.Operator[name]; ok {
+					vs = append(vs, v)
+				}
+			}
+			return vs
+		}
 		all := make([]int, op.Parallelism)
 		for i := range all {
 			all[i] = i
 		}
-		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, blobs, func(int) bool { return true }, all); err != nil {
+		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, blobs, redo, func(int) bool { return true }, all); err != nil {
 			return err
 		}
 	}

@@ -146,34 +146,46 @@ type sinkState struct {
 	pending []pendingTxn
 }
 
-func (st sinkState) encode() []byte {
+// sinkRedoName names the operator state entry of chunk i of txn's redo log.
+func sinkRedoName(txn string, i int) string {
+	return sinkStateName + "/redo/" + txn + "/" + strconv.Itoa(i)
+}
+
+// entries is the state as operator state entries: the transactions under
+// sinkStateName, and each chunk of a redo log under sinkRedoName as it is.
+// A prepared transaction's log never changes, so the checkpoint takes its
+// chunks without a copy on the sink's goroutine (they are tens of
+// megabytes a second).
+func (st sinkState) entries() map[string][]byte {
 	size := 2 * binary.MaxVarintLen64
 	for _, t := range st.pending {
 		size += 4*binary.MaxVarintLen64 + len(t.txn) + len(t.committable)
-		if t.redo != nil {
-			size += t.redo.size
-		}
 	}
 	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(st.owner))
 	b = binary.AppendUvarint(b, uint64(st.nextSeq))
+	m := map[string][]byte{}
 	for _, t := range st.pending {
 		b = binary.AppendUvarint(b, uint64(t.checkpoint))
 		b = appendString(b, t.txn)
 		b = appendString(b, t.committable)
-		if t.redo == nil {
-			b = binary.AppendUvarint(b, 0)
-			continue
-		}
-		b = binary.AppendUvarint(b, uint64(t.redo.n)+1)
-		for _, c := range t.redo.chunks {
-			b = append(b, c...)
+		// 0: no records here; checkpoints written before the chunks were
+		// entries of their own have n+1 and the n records inline.
+		b = binary.AppendUvarint(b, 0)
+		if t.redo != nil {
+			for i, c := range t.redo.chunks {
+				m[sinkRedoName(t.txn, i)] = c
+			}
 		}
 	}
-	return b
+	m[sinkStateName] = b
+	return m
 }
 
-func decodeSinkState(b []byte) (sinkState, error) {
+// decodeSinkState reads a sink subtask's state: b is its sinkStateName
+// entry, and redo finds the values of an entry of the same checkpoint by
+// name (its redo chunks).
+func decodeSinkState(b []byte, redo func(name string) [][]byte) (sinkState, error) {
 	var st sinkState
 	owner, n := binary.Uvarint(b)
 	if n <= 0 {
@@ -215,6 +227,11 @@ func decodeSinkState(b []byte) (sinkState, error) {
 			}
 			used := start[:len(start)-len(rest)]
 			t.redo = &redoLog{chunks: [][]byte{append([]byte(nil), used...)}, size: len(used), n: int(cnt - 1)}
+		} else if redo != nil {
+			var err error
+			if t.redo, err = restoreRedo(t.txn, redo); err != nil {
+				return st, err
+			}
 		}
 		st.pending = append(st.pending, t)
 		b = rest
@@ -222,16 +239,42 @@ func decodeSinkState(b []byte) (sinkState, error) {
 	return st, nil
 }
 
+// restoreRedo reads back txn's redo log from its chunk entries (nil when
+// it has none), copied: the values are the stored checkpoint's.
+func restoreRedo(txn string, redo func(name string) [][]byte) (*redoLog, error) {
+	var l *redoLog
+	for i := 0; ; i++ {
+		vs := redo(sinkRedoName(txn, i))
+		if len(vs) == 0 {
+			return l, nil
+		}
+		if l == nil {
+			l = &redoLog{}
+		}
+		c := append([]byte(nil), vs[0]...)
+		for rest := c; len(rest) > 0; l.n++ {
+			_, r2, okk := readBytes(rest)
+			_, r3, okv := readBytes(r2)
+			if !okk || !okv {
+				return nil, backend.ErrCorrupt
+			}
+			rest = r3
+		}
+		l.chunks = append(l.chunks, c)
+		l.size += len(c)
+	}
+}
+
 // recoverSink leaves out as a restart from a checkpoint with these sink
 // states would: every pre-committed transaction committed, every later one
 // aborted. states are the sink operator's states in that checkpoint (none
 // when starting without one); owners are the subtasks to recover, with the
 // sequence number to abort from when no state names it.
-func recoverSink(out TxnOutput, prefix, op string, states [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, err error) {
+func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, err error) {
 	nextSeq = map[int]int64{}
 	var pending []sinkState
 	for _, b := range states {
-		st, err := decodeSinkState(b)
+		st, err := decodeSinkState(b, redo)
 		if err != nil {
 			return nil, fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
 		}
@@ -316,7 +359,7 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 	}
 	// This subtask recovers its own transactions and those of old subtasks
 	// that no longer exist at this parallelism.
-	next, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName),
+	next, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName), ctx.RestoredState,
 		func(owner int) bool { return owner%p == idx }, []int{idx})
 	if err != nil {
 		return fmt.Errorf("%s: %w", ctx.Task, err)
@@ -382,7 +425,7 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 		s.current, s.curLog, s.curN = "", nil, 0
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
-	return map[string][]byte{sinkStateName: st.encode()}, nil
+	return st.entries(), nil
 }
 
 // NotifyCheckpointComplete commits every transaction up to checkpoint id.

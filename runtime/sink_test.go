@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -88,8 +89,17 @@ func TestSinkStateKeepsTheRedoLog(t *testing.T) {
 		{checkpoint: 4, txn: "p/1/7", committable: "p/1/7#1", redo: log},
 		{checkpoint: 5, txn: "p/1/8", committable: "p/1/8#1"},
 	}}
-	enc := st.encode()
-	got, err := decodeSinkState(enc)
+	entries := st.entries()
+	// The log's chunks go into the checkpoint as they are, not copied.
+	if c := entries[sinkRedoName("p/1/7", 0)]; len(c) == 0 || &c[0] != &log.chunks[0][0] {
+		t.Fatalf("the redo log's chunk is not an entry of its own")
+	}
+	// The checkpoint's bytes are its own from here on.
+	for n, v := range entries {
+		entries[n] = append([]byte(nil), v...)
+	}
+	enc := entries[sinkStateName]
+	got, err := decodeSinkState(enc, lookup(entries))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,15 +113,57 @@ func TestSinkStateKeepsTheRedoLog(t *testing.T) {
 		t.Fatalf("redo log: %v, %q", err, recs)
 	}
 	// The decoded log is its own: the stored checkpoint's bytes may go.
-	for i := range enc {
-		enc[i] = 0
+	for _, v := range entries {
+		for i := range v {
+			v[i] = 0
+		}
 	}
 	if recs, err := got.pending[0].redo.records(); err != nil || string(recs[1].Key) != "c-2" {
 		t.Fatalf("after the encoded state changed: %v, %q", err, recs)
 	}
-	// A truncated state is corrupt, not a panic.
-	if _, err := decodeSinkState(st.encode()[:len(enc)-3]); err == nil {
+	// A truncated state or redo chunk is corrupt, not a panic.
+	entries = st.entries()
+	if _, err := decodeSinkState(entries[sinkStateName][:len(entries[sinkStateName])-3], lookup(entries)); err == nil {
 		t.Fatal("a truncated sink state decoded")
+	}
+	c := entries[sinkRedoName("p/1/7", 0)]
+	entries[sinkRedoName("p/1/7", 0)] = c[:len(c)-1]
+	if _, err := decodeSinkState(entries[sinkStateName], lookup(entries)); err == nil {
+		t.Fatal("a truncated redo chunk decoded")
+	}
+}
+
+// lookup finds operator state entries by name, as OperatorContext's
+// RestoredState does.
+func lookup(entries map[string][]byte) func(string) [][]byte {
+	return func(name string) [][]byte {
+		if v, ok := entries[name]; ok {
+			return [][]byte{v}
+		}
+		return nil
+	}
+}
+
+// Checkpoints taken before the redo chunks were entries of their own hold
+// each log inline, behind its transaction; they still restore.
+func TestSinkStateReadsInlineRedoLogs(t *testing.T) {
+	log := &redoLog{}
+	log.add("c-1", []byte("v1"))
+	log.add("", []byte("v2"))
+	b := binary.AppendUvarint(nil, 0) // owner
+	b = binary.AppendUvarint(b, 3)    // next sequence number
+	b = binary.AppendUvarint(b, 2)    // checkpoint
+	b = appendString(b, "p/0/2")
+	b = appendString(b, "p/0/2#1")
+	b = binary.AppendUvarint(b, uint64(log.n)+1)
+	b = append(b, log.chunks[0]...)
+	st, err := decodeSinkState(b, lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.pending[0].redo.records()
+	if err != nil || len(recs) != 2 || string(recs[0].Key) != "c-1" || string(recs[1].Value) != "v2" {
+		t.Fatalf("inline redo log: %v, %q", err, recs)
 	}
 }
 
@@ -141,7 +193,8 @@ func TestRedoLogAcrossChunks(t *testing.T) {
 		}
 	}
 	st := sinkState{pending: []pendingTxn{{checkpoint: 1, txn: "p/0/1", committable: "p/0/1#1", redo: log}}}
-	got, err := decodeSinkState(st.encode())
+	entries := st.entries()
+	got, err := decodeSinkState(entries[sinkStateName], lookup(entries))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,4 +263,53 @@ func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
 		t.Fatalf("%d distinct stamps for %d records", len(distinct), len(out.stamps))
 	}
 	t.Logf("%d distinct stamps for %d records", len(distinct), len(out.stamps))
+}
+
+// mayLose is a losingOutput that tells the sink to keep redo logs, as the
+// Kafka output does.
+type mayLose struct{ *losingOutput }
+
+func (mayLose) PreparedMayBeLost() bool { return true }
+
+// A sink restored from a checkpoint whose pre-committed transaction the
+// output lost writes that transaction's records again from the redo log
+// in the checkpoint (its chunks are entries of their own), once.
+func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
+	out := mayLose{&losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}}
+	task := checkpoint.TaskID{Operator: "sink", Index: 0}
+	s1 := &sinkOp{out: out, topic: "revenue", txnPrefix: "p"}
+	if err := s1.Open(&OperatorContext{Task: task, Parallelism: 1, restored: map[string][][]byte{}}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 3 {
+		r := &Revenue{PaidOrder: PaidOrder{OrderID: fmt.Sprintf("o-%d", i), Customer: "c-1", AmountCents: 100}, CustomerTotalCents: int64(100 * (i + 1))}
+		want = append(want, string(r.AppendJSON(nil)))
+		if err := s1.Process(&Record{Value: r}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := s1.SnapshotState(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s1.pending) != 1 {
+		t.Fatalf("%d transactions pre-committed, want 1", len(s1.pending))
+	}
+	out.lost[s1.pending[0].committable] = true // the broker died with it open
+	restored := map[string][][]byte{}
+	for name, v := range entries {
+		restored[name] = [][]byte{append([]byte(nil), v...)} // as a store gives it back
+	}
+	s2 := &sinkOp{out: out, topic: "revenue", txnPrefix: "p"}
+	if err := s2.Open(&OperatorContext{Task: task, Parallelism: 1, Restored: true, RestoredFrom: 1, restored: restored}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out.Committed() {
+		got = append(got, string(r.Value))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("committed %q, want %q once each", got, want)
+	}
 }
