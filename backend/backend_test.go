@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -333,5 +334,31 @@ func TestKeyGroupHandedInIsChecked(t *testing.T) {
 			}()
 			g.SetCurrentKeyInGroup("o-1", (kg+1)%maxP)
 		}()
+	}
+}
+
+// Parts is Encode in pieces, sharing the keyed snapshot and large operator
+// entries instead of copying them.
+func TestSubtaskStatePartsShareLargeValues(t *testing.T) {
+	keyed := bytes.Repeat([]byte("k"), 2*sharedPart)
+	redo := bytes.Repeat([]byte("r"), sharedPart)
+	s := &SubtaskState{Keyed: keyed, Operator: map[string][]byte{"offsets": {1, 2}, "redo/0": redo, "empty": nil}}
+	parts := s.Parts()
+	shared := 0
+	for _, p := range parts {
+		if len(p) > 0 && (&p[0] == &keyed[0] || &p[0] == &redo[0]) {
+			shared++
+		}
+	}
+	if shared != 2 {
+		t.Fatalf("%d of the two large values shared, in %d parts", shared, len(parts))
+	}
+	got, err := DecodeSubtaskState(bytes.Join(parts, nil))
+	if err != nil || !bytes.Equal(got.Keyed, keyed) || !bytes.Equal(got.Operator["redo/0"], redo) ||
+		string(got.Operator["offsets"]) != "\x01\x02" || len(got.Operator) != 3 {
+		t.Fatalf("round trip: %v", err)
+	}
+	if !bytes.Equal(s.Encode(), bytes.Join(parts, nil)) {
+		t.Fatal("Encode and Parts differ")
 	}
 }

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -22,24 +23,46 @@ const subtaskMagic = "FLS1"
 func (s *SubtaskState) Encode() []byte {
 	// One allocation of the right size: states are tens of megabytes, and
 	// growing the buffer would copy them several times.
-	size := len(subtaskMagic) + 2*binary.MaxVarintLen64 + len(s.Keyed)
+	return bytes.Join(s.Parts(), nil)
+}
+
+// sharedPart is the size from which Parts shares a value instead of
+// copying it.
+const sharedPart = 4 << 10
+
+// Parts is what Encode writes, in pieces: headers and small values copied
+// together, the keyed snapshot and every large operator entry shared as
+// they are (they are tens of megabytes, and a store that keeps pieces need
+// not copy them). Nothing may change the state's values afterwards.
+func (s *SubtaskState) Parts() [][]byte {
+	var parts [][]byte
+	small := []byte(subtaskMagic)
+	put := func(v []byte) {
+		if len(v) < sharedPart {
+			small = append(small, v...)
+			return
+		}
+		parts = append(parts, small, v)
+		small = nil // parts holds the old one; the next appends start another
+	}
+	small = binary.AppendUvarint(small, uint64(len(s.Keyed)))
+	put(s.Keyed)
 	names := make([]string, 0, len(s.Operator))
-	for n, v := range s.Operator {
+	for n := range s.Operator {
 		names = append(names, n)
-		size += 2*binary.MaxVarintLen64 + len(n) + len(v)
 	}
-	b := append(make([]byte, 0, size), subtaskMagic...)
-	b = binary.AppendUvarint(b, uint64(len(s.Keyed)))
-	b = append(b, s.Keyed...)
 	sort.Strings(names)
-	b = binary.AppendUvarint(b, uint64(len(names)))
+	small = binary.AppendUvarint(small, uint64(len(names)))
 	for _, n := range names {
-		b = binary.AppendUvarint(b, uint64(len(n)))
-		b = append(b, n...)
-		b = binary.AppendUvarint(b, uint64(len(s.Operator[n])))
-		b = append(b, s.Operator[n]...)
+		small = binary.AppendUvarint(small, uint64(len(n)))
+		small = append(small, n...)
+		small = binary.AppendUvarint(small, uint64(len(s.Operator[n])))
+		put(s.Operator[n])
 	}
-	return b
+	if len(small) > 0 {
+		parts = append(parts, small)
+	}
+	return parts
 }
 
 // DecodeSubtaskState reads what Encode wrote.

@@ -31,10 +31,29 @@ type MemoryStore struct {
 	nextGC int64 // blobs below this id that no checkpoint refers to are gone
 }
 
+// blob is a state blob: its parts one after another.
 type blob struct {
-	id   int64
-	data []byte
+	id    int64
+	parts [][]byte
 }
+
+func (b blob) size() (n int64) {
+	for _, p := range b.parts {
+		n += int64(len(p))
+	}
+	return n
+}
+
+func (b blob) checksum() uint32 {
+	var c uint32
+	for _, p := range b.parts {
+		c = crc32.Update(c, castagnoli, p)
+	}
+	return c
+}
+
+// bytes is a copy of the blob in one slice.
+func (b blob) bytes() []byte { return slices.Concat(b.parts...) }
 
 // NewMemoryStore returns an empty MemoryStore that keeps the newest retained
 // checkpoints (at least 1) plus every savepoint.
@@ -55,13 +74,19 @@ func stateKey(id int64, task TaskID) string {
 // state of task for checkpoint id and returns its handle with a CRC32
 // (Castagnoli) checksum.
 func (s *MemoryStore) PutState(ctx context.Context, id int64, task TaskID, data []byte) (Handle, error) {
+	return s.PutStateParts(ctx, id, task, [][]byte{data})
+}
+
+// PutStateParts implements PartsStorage: it keeps the parts themselves.
+func (s *MemoryStore) PutStateParts(ctx context.Context, id int64, task TaskID, parts [][]byte) (Handle, error) {
 	if err := ctx.Err(); err != nil {
 		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
 	}
-	h := Handle{Key: stateKey(id, task), Size: int64(len(data)), Checksum: checksum(data)}
+	b := blob{id: id, parts: parts}
+	h := Handle{Key: stateKey(id, task), Size: b.size(), Checksum: b.checksum()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.blobs[h.Key] = blob{id: id, data: data}
+	s.blobs[h.Key] = b
 	return h, nil
 }
 
@@ -78,11 +103,11 @@ func (s *MemoryStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("get state %s: %w", h.Key, ErrNotFound)
 	}
-	if got := checksum(b.data); got != h.Checksum || int64(len(b.data)) != h.Size {
+	if got := b.checksum(); got != h.Checksum || b.size() != h.Size {
 		return nil, fmt.Errorf("get state %s: %d bytes with checksum %08x, want %d bytes with checksum %08x: %w",
-			h.Key, len(b.data), got, h.Size, h.Checksum, ErrChecksum)
+			h.Key, b.size(), got, h.Size, h.Checksum, ErrChecksum)
 	}
-	return slices.Clone(b.data), nil
+	return b.bytes(), nil
 }
 
 // Corrupt flips a bit of the stored blob key, so that tests can see
@@ -94,12 +119,13 @@ func (s *MemoryStore) Corrupt(key string) error {
 	if !ok {
 		return fmt.Errorf("corrupt state %s: %w", key, ErrNotFound)
 	}
-	if len(b.data) == 0 {
-		b.data = []byte{0}
+	data := b.bytes()
+	if len(data) == 0 {
+		data = []byte{0}
 	} else {
-		b.data = slices.Clone(b.data)
-		b.data[0] ^= 0x01
+		data[0] ^= 0x01
 	}
+	b.parts = [][]byte{data}
 	s.blobs[key] = b
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -89,5 +90,41 @@ func TestMemoryStoreConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if got := s.MaxID(); got != 50 {
 		t.Errorf("MaxID = %d, want 50", got)
+	}
+}
+
+// A blob put in parts is the parts one after another, with the checksum
+// of all of them; the store keeps the parts, and damage is still seen.
+func TestMemoryStoreKeepsParts(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemoryStore(1)
+	big := bytes.Repeat([]byte("x"), 1<<16)
+	parts := [][]byte{[]byte("head:"), big, []byte(":tail")}
+	h, err := s.PutStateParts(ctx, 1, sink, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := slices.Concat(parts...)
+	if h.Size != int64(len(whole)) || h.Checksum != checksum(whole) {
+		t.Fatalf("handle %+v, want %d bytes with checksum %08x", h, len(whole), checksum(whole))
+	}
+	s.mu.Lock()
+	kept := s.blobs[h.Key].parts
+	s.mu.Unlock()
+	if len(kept) != 3 || &kept[1][0] != &big[0] {
+		t.Fatalf("the store copied the parts")
+	}
+	got, err := s.GetState(ctx, h)
+	if err != nil || !bytes.Equal(got, whole) {
+		t.Fatalf("GetState: %d bytes, %v", len(got), err)
+	}
+	if err := s.Corrupt(h.Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetState(ctx, h); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("corrupted parts: err = %v, want ErrChecksum", err)
+	}
+	if big[0] != 'x' {
+		t.Fatalf("Corrupt changed the caller's part")
 	}
 }

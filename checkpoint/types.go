@@ -146,6 +146,15 @@ type StateStorage interface {
 	GetState(ctx context.Context, h Handle) ([]byte, error)
 }
 
+// PartsStorage is a StateStorage that takes a blob in pieces, as a
+// subtask's state comes (its keyed snapshot and operator entries, tens of
+// megabytes), so that they need not be copied into one slice first. The
+// blob is the pieces one after another; the store may keep them, and the
+// caller must not change them afterwards.
+type PartsStorage interface {
+	PutStateParts(ctx context.Context, id int64, task TaskID, parts [][]byte) (Handle, error)
+}
+
 // Store keeps completed checkpoints (Flink: CompletedCheckpointStore). A
 // checkpoint is listed only once Add has returned without error.
 type Store interface {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,7 @@ type Job struct {
 	spec  *spec.Job
 	obs   *Observer
 	coord *checkpoint.Coordinator
-	store checkpoint.Store
+	store faultyStore
 	clk   clock.Clock
 
 	metrics map[string]*TaskMetrics
@@ -236,7 +237,7 @@ func New(cfg Config) (*Job, error) {
 	cfg.Checkpoint.Job = cfg.Job.Name
 	cfg.Checkpoint.Mode = cfg.Mode.String()
 	j := &Job{
-		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, store: cfg.Store, clk: cfg.Clock,
+		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, clk: cfg.Clock,
 		metrics:    map[string]*TaskMetrics{},
 		coordFail:  make(chan attemptErr, 1),
 		faultCh:    make(chan *faultEntry, len(cfg.Faults)+64),
@@ -1119,6 +1120,20 @@ func (s faultyStore) PutState(ctx context.Context, id int64, task checkpoint.Tas
 	}
 	s.fails.Add(1)
 	return s.Store.PutState(ctx, id, task, data)
+}
+
+// PutStateParts writes a blob in parts where the store takes them, and
+// joined otherwise.
+func (s faultyStore) PutStateParts(ctx context.Context, id int64, task checkpoint.TaskID, parts [][]byte) (checkpoint.Handle, error) {
+	ps, ok := s.Store.(checkpoint.PartsStorage)
+	if !ok {
+		return s.PutState(ctx, id, task, bytes.Join(parts, nil))
+	}
+	if s.fails.Add(-1) >= 0 {
+		return checkpoint.Handle{}, fmt.Errorf("injected storage failure writing checkpoint %d", id)
+	}
+	s.fails.Add(1)
+	return ps.PutStateParts(ctx, id, task, parts)
 }
 
 // stopWithSavepoint takes a savepoint of the running attempt before it is

@@ -77,7 +77,9 @@ type TwoInput interface {
 
 // StateSnapshotter is an operator with operator (non-keyed) state; the
 // synchronous part of a snapshot calls it. Keyed state is snapshotted by the
-// task through the keyed backend.
+// task through the keyed backend. Nothing may change the values it returns
+// afterwards: the asynchronous part writes them out, and a store may keep
+// them as they are.
 type StateSnapshotter interface {
 	SnapshotState(id int64) (map[string][]byte, error)
 }

@@ -672,8 +672,8 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		} else {
 			delta = false
 		}
-		data := state.Encode()
-		h, err := a.job.store.PutState(t.ctx, id, t.id, data)
+		parts := state.Parts()
+		h, err := a.job.store.PutStateParts(t.ctx, id, t.id, parts)
 		if err != nil {
 			t.breakChain()
 			if t.ctx.Err() == nil {
@@ -695,7 +695,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 				fmt.Errorf("%s: the incremental snapshot's base was lost; the next snapshot is full", t.name))
 			return
 		}
-		ack.Bytes = int64(len(data))
+		ack.Bytes = h.Size
 		if delta {
 			ack.Chain = append([]checkpoint.Handle(nil), t.chain...)
 			for _, c := range t.chain {
@@ -709,7 +709,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		t.incMu.Unlock()
 		ack.Handle = h
 		ack.AsyncDuration = time.Since(start)
-		ack.IncrementalBytes = int64(len(data))
+		ack.IncrementalBytes = h.Size
 		ack.AckTime = time.Now()
 		a.job.coord.Acknowledge(a.epoch.Load(), id, t.id, ack)
 	}()
