@@ -88,7 +88,7 @@ func (h *Heap) Prefetch(key string, kg int) {
 	if !h.kgs.Contains(kg) {
 		return
 	}
-	prefetch(h.groups[kg-h.kgs.Start].t.home(entryHash(keyHash(key), "")))
+	h.groups[kg-h.kgs.Start].t.prefetchRun(entryHash(keyHash(key), ""))
 }
 
 // appendEntryKey appends the composite key (state, key, sub) of an entry.

@@ -1,7 +1,9 @@
 #include "textflag.h"
 
-// func prefetch(p unsafe.Pointer)
-TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
+// func prefetch2(p, q unsafe.Pointer)
+TEXT ·prefetch2(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ p+0(FP), AX
+	MOVQ q+8(FP), BX
 	PREFETCHT0 (AX)
+	PREFETCHT0 (BX)
 	RET

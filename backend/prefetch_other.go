@@ -4,6 +4,6 @@ package backend
 
 import "unsafe"
 
-// prefetch does nothing here: no prefetch instruction is used on this
+// prefetch2 does nothing here: no prefetch instruction is used on this
 // architecture.
-func prefetch(p unsafe.Pointer) {}
+func prefetch2(p, q unsafe.Pointer) {}

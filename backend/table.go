@@ -75,8 +75,14 @@ func (t *table) find(h uint64, ck []byte) (uint64, bool) {
 	}
 }
 
-// home is the address of h's first slot, for a prefetch.
-func (t *table) home(h uint64) unsafe.Pointer { return unsafe.Pointer(&t.slots[h&t.mask]) }
+// prefetchRun prefetches h's first slot and the one after it: a lookup
+// that finds its entry at home still reads the next slot when it deletes
+// it (the backward shift) or probes on past a collision, and with 64-byte
+// slots that is another cache line.
+func (t *table) prefetchRun(h uint64) {
+	i := h & t.mask
+	prefetch2(unsafe.Pointer(&t.slots[i]), unsafe.Pointer(&t.slots[(i+1)&t.mask]))
+}
 
 // get returns ck's value, which aliases the slot: valid until the next
 // write to the table.
