@@ -48,7 +48,7 @@ func (c *Channel) send(ctx context.Context, batch []Element) bool {
 	for i := range batch {
 		if k := batch[i].Kind; k == KindBarrier || k == KindCancel {
 			c.mu.Lock()
-			c.barriers = append(c.barriers, barrierMark{id: batch[i].ID, seq: base + int64(i)})
+			c.barriers = append(c.barriers, barrierMark{id: batch[i].ID(), seq: base + int64(i)})
 			c.mu.Unlock()
 		}
 	}

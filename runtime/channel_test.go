@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unsafe"
 
 	"faultline/checkpoint"
 	"faultline/runtime/spec"
@@ -13,8 +14,8 @@ func TestChannelViewPlacesBarriers(t *testing.T) {
 	ch := newChannel(4, newGate(), nil)
 	ctx := context.Background()
 	rec := Element{Kind: KindRecord}
-	ch.send(ctx, []Element{rec, rec, {Kind: KindBarrier, ID: 12}, rec})
-	ch.send(ctx, []Element{rec, {Kind: KindBarrier, ID: 13}, rec})
+	ch.send(ctx, []Element{rec, rec, barrierElement(12, 0, false, false), rec})
+	ch.send(ctx, []Element{rec, barrierElement(13, 0, false, false), rec})
 	v := ch.View()
 	if v.Queued != 7 || len(v.Barriers) != 2 || v.Barriers[0] != (BarrierPos{12, 2}) || v.Barriers[1] != (BarrierPos{13, 5}) {
 		t.Fatalf("view %+v", v)
@@ -71,4 +72,23 @@ func TestInputsShowAlignment(t *testing.T) {
 		time.Sleep(50 * time.Microsecond)
 	}
 	t.Fatal("never saw a join input blocked by alignment")
+}
+
+// An element is one cache line: the records that make up nearly all of
+// them move between the cores in batches, and barriers keep what they
+// carry behind a pointer.
+func TestElementIsOneCacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(Element{}); n != 64 {
+		t.Fatalf("an Element is %d bytes, want 64", n)
+	}
+	b := barrierElement(7, 1234, true, false)
+	if b.ID() != 7 || b.TriggerNanos() != 1234 || !b.Savepoint || b.Kind != KindBarrier {
+		t.Fatalf("barrier element %+v: id %d, trigger %d", b, b.ID(), b.TriggerNanos())
+	}
+	if c := cancelElement(9); c.ID() != 9 || c.Kind != KindCancel {
+		t.Fatalf("cancel element %+v: id %d", c, c.ID())
+	}
+	if r := (Element{Kind: KindRecord, Record: Record{Value: &marker{id: 3}}}); r.ID() != 0 {
+		t.Fatalf("a record reads as checkpoint %d", r.ID())
+	}
 }

@@ -42,11 +42,43 @@ type Element struct {
 	// group is Record.Key's key group plus one, set by the hash edge that
 	// routed the record by it, so that the receiver's keyed state does not
 	// hash the key again; 0 when not known.
-	group  int32
+	group int32
+	// Record is the record; a barrier or cancellation marker keeps its
+	// *marker in Record.Value, so that an element is 64 bytes, one cache
+	// line, for the records that make up nearly all of them.
 	Record Record
-	// ID and TriggerNanos describe a barrier or cancellation marker.
-	ID           int64
-	TriggerNanos int64
+}
+
+// marker is what a barrier or cancellation marker carries.
+type marker struct {
+	id           int64 // the checkpoint
+	triggerNanos int64 // when the checkpoint was triggered (barriers)
+}
+
+// barrierElement is the barrier of checkpoint id.
+func barrierElement(id, triggerNanos int64, savepoint, atLeastOnce bool) Element {
+	return Element{Kind: KindBarrier, Savepoint: savepoint, AtLeastOnce: atLeastOnce, Record: Record{Value: &marker{id, triggerNanos}}}
+}
+
+// cancelElement cancels checkpoint id downstream.
+func cancelElement(id int64) Element {
+	return Element{Kind: KindCancel, Record: Record{Value: &marker{id: id}}}
+}
+
+// ID is a barrier's or cancellation marker's checkpoint (0 for a record).
+func (e *Element) ID() int64 {
+	if m, ok := e.Record.Value.(*marker); ok && e.Kind != KindRecord {
+		return m.id
+	}
+	return 0
+}
+
+// TriggerNanos is when a barrier's checkpoint was triggered.
+func (e *Element) TriggerNanos() int64 {
+	if m, ok := e.Record.Value.(*marker); ok && e.Kind != KindRecord {
+		return m.triggerNanos
+	}
+	return 0
 }
 
 // keyGroup is the key group of the record's key, or -1 when no hash edge

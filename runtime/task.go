@@ -603,7 +603,7 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	start := time.Now()
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
-	b := Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: savepoint, AtLeastOnce: mode == barrier.AtLeastOnce}
+	b := barrierElement(id, triggerNs, savepoint, mode == barrier.AtLeastOnce)
 	if err := t.broadcast(ctx, b); err != nil {
 		return err
 	}
@@ -861,16 +861,16 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 			e.Record = Record{}
 		case KindBarrier:
 			if mode := modeOf(e); mode != t.handler.Mode() {
-				if err := t.switchMode(ctx, mode, e.ID); err != nil {
+				if err := t.switchMode(ctx, mode, e.ID()); err != nil {
 					return false, err
 				}
 			}
-			t.lastTrig[e.ID] = barrierInfo{ns: e.TriggerNanos, savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
-			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID), e.TriggerNanos); err != nil {
+			t.lastTrig[e.ID()] = barrierInfo{ns: e.TriggerNanos(), savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
+			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos()); err != nil {
 				return false, err
 			}
 		case KindCancel:
-			if err := t.act(ctx, t.handler.OnCancel(i, e.ID), 0); err != nil {
+			if err := t.act(ctx, t.handler.OnCancel(i, e.ID()), 0); err != nil {
 				return false, err
 			}
 		case KindEndOfInput:
@@ -907,7 +907,7 @@ func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error
 	}
 	if r.Aborted != 0 {
 		delete(t.lastTrig, r.Aborted)
-		if err := t.broadcast(ctx, Element{Kind: KindCancel, ID: r.Aborted}); err != nil {
+		if err := t.broadcast(ctx, cancelElement(r.Aborted)); err != nil {
 			return err
 		}
 		if r.AbortReason == barrier.Subsumed {
@@ -941,7 +941,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 		opState, err := s.SnapshotState(id)
 		if err != nil {
 			t.a.job.coord.Decline(t.a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: snapshot: %w", t.name, err))
-			return t.broadcast(ctx, Element{Kind: KindCancel, ID: id})
+			return t.broadcast(ctx, cancelElement(id))
 		}
 		state.Operator = opState
 	}
@@ -961,7 +961,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 			keyed = t.keyed.Snapshot()
 		}
 	}
-	if err := t.broadcast(ctx, Element{Kind: KindBarrier, ID: id, TriggerNanos: triggerNs, Savepoint: info.savepoint, AtLeastOnce: info.atLeastOnce}); err != nil {
+	if err := t.broadcast(ctx, barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce)); err != nil {
 		return err
 	}
 	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}
