@@ -189,16 +189,21 @@ func TestInMemoryBrokerHasSmallSegments(t *testing.T) {
 			e.Close()
 			t.Fatal(err)
 		}
-		entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: "0"})
+		results, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: "0"}}, sarama.DescribeConfigsOptions{})
 		adm.Close()
 		e.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := ""
-		for _, c := range entries {
-			if c.Name == "log.segment.bytes" {
-				got = c.Value
+		for _, r := range results {
+			if r.ErrorCode != 0 {
+				t.Fatalf("describe broker %s: %v %s", r.Name, r.ErrorCode, r.ErrorMsg)
+			}
+			for _, c := range r.Configs {
+				if c.Name == "log.segment.bytes" {
+					got = c.Value
+				}
 			}
 		}
 		want := "104857600"

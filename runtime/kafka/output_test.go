@@ -233,19 +233,27 @@ func TestRecordWriterBrokerDown(t *testing.T) {
 // Without a delivery guarantee records go to an async producer at once:
 // Prepare never waits for them, Flush does, and every record is there
 // afterwards; at-least-once sends them in batches and Prepare flushes.
+// newTopicOutput creates topic with one partition and an output with
+// guarantee g writing to it, closed when the test ends.
+func newTopicOutput(t *testing.T, c Client, cl sarama.Client, topic string, g Guarantee) *Output {
+	t.Helper()
+	if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := NewOutput(c, cl, topic, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
 func TestOutputWithoutTransactions(t *testing.T) {
 	_, c, cl := embeddedClient(t)
 	for _, g := range []Guarantee{None, AtLeastOnce} {
 		t.Run(string(g), func(t *testing.T) {
 			topic := "out-" + string(g)
-			if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
-				t.Fatal(err)
-			}
-			o, err := NewOutput(c, cl, topic, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer o.Close()
+			o := newTopicOutput(t, c, cl, topic, g)
 			const n = 5000
 			for i := 0; i < n; i++ {
 				if err := o.Write("ignored", nil, []byte{byte('a' + i%26)}); err != nil {
@@ -365,14 +373,7 @@ func TestOutputWritesTheTimestampsItIsGiven(t *testing.T) {
 	for i, g := range []Guarantee{ExactlyOnce, AtLeastOnce, None} {
 		t.Run(string(g), func(t *testing.T) {
 			topic := "stamped-" + string(g)
-			if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
-				t.Fatal(err)
-			}
-			o, err := NewOutput(c, cl, topic, g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer o.Close()
+			o := newTopicOutput(t, c, cl, topic, g)
 			txn := fmt.Sprintf("stamps/%d", i)
 			want := []time.Time{base, base.Add(1500 * time.Millisecond), base.Add(time.Hour)}
 			for j, at := range want {
