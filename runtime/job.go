@@ -1107,6 +1107,19 @@ func (j *Job) corruptNewest() (int64, error) {
 	return 0, fmt.Errorf("checkpoint %d has no state to damage", c.ID)
 }
 
+// operatorStates gathers the operator state of an operator's subtasks in
+// a checkpoint: name → the value each subtask had (Flink: union list
+// state), as every new subtask is handed it.
+func operatorStates(ss []*backend.SubtaskState) map[string][][]byte {
+	m := map[string][][]byte{}
+	for _, s := range ss {
+		for name, v := range s.Operator {
+			m[name] = append(m[name], v)
+		}
+	}
+	return m
+}
+
 // faultyStore fails checkpoint writes while the job's storage-fail
 // counter is above zero (the storage-fail fault).
 type faultyStore struct {
@@ -1115,25 +1128,23 @@ type faultyStore struct {
 }
 
 func (s faultyStore) PutState(ctx context.Context, id int64, task checkpoint.TaskID, data []byte) (checkpoint.Handle, error) {
-	if s.fails.Add(-1) >= 0 {
-		return checkpoint.Handle{}, fmt.Errorf("injected storage failure writing checkpoint %d", id)
-	}
-	s.fails.Add(1)
-	return s.Store.PutState(ctx, id, task, data)
+	return s.PutStateParts(ctx, id, task, [][]byte{data})
 }
 
 // PutStateParts writes a blob in parts where the store takes them, and
 // joined otherwise.
 func (s faultyStore) PutStateParts(ctx context.Context, id int64, task checkpoint.TaskID, parts [][]byte) (checkpoint.Handle, error) {
-	ps, ok := s.Store.(checkpoint.PartsStorage)
-	if !ok {
-		return s.PutState(ctx, id, task, bytes.Join(parts, nil))
-	}
 	if s.fails.Add(-1) >= 0 {
 		return checkpoint.Handle{}, fmt.Errorf("injected storage failure writing checkpoint %d", id)
 	}
 	s.fails.Add(1)
-	return ps.PutStateParts(ctx, id, task, parts)
+	if ps, ok := s.Store.(checkpoint.PartsStorage); ok {
+		return ps.PutStateParts(ctx, id, task, parts)
+	}
+	if len(parts) == 1 {
+		return s.Store.PutState(ctx, id, task, parts[0])
+	}
+	return s.Store.PutState(ctx, id, task, bytes.Join(parts, nil))
 }
 
 // stopWithSavepoint takes a savepoint of the running attempt before it is
@@ -1327,13 +1338,10 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		break
 	}
 	if ss := states[op.Name]; ss != nil {
-		r := &restoredState{from: restore.ID, operator: map[string][][]byte{}}
+		r := &restoredState{from: restore.ID, operator: operatorStates(ss)}
 		for _, s := range ss {
 			if len(s.Keyed) > 0 {
 				r.keyed = append(r.keyed, s.Keyed)
-			}
-			for name, v := range s.Operator {
-				r.operator[name] = append(r.operator[name], v)
 			}
 		}
 		t.restored = r
@@ -1438,24 +1446,13 @@ func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 		if err != nil {
 			return err
 		}
-		var blobs [][]byte
-		for _, s := range states[op.Name] {
-			blobs = append(blobs, s.Operator[sinkStateName])
-		}
-		redo := func(name string) [][]byte {
-			var vs [][]byte
-			for _, s := range states[op.Name] {
-				if v, ok := s.Operator[name]; ok {
-					vs = append(vs, v)
-				}
-			}
-			return vs
-		}
+		ops := operatorStates(states[op.Name])
 		all := make([]int, op.Parallelism)
 		for i := range all {
 			all[i] = i
 		}
-		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, blobs, redo, func(int) bool { return true }, all); err != nil {
+		redo := func(name string) [][]byte { return ops[name] }
+		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo, func(int) bool { return true }, all); err != nil {
 			return err
 		}
 	}

@@ -163,13 +163,28 @@ func (t *text) two(a, b []byte) (string, string) {
 	return x, y
 }
 
-// layout is the exact text of a record of two string members and
-// amount_cents as the generator writes it, {"first":"…","second":"…",
-// "amount_cents":…}, up to its values.
-type layout struct{ open, mid, amount string }
+// layout is a record of the string members first and second and the number
+// amount_cents (an input of the default job), with the exact text the
+// generator writes around its values: {"first":"…","second":"…",
+// "amount_cents":…}.
+type layout struct {
+	first, second     string
+	open, mid, amount string
+}
 
 func newLayout(first, second string) layout {
-	return layout{open: `{"` + first + `":"`, mid: `","` + second + `":"`, amount: `","amount_cents":`}
+	return layout{first: first, second: second,
+		open: `{"` + first + `":"`, mid: `","` + second + `":"`, amount: `","amount_cents":`}
+}
+
+// scanRecord reads b as l: in one pass when it has the generator's text
+// (scanLayout), member by member otherwise (scanTwoStringsAndAmount, which
+// reports errNotFlat or a type error).
+func scanRecord(b []byte, l layout) (x, y []byte, amount int64, err error) {
+	if x, y, amount, ok := scanLayout(b, l); ok {
+		return x, y, amount, nil
+	}
+	return scanTwoStringsAndAmount(b, l.first, l.second)
 }
 
 var (
@@ -280,12 +295,9 @@ func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amoun
 
 // decodeOrderFast fills o from b, or reports errNotFlat or a type error.
 func decodeOrderFast(b []byte, o *Order, t *text) error {
-	id, customer, amount, ok := scanLayout(b, orderLayout)
-	if !ok {
-		var err error
-		if id, customer, amount, err = scanTwoStringsAndAmount(b, "order_id", "customer"); err != nil {
-			return err
-		}
+	id, customer, amount, err := scanRecord(b, orderLayout)
+	if err != nil {
+		return err
 	}
 	o.OrderID, o.Customer = t.two(id, customer)
 	o.AmountCents = amount
@@ -293,12 +305,9 @@ func decodeOrderFast(b []byte, o *Order, t *text) error {
 }
 
 func decodePaymentFast(b []byte, p *Payment, t *text) error {
-	id, payment, amount, ok := scanLayout(b, paymentLayout)
-	if !ok {
-		var err error
-		if id, payment, amount, err = scanTwoStringsAndAmount(b, "order_id", "payment_id"); err != nil {
-			return err
-		}
+	id, payment, amount, err := scanRecord(b, paymentLayout)
+	if err != nil {
+		return err
 	}
 	p.OrderID, p.PaymentID = t.two(id, payment)
 	p.AmountCents = amount

@@ -131,9 +131,9 @@ func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
 	g := NewGenerator(7, 2_000, GeneratorPartitions)
 	n := 0
 	for _, topic := range []string{TopicOrders, TopicPayments} {
-		l, fields := orderLayout, [2]string{"order_id", "customer"}
+		l := orderLayout
 		if topic == TopicPayments {
-			l, fields = paymentLayout, [2]string{"order_id", "payment_id"}
+			l = paymentLayout
 		}
 		for p := 0; p < GeneratorPartitions; p++ {
 			for off := int64(0); off < g.EndOffset(topic, p); off++ {
@@ -149,7 +149,7 @@ func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
 				if err := json.Unmarshal(b, &want); err != nil {
 					t.Fatal(err)
 				}
-				if string(x) != want[fields[0]] || string(y) != want[fields[1]] || float64(amount) != want["amount_cents"] {
+				if string(x) != want[l.first] || string(y) != want[l.second] || float64(amount) != want["amount_cents"] {
 					t.Fatalf("%s: layout path read %q %q %d", b, x, y, amount)
 				}
 				n++

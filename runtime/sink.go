@@ -91,19 +91,26 @@ func (l *redoLog) records() ([]OutputRecord, error) {
 	out := make([]OutputRecord, 0, l.n)
 	for _, b := range l.chunks {
 		for len(b) > 0 {
-			k, r2, okk := readBytes(b)
-			v, r3, okv := readBytes(r2)
-			if !okk || !okv {
+			k, v, rest, ok := readRecord(b)
+			if !ok {
 				return nil, backend.ErrCorrupt
 			}
 			out = append(out, OutputRecord{Key: k, Value: v})
-			b = r3
+			b = rest
 		}
 	}
 	if len(out) != l.n {
 		return nil, backend.ErrCorrupt
 	}
 	return out, nil
+}
+
+// readRecord reads one record of a redo log: its key, its value and what
+// follows.
+func readRecord(b []byte) (k, v, rest []byte, ok bool) {
+	k, rest, okk := readBytes(b)
+	v, rest, okv := readBytes(rest)
+	return k, v, rest, okk && okv
 }
 
 func readBytes(b []byte) ([]byte, []byte, bool) {
@@ -218,12 +225,10 @@ func decodeSinkState(b []byte, redo func(name string) [][]byte) (sinkState, erro
 			// The log is copied: b is the stored checkpoint's.
 			start := rest
 			for i := uint64(1); i < cnt; i++ {
-				_, r2, okk := readBytes(rest)
-				_, r3, okv := readBytes(r2)
-				if !okk || !okv {
+				var ok bool
+				if _, _, rest, ok = readRecord(rest); !ok {
 					return st, backend.ErrCorrupt
 				}
-				rest = r3
 			}
 			used := start[:len(start)-len(rest)]
 			t.redo = &redoLog{chunks: [][]byte{append([]byte(nil), used...)}, size: len(used), n: int(cnt - 1)}
@@ -253,12 +258,10 @@ func restoreRedo(txn string, redo func(name string) [][]byte) (*redoLog, error) 
 		}
 		c := append([]byte(nil), vs[0]...)
 		for rest := c; len(rest) > 0; l.n++ {
-			_, r2, okk := readBytes(rest)
-			_, r3, okv := readBytes(r2)
-			if !okk || !okv {
+			var ok bool
+			if _, _, rest, ok = readRecord(rest); !ok {
 				return nil, backend.ErrCorrupt
 			}
-			rest = r3
 		}
 		l.chunks = append(l.chunks, c)
 		l.size += len(c)
