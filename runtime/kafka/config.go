@@ -34,6 +34,9 @@ type Client struct {
 	// DialTimeout bounds every connection attempt, so that an unreachable
 	// broker is reported in seconds rather than minutes.
 	DialTimeout time.Duration
+	// FetchBytes is the most a consumer asks of one partition per fetch
+	// (0: 1 MiB, Sarama's default).
+	FetchBytes int32
 }
 
 // ErrUnreachable means no broker of the list answered.
@@ -57,6 +60,9 @@ func (c Client) Config() (*sarama.Config, error) {
 	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
 	cfg.Consumer.Return.Errors = true
 	cfg.Consumer.Fetch.Default = 1 << 20
+	if c.FetchBytes > 0 {
+		cfg.Consumer.Fetch.Default = c.FetchBytes
+	}
 	if c.TLS {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if c.TLSCA != "" {

@@ -1332,6 +1332,7 @@ func (c *Cluster) loadPartitionFullReplay(pd *partData, segFiles []int64, fsys f
 	// memory but not on disk. During full replay we identify completed
 	// transactions by their control batches.
 	activeTxns := make(map[int64]int64) // producerID -> firstOffset
+	activeEpochs := make(map[int64]int16) // producerID -> epoch of its last batch
 	for _, b := range batches {
 		isControl := b.Attributes&0x0020 != 0
 		if !isControl {
@@ -1339,6 +1340,7 @@ func (c *Cluster) loadPartitionFullReplay(pd *partData, segFiles []int64, fsys f
 				if _, ok := activeTxns[b.ProducerID]; !ok {
 					activeTxns[b.ProducerID] = b.FirstOffset
 				}
+				activeEpochs[b.ProducerID] = b.ProducerEpoch
 			}
 			continue
 		}
@@ -1424,6 +1426,36 @@ func (c *Cluster) loadPartitionFullReplay(pd *partData, segFiles []int64, fsys f
 	// appends to the last segment instead of segment 0.
 	c.initActiveSegment(pd, fsys, pdir)
 
+	// Write an ABORT marker for every transaction the crash left open,
+	// as Kafka's coordinator does when it aborts one. Without it the
+	// log disagrees with itself: a read_committed consumer that gets
+	// the aborted range and a later batch of the same producer ID
+	// (a transactional ID reinitialized after the crash) in one
+	// response skips that batch too, waiting for an abort marker that
+	// never comes; and the next full replay, which only knows
+	// transactions by their markers, takes these records for part of
+	// that producer's next committed transaction.
+	for pid, firstOff := range activeTxns {
+		b, nbytes := txnMarkerBatch(pid, activeEpochs[pid], false, 0)
+		markerOff := c.pushBatch(pd, nbytes, b, false)
+		if markerOff < 0 {
+			c.cfg.logger.Logf(LogLevelWarn, "partition %s-%d: cannot write the abort marker of producer %d's transaction open at the crash",
+				pd.t, pd.p, pid)
+			continue
+		}
+		for i := range pd.abortedTxns {
+			if e := &pd.abortedTxns[i]; e.producerID == pid && e.firstOffset == firstOff {
+				e.lastOffset = markerOff
+			}
+		}
+	}
+	if len(activeTxns) > 0 {
+		slices.SortFunc(pd.abortedTxns, func(a, b abortedTxnEntry) int {
+			return cmp.Compare(a.lastOffset, b.lastOffset)
+		})
+		pd.recalculateLSO()
+	}
+
 	return nil
 }
 
@@ -1500,11 +1532,16 @@ func (c *Cluster) loadSegmentBatches(pd *partData, fsys fs, pdir string, base in
 		// maxEarlierTimestamp is not used: rebuildMaxTimestampMeta
 		// recomputes it once every segment is loaded.
 		var epoch int32
-		var inTx bool
 		idxOff := batchIdx * indexEntrySize
 		if idxOff+indexEntrySize <= len(idxRaw) {
-			epoch, _, inTx, _ = decodeIndexEntry(idxRaw[idxOff : idxOff+indexEntrySize])
+			epoch, _, _, _ = decodeIndexEntry(idxRaw[idxOff : idxOff+indexEntrySize])
 		}
+		// A batch is in a transaction when it is a transactional data
+		// batch, as pushBatch was told at produce time. The batch says
+		// so itself: the index entry may be missing when the process
+		// died between the two writes, and a transactional batch taken
+		// for a plain one would read as committed.
+		inTx := rb.Attributes&0x0010 != 0 && rb.Attributes&0x0020 == 0
 
 		batch := &partBatch{
 			RecordBatch: *rb,
