@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"faultline/backend"
@@ -292,11 +293,19 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 			nextSeq[o] = 0
 		}
 	}
-	// Abort what the failed attempt left open first: an open transaction
-	// holds back read_committed readers, and a redo looks for its records.
+	// Abort what the failed attempt left open first, a redo of an
+	// earlier recovery included: an open transaction holds back
+	// read_committed readers, and a redo looks for its records.
 	for o, from := range nextSeq {
 		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
 			return nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
+		}
+	}
+	for _, st := range pending {
+		for _, t := range st.pending {
+			if err := out.AbortLingering(strings.TrimSuffix(redoName(t.txn), "0"), 0); err != nil {
+				return nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, st.owner, err)
+			}
 		}
 	}
 	for _, st := range pending {
@@ -309,15 +318,28 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 	return nextSeq, nil
 }
 
+// redoName names the transaction that writes again what the output lost of
+// txn. Its number lets AbortLingering find a redo that a crash left open
+// (prefix txn+"/redo/").
+func redoName(txn string) string { return txn + "/redo/0" }
+
+// committedChecker is a TxnOutput that can say which of a prepared
+// transaction's records its committed output lacks (the Kafka output reads
+// the output topic from where the transaction began).
+type committedChecker interface {
+	Missing(committable string, recs []OutputRecord) ([]OutputRecord, error)
+}
+
 // commitOrRedo commits a transaction the restored checkpoint pre-committed.
 // When the output has lost it (an embedded broker that died with the
 // process aborts the transactions open at that moment; Kafka does the same
-// to a transaction older than its timeout), the sink first asks the output
-// whether the transaction's first record is there after all (committed just
-// before the crash, or by an earlier redo), and otherwise writes its records
-// again from the redo log in the checkpoint, in a transaction of its own
-// named <txn>/redo. A crash during the redo aborts it, and the next recovery
-// finds nothing and writes again: nothing is lost or written twice.
+// to a transaction older than its timeout), the sink asks the output which
+// of the transaction's records its committed output lacks (none, when it
+// committed just before the crash or by an earlier redo; some, when a
+// commit reached only some partitions) and writes exactly those again from
+// the redo log in the checkpoint, in a transaction of its own
+// (redoName). A crash during the redo aborts it, and the next recovery
+// finds those records missing again: nothing is lost or written twice.
 func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	err := out.Commit(t.committable)
 	if err == nil || !errors.Is(err, ErrTxnLost) || t.redo == nil || t.redo.n == 0 {
@@ -327,21 +349,19 @@ func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	if derr != nil {
 		return fmt.Errorf("%w; its redo log: %w", err, derr)
 	}
-	finder, ok := out.(interface {
-		Contains(committable string, r OutputRecord) (bool, error)
-	})
+	checker, ok := out.(committedChecker)
 	if !ok {
 		return err
 	}
-	there, ferr := finder.Contains(t.committable, records[0])
+	missing, ferr := checker.Missing(t.committable, records)
 	if ferr != nil {
 		return fmt.Errorf("%w; looking for its records: %w", err, ferr)
 	}
-	if there {
+	if len(missing) == 0 {
 		return nil
 	}
-	redo := t.txn + "/redo"
-	for _, r := range records {
+	redo := redoName(t.txn)
+	for _, r := range missing {
 		if err := out.Write(redo, r.Key, r.Value); err != nil {
 			return fmt.Errorf("write %s again: %w", t.txn, err)
 		}

@@ -26,13 +26,20 @@ func (l *losingOutput) Commit(c string) error {
 	return l.MemoryOutput.Commit(c)
 }
 
-func (l *losingOutput) Contains(_ string, r OutputRecord) (bool, error) {
+func (l *losingOutput) Missing(_ string, recs []OutputRecord) ([]OutputRecord, error) {
+	seen := map[string]int{}
 	for _, x := range l.MemoryOutput.Committed() {
-		if string(x.Value) == string(r.Value) {
-			return true, nil
+		seen[string(x.Key)+"|"+string(x.Value)]++
+	}
+	var missing []OutputRecord
+	for _, r := range recs {
+		if k := string(r.Key) + "|" + string(r.Value); seen[k] > 0 {
+			seen[k]--
+		} else {
+			missing = append(missing, r)
 		}
 	}
-	return false, nil
+	return missing, nil
 }
 
 func TestCommitOrRedo(t *testing.T) {
@@ -65,6 +72,22 @@ func TestCommitOrRedo(t *testing.T) {
 		// A second recovery from the same checkpoint finds the records.
 		if err := commitOrRedo(out, p); err != nil || out.Len() != 2 {
 			t.Fatalf("second recovery: %v, %d committed, want the 2 once", err, out.Len())
+		}
+	})
+	t.Run("writes only what a partial commit left out", func(t *testing.T) {
+		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
+		p := prepare(out, "s/0/3")
+		out.lost[p.committable] = true
+		// The commit reached the partition of the first record only.
+		out.Write("other", recs[0].Key, recs[0].Value)
+		c, _ := out.Prepare("other")
+		out.MemoryOutput.Commit(c)
+		if err := commitOrRedo(out, p); err != nil {
+			t.Fatal(err)
+		}
+		got := out.Committed()
+		if len(got) != 2 || string(got[0].Value) != string(recs[0].Value) || string(got[1].Value) != string(recs[1].Value) {
+			t.Fatalf("committed %q, want each record once", got)
 		}
 	})
 	t.Run("without a redo log the loss is an error", func(t *testing.T) {

@@ -400,28 +400,44 @@ func decodeFrom(s string) (map[int32]int64, error) {
 	return out, nil
 }
 
-// Contains reports whether r is in the committed output at or after where
-// the transaction of committable began: whether a transaction the broker
-// no longer knows committed after all (just before a crash, or as a redo).
-func (o *Output) Contains(committable string, r runtime.OutputRecord) (bool, error) {
+// Missing returns the records of recs that the committed output lacks at
+// or after where the transaction of committable began, in every partition:
+// what a transaction the broker no longer knows left unwritten. None when it
+// committed after all (just before a crash, or as a redo); all when it was
+// aborted; some when a commit reached only some of its partitions. Records
+// are matched by key and value, each as often as it occurs.
+func (o *Output) Missing(committable string, recs []runtime.OutputRecord) ([]runtime.OutputRecord, error) {
 	parts := strings.Split(committable, "|")
 	if len(parts) != 4 {
-		return false, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
+		return nil, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
 	}
 	from, err := decodeFrom(parts[3])
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	recs, err := ReadCommitted(context.Background(), o.c, o.topic, from)
+	there, err := ReadCommitted(context.Background(), o.c, o.topic, from)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	for _, x := range recs {
-		if string(x.Value) == string(r.Value) && string(x.Key) == string(r.Key) {
-			return true, nil
+	seen := make(map[string]int, len(there))
+	for _, x := range there {
+		seen[recordKey(x)]++
+	}
+	var missing []runtime.OutputRecord
+	for _, r := range recs {
+		k := recordKey(r)
+		if seen[k] > 0 {
+			seen[k]--
+			continue
 		}
+		missing = append(missing, r)
 	}
-	return false, nil
+	return missing, nil
+}
+
+// recordKey is a record's key and value as one map key.
+func recordKey(r runtime.OutputRecord) string {
+	return strconv.Itoa(len(r.Key)) + ":" + string(r.Key) + string(r.Value)
 }
 
 // PreparedMayBeLost says the sink must keep a redo log: a Kafka
