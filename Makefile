@@ -5,7 +5,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test bench lint clean deps
+.PHONY: build run test soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -28,7 +28,15 @@ deps:
 
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 10m ./...
+
+# The soaks at full length: 20 kills of the whole process on the embedded
+# broker and 20 with the broker in a process of its own, each resumed with
+# --resume, and the chaos run of 100 faults; `make test` runs them short.
+# Each prints its seed; SOAK_SEED=N replays the same schedules.
+SOAK_SEED ?= 0
+soak: deps
+	$(GO) test -count=1 -timeout 90m -run 'Soak' -v . -args -soak -soak.seed=$(SOAK_SEED)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

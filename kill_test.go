@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,105 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-// The job's process dies (SIGKILL) at twenty moments across several runs —
-// right after a checkpoint is triggered (sources injecting barriers, the join
-// aligning, snapshots being written), right after one completes (the sink has
-// pre-committed but maybe not committed), and at random — and each time it is
-// started again with --resume on the same state dir and the same broker. At
-// the end the committed output holds every paid order exactly once.
-//
-// The broker runs in a process of its own (`faultline broker`), as a real
-// Kafka cluster would: the embedded broker dies with the job's process, and
-// kfake aborts the transactions that were open when it died (see
-// docs/USER_GUIDE.md, "Crashes and the embedded broker").
-func TestKilledAndResumedRunsLoseAndDuplicateNothing(t *testing.T) {
-	dir := t.TempDir()
-	broker := startBroker(t)
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewSource(seed))
-	t.Logf("kill schedule seed %d", seed)
-	// The generator writes the input at --rate while the job reads it, so
-	// that every run has work in flight when it dies.
-	common := []string{"run", "--headless", "--records", "400000", "--checkpoint-interval", "50ms",
-		"--restart-delay", "20ms", "--state-dir", dir, "--brokers", broker, "--generate", "--resume"}
-	args := append(append([]string{}, common...), "--rate", "20000")
-	finishedEarly := 0
-	for kills := 0; kills < 20; {
-		cmd, stderr, lines := startRun(t, args...)
-		events := make(chan string, 1024)
-		go func() {
-			defer close(events)
-			for m := range lines {
-				if name, ok := m["event"].(string); ok {
-					events <- name
-				} else if _, ok := m["report"]; ok {
-					events <- "report"
-				}
-			}
-		}()
-		// Choose the moment.
-		var want string
-		var nth int
-		var after time.Duration
-		switch rng.Intn(3) {
-		case 0:
-			want, nth = "checkpoint_triggered", 1+rng.Intn(6)
-		case 1:
-			want, nth = "checkpoint_completed", 1+rng.Intn(6)
-		default:
-			after = time.Duration(200+rng.Intn(2500)) * time.Millisecond
-		}
-		timer := time.NewTimer(after)
-		if after == 0 {
-			timer.Stop()
-		}
-		seen, ended := 0, false
-	wait:
-		for {
-			select {
-			case name, ok := <-events:
-				if !ok || name == "report" {
-					ended = true
-					break wait
-				}
-				if name == want {
-					seen++
-					if seen == nth {
-						break wait
-					}
-				}
-			case <-timer.C:
-				break wait
-			}
-		}
-		if ended {
-			// The run got to its end before the chosen moment.
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("run %d after %d kills ended by itself: %v\n%s", kills+finishedEarly+1, kills, err, stderr.String())
-			}
-			finishedEarly++
-			if finishedEarly > 40 {
-				t.Fatalf("the job keeps finishing before it can be killed (%d kills so far)", kills)
-			}
-			continue
-		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		for range events {
-		}
-		kills++
-	}
-	// A last run, left alone, writes the rest of the input at once, finishes
-	// and checks everything from the start of the topics.
-	r := faultline(t, common...)
-	if r.code != 0 || r.report == nil {
-		t.Fatalf("final run: exit %d, stderr %s", r.code, r.stderr)
-	}
-	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("after 20 kills: %v", r.report["verify"])
-	}
-}
 
 // faultlineUntil runs faultline until it has printed the nth event named
 // event, then kills it (SIGKILL) as a crash would.
