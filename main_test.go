@@ -207,6 +207,8 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"unknown task", []string{"run", "--headless", "--inject", "task=join/7,fault=panic"}, []string{"join/0 to join/1"}},
 		{"unknown flag", []string{"run", "--headles"}, []string{"--headles"}},
 		{"bad parallelism", []string{"run", "--headless", "--parallelism", "join=0"}, []string{"join"}},
+		{"transaction timeout within the interval", []string{"run", "--headless", "--sink-transaction-timeout", "1s"}, []string{"--sink-transaction-timeout 1s", "--checkpoint-interval 2s"}},
+		{"transaction timeout past the embedded broker's", []string{"run", "--headless", "--sink-transaction-timeout", "1h"}, []string{"--sink-transaction-timeout 1h", "at most 15m"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

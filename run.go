@@ -87,6 +87,7 @@ type kafkaOptions struct {
 	startup       string
 	sinkGuarantee string
 	txnPrefix     string
+	txnTimeout    time.Duration
 	tls           bool
 	tlsCA         string
 	saslMechanism string
@@ -104,6 +105,7 @@ func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets)")
 	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none")
 	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
+	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", kafka.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
 	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS")
 	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (default: the system's)")
 	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512")
@@ -262,6 +264,12 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
 		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
+	case o.kafka.txnTimeout <= 0:
+		return nil, usagef("--sink-transaction-timeout %s: want a positive duration, e.g. 15m", o.kafka.txnTimeout)
+	case o.interval > 0 && o.kafka.txnTimeout <= o.interval:
+		return nil, usagef("--sink-transaction-timeout %s is not longer than --checkpoint-interval %s: a sink transaction stays open from one checkpoint to the commit after the next, so the broker would abort every one; make the timeout longer or the interval shorter", o.kafka.txnTimeout, o.interval)
+	case o.kafka.brokers == "" && o.kafka.txnTimeout > kafka.DefaultTransactionTimeout:
+		return nil, usagef("--sink-transaction-timeout %s: the embedded broker allows at most %s, as Kafka does by default (transaction.max.timeout.ms)", o.kafka.txnTimeout, kafka.DefaultTransactionTimeout)
 	}
 	ropts := o.restartOpts
 	ropts.Attempts, ropts.Delay = o.restartAttempts, o.restartDelay
@@ -601,6 +609,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
+			out.WithTransactionTimeout(o.kafka.txnTimeout)
 			defer out.Close()
 			outputs[topic] = out
 		}
@@ -688,6 +697,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval,
 			Broker: strings.Join(p.client.Brokers, ","), Embedded: embedded != nil,
 			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: stateDir}
+		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
 		var live *kafka.LiveVerifier
 		if len(outputStart) == 1 {
 			for topic, start := range outputStart {
@@ -786,6 +796,22 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return exitError{code: 4, err: fmt.Errorf("verification failed: %d duplicates, %d lost, %d unexpected", v.Duplicates, v.Lost, v.Unexpected)}
 	}
 	return nil
+}
+
+// freezeLimit is how long the UI's freeze can last before the job fails
+// over, and what expires then: a pending checkpoint (when no failed
+// checkpoint is tolerated) or the sink's open Kafka transaction, whichever
+// comes first; 0 when neither does.
+func (o *runOptions) freezeLimit(p *prepared) (time.Duration, string) {
+	var limit time.Duration
+	why := ""
+	if o.interval > 0 && o.tolerable == 0 {
+		limit, why = o.timeout, "the pending checkpoint expires (--checkpoint-timeout)"
+	}
+	if p.sinkG == kafka.ExactlyOnce && (limit == 0 || o.kafka.txnTimeout < limit) {
+		limit, why = o.kafka.txnTimeout, "the sink's open transaction expires (--sink-transaction-timeout)"
+	}
+	return limit, why
 }
 
 // watchStateDir calls gone, once, when dir stops being a directory,

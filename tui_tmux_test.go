@@ -190,3 +190,99 @@ func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
 		})
 	}
 }
+
+// freezeAndGoOn runs the terminal UI on its own state dir with extra flags,
+// freezes the world with space once a checkpoint has completed, keeps it
+// frozen for freeze while checking the screen with during, lets it go on,
+// waits for three more checkpoints, quits with q and returns the summary
+// and the report the log holds.
+func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string) error, flags ...string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	env := ""
+	for _, kv := range raceEnv(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		env += k + "='" + v + "' "
+	}
+	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --rate 5000 --checkpoint-interval 500ms %s 2>%s; echo faultline exited $?; sleep 600",
+		env, binary, dir, strings.Join(flags, " "), filepath.Join(dir, "stderr"))
+	s := startTmux(t, 120, 40, cmd)
+	completed := regexp.MustCompile(`checkpoint (\d+) completed in`)
+	s.waitFor("a completed checkpoint", 60*time.Second, func(sc string) bool {
+		return headerStatus(sc) == "RUNNING" && completed.MatchString(sc)
+	})
+	s.keys("Space")
+	s.waitFor("the world frozen", 10*time.Second, contains("FROZEN"))
+	end := time.Now().Add(freeze)
+	for time.Now().Before(end) {
+		sc := s.screen()
+		if headerStatus(sc) != "RUNNING" || !strings.Contains(sc, "FROZEN") {
+			t.Fatalf("%s into the freeze the screen shows:\n%s", freeze-time.Until(end), sc)
+		}
+		if during != nil {
+			if err := during(sc); err != nil {
+				t.Fatalf("%s into the freeze: %v; the screen shows:\n%s", freeze-time.Until(end), err, sc)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	s.keys("Space")
+	s.waitFor("the world moving", 10*time.Second, func(sc string) bool { return !strings.Contains(sc, "FROZEN") })
+	last := func(sc string) int {
+		n := 0
+		for _, m := range completed.FindAllStringSubmatch(sc, -1) {
+			var id int
+			fmt.Sscan(m[1], &id)
+			n = max(n, id)
+		}
+		return n
+	}
+	before := last(s.screen())
+	s.waitFor("three more checkpoints", 60*time.Second, func(sc string) bool { return last(sc) >= before+3 })
+	s.keys("q")
+	summary := s.waitFor("the summary after quitting", 60*time.Second, contains("state dir "+dir))
+	s.waitFor("the process to exit", 60*time.Second, contains("faultline exited"))
+	log, _ := os.ReadFile(filepath.Join(dir, "faultline.log"))
+	_, report, _ := strings.Cut(string(log), `{"report":`)
+	return summary, report
+}
+
+// A freeze shorter than the time a frozen job can wait fails nothing: the
+// header counts the freeze and, past half of that time, warns when the job
+// will fail over and why; the job goes on when space is pressed again, with
+// no failure, no restart and an exact output.
+func TestTUIFreezeWarnsAndGoesOnWithoutFailure(t *testing.T) {
+	warned := false
+	summary, report := freezeAndGoOn(t, 8*time.Second, func(sc string) error {
+		if strings.Contains(sc, "FAILS OVER AT 10s") {
+			warned = true
+		}
+		return nil
+	}, "--checkpoint-timeout", "10s")
+	if !warned {
+		t.Errorf("8 s into a freeze with --checkpoint-timeout 10s the header never warned")
+	}
+	checkFreezeResult(t, summary, report)
+}
+
+func checkFreezeResult(t *testing.T, summary, report string) {
+	t.Helper()
+	if !strings.Contains(summary, "restarts 0") || !strings.Contains(summary, "0 duplicates, 0 lost") {
+		t.Errorf("summary after the freeze:\n%s", summary)
+	}
+	if !strings.Contains(report, `"failures":[]`) || !strings.Contains(report, `"duplicates":0,"lost":0`) {
+		t.Errorf("report after the freeze: %.600s", report)
+	}
+}
+
+// TestSoakTUIFreezeTwoMinutes is the trainer who stops the world for two
+// minutes to explain a screen, at the default timeouts: nothing fails.
+// It runs with make soak only (two minutes of a frozen screen).
+func TestSoakTUIFreezeTwoMinutes(t *testing.T) {
+	if !*soakFull {
+		t.Skip("make soak runs it")
+	}
+	summary, report := freezeAndGoOn(t, 2*time.Minute, nil)
+	checkFreezeResult(t, summary, report)
+	t.Logf("after a two-minute freeze: %s", strings.TrimSpace(summary[strings.Index(summary, "faultline: job"):]))
+}

@@ -103,7 +103,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	} else {
 		s.Verify = tui.Verify{Err: "live verification is off"}
 	}
-	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: u.job.Tempo()}
+	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: u.job.Tempo(), FrozenSince: u.job.FrozenSince()}
 	if u.writer != nil {
 		s.Input.Generator = true
 		s.Input.Rate = u.writer.Rate()

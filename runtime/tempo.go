@@ -46,10 +46,11 @@ func (t Tempo) String() string {
 // tempo is the job's current tempo. wake is closed and replaced on every
 // change, so that waiting tasks look again.
 type tempo struct {
-	mu   sync.Mutex
-	t    Tempo
-	step int64 // bumped by every Step
-	wake chan struct{}
+	mu    sync.Mutex
+	t     Tempo
+	step  int64     // bumped by every Step
+	since time.Time // when the world froze (zero unless frozen)
+	wake  chan struct{}
 	// now mirrors t for the tasks' fast path: one atomic load per batch
 	// at normal speed.
 	now atomic.Int32
@@ -75,7 +76,16 @@ func (p *tempo) change(f func()) {
 // SetTempo sets how fast the dataflow moves.
 func (j *Job) SetTempo(t Tempo) {
 	old, _, _ := j.tempo.get()
-	j.tempo.change(func() { j.tempo.t = t })
+	now := j.clk.Now()
+	j.tempo.change(func() {
+		switch {
+		case t != TempoFrozen:
+			j.tempo.since = time.Time{}
+		case j.tempo.t != TempoFrozen:
+			j.tempo.since = now
+		}
+		j.tempo.t = t
+	})
 	if old != t {
 		j.obs.Emit("tempo_changed", map[string]any{"tempo": t.String()})
 	}
@@ -83,6 +93,14 @@ func (j *Job) SetTempo(t Tempo) {
 
 // Tempo is how fast the dataflow moves now.
 func (j *Job) Tempo() Tempo { return Tempo(j.tempo.now.Load()) }
+
+// FrozenSince is when the world was frozen (steps do not change it), or
+// zero when it is not frozen.
+func (j *Job) FrozenSince() time.Time {
+	j.tempo.mu.Lock()
+	defer j.tempo.mu.Unlock()
+	return j.tempo.since
+}
 
 // Step lets every task of a frozen job handle one more batch.
 func (j *Job) Step() {

@@ -116,6 +116,12 @@ type JobInfo struct {
 	StateDir     string
 	// Attempt counts deployments of the job (1 before any restart).
 	Attempt int64
+	// FreezeLimit is how long the world can stay frozen before the job
+	// fails over (0: never), and FreezeLimitWhy what then expires: the
+	// nearer of a pending checkpoint's timeout and the sink's transaction
+	// timeout.
+	FreezeLimit    time.Duration
+	FreezeLimitWhy string
 }
 
 // Operator is one vertex of the job graph.
@@ -218,4 +224,6 @@ type Input struct {
 	Rate          float64 // records/s it writes
 	SourcesPaused bool
 	Tempo         Tempo
+	// FrozenSince is when the world froze (zero unless frozen).
+	FrozenSince time.Time
 }

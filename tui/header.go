@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -105,7 +106,15 @@ func (h *headerBar) View() string {
 	}
 	var badges []string
 	if t := h.ctx.Tempo; t != TempoNormal {
-		badges = append(badges, st.Badge.Render(" "+strings.ToUpper(t.String())+" "))
+		label, style := strings.ToUpper(t.String()), st.Badge
+		if frozen, ok := frozenFor(snap); ok && t == TempoFrozen {
+			label += " " + humanDuration(frozen.Truncate(time.Second))
+			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
+				label += " · FAILS OVER AT " + humanDuration(job.FreezeLimit)
+				style = st.BadgeAlert
+			}
+		}
+		badges = append(badges, style.Render(" "+label+" "))
 	}
 	if h.ctx.Paused {
 		badges = append(badges, st.Badge.Render(" SOURCES PAUSED "))
@@ -146,4 +155,12 @@ func (h *headerBar) View() string {
 		line = padRight(line, h.width-width(right)) + right
 	}
 	return padRight(line, h.width)
+}
+
+// frozenFor is how long the world has been frozen, as of the snapshot.
+func frozenFor(snap *Snapshot) (time.Duration, bool) {
+	if snap.Input.FrozenSince.IsZero() {
+		return 0, false
+	}
+	return max(snap.Now.Sub(snap.Input.FrozenSince), 0), true
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -75,6 +76,7 @@ type model struct {
 	mode         intent[string]
 	rate         intent[float64]
 	beforeFreeze Tempo // the tempo space returns to
+	freezeWarned bool  // the freeze's limit was flashed (reset when the world moves)
 
 	eventsClosed bool
 }
@@ -184,6 +186,12 @@ func (m *model) observeIntents(seq int64) {
 	}
 	if m.mode.observe(seq, job.Mode == m.mode.want) {
 		m.flash("mode: the job still checkpoints "+job.Mode, levelWarning)
+	}
+	if frozen, ok := frozenFor(&m.ctx.Snap); !ok {
+		m.freezeWarned = false
+	} else if lim := job.FreezeLimit; lim > 0 && frozen >= lim/2 && !m.freezeWarned {
+		m.freezeWarned = true
+		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", humanDuration(frozen.Truncate(time.Second)), humanDuration(lim), job.FreezeLimitWhy), levelWarning)
 	}
 	// A generator may round the rate it was given.
 	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {

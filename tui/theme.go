@@ -44,6 +44,9 @@ type Styles struct {
 	AppName lipgloss.Style // " faultline "
 	Title   lipgloss.Style // the job's title
 	Badge   lipgloss.Style // FROZEN, SLOW, SOURCES PAUSED
+	// BadgeAlert is a badge that warns: a freeze nearing the time the job
+	// fails over.
+	BadgeAlert lipgloss.Style
 
 	Rule, RuleFocused           lipgloss.Style // a pane's top line
 	RuleTitle, RuleTitleFocused lipgloss.Style // its title
@@ -86,6 +89,8 @@ func NewStyles(r *lipgloss.Renderer, t Theme) *Styles {
 		AppName: base.Foreground(lipgloss.ANSIColor(0)).Background(t.Primary).Bold(true),
 		Title:   base.Bold(true),
 		Badge:   base.Foreground(lipgloss.ANSIColor(0)).Background(t.Warning).Bold(true),
+
+		BadgeAlert: base.Foreground(lipgloss.ANSIColor(15)).Background(t.Error).Bold(true),
 
 		Rule:             fg(t.Muted),
 		RuleFocused:      fg(t.Primary),

@@ -49,10 +49,11 @@ func ParseGuarantee(s string) (Guarantee, error) {
 // producer at once and never waits (Flink: DeliveryGuarantee.NONE), so a
 // failure can lose what was in flight, and Flush waits for it at the end.
 type Output struct {
-	c         Client
-	cl        sarama.Client
-	topic     string
-	guarantee Guarantee
+	c          Client
+	cl         sarama.Client
+	topic      string
+	guarantee  Guarantee
+	txnTimeout time.Duration // the transactions' timeout (Kafka: transaction.timeout.ms)
 
 	mu   sync.Mutex
 	txns map[string]*txnWriter // exactly-once and at-least-once
@@ -126,10 +127,17 @@ type txnWriter struct {
 	from  map[int32]int64 // the topic's end when the transaction began
 }
 
+// DefaultTransactionTimeout is how long the broker lets an exactly-once
+// sink transaction stay open before it aborts it: the producer's
+// transaction.timeout.ms, as Flink's KafkaSink users set it. It is Kafka's
+// default upper limit (the broker's transaction.max.timeout.ms), so that a
+// frozen demo has a quarter of an hour before a transaction expires.
+const DefaultTransactionTimeout = 15 * time.Minute
+
 // NewOutput returns the output for topic; cl is a client of the same
 // cluster, which the writers of exactly-once and at-least-once send with.
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
-	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}}
+	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout}
 	if g != None {
 		return o, nil
 	}
@@ -150,6 +158,14 @@ func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, 
 	}
 	o.none = newAsyncOut(p)
 	return o, nil
+}
+
+// WithTransactionTimeout sets how long the broker lets a transaction stay
+// open before it aborts it (DefaultTransactionTimeout unless set); call it
+// before the first Write.
+func (o *Output) WithTransactionTimeout(d time.Duration) *Output {
+	o.txnTimeout = d
+	return o
 }
 
 // begin opens transaction txn: for exactly-once, it initialises the
@@ -352,7 +368,7 @@ func (o *Output) initProducerID(txn string) (int64, int16, error) {
 			continue
 		}
 		id := txn
-		resp, err := coord.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionalID: &id, TransactionTimeout: time.Minute, ProducerID: -1, ProducerEpoch: -1})
+		resp, err := coord.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionalID: &id, TransactionTimeout: o.txnTimeout, ProducerID: -1, ProducerEpoch: -1})
 		if err != nil {
 			last = err
 			unreachable++
@@ -365,6 +381,9 @@ func (o *Output) initProducerID(txn string) (int64, int16, error) {
 			last = resp.Err
 			time.Sleep(100 * time.Millisecond)
 			continue
+		}
+		if errors.Is(resp.Err, sarama.ErrInvalidTransactionTimeout) {
+			return 0, 0, fmt.Errorf("the broker refuses a transaction timeout of %s, more than its transaction.max.timeout.ms allows: lower --sink-transaction-timeout: %w", o.txnTimeout, resp.Err)
 		}
 		if !errors.Is(resp.Err, sarama.ErrNoError) {
 			return 0, 0, resp.Err

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"faultline/runtime"
 )
 
 // committedValues reads topic with a read_committed consumer, as a
@@ -415,5 +417,36 @@ func TestOutputWritesTheTimestampsItIsGiven(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The sink's transaction timeout is the broker's: a pre-committed
+// transaction older than it is aborted by the broker and cannot be
+// committed (the case a long freeze of the UI would hit), one younger can.
+func TestTransactionTimeoutReachesTheBroker(t *testing.T) {
+	_, c, cl := embeddedClient(t)
+	for _, tc := range []struct {
+		timeout time.Duration
+		lost    bool
+	}{{time.Second, true}, {time.Minute, false}} {
+		o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.WithTransactionTimeout(tc.timeout)
+		txn := fmt.Sprintf("timeout-%s/0", tc.timeout)
+		if err := o.Write(txn, nil, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		committable, err := o.Prepare(txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		err = o.Commit(committable)
+		if lost := errors.Is(err, runtime.ErrTxnLost); lost != tc.lost {
+			t.Errorf("timeout %s, committed 2 s after the pre-commit: %v, want lost %v", tc.timeout, err, tc.lost)
+		}
+		o.Close()
 	}
 }
