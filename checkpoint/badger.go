@@ -44,6 +44,7 @@ const (
 	metaPrefix  = "meta/"
 	statePrefix = "state/"
 	maxIDKey    = "sys/max-id"
+	flushKey    = "sys/flush" // written and dropped to flush the memtables (see flushDeletions)
 	ownerFile   = "OWNER"
 	recordMagic = "FLC1" // faultline checkpoint metadata, version 1
 )
@@ -92,6 +93,10 @@ type BadgerStore struct {
 	// (a data race the race detector reports), so writes hold it shared and
 	// a GC run holds it exclusively.
 	gcMu sync.RWMutex
+
+	// garbage counts the bytes of state blobs deleted since the memtables
+	// were last flushed for the reclaimer (see flushDeletions).
+	garbage atomic.Int64
 
 	gcKick chan struct{} // buffered 1: ask the reclaimer to run value log GC
 	gcQuit chan struct{}
@@ -629,6 +634,7 @@ func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 		}
 	}
 	var doomed [][]byte
+	var bytes int64
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
@@ -646,6 +652,7 @@ func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 				continue
 			}
 			doomed = append(doomed, it.Item().KeyCopy(nil))
+			bytes += it.Item().ValueSize()
 		}
 		return nil
 	})
@@ -659,7 +666,11 @@ func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 			return err
 		}
 	}
-	return wb.Flush()
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	s.garbage.Add(bytes)
+	return nil
 }
 
 // kickGC asks the reclaimer to run value log GC, unless it already has work.
@@ -670,11 +681,11 @@ func (s *BadgerStore) kickGC() {
 	}
 }
 
-// reclaim runs Badger's value log GC when kicked, until Close. The space of
-// deleted blobs can be reclaimed only once a compaction has counted them,
-// that is after the memtable holding their deletion was flushed (every few
-// hundred checkpoints) or the store was closed; GC rewrites value log files
-// that are at least half garbage.
+// reclaim runs Badger's value log GC when kicked, until Close. GC rewrites
+// value log files that are at least half garbage, and knows what is garbage
+// only once a compaction has counted the deletions; so once half a value log
+// file's worth of blobs was deleted, it first flushes the memtables (see
+// flushDeletions), which holds the store's writes for a few milliseconds.
 func (s *BadgerStore) reclaim() {
 	defer close(s.gcDone)
 	for {
@@ -682,6 +693,10 @@ func (s *BadgerStore) reclaim() {
 		case <-s.gcQuit:
 			return
 		case <-s.gcKick:
+		}
+		if s.garbage.Load() >= valueLogFileSize/2 {
+			s.garbage.Store(0)
+			s.flushDeletions()
 		}
 		for s.runGC() {
 			select {
@@ -691,6 +706,23 @@ func (s *BadgerStore) reclaim() {
 			}
 		}
 	}
+}
+
+// flushDeletions flushes the memtables into a table and compacts it, so that
+// Badger counts the value log space of the blobs deleted since the last
+// flush as garbage (its discard statistics). Badger v4 flushes a memtable only
+// when it is full, and the store's memtable holds only keys and value
+// pointers: a few hundred bytes a checkpoint, so it filled once every few
+// hundred checkpoints while the value log grew by all of their state. There
+// is no public flush; DropPrefix of a key written for the purpose flushes
+// every memtable and compacts the table it lands in, which is what counts.
+func (s *BadgerStore) flushDeletions() {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(flushKey), nil) }); err != nil {
+		return
+	}
+	_ = s.db.DropPrefix([]byte(flushKey))
 }
 
 // runGC rewrites one value log file, with writes held off; it reports

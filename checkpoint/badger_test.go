@@ -1096,3 +1096,31 @@ func TestBadgerStoreOpensAfterKillLeftEmptyValueLog(t *testing.T) {
 		t.Errorf("the empty value log file is still there: %v", err)
 	}
 }
+
+// TestBadgerStoreStaysBoundedWhileRunning checks that a store kept open
+// gives back the space of the checkpoints retention dropped while it runs:
+// many checkpoints of a few megabytes each, two retained, and the value log
+// never holds more than a few value log files.
+func TestBadgerStoreStaysBoundedWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	s := openBadger(t, dir, 2)
+	tasks := []TaskID{src0, src1, sink}
+	const blob = 1 << 20
+	const limit = 4 * valueLogFileSize
+	peak := int64(0)
+	for id := int64(1); id <= 200; id++ {
+		putAndAdd(t, s, id, KindCheckpoint, blob, tasks...)
+		peak = max(peak, valueLogBytes(t, dir, false))
+	}
+	// Reclaiming runs in the background: give it a moment to catch up.
+	deadline := time.Now().Add(time.Minute)
+	for valueLogBytes(t, dir, false) > limit && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	final := valueLogBytes(t, dir, false)
+	t.Logf("value log: %d MiB at most, %d MiB at the end, after %d MiB written", peak>>20, final>>20, 200*3*blob>>20)
+	if final > limit {
+		t.Fatalf("value log holds %d MiB after 200 checkpoints of 3 MiB with 2 retained, want at most %d MiB", final>>20, limit>>20)
+	}
+	closeStore(t, s)
+}
