@@ -272,3 +272,28 @@ func TestExponentialDelayGrowsItsBackoff(t *testing.T) {
 		t.Fatalf("delays %v ms, want [20 30] (initial 20ms, multiplier 1.5)", delays)
 	}
 }
+
+// With a state TTL shorter than the time between many orders and their
+// payments, those pairs are not joined, and the verification expects
+// exactly the others: the oracle, reading the Kafka timestamps on its own,
+// finds as many pairs too far apart as the join counted, and nothing lost.
+func TestStateTTLVerifiesWhatItLetsThrough(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "5000", "--state-ttl", "20ms",
+		"--checkpoint-interval", "200ms", "--inject", "after-records=3000,task=join/1,fault=panic", "--restart-delay", "50ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	ttl, _ := r.report["state_ttl"].(map[string]any)
+	notJoined := num(r.report, "verify", "not_joined")
+	if ttl == nil || ttl["ttl_ms"] != 20.0 || notJoined == 0 || num(r.report, "verify", "expected") == 0 {
+		t.Fatalf("report: state_ttl %v, verify %v", ttl, r.report["verify"])
+	}
+	// After the restart the join meets some pairs twice; each time it
+	// counts them: at least as many as the oracle.
+	if ttl["not_joined"].(float64) < notJoined {
+		t.Fatalf("the join counted %v pairs too far apart, the oracle %v", ttl["not_joined"], notJoined)
+	}
+	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.report["verify"])
+	}
+}

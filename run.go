@@ -73,6 +73,11 @@ type runOptions struct {
 	onBadRecord     string
 	deadLetterTopic string
 
+	// stateTTL overrides the join's state_ttl when setTTL (the flag was
+	// given).
+	stateTTL time.Duration
+	setTTL   bool
+
 	kafka kafkaOptions
 }
 
@@ -120,6 +125,7 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a job (the default orders ⋈ payments job unless --job names another)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.setTTL = cmd.Flags().Changed("state-ttl")
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -166,6 +172,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
 	f.StringVar(&o.onBadRecord, "on-bad-record", runtime.BadRecordFail, "what parsing does with a record it cannot parse: fail (the task fails and the job restarts), skip (drop and count it) or dead-letter (write it to --dead-letter-topic and count it)")
 	f.StringVar(&o.deadLetterTopic, "dead-letter-topic", "dead-letter", "with --on-bad-record dead-letter: the topic unparseable records go to")
+	f.DurationVar(&o.stateTTL, "state-ttl", time.Minute, "how long the join keeps an order or a payment waiting for the other, in event time (the records' Kafka timestamps): an order and a payment further apart are not joined, and the verification expects exactly that; 0 keeps them for ever (default: the job spec's state_ttl, 1m for the default job)")
 	o.kafka.addFlags(f)
 	return cmd
 }
@@ -217,6 +224,21 @@ func (o *runOptions) check() (*prepared, error) {
 		}
 		if err := p.job.SetParallelisms(ps); err != nil {
 			return nil, usagef("--parallelism: %v", err)
+		}
+	}
+	if o.setTTL {
+		if o.stateTTL < 0 || (o.stateTTL > 0 && o.stateTTL < time.Millisecond) {
+			return nil, usagef("--state-ttl %s: want 0 (keep for ever) or at least 1ms", o.stateTTL)
+		}
+		joins := 0
+		for _, op := range p.job.Operators {
+			if op.Type == spec.TypeJoin {
+				op.StateTTL = o.stateTTL
+				joins++
+			}
+		}
+		if joins == 0 {
+			return nil, usagef("--state-ttl: job %s has no join, so nothing waits in state", p.job.Name)
 		}
 	}
 	switch o.mode {
@@ -698,10 +720,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			Broker: strings.Join(p.client.Brokers, ","), Embedded: embedded != nil,
 			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: stateDir}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
+		info.StateTTL = runtime.ExpectOf(p.job).StateTTL
 		var live *kafka.LiveVerifier
 		if len(outputStart) == 1 {
 			for topic, start := range outputStart {
-				lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify}
+				lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: runtime.ExpectOf(p.job).StateTTL}
 				if resumable || runOpts.FromSavepoint != 0 {
 					lc.OutputFrom = nil
 				}
@@ -771,7 +794,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if p.sinkG != kafka.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
-	v, err := runtime.Verify(kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, p.job.Verify, guarantee, bounds, committed)
+	v, err := runtime.Verify(kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, runtime.ExpectOf(p.job), guarantee, bounds, committed)
 	if err != nil {
 		return exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}

@@ -507,6 +507,39 @@ func (b *Badger) Scan(state string, f func(sub string, value []byte) bool) {
 	}
 }
 
+// ScanKeys implements KeyScanner: it flushes the overlay, collects the
+// state's entries of every key group from the database, then calls f.
+func (b *Badger) ScanKeys(state string, f func(key, sub string, value []byte) bool) {
+	b.flush()
+	var found []keyedEntry
+	prefix := statePrefix(state)
+	for kg := b.kgs.Start; kg <= b.kgs.End; kg++ {
+		p := append(binary.BigEndian.AppendUint16(nil, uint16(kg)), prefix...)
+		it := b.reader.NewIterator(badger.IteratorOptions{Prefix: p, PrefetchValues: false})
+		for it.Seek(p); it.ValidForPrefix(p); it.Next() {
+			item := it.Item()
+			k, s, ok := splitEntryKey(item.Key()[2:])
+			if !ok {
+				continue
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				it.Close()
+				panic(fmt.Errorf("keyed state in %s: scan: %w", b.dir, err))
+			}
+			found = append(found, keyedEntry{string(k), string(s), v})
+		}
+		it.Close()
+	}
+	key, kg := b.currentKey, b.currentKG
+	defer func() { b.currentKey, b.currentKG = key, kg }()
+	for _, e := range found {
+		if !f(e.key, e.sub, e.value) {
+			return
+		}
+	}
+}
+
 // Len implements KeyedBackend.
 func (b *Badger) Len() int { return b.n }
 

@@ -788,3 +788,65 @@ func decodeAll(t *testing.T, b []byte) map[int]map[string]string {
 	}
 	return out
 }
+
+// ScanKeys visits a state's entries under every key of every key group the
+// backend owns, flushed or not, and nothing of other states; the callback
+// may delete what it visits, and the current key is the one before after.
+func TestBackendsScanKeys(t *testing.T) {
+	for _, kind := range backendKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			kb := kind.open(t, 128, RangeFor(128, 2, 1))
+			a := NewValue[int64](kb, "a", Int64Codec{})
+			ab := NewValue[int64](kb, "ab", Int64Codec{}) // a name a prefix of another must not match
+			m := NewMap[int64](kb, "a2", Int64Codec{})
+			want := map[string]int64{}
+			var mine []string
+			for i := 0; len(mine) < 300; i++ {
+				k := fmt.Sprintf("o-%06d", i)
+				if !kb.KeyGroups().Contains(KeyGroupFor(k, 128)) {
+					continue
+				}
+				mine = append(mine, k)
+				kb.SetCurrentKey(k)
+				a.Update(int64(i))
+				ab.Update(-1)
+				m.Put("x", -1)
+				want[k] = int64(i)
+			}
+			kb.SetCurrentKey(mine[0])
+			got := map[string]int64{}
+			kb.(KeyScanner).ScanKeys("a", func(key, sub string, v []byte) bool {
+				n, err := Int64Codec{}.Decode(v)
+				if err != nil || sub != "" {
+					t.Fatalf("entry %q/%q = %v, %v", key, sub, v, err)
+				}
+				got[key] = n
+				if n%2 == 0 {
+					kb.SetCurrentKey(key)
+					a.Clear()
+				}
+				return true
+			})
+			if len(got) != len(want) {
+				t.Fatalf("visited %d entries of a, want %d", len(got), len(want))
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Fatalf("%s = %d, want %d", k, got[k], v)
+				}
+			}
+			if kb.CurrentKey() != mine[0] {
+				t.Fatalf("current key %q after ScanKeys, want %q", kb.CurrentKey(), mine[0])
+			}
+			odd := 0
+			for _, v := range want {
+				odd += int(v % 2)
+			}
+			left := 0
+			kb.(KeyScanner).ScanKeys("a", func(string, string, []byte) bool { left++; return true })
+			if left != odd {
+				t.Fatalf("%d entries of a left after deleting the even ones, want %d", left, odd)
+			}
+		})
+	}
+}

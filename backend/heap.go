@@ -232,6 +232,35 @@ func (h *Heap) Scan(state string, f func(sub string, value []byte) bool) {
 	}
 }
 
+// ScanKeys implements KeyScanner: it collects the state's entries of every
+// key group, then calls f.
+func (h *Heap) ScanKeys(state string, f func(key, sub string, value []byte) bool) {
+	prefix := statePrefix(state)
+	var found []keyedEntry
+	add := func(ck, v []byte) {
+		if !bytes.HasPrefix(ck, prefix) {
+			return
+		}
+		if k, s, ok := splitEntryKey(ck); ok {
+			found = append(found, keyedEntry{string(k), string(s), slices.Clone(v)})
+		}
+	}
+	for i := range h.groups {
+		g := &h.groups[i]
+		g.t.each(add)
+		for k, v := range g.big {
+			add(stringBytes(k), stringBytes(v))
+		}
+	}
+	key, kg, hash := h.currentKey, h.currentKG, h.currentH
+	defer func() { h.currentKey, h.currentKG, h.currentH = key, kg, hash }()
+	for _, e := range found {
+		if !f(e.key, e.sub, e.value) {
+			return
+		}
+	}
+}
+
 // Len implements KeyedBackend.
 func (h *Heap) Len() int { return h.n }
 

@@ -38,6 +38,26 @@ type KeyedBackend interface {
 	KeyGroups() KeyGroupRange
 }
 
+// KeyScanner is a KeyedBackend that can visit a state's entries under every
+// key it holds (Flink: KeyedStateBackend.getKeys), as the cleanup of state
+// TTL does. f gets copies and may change the state through the backend (set
+// another current key, delete); the current key is the one before ScanKeys
+// again when it returns. Entries f creates are not visited.
+type KeyScanner interface {
+	ScanKeys(state string, f func(key, sub string, value []byte) bool)
+}
+
+// keyedEntry is an entry ScanKeys collected before calling back.
+type keyedEntry struct {
+	key, sub string
+	value    []byte
+}
+
+// statePrefix is the start of the composite key of every entry of state.
+func statePrefix(state string) []byte {
+	return append(binary.AppendUvarint(nil, uint64(len(state))), state...)
+}
+
 // Prefetcher is a KeyedBackend that can start loading a key's state before
 // the key is set: the task calls Prefetch for the record a few places
 // ahead of the one it processes, so that lookups of keys spread over more

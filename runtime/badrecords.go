@@ -49,6 +49,7 @@ type DeadLetters interface {
 // its counters.
 type badRecords struct {
 	progress *commitProgress // for sinks: not about bad records, but passed the same way
+	ttl      *ttlCounts      // for joins, passed the same way
 	mode     string
 	dlq      DeadLetters
 	obs      *Observer
@@ -56,7 +57,7 @@ type badRecords struct {
 }
 
 func newBadRecords(mode string, dlq DeadLetters, obs *Observer) *badRecords {
-	return &badRecords{mode: mode, dlq: dlq, obs: obs, count: map[string]*atomic.Int64{
+	return &badRecords{mode: mode, dlq: dlq, obs: obs, ttl: &ttlCounts{}, count: map[string]*atomic.Int64{
 		"skipped": {}, "dead-lettered": {},
 	}}
 }
@@ -108,4 +109,15 @@ func snippet(record []byte) string {
 		return string(record[:80]) + "…"
 	}
 	return string(record)
+}
+
+// ttlCounts counts what the joins' state TTL did (see joinOp), over every
+// attempt of the job.
+type ttlCounts struct {
+	// notJoined counts the orders whose payment came more than the TTL
+	// apart in event time: they are not joined.
+	notJoined atomic.Int64
+	// expired counts the waiting sides the cleanup dropped: orders never
+	// paid, and sides whose partner will come too late to join.
+	expired atomic.Int64
 }

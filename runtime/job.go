@@ -165,6 +165,8 @@ type Result struct {
 	// BadSkipped and BadDeadLettered count the records that could not be
 	// parsed and were skipped or written to the dead-letter topic.
 	BadSkipped, BadDeadLettered int64
+	// StateTTL is what the join's state TTL did.
+	StateTTL StateTTLStatus
 	// LostByFailover counts the records individual failover lost (it does
 	// not replay input).
 	LostByFailover int64
@@ -881,8 +883,30 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	j.faultsMu.Unlock()
 	sort.SliceStable(res.Failures, func(a, b int) bool { return res.Failures[a].At < res.Failures[b].At })
 	res.BadSkipped, res.BadDeadLettered = j.bad.Counts()
+	res.StateTTL = j.StateTTL()
 	res.Checkpoints = j.coord.Stats()
 	return res, nil
+}
+
+// StateTTLStatus is what the state TTL of the job's join did so far.
+type StateTTLStatus struct {
+	// TTL is the join's state TTL (0: sides wait for ever, or no join).
+	TTL time.Duration
+	// NotJoined counts the orders whose payment was more than TTL apart in
+	// event time; Expired the waiting sides the cleanup dropped.
+	NotJoined, Expired int64
+}
+
+// StateTTL says what the state TTL of the job's join did so far; safe to
+// call at any time.
+func (j *Job) StateTTL() StateTTLStatus {
+	s := StateTTLStatus{NotJoined: j.bad.ttl.notJoined.Load(), Expired: j.bad.ttl.expired.Load()}
+	for _, op := range j.spec.Operators {
+		if op.Type == spec.TypeJoin {
+			s.TTL = max(s.TTL, op.StateTTL)
+		}
+	}
+	return s
 }
 
 func orJob(task string) string {

@@ -32,7 +32,12 @@ type memTxn struct {
 // OutputRecord is one record written to an output.
 type OutputRecord struct {
 	Key, Value []byte
+	// Time is the record's timestamp in Unix milliseconds, where the
+	// reader knows it (0: not known).
+	Time int64
 }
+
+func (r OutputRecord) String() string { return fmt.Sprintf("%q=%q", r.Key, r.Value) }
 
 // NewMemoryOutput returns an empty output.
 func NewMemoryOutput() *MemoryOutput {

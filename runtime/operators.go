@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"faultline/backend"
 	"faultline/runtime/spec"
@@ -22,7 +23,7 @@ func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error)
 	case spec.TypeEnrich:
 		return &enrichOp{bad: bad}, nil
 	case spec.TypeJoin:
-		return &joinOp{}, nil
+		return &joinOp{ttl: op.StateTTL.Milliseconds(), counts: bad.ttl}, nil
 	case spec.TypeAggregate:
 		return &aggregateOp{}, nil
 	case spec.TypeSink:
@@ -54,9 +55,11 @@ func (p *parseOp) Process(rec *Record, out Collector) error {
 	if p.schema == "payment" {
 		pay := p.payments.new()
 		v, err = pay, decodePaymentInto(rec.Bytes, pay, &p.text)
+		pay.EventTime = eventTimeOf(rec)
 	} else {
 		o := p.orders.new()
 		v, err = o, decodeOrderInto(rec.Bytes, o, &p.text)
+		o.EventTime = eventTimeOf(rec)
 	}
 	if err != nil {
 		return p.bad.handle(p.task, rec.Bytes, err)
@@ -92,10 +95,28 @@ func (e *enrichOp) Process(rec *Record, out Collector) error {
 
 // joinOp joins orders (input 1) with payments (input 2) by order id. Either
 // side may come first; it waits in keyed state for the other.
+//
+// With a state TTL the join keeps a side waiting for at most ttl of event
+// time, as a Flink interval join between(-ttl, +ttl) does: an order and its
+// payment join only when their event times (their Kafka records'
+// timestamps) are at most ttl apart, whatever the order they arrive in, so
+// that which paid orders join is a property of the input that the
+// verification can check. Waiting sides that can no longer join are
+// dropped (Flink: state TTL, whose cleanup frees the state of keys that
+// never see their partner): every ttl/2 of event time, the join sweeps out
+// each side older than its newest event time minus ttl minus ttlSlack. A
+// partner could still come for one only if it arrived more than ttlSlack
+// later in event time than records the join had already seen, far more than
+// the inputs of a join drift apart. The counts go to ttlCounts.
 type joinOp struct {
 	order   backend.Value[Order]
 	payment backend.Value[Payment]
 	keyed   backend.KeyedBackend
+
+	ttl    int64      // ms of event time; 0: a side waits for ever
+	now    int64      // the newest event time this subtask has seen
+	swept  int64      // now at the last sweep
+	counts *ttlCounts // shared by the job's joins
 
 	// For individual failover (TrackRollback): the keys a side was buffered
 	// under since each snapshot, so that a rollback to a checkpoint knows
@@ -136,9 +157,12 @@ func (j *joinOp) Process1(rec *Record, out Collector) error {
 	if !ok {
 		j.order.Update(*o)
 		j.buffered(o.OrderID, "its payment went with the rolled-back state")
-		return nil
+		return j.advance(o.EventTime)
 	}
 	j.payment.Clear()
+	if j.tooFarApart(o.EventTime, p.EventTime) {
+		return j.advance(o.EventTime)
+	}
 	po := j.paid.new()
 	*po = PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}
 	out.Collect(Record{Value: po})
@@ -157,9 +181,83 @@ func (j *joinOp) Process2(rec *Record, out Collector) error {
 		return nil
 	}
 	j.order.Clear()
+	if j.tooFarApart(o.EventTime, p.EventTime) {
+		return j.advance(p.EventTime)
+	}
 	po := j.paid.new()
 	*po = PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}
 	out.Collect(Record{Value: po})
+	return nil
+}
+
+// tooFarApart reports whether an order and a payment with these event
+// times are more than the TTL apart, and so do not join; the pair is
+// counted. Times not known (0) always join.
+func (j *joinOp) tooFarApart(a, b int64) bool {
+	if !tooFarApart(a, b, time.Duration(j.ttl)*time.Millisecond) {
+		return false
+	}
+	j.counts.notJoined.Add(1)
+	return true
+}
+
+// advance notes event time t, and sweeps when the TTL asks for it.
+func (j *joinOp) advance(t int64) error {
+	if j.ttl == 0 || t <= j.now {
+		return nil
+	}
+	j.now = t
+	if j.swept == 0 {
+		j.swept = t
+	}
+	if j.now-j.swept < j.ttl/2 {
+		return nil
+	}
+	j.swept = j.now
+	return j.sweep(j.now - j.ttl - max(j.ttl, ttlSlack.Milliseconds()))
+}
+
+// ttlSlack is how much later than the TTL a waiting side is dropped, at
+// least: the lateness in event time between a join's inputs that the TTL
+// tolerates (see joinOp). It is the TTL itself when that is longer.
+const ttlSlack = 5 * time.Second
+
+// sweep drops every waiting side older than before (see joinOp).
+func (j *joinOp) sweep(before int64) error {
+	scanner, ok := j.keyed.(backend.KeyScanner)
+	if !ok {
+		return nil
+	}
+	var expired []string
+	var bad error
+	for _, st := range []struct {
+		name string
+		time func([]byte) (int64, error)
+	}{
+		{"order", func(b []byte) (int64, error) { o, err := (orderCodec{}).Decode(b); return o.EventTime, err }},
+		{"payment", func(b []byte) (int64, error) { p, err := (paymentCodec{}).Decode(b); return p.EventTime, err }},
+	} {
+		expired = expired[:0]
+		scanner.ScanKeys(st.name, func(key, _ string, v []byte) bool {
+			t, err := st.time(v)
+			if err != nil {
+				bad = fmt.Errorf("join state of %s: %w", key, err)
+				return false
+			}
+			if t != 0 && t < before {
+				expired = append(expired, key)
+			}
+			return true
+		})
+		if bad != nil {
+			return bad
+		}
+		for _, k := range expired {
+			j.keyed.SetCurrentKey(k)
+			j.keyed.Delete(st.name, "")
+		}
+		j.counts.expired.Add(int64(len(expired)))
+	}
 	return nil
 }
 
@@ -267,10 +365,11 @@ type orderCodec struct{ t *text }
 const stringsRoom = 2*2 + binary.MaxVarintLen64
 
 func (orderCodec) Append(dst []byte, o Order) []byte {
-	dst = slices.Grow(dst, len(o.OrderID)+len(o.Customer)+stringsRoom)
+	dst = slices.Grow(dst, len(o.OrderID)+len(o.Customer)+stringsRoom+binary.MaxVarintLen64)
 	dst = appendString(dst, o.OrderID)
 	dst = appendString(dst, o.Customer)
-	return binary.AppendVarint(dst, o.AmountCents)
+	dst = binary.AppendVarint(dst, o.AmountCents)
+	return binary.AppendVarint(dst, o.EventTime)
 }
 
 func (c orderCodec) Decode(b []byte) (Order, error) {
@@ -280,17 +379,35 @@ func (c orderCodec) Decode(b []byte) (Order, error) {
 		return Order{}, backend.ErrCorrupt
 	}
 	o := Order{AmountCents: v}
+	var err error
+	if o.EventTime, err = readEventTime(b[n:]); err != nil {
+		return Order{}, err
+	}
 	o.OrderID, o.Customer = c.t.two(id, customer)
 	return o, nil
+}
+
+// readEventTime reads the event time that ends a buffered side; state
+// written before sides kept one ends before it (0: not known).
+func readEventTime(b []byte) (int64, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	t, n := binary.Varint(b)
+	if n != len(b) {
+		return 0, backend.ErrCorrupt
+	}
+	return t, nil
 }
 
 type paymentCodec struct{ t *text }
 
 func (paymentCodec) Append(dst []byte, p Payment) []byte {
-	dst = slices.Grow(dst, len(p.OrderID)+len(p.PaymentID)+stringsRoom)
+	dst = slices.Grow(dst, len(p.OrderID)+len(p.PaymentID)+stringsRoom+binary.MaxVarintLen64)
 	dst = appendString(dst, p.OrderID)
 	dst = appendString(dst, p.PaymentID)
-	return binary.AppendVarint(dst, p.AmountCents)
+	dst = binary.AppendVarint(dst, p.AmountCents)
+	return binary.AppendVarint(dst, p.EventTime)
 }
 
 func (c paymentCodec) Decode(b []byte) (Payment, error) {
@@ -300,6 +417,10 @@ func (c paymentCodec) Decode(b []byte) (Payment, error) {
 		return Payment{}, backend.ErrCorrupt
 	}
 	p := Payment{AmountCents: v}
+	var err error
+	if p.EventTime, err = readEventTime(b[n:]); err != nil {
+		return Payment{}, err
+	}
 	p.OrderID, p.PaymentID = c.t.two(id, payment)
 	return p, nil
 }

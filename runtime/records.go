@@ -21,6 +21,9 @@ type Order struct {
 	OrderID     string `json:"order_id"`
 	Customer    string `json:"customer"`
 	AmountCents int64  `json:"amount_cents"`
+	// EventTime is when the order happened, in Unix milliseconds: the
+	// timestamp of the Kafka record it came in (0: not known).
+	EventTime int64 `json:"-"`
 }
 
 // Payment is a decoded payment of one order.
@@ -28,6 +31,8 @@ type Payment struct {
 	OrderID     string `json:"order_id"`
 	PaymentID   string `json:"payment_id"`
 	AmountCents int64  `json:"amount_cents"`
+	// EventTime is as Order's.
+	EventTime int64 `json:"-"`
 }
 
 // PaidOrder is an order joined with its payment.
@@ -274,4 +279,29 @@ func (s *slab[T]) new() *T {
 	v := &s.free[0]
 	s.free = s.free[1:]
 	return v
+}
+
+// EventTime is a source record's event time in Unix milliseconds, which the
+// source hands to the operator that decodes the record in Record.Value
+// (Flink: a StreamRecord's timestamp, which a KafkaSource takes from the
+// Kafka record).
+type EventTime int64
+
+// EventTimes hands out *EventTime values from blocks, so that a source
+// stamps its records without an allocation each; a value is never reused.
+type EventTimes struct{ s slab[EventTime] }
+
+// New returns a new *EventTime holding ms.
+func (e *EventTimes) New(ms int64) *EventTime {
+	v := e.s.new()
+	*v = EventTime(ms)
+	return v
+}
+
+// eventTimeOf is the event time a source handed along with rec (0: none).
+func eventTimeOf(rec *Record) int64 {
+	if t, ok := rec.Value.(*EventTime); ok {
+		return int64(*t)
+	}
+	return 0
 }

@@ -3,8 +3,10 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime/spec"
 )
 
 // Report is the final line of a headless run, as DESIGN.md's headless
@@ -26,13 +28,15 @@ type Report struct {
 	LostByFailover int64            `json:"lost_by_failover,omitempty"`
 	// BadRecords counts the unparseable records skipped or dead-lettered
 	// (--on-bad-record).
-	BadRecords    *ReportBadRecords `json:"bad_records,omitempty"`
-	GaveUp        string            `json:"gave_up,omitempty"`
-	Savepoint     int64             `json:"savepoint,omitempty"`
-	Verify        Verification      `json:"verify"`
-	ElapsedMs     int64             `json:"elapsed_ms"`
-	ThroughputRps int64             `json:"throughput_rps"`
-	EventsDropped int64             `json:"events_dropped,omitempty"`
+	BadRecords *ReportBadRecords `json:"bad_records,omitempty"`
+	// StateTTL is what the join's state TTL did (absent without one).
+	StateTTL      *ReportStateTTL `json:"state_ttl,omitempty"`
+	GaveUp        string          `json:"gave_up,omitempty"`
+	Savepoint     int64           `json:"savepoint,omitempty"`
+	Verify        Verification    `json:"verify"`
+	ElapsedMs     int64           `json:"elapsed_ms"`
+	ThroughputRps int64           `json:"throughput_rps"`
+	EventsDropped int64           `json:"events_dropped,omitempty"`
 }
 
 // ReportCheckpoints sums up the run's checkpoints.
@@ -49,6 +53,15 @@ type ReportFailure struct {
 	Task  string `json:"task,omitempty"`
 	Fault string `json:"fault,omitempty"`
 	Error string `json:"error,omitempty"`
+}
+
+// ReportStateTTL is what the join's state TTL did: the paid orders not
+// joined because their order and payment were more than ttl_ms apart in
+// event time, and the waiting sides dropped (unpaid orders, mostly).
+type ReportStateTTL struct {
+	TTLMs     int64 `json:"ttl_ms"`
+	NotJoined int64 `json:"not_joined"`
+	Expired   int64 `json:"expired"`
 }
 
 // ReportBadRecords counts the records the job could not parse.
@@ -86,6 +99,9 @@ func NewReport(job, mode string, res *Result, v Verification, dropped int64) Rep
 	if res.BadSkipped+res.BadDeadLettered > 0 {
 		r.BadRecords = &ReportBadRecords{Skipped: res.BadSkipped, DeadLettered: res.BadDeadLettered}
 	}
+	if t := res.StateTTL; t.TTL > 0 {
+		r.StateTTL = &ReportStateTTL{TTLMs: t.TTL.Milliseconds(), NotJoined: t.NotJoined, Expired: t.Expired}
+	}
 	for _, f := range res.Failovers {
 		r.Failovers = append(r.Failovers, ReportFailover{AtMs: f.At.Milliseconds(), Strategy: f.Strategy, Failed: f.Failed, Restarted: f.Restarted})
 	}
@@ -115,8 +131,12 @@ type Verification struct {
 	Unexpected int `json:"unexpected"`
 	// BadInput counts input records that are not orders or payments at
 	// all (poison): no output is expected for them.
-	BadInput int  `json:"bad_input,omitempty"`
-	OK       bool `json:"ok"`
+	BadInput int `json:"bad_input,omitempty"`
+	// NotJoined counts the paid orders whose order and payment are more
+	// than the join's state TTL apart in event time: the join does not
+	// join them, so they are not expected.
+	NotJoined int  `json:"not_joined,omitempty"`
+	OK        bool `json:"ok"`
 	// Guarantee is what OK was judged against: exactly-once (no duplicates,
 	// nothing lost) or at-least-once (nothing lost; duplicates are the
 	// expected price of not aligning barriers).
@@ -127,12 +147,35 @@ type Verification struct {
 // the job reads them.
 type InputReader interface {
 	// ReadInput calls f with every record of topic below bounds (partition
-	// → offset; nil: everything there is).
-	ReadInput(topic string, bounds map[int32]int64, f func([]byte) error) error
+	// → offset; nil: everything there is) and its event time in Unix
+	// milliseconds (0: not known).
+	ReadInput(topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
+}
+
+// Expect is what the committed output of a job must hold.
+type Expect struct {
+	// Kind is the job spec's verify kind: "paid-orders" (every order that
+	// has a payment, exactly once) or "orders" (every order exactly once).
+	Kind string
+	// StateTTL is the join's state TTL: a paid order whose order and
+	// payment are further apart in event time is not expected (0: every
+	// paid order is).
+	StateTTL time.Duration
+}
+
+// ExpectOf is what job's output must hold.
+func ExpectOf(job *spec.Job) Expect {
+	e := Expect{Kind: job.Verify}
+	for _, op := range job.Operators {
+		if op.Type == spec.TypeJoin {
+			e.StateTTL = max(e.StateTTL, op.StateTTL)
+		}
+	}
+	return e
 }
 
 // ReadInput implements InputReader for the generator.
-func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byte) error) error {
+func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	for p := 0; p < g.partitions; p++ {
 		n := g.EndOffset(topic, p)
 		if bounds != nil {
@@ -143,7 +186,7 @@ func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byt
 			if !ok {
 				return fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
 			}
-			if err := f(b); err != nil {
+			if err := f(b, 0); err != nil {
 				return err
 			}
 		}
@@ -153,18 +196,17 @@ func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byt
 
 // Verify checks the committed output of a job against its input, read
 // directly by in and decoded on its own, independently of the job's
-// operators. expect is the job spec's verify kind: "paid-orders" (every
-// order that has a payment, exactly once) or "orders" (every order exactly
-// once). guarantee is "exactly-once" or "at-least-once". bounds limits the
-// input to the offsets a checkpoint covered; nil means the whole (bounded)
-// input.
-func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
+// operators. guarantee is "exactly-once" or "at-least-once". bounds limits
+// the input to the offsets a checkpoint covered; nil means the whole
+// (bounded) input.
+func Verify(in InputReader, expect Expect, guarantee string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
 	type idOnly struct {
 		OrderID string `json:"order_id"`
 	}
 	badInput := 0
-	read := func(topic string) (map[string]bool, error) {
-		ids := map[string]bool{}
+	// read returns the ids of topic with their event times.
+	read := func(topic string) (map[string]int64, error) {
+		ids := map[string]int64{}
 		var b map[int32]int64
 		if bounds != nil {
 			b = bounds[topic]
@@ -172,13 +214,13 @@ func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets,
 				b = map[int32]int64{}
 			}
 		}
-		err := in.ReadInput(topic, b, func(v []byte) error {
+		err := in.ReadInput(topic, b, func(v []byte, t int64) error {
 			var r idOnly
 			if err := json.Unmarshal(v, &r); err != nil || r.OrderID == "" {
 				badInput++
 				return nil
 			}
-			ids[r.OrderID] = true
+			ids[r.OrderID] = t
 			return nil
 		})
 		return ids, err
@@ -187,21 +229,30 @@ func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets,
 	if err != nil {
 		return Verification{}, err
 	}
-	expected := orders
-	if expect == "paid-orders" {
+	expected := make(map[string]bool, len(orders))
+	notJoined := 0
+	if expect.Kind == "paid-orders" {
 		payments, err := read(TopicPayments)
 		if err != nil {
 			return Verification{}, err
 		}
-		expected = map[string]bool{}
-		for id := range orders {
-			if payments[id] {
+		for id, to := range orders {
+			tp, paid := payments[id]
+			switch {
+			case !paid:
+			case tooFarApart(to, tp, expect.StateTTL):
+				notJoined++
+			default:
 				expected[id] = true
 			}
 		}
+	} else {
+		for id := range orders {
+			expected[id] = true
+		}
 	}
 	seen := map[string]int{}
-	v := Verification{Expected: len(expected), Committed: len(out), Guarantee: guarantee, BadInput: badInput}
+	v := Verification{Expected: len(expected), Committed: len(out), Guarantee: guarantee, BadInput: badInput, NotJoined: notJoined}
 	for _, r := range out {
 		var rec idOnly
 		if err := json.Unmarshal(r.Value, &rec); err != nil {
@@ -224,4 +275,10 @@ func Verify(in InputReader, expect, guarantee string, bounds checkpoint.Offsets,
 	}
 	v.OK = v.Lost == 0 && v.Unexpected == 0 && (v.Duplicates == 0 || guarantee == "at-least-once")
 	return v, nil
+}
+
+// tooFarApart reports whether two event times (Unix ms; 0: not known) are
+// more than ttl apart, so that the join does not join them (ttl 0: never).
+func tooFarApart(a, b int64, ttl time.Duration) bool {
+	return ttl > 0 && a != 0 && b != 0 && max(a-b, b-a) > ttl.Milliseconds()
 }

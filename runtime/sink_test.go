@@ -87,7 +87,7 @@ func TestCommitOrRedo(t *testing.T) {
 		}
 		got := out.Committed()
 		if len(got) != 2 || string(got[0].Value) != string(recs[0].Value) || string(got[1].Value) != string(recs[1].Value) {
-			t.Fatalf("committed %q, want each record once", got)
+			t.Fatalf("committed %v, want each record once", got)
 		}
 	})
 	t.Run("without a redo log the loss is an error", func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestSinkStateKeepsTheRedoLog(t *testing.T) {
 	recs, err := got.pending[0].redo.records()
 	if err != nil || len(recs) != 2 || string(recs[0].Key) != "c-1" || string(recs[0].Value) != "v1" ||
 		string(recs[1].Key) != "c-2" || string(recs[1].Value) != `{"order_id":"o-2"}` {
-		t.Fatalf("redo log: %v, %q", err, recs)
+		t.Fatalf("redo log: %v, %v", err, recs)
 	}
 	// The decoded log is its own: the stored checkpoint's bytes may go.
 	for _, v := range entries {
@@ -142,7 +142,7 @@ func TestSinkStateKeepsTheRedoLog(t *testing.T) {
 		}
 	}
 	if recs, err := got.pending[0].redo.records(); err != nil || string(recs[1].Key) != "c-2" {
-		t.Fatalf("after the encoded state changed: %v, %q", err, recs)
+		t.Fatalf("after the encoded state changed: %v, %v", err, recs)
 	}
 	// A truncated state or redo chunk is corrupt, not a panic.
 	entries = st.entries()
@@ -186,7 +186,7 @@ func TestSinkStateReadsInlineRedoLogs(t *testing.T) {
 	}
 	recs, err := st.pending[0].redo.records()
 	if err != nil || len(recs) != 2 || string(recs[0].Key) != "c-1" || string(recs[1].Value) != "v2" {
-		t.Fatalf("inline redo log: %v, %q", err, recs)
+		t.Fatalf("inline redo log: %v, %v", err, recs)
 	}
 }
 

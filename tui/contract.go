@@ -122,6 +122,8 @@ type JobInfo struct {
 	// timeout.
 	FreezeLimit    time.Duration
 	FreezeLimitWhy string
+	// StateTTL is the join's state TTL (0: sides wait for ever).
+	StateTTL time.Duration
 }
 
 // Operator is one vertex of the job graph.
@@ -216,6 +218,10 @@ type Verify struct {
 	// AsOf is the checkpoint the check covered (0: none yet).
 	AsOf int64
 	Err  string // why the check cannot run, when it cannot
+	// NotJoined counts the paid orders whose order and payment are more
+	// than the join's state TTL apart in event time: not joined, and not
+	// expected.
+	NotJoined int
 }
 
 // Input is the input side: the generator and the tempo.

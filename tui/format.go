@@ -78,6 +78,20 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
+// roundDuration is a setting's duration as a person writes it: "1m",
+// "10m", "15s", "1m30s"; humanDuration otherwise.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d >= time.Minute && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d >= time.Second && d%time.Second == 0 && d < time.Minute:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return humanDuration(d)
+}
+
 // countdown formats the time left before something: "0.8s", "12s",
 // "1m05s"; never negative.
 func countdown(d time.Duration) string {

@@ -110,7 +110,7 @@ func (h *headerBar) View() string {
 		if frozen, ok := frozenFor(snap); ok && t == TempoFrozen {
 			label += " " + humanDuration(frozen.Truncate(time.Second))
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
-				label += " · FAILS OVER AT " + humanDuration(job.FreezeLimit)
+				label += " · FAILS OVER AT " + roundDuration(job.FreezeLimit)
 				style = st.BadgeAlert
 			}
 		}

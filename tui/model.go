@@ -191,7 +191,7 @@ func (m *model) observeIntents(seq int64) {
 		m.freezeWarned = false
 	} else if lim := job.FreezeLimit; lim > 0 && frozen >= lim/2 && !m.freezeWarned {
 		m.freezeWarned = true
-		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", humanDuration(frozen.Truncate(time.Second)), humanDuration(lim), job.FreezeLimitWhy), levelWarning)
+		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", humanDuration(frozen.Truncate(time.Second)), roundDuration(lim), job.FreezeLimitWhy), levelWarning)
 	}
 	// A generator may round the rate it was given.
 	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {

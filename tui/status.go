@@ -111,5 +111,12 @@ func (s *statusLine) verifyText(asOf bool) string {
 	if asOf && v.AsOf > 0 {
 		text += st.Muted.Render("  as of #" + strconv.FormatInt(v.AsOf, 10))
 	}
+	if ttl := s.ctx.Snap.Job.StateTTL; asOf && ttl > 0 {
+		t := "  state TTL " + roundDuration(ttl)
+		if v.NotJoined > 0 {
+			t += ": " + Thousands(int64(v.NotJoined)) + " paid orders too far apart to join"
+		}
+		text += st.Muted.Render(t)
+	}
 	return text
 }

@@ -29,6 +29,9 @@ type LiveStatus struct {
 	// committed output, once every transaction of AsOf is visible.
 	Lost int
 	AsOf int64
+	// NotJoined counts the paid orders whose order and payment are more
+	// than the state TTL apart in event time (not expected).
+	NotJoined int
 	// Err says why verification cannot go on (a topic that cannot be read),
 	// when it cannot.
 	Err string
@@ -101,6 +104,9 @@ type LiveConfig struct {
 	OutputFrom map[int32]int64
 	// Expect is the job spec's verify kind: "paid-orders" or "orders".
 	Expect string
+	// StateTTL is the join's state TTL: an order and its payment further
+	// apart in event time are not expected (0: every paid order is).
+	StateTTL time.Duration
 }
 
 // errLiveConfig means a LiveConfig cannot be verified; fix the job spec or
@@ -127,6 +133,8 @@ const (
 func NewLiveVerifier(cfg LiveConfig) *LiveVerifier {
 	v := &LiveVerifier{cfg: cfg, progress: make(chan struct{}, 1)}
 	v.st.needPayment = cfg.Expect == "paid-orders"
+	v.st.ttl = cfg.StateTTL.Milliseconds()
+	v.st.firstTime, v.st.newest = map[idRef]int64{}, map[string]int64{}
 	return v
 }
 
@@ -225,6 +233,7 @@ func (v *LiveVerifier) Status() LiveStatus {
 		Duplicates: v.st.duplicates,
 		Lost:       v.st.unseenConf,
 		AsOf:       v.st.asOf,
+		NotJoined:  v.st.notJoined,
 		Err:        v.errLocked(now),
 	}
 	return s
@@ -455,7 +464,7 @@ func (v *LiveVerifier) deliver(lp *livePart, batch []*sarama.ConsumerMessage, pa
 	parsed = parsed[:0]
 	for _, m := range batch {
 		id, ok := orderIDOf(m.Value)
-		parsed = append(parsed, parsedID{off: m.Offset, id: id, ok: ok})
+		parsed = append(parsed, parsedID{off: m.Offset, id: id, ok: ok, ts: m.Timestamp.UnixMilli()})
 	}
 	now := time.Now()
 	v.mu.Lock()

@@ -3,6 +3,8 @@ package kafka
 import (
 	"fmt"
 	"time"
+
+	"faultline/runtime"
 )
 
 // The live verifier's bookkeeping. Everything here is guarded by
@@ -22,7 +24,10 @@ const (
 	paymentConf uint32 = 1 << 30 // a payment below the confirmed bounds
 	orderTent   uint32 = 1 << 29 // an order below the tentative bounds
 	paymentTent uint32 = 1 << 28 // a payment below the tentative bounds
-	seenMask    uint32 = 1<<28 - 1
+	farApart    uint32 = 1 << 27 // order and payment more than the state TTL apart: not expected
+	orderRead   uint32 = 1 << 26 // an order was consumed (with a state TTL)
+	paymentRead uint32 = 1 << 25 // a payment was consumed (with a state TTL)
+	seenMask    uint32 = 1<<25 - 1
 )
 
 // idRef names an id's word: the generator's ids ("o-000123") by their
@@ -102,7 +107,8 @@ func (t *idTable) at(r idRef) *uint32 {
 type parsedID struct {
 	off int64
 	id  []byte
-	ok  bool // the record is JSON that encoding/json decodes
+	ok  bool  // the record is JSON that encoding/json decodes
+	ts  int64 // its timestamp, Unix ms
 }
 
 // pendingID is an input record at or above the confirmed bound.
@@ -141,6 +147,18 @@ type liveState struct {
 	ids         idTable
 	in, out     []*livePart
 
+	// With the join's state TTL (ms; 0: none), an order and its payment
+	// more than ttl apart in event time are not expected (farApart).
+	// firstTime holds the event time of an id's side consumed first until
+	// the other comes; newest is the newest event time consumed of each
+	// input, by which prune drops those whose partner could only come too
+	// far apart (see runtime's joinOp, which drops them the same way).
+	ttl        int64
+	firstTime  map[idRef]int64
+	newest     map[string]int64
+	sincePrune int
+	notJoined  int // ids found far apart
+
 	committed  int // output records consumed
 	duplicates int // ids seen twice or more
 	unseenTent int // expected under the tentative bounds, not seen
@@ -152,11 +170,60 @@ type liveState struct {
 }
 
 func (s *liveState) expectedConf(w uint32) bool {
-	return w&orderConf != 0 && (!s.needPayment || w&paymentConf != 0)
+	return w&orderConf != 0 && (!s.needPayment || w&paymentConf != 0) && w&farApart == 0
 }
 
 func (s *liveState) expectedTent(w uint32) bool {
-	return w&orderTent != 0 && (!s.needPayment || w&paymentTent != 0)
+	return w&orderTent != 0 && (!s.needPayment || w&paymentTent != 0) && w&farApart == 0
+}
+
+// ttlSlack is runtime's: a side waits ttl plus at least this long.
+const ttlSlack = 5 * time.Second
+
+// timed notes the event time t of a consumed record of r from gen, before
+// it is marked: the second side of an id decides whether the two are too
+// far apart to be joined.
+func (s *liveState) timed(r idRef, gen string, t int64) {
+	read, other := orderRead, paymentRead
+	if gen == runtime.TopicPayments {
+		read, other = paymentRead, orderRead
+	}
+	w := s.ids.at(r)
+	if *w&read != 0 {
+		return // read again (a consumer restarted)
+	}
+	*w |= read
+	s.newest[gen] = max(s.newest[gen], t)
+	if *w&other == 0 {
+		s.firstTime[r] = t
+		s.prune()
+		return
+	}
+	first, kept := s.firstTime[r]
+	delete(s.firstTime, r)
+	// A first side no longer kept was pruned: its partner came too late.
+	// Times not known (0) always join, as in the job.
+	far := t != 0 && (!kept || first != 0 && max(first-t, t-first) > s.ttl)
+	if far {
+		*w |= farApart
+		s.notJoined++
+	}
+}
+
+// prune drops, now and then, the first sides so old that a partner of
+// theirs can only come too far apart to be joined.
+func (s *liveState) prune() {
+	if s.sincePrune++; s.sincePrune < 1<<14 {
+		return
+	}
+	s.sincePrune = 0
+	now := min(s.newest[runtime.TopicOrders], s.newest[runtime.TopicPayments])
+	before := now - s.ttl - max(s.ttl, ttlSlack.Milliseconds())
+	for r, t := range s.firstTime {
+		if t != 0 && t < before {
+			delete(s.firstTime, r)
+		}
+	}
 }
 
 // markTent records that an input record of r lies below a tentative bound.
@@ -208,6 +275,9 @@ func (s *liveState) addInput(lp *livePart, recs []parsedID) {
 			continue
 		}
 		ref := s.ids.ref(r.id)
+		if s.ttl > 0 && s.needPayment {
+			s.timed(ref, lp.gen, r.ts)
+		}
 		switch {
 		case r.off < lp.confBound:
 			s.markTent(ref, lp.tent)

@@ -161,7 +161,7 @@ func sortOrders(os []runtime.Order) {
 func writeTxn(t *testing.T, o *Output, txn string, orders []runtime.Order) string {
 	t.Helper()
 	for _, ord := range orders {
-		r := runtime.Revenue{PaidOrder: runtime.PaidOrder(ord), CustomerTotalCents: ord.AmountCents}
+		r := runtime.Revenue{PaidOrder: runtime.PaidOrder{OrderID: ord.OrderID, Customer: ord.Customer, AmountCents: ord.AmountCents}, CustomerTotalCents: ord.AmountCents}
 		if err := o.Write(txn, []byte(ord.Customer), r.AppendJSON(nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +436,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := runtime.Verify(Inputs{C: c}, "paid-orders", "exactly-once", b4, recs)
+	ver, err := runtime.Verify(Inputs{C: c}, runtime.Expect{Kind: "paid-orders"}, "exactly-once", b4, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,4 +734,65 @@ func FuzzOrderIDAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("%q: scanner %q %v, encoding/json %q %v", b, id, ok, r.OrderID, jerr)
 		}
 	})
+}
+
+// With the join's state TTL, a paid order whose order and payment are
+// further apart in event time than the TTL is not expected: the live
+// verifier counts it as not joined, never as lost.
+func TestLiveVerifierStateTTL(t *testing.T) {
+	_, c := liveBroker(t, 1)
+	defer noLeaks(t)() // after the broker started: its goroutines stay until cleanup
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p, err := c.syncProducer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var msgs []*sarama.ProducerMessage
+	var orders []runtime.Order
+	for i := range 20 {
+		o := runtime.Order{OrderID: fmt.Sprintf("o-%06d", i), Customer: "c-1", AmountCents: 100}
+		pay := runtime.Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID, AmountCents: 100}
+		ob, _ := json.Marshal(o)
+		pb, _ := json.Marshal(pay)
+		payAt := base.Add(time.Second)
+		if i%2 == 1 {
+			payAt = base.Add(10 * time.Minute) // too far apart to join
+		} else {
+			orders = append(orders, o)
+		}
+		msgs = append(msgs,
+			&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.ByteEncoder(ob), Timestamp: base},
+			&sarama.ProducerMessage{Topic: runtime.TopicPayments, Partition: 0, Value: sarama.ByteEncoder(pb), Timestamp: payAt})
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	out, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	commit(t, out, writeTxn(t, out, "t/0", orders))
+
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments},
+		Output: "revenue", Expect: "paid-orders", StateTTL: time.Minute})
+	var committed fakeCommitted
+	committed.set(1, checkpoint.Offsets{runtime.TopicOrders: {0: 20}, runtime.TopicPayments: {0: 20}})
+	r := startLive(t, v, committed.get, func(s LiveStatus) error {
+		if s.Lost > 0 {
+			return fmt.Errorf("lost %d", s.Lost)
+		}
+		return nil
+	})
+	s := waitFor(t, v, "checkpoint 1 checked", func(s LiveStatus) bool { return s.AsOf == 1 })
+	r.stop()
+	if s.Lost != 0 || s.NotJoined != 10 || s.Committed != 10 || s.Duplicates != 0 {
+		t.Fatalf("status %+v, want 10 committed, 10 not joined, nothing lost", s)
+	}
 }

@@ -111,7 +111,7 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 			for {
 				select {
 				case m := <-pc.Messages():
-					recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value})
+					recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value, Time: m.Timestamp.UnixMilli()})
 					next, silent = m.Offset+1, 0
 					if next >= end {
 						goto done
@@ -192,7 +192,7 @@ type Inputs struct {
 }
 
 // ReadInput implements runtime.InputReader.
-func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte) error) error {
+func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {
 		actual = t
@@ -223,7 +223,7 @@ func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte) 
 		return err
 	}
 	for _, r := range recs {
-		if err := f(r.Value); err != nil {
+		if err := f(r.Value, r.Time); err != nil {
 			return err
 		}
 	}

@@ -238,6 +238,7 @@ type reader struct {
 
 	msgs    chan []*sarama.ConsumerMessage
 	pending []*sarama.ConsumerMessage // taken from msgs, not yet polled
+	times   runtime.EventTimes        // the polled records' event times
 	errs    chan error
 	ends    chan int32 // a bounded partition reached its end
 	stop    chan struct{}
@@ -322,7 +323,8 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 		}
 		k := min(max-n, len(r.pending))
 		for _, m := range r.pending[:k] {
-			dst = append(dst, runtime.Record{Bytes: m.Value})
+			// The record's event time is its Kafka timestamp.
+			dst = append(dst, runtime.Record{Bytes: m.Value, Value: r.times.New(m.Timestamp.UnixMilli())})
 		}
 		// A batch is of one partition.
 		last := r.pending[k-1]

@@ -9,8 +9,10 @@ const DefaultYAML = `# The default job: revenue per customer from paid orders.
 #   payments → payments-source[2] → parse-payments[2] ─┴▶ join[2] ─keyBy(customer)▶ revenue[2] ─▶ sink[1] → revenue
 #
 # The join holds orders and payments in keyed state until both sides of an
-# order have arrived (a payment may come first); revenue keeps a running total
-# per customer. The sink writes one record per paid order inside Kafka
+# order have arrived (a payment may come first), for at most state_ttl of event
+# time (the records' Kafka timestamps): an order whose payment is more than a
+# minute apart from it is not joined, and the verification expects exactly
+# that; revenue keeps a running total per customer. The sink writes one record per paid order inside Kafka
 # transactions, so a run can check that every paid order is in the committed
 # output exactly once (verify: paid-orders). faultline runs this job when no
 # --job is given; runtime/spec.DefaultYAML holds the same text.
@@ -42,6 +44,7 @@ operators:
   - name: join
     type: join
     parallelism: 2
+    state_ttl: 1m
     inputs:
       - {from: parse-orders, edge: hash, key: order_id}
       - {from: parse-payments, edge: hash, key: order_id}

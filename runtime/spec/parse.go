@@ -18,7 +18,7 @@ import (
 // Keys each mapping of a spec may have, in the order messages list them.
 var (
 	jobKeys      = []string{"name", "max_parallelism", "verify", "operators"}
-	operatorKeys = []string{"name", "type", "parallelism", "topic", "schema", "inputs"}
+	operatorKeys = []string{"name", "type", "parallelism", "topic", "schema", "state_ttl", "inputs"}
 	inputKeys    = []string{"from", "edge", "key"}
 )
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // EdgeType is how records travel from the subtasks of one operator to the
@@ -105,8 +106,11 @@ type Operator struct {
 	Parallelism int
 	Topic       string // source: topic read ("orders" or "payments"); sink: topic written
 	Schema      string // parse: "order" or "payment"
-	Inputs      []Input
-	Line        int
+	// StateTTL is how long a join keeps a side waiting for its partner, in
+	// event time (see runtime's joinOp); 0 keeps it for ever.
+	StateTTL time.Duration
+	Inputs   []Input
+	Line     int
 }
 
 // Input is an edge into an operator (Flink: JobEdge).

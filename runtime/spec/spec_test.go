@@ -92,8 +92,11 @@ func TestParseErrors(t *testing.T) {
 		{"operators empty", lines("name: t", "operators: []"), 2, "operators", "the list is empty"},
 
 		// Operator fields.
-		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, schema, inputs, got "source"`},
-		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, schema, inputs)`},
+		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, schema, state_ttl, inputs, got "source"`},
+		{"state_ttl on a source", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    state_ttl: 1m"}), 6, "operators[0].state_ttl", "only a join keeps records waiting"},
+		{"state_ttl not a duration", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: soon"}), 5, "operators[0].state_ttl", `must be a duration such as 1m or 30s (0: keep for ever), got "soon"`},
+		{"state_ttl negative", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: -1s"}), 5, "operators[0].state_ttl", "must be a duration"},
+		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, schema, state_ttl, inputs)`},
 		{"operator name missing", job(joinHeader, []string{"  - type: source", "    topic: orders"}), 3, "operators[0].name", "required"},
 		{"operator name with slash", job(joinHeader, []string{"  - name: a/b"}), 3, "operators[0].name", `"a/b": use only letters`},
 		{"duplicate operator name", job(joinHeader, srcOrders, srcOrders), 7, "operators[1].name", `"orders-source" is already the name of operators[0] (line 3)`},

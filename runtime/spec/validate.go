@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -83,6 +84,9 @@ func (p *parser) operator(job *Job, i int, n *yaml.Node, defined map[string]int)
 	if err := p.schema(op, f, path); err != nil {
 		return nil, err
 	}
+	if err := p.stateTTL(op, f, path); err != nil {
+		return nil, err
+	}
 	if err := p.inputs(job, op, f, path, defined); err != nil {
 		return nil, err
 	}
@@ -143,6 +147,35 @@ func (p *parser) schema(op *Operator, f fields, path string) error {
 	if op.Schema != SchemaOrder && op.Schema != SchemaPayment {
 		return p.errf(n.Line, field, "must be %s or %s, got %q", SchemaOrder, SchemaPayment, op.Schema)
 	}
+	return nil
+}
+
+// stateTTL reads how long a join keeps a waiting side; other operators keep
+// nothing waiting.
+func (p *parser) stateTTL(op *Operator, f fields, path string) error {
+	field := path + ".state_ttl"
+	n := f.get("state_ttl")
+	if n == nil {
+		return nil
+	}
+	if op.Type != TypeJoin {
+		return p.errf(n.Line, field, "only a join keeps records waiting; remove it from this %s", op.Type)
+	}
+	s, err := p.text(n, field)
+	if err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(s)
+	if s == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return p.errf(n.Line, field, "must be a duration such as 1m or 30s (0: keep for ever), got %s", describe(n))
+	}
+	if d > 0 && d < time.Millisecond {
+		return p.errf(n.Line, field, "%s is less than the 1ms that event times count in", d)
+	}
+	op.StateTTL = d
 	return nil
 }
 

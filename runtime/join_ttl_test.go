@@ -1,0 +1,139 @@
+package runtime
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"faultline/backend"
+)
+
+// collected keeps what an operator emits.
+type collected []Record
+
+func (c *collected) Collect(r Record) { *c = append(*c, r) }
+
+// newTestJoin opens a join with state TTL ttl on a heap backend that owns
+// every key group.
+func newTestJoin(t *testing.T, ttl time.Duration) (*joinOp, backend.KeyedBackend) {
+	t.Helper()
+	kb := backend.NewHeap(128, backend.RangeFor(128, 1, 0))
+	j := &joinOp{ttl: ttl.Milliseconds(), counts: &ttlCounts{}}
+	if err := j.Open(&OperatorContext{Keyed: kb, Parallelism: 1, MaxParallelism: 128}); err != nil {
+		t.Fatal(err)
+	}
+	return j, kb
+}
+
+// side is one input record of a join test: an order or a payment of order
+// id at event time at (ms).
+type side struct {
+	payment bool
+	id      int
+	at      int64
+}
+
+func (s side) feed(t *testing.T, j *joinOp, kb backend.KeyedBackend, out Collector) {
+	t.Helper()
+	key := fmt.Sprintf("o-%06d", s.id)
+	kb.SetCurrentKey(key)
+	var err error
+	if s.payment {
+		err = j.Process2(&Record{Key: key, Value: &Payment{OrderID: key, PaymentID: "p", AmountCents: 1, EventTime: s.at}}, out)
+	} else {
+		err = j.Process1(&Record{Key: key, Value: &Order{OrderID: key, Customer: "c-1", AmountCents: 1, EventTime: s.at}}, out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The join's state TTL: an order and its payment join when their event
+// times are at most the TTL apart, in either order of arrival; pairs
+// further apart do not, and are counted; sides that wait longer than the
+// TTL plus the slack are swept out, and only then.
+func TestJoinStateTTL(t *testing.T) {
+	const ttl = 10 * time.Second
+	ms := func(d time.Duration) int64 { return 1_000_000 + d.Milliseconds() }
+	cases := []struct {
+		name       string
+		sides      []side
+		joined     []int
+		notJoined  int64
+		expired    int64
+		stillThere int // entries in state at the end
+	}{
+		{"order then payment within the TTL", []side{{false, 1, ms(0)}, {true, 1, ms(ttl)}}, []int{1}, 0, 0, 0},
+		{"payment then order within the TTL", []side{{true, 1, ms(0)}, {false, 1, ms(ttl)}}, []int{1}, 0, 0, 0},
+		{"further apart than the TTL", []side{{false, 1, ms(0)}, {true, 1, ms(ttl + time.Millisecond)}}, nil, 1, 0, 0},
+		{"late arrival, event times close", []side{{false, 2, ms(20 * time.Second)}, {true, 1, ms(0)}, {false, 1, ms(time.Second)}}, []int{1}, 0, 0, 1},
+		// Sweeps come every ttl/2 of event time and drop what is older than
+		// now - ttl - max(ttl, ttlSlack), here now - 20s.
+		{"unpaid orders are swept once the join is TTL plus slack past them", []side{
+			{false, 1, ms(0)},
+			{false, 2, ms(10 * time.Second)}, // sweep: nothing is 20 s old
+			{false, 3, ms(20 * time.Second)}, // sweep: 1 is exactly 20 s old and stays
+			{false, 4, ms(26 * time.Second)}, // sweep: 1 goes
+			{false, 5, ms(31 * time.Second)}, // sweep: 2 goes
+		}, nil, 0, 2, 3},
+		{"unknown event times always join", []side{{false, 1, 0}, {true, 1, ms(time.Hour)}}, []int{1}, 0, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j, kb := newTestJoin(t, ttl)
+			var out collected
+			for _, s := range tc.sides {
+				s.feed(t, j, kb, &out)
+			}
+			var got []int
+			for _, r := range out {
+				var id int
+				fmt.Sscanf(r.Value.(*PaidOrder).OrderID, "o-%d", &id)
+				got = append(got, id)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.joined) {
+				t.Errorf("joined %v, want %v", got, tc.joined)
+			}
+			if n := j.counts.notJoined.Load(); n != tc.notJoined {
+				t.Errorf("not joined %d, want %d", n, tc.notJoined)
+			}
+			if n := j.counts.expired.Load(); n != tc.expired {
+				t.Errorf("expired %d, want %d", n, tc.expired)
+			}
+			if kb.Len() != tc.stillThere {
+				t.Errorf("%d entries in state, want %d", kb.Len(), tc.stillThere)
+			}
+		})
+	}
+}
+
+// Without a TTL nothing is dropped, however far apart the sides are.
+func TestJoinWithoutTTLKeepsEverything(t *testing.T) {
+	j, kb := newTestJoin(t, 0)
+	var out collected
+	for i := range 100 {
+		side{false, i, int64(i) * int64(time.Hour/time.Millisecond)}.feed(t, j, kb, &out)
+	}
+	side{true, 0, 1}.feed(t, j, kb, &out)
+	if len(out) != 1 || kb.Len() != 99 || j.counts.expired.Load() != 0 {
+		t.Fatalf("joined %d, %d entries left, %d expired", len(out), kb.Len(), j.counts.expired.Load())
+	}
+}
+
+// A side kept before sides had event times (state of an older checkpoint)
+// decodes with time 0, which always joins.
+func TestJoinSideCodecsReadStateWithoutEventTime(t *testing.T) {
+	old := appendString(appendString(nil, "o-000001"), "c-7")
+	old = append(old, 0x02) // varint 1
+	o, err := (orderCodec{}).Decode(old)
+	if err != nil || o.OrderID != "o-000001" || o.Customer != "c-7" || o.AmountCents != 1 || o.EventTime != 0 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	now := (orderCodec{}).Append(nil, Order{OrderID: "o-2", Customer: "c-2", AmountCents: 5, EventTime: 1234567})
+	if o, err := (orderCodec{}).Decode(now); err != nil || o.EventTime != 1234567 {
+		t.Fatalf("%+v %v", o, err)
+	}
+	if _, err := (orderCodec{}).Decode(append(now, 0x01)); err == nil {
+		t.Fatal("a side with bytes after its event time decoded")
+	}
+}
