@@ -28,6 +28,7 @@ import (
 	"faultline/runtime/barrier"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/runtime/verify"
 	"faultline/tui"
 )
 
@@ -64,6 +65,7 @@ type runOptions struct {
 	resume          bool
 	allowFreshStart bool
 	retained        int
+	retention       time.Duration
 	stateBackend    string
 	incremental     bool
 	savepointOnExit bool
@@ -165,6 +167,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
+	f.DurationVar(&o.retention, "retention-interval", 10*time.Second, "how often the embedded broker's log is trimmed of the records no recovery and no verification needs any more; 0 keeps every record")
 	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir)")
 	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
@@ -282,6 +285,8 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--from-savepoint and --resume: give one of them")
 	case o.retained < 1:
 		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
+	case o.retention < 0:
+		return nil, usagef("--retention-interval %s: want 0 (keep every record) or a positive duration", o.retention)
 	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
 		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
@@ -702,38 +707,63 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	})
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
+
+	// The verification ledger: what the oracle has accounted for of the
+	// records the embedded broker deleted. A run that goes on from this
+	// job's checkpoints goes on from it; any other starts a new one.
+	expect := runtime.ExpectOf(p.job)
+	ledgerPath := filepath.Join(stateDir, "verify", "ledger")
+	continues := o.fromSavepoint != 0
+	if !continues && (o.resume || !o.headless) {
+		if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
+			continues = true
+		}
+	}
+	ledger, err := openLedger(ledgerPath, expect, continues, stateDir)
+	if err != nil {
+		return err
+	}
+	if !o.headless && o.fromSavepoint == 0 {
+		// The UI goes on from where the state dir left off, as after a
+		// crash, unless told where to start.
+		runOpts.Resume = true
+	}
+	// The UI's live verifier goes on from the ledger, as the final
+	// verification does.
+	var live *kafka.LiveVerifier
+	if !o.headless && len(outputStart) == 1 {
+		for topic, start := range outputStart {
+			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: expect.StateTTL}
+			if continues {
+				lc.OutputFrom = nil
+			}
+			live = kafka.NewLiveVerifier(lc)
+			live.Seed(ledger)
+		}
+	}
+	stopRetention := func() {}
+	if embedded != nil && o.retention > 0 && len(outputStart) == 1 {
+		stopRetention = o.startRetention(ctx, retentionSetup{client: p.client, inputs: p.logicalTopics(), outputStart: outputStart,
+			sources: sources, continues: continues, ledger: ledger, path: ledgerPath, store: store, job: job,
+			live: live, logf: logger.Printf})
+	}
+	defer stopRetention()
+
 	var res *runtime.Result
 	var runErr error
 	if o.headless {
 		res, runErr = job.Run(ctx, runOpts)
 	} else {
-		// The UI goes on from where the state dir left off, as after a
-		// crash, unless told where to start.
-		resumable := false
-		if o.fromSavepoint == 0 {
-			runOpts.Resume = true
-			if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
-				resumable = true
-			}
-		}
 		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval,
 			Broker: strings.Join(p.client.Brokers, ","), Embedded: embedded != nil,
 			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: stateDir}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
-		info.StateTTL = runtime.ExpectOf(p.job).StateTTL
-		var live *kafka.LiveVerifier
-		if len(outputStart) == 1 {
-			for topic, start := range outputStart {
-				lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: runtime.ExpectOf(p.job).StateTTL}
-				if resumable || runOpts.FromSavepoint != 0 {
-					lc.OutputFrom = nil
-				}
-				live = kafka.NewLiveVerifier(lc)
-			}
-		}
+		info.StateTTL = expect.StateTTL
 		ctrl := newUIController(job, p.job, info, uiWriter, live, embedded)
 		res, runErr = o.runUI(ctx, job, ctrl, live, obs, p, runOpts, stdout, logger)
 	}
+	// The ledger is the oracle's again once retention has stopped.
+	stopRetention()
 	if runErr != nil {
 		if errors.Is(runErr, runtime.ErrNoSavepoint) {
 			return usageError{runErr}
@@ -782,6 +812,26 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			outputStart[topic] = nil
 		}
 	}
+	// What the ledger accounted for is read from where it stopped: the
+	// broker may have deleted what lies before.
+	for topic := range sources {
+		for part, off := range ledger.Positions[topic] {
+			if from[topic] == nil {
+				from[topic] = map[int32]int64{}
+			}
+			from[topic][part] = off
+		}
+	}
+	for topic, start := range outputStart {
+		if pos := ledger.Positions[topic]; len(pos) > 0 {
+			m := maps.Clone(start)
+			if m == nil {
+				m = map[int32]int64{}
+			}
+			maps.Copy(m, pos)
+			outputStart[topic] = m
+		}
+	}
 	var committed []runtime.OutputRecord
 	for topic, start := range outputStart {
 		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
@@ -794,7 +844,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if p.sinkG != kafka.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
-	v, err := runtime.Verify(kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, runtime.ExpectOf(p.job), guarantee, bounds, committed)
+	v, err := runtime.VerifyOn(ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, committed)
 	if err != nil {
 		return exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
@@ -819,6 +869,93 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return exitError{code: 4, err: fmt.Errorf("verification failed: %d duplicates, %d lost, %d unexpected", v.Duplicates, v.Lost, v.Unexpected)}
 	}
 	return nil
+}
+
+// openLedger opens the verification ledger at path: the saved one when the
+// run goes on from the job's checkpoints (a new one when none was saved),
+// else a new one, removing what an earlier run left.
+func openLedger(path string, expect runtime.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
+	if !continues {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, exitError{code: 1, err: fmt.Errorf("remove the old verification ledger: %w", err)}
+		}
+		return verify.New(expect.Kind, expect.StateTTL), nil
+	}
+	l, err := verify.Load(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return verify.New(expect.Kind, expect.StateTTL), nil
+	case err != nil:
+		return nil, exitError{code: 1, err: fmt.Errorf("%w: it holds what the verification counted of the records the embedded broker has deleted, so the output can no longer be checked from the start; start afresh in another --state-dir", err)}
+	case l.Kind() != expect.Kind || l.TTL() != expect.StateTTL:
+		return nil, usagef("the runs before this one on %s expected %s with a state TTL of %s, this one would expect %s with %s: give the job and --state-ttl they had, or start afresh in another --state-dir",
+			stateDir, l.Kind(), l.TTL(), expect.Kind, expect.StateTTL)
+	}
+	return l, nil
+}
+
+// retentionSetup is what the broker's retention needs from a run.
+type retentionSetup struct {
+	client      kafka.Client
+	inputs      map[string]string
+	outputStart map[string]map[int32]int64
+	sources     map[string]*kafka.Source
+	continues   bool
+	ledger      *verify.Ledger
+	path        string
+	store       *checkpoint.BadgerStore
+	job         *runtime.Job
+	live        *kafka.LiveVerifier // the UI's, or nil
+	logf        func(string, ...any)
+}
+
+// startRetention trims the embedded broker's log every --retention-interval
+// once the job's output is committed up to a checkpoint of this run, and
+// returns what stops it (and waits for it).
+func (o *runOptions) startRetention(ctx context.Context, s retentionSetup) func() {
+	var output string
+	var outStart map[int32]int64
+	for t, start := range s.outputStart {
+		output, outStart = t, maps.Clone(start)
+	}
+	ret := kafka.NewRetention(kafka.RetentionConfig{
+		Client: s.client, Inputs: s.inputs, Output: output, Ledger: s.ledger, Path: s.path,
+		Checkpoints: func(ctx context.Context) ([]*checkpoint.Completed, error) {
+			if _, _, ok := s.job.CommittedCheckpoint(); !ok {
+				return nil, nil // this run's sources have not started, or nothing of it is committed
+			}
+			return s.store.All(ctx)
+		},
+		Start: func(topic string) map[int32]int64 {
+			switch {
+			case s.continues:
+				return nil // the ledger goes on from the start of the log
+			case topic == output:
+				return outStart
+			case s.sources[topic] != nil:
+				return s.sources[topic].StartOffsets()
+			}
+			return nil
+		},
+		Readers: func() (checkpoint.Offsets, bool) {
+			if s.live == nil {
+				return nil, true
+			}
+			return s.live.Positions()
+		},
+		Every: o.retention,
+		Logf:  s.logf,
+	})
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ret.Run(rctx)
+	}()
+	return sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
 }
 
 // freezeLimit is how long the UI's freeze can last before the job fails

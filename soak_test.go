@@ -178,6 +178,9 @@ func (s *soak) killSchedule(kills int) []string {
 func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string {
 	jitter := func(d time.Duration) time.Duration { return time.Duration(s.rng.Int63n(int64(d) + 1)) }
 	nth := 1 + s.rng.Intn(4)
+	if *soakFull {
+		nth = 1 + s.rng.Intn(20) // runs long enough for many retention rounds
+	}
 	var timer <-chan time.Time
 	armed := ""
 	arm := func(d time.Duration, in string) {
@@ -243,9 +246,12 @@ func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string
 func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64) {
 	s := newSoak(t, name)
 	interval := 100 * time.Millisecond
+	// Retention runs often, so that kills also fall between its saving the
+	// ledger and deleting records, and the final verdict must go on from
+	// the ledger.
 	common := []string{"run", "--headless", "--records", fmt.Sprint(records),
 		"--checkpoint-interval", interval.String(), "--restart-delay", "20ms",
-		"--state-dir", s.stateDir(), "--resume"}
+		"--retention-interval", "100ms", "--state-dir", s.stateDir(), "--resume"}
 	if brokers == "" {
 		common = append(common, "--listen", "0")
 	} else {
@@ -291,8 +297,10 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 		t.Fatalf("%s: the last run printed no report (exit %d):\n%s", name, code, r.stderr)
 	}
 	v := report["verify"].(map[string]any)
-	t.Logf("%s: seed %d, %d runs, %d kills (%s), verify: expected %v committed %v duplicates %v lost %v",
-		name, s.seed, s.runs, killed, strings.Join(moments, ", "), v["expected"], v["committed"], v["duplicates"], v["lost"])
+	log, _ := os.ReadFile(filepath.Join(s.stateDir(), "faultline.log"))
+	rounds := strings.Count(string(log), "broker retention: output floor")
+	t.Logf("%s: seed %d, %d runs, %d kills (%s), %d retention rounds, verify: expected %v committed %v duplicates %v lost %v",
+		name, s.seed, s.runs, killed, strings.Join(moments, ", "), rounds, v["expected"], v["committed"], v["duplicates"], v["lost"])
 	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
 		t.Fatalf("%s: after %d kills the last run exited %d with %v", name, killed, code, v)
 	}

@@ -68,6 +68,12 @@ type SubtaskAck struct {
 	IncrementalBytes int64 `json:"incremental_bytes"`
 	// Offsets are set by source subtasks.
 	Offsets Offsets `json:"offsets,omitempty"`
+	// OutputFrom is set by sink subtasks: per output topic and partition,
+	// the lowest offset at which the transactions this checkpoint
+	// pre-committed may have written. A recovery from the checkpoint may
+	// read the output from there (to find what a lost transaction left
+	// unwritten), so the output must be kept from there.
+	OutputFrom Offsets `json:"output_from,omitempty"`
 	// Finished is set when the subtask had finished before this checkpoint
 	// and its last state was carried over from an earlier one (Flink:
 	// FullyFinishedOperatorState).
@@ -130,6 +136,25 @@ func (c *Completed) SourceOffsets() Offsets {
 			}
 			for p, o := range parts {
 				out[topic][p] = o
+			}
+		}
+	}
+	return out
+}
+
+// OutputFloor is, per output topic and partition, the lowest OutputFrom of
+// the checkpoint's subtasks: where a recovery from it may read the output.
+func (c *Completed) OutputFloor() Offsets {
+	out := Offsets{}
+	for _, a := range c.Tasks {
+		for topic, parts := range a.OutputFrom {
+			if out[topic] == nil {
+				out[topic] = map[int32]int64{}
+			}
+			for p, o := range parts {
+				if cur, ok := out[topic][p]; !ok || o < cur {
+					out[topic][p] = o
+				}
 			}
 		}
 	}

@@ -131,6 +131,13 @@ type OffsetCommitter interface {
 	CommitOffsets(offsets map[int32]int64) error
 }
 
+// OutputPositioner is an operator writing to an external system that can
+// say, at a snapshot, where in it the transactions the snapshot
+// pre-committed begin (checkpoint.SubtaskAck.OutputFrom).
+type OutputPositioner interface {
+	OutputFrom() checkpoint.Offsets
+}
+
 // ErrTxnLost means the output no longer has a prepared transaction: it was
 // aborted behind the sink's back (a broker that died with open
 // transactions, a transaction timeout), so committing it is impossible.

@@ -7,6 +7,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime/spec"
+	"faultline/runtime/verify"
 )
 
 // Report is the final line of a headless run, as DESIGN.md's headless
@@ -200,13 +201,19 @@ func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byt
 // the input to the offsets a checkpoint covered; nil means the whole
 // (bounded) input.
 func Verify(in InputReader, expect Expect, guarantee string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
-	type idOnly struct {
-		OrderID string `json:"order_id"`
+	return VerifyOn(verify.New(expect.Kind, expect.StateTTL), in, guarantee, bounds, out)
+}
+
+// VerifyOn is Verify going on from what ledger l has accounted for already
+// (records an earlier run read before the embedded broker deleted them): in
+// reads the input from where l stopped, out is the output after l's
+// position. It adds everything to l.
+func VerifyOn(l *verify.Ledger, in InputReader, guarantee string, bounds checkpoint.Offsets, out []OutputRecord) (Verification, error) {
+	topics := []string{TopicOrders}
+	if l.Kind() == verify.PaidOrders {
+		topics = append(topics, TopicPayments)
 	}
-	badInput := 0
-	// read returns the ids of topic with their event times.
-	read := func(topic string) (map[string]int64, error) {
-		ids := map[string]int64{}
+	for _, topic := range topics {
 		var b map[int32]int64
 		if bounds != nil {
 			b = bounds[topic]
@@ -215,64 +222,24 @@ func Verify(in InputReader, expect Expect, guarantee string, bounds checkpoint.O
 			}
 		}
 		err := in.ReadInput(topic, b, func(v []byte, t int64) error {
-			var r idOnly
-			if err := json.Unmarshal(v, &r); err != nil || r.OrderID == "" {
-				badInput++
-				return nil
-			}
-			ids[r.OrderID] = t
+			id, _ := OrderIDOf(v) // not JSON or no order id: bad input
+			l.Input(topic, id, t)
 			return nil
 		})
-		return ids, err
-	}
-	orders, err := read(TopicOrders)
-	if err != nil {
-		return Verification{}, err
-	}
-	expected := make(map[string]bool, len(orders))
-	notJoined := 0
-	if expect.Kind == "paid-orders" {
-		payments, err := read(TopicPayments)
 		if err != nil {
 			return Verification{}, err
 		}
-		for id, to := range orders {
-			tp, paid := payments[id]
-			switch {
-			case !paid:
-			case tooFarApart(to, tp, expect.StateTTL):
-				notJoined++
-			default:
-				expected[id] = true
-			}
-		}
-	} else {
-		for id := range orders {
-			expected[id] = true
-		}
 	}
-	seen := map[string]int{}
-	v := Verification{Expected: len(expected), Committed: len(out), Guarantee: guarantee, BadInput: badInput, NotJoined: notJoined}
 	for _, r := range out {
-		var rec idOnly
-		if err := json.Unmarshal(r.Value, &rec); err != nil {
-			return v, fmt.Errorf("output record %q: %w", r.Value, err)
+		id, ok := OrderIDOf(r.Value)
+		if !ok {
+			return Verification{}, fmt.Errorf("output record %q: not JSON", r.Value)
 		}
-		seen[rec.OrderID]++
+		l.Output(id, true)
 	}
-	for id, n := range seen {
-		if !expected[id] {
-			v.Unexpected++
-		}
-		if n > 1 {
-			v.Duplicates++
-		}
-	}
-	for id := range expected {
-		if seen[id] == 0 {
-			v.Lost++
-		}
-	}
+	res := l.Result()
+	v := Verification{Expected: res.Expected, Committed: res.Committed, Duplicates: res.Duplicates, Lost: res.Lost,
+		Unexpected: res.Unexpected, BadInput: res.BadInput, NotJoined: res.NotJoined, Guarantee: guarantee}
 	v.OK = v.Lost == 0 && v.Unexpected == 0 && (v.Duplicates == 0 || guarantee == "at-least-once")
 	return v, nil
 }

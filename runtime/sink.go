@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"faultline/backend"
+	"faultline/checkpoint"
 )
 
 // sinkOp writes records to a transactional output with two-phase commit
@@ -449,6 +450,34 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
 	return st.entries(), nil
+}
+
+// OutputFrom implements OutputPositioner: the lowest offset of each output
+// partition at which the pending transactions may have written, as the
+// output tells from their committables (nothing when it cannot).
+func (s *sinkOp) OutputFrom() checkpoint.Offsets {
+	p, ok := s.out.(interface {
+		PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
+	})
+	if !ok || len(s.pending) == 0 {
+		return nil
+	}
+	out := checkpoint.Offsets{}
+	for _, t := range s.pending {
+		topic, from, ok := p.PositionOf(t.committable)
+		if !ok {
+			continue
+		}
+		if out[topic] == nil {
+			out[topic] = map[int32]int64{}
+		}
+		for part, o := range from {
+			if cur, seen := out[topic][part]; !seen || o < cur {
+				out[topic][part] = o
+			}
+		}
+	}
+	return out
 }
 
 // NotifyCheckpointComplete commits every transaction up to checkpoint id.

@@ -965,6 +965,9 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 		return err
 	}
 	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}
+	if p, ok := t.oper.(OutputPositioner); ok {
+		ack.OutputFrom = p.OutputFrom()
+	}
 	if triggerNs != 0 && !r.FirstBarrier.IsZero() {
 		ack.StartDelay = r.FirstBarrier.Sub(time.Unix(0, triggerNs))
 	}

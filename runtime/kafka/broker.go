@@ -28,9 +28,15 @@ type Embedded struct {
 	Note string
 }
 
-// memorySegmentBytes is the size of a log segment of a broker kept in
-// memory (kfake's default is 100 MiB).
-const memorySegmentBytes = 4 << 20
+// The sizes of the broker's log segments (kfake's default is 100 MiB). In
+// memory a segment is a slice that doubles as it fills, so a topic written
+// fast pays for copying and zeroing up to a whole segment again and again;
+// on disk, retention frees only whole segments (see Retention), so what it
+// keeps is up to a segment per partition more than the readers need.
+const (
+	memorySegmentBytes = 4 << 20
+	diskSegmentBytes   = 1 << 20
+)
 
 // StartEmbedded starts the broker on port (0: any free port), falling back
 // to a free port when port is taken. dataDir "" keeps everything in memory.
@@ -38,16 +44,12 @@ const memorySegmentBytes = 4 << 20
 func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded, error) {
 	opts := func(p int) []kfake.Opt {
 		o := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p), kfake.ClusterID("faultline")}
+		segment := memorySegmentBytes
 		if dataDir != "" {
 			o = append(o, kfake.DataDir(dataDir), kfake.SyncWrites())
-		} else {
-			// In memory a segment is a slice that doubles as it fills, so a
-			// topic written fast pays for copying and zeroing up to a whole
-			// segment again and again, which a broker writing files does
-			// not: small segments keep that to a few megabytes.
-			o = append(o, kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(memorySegmentBytes)}))
+			segment = diskSegmentBytes
 		}
-		return o
+		return append(o, kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(segment)}))
 	}
 	e := &Embedded{}
 	c, err := kfake.NewCluster(opts(port)...)

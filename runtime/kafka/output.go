@@ -419,6 +419,21 @@ func decodeFrom(s string) (map[int32]int64, error) {
 	return out, nil
 }
 
+// PositionOf implements the sink's output positions: the topic and, per
+// partition, the end offset when the transaction of committable began (its
+// records are at or after it).
+func (o *Output) PositionOf(committable string) (string, map[int32]int64, bool) {
+	parts := strings.Split(committable, "|")
+	if len(parts) != 4 {
+		return "", nil, false
+	}
+	from, err := decodeFrom(parts[3])
+	if err != nil {
+		return "", nil, false
+	}
+	return o.topic, from, true
+}
+
 // Missing returns the records of recs that the committed output lacks at
 // or after where the transaction of committable began, in every partition:
 // what a transaction the broker no longer knows left unwritten. None when it

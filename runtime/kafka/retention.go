@@ -1,0 +1,338 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/verify"
+)
+
+// Retention deletes from the embedded broker's log what no reader needs any
+// more, so that a job left running keeps its state dir and the broker's
+// memory bounded (Kafka deletes by age or size, retention.ms and
+// retention.bytes; here the readers decide). A record goes once every
+// reader is past it:
+//   - the job: a recovery reads the input from the offsets of a retained
+//     checkpoint or savepoint (the oldest bounds the input), and the output
+//     from where those checkpoints' pre-committed transactions began
+//     (checkpoint.Completed.OutputFloor), to find what a lost one left
+//     unwritten; the consumer group's offsets are a checkpoint's, never
+//     behind the oldest retained one;
+//   - the verification: the ledger (verify.Ledger) must have accounted for
+//     it. Each round first moves the ledger up to the job's bounds, reading
+//     the input below them and the committed output below its last stable
+//     offset, and saves it; only then does it delete. The final
+//     verification goes on from the saved ledger, so nothing it counts is
+//     lost with the records;
+//   - other readers (the live verifier of the terminal UI) say how far they
+//     have read.
+//
+// Run owns the ledger while it runs; the caller uses it again once Run has
+// returned.
+type Retention struct {
+	cfg RetentionConfig
+	// deleted is, per Kafka topic and partition, where the log starts after
+	// the last deletion.
+	deleted checkpoint.Offsets
+}
+
+// RetentionConfig says what a Retention trims and how.
+type RetentionConfig struct {
+	Client Client
+	// Inputs maps the generator's topics ("orders", "payments") to the
+	// Kafka topics the job reads; Output is the Kafka topic its sink writes.
+	Inputs map[string]string
+	Output string
+	// Ledger is the verification ledger to move forward, saved at Path.
+	Ledger *verify.Ledger
+	Path   string
+	// Checkpoints lists the retained checkpoints and savepoints.
+	Checkpoints func(ctx context.Context) ([]*checkpoint.Completed, error)
+	// Start says where the job began reading a topic when the ledger does
+	// not know (a fresh run: the sources' start offsets); nil or missing
+	// partitions: the start of the log.
+	Start func(topic string) map[int32]int64
+	// Readers, when set, says how far the other readers have read, per
+	// Kafka topic and partition: nothing at or after it is deleted. ok
+	// false means they still need everything: nothing is deleted.
+	Readers func() (offsets checkpoint.Offsets, ok bool)
+	// Every is the time between rounds.
+	Every time.Duration
+	// Logf reports what each round did and why a round failed.
+	Logf func(format string, args ...any)
+}
+
+// NewRetention returns a Retention for cfg; Run starts it.
+func NewRetention(cfg RetentionConfig) *Retention {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Retention{cfg: cfg, deleted: checkpoint.Offsets{}}
+}
+
+// Run does a round at once and then every cfg.Every until ctx ends. A
+// round that fails is logged and tried again next time: nothing is deleted
+// that the ledger has not saved.
+func (r *Retention) Run(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Every)
+	defer t.Stop()
+	for {
+		if err := r.Round(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logf("broker retention: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round moves the ledger up to what the retained checkpoints need, saves
+// it, and deletes what every reader is past.
+func (r *Retention) Round(ctx context.Context) error {
+	cps, err := r.cfg.Checkpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("list checkpoints: %w", err)
+	}
+	if len(cps) == 0 {
+		return nil // nothing to recover from yet: keep everything
+	}
+	cl, err := r.cfg.Client.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	inFloor := map[string]map[int32]int64{}
+	for gen, topic := range r.cfg.Inputs {
+		parts, err := cl.Partitions(topic)
+		if err != nil {
+			return fmt.Errorf("topic %s: %w", topic, err)
+		}
+		floor := floorOf(cps, parts, func(c *checkpoint.Completed) map[int32]int64 { return c.SourceOffsets()[topic] })
+		if err := r.account(ctx, gen, topic, floor); err != nil {
+			return err
+		}
+		inFloor[topic] = floor
+	}
+	outParts, err := cl.Partitions(r.cfg.Output)
+	if err != nil {
+		return fmt.Errorf("topic %s: %w", r.cfg.Output, err)
+	}
+	lso, err := listOffsets(cl, r.cfg.Output, outParts, sarama.ReadCommitted)
+	if err != nil {
+		return err
+	}
+	if err := r.accountOutput(ctx, lso); err != nil {
+		return err
+	}
+	r.cfg.Ledger.Prune()
+	if err := r.cfg.Ledger.Save(r.cfg.Path); err != nil {
+		return err
+	}
+
+	// The ledger is saved: delete below it, and below what the job and the
+	// other readers still need.
+	var readers checkpoint.Offsets
+	if r.cfg.Readers != nil {
+		var ok bool
+		if readers, ok = r.cfg.Readers(); !ok {
+			return nil
+		}
+	}
+	// A checkpoint with nothing pre-committed reads no output on recovery.
+	outFloor := floorOf(cps, outParts, func(c *checkpoint.Completed) map[int32]int64 { return c.OutputFloor()[r.cfg.Output] })
+	want := checkpoint.Offsets{r.cfg.Output: {}}
+	for _, p := range outParts {
+		to, _ := r.cfg.Ledger.Position(r.cfg.Output, p)
+		if f, ok := outFloor[p]; ok {
+			to = min(to, f)
+		}
+		want[r.cfg.Output][p] = to
+	}
+	for topic, floor := range inFloor {
+		want[topic] = map[int32]int64{}
+		for p, f := range floor {
+			to, _ := r.cfg.Ledger.Position(topic, p)
+			want[topic][p] = min(to, f)
+		}
+	}
+	for topic, parts := range want {
+		for p, to := range parts {
+			if rp, ok := readers[topic][p]; ok {
+				to = min(to, rp)
+			}
+			if to <= r.deleted[topic][p] {
+				delete(parts, p)
+				continue
+			}
+			parts[p] = to
+		}
+	}
+	r.cfg.Logf("broker retention: output floor %v, ledger %v, deleting below %v", outFloor, r.cfg.Ledger.Positions, want)
+	return r.delete(cl, want)
+}
+
+// floorOf is, per partition of parts, the lowest offset offsets gives over
+// the checkpoints; offsets nil means a checkpoint puts no bound on the
+// topic, and a partition missing from a non-nil map gets 0 (keep
+// everything). A partition no checkpoint bounds is left out.
+func floorOf(cps []*checkpoint.Completed, parts []int32, offsets func(*checkpoint.Completed) map[int32]int64) map[int32]int64 {
+	floor := map[int32]int64{}
+	for _, c := range cps {
+		offs := offsets(c)
+		if offs == nil {
+			continue
+		}
+		for _, p := range parts {
+			o := offs[p] // 0 when missing
+			if cur, ok := floor[p]; !ok || o < cur {
+				floor[p] = o
+			}
+		}
+	}
+	return floor
+}
+
+// from is where the ledger goes on reading partition p of topic.
+func (r *Retention) from(topic string, p int32) (int64, bool) {
+	if o, ok := r.cfg.Ledger.Position(topic, p); ok {
+		return o, true
+	}
+	if r.cfg.Start != nil {
+		if o, ok := r.cfg.Start(topic)[p]; ok {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// account reads input topic (the generator's gen) from the ledger's
+// positions up to floor and adds it to the ledger.
+func (r *Retention) account(ctx context.Context, gen, topic string, floor map[int32]int64) error {
+	from, to := map[int32]int64{}, map[int32]int64{}
+	for p, f := range floor {
+		start, known := r.from(topic, p)
+		if !known {
+			var err error
+			if start, err = r.logStart(topic, p); err != nil {
+				return err
+			}
+		}
+		if f > start {
+			from[p], to[p] = start, f
+		} else if !known {
+			r.cfg.Ledger.SetPosition(topic, p, start)
+		}
+	}
+	if len(to) == 0 {
+		return nil
+	}
+	recs, err := read(ctx, r.cfg.Client, topic, from, to, false)
+	if err != nil {
+		return fmt.Errorf("account for %s: %w", topic, err)
+	}
+	for _, rec := range recs {
+		id, _ := runtime.OrderIDOf(rec.Value)
+		r.cfg.Ledger.Input(gen, id, rec.Time)
+	}
+	for p, o := range to {
+		r.cfg.Ledger.SetPosition(topic, p, o)
+	}
+	return nil
+}
+
+// accountOutput reads the committed output from the ledger's positions up to
+// the last stable offsets lso (below it every transaction is decided) and
+// adds it to the ledger.
+func (r *Retention) accountOutput(ctx context.Context, lso map[int32]int64) error {
+	topic := r.cfg.Output
+	from, to := map[int32]int64{}, map[int32]int64{}
+	for p, end := range lso {
+		start, known := r.from(topic, p)
+		if !known {
+			var err error
+			if start, err = r.logStart(topic, p); err != nil {
+				return err
+			}
+		}
+		if end > start {
+			from[p], to[p] = start, end
+		} else if !known {
+			r.cfg.Ledger.SetPosition(topic, p, start)
+		}
+	}
+	if len(to) == 0 {
+		return nil
+	}
+	recs, err := read(ctx, r.cfg.Client, topic, from, to, true)
+	if err != nil {
+		return fmt.Errorf("account for %s: %w", topic, err)
+	}
+	for _, rec := range recs {
+		id, ok := runtime.OrderIDOf(rec.Value)
+		r.cfg.Ledger.Output(id, ok)
+	}
+	for p, o := range to {
+		r.cfg.Ledger.SetPosition(topic, p, o)
+	}
+	return nil
+}
+
+// logStart is the first offset partition p of topic still holds.
+func (r *Retention) logStart(topic string, p int32) (int64, error) {
+	cl, err := r.cfg.Client.NewClient()
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	o, err := cl.GetOffset(topic, p, sarama.OffsetOldest)
+	if err != nil {
+		return 0, fmt.Errorf("start of %s/%d: %w", topic, p, err)
+	}
+	return o, nil
+}
+
+// delete asks the broker to delete every partition's records below want.
+func (r *Retention) delete(cl sarama.Client, want checkpoint.Offsets) error {
+	for topic, parts := range want {
+		if len(parts) == 0 {
+			continue
+		}
+		byLeader := map[*sarama.Broker]map[int32]int64{}
+		for p, to := range parts {
+			b, err := cl.Leader(topic, p)
+			if err != nil {
+				return fmt.Errorf("leader of %s/%d: %w", topic, p, err)
+			}
+			if byLeader[b] == nil {
+				byLeader[b] = map[int32]int64{}
+			}
+			byLeader[b][p] = to
+		}
+		for b, offs := range byLeader {
+			req := &sarama.DeleteRecordsRequest{Version: 1, Timeout: 10 * time.Second,
+				Topics: map[string]*sarama.DeleteRecordsRequestTopic{topic: {PartitionOffsets: offs}}}
+			resp, err := b.DeleteRecords(req)
+			if err != nil {
+				return fmt.Errorf("delete records of %s: %w", topic, err)
+			}
+			for p, pr := range resp.Topics[topic].Partitions {
+				if pr.Err != sarama.ErrNoError {
+					return fmt.Errorf("delete records of %s/%d below %d: %w", topic, p, offs[p], pr.Err)
+				}
+				if r.deleted[topic] == nil {
+					r.deleted[topic] = map[int32]int64{}
+				}
+				r.deleted[topic][p] = offs[p]
+			}
+		}
+	}
+	return nil
+}

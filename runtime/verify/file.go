@@ -1,0 +1,166 @@
+package verify
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// ledgerMagic starts a saved ledger (faultline verification ledger,
+// version 1).
+const ledgerMagic = "FLV1"
+
+// ErrCorrupt means a saved ledger does not read back: it is damaged.
+var ErrCorrupt = errors.New("verification ledger damaged")
+
+// header is the part of a saved ledger that is not the dense table.
+type header struct {
+	Kind      string                     `json:"kind"`
+	TTLMs     int64                      `json:"ttl_ms"`
+	Committed int                        `json:"committed"`
+	BadInput  int                        `json:"bad_input"`
+	BadOutput int                        `json:"bad_output"`
+	Positions map[string]map[int32]int64 `json:"positions"`
+	First     map[string]int64           `json:"first,omitempty"`
+	Newest    map[string]int64           `json:"newest,omitempty"`
+	Other     map[string]byte            `json:"other,omitempty"`
+	Chunks    int                        `json:"chunks"`
+}
+
+// MarshalBinary encodes the ledger: magic, the header as JSON, the dense
+// table compressed (a presence byte and the ids' bytes per chunk), and a
+// CRC-32C of everything before it.
+func (l *Ledger) MarshalBinary() ([]byte, error) {
+	h := header{Kind: l.kind, TTLMs: l.ttl, Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
+		Positions: l.Positions, First: l.first, Newest: l.newest, Other: l.other, Chunks: len(l.dense)}
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(ledgerMagic)
+	buf.Write(binary.AppendUvarint(nil, uint64(len(hj))))
+	buf.Write(hj)
+	zw, err := flate.NewWriter(&buf, flate.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range l.dense {
+		if c == nil {
+			zw.Write([]byte{0})
+			continue
+		}
+		zw.Write([]byte{1})
+		zw.Write(c)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return binary.BigEndian.AppendUint32(buf.Bytes(), crc32.Checksum(buf.Bytes(), crcTable)), nil
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// UnmarshalBinary decodes what MarshalBinary wrote; damage is ErrCorrupt.
+func (l *Ledger) UnmarshalBinary(b []byte) error {
+	if len(b) < len(ledgerMagic)+4 || string(b[:len(ledgerMagic)]) != ledgerMagic {
+		return fmt.Errorf("%w: not a ledger", ErrCorrupt)
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	rest := body[len(ledgerMagic):]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || uint64(len(rest)-k) < n {
+		return fmt.Errorf("%w: header", ErrCorrupt)
+	}
+	var h header
+	if err := json.Unmarshal(rest[k:k+int(n)], &h); err != nil {
+		return fmt.Errorf("%w: header: %v", ErrCorrupt, err)
+	}
+	zr := flate.NewReader(bytes.NewReader(rest[k+int(n):]))
+	defer zr.Close()
+	dense := make([][]byte, h.Chunks)
+	for i := range dense {
+		var present [1]byte
+		if _, err := io.ReadFull(zr, present[:]); err != nil {
+			return fmt.Errorf("%w: table: %v", ErrCorrupt, err)
+		}
+		if present[0] == 0 {
+			continue
+		}
+		dense[i] = make([]byte, chunkIDs)
+		if _, err := io.ReadFull(zr, dense[i]); err != nil {
+			return fmt.Errorf("%w: table: %v", ErrCorrupt, err)
+		}
+	}
+	*l = Ledger{kind: h.Kind, ttl: h.TTLMs, dense: dense, other: orEmpty(h.Other), first: orEmpty(h.First),
+		newest: orEmpty(h.Newest), committed: h.Committed, badInput: h.BadInput, badOutput: h.BadOutput,
+		Positions: orEmpty(h.Positions)}
+	return nil
+}
+
+func orEmpty[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	return m
+}
+
+// Save writes the ledger to path, whole or not at all: a temporary file,
+// synced, renamed over path, and the folder synced.
+func (l *Ledger) Save(path string) error {
+	b, err := l.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("save verification ledger: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("save verification ledger: %w", err)
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("save verification ledger: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save verification ledger %s: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Load reads a ledger saved at path. A missing file is an error wrapping
+// os.ErrNotExist; a damaged one wraps ErrCorrupt.
+func Load(path string) (*Ledger, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load verification ledger: %w", err)
+	}
+	l := &Ledger{}
+	if err := l.UnmarshalBinary(b); err != nil {
+		return nil, fmt.Errorf("load verification ledger %s: %w", path, err)
+	}
+	return l, nil
+}

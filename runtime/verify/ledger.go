@@ -1,0 +1,315 @@
+// Package verify is the exactly-once oracle's bookkeeping: a Ledger of the
+// order ids met in a job's input and in its committed output, one byte per
+// id, from which the verdict (expected, duplicates, lost, unexpected)
+// follows. It reads nothing itself and imports nothing of the engine: the
+// final verification (runtime.Verify) and the broker's retention
+// (runtime/kafka) feed it records they read from Kafka on their own.
+//
+// A Ledger can be saved and loaded, with the positions up to which it has
+// seen each topic, so that a run can let the embedded broker delete what the
+// ledger has accounted for and a later run (--resume) goes on from it: the
+// verdict then covers everything from the first run, as if the deleted
+// records were still there.
+package verify
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Kinds of expectation (the job spec's verify).
+const (
+	// PaidOrders expects every order that has a payment exactly once.
+	PaidOrders = "paid-orders"
+	// Orders expects every order exactly once.
+	Orders = "orders"
+)
+
+// Generator topics an input record comes from.
+const (
+	TopicOrders   = "orders"
+	TopicPayments = "payments"
+)
+
+// Bits of an id's byte.
+const (
+	hasOrder   byte = 1 << 0 // an order of the id is in the input read
+	hasPayment byte = 1 << 1 // a payment of the id is in the input read
+	farApart   byte = 1 << 2 // its order and payment are more than the TTL apart: not joined
+	countShift      = 3      // bits 3-4: how often the committed output holds it, up to 3
+	countMask  byte = 3 << countShift
+)
+
+// chunkIDs is how many dense ids share one allocation.
+const chunkIDs = 1 << 16
+
+// ttlSlack is the join's (runtime's ttlSlack): a side waits for its partner
+// the TTL plus at least this long.
+const ttlSlack = 5 * time.Second
+
+// Ledger is what the oracle knows of a job's input and committed output. The
+// zero value is not usable; see New.
+type Ledger struct {
+	kind string
+	ttl  int64 // ms; 0: every paid order is expected
+
+	dense  [][]byte         // generator ids ("o-000123") by number
+	other  map[string]byte  // any other id
+	first  map[string]int64 // event time of an id's side read first, until the other (TTL only)
+	newest map[string]int64 // the newest event time read of each generator topic (TTL only)
+
+	committed int // output records
+	badInput  int // input records without an order id
+	badOutput int // output records that are not JSON
+
+	// Positions are, per Kafka topic and partition, the offset up to which
+	// the ledger has accounted for the topic (the next offset to read).
+	// The ledger does not move them: whoever feeds it says how far.
+	Positions map[string]map[int32]int64
+}
+
+// New returns an empty ledger for the job spec's verify kind; ttl is the
+// join's state TTL (0: every paid order is expected).
+func New(kind string, ttl time.Duration) *Ledger {
+	return &Ledger{kind: kind, ttl: ttl.Milliseconds(), other: map[string]byte{}, first: map[string]int64{},
+		newest: map[string]int64{}, Positions: map[string]map[int32]int64{}}
+}
+
+// Kind is the verify kind the ledger was made for; TTL its state TTL.
+func (l *Ledger) Kind() string       { return l.kind }
+func (l *Ledger) TTL() time.Duration { return time.Duration(l.ttl) * time.Millisecond }
+
+// denseID maps the generator's order ids ("o-" and at least six digits, as
+// fmt's %06d writes them) to their number; any other string is not dense.
+// The mapping is one to one, so the id's string is never needed again.
+func denseID(id []byte) (uint32, bool) {
+	if len(id) < 8 || len(id) > 12 || id[0] != 'o' || id[1] != '-' {
+		return 0, false
+	}
+	d := id[2:]
+	if len(d) > 6 && d[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n >= 1<<32 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// load returns id's byte and, for a generator id, where it lives (nil for
+// any other id, whose byte store puts into the map).
+func (l *Ledger) load(id []byte) (byte, *byte) {
+	if n, ok := denseID(id); ok {
+		c := int(n / chunkIDs)
+		for len(l.dense) <= c {
+			l.dense = append(l.dense, nil)
+		}
+		if l.dense[c] == nil {
+			l.dense[c] = make([]byte, chunkIDs)
+		}
+		p := &l.dense[c][n%chunkIDs]
+		return *p, p
+	}
+	return l.other[string(id)], nil
+}
+
+func (l *Ledger) store(id []byte, p *byte, b byte) {
+	if p != nil {
+		*p = b
+		return
+	}
+	l.other[string(id)] = b
+}
+
+// Input accounts for an input record of generator topic (TopicOrders or
+// TopicPayments) whose order id is id, with its event time eventTime (Unix
+// ms, 0: not known). An empty id is bad input: a record that is no order
+// or payment at all, for which nothing is expected. Reading the same
+// record twice changes nothing.
+func (l *Ledger) Input(topic string, id []byte, eventTime int64) {
+	if len(id) == 0 {
+		l.badInput++
+		return
+	}
+	bit, other := hasOrder, hasPayment
+	if topic == TopicPayments {
+		bit, other = hasPayment, hasOrder
+	}
+	b, p := l.load(id)
+	if b&bit != 0 {
+		return
+	}
+	b |= bit
+	if l.ttl > 0 && l.kind == PaidOrders {
+		b |= l.timed(id, topic, b&other != 0, eventTime)
+	}
+	l.store(id, p, b)
+}
+
+// timed keeps the event time of an id's first side until its second comes,
+// and says (farApart) when the second is more than the TTL from the first.
+// A first side dropped by prune can only have a partner too far from it;
+// times not known (0) always join, as in the job.
+func (l *Ledger) timed(id []byte, topic string, second bool, t int64) byte {
+	l.newest[topic] = max(l.newest[topic], t)
+	if !second {
+		l.first[string(id)] = t
+		return 0
+	}
+	first, kept := l.first[string(id)]
+	delete(l.first, string(id))
+	if t != 0 && (!kept || first != 0 && max(first-t, t-first) > l.ttl) {
+		return farApart
+	}
+	return 0
+}
+
+// Prune drops the event times of first sides whose partner could only come
+// too far apart from them, as the join drops the sides themselves: older
+// than the newest event time read of both topics minus the TTL minus
+// max(TTL, 5 s). Callers prune now and then (the live verifier; the
+// retention after each round).
+func (l *Ledger) Prune() {
+	if l.ttl == 0 {
+		return
+	}
+	now := min(l.newest[TopicOrders], l.newest[TopicPayments])
+	before := now - l.ttl - max(l.ttl, ttlSlack.Milliseconds())
+	for id, t := range l.first {
+		if t != 0 && t < before {
+			delete(l.first, id)
+		}
+	}
+}
+
+// Output accounts for a committed output record whose order id is id;
+// ok false means the record is not JSON, which the caller reports.
+func (l *Ledger) Output(id []byte, ok bool) {
+	l.committed++
+	if !ok {
+		l.badOutput++
+		return
+	}
+	b, p := l.load(id)
+	if b&countMask != countMask {
+		b += 1 << countShift
+	}
+	l.store(id, p, b)
+}
+
+// Result is the oracle's verdict over everything the ledger accounted for.
+type Result struct {
+	Expected   int // orders expected in the output (paid ones, for paid-orders)
+	Committed  int // output records
+	Duplicates int // ids the output holds more than once
+	Lost       int // expected ids the output does not hold
+	Unexpected int // ids the output holds that are not expected
+	BadInput   int // input records that are no order or payment
+	BadOutput  int // output records that are not JSON
+	NotJoined  int // paid orders whose order and payment are more than the TTL apart
+}
+
+// Result returns the verdict; it walks every id once.
+func (l *Ledger) Result() Result {
+	r := Result{Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput}
+	judge := func(b byte) {
+		if b == 0 {
+			return
+		}
+		expected := b&hasOrder != 0
+		if l.kind == PaidOrders {
+			paid := expected && b&hasPayment != 0
+			if paid && b&farApart != 0 {
+				r.NotJoined++
+			}
+			expected = paid && b&farApart == 0
+		}
+		n := (b & countMask) >> countShift
+		switch {
+		case expected && n == 0:
+			r.Lost++
+		case !expected && n > 0:
+			r.Unexpected++
+		}
+		if expected {
+			r.Expected++
+		}
+		if n > 1 {
+			r.Duplicates++
+		}
+	}
+	for _, c := range l.dense {
+		for _, b := range c {
+			judge(b)
+		}
+	}
+	for _, b := range l.other {
+		judge(b)
+	}
+	return r
+}
+
+// Committed is how many output records the ledger accounted for.
+func (l *Ledger) Committed() int { return l.committed }
+
+// Each calls f for every id the ledger holds: whether its order and its
+// payment were read, whether they are too far apart to join, and how often
+// the committed output holds it (3 means 3 or more).
+func (l *Ledger) Each(f func(id string, order, payment, far bool, seen int)) {
+	call := func(id string, b byte) {
+		f(id, b&hasOrder != 0, b&hasPayment != 0, b&farApart != 0, int((b&countMask)>>countShift))
+	}
+	for c, chunk := range l.dense {
+		for i, b := range chunk {
+			if b != 0 {
+				call(fmt.Sprintf("o-%06d", c*chunkIDs+i), b)
+			}
+		}
+	}
+	for id, b := range l.other {
+		if b != 0 {
+			call(id, b)
+		}
+	}
+}
+
+// FirstSides calls f for every id whose side read first still waits for
+// the other in the ledger (state TTL only), with that side's event time.
+func (l *Ledger) FirstSides(f func(id string, eventTime int64)) {
+	for id, t := range l.first {
+		f(id, t)
+	}
+}
+
+// Newest is the newest event time the ledger read of a generator topic.
+func (l *Ledger) Newest(topic string) int64 { return l.newest[topic] }
+
+// Position is where the ledger has accounted for partition p of Kafka
+// topic up to, and whether it knows.
+func (l *Ledger) Position(topic string, p int32) (int64, bool) {
+	o, ok := l.Positions[topic][p]
+	return o, ok
+}
+
+// SetPosition records that the ledger has accounted for partition p of
+// Kafka topic up to offset o.
+func (l *Ledger) SetPosition(topic string, p int32, o int64) {
+	if l.Positions[topic] == nil {
+		l.Positions[topic] = map[int32]int64{}
+	}
+	l.Positions[topic][p] = o
+}
+
+func (r Result) String() string {
+	return "expected " + strconv.Itoa(r.Expected) + ", committed " + strconv.Itoa(r.Committed) +
+		", duplicates " + strconv.Itoa(r.Duplicates) + ", lost " + strconv.Itoa(r.Lost) +
+		", unexpected " + strconv.Itoa(r.Unexpected)
+}

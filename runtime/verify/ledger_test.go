@@ -1,0 +1,168 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func id(n int) []byte { return []byte(fmt.Sprintf("o-%06d", n)) }
+
+func TestLedgerVerdict(t *testing.T) {
+	const ttl = time.Minute
+	type rec struct {
+		out   bool   // an output record; else input
+		topic string // input: TopicOrders or TopicPayments
+		id    string
+		at    int64
+	}
+	in := func(topic, id string, at int64) rec { return rec{topic: topic, id: id, at: at} }
+	out := func(id string) rec { return rec{out: true, id: id} }
+	o, p := TopicOrders, TopicPayments
+	cases := []struct {
+		name string
+		kind string
+		recs []rec
+		want Result
+	}{
+		{"a paid order committed once", PaidOrders, []rec{in(o, "o-000001", 1000), in(p, "o-000001", 2000), out("o-000001")},
+			Result{Expected: 1, Committed: 1}},
+		{"an unpaid order is not expected", PaidOrders, []rec{in(o, "o-000001", 1000), out("o-000001")},
+			Result{Committed: 1, Unexpected: 1}},
+		{"lost and duplicated", PaidOrders, []rec{in(o, "o-000001", 1), in(p, "o-000001", 1), in(o, "o-000002", 1), in(p, "o-000002", 1),
+			out("o-000002"), out("o-000002"), out("o-000002"), out("o-000002")},
+			Result{Expected: 2, Committed: 4, Lost: 1, Duplicates: 1}},
+		{"orders: every order", Orders, []rec{in(o, "o-000001", 1), in(o, "x-7", 1), out("x-7")},
+			Result{Expected: 2, Committed: 1, Lost: 1}},
+		{"bad input expects nothing", PaidOrders, []rec{in(o, "", 1)}, Result{BadInput: 1}},
+		{"a record read twice counts once", PaidOrders, []rec{in(o, "o-000001", 1), in(o, "o-000001", 1), in(p, "o-000001", 1), out("o-000001")},
+			Result{Expected: 1, Committed: 1}},
+		{"further apart than the TTL: not joined, not expected", PaidOrders, []rec{
+			in(o, "o-000001", 1000), in(p, "o-000001", 1000+ttl.Milliseconds()+1),
+			in(p, "o-000002", 5000), in(o, "o-000002", 5000+ttl.Milliseconds())},
+			Result{Expected: 1, Lost: 1, NotJoined: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := New(tc.kind, ttl)
+			for _, r := range tc.recs {
+				if r.out {
+					l.Output([]byte(r.id), true)
+				} else {
+					l.Input(r.topic, []byte(r.id), r.at)
+				}
+			}
+			if got := l.Result(); got != tc.want {
+				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A first side kept for the TTL is dropped once both inputs are TTL plus
+// slack past it; its partner then counts as too far apart, as in the job.
+func TestLedgerPrune(t *testing.T) {
+	l := New(PaidOrders, time.Second)
+	l.Input(TopicOrders, id(1), 1000)
+	l.Input(TopicOrders, id(2), 100_000)
+	l.Input(TopicPayments, id(3), 100_000)
+	l.Prune() // 1 is older than 100000 - 1000 - 5000
+	if _, kept := l.first[string(id(1))]; kept || len(l.first) != 2 {
+		t.Fatalf("first sides after prune: %v", l.first)
+	}
+	l.Input(TopicPayments, id(1), 1500)
+	if r := l.Result(); r.NotJoined != 1 || r.Expected != 0 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// The ledger's point: fed in parts, saved and loaded between them, it
+// gives the verdict of one feed of everything.
+func TestLedgerSavedInPartsEqualsOneFeed(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	type rec struct {
+		out   bool
+		topic string
+		n     int
+		at    int64
+	}
+	var recs []rec
+	for n := range 200_000 {
+		at := int64(n) * 3
+		recs = append(recs, rec{topic: TopicOrders, n: n, at: at})
+		if rng.Intn(10) != 0 {
+			recs = append(recs, rec{topic: TopicPayments, n: n, at: at + int64(rng.Intn(90_000))})
+			if rng.Intn(50) != 0 {
+				recs = append(recs, rec{out: true, n: n})
+			}
+			if rng.Intn(500) == 0 {
+				recs = append(recs, rec{out: true, n: n})
+			}
+		}
+	}
+	recs = append(recs, rec{out: true, n: 999_999_999}, rec{topic: TopicOrders, n: -1})
+	feed := func(l *Ledger, rs []rec) {
+		for _, r := range rs {
+			b := id(r.n)
+			if r.n < 0 {
+				b = nil
+			}
+			if r.out {
+				l.Output(b, true)
+			} else {
+				l.Input(r.topic, b, r.at)
+			}
+		}
+	}
+	whole := New(PaidOrders, time.Minute)
+	feed(whole, recs)
+	want := whole.Result()
+
+	path := filepath.Join(t.TempDir(), "verify", "ledger")
+	parts := New(PaidOrders, time.Minute)
+	for i, step := 0, len(recs)/7; i < len(recs); i += step {
+		feed(parts, recs[i:min(i+step, len(recs))])
+		parts.SetPosition("orders", 0, int64(i+step))
+		parts.Prune()
+		if err := parts.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if parts, err = Load(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := parts.Result(); got != want {
+		t.Fatalf("in parts: %+v\none feed: %+v", got, want)
+	}
+	if pos, ok := parts.Position("orders", 0); !ok || pos < int64(len(recs)) {
+		t.Fatalf("position %d %v", pos, ok)
+	}
+	if want.Lost == 0 || want.Duplicates == 0 || want.NotJoined == 0 || want.Unexpected == 0 {
+		t.Fatalf("the stream should exercise every count: %+v", want)
+	}
+	fi, _ := os.Stat(path)
+	t.Logf("%d ids: %s, %d bytes saved", 200_000, want, fi.Size())
+}
+
+func TestLedgerDamageIsReported(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger")
+	l := New(Orders, 0)
+	l.Input(TopicOrders, id(1), 0)
+	if err := l.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	b[len(b)/2] ^= 0xff
+	os.WriteFile(path, b, 0o644)
+	if _, err := Load(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damaged ledger: %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing ledger: %v", err)
+	}
+}
