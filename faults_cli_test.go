@@ -196,3 +196,27 @@ func TestStorageFailDeclinesAndFailsOver(t *testing.T) {
 		t.Fatalf("verify %v", r.report["verify"])
 	}
 }
+
+// A failure right after the newest checkpoint was damaged makes the
+// recovery fall back to the one before, past output the damaged one had
+// committed: the job emits it again, and the sink, which reads what the
+// output holds since the checkpoint it restored, writes none of it twice.
+func TestFallbackPastADamagedCheckpointDuplicatesNothing(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "12000", "--checkpoint-interval", "1s",
+		"--inject", "after=2500ms,fault=corrupt-checkpoint", "--inject", "after=2700ms,task=join/0,fault=panic",
+		"--restart-delay", "50ms")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s\n%v", r.code, r.stderr, r.report)
+	}
+	invalid := false
+	for _, e := range r.events {
+		invalid = invalid || e["event"] == "checkpoint_invalid"
+	}
+	from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any)
+	if !invalid || len(from) == 0 {
+		t.Fatalf("no fallback: checkpoint_invalid %v, restored from %v", invalid, from)
+	}
+	if num(r.report, "replay_skipped") == 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("replay_skipped %v, verify %v", r.report["replay_skipped"], r.report["verify"])
+	}
+}

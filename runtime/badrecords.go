@@ -50,10 +50,13 @@ type DeadLetters interface {
 type badRecords struct {
 	progress *commitProgress // for sinks: not about bad records, but passed the same way
 	ttl      *ttlCounts      // for joins, passed the same way
-	mode     string
-	dlq      DeadLetters
-	obs      *Observer
-	count    map[string]*atomic.Int64 // by action: skipped, dead-lettered
+	// replaySkipped counts, for the sinks, the records a restore past a
+	// damaged checkpoint did not write again (see sinkOp.skip).
+	replaySkipped atomic.Int64
+	mode          string
+	dlq           DeadLetters
+	obs           *Observer
+	count         map[string]*atomic.Int64 // by action: skipped, dead-lettered
 }
 
 func newBadRecords(mode string, dlq DeadLetters, obs *Observer) *badRecords {

@@ -126,9 +126,13 @@ type Job struct {
 		sync.Mutex
 		c *checkpoint.Completed
 	}
-	jobStatus atomic.Value // JobStatus
-	mode      atomic.Int32 // barrier.Mode of the checkpoints triggered now
-	tempo     tempo
+	// replayUntil is set by pickRestore when it fell back past a newer
+	// completed checkpoint whose state cannot be read: that one's source
+	// offsets (see OperatorContext.Replay); nil otherwise.
+	replayUntil checkpoint.Offsets
+	jobStatus   atomic.Value // JobStatus
+	mode        atomic.Int32 // barrier.Mode of the checkpoints triggered now
+	tempo       tempo
 
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
@@ -167,6 +171,9 @@ type Result struct {
 	BadSkipped, BadDeadLettered int64
 	// StateTTL is what the join's state TTL did.
 	StateTTL StateTTLStatus
+	// ReplaySkipped counts the records the sinks did not write again after
+	// a restore past a damaged checkpoint: the output held them already.
+	ReplaySkipped int64
 	// LostByFailover counts the records individual failover lost (it does
 	// not replay input).
 	LostByFailover int64
@@ -365,6 +372,26 @@ func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bo
 		}
 	}
 	return 0, nil, false
+}
+
+// completedOffsets returns the source offsets of completed checkpoint id.
+func (j *Job) completedOffsets(id int64) (checkpoint.Offsets, bool) {
+	j.lastCommitted.Lock()
+	if c := j.lastCommitted.c; c != nil && c.ID == id {
+		j.lastCommitted.Unlock()
+		return c.SourceOffsets(), true
+	}
+	j.lastCommitted.Unlock()
+	all, err := j.cfg.Store.All(context.Background())
+	if err != nil {
+		return nil, false
+	}
+	for _, c := range all {
+		if c.ID == id {
+			return c.SourceOffsets(), true
+		}
+	}
+	return nil, false
 }
 
 // Epoch counts the deployments and failovers of the job so far.
@@ -681,6 +708,16 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		}
 		states, err := j.readRestore(ctx, c)
 		if err == nil {
+			// Passing over newer ones means going back past output they
+			// committed: the replay up to their offsets emits it again.
+			j.replayUntil = nil
+			if len(damaged) > 0 {
+				for _, newer := range all[i+1:] {
+					if newer.Job == j.spec.Name {
+						j.replayUntil = newer.SourceOffsets()
+					}
+				}
+			}
 			return c, states, nil
 		}
 		damaged = append(damaged, fmt.Sprintf("checkpoint %d: %v", c.ID, err))
@@ -884,6 +921,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	sort.SliceStable(res.Failures, func(a, b int) bool { return res.Failures[a].At < res.Failures[b].At })
 	res.BadSkipped, res.BadDeadLettered = j.bad.Counts()
 	res.StateTTL = j.StateTTL()
+	res.ReplaySkipped = j.bad.replaySkipped.Load()
 	res.Checkpoints = j.coord.Stats()
 	return res, nil
 }
@@ -1362,7 +1400,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		break
 	}
 	if ss := states[op.Name]; ss != nil {
-		r := &restoredState{from: restore.ID, operator: operatorStates(ss)}
+		r := &restoredState{from: restore.ID, operator: operatorStates(ss), replay: j.replayUntil}
 		for _, s := range ss {
 			if len(s.Keyed) > 0 {
 				r.keyed = append(r.keyed, s.Keyed)

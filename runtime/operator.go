@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"time"
 
 	"faultline/backend"
@@ -31,6 +33,14 @@ type OperatorContext struct {
 	// TrackRollback asks the operator to keep what it needs to count the
 	// records an individual failover would lose (see rollbackCounter).
 	TrackRollback bool
+	// Replay is set when the restore went back past newer completed
+	// checkpoints whose state could not be read (a damaged checkpoint):
+	// the source offsets of the newest of them. The sink's output already
+	// holds what the job emits again until its sources pass them.
+	Replay checkpoint.Offsets
+	// CompletedOffsets returns the source offsets of a completed
+	// checkpoint, by id.
+	CompletedOffsets func(id int64) (checkpoint.Offsets, bool)
 	// batchStart is when the subtask began the batch of input it is
 	// processing (nil outside a subtask).
 	batchStart *time.Time
@@ -50,6 +60,19 @@ func (c *OperatorContext) BatchStart() time.Time {
 // RestoredState returns the values of operator state name that every subtask
 // of this operator had in the restored checkpoint.
 func (c *OperatorContext) RestoredState(name string) [][]byte { return c.restored[name] }
+
+// RestoredNames lists the names of the restored operator state entries
+// that start with prefix, sorted.
+func (c *OperatorContext) RestoredNames(prefix string) []string {
+	var out []string
+	for name := range c.restored {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // Collector takes the records an operator emits.
 type Collector interface {

@@ -30,6 +30,9 @@ type Report struct {
 	// BadRecords counts the unparseable records skipped or dead-lettered
 	// (--on-bad-record).
 	BadRecords *ReportBadRecords `json:"bad_records,omitempty"`
+	// ReplaySkipped counts the records the sink did not write again after
+	// a restore past a damaged checkpoint, because the output held them.
+	ReplaySkipped int64 `json:"replay_skipped,omitempty"`
 	// StateTTL is what the join's state TTL did (absent without one).
 	StateTTL      *ReportStateTTL `json:"state_ttl,omitempty"`
 	GaveUp        string          `json:"gave_up,omitempty"`
@@ -100,6 +103,7 @@ func NewReport(job, mode string, res *Result, v Verification, dropped int64) Rep
 	if res.BadSkipped+res.BadDeadLettered > 0 {
 		r.BadRecords = &ReportBadRecords{Skipped: res.BadSkipped, DeadLettered: res.BadDeadLettered}
 	}
+	r.ReplaySkipped = res.ReplaySkipped
 	if t := res.StateTTL; t.TTL > 0 {
 		r.StateTTL = &ReportStateTTL{TTLMs: t.TTL.Milliseconds(), NotJoined: t.NotJoined, Expired: t.Expired}
 	}

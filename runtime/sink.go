@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"faultline/backend"
 	"faultline/checkpoint"
@@ -39,6 +41,31 @@ type sinkOp struct {
 	current string       // open transaction, "" until the first record
 	pending []pendingTxn // pre-committed, waiting for their checkpoint
 	final   []string     // prepared at the end of input, for the job's final commit
+
+	// anchor is the committable of the last transaction this subtask
+	// committed: the output after where it began holds everything the
+	// subtask committed since (see replay).
+	anchor string
+	// skip holds, after a restore past a damaged checkpoint, the order
+	// ids the output already holds that the job is emitting again; each
+	// is dropped once, and the set goes when the sources pass skipUntil
+	// (the damaged checkpoint's offsets; nil: when the set is empty).
+	skip      map[string]struct{}
+	skipUntil checkpoint.Offsets
+	skipped   *atomic.Int64 // shared by the job's sinks, for the report
+}
+
+// Names of the sink's other operator state entries, each per owner
+// subtask: its anchor, and what it still skips.
+const (
+	sinkAnchorName = sinkStateName + "/anchor/"
+	sinkSkipName   = sinkStateName + "/skip/"
+)
+
+// skipState is a subtask's skip set as a checkpoint keeps it.
+type skipState struct {
+	Until checkpoint.Offsets `json:"until,omitempty"`
+	IDs   []string           `json:"ids"`
 }
 
 type pendingTxn struct {
@@ -391,8 +418,133 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 	s.nextSeq = next[idx]
 	if ctx.Restored {
 		s.progress.committed(ctx.Task.String(), ctx.RestoredFrom)
+		if err := s.restoreSkip(ctx); err != nil {
+			return fmt.Errorf("%s: %w", ctx.Task, err)
+		}
 	}
 	return nil
+}
+
+// committedReader is a TxnOutput that can read its committed output from
+// the positions a committable names on (the Kafka output).
+type committedReader interface {
+	PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
+	CommittedFrom(from map[int32]int64) ([]OutputRecord, error)
+}
+
+// restoreSkip takes the sink's anchor and skip set from the restored
+// checkpoint; on a restore past a damaged checkpoint (ctx.Replay) it makes
+// the skip set: every order id the committed output holds after the
+// anchors of the restored checkpoint, except those of its own pre-committed
+// transactions, which the job does not emit again. Every subtask gets the
+// whole set (a record may reach any of them); what one drops, the others
+// keep until the sources pass the damaged checkpoint's offsets.
+func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
+	var anchors []string
+	for _, name := range ctx.RestoredNames(sinkAnchorName) {
+		for _, v := range ctx.RestoredState(name) {
+			anchors = append(anchors, string(v))
+			if name == sinkAnchorName+strconv.Itoa(ctx.Task.Index) {
+				s.anchor = string(v)
+			}
+		}
+	}
+	for _, name := range ctx.RestoredNames(sinkSkipName) {
+		for _, v := range ctx.RestoredState(name) {
+			var st skipState
+			if err := json.Unmarshal(v, &st); err != nil {
+				return fmt.Errorf("skip set in the restored state: %w", err)
+			}
+			if s.skip == nil {
+				s.skip = map[string]struct{}{}
+			}
+			for _, id := range st.IDs {
+				s.skip[id] = struct{}{}
+			}
+			if st.Until != nil {
+				s.skipUntil = st.Until
+			}
+		}
+	}
+	if s.skip != nil || ctx.Replay == nil {
+		return nil
+	}
+	reader, ok := s.out.(committedReader)
+	if !ok {
+		return nil
+	}
+	// Where the restored checkpoint's committed and pre-committed output
+	// begins, and the ids of its pre-committed transactions.
+	from := map[int32]int64{}
+	consider := func(c string) {
+		if _, f, ok := reader.PositionOf(c); ok {
+			for p, o := range f {
+				if cur, seen := from[p]; !seen || o < cur {
+					from[p] = o
+				}
+			}
+		}
+	}
+	for _, a := range anchors {
+		consider(a)
+	}
+	own := map[string]bool{}
+	for _, b := range ctx.RestoredState(sinkStateName) {
+		st, err := decodeSinkState(b, ctx.RestoredState)
+		if err != nil {
+			return err
+		}
+		for _, t := range st.pending {
+			consider(t.committable)
+			if t.redo == nil {
+				continue
+			}
+			recs, err := t.redo.records()
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if id, ok := OrderIDOf(r.Value); ok {
+					own[string(id)] = true
+				}
+			}
+		}
+	}
+	if len(from) == 0 {
+		return nil // nothing committed to go back past
+	}
+	recs, err := reader.CommittedFrom(from)
+	if err != nil {
+		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)
+	}
+	s.skip, s.skipUntil = map[string]struct{}{}, ctx.Replay
+	for _, r := range recs {
+		if id, ok := OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
+			s.skip[string(id)] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// skipping reports whether the record with value v is one the output holds
+// already (see skip), and drops it from the set.
+func (s *sinkOp) skipping(v any) bool {
+	f, ok := v.(Fielder)
+	if !ok {
+		return false
+	}
+	id, ok := f.Field("order_id")
+	if !ok {
+		return false
+	}
+	if _, held := s.skip[id]; !held {
+		return false
+	}
+	delete(s.skip, id)
+	if s.skipped != nil {
+		s.skipped.Add(1)
+	}
+	return true
 }
 
 func (s *sinkOp) txn() string {
@@ -407,6 +559,9 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 	v, ok := rec.Value.(JSONAppender)
 	if !ok {
 		return unrecoverable(fmt.Errorf("sink %s: cannot write a %T", s.topic, rec.Value))
+	}
+	if len(s.skip) > 0 && s.skipping(rec.Value) {
+		return nil
 	}
 	s.scratch = v.AppendJSON(s.scratch[:0])
 	var c string
@@ -449,7 +604,23 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 		s.current, s.curLog, s.curN = "", nil, 0
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
-	return st.entries(), nil
+	entries := st.entries()
+	owner := strconv.Itoa(s.ctx.Task.Index)
+	if s.anchor != "" {
+		entries[sinkAnchorName+owner] = []byte(s.anchor)
+	}
+	if s.skip != nil {
+		ss := skipState{Until: s.skipUntil, IDs: make([]string, 0, len(s.skip))}
+		for id := range s.skip {
+			ss.IDs = append(ss.IDs, id)
+		}
+		b, err := json.Marshal(ss)
+		if err != nil {
+			return nil, err
+		}
+		entries[sinkSkipName+owner] = b
+	}
+	return entries, nil
 }
 
 // OutputFrom implements OutputPositioner: the lowest offset of each output
@@ -459,12 +630,16 @@ func (s *sinkOp) OutputFrom() checkpoint.Offsets {
 	p, ok := s.out.(interface {
 		PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
 	})
-	if !ok || len(s.pending) == 0 {
+	if !ok || len(s.pending) == 0 && s.anchor == "" {
 		return nil
 	}
 	out := checkpoint.Offsets{}
+	committables := []string{s.anchor}
 	for _, t := range s.pending {
-		topic, from, ok := p.PositionOf(t.committable)
+		committables = append(committables, t.committable)
+	}
+	for _, c := range committables {
+		topic, from, ok := p.PositionOf(c)
 		if !ok {
 			continue
 		}
@@ -487,10 +662,32 @@ func (s *sinkOp) NotifyCheckpointComplete(id int64) error {
 		if err := s.out.Commit(s.pending[i].committable); err != nil {
 			return fmt.Errorf("commit transaction of checkpoint %d: %w", s.pending[i].checkpoint, err)
 		}
+		s.anchor = s.pending[i].committable
 	}
 	s.pending = append(s.pending[:0], s.pending[i:]...)
 	s.progress.committed(s.ctx.Task.String(), id)
+	if s.skip != nil && s.skipUntil != nil {
+		if offs, ok := s.ctx.CompletedOffsets(id); ok && covers(offs, s.skipUntil) {
+			s.skip, s.skipUntil = nil, nil // the job is past what it emits again
+		}
+	}
+	if s.skip != nil && len(s.skip) == 0 {
+		s.skip, s.skipUntil = nil, nil
+	}
 	return nil
+}
+
+// covers reports whether offsets are at or past until in every partition
+// until names.
+func covers(offsets, until checkpoint.Offsets) bool {
+	for topic, parts := range until {
+		for p, o := range parts {
+			if offsets[topic][p] < o {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // EndInput runs when every input ended. The transactions pre-committed so

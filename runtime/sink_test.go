@@ -336,3 +336,43 @@ func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 		t.Fatalf("committed %q, want %q once each", got, want)
 	}
 }
+
+// The skip set a fallback made survives a checkpoint taken during the
+// replay (every subtask restored from it gets it), and goes once a
+// completed checkpoint's sources are past the damaged one's offsets.
+func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
+	until := checkpoint.Offsets{"orders": {0: 100, 1: 50}}
+	at := map[int64]checkpoint.Offsets{
+		7: {"orders": {0: 120, 1: 40}},
+		8: {"orders": {0: 120, 1: 50}},
+	}
+	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1,
+		CompletedOffsets: func(id int64) (checkpoint.Offsets, bool) { o, ok := at[id]; return o, ok }}
+	s := &sinkOp{out: NewMemoryOutput(), ctx: ctx, skip: map[string]struct{}{"o-000001": {}, "o-000002": {}}, skipUntil: until}
+	entries, err := s.SnapshotState(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := map[string][][]byte{}
+	for name, v := range entries {
+		restored[name] = append(restored[name], v)
+	}
+	r := &sinkOp{out: NewMemoryOutput(), ctx: ctx}
+	rctx := *ctx
+	rctx.Restored, rctx.restored = true, restored
+	if err := r.restoreSkip(&rctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.skip) != 2 || !covers(until, r.skipUntil) {
+		t.Fatalf("restored skip set %v until %v", r.skip, r.skipUntil)
+	}
+	if !r.skipping(&PaidOrder{OrderID: "o-000001"}) || r.skipping(&PaidOrder{OrderID: "o-000001"}) {
+		t.Fatal("an id in the set is skipped exactly once")
+	}
+	if err := r.NotifyCheckpointComplete(7); err != nil || r.skip == nil {
+		t.Fatalf("checkpoint 7 is not past partition 1 yet: %v, set %v", err, r.skip)
+	}
+	if err := r.NotifyCheckpointComplete(8); err != nil || r.skip != nil {
+		t.Fatalf("checkpoint 8 is past the damaged one: %v, set %v", err, r.skip)
+	}
+}

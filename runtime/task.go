@@ -137,6 +137,7 @@ type restoredState struct {
 	from     int64
 	keyed    [][]byte
 	operator map[string][][]byte
+	replay   checkpoint.Offsets // see OperatorContext.Replay
 }
 
 // task is one subtask of one attempt, run by one goroutine (Flink:
@@ -307,10 +308,12 @@ func (t *task) open() error {
 		restored:       map[string][][]byte{},
 		batchStart:     &t.batchStart,
 	}
+	oc.CompletedOffsets = t.a.job.completedOffsets
 	if t.restored != nil {
 		oc.Restored = true
 		oc.RestoredFrom = t.restored.from
 		oc.restored = t.restored.operator
+		oc.Replay = t.restored.replay
 		if t.keyed != nil {
 			if err := t.keyed.Restore(t.restored.keyed); err != nil {
 				return fmt.Errorf("restore %s from checkpoint %d: %w", t.name, t.restored.from, err)

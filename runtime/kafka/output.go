@@ -434,6 +434,12 @@ func (o *Output) PositionOf(committable string) (string, map[int32]int64, bool) 
 	return o.topic, from, true
 }
 
+// CommittedFrom reads the committed output from the given offsets (missing
+// partitions: the start) to its end.
+func (o *Output) CommittedFrom(from map[int32]int64) ([]runtime.OutputRecord, error) {
+	return ReadCommitted(context.Background(), o.c, o.topic, from)
+}
+
 // Missing returns the records of recs that the committed output lacks at
 // or after where the transaction of committable began, in every partition:
 // what a transaction the broker no longer knows left unwritten. None when it

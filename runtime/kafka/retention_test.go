@@ -77,7 +77,7 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger")
 	ledger := verify.New(verify.PaidOrders, 0)
 	older := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{
-		{Operator: "src", Index: 0}: {Offsets: f.eighth},
+		{Operator: "src", Index: 0}:  {Offsets: f.eighth},
 		{Operator: "sink", Index: 0}: {OutputFrom: checkpoint.Offsets{"revenue": f.outFrom}},
 	}}
 	newer := &checkpoint.Completed{ID: 2, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{
