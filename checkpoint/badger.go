@@ -53,7 +53,7 @@ const (
 const (
 	memTableSize     = 1 << 20
 	valueThreshold   = 1 << 10
-	valueLogFileSize = 64 << 20
+	valueLogFileSize = 32 << 20
 	gcDiscardRatio   = 0.5
 )
 
@@ -117,7 +117,7 @@ var _ Store = (*BadgerStore)(nil)
 // Badger runs with 1 MiB memtables (an open takes about 10 ms and the store
 // holds 1–6 MiB of heap), synchronous writes, no compression and no block
 // cache; values of 1 KiB and more (state blobs, large metadata records) live
-// in value log files of 64 MiB, so a state blob can be at most MaxStateSize.
+// in value log files of 32 MiB, so a state blob can be at most MaxStateSize.
 // The space of deleted blobs is reclaimed in the background by value log GC
 // (see reclaim). Badger never logs.
 func OpenBadgerStore(dir string, retained int) (*BadgerStore, error) {

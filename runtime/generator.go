@@ -147,6 +147,18 @@ func (g *Generator) paymentBlock(p int, off int64) (b, start int64, ids []int64,
 	return b, start, g.block(p, b), true
 }
 
+// PaymentDue reports whether a writer that has written ordersWritten
+// orders of partition p may write the payment at offset payOffset of
+// payments partition p: the block of orders it belongs to has begun, so
+// that payments run at most a block ahead of their orders. A writer that
+// writes the two topics at the same pace drifts apart otherwise (there are
+// fewer payments than orders): after ten minutes at 8,000 records/s a
+// payment came a minute before its order.
+func (g *Generator) PaymentDue(p int, payOffset, ordersWritten int64) bool {
+	b, _, _, ok := g.paymentBlock(p, payOffset)
+	return !ok || b*payBlock <= ordersWritten
+}
+
 // paymentAt finds the order whose payment is at offset off of partition p.
 func (g *Generator) paymentAt(p int, off int64) (int64, bool) {
 	_, start, ids, ok := g.paymentBlock(p, off)

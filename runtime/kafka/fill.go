@@ -222,10 +222,16 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 			closeProducer(prod, producerCloseWait)
 		}
 	}()
+	// Payments wait for their block of orders (Generator.PaymentDue), so
+	// that an order and its payment are written close together.
+	paced := len(topics) == 2
 	for {
 		progressed := false
 		for _, t := range topics {
 			for p := 0; p < runtime.GeneratorPartitions; p++ {
+				if paced && t == runtime.TopicPayments && !w.gen.PaymentDue(p, next[t][p], next[runtime.TopicOrders][p]) {
+					continue
+				}
 				b, ok := w.gen.Read(t, p, next[t][p])
 				if !ok {
 					continue
