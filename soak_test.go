@@ -331,3 +331,246 @@ func TestKillSoakBrokerProcess(t *testing.T) {
 	}
 	killSoak(t, "kill soak, broker process", broker, 6, 150_000, 10000)
 }
+
+// chaosFault is one fault of the chaos soak: at is its time since the soak's
+// first run started, counted over every run.
+type chaosFault struct {
+	at   time.Duration
+	kind string
+	spec string // --inject without after=
+}
+
+// The default job's subtasks, which task faults pick from.
+var chaosTasks = []string{"orders-source/0", "orders-source/1", "payments-source/0", "payments-source/1",
+	"parse-orders/0", "parse-orders/1", "parse-payments/0", "parse-payments/1",
+	"join/0", "join/1", "revenue/0", "revenue/1", "sink/0"}
+
+// chaosSchedule draws n faults of every kind of the catalogue but poison
+// (which fails a job on purpose), a gap of gap/2 to 3*gap/2 apart. Every
+// kind comes about as often; the first is never a crash (the job must
+// have started) and the seeded order is printed with the seed.
+func (s *soak) chaosSchedule(n int, gap time.Duration) []chaosFault {
+	kinds := []string{"panic", "error", "slow", "broker-down", "storage-fail", "corrupt-checkpoint", "crash", "savepoint"}
+	var out []chaosFault
+	at := 2 * time.Second
+	for i := range n {
+		at += gap/2 + time.Duration(s.rng.Int63n(int64(gap)))
+		kind := kinds[s.rng.Intn(len(kinds))]
+		if i == 0 && kind == "crash" {
+			kind = "panic"
+		}
+		f := chaosFault{at: at, kind: kind}
+		switch kind {
+		case "panic", "error":
+			f.spec = fmt.Sprintf("task=%s,fault=%s", chaosTasks[s.rng.Intn(len(chaosTasks))], kind)
+		case "slow":
+			f.spec = fmt.Sprintf("task=%s,fault=slow,factor=%d,for=%dms", chaosTasks[s.rng.Intn(len(chaosTasks))], 5+s.rng.Intn(20), 500+s.rng.Intn(1500))
+		case "broker-down":
+			f.spec = fmt.Sprintf("fault=broker-down,for=%dms", 300+s.rng.Intn(1200))
+		case "storage-fail":
+			f.spec = fmt.Sprintf("fault=storage-fail,count=%d", 1+s.rng.Intn(3))
+		default:
+			f.spec = "fault=" + kind
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// chaosSoak runs the default job, exactly-once, on the embedded broker
+// through n faults drawn from the whole catalogue. A crash fault kills the
+// process; the next run resumes with the faults still to come, at the
+// same times counted from its own start. The input is written at a rate
+// that lasts past the last fault, and the last run goes on to the end of
+// it and checks the output.
+func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64) {
+	s := newSoak(t, fmt.Sprintf("chaos soak, %d faults", n))
+	faults := s.chaosSchedule(n, gap)
+	end := faults[len(faults)-1].at
+	records := rate * int64((end + 4*time.Second).Seconds())
+	common := []string{"run", "--headless", "--records", fmt.Sprint(records), "--rate", fmt.Sprint(rate),
+		"--checkpoint-interval", "200ms", "--restart-strategy", "fixed-delay", "--restart-attempts", "1000000",
+		"--restart-delay", "50ms", "--retained-checkpoints", "5", "--retention-interval", "500ms",
+		"--listen", "0", "--state-dir", s.stateDir(), "--resume"}
+	fired := map[string]int{}
+	restarts, savepoints := 0, 0
+	var report map[string]any
+	var code int
+	elapsed := time.Duration(0) // the soak's time when this run started
+	for next := 0; ; {
+		// This run's faults: up to and including the next crash.
+		args := append([]string{}, common...)
+		last := next
+		for last < len(faults) {
+			f := faults[last]
+			args = append(args, "--inject", fmt.Sprintf("after=%dms,%s", max(f.at-elapsed, 0).Milliseconds(), f.spec))
+			last++
+			if f.kind == "crash" {
+				break
+			}
+		}
+		started := time.Now()
+		r := s.start(args...)
+		seen := map[string]bool{}
+		for m := range r.events {
+			switch m["event"] {
+			case "fault_injected":
+				if spec, _ := m["spec"].(string); !seen[spec] {
+					seen[spec] = true
+					fired[m["fault"].(string)]++
+				}
+			case "restart_scheduled":
+				restarts++
+			case "savepoint_completed":
+				savepoints++
+			}
+			if rep, ok := m["report"].(map[string]any); ok {
+				report = rep
+			}
+		}
+		<-r.done
+		code, _ = r.wait(s)
+		elapsed += time.Since(started)
+		crashed := code == -int(syscall.SIGKILL)
+		s.log = append(s.log, fmt.Sprintf("run %d: faults %d-%d, exit %d after %s", s.runs, next+1, last, code, time.Since(started).Round(time.Millisecond)))
+		if crashed {
+			if !seen[faults[last-1].spec] {
+				fired["crash"]++ // its event died with the process
+			}
+			next = last
+			continue
+		}
+		break
+	}
+	for _, l := range s.log {
+		t.Log(s.name + ": " + l)
+	}
+	total := 0
+	var kinds []string
+	for k, c := range fired {
+		total += c
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
+	}
+	sort.Strings(kinds)
+	if report == nil {
+		t.Fatalf("%s: the last run printed no report (exit %d)", s.name, code)
+	}
+	v := report["verify"].(map[string]any)
+	t.Logf("%s: seed %d, %d runs, %d faults fired (%s), %d restarts scheduled, %d savepoints, replay_skipped %v, verify: expected %v committed %v duplicates %v lost %v",
+		s.name, s.seed, s.runs, total, strings.Join(kinds, ", "), restarts, savepoints, report["replay_skipped"], v["expected"], v["committed"], v["duplicates"], v["lost"])
+	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
+		t.Fatalf("%s: the last run exited %d with %v", s.name, code, v)
+	}
+	if total < n*9/10 {
+		t.Fatalf("%s: only %d of %d faults fired", s.name, total, n)
+	}
+}
+
+// TestSoakChaos is the chaos soak: 100 faults with make soak, 12 in make
+// test.
+func TestSoakChaos(t *testing.T) {
+	if *soakFull {
+		chaosSoak(t, 100, 800*time.Millisecond, 10000)
+		return
+	}
+	chaosSoak(t, 12, 600*time.Millisecond, 5000)
+}
+
+// dirBytes is the disk space the files under dir use (their blocks, as du
+// counts them: Badger's files are sparse).
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// rssBytes is the resident set size of process pid.
+func rssBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(rest, &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestSoakMemory runs the default job unbounded at --rate 8000 for ten
+// minutes (make soak only) and prints, each minute, the process's RSS
+// (sampled every second: lowest, mean, highest) and the state dir's size.
+// From minute 3 on each minute's mean RSS must be within 20 % of their
+// overall mean, the highest below 300 MB, and the state dir no larger at
+// the end than it was in minutes 2 to 5 (plus 25 %).
+func TestSoakMemory(t *testing.T) {
+	if !*soakFull {
+		t.Skip("make soak runs it (ten minutes)")
+	}
+	s := newSoak(t, "memory soak")
+	const minutes = 10
+	r := s.start("run", "--headless", "--rate", "8000", "--listen", "0", "--state-dir", s.stateDir())
+	go func() {
+		for range r.events {
+		}
+	}()
+	type minute struct{ lo, hi, sum, n, disk int64 }
+	var per [minutes]minute
+	start := time.Now()
+	for i := range per {
+		m := &per[i]
+		m.lo = 1 << 62
+		for time.Since(start) < time.Duration(i+1)*time.Minute {
+			time.Sleep(time.Second)
+			rss := rssBytes(r.cmd.Process.Pid)
+			m.lo, m.hi, m.sum, m.n = min(m.lo, rss), max(m.hi, rss), m.sum+rss, m.n+1
+		}
+		m.disk = dirBytes(s.stateDir())
+		t.Logf("minute %2d: RSS %3d / %3d / %3d MB (lowest / mean / highest), state dir %3d MB",
+			i+1, m.lo>>20, m.sum/m.n>>20, m.hi>>20, m.disk>>20)
+	}
+	r.cmd.Process.Signal(syscall.SIGINT)
+	code, report := r.wait(s)
+	if code != 0 || report == nil {
+		t.Fatalf("exit %d, report %v", code, report)
+	}
+	v := report["verify"].(map[string]any)
+	t.Logf("after %d minutes: verify expected %v committed %v duplicates %v lost %v", minutes, v["expected"], v["committed"], v["duplicates"], v["lost"])
+	var total, n, early int64
+	for _, m := range per[2:] {
+		total, n = total+m.sum/m.n, n+1
+	}
+	mean := total / n
+	for i, m := range per {
+		if i >= 1 && i <= 4 {
+			early = max(early, m.disk)
+		}
+		if i < 2 {
+			continue
+		}
+		if d := m.sum/m.n - mean; d > mean/5 || -d > mean/5 {
+			t.Errorf("minute %d: mean RSS %d MB, more than 20 %% from the mean of minutes 3-%d, %d MB", i+1, m.sum/m.n>>20, minutes, mean>>20)
+		}
+		if m.hi >= 300<<20 {
+			t.Errorf("minute %d: RSS reached %d MB", i+1, m.hi>>20)
+		}
+	}
+	if last := per[minutes-1].disk; last > early*5/4 {
+		t.Errorf("the state dir grew: %d MB at the end, %d MB at most in minutes 2-5", last>>20, early>>20)
+	}
+	if v["duplicates"] != 0.0 || v["lost"] != 0.0 {
+		t.Errorf("verify %v", v)
+	}
+}

@@ -67,6 +67,11 @@ type RetentionConfig struct {
 	Logf func(format string, args ...any)
 }
 
+// roundRecords is the most a round reads of one partition, so that what a
+// round holds in memory stays small; a ledger behind catches up over
+// several rounds.
+const roundRecords = 20_000
+
 // NewRetention returns a Retention for cfg; Run starts it.
 func NewRetention(cfg RetentionConfig) *Retention {
 	if cfg.Logf == nil {
@@ -116,7 +121,7 @@ func (r *Retention) Round(ctx context.Context) error {
 			return fmt.Errorf("topic %s: %w", topic, err)
 		}
 		floor := floorOf(cps, parts, func(c *checkpoint.Completed) map[int32]int64 { return c.SourceOffsets()[topic] })
-		if err := r.account(ctx, gen, topic, floor); err != nil {
+		if err := r.account(ctx, cl, gen, topic, floor); err != nil {
 			return err
 		}
 		inFloor[topic] = floor
@@ -129,7 +134,7 @@ func (r *Retention) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.accountOutput(ctx, lso); err != nil {
+	if err := r.accountOutput(ctx, cl, lso); err != nil {
 		return err
 	}
 	r.cfg.Ledger.Prune()
@@ -215,18 +220,18 @@ func (r *Retention) from(topic string, p int32) (int64, bool) {
 
 // account reads input topic (the generator's gen) from the ledger's
 // positions up to floor and adds it to the ledger.
-func (r *Retention) account(ctx context.Context, gen, topic string, floor map[int32]int64) error {
+func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic string, floor map[int32]int64) error {
 	from, to := map[int32]int64{}, map[int32]int64{}
 	for p, f := range floor {
 		start, known := r.from(topic, p)
 		if !known {
 			var err error
-			if start, err = r.logStart(topic, p); err != nil {
+			if start, err = logStart(cl, topic, p); err != nil {
 				return err
 			}
 		}
 		if f > start {
-			from[p], to[p] = start, f
+			from[p], to[p] = start, min(f, start+roundRecords)
 		} else if !known {
 			r.cfg.Ledger.SetPosition(topic, p, start)
 		}
@@ -251,19 +256,19 @@ func (r *Retention) account(ctx context.Context, gen, topic string, floor map[in
 // accountOutput reads the committed output from the ledger's positions up to
 // the last stable offsets lso (below it every transaction is decided) and
 // adds it to the ledger.
-func (r *Retention) accountOutput(ctx context.Context, lso map[int32]int64) error {
+func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map[int32]int64) error {
 	topic := r.cfg.Output
 	from, to := map[int32]int64{}, map[int32]int64{}
 	for p, end := range lso {
 		start, known := r.from(topic, p)
 		if !known {
 			var err error
-			if start, err = r.logStart(topic, p); err != nil {
+			if start, err = logStart(cl, topic, p); err != nil {
 				return err
 			}
 		}
 		if end > start {
-			from[p], to[p] = start, end
+			from[p], to[p] = start, min(end, start+roundRecords)
 		} else if !known {
 			r.cfg.Ledger.SetPosition(topic, p, start)
 		}
@@ -286,12 +291,7 @@ func (r *Retention) accountOutput(ctx context.Context, lso map[int32]int64) erro
 }
 
 // logStart is the first offset partition p of topic still holds.
-func (r *Retention) logStart(topic string, p int32) (int64, error) {
-	cl, err := r.cfg.Client.NewClient()
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
+func logStart(cl sarama.Client, topic string, p int32) (int64, error) {
 	o, err := cl.GetOffset(topic, p, sarama.OffsetOldest)
 	if err != nil {
 		return 0, fmt.Errorf("start of %s/%d: %w", topic, p, err)
