@@ -12,6 +12,16 @@ import (
 	"time"
 )
 
+// shellEnv is raceEnv as a shell command's prefix ("K='v' ").
+func shellEnv(t *testing.T) string {
+	env := ""
+	for _, kv := range raceEnv(t) {
+		k, v, _ := strings.Cut(kv, "=")
+		env += k + "='" + v + "' "
+	}
+	return env
+}
+
 // tmuxSession drives the real binary's terminal UI in a tmux session of its
 // own server, as a user at a terminal would.
 type tmuxSession struct {
@@ -86,11 +96,7 @@ func TestTUIInjectPanicAndRecover(t *testing.T) {
 	dir := t.TempDir()
 	// The shell around it stays, so that what faultline printed last can be
 	// read after it exits.
-	env := ""
-	for _, kv := range raceEnv(t) {
-		k, v, _ := strings.Cut(kv, "=")
-		env += k + "='" + v + "' "
-	}
+	env := shellEnv(t)
 	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms --restart-delay 1s 2>%s; echo faultline exited $?; sleep 600",
 		env, binary, dir, filepath.Join(dir, "stderr"))
 	s := startTmux(t, 120, 40, cmd)
@@ -154,11 +160,7 @@ func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			env := ""
-			for _, kv := range raceEnv(t) {
-				k, v, _ := strings.Cut(kv, "=")
-				env += k + "='" + v + "' "
-			}
+			env := shellEnv(t)
 			s := startTmux(t, 120, 40, fmt.Sprintf("%sexec env %s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms", c.prefix, env, binary, dir))
 			s.waitFor("the job running", 60*time.Second, func(sc string) bool { return headerStatus(sc) == "RUNNING" })
 			var pid int
@@ -199,11 +201,7 @@ func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
 func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string) error, flags ...string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	env := ""
-	for _, kv := range raceEnv(t) {
-		k, v, _ := strings.Cut(kv, "=")
-		env += k + "='" + v + "' "
-	}
+	env := shellEnv(t)
 	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --rate 5000 --checkpoint-interval 500ms %s 2>%s; echo faultline exited $?; sleep 600",
 		env, binary, dir, strings.Join(flags, " "), filepath.Join(dir, "stderr"))
 	s := startTmux(t, 120, 40, cmd)

@@ -148,17 +148,23 @@ func (c *Completed) OutputFloor() Offsets {
 	out := Offsets{}
 	for _, a := range c.Tasks {
 		for topic, parts := range a.OutputFrom {
-			if out[topic] == nil {
-				out[topic] = map[int32]int64{}
-			}
-			for p, o := range parts {
-				if cur, ok := out[topic][p]; !ok || o < cur {
-					out[topic][p] = o
-				}
-			}
+			out.Lower(topic, parts)
 		}
 	}
 	return out
+}
+
+// Lower lowers o's offsets of topic to those of parts where parts has a
+// lower one or o has none.
+func (o Offsets) Lower(topic string, parts map[int32]int64) {
+	if o[topic] == nil {
+		o[topic] = map[int32]int64{}
+	}
+	for p, off := range parts {
+		if cur, ok := o[topic][p]; !ok || off < cur {
+			o[topic][p] = off
+		}
+	}
 }
 
 // StateStorage keeps the state blobs subtasks write during the asynchronous

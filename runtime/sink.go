@@ -639,17 +639,8 @@ func (s *sinkOp) OutputFrom() checkpoint.Offsets {
 		committables = append(committables, t.committable)
 	}
 	for _, c := range committables {
-		topic, from, ok := p.PositionOf(c)
-		if !ok {
-			continue
-		}
-		if out[topic] == nil {
-			out[topic] = map[int32]int64{}
-		}
-		for part, o := range from {
-			if cur, seen := out[topic][part]; !seen || o < cur {
-				out[topic][part] = o
-			}
+		if topic, from, ok := p.PositionOf(c); ok {
+			out.Lower(topic, from)
 		}
 	}
 	return out

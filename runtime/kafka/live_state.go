@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"faultline/runtime"
+	"faultline/runtime/verify"
 )
 
 // The live verifier's bookkeeping. Everything here is guarded by
@@ -47,33 +48,9 @@ type idTable struct {
 	index  map[string]uint32
 }
 
-// denseID maps the generator's order ids ("o-" and at least six digits, as
-// fmt's %06d writes them) to their number; any other string is not dense.
-// The mapping is one to one, so the id's string is never needed again.
-func denseID(id []byte) (uint32, bool) {
-	if len(id) < 8 || len(id) > 12 || id[0] != 'o' || id[1] != '-' {
-		return 0, false
-	}
-	d := id[2:]
-	if len(d) > 6 && d[0] == '0' {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if n >= 1<<32 {
-		return 0, false
-	}
-	return uint32(n), true
-}
-
 // ref returns id's word, creating it.
 func (t *idTable) ref(id []byte) idRef {
-	if n, ok := denseID(id); ok {
+	if n, ok := verify.DenseID(id); ok {
 		c := int(n / denseChunk)
 		for len(t.chunks) <= c {
 			t.chunks = append(t.chunks, nil)

@@ -13,6 +13,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/verify"
 )
 
 // noLeaks checks, when the test ends, that no goroutine started since it
@@ -694,12 +695,12 @@ func TestLiveStateCounts(t *testing.T) {
 func TestDenseIDs(t *testing.T) {
 	for _, n := range []uint32{0, 7, 999999, 1000000, 123456789, 1<<32 - 1} {
 		id := fmt.Sprintf("o-%06d", n)
-		if got, ok := denseID([]byte(id)); !ok || got != n {
+		if got, ok := verify.DenseID([]byte(id)); !ok || got != n {
 			t.Errorf("%s: %d %v", id, got, ok)
 		}
 	}
 	for _, id := range []string{"o-12345", "o-0000001", "o-4294967296", "o-00000a", "x-000001", "o-", ""} {
-		if _, ok := denseID([]byte(id)); ok {
+		if _, ok := verify.DenseID([]byte(id)); ok {
 			t.Errorf("%q taken for a generator id", id)
 		}
 	}

@@ -221,45 +221,28 @@ func (r *Retention) from(topic string, p int32) (int64, bool) {
 // account reads input topic (the generator's gen) from the ledger's
 // positions up to floor and adds it to the ledger.
 func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic string, floor map[int32]int64) error {
-	from, to := map[int32]int64{}, map[int32]int64{}
-	for p, f := range floor {
-		start, known := r.from(topic, p)
-		if !known {
-			var err error
-			if start, err = logStart(cl, topic, p); err != nil {
-				return err
-			}
-		}
-		if f > start {
-			from[p], to[p] = start, min(f, start+roundRecords)
-		} else if !known {
-			r.cfg.Ledger.SetPosition(topic, p, start)
-		}
-	}
-	if len(to) == 0 {
-		return nil
-	}
-	recs, err := read(ctx, r.cfg.Client, topic, from, to, false)
-	if err != nil {
-		return fmt.Errorf("account for %s: %w", topic, err)
-	}
-	for _, rec := range recs {
+	return r.advance(ctx, cl, topic, floor, false, func(rec runtime.OutputRecord) {
 		id, _ := runtime.OrderIDOf(rec.Value)
 		r.cfg.Ledger.Input(gen, id, rec.Time)
-	}
-	for p, o := range to {
-		r.cfg.Ledger.SetPosition(topic, p, o)
-	}
-	return nil
+	})
 }
 
 // accountOutput reads the committed output from the ledger's positions up to
 // the last stable offsets lso (below it every transaction is decided) and
 // adds it to the ledger.
 func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map[int32]int64) error {
-	topic := r.cfg.Output
+	return r.advance(ctx, cl, r.cfg.Output, lso, true, func(rec runtime.OutputRecord) {
+		id, ok := runtime.OrderIDOf(rec.Value)
+		r.cfg.Ledger.Output(id, ok)
+	})
+}
+
+// advance reads topic (read_committed when committed) from the ledger's
+// position of each partition up to its target, at most roundRecords of
+// it, hands each record to add and moves the ledger's positions there.
+func (r *Retention) advance(ctx context.Context, cl sarama.Client, topic string, targets map[int32]int64, committed bool, add func(runtime.OutputRecord)) error {
 	from, to := map[int32]int64{}, map[int32]int64{}
-	for p, end := range lso {
+	for p, target := range targets {
 		start, known := r.from(topic, p)
 		if !known {
 			var err error
@@ -267,8 +250,8 @@ func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map
 				return err
 			}
 		}
-		if end > start {
-			from[p], to[p] = start, min(end, start+roundRecords)
+		if target > start {
+			from[p], to[p] = start, min(target, start+roundRecords)
 		} else if !known {
 			r.cfg.Ledger.SetPosition(topic, p, start)
 		}
@@ -276,13 +259,12 @@ func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map
 	if len(to) == 0 {
 		return nil
 	}
-	recs, err := read(ctx, r.cfg.Client, topic, from, to, true)
+	recs, err := read(ctx, r.cfg.Client, topic, from, to, committed)
 	if err != nil {
 		return fmt.Errorf("account for %s: %w", topic, err)
 	}
 	for _, rec := range recs {
-		id, ok := runtime.OrderIDOf(rec.Value)
-		r.cfg.Ledger.Output(id, ok)
+		add(rec)
 	}
 	for p, o := range to {
 		r.cfg.Ledger.SetPosition(topic, p, o)

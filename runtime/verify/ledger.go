@@ -80,10 +80,10 @@ func New(kind string, ttl time.Duration) *Ledger {
 func (l *Ledger) Kind() string       { return l.kind }
 func (l *Ledger) TTL() time.Duration { return time.Duration(l.ttl) * time.Millisecond }
 
-// denseID maps the generator's order ids ("o-" and at least six digits, as
+// DenseID maps the generator's order ids ("o-" and at least six digits, as
 // fmt's %06d writes them) to their number; any other string is not dense.
 // The mapping is one to one, so the id's string is never needed again.
-func denseID(id []byte) (uint32, bool) {
+func DenseID(id []byte) (uint32, bool) {
 	if len(id) < 8 || len(id) > 12 || id[0] != 'o' || id[1] != '-' {
 		return 0, false
 	}
@@ -107,7 +107,7 @@ func denseID(id []byte) (uint32, bool) {
 // load returns id's byte and, for a generator id, where it lives (nil for
 // any other id, whose byte store puts into the map).
 func (l *Ledger) load(id []byte) (byte, *byte) {
-	if n, ok := denseID(id); ok {
+	if n, ok := DenseID(id); ok {
 		c := int(n / chunkIDs)
 		for len(l.dense) <= c {
 			l.dense = append(l.dense, nil)
