@@ -67,10 +67,9 @@ type RetentionConfig struct {
 	Logf func(format string, args ...any)
 }
 
-// roundRecords is the most a round reads of one partition, so that what a
-// round holds in memory stays small; a ledger behind catches up over
-// several rounds.
-const roundRecords = 20_000
+// roundRecords is the most a round reads of one partition at once, so that
+// what it holds in memory stays small (a variable for tests).
+var roundRecords int64 = 20_000
 
 // NewRetention returns a Retention for cfg; Run starts it.
 func NewRetention(cfg RetentionConfig) *Retention {
@@ -238,38 +237,40 @@ func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map
 }
 
 // advance reads topic (read_committed when committed) from the ledger's
-// position of each partition up to its target, at most roundRecords of
-// it, hands each record to add and moves the ledger's positions there.
+// position of each partition up to its target, hands each record to add
+// and moves the ledger's positions there. It reads at most roundRecords
+// of a partition at once, so that what it holds stays small.
 func (r *Retention) advance(ctx context.Context, cl sarama.Client, topic string, targets map[int32]int64, committed bool, add func(runtime.OutputRecord)) error {
-	from, to := map[int32]int64{}, map[int32]int64{}
-	for p, target := range targets {
-		start, known := r.from(topic, p)
-		if !known {
-			var err error
-			if start, err = logStart(cl, topic, p); err != nil {
-				return err
+	for {
+		from, to := map[int32]int64{}, map[int32]int64{}
+		for p, target := range targets {
+			start, known := r.from(topic, p)
+			if !known {
+				var err error
+				if start, err = logStart(cl, topic, p); err != nil {
+					return err
+				}
+			}
+			if target > start {
+				from[p], to[p] = start, min(target, start+roundRecords)
+			} else if !known {
+				r.cfg.Ledger.SetPosition(topic, p, start)
 			}
 		}
-		if target > start {
-			from[p], to[p] = start, min(target, start+roundRecords)
-		} else if !known {
-			r.cfg.Ledger.SetPosition(topic, p, start)
+		if len(to) == 0 {
+			return nil
+		}
+		recs, err := read(ctx, r.cfg.Client, topic, from, to, committed)
+		if err != nil {
+			return fmt.Errorf("account for %s: %w", topic, err)
+		}
+		for _, rec := range recs {
+			add(rec)
+		}
+		for p, o := range to {
+			r.cfg.Ledger.SetPosition(topic, p, o)
 		}
 	}
-	if len(to) == 0 {
-		return nil
-	}
-	recs, err := read(ctx, r.cfg.Client, topic, from, to, committed)
-	if err != nil {
-		return fmt.Errorf("account for %s: %w", topic, err)
-	}
-	for _, rec := range recs {
-		add(rec)
-	}
-	for p, o := range to {
-		r.cfg.Ledger.SetPosition(topic, p, o)
-	}
-	return nil
 }
 
 // logStart is the first offset partition p of topic still holds.
