@@ -299,7 +299,7 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 	v := report["verify"].(map[string]any)
 	log, _ := os.ReadFile(filepath.Join(s.stateDir(), "faultline.log"))
 	rounds := strings.Count(string(log), "broker retention: output floor")
-	t.Logf("%s: seed %d, %d runs, %d kills (%s), %d retention rounds, verify: expected %v committed %v duplicates %v lost %v",
+	t.Logf("%s: seed %d, %d runs, %d kills (%s), %d retention rounds, verify: expected %.0f committed %.0f duplicates %.0f lost %.0f",
 		name, s.seed, s.runs, killed, strings.Join(moments, ", "), rounds, v["expected"], v["committed"], v["duplicates"], v["lost"])
 	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
 		t.Fatalf("%s: after %d kills the last run exited %d with %v", name, killed, code, v)
@@ -456,7 +456,7 @@ func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64) {
 		t.Fatalf("%s: the last run printed no report (exit %d)", s.name, code)
 	}
 	v := report["verify"].(map[string]any)
-	t.Logf("%s: seed %d, %d runs, %d faults fired (%s), %d restarts scheduled, %d savepoints, replay_skipped %v, verify: expected %v committed %v duplicates %v lost %v",
+	t.Logf("%s: seed %d, %d runs, %d faults fired (%s), %d restarts scheduled, %d savepoints, replay_skipped %v, verify: expected %.0f committed %.0f duplicates %.0f lost %.0f",
 		s.name, s.seed, s.runs, total, strings.Join(kinds, ", "), restarts, savepoints, report["replay_skipped"], v["expected"], v["committed"], v["duplicates"], v["lost"])
 	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
 		t.Fatalf("%s: the last run exited %d with %v", s.name, code, v)
@@ -547,7 +547,7 @@ func TestSoakMemory(t *testing.T) {
 		t.Fatalf("exit %d, report %v", code, report)
 	}
 	v := report["verify"].(map[string]any)
-	t.Logf("after %d minutes: verify expected %v committed %v duplicates %v lost %v", minutes, v["expected"], v["committed"], v["duplicates"], v["lost"])
+	t.Logf("after %d minutes: verify expected %.0f committed %.0f duplicates %.0f lost %.0f", minutes, v["expected"], v["committed"], v["duplicates"], v["lost"])
 	var total, n, early int64
 	for _, m := range per[2:] {
 		total, n = total+m.sum/m.n, n+1
