@@ -175,7 +175,7 @@ func newRunCmd() *cobra.Command {
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
 	f.StringVar(&o.onBadRecord, "on-bad-record", runtime.BadRecordFail, "what parsing does with a record it cannot parse: fail (the task fails and the job restarts), skip (drop and count it) or dead-letter (write it to --dead-letter-topic and count it)")
 	f.StringVar(&o.deadLetterTopic, "dead-letter-topic", "dead-letter", "with --on-bad-record dead-letter: the topic unparseable records go to")
-	f.DurationVar(&o.stateTTL, "state-ttl", time.Minute, "how long the join keeps an order or a payment waiting for the other, in event time (the records' Kafka timestamps): an order and a payment further apart are not joined, and the verification expects exactly that; 0 keeps them for ever (default: the job spec's state_ttl, 1m for the default job)")
+	f.DurationVar(&o.stateTTL, "state-ttl", 0, "how long the join keeps an order or a payment waiting for the other, in event time (the records' Kafka timestamps): an order and a payment further apart are not joined, and the verification expects exactly that; 0 keeps them for ever (default: the job spec's state_ttl, 1m for the default job)")
 	o.kafka.addFlags(f)
 	return cmd
 }
