@@ -429,6 +429,21 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
 		o.headless = true
 	}
+	// The verification ledger: what the oracle has accounted for of the
+	// records the embedded broker deleted. A run that goes on from this
+	// job's checkpoints goes on from it; any other starts a new one.
+	expect := runtime.ExpectOf(p.job)
+	ledgerPath := filepath.Join(stateDir, "verify", "ledger")
+	continues := o.fromSavepoint != 0
+	if !continues && (o.resume || !o.headless) {
+		if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
+			continues = true
+		}
+	}
+	ledger, err := openLedger(ledgerPath, expect, continues, stateDir)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, stopSignals()...)
 	defer stop()
 	ctx, stopRun := context.WithCancelCause(ctx)
@@ -708,21 +723,6 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
 
-	// The verification ledger: what the oracle has accounted for of the
-	// records the embedded broker deleted. A run that goes on from this
-	// job's checkpoints goes on from it; any other starts a new one.
-	expect := runtime.ExpectOf(p.job)
-	ledgerPath := filepath.Join(stateDir, "verify", "ledger")
-	continues := o.fromSavepoint != 0
-	if !continues && (o.resume || !o.headless) {
-		if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
-			continues = true
-		}
-	}
-	ledger, err := openLedger(ledgerPath, expect, continues, stateDir)
-	if err != nil {
-		return err
-	}
 	if !o.headless && o.fromSavepoint == 0 {
 		// The UI goes on from where the state dir left off, as after a
 		// crash, unless told where to start.
