@@ -1331,7 +1331,7 @@ func (c *Cluster) loadPartitionFullReplay(pd *partData, segFiles []int64, fsys f
 	// are written with inTx=true at produce time; endTx clears it in
 	// memory but not on disk. During full replay we identify completed
 	// transactions by their control batches.
-	activeTxns := make(map[int64]int64) // producerID -> firstOffset
+	activeTxns := make(map[int64]int64)   // producerID -> firstOffset
 	activeEpochs := make(map[int64]int16) // producerID -> epoch of its last batch
 	for _, b := range batches {
 		isControl := b.Attributes&0x0020 != 0
