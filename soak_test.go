@@ -126,6 +126,12 @@ func (r *soakRun) wait(s *soak) (int, map[string]any) {
 			report = rep
 		}
 	}
+	return r.exit(s), report
+}
+
+// exit waits for the run to exit, once its events have been read, and
+// returns its exit code (-9 when it was killed).
+func (r *soakRun) exit(s *soak) int {
 	<-r.done
 	err := r.cmd.Wait()
 	r.out.Close()
@@ -139,7 +145,7 @@ func (r *soakRun) wait(s *soak) (int, map[string]any) {
 	} else if err != nil {
 		s.t.Fatal(err)
 	}
-	return code, report
+	return code
 }
 
 // kill kills the whole process, as a crash would.
@@ -428,8 +434,7 @@ func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64) {
 				report = rep
 			}
 		}
-		<-r.done
-		code, _ = r.wait(s)
+		code = r.exit(s)
 		elapsed += time.Since(started)
 		crashed := code == -int(syscall.SIGKILL)
 		s.log = append(s.log, fmt.Sprintf("run %d: faults %d-%d, exit %d after %s", s.runs, next+1, last, code, time.Since(started).Round(time.Millisecond)))
@@ -522,9 +527,15 @@ func TestSoakMemory(t *testing.T) {
 	s := newSoak(t, "memory soak")
 	const minutes = 10
 	r := s.start("run", "--headless", "--rate", "8000", "--listen", "0", "--state-dir", s.stateDir())
+	reported := make(chan map[string]any, 1)
 	go func() {
-		for range r.events {
+		var report map[string]any
+		for m := range r.events {
+			if rep, ok := m["report"].(map[string]any); ok {
+				report = rep
+			}
 		}
+		reported <- report
 	}()
 	type minute struct{ lo, hi, sum, n, disk int64 }
 	var per [minutes]minute
@@ -542,7 +553,8 @@ func TestSoakMemory(t *testing.T) {
 			i+1, m.lo>>20, m.sum/m.n>>20, m.hi>>20, m.disk>>20)
 	}
 	r.cmd.Process.Signal(syscall.SIGINT)
-	code, report := r.wait(s)
+	report := <-reported
+	code := r.exit(s)
 	if code != 0 || report == nil {
 		t.Fatalf("exit %d, report %v", code, report)
 	}
