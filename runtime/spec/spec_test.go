@@ -9,7 +9,9 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // lines joins its arguments as the lines of a file, so that a test can count
@@ -161,9 +163,11 @@ func TestParseErrors(t *testing.T) {
 
 		// The job as a whole.
 		{"no sink", job(joinHeader, srcOrders), 2, "operators", "the job has no sink"},
-		{"output read by nobody", job(joinHeader, srcOrders, srcPayments, []string{"  - name: out", "    type: sink", "    topic: results", "    inputs:", "      - {from: orders-source, edge: rebalance}"}), 7, "operators[1]", "nothing reads the output of payments-source"},
+		{"output read by nobody", job(joinHeader, srcOrders, srcPayments, parseOrders, []string{"  - name: out", "    type: sink", "    topic: results", "    inputs:", "      - {from: parse-orders, edge: rebalance}"}), 7, "operators[1]", "nothing reads the output of payments-source"},
 		{"verify orders with a join", withPrefix(okJoin, sinkFrom("join")) + "verify: orders\n", 34, "verify", "a join passes only the orders that were paid; use verify: paid-orders"},
-		{"verify paid-orders without a join", job([]string{"name: t", "verify: paid-orders", "operators:"}, srcOrders, sinkFrom("orders-source")), 2, "verify", "without a join every order does; use verify: orders"},
+		{"verify paid-orders without a join", job([]string{"name: t", "verify: paid-orders", "operators:"}, srcOrders, parseOrders, sinkFrom("parse-orders")), 2, "verify", "without a join every order does; use verify: orders"},
+		{"sink straight from a source", job(joinHeader, srcOrders, sinkFrom("orders-source")), 11, "operators[1].inputs[0].from", "orders-source is a source of orders and emits raw bytes; put a parse (or an enrich) between them"},
+		{"sink from payments", withPrefix(sinkFrom("parse-payments")), 27, "operators[4].inputs[0].from", "parse-payments's records have order_id, payment_id, amount_cents"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,8 +251,9 @@ func TestValidSpecs(t *testing.T) {
 		j, err := Parse("t.yaml", []byte(lines(
 			"operators:",
 			"  - {name: s, type: source, topic: orders, parallelism: &p 4}",
-			"  - {name: k, type: sink, topic: out, parallelism: *p, inputs: [{from: s, edge: forward}]}",
-			"  - {name: k2, type: sink, topic: out2, parallelism: \"4\", inputs: [{from: s, edge: broadcast}]}",
+			"  - {name: e, type: enrich, parallelism: *p, inputs: [{from: s, edge: forward}]}",
+			"  - {name: k, type: sink, topic: out, parallelism: *p, inputs: [{from: e, edge: forward}]}",
+			"  - {name: k2, type: sink, topic: out2, parallelism: \"4\", inputs: [{from: e, edge: broadcast}]}",
 			"max_parallelism: 4",
 			"name: t")))
 		if err != nil {
@@ -364,6 +369,67 @@ func TestLoadNamesFile(t *testing.T) {
 	if want := path + ":2: verify: "; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Load = %v; want it to start with %q", err, want)
 	}
+}
+
+// TestLoadReadsOnlyRegularFilesOfASaneSize: a device, a FIFO, a folder or
+// a huge file given as --job is refused at once, never read for ever or
+// waited on.
+func TestLoadReadsOnlyRegularFilesOfASaneSize(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/dev/zero", "not a regular file (a device)"},
+		{fifo, "not a regular file (a named pipe)"},
+		{dir, "is a folder"},
+		{big, "2097152 bytes, more than the 1048576 a job spec may have"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(tc.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("Load(%s) = %v; want an error naming it and saying %q", tc.path, err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load(%s) still runs after 5s", tc.path)
+		}
+	}
+}
+
+// FuzzParse: no spec, however broken, makes Parse panic; every error it
+// returns is an *Error that names the file.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"orders.yaml", "pipeline.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "jobs", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("name: t\noperators:\n  - {name: s, type: source, topic: orders}\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("name: t\noperators: [{name: s, type: sink, inputs: [{from: s}]}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) || se.File != "fuzz.yaml" {
+				t.Fatalf("Parse error %v (%T) is not an *Error naming the file", err, err)
+			}
+			return
+		}
+		if j == nil || len(j.Operators) == 0 {
+			t.Fatalf("Parse = %v, nil: a job without operators", j)
+		}
+	})
 }
 
 func TestOpAndDownstream(t *testing.T) {
