@@ -194,6 +194,10 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("name: x\noperators:\n  - name: src\n    type: source\n    topic: orders\n    parallelism: two\n"), 0o644)
+	big := filepath.Join(dir, "big.yaml")
+	os.WriteFile(big, bytes.Repeat([]byte("# \n"), 1<<20), 0o644)
+	direct := filepath.Join(dir, "direct.yaml")
+	os.WriteFile(direct, []byte("name: direct\noperators:\n  - name: src\n    type: source\n    topic: orders\n  - name: out\n    type: sink\n    topic: enriched\n    inputs: [{from: src, edge: forward}]\n"), 0o644)
 	cases := []struct {
 		name string
 		args []string
@@ -209,6 +213,15 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"bad parallelism", []string{"run", "--headless", "--parallelism", "join=0"}, []string{"join"}},
 		{"transaction timeout within the interval", []string{"run", "--headless", "--sink-transaction-timeout", "1s"}, []string{"--sink-transaction-timeout 1s", "--checkpoint-interval 2s"}},
 		{"transaction timeout past the embedded broker's", []string{"run", "--headless", "--sink-transaction-timeout", "1h"}, []string{"--sink-transaction-timeout 1h", "at most 15m"}},
+		{"negative rate", []string{"run", "--headless", "--rate=-5"}, []string{"--rate -5", "0 or more"}},
+		{"rate NaN", []string{"run", "--headless", "--rate", "NaN"}, []string{"--rate NaN"}},
+		{"rate Inf", []string{"run", "--headless", "--rate", "Inf"}, []string{"--rate +Inf"}},
+		{"bad topic name", []string{"run", "--headless", "--topic", "orders-source=bad topic!"}, []string{`"bad topic!" is not a Kafka topic name`}},
+		{"unwritable log file", []string{"run", "--headless", "--log-file", filepath.Join(dir, "no", "such", "dir", "x.log")}, []string{"--log-file", "no such file or directory"}},
+		{"job file is a device", []string{"run", "--headless", "--job", "/dev/zero"}, []string{"/dev/zero", "not a regular file"}},
+		{"job file is a folder", []string{"run", "--headless", "--job", dir}, []string{dir, "is a folder"}},
+		{"job file too large", []string{"run", "--headless", "--job", big}, []string{"big.yaml", "more than the 1048576"}},
+		{"source wired to the sink", []string{"run", "--headless", "--job", direct}, []string{"direct.yaml:9:", "emits raw bytes"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -79,6 +80,9 @@ type runOptions struct {
 	// given).
 	stateTTL time.Duration
 	setTTL   bool
+	// setRate is whether --rate was given (its default, -1, means "the
+	// default for the input").
+	setRate bool
 
 	kafka kafkaOptions
 }
@@ -128,6 +132,7 @@ func newRunCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.setTTL = cmd.Flags().Changed("state-ttl")
+			o.setRate = cmd.Flags().Changed("rate")
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -253,6 +258,8 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--mode %q: want exactly-once or at-least-once", o.mode)
 	}
 	switch {
+	case o.setRate && (o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0)):
+		return nil, usagef("--rate %v: want records per second, 0 or more (0: all at once with --records)", o.rate)
 	case o.records < 0:
 		return nil, usagef("--records %d: want 0 (unbounded) or more", o.records)
 	case o.interval < 0:
@@ -289,6 +296,8 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--retention-interval %s: want 0 (keep every record) or a positive duration", o.retention)
 	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
 		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
+	case o.onBadRecord == runtime.BadRecordDeadLetter && !spec.IsTopicName(o.deadLetterTopic):
+		return nil, usagef("--dead-letter-topic %q is not a Kafka topic name: %s", o.deadLetterTopic, spec.TopicNameRule)
 	case o.kafka.listen < 0 || o.kafka.listen > 65535:
 		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
 	case o.kafka.txnTimeout <= 0:
@@ -344,6 +353,9 @@ func (o *runOptions) check() (*prepared, error) {
 		}
 		if _, known := p.topicMap[name]; !known {
 			return nil, usagef("--topic %q: %q is not a source or sink of job %s", kv, name, p.job.Name)
+		}
+		if !spec.IsTopicName(topic) {
+			return nil, usagef("--topic %q: %q is not a Kafka topic name: %s", kv, topic, spec.TopicNameRule)
 		}
 		p.topicMap[name] = topic
 	}
@@ -420,6 +432,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
+		if o.logFile != "" {
+			return usagef("--log-file %s: %v", o.logFile, errors.Unwrap(err))
+		}
 		return fmt.Errorf("log file: %w", err)
 	}
 	defer lf.Close()

@@ -121,10 +121,18 @@ func (p *parser) topic(op *Operator, f fields, path string) error {
 		return p.errf(n.Line, field, "a source reads %s or %s (the topics the generator writes), got %q", TopicOrders, TopicPayments, op.Topic)
 	case op.Type == TypeSink && (op.Topic == TopicOrders || op.Topic == TopicPayments):
 		return p.errf(n.Line, field, "a sink must not write to %s, which the sources read; choose another topic, e.g. revenue", op.Topic)
-	case op.Type == TypeSink && (!topicPattern.MatchString(op.Topic) || op.Topic == "." || op.Topic == ".."):
-		return p.errf(n.Line, field, "%q is not a Kafka topic name: use 1 to 249 letters, digits, '.', '_' and '-'", op.Topic)
+	case op.Type == TypeSink && !IsTopicName(op.Topic):
+		return p.errf(n.Line, field, "%q is not a Kafka topic name: %s", op.Topic, TopicNameRule)
 	}
 	return nil
+}
+
+// TopicNameRule says what IsTopicName accepts, for messages.
+const TopicNameRule = "use 1 to 249 letters, digits, '.', '_' and '-'"
+
+// IsTopicName reports whether Kafka accepts name as a topic name.
+func IsTopicName(name string) bool {
+	return topicPattern.MatchString(name) && name != "." && name != ".."
 }
 
 // schema reads the schema of a parse operator; other operators have none.
