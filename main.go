@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"faultline/internal/supervise"
 )
 
 // usageError is a mistake in how faultline was called: exit code 2.
@@ -62,7 +64,8 @@ again (headless: --resume).`,
 }
 
 func main() {
-	os.Exit(execute(os.Args[1:]))
+	// A crash must not exit 2, the code of a bad flag: see supervise.
+	os.Exit(supervise.Main("faultline", func() int { return execute(os.Args[1:]) }))
 }
 
 func execute(args []string) int {

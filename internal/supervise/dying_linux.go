@@ -1,0 +1,39 @@
+package supervise
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Dying reports whether pid is a supervised child whose supervisor is
+// gone: the kernel is killing it (see Main), and what it holds, such as a
+// state dir's lock, is about to be released.
+func Dying(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil || !bytes.Contains(env, []byte(envChild+"=")) {
+		return false
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return true // gone already
+	}
+	ppid := 0
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if ppid <= 1 {
+		return true
+	}
+	// Handed to a subreaper: its supervisor was the same program.
+	self, err1 := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	parent, err2 := os.Readlink(fmt.Sprintf("/proc/%d/exe", ppid))
+	return err1 == nil && (err2 != nil || parent != self)
+}
