@@ -201,3 +201,42 @@ func jsonLines(r io.Reader) <-chan map[string]any {
 	}()
 	return lines
 }
+
+// A second Ctrl-C while the output is being checked quits at once, with
+// exit 1 and a line that says what it left; the resumed run then goes on
+// from the last checkpoint and ends exact.
+func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "--headless", "--records", "800000", "--checkpoint-interval", "300ms", "--state-dir", dir, "--listen", "0"}
+	cmd, stderr, lines := startRun(t, args...)
+	waitEvents(t, lines, "checkpoint_completed", 2)
+	cmd.Process.Signal(syscall.SIGINT)
+	first := time.Now()
+	waitEvents(t, lines, "verify_started", 1)
+	// Later than supervise.Again, so that it is a second Ctrl-C and not
+	// the copy of the first.
+	time.Sleep(time.Until(first.Add(700 * time.Millisecond)))
+	cmd.Process.Signal(syscall.SIGINT)
+	second := time.Now()
+	var report map[string]any
+	for m := range lines {
+		if r, ok := m["report"].(map[string]any); ok {
+			report = r
+		}
+	}
+	err := cmd.Wait()
+	took := time.Since(second)
+	if code := cmd.ProcessState.ExitCode(); code != 1 || report != nil {
+		t.Fatalf("exit %d (%v), report %v; want exit 1 and no report; stderr %q", code, err, report, stderr)
+	}
+	if !strings.Contains(stderr.String(), "interrupt again: quitting now, without checking the output") {
+		t.Fatalf("stderr %q does not say why it quit", stderr)
+	}
+	if took > 3*time.Second {
+		t.Fatalf("quit %s after the second Ctrl-C", took)
+	}
+	r := faultline(t, append(args, "--resume")...)
+	if r.code != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("resume: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	}
+}
