@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,5 +199,40 @@ func TestInputFillShowsProgressAndStops(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped while writing the input into Kafka, with about ") {
 		t.Fatalf("stderr does not say where the input stopped:\n%s", stderr.String())
+	}
+}
+
+// A broker log whose meta.json is gone or damaged is refused at once and
+// named, never read as an empty broker beside the old data.
+func TestDamagedLogDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "--headless", "--records", "2000", "--state-dir", dir}
+	if r := faultline(t, args...); r.code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	meta := filepath.Join(dir, "kafka", "meta.json")
+	for _, damage := range []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"missing", func() error { return os.Remove(meta) }, "has no meta.json"},
+		{"empty", func() error { return os.WriteFile(meta, nil, 0o644) }, "has an empty meta.json"},
+		{"garbage", func() error { return os.WriteFile(meta, []byte("{bad"), 0o644) }, "parsing meta.json"},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			if err := damage.do(); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			r := faultline(t, append(args, "--resume")...)
+			if r.code != 1 || !strings.Contains(r.stderr, "the embedded Kafka broker's log is damaged") ||
+				!strings.Contains(r.stderr, damage.want) || !strings.Contains(r.stderr, "--fresh") {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Fatalf("refused after %s", took)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -51,6 +52,9 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 		}
 		return append(o, kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(segment)}))
 	}
+	if err := checkLogDir(dataDir); err != nil {
+		return nil, err
+	}
 	e := &Embedded{}
 	c, err := kfake.NewCluster(opts(port)...)
 	if err != nil && port != 0 && isAddrInUse(err) {
@@ -58,6 +62,9 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 		c, err = kfake.NewCluster(opts(0)...)
 	}
 	if err != nil {
+		if dataDir != "" && !isAddrInUse(err) {
+			return nil, fmt.Errorf("%w: %s cannot be read back (%v): its topics, offsets and transactions are lost; start again from nothing with --fresh", ErrLogDamaged, dataDir, err)
+		}
 		if dataDir != "" {
 			return nil, fmt.Errorf("start the embedded Kafka broker (log in %s): %w", dataDir, err)
 		}
@@ -84,6 +91,38 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 		}
 	}
 	return e, nil
+}
+
+// ErrLogDamaged means the embedded broker's log in the state dir cannot be
+// read back: a file of it is missing or damaged. Nothing in it can be
+// trusted; `faultline run --fresh` starts again from nothing.
+var ErrLogDamaged = errors.New("the embedded Kafka broker's log is damaged")
+
+// checkLogDir refuses a log dir that holds a broker's data without the
+// meta.json that the broker reads first: without it the broker would
+// start empty beside the old data, and the job would read only part of
+// its input.
+func checkLogDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || err == nil && len(entries) == 0 {
+		return nil // a new log
+	}
+	if err != nil {
+		return fmt.Errorf("the embedded Kafka broker's log %s: %w", dir, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "meta.json"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %s has no meta.json, so its topics, offsets and transactions cannot be read back; start again from nothing with --fresh", ErrLogDamaged, dir)
+	case err != nil:
+		return fmt.Errorf("%w: %s: %v; start again from nothing with --fresh", ErrLogDamaged, dir, err)
+	case fi.Size() == 0:
+		return fmt.Errorf("%w: %s has an empty meta.json, so its topics, offsets and transactions cannot be read back; start again from nothing with --fresh", ErrLogDamaged, dir)
+	}
+	return nil
 }
 
 func isAddrInUse(err error) bool {
