@@ -140,6 +140,14 @@ func TestBrokerDownAndBack(t *testing.T) {
 	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
 		t.Fatalf("verify %v", r.report["verify"])
 	}
+	// What failed speaks of the embedded broker being down, never of the
+	// TLS and SASL settings a user would then go and check.
+	if strings.Contains(r.stdout, "--tls") || strings.Contains(r.stderr, "--tls") {
+		for _, e := range r.eventsNamed("task_failed") {
+			t.Logf("task_failed: %v", e)
+		}
+		t.Fatal("an error during broker-down advises checking --tls and --sasl-mechanism")
+	}
 }
 
 // slow: the slowed join holds barriers back; checkpoints expire, and

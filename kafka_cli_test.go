@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,5 +235,45 @@ func TestDamagedLogDirIsRefused(t *testing.T) {
 				t.Fatalf("refused after %s", took)
 			}
 		})
+	}
+}
+
+// A listener that accepts connections and never answers is reported within
+// seconds, and Ctrl-C while waiting for it stops the run at once.
+func TestSilentBrokerIsReportedInSecondsAndCtrlCStopsTheWait(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // held open, never answered
+		}
+	}()
+	args := []string{"run", "--headless", "--brokers", ln.Addr().String(), "--bounded"}
+	start := time.Now()
+	r := faultline(t, args...)
+	if took := time.Since(start); r.code != 1 || took > 15*time.Second ||
+		!strings.Contains(r.stderr, "accepted the connection but answered no request in 5s") {
+		t.Fatalf("exit %d after %s, stderr %q; want exit 1 within seconds, saying the broker answered nothing", r.code, took, r.stderr)
+	}
+	cmd := command(t, append(args, "--state-dir", t.TempDir())...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	start = time.Now()
+	cmd.Wait()
+	if took := time.Since(start); cmd.ProcessState.ExitCode() != 1 || took > 3*time.Second ||
+		!strings.Contains(stderr.String(), "stopped while connecting to Kafka at "+ln.Addr().String()) {
+		t.Fatalf("after Ctrl-C: exit %d after %s, stderr %q", cmd.ProcessState.ExitCode(), took, stderr.String())
 	}
 }

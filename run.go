@@ -521,6 +521,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			return nil
 		}
 		p.client.Brokers = []string{broker.Addr}
+		p.client.Embedded = true
 		generate = true
 		f := map[string]any{"address": broker.Addr, "embedded": true, "log_dir": filepath.Join(stateDir, "kafka")}
 		if broker.Note != "" {
@@ -529,7 +530,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		obs.Emit("broker_started", f)
 	}
-	cl, err := p.client.NewClient()
+	cl, err := p.client.NewClientContext(ctx)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}

@@ -37,7 +37,14 @@ type Client struct {
 	// FetchBytes is the most a consumer asks of one partition per fetch
 	// (0: 1 MiB, Sarama's default).
 	FetchBytes int32
+	// Embedded says that Brokers is faultline's embedded broker, so that
+	// errors speak of it rather than of TLS and SASL settings.
+	Embedded bool
 }
+
+// probeTimeout bounds the first request to a broker that accepted the
+// connection: a listener that never answers is reported in seconds.
+const probeTimeout = 5 * time.Second
 
 // ErrUnreachable means no broker of the list answered.
 var ErrUnreachable = errors.New("no Kafka broker reachable")
@@ -108,11 +115,36 @@ func (c Client) Config() (*sarama.Config, error) {
 // NewClient connects to the cluster, failing within a few seconds with a
 // message that names the addresses when none answers.
 func (c Client) NewClient() (sarama.Client, error) {
+	return c.NewClientContext(context.Background())
+}
+
+// NewClientContext is NewClient that gives up when ctx ends (Ctrl-C while
+// connecting).
+func (c Client) NewClientContext(ctx context.Context) (sarama.Client, error) {
 	cfg, err := c.Config()
 	if err != nil {
 		return nil, err
 	}
-	return c.newClient(cfg)
+	type connected struct {
+		cl  sarama.Client
+		err error
+	}
+	done := make(chan connected, 1)
+	go func() {
+		cl, err := c.newClient(cfg)
+		done <- connected{cl, err}
+	}()
+	select {
+	case r := <-done:
+		return r.cl, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.cl != nil {
+				r.cl.Close()
+			}
+		}()
+		return nil, fmt.Errorf("stopped while connecting to Kafka at %s", strings.Join(c.Brokers, ","))
+	}
 }
 
 func (c Client) newClient(cfg *sarama.Config) (sarama.Client, error) {
@@ -139,18 +171,61 @@ func (c Client) newClient(cfg *sarama.Config) (sarama.Client, error) {
 		if err := probeTLS(c.Brokers, cfg); err != nil {
 			return nil, err
 		}
+	} else if err := c.probe(cfg); err != nil {
+		return nil, err
 	}
 	cl, err := sarama.NewClient(c.Brokers, cfg)
 	if err != nil {
-		hint := ""
-		if errors.Is(err, io.EOF) {
-			// What a TLS listener does with a plaintext request, and a
-			// listener with a client whose SASL is not what it expects.
-			hint = " (the broker closed the connection, as a listener does when the client's TLS or SASL is not what it expects: check --tls and --sasl-mechanism)"
-		}
-		return nil, fmt.Errorf("connect to Kafka at %s: %w%s", strings.Join(c.Brokers, ","), err, hint)
+		return nil, fmt.Errorf("connect to Kafka at %s: %w%s", strings.Join(c.Brokers, ","), err, c.eofHint(err))
 	}
 	return cl, nil
+}
+
+// eofHint explains a connection the broker closed: the embedded broker
+// does so while it is down (the broker-down fault); another listener, when
+// the client's TLS or SASL is not what it expects.
+func (c Client) eofHint(err error) string {
+	switch {
+	case !errors.Is(err, io.EOF):
+		return ""
+	case c.Embedded:
+		return " (the embedded broker closed the connection: it is down, as the broker-down fault makes it, or stopping)"
+	}
+	return " (the broker closed the connection, as a listener does when the client's TLS or SASL is not what it expects: check --tls and --sasl-mechanism)"
+}
+
+// probe asks the brokers for their API versions, the first request of
+// every Kafka client, within probeTimeout, and returns nil once one
+// answers. Sarama would wait its read timeout and retry for a minute on a
+// listener that accepts connections and never answers.
+func (c Client) probe(cfg *sarama.Config) error {
+	pc := *cfg
+	pc.Net.ReadTimeout = probeTimeout
+	pc.Net.WriteTimeout = probeTimeout
+	pc.Net.SASL.Enable = false // ApiVersions comes before authentication
+	pc.ApiVersionsRequest = false // the request below is the only one
+	var err error
+	for _, addr := range c.Brokers {
+		b := sarama.NewBroker(addr)
+		if err = b.Open(&pc); err == nil {
+			_, err = b.ApiVersions(&sarama.ApiVersionsRequest{Version: 0})
+		}
+		b.Close()
+		if err == nil {
+			return nil
+		}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
+		return fmt.Errorf("%w: %s accepted the connection but answered no request in %s: is it a Kafka broker (a TLS listener needs --tls)?",
+			ErrUnreachable, strings.Join(c.Brokers, ","), probeTimeout)
+	}
+	return fmt.Errorf("connect to Kafka at %s: %w%s", strings.Join(c.Brokers, ","), err, c.eofHint(err))
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // probeTLS makes a TLS handshake with the first broker that answers, within
