@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -188,6 +189,29 @@ func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
 	if r.code != 0 || num(r.report, "verify", "lost") != 0 || r.report["mode"] != "at-least-once" {
 		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
 	}
+}
+
+// An at-least-once run with a failure, stopped by Ctrl-C, counts the output
+// its join let out past the last checkpoint as after_checkpoint: nothing
+// unexpected, exit 0.
+func TestStoppedAtLeastOnceRunExitsZero(t *testing.T) {
+	cmd, stderr, lines := startRun(t, "run", "--headless", "--mode", "at-least-once", "--rate", "5000",
+		"--checkpoint-interval", "200ms", "--restart-delay", "50ms", "--inject", "after=1s,task=join/1,fault=panic",
+		"--listen", "0", "--state-dir", t.TempDir())
+	waitEvents(t, lines, "restored", 1) // after the failover
+	waitEvents(t, lines, "checkpoint_completed", 5)
+	cmd.Process.Signal(syscall.SIGINT)
+	var report map[string]any
+	for m := range lines {
+		if r, ok := m["report"].(map[string]any); ok {
+			report = r
+		}
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || num(report, "verify", "unexpected") != 0 || num(report, "verify", "lost") != 0 {
+		t.Fatalf("exit %d, report %v, stderr %q", code, report, stderr)
+	}
+	t.Logf("after_checkpoint %v", num(report, "verify", "after_checkpoint"))
 }
 
 func TestBadInputExitsTwoWithOneLine(t *testing.T) {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -223,7 +224,29 @@ func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, 
 			}
 		}
 	}
-	recs, err := read(context.Background(), in.C, actual, in.From[actual], to, false)
+	return in.each(actual, in.From[actual], to, f)
+}
+
+// ReadInputAfter implements runtime.InputReader.
+func (in Inputs) ReadInputAfter(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+	actual := topic
+	if t, ok := in.Topics[topic]; ok {
+		actual = t
+	}
+	from := maps.Clone(in.From[actual])
+	if from == nil {
+		from = map[int32]int64{}
+	}
+	for p, o := range bounds {
+		from[p] = max(o, from[p])
+	}
+	return in.each(actual, from, nil, f)
+}
+
+// each calls f with every record of Kafka topic from from to to (nil: the
+// end there is now).
+func (in Inputs) each(topic string, from, to map[int32]int64, f func([]byte, int64) error) error {
+	recs, err := read(context.Background(), in.C, topic, from, to, false)
 	if err != nil {
 		return err
 	}

@@ -217,6 +217,34 @@ type Result struct {
 	NotJoined  int // paid orders whose order and payment are more than the TTL apart
 }
 
+// expected reports whether the output must hold an id with byte b.
+func (l *Ledger) expected(b byte) bool {
+	if l.kind == PaidOrders {
+		return b&hasOrder != 0 && b&hasPayment != 0 && b&farApart == 0
+	}
+	return b&hasOrder != 0
+}
+
+// EachUnexpected calls f with every id the committed output holds that the
+// input read so far does not expect.
+func (l *Ledger) EachUnexpected(f func(id string)) {
+	l.Each(func(id string, order, payment, far bool, seen int) {
+		var b byte
+		if order {
+			b |= hasOrder
+		}
+		if payment {
+			b |= hasPayment
+		}
+		if far {
+			b |= farApart
+		}
+		if seen > 0 && !l.expected(b) {
+			f(id)
+		}
+	})
+}
+
 // Result returns the verdict; it walks every id once.
 func (l *Ledger) Result() Result {
 	r := Result{Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput}
