@@ -202,7 +202,7 @@ func (c Client) probe(cfg *sarama.Config) error {
 	pc := *cfg
 	pc.Net.ReadTimeout = probeTimeout
 	pc.Net.WriteTimeout = probeTimeout
-	pc.Net.SASL.Enable = false // ApiVersions comes before authentication
+	pc.Net.SASL.Enable = false    // ApiVersions comes before authentication
 	pc.ApiVersionsRequest = false // the request below is the only one
 	var err error
 	for _, addr := range c.Brokers {
