@@ -70,3 +70,32 @@ func TestIndividualFailoverReportsWhatItLost(t *testing.T) {
 		t.Fatal("no records_lost event")
 	}
 }
+
+// What individual failover lost is made good when the whole job restarts
+// from a checkpoint no later than the one it went back to: the report's
+// lost_by_failover then drops what was replayed, and agrees with the
+// oracle's lost (here both 0).
+func TestFullRestartTakesBackWhatIndividualFailoverLost(t *testing.T) {
+	// The panic comes long before the first checkpoint (3s); the storage
+	// failure fails that checkpoint, which fails the whole job over, back
+	// to the beginning.
+	r := faultline(t, "run", "--headless", "--records", "100000", "--rate", "20000",
+		"--checkpoint-interval", "3s", "--restart-delay", "50ms", "--failover-strategy", "individual",
+		"--inject", "after-records=5000,task=join/1,fault=panic", "--inject", "after=1s,fault=storage-fail")
+	if r.code != 0 || r.report == nil {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	var lost, replayed float64
+	for _, e := range r.eventsNamed("records_lost") {
+		lost += e["records"].(float64)
+	}
+	for _, e := range r.eventsNamed("records_replayed") {
+		replayed += e["records"].(float64)
+	}
+	if lost == 0 || replayed != lost {
+		t.Fatalf("records_lost %v, records_replayed %v: want the same, above 0", lost, replayed)
+	}
+	if num(r.report, "lost_by_failover") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("lost_by_failover %v, verify %v", r.report["lost_by_failover"], r.report["verify"])
+	}
+}

@@ -245,6 +245,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"job file is a device", []string{"run", "--headless", "--job", "/dev/zero"}, []string{"/dev/zero", "not a regular file"}},
 		{"job file is a folder", []string{"run", "--headless", "--job", dir}, []string{dir, "is a folder"}},
 		{"job file too large", []string{"run", "--headless", "--job", big}, []string{"big.yaml", "more than the 1048576"}},
+		{"broker-down with --brokers", []string{"run", "--headless", "--brokers", "127.0.0.1:1", "--inject", "after=1s,fault=broker-down"}, []string{"broker-down", "with --brokers there is none"}},
 		{"source wired to the sink", []string{"run", "--headless", "--job", direct}, []string{"direct.yaml:9:", "emits raw bytes"}},
 	}
 	for _, tc := range cases {

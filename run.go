@@ -327,6 +327,9 @@ func (o *runOptions) check() (*prepared, error) {
 		if err := runtime.CheckFaultTask(f, p.job); err != nil {
 			return nil, usageError{err}
 		}
+		if f.Kind == runtime.FaultBrokerDown && o.kafka.brokers != "" {
+			return nil, usagef("--inject %q: broker-down takes down the embedded broker, and with --brokers there is none; to see the job lose its brokers, stop one of your cluster's", s)
+		}
 		p.faults = append(p.faults, f)
 	}
 	p.rate = o.rate

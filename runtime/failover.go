@@ -157,6 +157,10 @@ type RestartView struct {
 type restartState struct {
 	mu sync.Mutex
 	v  RestartView
+	// lostFrom holds the records individual failover lost, by the
+	// checkpoint its restore went back to: the input they came from lies
+	// after that checkpoint's offsets.
+	lostFrom map[int64]int64
 }
 
 func (r *restartState) update(f func(v *RestartView)) {
@@ -526,10 +530,14 @@ func (j *Job) takeOver(t, old *task, restore *checkpoint.Completed) {
 // ones after it summed up.
 func (j *Job) reportLost(task string, n, from int64, what string) {
 	var total int64
-	j.restarts.update(func(v *RestartView) {
-		v.LostRecords += n
-		total = v.LostRecords
-	})
+	j.restarts.mu.Lock()
+	j.restarts.v.LostRecords += n
+	total = j.restarts.v.LostRecords
+	if j.restarts.lostFrom == nil {
+		j.restarts.lostFrom = map[int64]int64{}
+	}
+	j.restarts.lostFrom[from] += n
+	j.restarts.mu.Unlock()
 	l := &j.losses
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -555,6 +563,35 @@ func (j *Job) reportLost(task string, n, from int64, what string) {
 }
 
 const lossEventEvery = 250 * time.Millisecond
+
+// takeBackLosses is called on a restart of the whole job from checkpoint
+// id (0: from the beginning): every source reads again from there, so the
+// losses of individual failovers that went back to id or to a later
+// checkpoint are made good by the replay. It takes them off the count and
+// says so (records_replayed), so that lost_by_failover agrees with what
+// the verification finds missing.
+func (j *Job) takeBackLosses(id int64) {
+	j.flushLosses()
+	var n, total int64
+	j.restarts.mu.Lock()
+	for from, lost := range j.restarts.lostFrom {
+		if from >= id {
+			n += lost
+			delete(j.restarts.lostFrom, from)
+		}
+	}
+	j.restarts.v.LostRecords -= n
+	total = j.restarts.v.LostRecords
+	j.restarts.mu.Unlock()
+	if n > 0 {
+		from := fmt.Sprintf("checkpoint %d", id)
+		if id == 0 {
+			from = "the beginning"
+		}
+		j.obs.Emit("records_replayed", map[string]any{"records": n, "total_lost": total, "checkpoint": id,
+			"what": fmt.Sprintf("the whole job restarts from %s and reads its input again from there, so the records individual failover lost after it are made again", from)})
+	}
+}
 
 // lossLog holds the losses not told yet.
 type lossLog struct {

@@ -180,3 +180,43 @@ func TestFailoverNoneFailsTheJob(t *testing.T) {
 		t.Fatalf("status %s restarts %d gave up %q", r.res.Status, r.res.Restarts, r.res.GaveUp)
 	}
 }
+
+// A restart of the whole job from checkpoint n makes good the losses of
+// individual failovers that went back to n or later (their input is read
+// again), not those that went back to an earlier checkpoint.
+func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
+	var err error
+	obs := NewObserver(nil, 1<<10)
+	gen := NewGenerator(1, 1000, GeneratorPartitions)
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		if env.Sources[topic], err = gen.Source(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Failover: FailoverIndividual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.reportLost("join/1", 5, 2, "before checkpoint 3")
+	j.reportLost("join/0", 7, 4, "after checkpoint 3")
+	j.reportLost("join/1", 11, 3, "at checkpoint 3")
+	j.takeBackLosses(3)
+	if got := j.RestartView().LostRecords; got != 5 {
+		t.Fatalf("lost after a full restart from checkpoint 3: %d, want the 5 lost back to checkpoint 2", got)
+	}
+	j.takeBackLosses(0)
+	if got := j.RestartView().LostRecords; got != 0 {
+		t.Fatalf("lost after a full restart from the beginning: %d, want 0", got)
+	}
+	obs.Close()
+	var replayed []int64
+	for e := range obs.Events() {
+		if e.Name == "records_replayed" {
+			replayed = append(replayed, e.Fields["records"].(int64))
+		}
+	}
+	if !slices.Equal(replayed, []int64{18, 5}) {
+		t.Fatalf("records_replayed events %v, want [18 5]", replayed)
+	}
+}

@@ -738,6 +738,10 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	f := map[string]any{"reason": why}
 	if scope != nil {
 		f["tasks"] = scope
+	} else if c != nil {
+		j.takeBackLosses(c.ID)
+	} else {
+		j.takeBackLosses(0)
 	}
 	if c == nil {
 		f["checkpoint"] = 0
