@@ -699,6 +699,25 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		return nil, nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	var damaged []string
+	invalid := func(id int64, err error) {
+		damaged = append(damaged, fmt.Sprintf("checkpoint %d: %v", id, err))
+		j.logf("cannot restore checkpoint %d: %v", id, err)
+		if report {
+			j.obs.Emit("checkpoint_invalid", map[string]any{"id": id, "error": err.Error()})
+		}
+	}
+	// Records the store cannot read at all (damaged metadata, or a
+	// checkpoint it completed whose record is gone) are passed over first:
+	// they are newer than anything listed, or between listed ones.
+	var unreadable []int64
+	health, _ := j.store.Store.(storeHealth)
+	if health != nil {
+		ids, err := health.Damaged(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list damaged checkpoints: %w", err)
+		}
+		unreadable = ids
+	}
 	for i := len(all) - 1; i >= 0; i-- {
 		c := all[i]
 		// Savepoints count too: their completion committed the sink's
@@ -706,30 +725,53 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		if c.Job != j.spec.Name {
 			continue
 		}
+		for k := len(unreadable) - 1; k >= 0 && unreadable[k] > c.ID; k-- {
+			invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
+			unreadable = unreadable[:k]
+		}
 		states, err := j.readRestore(ctx, c)
 		if err == nil {
-			// Passing over newer ones means going back past output they
-			// committed: the replay up to their offsets emits it again.
-			j.replayUntil = nil
-			if len(damaged) > 0 {
-				for _, newer := range all[i+1:] {
-					if newer.Job == j.spec.Name {
-						j.replayUntil = newer.SourceOffsets()
-					}
-				}
-			}
+			j.replayUntil = j.replayPast(all[i+1:], c)
 			return c, states, nil
 		}
-		damaged = append(damaged, fmt.Sprintf("checkpoint %d: %v", c.ID, err))
-		j.logf("cannot restore checkpoint %d: %v", c.ID, err)
-		if report {
-			j.obs.Emit("checkpoint_invalid", map[string]any{"id": c.ID, "error": err.Error()})
-		}
+		invalid(c.ID, err)
+	}
+	for k := len(unreadable) - 1; k >= 0; k-- {
+		invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
 	}
 	if len(damaged) > 0 && !j.cfg.AllowFreshStart {
 		return nil, nil, fmt.Errorf("%w of job %s (%s); start fresh with --allow-fresh-start", ErrNoValidCheckpoint, j.spec.Name, strings.Join(damaged, "; "))
 	}
 	return nil, nil, nil
+}
+
+// storeHealth is what a checkpoint store can say of the records it cannot
+// read (the Badger store): their ids, and why.
+type storeHealth interface {
+	Damaged(ctx context.Context) ([]int64, error)
+	Verify(ctx context.Context, id int64) error
+}
+
+// replayPast says how far a restore from c goes back past output that
+// newer checkpoints committed (see OperatorContext.Replay): nil when c is
+// the newest checkpoint the store completed; the newest newer one's source
+// offsets when newer ones are listed (damaged); and empty offsets, "not
+// known", when the newest ones are gone (lost, or deleted with
+// `faultline checkpoints delete`). newer are the checkpoints listed after c.
+func (j *Job) replayPast(newer []*checkpoint.Completed, c *checkpoint.Completed) checkpoint.Offsets {
+	if c.ID >= j.store.MaxID() {
+		return nil
+	}
+	var last *checkpoint.Completed
+	for _, n := range newer {
+		if n.Job == j.spec.Name {
+			last = n
+		}
+	}
+	if last == nil || last.ID < j.store.MaxID() {
+		return checkpoint.Offsets{}
+	}
+	return last.SourceOffsets()
 }
 
 // markRestored records and announces a restore from c (nil: none, a fresh

@@ -518,6 +518,11 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)
 	}
 	s.skip, s.skipUntil = map[string]struct{}{}, ctx.Replay
+	if len(ctx.Replay) == 0 {
+		// Where the newer checkpoints ended is not known: every id is
+		// dropped once, and the set goes when it is empty.
+		s.skipUntil = nil
+	}
 	for _, r := range recs {
 		if id, ok := OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
 			s.skip[string(id)] = struct{}{}
