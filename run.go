@@ -24,6 +24,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/internal/clock"
+	"faultline/internal/diskroom"
 	"faultline/internal/supervise"
 	"faultline/restart"
 	"faultline/runtime"
@@ -417,6 +418,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
+	// A full disk under Badger's mapped files kills the process (SIGBUS):
+	// start only with room for them, and stop cleanly when it runs out.
+	if err := diskroom.Check(stateDir, diskroom.FreshStore, diskroom.Free); err != nil {
+		return exitError{code: 1, err: err}
+	}
 	// The checkpoint store's lock is the state dir's: take it before
 	// anything else in the dir (the embedded broker's log) is touched.
 	store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), o.retained)
@@ -472,6 +478,13 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	// on can be recovered, so it stops and says why.
 	go watchStateDir(ctx, checkpointDir(stateDir), time.Second, func() {
 		stopRun(fmt.Errorf("the state dir %s was removed while the job ran: its checkpoints and the embedded broker's log are gone", stateDir))
+	})
+	var short error
+	go watchFor(ctx, 250*time.Millisecond, func() bool {
+		short = diskroom.Check(stateDir, 0, diskroom.Free)
+		return errors.Is(short, diskroom.ErrShort)
+	}, func() {
+		stopRun(fmt.Errorf("stopped the job: %w", short))
 	})
 
 	obs := runtime.NewObserver(clock.Real{}, 8192)
@@ -602,6 +615,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stdout)
 			}
 			if err != nil {
+				if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+					return exitError{code: 1, err: fmt.Errorf("%w (while writing the input into Kafka, with about %s of its %s records written)", cause, tui.Thousands(n), tui.Thousands(max(total, n)))}
+				}
 				if ctx.Err() != nil {
 					return exitError{code: 1, err: fmt.Errorf("stopped while writing the input into Kafka, with about %s of its %s records written (the next run writes the rest)", tui.Thousands(n), tui.Thousands(max(total, n)))}
 				}
