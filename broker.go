@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"faultline/checkpoint"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 )
@@ -49,7 +48,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 				dir = filepath.Join(stateDir, "kafka")
 				// Hold the state dir, as a run does, so that no run uses
 				// the same broker log at the same time.
-				store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), 3)
+				store, err := openStore(checkpointDir(stateDir), 3)
 				if err != nil {
 					return exitError{code: 1, err: err}
 				}

@@ -425,7 +425,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	// The checkpoint store's lock is the state dir's: take it before
 	// anything else in the dir (the embedded broker's log) is touched.
-	store, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), o.retained)
+	store, err := openStore(checkpointDir(stateDir), o.retained)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -1057,4 +1057,29 @@ func notifyStop(parent context.Context, stderr io.Writer) (context.Context, func
 		close(done)
 		cancel()
 	})
+}
+
+// openStore opens the checkpoint store in dir, which holds the state dir's
+// lock. A faultline whose supervisor was just killed (a SIGKILL of the
+// whole program) may still hold it for a moment while the kernel ends it:
+// openStore waits for that, and only for that, up to a few seconds.
+func openStore(dir string, retained int) (*checkpoint.BadgerStore, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := checkpoint.OpenBadgerStore(dir, retained)
+		if err == nil || !errors.Is(err, checkpoint.ErrLocked) || time.Now().After(deadline) || !supervise.Dying(lockHolder(dir)) {
+			return s, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockHolder is the pid that Badger wrote into dir's LOCK file (0: none).
+func lockHolder(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }

@@ -16,7 +16,10 @@ func Dying(pid int) bool {
 		return false
 	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil || !bytes.Contains(env, []byte(envChild+"=")) {
+	switch {
+	case err != nil && os.IsNotExist(err), err == nil && len(env) == 0:
+		return true // gone, or exiting: its memory is released already
+	case err != nil || !bytes.Contains(env, []byte(envChild+"=")):
 		return false
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
