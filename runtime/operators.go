@@ -36,30 +36,42 @@ func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error)
 	return nil, fmt.Errorf("operator %s: type %q has no implementation", op.Name, op.Type)
 }
 
-// parseOp decodes and validates raw input records.
+// parseOp decodes and validates raw input records. It passes on the event
+// time a source handed along with each record, and the watermark: the
+// least over its input channels of the newest watermark each delivered
+// (Flink: an operator forwards the minimum of its inputs' watermarks), which
+// is the source's own behind a forward edge.
 type parseOp struct {
 	schema   string
 	bad      *badRecords
 	task     string
+	wm       inputWatermarks
 	orders   slab[Order]
 	payments slab[Payment]
 	text     text
 }
 
-func (p *parseOp) Open(ctx *OperatorContext) error { p.task = ctx.Task.String(); return nil }
-func (p *parseOp) Close() error                    { return nil }
+func (p *parseOp) Open(ctx *OperatorContext) error {
+	p.task = ctx.Task.String()
+	p.wm = newInputWatermarks(ctx)
+	return nil
+}
+
+func (p *parseOp) Close() error { return nil }
 
 func (p *parseOp) Process(rec *Record, out Collector) error {
 	var v any
 	var err error
+	et := eventTimeOf(rec)
+	wm := p.wm.advance(et.Watermark)
 	if p.schema == "payment" {
 		pay := p.payments.new()
 		v, err = pay, decodePaymentInto(rec.Bytes, pay, &p.text)
-		pay.EventTime = eventTimeOf(rec)
+		pay.EventTime, pay.Watermark = et.Time, wm
 	} else {
 		o := p.orders.new()
 		v, err = o, decodeOrderInto(rec.Bytes, o, &p.text)
-		o.EventTime = eventTimeOf(rec)
+		o.EventTime, o.Watermark = et.Time, wm
 	}
 	if err != nil {
 		return p.bad.handle(p.task, rec.Bytes, err)
