@@ -14,19 +14,29 @@ type collected []Record
 func (c *collected) Collect(r Record) { *c = append(*c, r) }
 
 // newTestJoin opens a join with state TTL ttl on a heap backend that owns
-// every key group.
+// every key group, reading one input channel.
 func newTestJoin(t *testing.T, ttl time.Duration) (*joinOp, backend.KeyedBackend) {
 	t.Helper()
-	kb := backend.NewHeap(128, backend.RangeFor(128, 1, 0))
-	j := &joinOp{ttl: ttl.Milliseconds(), counts: &ttlCounts{}}
-	if err := j.Open(&OperatorContext{Keyed: kb, Parallelism: 1, MaxParallelism: 128}); err != nil {
-		t.Fatal(err)
-	}
+	j, kb, _ := newTestJoinOn(t, ttl, 1)
 	return j, kb
 }
 
+// newTestJoinOn is newTestJoin reading channels input channels: records
+// come from the channel *ch says, as a subtask sets it for each batch.
+func newTestJoinOn(t *testing.T, ttl time.Duration, channels int) (*joinOp, backend.KeyedBackend, *int) {
+	t.Helper()
+	kb := backend.NewHeap(128, backend.RangeFor(128, 1, 0))
+	j := &joinOp{ttl: ttl.Milliseconds(), counts: &ttlCounts{}}
+	ch := new(int)
+	if err := j.Open(&OperatorContext{Keyed: kb, Parallelism: 1, MaxParallelism: 128, InputChannels: channels, channel: ch}); err != nil {
+		t.Fatal(err)
+	}
+	return j, kb, ch
+}
+
 // side is one input record of a join test: an order or a payment of order
-// id at event time at (ms).
+// id at event time at (ms), which is also the watermark that comes with
+// it (its input is in event-time order).
 type side struct {
 	payment bool
 	id      int
@@ -39,9 +49,9 @@ func (s side) feed(t *testing.T, j *joinOp, kb backend.KeyedBackend, out Collect
 	kb.SetCurrentKey(key)
 	var err error
 	if s.payment {
-		err = j.Process2(&Record{Key: key, Value: &Payment{OrderID: key, PaymentID: "p", AmountCents: 1, EventTime: s.at}}, out)
+		err = j.Process2(&Record{Key: key, Value: &Payment{OrderID: key, PaymentID: "p", AmountCents: 1, EventTime: s.at, Watermark: s.at}}, out)
 	} else {
-		err = j.Process1(&Record{Key: key, Value: &Order{OrderID: key, Customer: "c-1", AmountCents: 1, EventTime: s.at}}, out)
+		err = j.Process1(&Record{Key: key, Value: &Order{OrderID: key, Customer: "c-1", AmountCents: 1, EventTime: s.at, Watermark: s.at}}, out)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -85,13 +95,7 @@ func TestJoinStateTTL(t *testing.T) {
 			for _, s := range tc.sides {
 				s.feed(t, j, kb, &out)
 			}
-			var got []int
-			for _, r := range out {
-				var id int
-				fmt.Sscanf(r.Value.(*PaidOrder).OrderID, "o-%d", &id)
-				got = append(got, id)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.joined) {
+			if got := joinedIDs(out); fmt.Sprint(got) != fmt.Sprint(tc.joined) {
 				t.Errorf("joined %v, want %v", got, tc.joined)
 			}
 			if n := j.counts.notJoined.Load(); n != tc.notJoined {
@@ -104,6 +108,68 @@ func TestJoinStateTTL(t *testing.T) {
 				t.Errorf("%d entries in state, want %d", kb.Len(), tc.stillThere)
 			}
 		})
+	}
+}
+
+// joinedIDs are the order ids of the paid orders a join emitted.
+func joinedIDs(out collected) []int {
+	var got []int
+	for _, r := range out {
+		var id int
+		fmt.Sscanf(r.Value.(*PaidOrder).OrderID, "o-%d", &id)
+		got = append(got, id)
+	}
+	return got
+}
+
+// The join sweeps by its watermark, the least over its input channels of
+// the newest watermark each delivered, not by the newest event time it has
+// seen. After a break longer than the TTL and its slack, a restored join
+// meets today's records on some channels while others still replay the
+// records from before the break: the sides waiting for partners from the
+// slow channels stay until those come, and are swept only once every
+// channel has gone past them.
+func TestJoinSweepsByTheSlowestChannel(t *testing.T) {
+	const ttl = 2 * time.Second // swept 7 s behind the watermark
+	old := int64(1_000_000_000)
+	today := old + time.Hour.Milliseconds()
+	// Channels 0 and 1 bring orders, 2 and 3 payments.
+	steps := []struct {
+		ch int
+		side
+	}{
+		{1, side{false, 1, old}},         // waits for its payment, still to come on channel 3
+		{3, side{true, 2, old + 100}},    // waits for its order, still to come on channel 1
+		{1, side{false, 9, old + 200}},   // never paid
+		{0, side{false, 3, today}},       // today's records on channels 0 and 2
+		{2, side{true, 4, today}},        //
+		{0, side{false, 5, today + 1e3}}, //
+		{2, side{true, 6, today + 2e3}},  //
+		{3, side{true, 1, old + 500}},    // the slow channels catch up: 1 and 2 join
+		{1, side{false, 2, old + 600}},   //
+		{1, side{false, 4, today + 10}},  // and reach today: 9 is swept
+		{3, side{true, 3, today + 20}},   //
+	}
+	j, kb, ch := newTestJoinOn(t, ttl, 4)
+	var out collected
+	for i, st := range steps {
+		*ch = st.ch
+		st.feed(t, j, kb, &out)
+		if i == 8 {
+			if got := joinedIDs(out); fmt.Sprint(got) != "[1 2]" || j.counts.expired.Load() != 0 {
+				t.Fatalf("once the slow channels caught up: joined %v, expired %d; want [1 2] joined, nothing expired",
+					got, j.counts.expired.Load())
+			}
+		}
+	}
+	if got := joinedIDs(out); fmt.Sprint(got) != "[1 2 4 3]" {
+		t.Errorf("joined %v, want [1 2 4 3]", got)
+	}
+	if n := j.counts.expired.Load(); n != 1 {
+		t.Errorf("expired %d, want 1 (the unpaid order 9)", n)
+	}
+	if kb.Len() != 2 {
+		t.Errorf("%d entries in state, want 2 (orders 5 and payment 6)", kb.Len())
 	}
 }
 

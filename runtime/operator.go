@@ -44,6 +44,14 @@ type OperatorContext struct {
 	// batchStart is when the subtask began the batch of input it is
 	// processing (nil outside a subtask).
 	batchStart *time.Time
+	// InputChannels is how many input channels the subtask reads, over all
+	// its inputs (Flink: the channels of its input gates): one per
+	// upstream subtask of each input edge.
+	InputChannels int
+	// channel is the input channel, 0 to InputChannels-1, of the batch the
+	// subtask is processing (nil outside a subtask); inputWatermarks reads
+	// it.
+	channel *int
 }
 
 // BatchStart is when the subtask began the batch of input records it is

@@ -36,30 +36,42 @@ func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error)
 	return nil, fmt.Errorf("operator %s: type %q has no implementation", op.Name, op.Type)
 }
 
-// parseOp decodes and validates raw input records.
+// parseOp decodes and validates raw input records. It passes on the event
+// time a source handed along with each record, and the watermark: the
+// least over its input channels of the newest watermark each delivered
+// (Flink: an operator forwards the minimum of its inputs' watermarks), which
+// is the source's own behind a forward edge.
 type parseOp struct {
 	schema   string
 	bad      *badRecords
 	task     string
+	wm       inputWatermarks
 	orders   slab[Order]
 	payments slab[Payment]
 	text     text
 }
 
-func (p *parseOp) Open(ctx *OperatorContext) error { p.task = ctx.Task.String(); return nil }
-func (p *parseOp) Close() error                    { return nil }
+func (p *parseOp) Open(ctx *OperatorContext) error {
+	p.task = ctx.Task.String()
+	p.wm = newInputWatermarks(ctx)
+	return nil
+}
+
+func (p *parseOp) Close() error { return nil }
 
 func (p *parseOp) Process(rec *Record, out Collector) error {
 	var v any
 	var err error
+	et := eventTimeOf(rec)
+	wm := p.wm.advance(et.Watermark)
 	if p.schema == "payment" {
 		pay := p.payments.new()
 		v, err = pay, decodePaymentInto(rec.Bytes, pay, &p.text)
-		pay.EventTime = eventTimeOf(rec)
+		pay.EventTime, pay.Watermark = et.Time, wm
 	} else {
 		o := p.orders.new()
 		v, err = o, decodeOrderInto(rec.Bytes, o, &p.text)
-		o.EventTime = eventTimeOf(rec)
+		o.EventTime, o.Watermark = et.Time, wm
 	}
 	if err != nil {
 		return p.bad.handle(p.task, rec.Bytes, err)
@@ -103,20 +115,36 @@ func (e *enrichOp) Process(rec *Record, out Collector) error {
 // that which paid orders join is a property of the input that the
 // verification can check. Waiting sides that can no longer join are
 // dropped (Flink: state TTL, whose cleanup frees the state of keys that
-// never see their partner): every ttl/2 of event time, the join sweeps out
-// each side older than its newest event time minus ttl minus ttlSlack. A
-// partner could still come for one only if it arrived more than ttlSlack
-// later in event time than records the join had already seen, far more than
-// the inputs of a join drift apart. The counts go to ttlCounts.
+// never see their partner), by event-time watermark, as Flink's interval
+// join cleans up its buffers with timers that the watermark fires: the
+// join's watermark is the least, over its input channels, of the newest
+// watermark that came with a record on each (inputWatermarks), and every
+// ttl/2 of it the join sweeps out each side older than it minus ttl minus
+// ttlSlack. A source's watermark is the least over its partitions of the
+// newest event time read of each, so a partition that lags (records from
+// before a break, replayed after a restore, while another partition is
+// already at today's) holds the join's watermark back until it has caught
+// up: a side is swept only when every input has gone past it. A partner
+// could still come for one only if its own partition held it more than
+// ttlSlack behind records of that partition read before it, far more than
+// the input writer's timestamps are ever out of order.
+//
+// The watermark is not kept in checkpoints (nor is it in Flink): a restored
+// join sweeps nothing until every input channel has delivered a record
+// again, which is safe: it only sweeps later. A channel that never delivers a record
+// (an input partition without records, a source subtask without
+// partitions, a hash edge whose keys all go to other subtasks) holds the
+// watermark at none, and then nothing is swept: Flink has source idleness
+// for this, faultline has none. The counts go to ttlCounts.
 type joinOp struct {
 	order   backend.Value[Order]
 	payment backend.Value[Payment]
 	keyed   backend.KeyedBackend
 
-	ttl    int64      // ms of event time; 0: a side waits for ever
-	now    int64      // the newest event time this subtask has seen
-	swept  int64      // now at the last sweep
-	counts *ttlCounts // shared by the job's joins
+	ttl    int64           // ms of event time; 0: a side waits for ever
+	wm     inputWatermarks // the join's watermark, by input channel
+	swept  int64           // the watermark at the last sweep
+	counts *ttlCounts      // shared by the job's joins
 
 	// For individual failover (TrackRollback): the keys a side was buffered
 	// under since each snapshot, so that a rollback to a checkpoint knows
@@ -143,6 +171,7 @@ func (j *joinOp) Open(ctx *OperatorContext) error {
 	j.payment = backend.NewValue[Payment](ctx.Keyed, "payment", paymentCodec{&j.text})
 	j.keyed = ctx.Keyed
 	j.track = ctx.TrackRollback
+	j.wm = newInputWatermarks(ctx)
 	return nil
 }
 
@@ -150,6 +179,14 @@ func (j *joinOp) Close() error { return nil }
 
 func (j *joinOp) Process1(rec *Record, out Collector) error {
 	o := rec.Value.(*Order)
+	if err := j.join1(o, out); err != nil {
+		return err
+	}
+	return j.advance(o.Watermark)
+}
+
+// join1 joins order o with its waiting payment, or leaves it waiting.
+func (j *joinOp) join1(o *Order, out Collector) error {
 	p, ok, err := j.payment.Get()
 	if err != nil {
 		return err
@@ -157,11 +194,11 @@ func (j *joinOp) Process1(rec *Record, out Collector) error {
 	if !ok {
 		j.order.Update(*o)
 		j.buffered(o.OrderID, "its payment went with the rolled-back state")
-		return j.advance(o.EventTime)
+		return nil
 	}
 	j.payment.Clear()
 	if j.tooFarApart(o.EventTime, p.EventTime) {
-		return j.advance(o.EventTime)
+		return nil
 	}
 	po := j.paid.new()
 	*po = PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}
@@ -171,6 +208,14 @@ func (j *joinOp) Process1(rec *Record, out Collector) error {
 
 func (j *joinOp) Process2(rec *Record, out Collector) error {
 	p := rec.Value.(*Payment)
+	if err := j.join2(p, out); err != nil {
+		return err
+	}
+	return j.advance(p.Watermark)
+}
+
+// join2 joins payment p with its waiting order, or leaves it waiting.
+func (j *joinOp) join2(p *Payment, out Collector) error {
 	o, ok, err := j.order.Get()
 	if err != nil {
 		return err
@@ -182,7 +227,7 @@ func (j *joinOp) Process2(rec *Record, out Collector) error {
 	}
 	j.order.Clear()
 	if j.tooFarApart(o.EventTime, p.EventTime) {
-		return j.advance(p.EventTime)
+		return nil
 	}
 	po := j.paid.new()
 	*po = PaidOrder{OrderID: o.OrderID, Customer: o.Customer, AmountCents: p.AmountCents}
@@ -201,25 +246,31 @@ func (j *joinOp) tooFarApart(a, b int64) bool {
 	return true
 }
 
-// advance notes event time t, and sweeps when the TTL asks for it.
-func (j *joinOp) advance(t int64) error {
-	if j.ttl == 0 || t <= j.now {
+// advance notes watermark w, which came with the record just processed on
+// the current input channel, and sweeps when the join's watermark (the
+// least over its input channels) has moved ttl/2 since the last sweep.
+func (j *joinOp) advance(w int64) error {
+	if j.ttl == 0 {
 		return nil
 	}
-	j.now = t
+	wm := j.wm.advance(w)
+	if wm == 0 {
+		return nil
+	}
 	if j.swept == 0 {
-		j.swept = t
+		j.swept = wm
 	}
-	if j.now-j.swept < j.ttl/2 {
+	if wm-j.swept < j.ttl/2 {
 		return nil
 	}
-	j.swept = j.now
-	return j.sweep(j.now - j.ttl - max(j.ttl, ttlSlack.Milliseconds()))
+	j.swept = wm
+	return j.sweep(wm - j.ttl - max(j.ttl, ttlSlack.Milliseconds()))
 }
 
 // ttlSlack is how much later than the TTL a waiting side is dropped, at
-// least: the lateness in event time between a join's inputs that the TTL
-// tolerates (see joinOp). It is the TTL itself when that is longer.
+// least: how far out of order in event time the records of one partition
+// may be and still join (see joinOp). It is the TTL itself when that is
+// longer.
 const ttlSlack = 5 * time.Second
 
 // sweep drops every waiting side older than before (see joinOp).

@@ -24,6 +24,10 @@ type Order struct {
 	// EventTime is when the order happened, in Unix milliseconds: the
 	// timestamp of the Kafka record it came in (0: not known).
 	EventTime int64 `json:"-"`
+	// Watermark is the event-time watermark of the stream the order came
+	// in (Flink: Watermark), as the operator that decoded it had it when
+	// it emitted the order (0: none yet). It is not kept in state.
+	Watermark int64 `json:"-"`
 }
 
 // Payment is a decoded payment of one order.
@@ -31,8 +35,9 @@ type Payment struct {
 	OrderID     string `json:"order_id"`
 	PaymentID   string `json:"payment_id"`
 	AmountCents int64  `json:"amount_cents"`
-	// EventTime is as Order's.
+	// EventTime and Watermark are as Order's.
 	EventTime int64 `json:"-"`
+	Watermark int64 `json:"-"`
 }
 
 // PaidOrder is an order joined with its payment.
@@ -281,27 +286,41 @@ func (s *slab[T]) new() *T {
 	return v
 }
 
-// EventTime is a source record's event time in Unix milliseconds, which the
-// source hands to the operator that decodes the record in Record.Value
+// EventTime is what a source hands along with each record it reads, in
+// Record.Value, to the operator that decodes it: the record's event time
 // (Flink: a StreamRecord's timestamp, which a KafkaSource takes from the
-// Kafka record).
-type EventTime int64
+// Kafka record) and the source subtask's watermark when it emitted the
+// record (Flink: the Watermark a source emits), both in Unix milliseconds.
+// Flink sends watermarks as elements of their own; here they ride on the
+// records, so that an element stays 64 bytes and the hot path sends nothing
+// more.
+type EventTime struct {
+	// Time is the record's event time (0: not known).
+	Time int64
+	// Watermark is how far the source subtask's event time has come: the
+	// least, over the partitions it reads, of the newest event time it
+	// read of each (0: none yet, until every partition delivered). A record
+	// it emits later is older only as far as one partition's timestamps
+	// are out of order, which the join's TTL slack tolerates (see joinOp).
+	Watermark int64
+}
 
 // EventTimes hands out *EventTime values from blocks, so that a source
 // stamps its records without an allocation each; a value is never reused.
 type EventTimes struct{ s slab[EventTime] }
 
-// New returns a new *EventTime holding ms.
-func (e *EventTimes) New(ms int64) *EventTime {
+// New returns a new *EventTime holding event time ms and watermark wm.
+func (e *EventTimes) New(ms, wm int64) *EventTime {
 	v := e.s.new()
-	*v = EventTime(ms)
+	*v = EventTime{Time: ms, Watermark: wm}
 	return v
 }
 
-// eventTimeOf is the event time a source handed along with rec (0: none).
-func eventTimeOf(rec *Record) int64 {
+// eventTimeOf is the event time and watermark a source handed along with
+// rec (zero: none).
+func eventTimeOf(rec *Record) EventTime {
 	if t, ok := rec.Value.(*EventTime); ok {
-		return int64(*t)
+		return *t
 	}
-	return 0
+	return EventTime{}
 }

@@ -174,6 +174,8 @@ type task struct {
 	// batchStart is when processInput began the batch it is processing
 	// (OperatorContext.BatchStart).
 	batchStart time.Time
+	// channel is the input channel of that batch (OperatorContext.channel).
+	channel int
 
 	restored *restoredState
 	faults   []*faultEntry
@@ -307,6 +309,8 @@ func (t *task) open() error {
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
 		batchStart:     &t.batchStart,
+		InputChannels:  len(t.inputs),
+		channel:        &t.channel,
 	}
 	oc.CompletedOffsets = t.a.job.completedOffsets
 	if t.restored != nil {
@@ -817,6 +821,7 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	start := in.pos
 	began := time.Now()
 	t.batchStart = began
+	t.channel = i
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
 		t.dawdle(ctx, began)

@@ -147,9 +147,11 @@ func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.So
 		return nil, fmt.Errorf("consumer for %s: %w", s.topic, err)
 	}
 	r := &reader{s: s, cl: rcl, consumer: consumer, next: map[int32]int64{},
-		msgs: make(chan []*sarama.ConsumerMessage, 16), errs: make(chan error, 1), ends: make(chan int32, len(partitions)), stop: make(chan struct{})}
+		msgs: make(chan []*sarama.ConsumerMessage, 16), errs: make(chan error, 1), ends: make(chan int32, len(partitions)), stop: make(chan struct{}),
+		index: make(map[int32]int, len(partitions)), wm: runtime.NewWatermarks(len(partitions))}
 	var committed map[int32]int64
-	for _, p := range partitions {
+	for i, p := range partitions {
+		r.index[p] = i
 		start, ok := offsets[p]
 		if !ok {
 			switch s.startup {
@@ -181,6 +183,7 @@ func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.So
 		}
 		r.next[p] = start
 		if s.bounded && start >= s.endOf(p) {
+			r.wm.End(i)
 			continue
 		}
 		pc, err := consumer.ConsumePartition(s.topic, p, start)
@@ -239,10 +242,19 @@ type reader struct {
 	msgs    chan []*sarama.ConsumerMessage
 	pending []*sarama.ConsumerMessage // taken from msgs, not yet polled
 	times   runtime.EventTimes        // the polled records' event times
-	errs    chan error
-	ends    chan int32 // a bounded partition reached its end
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// wm is the reader's watermark over its partitions, by their place in
+	// index: the least of the newest event time polled of each (Flink: a
+	// KafkaSource's per-partition watermarks, combined by its
+	// SourceReader). A bounded partition read to its end no longer holds it
+	// back; one that delivers nothing holds it at none (see
+	// runtime.Watermarks: there is no idleness).
+	wm    runtime.Watermarks
+	index map[int32]int
+
+	errs chan error
+	ends chan int32 // a bounded partition reached its end
+	stop chan struct{}
+	wg   sync.WaitGroup
 
 	commitOnce sync.Once
 	commits    chan map[int32]int64
@@ -322,13 +334,19 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 			return
 		}
 		k := min(max-n, len(r.pending))
-		for _, m := range r.pending[:k] {
-			// The record's event time is its Kafka timestamp.
-			dst = append(dst, runtime.Record{Bytes: m.Value, Value: r.times.New(m.Timestamp.UnixMilli())})
-		}
 		// A batch is of one partition.
 		last := r.pending[k-1]
+		i := r.index[last.Partition]
+		for _, m := range r.pending[:k] {
+			// The record's event time is its Kafka timestamp; the
+			// watermark stamped on it counts it.
+			t := m.Timestamp.UnixMilli()
+			dst = append(dst, runtime.Record{Bytes: m.Value, Value: r.times.New(t, r.wm.Advance(i, t))})
+		}
 		r.next[last.Partition] = last.Offset + 1
+		if bounded && last.Offset+1 >= r.s.endOf(last.Partition) {
+			r.wm.End(i)
+		}
 		r.pending = r.pending[k:]
 		n += k
 	}
