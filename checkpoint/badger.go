@@ -26,6 +26,13 @@ var ErrLocked = errors.New("checkpoint store locked")
 // ErrClosed means the BadgerStore was used after Close.
 var ErrClosed = errors.New("checkpoint store is closed")
 
+// ErrLost means a checkpoint the store completed is gone: its metadata record
+// is missing, though the store still records it as the newest it holds (see
+// BadgerStore.Newest). Its files were damaged or lost. A resumed run goes back
+// to the newest intact checkpoint before it; `faultline checkpoints delete`
+// of its id acknowledges the loss.
+var ErrLost = errors.New("checkpoint lost")
+
 // Badger tuning: see OpenBadgerStore and badgerOptions.
 const (
 	memTableSize     = 1 << 20
@@ -51,6 +58,11 @@ const MaxStateSize = valueLogFileSize - 1<<20
 // never removes a damaged record (it cannot tell a damaged savepoint from a
 // damaged checkpoint), nor the state blobs of its own id; Delete does.
 //
+// The store also records the newest id it must still hold (Newest): when that
+// record is missing altogether, the checkpoint is "lost" (ErrLost) and
+// Damaged lists it too, so that damage that takes a record away with its key
+// is seen as well as damage that leaves a record unreadable.
+//
 // It is safe for concurrent use. Locks are taken in this order: life (read
 // for every operation, write for Close), then writeMu (Add and Delete), then
 // gcMu (read for every write to Badger, write for a value log GC run).
@@ -64,6 +76,7 @@ type BadgerStore struct {
 
 	writeMu sync.Mutex // serialises Add and Delete: metadata and retention
 	maxID   atomic.Int64
+	newest  atomic.Int64 // written under writeMu
 
 	// gcMu keeps value log GC apart from writes: Badger v4.9.6's GC reads
 	// the memtable's max version unsynchronised with the write goroutine
@@ -156,25 +169,18 @@ func badgerOptions(dir string) badger.Options {
 		WithDetectConflicts(false) // Add and Delete are serialised by writeMu
 }
 
-// init reads the highest id and deletes orphan state blobs. Nothing else uses
-// the store yet, so every blob no checkpoint refers to is an orphan.
+// init reads the highest id and the newest and deletes orphan state blobs.
+// Nothing else uses the store yet, so every blob no checkpoint refers to is
+// an orphan.
 func (s *BadgerStore) init() error {
-	var stored int64
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(maxIDKey))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
+	var maxID, newest int64
+	var maxOK, newestOK bool
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		if maxID, maxOK, err = readID(txn, maxIDKey); err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error {
-			if id, ok := decodeMaxID(v); ok {
-				stored = id
-			}
-			// A damaged max id is recovered from the metadata below.
-			return nil
-		})
+		newest, newestOK, err = readID(txn, newestKey)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("read max id: %w", err)
@@ -183,15 +189,44 @@ func (s *BadgerStore) init() error {
 	if err != nil {
 		return err
 	}
-	maxID := stored
+	// A damaged max id is recovered from the metadata; a store written
+	// before sys/newest existed, or whose newest is damaged, must hold its
+	// highest id.
 	for _, e := range entries {
 		maxID = max(maxID, e.id)
 	}
+	if !maxOK {
+		maxID = max(maxID, newest)
+	}
+	if !newestOK {
+		newest = maxID
+	}
+	for _, e := range entries {
+		newest = max(newest, e.id)
+	}
 	s.maxID.Store(maxID)
+	s.newest.Store(newest)
 	if err := s.sweep(entries, math.MaxInt64, 0); err != nil {
 		return fmt.Errorf("delete orphan state: %w", err)
 	}
 	return nil
+}
+
+// readID reads sys/max-id or sys/newest; ok is false when the key is missing
+// or its value damaged.
+func readID(txn *badger.Txn, key string) (id int64, ok bool, err error) {
+	item, err := txn.Get([]byte(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	err = item.Value(func(v []byte) error {
+		id, ok = decodeID(v)
+		return nil
+	})
+	return id, ok, err
 }
 
 // Dir is the directory the store lives in.
@@ -348,12 +383,16 @@ func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 		dropped = checkpoints[:n]
 	}
 	maxID := max(s.maxID.Load(), c.ID)
+	newest := max(s.newest.Load(), c.ID)
 
 	err = s.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(metaKey(c.ID), rec); err != nil {
 			return err
 		}
-		if err := txn.Set([]byte(maxIDKey), encodeMaxID(maxID)); err != nil {
+		if err := txn.Set([]byte(maxIDKey), encodeID(maxID)); err != nil {
+			return err
+		}
+		if err := txn.Set([]byte(newestKey), encodeID(newest)); err != nil {
 			return err
 		}
 		for _, id := range dropped {
@@ -369,6 +408,7 @@ func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 		return fmt.Errorf("add checkpoint %d: %w", c.ID, err)
 	}
 	s.maxID.Store(maxID)
+	s.newest.Store(newest)
 
 	entries = slices.DeleteFunc(entries, func(e metaEntry) bool { return slices.Contains(dropped, e.id) })
 	// A failed sweep leaves orphans that the next sweep deletes.
@@ -379,8 +419,10 @@ func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 
 // Delete removes checkpoint or savepoint id and the state blobs that only it
 // refers to (for `faultline checkpoints delete ID`). It also removes a damaged
-// record. It returns an error wrapping ErrNotFound when id is not in the
-// store. MaxID does not go down.
+// record, and deleting a lost one (see ErrLost) acknowledges the loss. It
+// returns an error wrapping ErrNotFound when id is not in the store. MaxID
+// does not go down; Newest goes down to the next lower id the store holds
+// when id was the newest.
 func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
@@ -398,14 +440,30 @@ func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
 	}
-	if !slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == id }) {
+	newest := s.newest.Load()
+	held := slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == id })
+	if !held && (id != newest || id < 1) {
 		return fmt.Errorf("delete checkpoint %d: %w", id, ErrNotFound)
 	}
-	err = s.db.Update(func(txn *badger.Txn) error { return txn.Delete(metaKey(id)) })
+	entries = slices.DeleteFunc(entries, func(e metaEntry) bool { return e.id == id })
+	if id == newest {
+		newest = 0
+		for _, e := range entries {
+			if e.id < id {
+				newest = max(newest, e.id)
+			}
+		}
+	}
+	err = s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Delete(metaKey(id)); err != nil {
+			return err
+		}
+		return txn.Set([]byte(newestKey), encodeID(newest))
+	})
 	if err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
 	}
-	entries = slices.DeleteFunc(entries, func(e metaEntry) bool { return e.id == id })
+	s.newest.Store(newest)
 	if err := s.sweep(entries, s.maxID.Load(), id); err != nil {
 		return fmt.Errorf("delete checkpoint %d: metadata deleted, state left for the next open: %w", id, err)
 	}
@@ -470,8 +528,9 @@ func (s *BadgerStore) All(ctx context.Context) ([]*Completed, error) {
 }
 
 // Damaged returns the ids of the metadata records that cannot be read or fail
-// their checksum, ascending. All and Latest skip them; Verify says what is
-// wrong; Delete removes them.
+// their checksum, and the newest id when its record is lost (ErrLost),
+// ascending. All and Latest skip them; Verify says what is wrong; Delete
+// removes them.
 func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
@@ -490,6 +549,9 @@ func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 			out = append(out, e.id)
 		}
 	}
+	if n := s.newest.Load(); n > 0 && !slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == n }) {
+		out = append(out, n) // above every record
+	}
 	return out, nil
 }
 
@@ -497,9 +559,16 @@ func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 // retention, Delete and restarts of the process.
 func (s *BadgerStore) MaxID() int64 { return s.maxID.Load() }
 
+// Newest is the newest checkpoint or savepoint id the store must still hold,
+// 0 when none: set by Add, lowered only by Delete of that id. When its
+// metadata record is missing, the checkpoint is lost (ErrLost). A store
+// written before the store kept it takes MaxID.
+func (s *BadgerStore) Newest() int64 { return s.newest.Load() }
+
 // Verify reads the metadata of checkpoint id and every state blob it refers
 // to, and checks their checksums. It returns nil when all are intact, an
-// error wrapping ErrNotFound when id is not in the store, and otherwise an
+// error wrapping ErrLost when id is the newest and its record is missing, an
+// error wrapping ErrNotFound when id is not in the store otherwise, and an
 // error that names each damaged part (the metadata, or a subtask and its
 // blob) and wraps ErrChecksum or ErrNotFound.
 func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
@@ -512,6 +581,10 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 	var e metaEntry
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(metaKey(id))
+		if errors.Is(err, badger.ErrKeyNotFound) && id == s.newest.Load() {
+			return fmt.Errorf("the store completed it, but its metadata record is gone "+
+				"(a resumed run goes back to the checkpoint before it): %w", ErrLost)
+		}
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return ErrNotFound
 		}

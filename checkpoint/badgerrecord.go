@@ -20,6 +20,8 @@ import (
 //	state/<Handle.Key>     a state blob, raw; its CRC32C is in the Handle
 //	                       (Handle.Key is "chk-<id>/<operator>/<index>")
 //	sys/max-id             the highest id ever added: 8 bytes big endian + CRC32C
+//	sys/newest             the newest id the store must still hold (Newest),
+//	                       in the same format
 //
 // Beside Badger's own files the directory holds OWNER (JSON: pid and command
 // line of the process that has the store open), removed by Close.
@@ -27,6 +29,7 @@ const (
 	metaPrefix  = "meta/"
 	statePrefix = "state/"
 	maxIDKey    = "sys/max-id"
+	newestKey   = "sys/newest"
 	flushKey    = "sys/flush" // written and dropped to flush the memtables (see flushDeletions)
 	ownerFile   = "OWNER"
 	recordMagic = "FLC1" // faultline checkpoint metadata, version 1
@@ -53,16 +56,20 @@ func blobCheckpointID(key string) (int64, bool) {
 	return id, err == nil
 }
 
-func encodeMaxID(id int64) []byte {
+// encodeID is the value of sys/max-id and sys/newest: id, 8 bytes big
+// endian, and their CRC32C.
+func encodeID(id int64) []byte {
 	b := binary.BigEndian.AppendUint64(nil, uint64(id))
 	return binary.BigEndian.AppendUint32(b, checksum(b))
 }
 
-func decodeMaxID(v []byte) (int64, bool) {
+// decodeID reads a value made by encodeID; ok is false when it is damaged.
+func decodeID(v []byte) (id int64, ok bool) {
 	if len(v) != 12 || binary.BigEndian.Uint32(v[8:]) != checksum(v[:8]) {
 		return 0, false
 	}
-	return int64(binary.BigEndian.Uint64(v[:8])), true
+	id = int64(binary.BigEndian.Uint64(v[:8]))
+	return id, id >= 0
 }
 
 // metaRecord is the JSON of a completed checkpoint's metadata.
