@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,7 +69,11 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			return printList(cmd.OutOrStdout(), all, asJSON)
+			bad, err := damagedRecords(s)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			return printList(cmd.OutOrStdout(), all, bad, asJSON)
 		},
 	}
 	inspect := &cobra.Command{
@@ -87,6 +92,9 @@ func newCheckpointsCmd() *cobra.Command {
 			defer s.Close()
 			c, err := find(s, id)
 			if err != nil {
+				if verr := s.Verify(context.Background(), id); verr != nil && !errors.Is(verr, checkpoint.ErrNotFound) {
+					return exitError{code: 1, err: fmt.Errorf("checkpoint %d is damaged: %s", id, why(id, verr))}
+				}
 				return err
 			}
 			return printInspect(cmd.OutOrStdout(), c, asJSON)
@@ -106,9 +114,13 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
+			damaged, err := damagedRecords(s)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
 			type result struct {
 				ID    int64  `json:"id"`
-				Kind  string `json:"kind"`
+				Kind  string `json:"kind,omitempty"` // unknown for a damaged record
 				OK    bool   `json:"ok"`
 				Error string `json:"error,omitempty"`
 			}
@@ -117,11 +129,16 @@ func newCheckpointsCmd() *cobra.Command {
 			for _, c := range all {
 				r := result{ID: c.ID, Kind: c.Kind.String(), OK: true}
 				if err := s.Verify(context.Background(), c.ID); err != nil {
-					r.OK, r.Error = false, err.Error()
+					r.OK, r.Error = false, why(c.ID, err)
 					bad++
 				}
 				results = append(results, r)
 			}
+			for _, d := range damaged {
+				results = append(results, result{ID: d.ID, OK: false, Error: d.Why})
+				bad++
+			}
+			sort.Slice(results, func(i, j int) bool { return results[i].ID < results[j].ID })
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if results == nil {
@@ -132,15 +149,17 @@ func newCheckpointsCmd() *cobra.Command {
 				fmt.Fprintln(out, "no checkpoints in", s.Dir())
 			} else {
 				for _, r := range results {
+					kind := cmp.Or(r.Kind, checkpoint.KindCheckpoint.String())
 					if r.OK {
-						fmt.Fprintf(out, "%s %d: ok\n", r.Kind, r.ID)
+						fmt.Fprintf(out, "%s %d: ok\n", kind, r.ID)
 					} else {
-						fmt.Fprintf(out, "%s %d: DAMAGED: %s\n", r.Kind, r.ID, r.Error)
+						fmt.Fprintf(out, "%s %d: DAMAGED: %s\n", kind, r.ID, r.Error)
 					}
 				}
 			}
 			if bad > 0 {
-				return exitError{code: 1, err: fmt.Errorf("%d of %d checkpoints are damaged", bad, len(results))}
+				return exitError{code: 1, err: fmt.Errorf("%d of %d checkpoints are damaged: a resumed run goes on from the newest intact one; "+
+					"`faultline checkpoints delete ID` removes a damaged one", bad, len(results))}
 			}
 			return nil
 		},
@@ -171,6 +190,36 @@ func newCheckpointsCmd() *cobra.Command {
 	}
 	cmd.AddCommand(list, inspect, verify, del)
 	return cmd
+}
+
+// damagedRecord is a metadata record the store cannot read, or the newest
+// checkpoint whose record is lost, and why.
+type damagedRecord struct {
+	ID      int64  `json:"id"`
+	Damaged bool   `json:"damaged"`
+	Why     string `json:"error"`
+}
+
+// damagedRecords lists the damaged and lost records of s, ascending.
+func damagedRecords(s *checkpoint.BadgerStore) ([]damagedRecord, error) {
+	ids, err := s.Damaged(context.Background())
+	if err != nil {
+		return nil, exitError{code: 1, err: err}
+	}
+	out := make([]damagedRecord, 0, len(ids))
+	for _, id := range ids {
+		d := damagedRecord{ID: id, Damaged: true, Why: "unreadable"}
+		if err := s.Verify(context.Background(), id); err != nil {
+			d.Why = why(id, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// why is what Verify says about checkpoint id, without its prefix.
+func why(id int64, err error) string {
+	return strings.TrimPrefix(err.Error(), fmt.Sprintf("verify checkpoint %d: ", id))
 }
 
 func find(s checkpoint.Store, id int64) (*checkpoint.Completed, error) {
@@ -238,26 +287,45 @@ func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func printList(out io.Writer, all []*checkpoint.Completed, asJSON bool) error {
+// printList prints the intact checkpoints as a table, then a line for each
+// damaged one; with asJSON, one array of both, by id, the damaged ones
+// marked "damaged": true.
+func printList(out io.Writer, all []*checkpoint.Completed, damaged []damagedRecord, asJSON bool) error {
 	if asJSON {
-		list := []checkpointJSON{}
+		list := []any{}
+		i := 0
 		for _, c := range all {
+			for ; i < len(damaged) && damaged[i].ID < c.ID; i++ {
+				list = append(list, damaged[i])
+			}
 			list = append(list, toJSON(c, false))
+		}
+		for _, d := range damaged[i:] {
+			list = append(list, d)
 		}
 		return json.NewEncoder(out).Encode(list)
 	}
-	if len(all) == 0 {
+	switch {
+	case len(all) > 0:
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tJOB\tMODE\tTRIGGERED\tDURATION\tSIZE\tINCREMENTAL\tSUBTASKS")
+		for _, c := range all {
+			full, inc := c.Size()
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Kind, c.Job, c.Mode,
+				c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc), len(c.Tasks))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	case len(damaged) > 0:
+		fmt.Fprintln(out, "no intact checkpoints")
+	default:
 		fmt.Fprintln(out, "no checkpoints")
-		return nil
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tJOB\tMODE\tTRIGGERED\tDURATION\tSIZE\tINCREMENTAL\tSUBTASKS")
-	for _, c := range all {
-		full, inc := c.Size()
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Kind, c.Job, c.Mode,
-			c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc), len(c.Tasks))
+	for _, d := range damaged {
+		fmt.Fprintf(out, "checkpoint %d: DAMAGED: %s\n", d.ID, d.Why)
 	}
-	return tw.Flush()
+	return nil
 }
 
 func printInspect(out io.Writer, c *checkpoint.Completed, asJSON bool) error {

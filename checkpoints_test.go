@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -217,5 +218,63 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 	}
 	if bad := faultline(t, append(base, "--from-savepoint", "99999")...); bad.code != 2 || !strings.Contains(bad.stderr, "99999") {
 		t.Fatalf("unknown savepoint: exit %d %q", bad.code, bad.stderr)
+	}
+}
+
+// cutAtRecord truncates the value log file that holds the metadata record
+// of checkpoint id where that record starts, as a disk that lost the end of
+// the file would, and returns the file.
+func cutAtRecord(t *testing.T, stateDir string, id int64) string {
+	t.Helper()
+	vlogs, err := filepath.Glob(filepath.Join(checkpointDir(stateDir), "*.vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Appendf(nil, `{"id":%d,"kind":`, id)
+	for _, path := range vlogs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, marker); i >= 0 {
+			if err := os.Truncate(path, int64(i)); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+	t.Fatalf("the metadata record of checkpoint %d is in no value log file", id)
+	return ""
+}
+
+// A value log cut short loses the newest checkpoint's metadata: list and
+// verify say so instead of showing only what is left.
+func TestCheckpointsShowDamagedRecords(t *testing.T) {
+	dir := t.TempDir()
+	// At most 20,000 records a second: at least three checkpoints.
+	r := faultline(t, "run", "--headless", "--records", "30000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	last := int64(num(r.report, "checkpoints", "last_completed"))
+	t.Logf("cut %s", filepath.Base(cutAtRecord(t, dir, last)))
+
+	list := faultline(t, "checkpoints", "list", "--state-dir", dir)
+	want := fmt.Sprintf("checkpoint %d: DAMAGED: ", last)
+	if list.code != 0 || !strings.Contains(list.stdout, want) {
+		t.Fatalf("list: exit %d, no %q:\n%s%s", list.code, want, list.stdout, list.stderr)
+	}
+	js := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	var cps []map[string]any
+	if err := json.Unmarshal([]byte(js.stdout), &cps); err != nil || len(cps) == 0 {
+		t.Fatalf("list --json: %v %q", err, js.stdout)
+	}
+	if newest := cps[len(cps)-1]; int64(newest["id"].(float64)) != last || newest["damaged"] != true || newest["error"] == "" {
+		t.Fatalf("list --json: newest %v, want %d marked damaged", newest, last)
+	}
+	v := faultline(t, "checkpoints", "verify", "--state-dir", dir)
+	t.Logf("verify:\n%s%s", v.stdout, v.stderr)
+	if v.code != 1 || !strings.Contains(v.stdout, want) || !strings.Contains(v.stderr, "of 3 checkpoints are damaged") {
+		t.Fatalf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
 }

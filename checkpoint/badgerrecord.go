@@ -130,7 +130,7 @@ func decodeCompleted(id int64, v []byte) (*Completed, error) {
 	}
 	head := len(recordMagic) + 4
 	if len(v) == 0 {
-		return bad("record is empty: its value log entry is lost")
+		return bad("record is empty: the value log entry that held it is gone (its file was cut short or lost)")
 	}
 	if len(v) < head || string(v[:len(recordMagic)]) != recordMagic {
 		return bad("record of %d bytes does not start with %q", len(v), recordMagic)
