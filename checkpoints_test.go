@@ -278,3 +278,42 @@ func TestCheckpointsShowDamagedRecords(t *testing.T) {
 		t.Fatalf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
 }
+
+// Random bytes in a table of the checkpoint store: every command that opens
+// it says which file is damaged and what to do, in one line, and none
+// panics.
+func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
+	dir := t.TempDir()
+	if r := faultline(t, "run", "--headless", "--records", "30000", "--checkpoint-interval", "100ms", "--state-dir", dir); r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	tables, _ := filepath.Glob(filepath.Join(checkpointDir(dir), "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("no table in the checkpoint store")
+	}
+	f, err := os.OpenFile(tables[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 1000)
+	for i := range junk {
+		junk[i] = byte(i*7 + 13)
+	}
+	if _, err := f.WriteAt(junk, 100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, args := range [][]string{
+		{"checkpoints", "list", "--state-dir", dir},
+		{"checkpoints", "verify", "--state-dir", dir},
+		{"run", "--headless", "--resume", "--records", "30000", "--state-dir", dir},
+	} {
+		r := faultline(t, args...)
+		line := strings.TrimSpace(r.stderr)
+		t.Logf("%s: exit %d: %s", strings.Join(args[:2], " "), r.code, line)
+		if r.code != 1 || strings.Count(line, "\n") != 0 || strings.Contains(line, "goroutine") || strings.Contains(line, "panic") ||
+			!strings.Contains(line, "checkpoint store damaged") || !strings.Contains(line, tables[0]) || !strings.Contains(line, "faultline run --fresh") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming %s and the way on", strings.Join(args, " "), r.code, r.stderr, tables[0])
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 
 	"faultline/internal/dbclose"
 )
@@ -84,6 +83,9 @@ type BadgerStore struct {
 	// a GC run holds it exclusively.
 	gcMu sync.RWMutex
 
+	gcCheck sync.Once // see gcSafe
+	gcOK    bool      // set by gcCheck
+
 	// garbage counts the bytes of state blobs deleted since the memtables
 	// were last flushed for the reclaimer (see flushDeletions).
 	garbage atomic.Int64
@@ -94,80 +96,6 @@ type BadgerStore struct {
 }
 
 var _ Store = (*BadgerStore)(nil)
-
-// OpenBadgerStore opens (creating) the checkpoint store in dir (Flink:
-// CheckpointStorage + CompletedCheckpointStore on disk) that keeps the newest
-// retained checkpoints (at least 1) plus every savepoint.
-//
-// Opening deletes the state blobs that no checkpoint refers to: those of
-// checkpoints that never completed before the previous process stopped. When
-// another process (or another BadgerStore of this process) has dir open, it
-// returns an error wrapping ErrLocked that names dir and that process.
-//
-// Badger runs with 1 MiB memtables (an open takes about 10 ms and the store
-// holds 1–6 MiB of heap), synchronous writes, no compression and no block
-// cache; values of 1 KiB and more (state blobs, large metadata records) live
-// in value log files of 32 MiB, so a state blob can be at most MaxStateSize.
-// The space of deleted blobs is reclaimed in the background by value log GC
-// (see reclaim). Badger never logs.
-func OpenBadgerStore(dir string, retained int) (*BadgerStore, error) {
-	if dir == "" {
-		return nil, errors.New("open checkpoint store: no directory given")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("open checkpoint store: %w", err)
-	}
-	if _, err := removeEmptyValueLogs(dir); err != nil {
-		return nil, fmt.Errorf("open checkpoint store %s: %w", dir, err)
-	}
-	db, err := badger.Open(badgerOptions(dir))
-	if err != nil {
-		if isBadgerLockError(err) {
-			return nil, fmt.Errorf("%w: %s is in use by %s", ErrLocked, dir, describeHolder(dir))
-		}
-		return nil, fmt.Errorf("open checkpoint store %s: %w", dir, err)
-	}
-	s := &BadgerStore{
-		dir:      dir,
-		retained: max(retained, 1),
-		db:       db,
-		gcKick:   make(chan struct{}, 1),
-		gcQuit:   make(chan struct{}),
-		gcDone:   make(chan struct{}),
-	}
-	if err := s.init(); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("open checkpoint store %s: %w", dir, err)
-	}
-	// The owner file is advisory: a store that cannot say who holds it still
-	// works, so a failure to write it is not an error.
-	_ = writeOwner(dir)
-	go s.reclaim()
-	s.kickGC()
-	return s, nil
-}
-
-// badgerOptions are the Badger options of the store in dir. Small memtables
-// need a value threshold below 15% of their size. One level-0 table is enough
-// to start a compaction, and Close compacts level 0, because compactions are
-// what tell value log GC which value log space is garbage.
-func badgerOptions(dir string) badger.Options {
-	return badger.DefaultOptions(dir).
-		WithLogger(nil).
-		WithSyncWrites(true).
-		WithMemTableSize(memTableSize).
-		WithNumMemtables(2).
-		WithValueThreshold(valueThreshold).
-		WithValueLogFileSize(valueLogFileSize).
-		WithCompression(options.None).
-		WithBlockCacheSize(0).
-		WithNumCompactors(2).
-		WithNumLevelZeroTables(1).
-		WithNumLevelZeroTablesStall(8).
-		WithCompactL0OnClose(true).
-		WithMetricsEnabled(false).
-		WithDetectConflicts(false) // Add and Delete are serialised by writeMu
-}
 
 // init reads the highest id and the newest and deletes orphan state blobs.
 // Nothing else uses the store yet, so every blob no checkpoint refers to is

@@ -1,6 +1,13 @@
 package checkpoint
 
-import badger "github.com/dgraph-io/badger/v4"
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"slices"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
 
 // sweep deletes the state blobs that no intact record in entries refers to
 // and whose checkpoint id is below below or equal to also (0: none). Blobs
@@ -113,9 +120,46 @@ func (s *BadgerStore) flushDeletions() {
 }
 
 // runGC rewrites one value log file, with writes held off; it reports
-// whether it did.
+// whether it did. It never does on a store with a damaged value log (see
+// gcSafe).
 func (s *BadgerStore) runGC() bool {
+	if !s.gcSafe() {
+		return false
+	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	return s.db.RunValueLogGC(gcDiscardRatio) == nil
+}
+
+// gcSafe reports whether value log GC may run on the store, reading the
+// value log files once (checkValueLogs) the first time. GC deletes a damaged
+// file after copying only what comes before the damage: on a store with one
+// it never runs, and the store keeps its space rather than lose values that
+// reads still find.
+func (s *BadgerStore) gcSafe() bool {
+	s.gcCheck.Do(func() { s.gcOK = s.checkValueLogs() })
+	return s.gcOK
+}
+
+// checkValueLogs checks every value log file but the newest, which Badger
+// writes to, with checkValueLog, and reports whether all are intact. It
+// stops early, reporting false, when the store closes.
+func (s *BadgerStore) checkValueLogs() bool {
+	logs, err := filepath.Glob(filepath.Join(s.dir, "*"+valueLogExt))
+	if err != nil {
+		return false
+	}
+	slices.Sort(logs) // fixed-width numbers
+	for _, path := range logs[:max(len(logs)-1, 0)] {
+		select {
+		case <-s.gcQuit:
+			return false
+		default:
+		}
+		err := checkValueLog(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
