@@ -26,7 +26,9 @@ func checkpointDir(stateDir string) string { return filepath.Join(stateDir, "che
 func newCheckpointsCmd() *cobra.Command {
 	var stateDir string
 	var asJSON bool
-	open := func() (*checkpoint.BadgerStore, error) {
+	// open opens the store read-only (list, inspect, verify) or to write
+	// (delete); neither creates anything where there is no store.
+	open := func(write bool) (*checkpoint.BadgerStore, error) {
 		dir := stateDir
 		if dir == "" {
 			d, err := defaultStateDir()
@@ -35,7 +37,13 @@ func newCheckpointsCmd() *cobra.Command {
 			}
 			dir = d
 		}
-		s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 0)
+		var s *checkpoint.BadgerStore
+		var err error
+		if write {
+			s, err = checkpoint.OpenBadgerStore(checkpointDir(dir), 0, checkpoint.Existing())
+		} else {
+			s, err = checkpoint.OpenBadgerStoreReadOnly(checkpointDir(dir))
+		}
 		if err != nil {
 			return nil, exitError{code: 1, err: err}
 		}
@@ -60,7 +68,7 @@ func newCheckpointsCmd() *cobra.Command {
 		Short: "List the retained checkpoints and savepoints, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			s, err := open(false)
 			if err != nil {
 				return err
 			}
@@ -85,7 +93,7 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := open()
+			s, err := open(false)
 			if err != nil {
 				return err
 			}
@@ -105,7 +113,7 @@ func newCheckpointsCmd() *cobra.Command {
 		Short: "Read every state blob of every retained checkpoint and check its checksum",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			s, err := open(false)
 			if err != nil {
 				return err
 			}
@@ -173,7 +181,7 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := open()
+			s, err := open(true)
 			if err != nil {
 				return err
 			}

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -315,5 +317,34 @@ func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
 			!strings.Contains(line, "checkpoint store damaged") || !strings.Contains(line, tables[0]) || !strings.Contains(line, "faultline run --fresh") {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming %s and the way on", strings.Join(args, " "), r.code, r.stderr, tables[0])
 		}
+	}
+}
+
+// A mistyped state dir is an error, and nothing is created there.
+func TestCheckpointsCommandsOnAMissingStore(t *testing.T) {
+	typo := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{{"list"}, {"inspect", "1"}, {"verify"}, {"delete", "1"}} {
+		r := faultline(t, append(append([]string{"checkpoints"}, args...), "--state-dir", typo)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no checkpoint store in "+checkpointDir(typo)+": is --state-dir right?") {
+			t.Errorf("checkpoints %s: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
+		if _, err := os.Stat(typo); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("checkpoints %s created %s: %v", args[0], typo, err)
+		}
+	}
+}
+
+// The commands that only look at the store are turned away, with the name
+// of the process, while a run has it open.
+func TestCheckpointsListWhileARunHoldsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := faultline(t, "checkpoints", "list", "--state-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "checkpoint store locked") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("list while held: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

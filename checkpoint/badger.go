@@ -69,6 +69,7 @@ type BadgerStore struct {
 	dir      string
 	retained int
 	db       *badger.DB
+	readOnly bool // see OpenBadgerStoreReadOnly
 
 	life   sync.RWMutex
 	closed bool // under life
@@ -134,6 +135,9 @@ func (s *BadgerStore) init() error {
 	}
 	s.maxID.Store(maxID)
 	s.newest.Store(newest)
+	if s.readOnly {
+		return nil
+	}
 	if err := s.sweep(entries, math.MaxInt64, 0); err != nil {
 		return fmt.Errorf("delete orphan state: %w", err)
 	}
@@ -171,7 +175,9 @@ func (s *BadgerStore) Close() error {
 	s.closed = true
 	close(s.gcQuit)
 	<-s.gcDone
-	_ = os.Remove(filepath.Join(s.dir, ownerFile))
+	if !s.readOnly { // a read-only store wrote no OWNER
+		_ = os.Remove(filepath.Join(s.dir, ownerFile))
+	}
 	if err := dbclose.Close(s.db, s.dir, 0); err != nil {
 		return fmt.Errorf("close checkpoint store %s: %w", s.dir, err)
 	}
@@ -189,6 +195,15 @@ func (s *BadgerStore) enter() error {
 	return nil
 }
 
+// enterWrite is enter for the methods that write: it also refuses a
+// read-only store.
+func (s *BadgerStore) enterWrite() error {
+	if s.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, s.dir)
+	}
+	return s.enter()
+}
+
 // PutState stores data as the state of task for checkpoint id and returns its
 // handle with a CRC32 (Castagnoli) checksum. The blob is on disk when
 // PutState returns.
@@ -200,7 +215,7 @@ func (s *BadgerStore) PutState(ctx context.Context, id int64, task TaskID, data 
 		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %d bytes, more than the store's limit of %d",
 			task, id, len(data), MaxStateSize)
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
 	}
 	defer s.life.RUnlock()
@@ -281,7 +296,7 @@ func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 	if err != nil {
 		return fmt.Errorf("add checkpoint %d: %w", c.ID, err)
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return fmt.Errorf("add checkpoint %d: %w", c.ID, err)
 	}
 	defer s.life.RUnlock()
@@ -355,7 +370,7 @@ func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
 	}
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
 	}
 	defer s.life.RUnlock()
@@ -554,7 +569,7 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 // checksum, so that reading it fails as bytes damaged on disk would (the
 // corrupt-checkpoint fault).
 func (s *BadgerStore) Corrupt(key string) error {
-	if err := s.enter(); err != nil {
+	if err := s.enterWrite(); err != nil {
 		return err
 	}
 	defer s.life.RUnlock()

@@ -116,7 +116,7 @@ func inspect(dir string) (inspection, error) {
 		}
 		// A table written just before its process died, which Badger
 		// deletes: its data is still in the memtable log.
-		in.recover = append(in.recover, "table "+name+" not in the MANIFEST")
+		in.recover = append(in.recover, "table "+name+", which the MANIFEST does not list, deleted")
 	}
 	for _, id := range slices.Sorted(mapKeys(listed)) {
 		name := table.IDToFilename(id)
@@ -137,7 +137,7 @@ func inspect(dir string) (inspection, error) {
 		case err != nil:
 			return in, err
 		case size == 0:
-			in.recover = append(in.recover, "empty value log "+name)
+			in.recover = append(in.recover, "empty value log "+name+" deleted")
 		case len(head) == 8 && binary.BigEndian.Uint64(head) != 0:
 			// Badger refuses to open the store, with an error that names
 			// an encryption key.
@@ -145,7 +145,7 @@ func inspect(dir string) (inspection, error) {
 		}
 	}
 	for _, name := range mems {
-		in.recover = append(in.recover, "memtable log "+name+" of a process that did not close the store")
+		in.recover = append(in.recover, "memtable log "+name+" replayed (the process that wrote it did not close the store)")
 	}
 	if err := checkKeyRegistry(filepath.Join(dir, keyRegistryFile)); err != nil {
 		in.replace = append(in.replace, keyRegistryFile)

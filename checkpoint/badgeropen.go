@@ -3,18 +3,52 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"golang.org/x/sys/unix"
 )
 
-// OpenBadgerStore opens (creating) the checkpoint store in dir (Flink:
-// CheckpointStorage + CompletedCheckpointStore on disk) that keeps the newest
-// retained checkpoints (at least 1) plus every savepoint.
+// ErrNoStore means the directory holds no checkpoint store, or does not
+// exist: the state dir given is probably not the one meant.
+var ErrNoStore = errors.New("no checkpoint store")
+
+// ErrReadOnly means a write (PutState, Add, Delete, Clear, Corrupt) to a
+// store opened with OpenBadgerStoreReadOnly. Open it with OpenBadgerStore to
+// change it.
+var ErrReadOnly = errors.New("checkpoint store is open read-only")
+
+// ErrNeedsRecovery means the store was left by a process that died holding it
+// (or holds files only a read-write open can set right), and its directory
+// cannot be written, so it cannot be opened even to read it. Open it where
+// the state dir is writable, or copy the state dir somewhere writable and
+// open the copy.
+var ErrNeedsRecovery = errors.New("checkpoint store needs recovery")
+
+// OpenOption changes how OpenBadgerStore opens a store.
+type OpenOption func(*openConfig)
+
+// openConfig is what the OpenOptions chose.
+type openConfig struct {
+	existing bool // fail with ErrNoStore rather than create a store
+	readOnly bool // refuse writes (a read-only open that had to recover)
+}
+
+// Existing makes OpenBadgerStore open only a store that exists: a missing
+// directory, or one without a store, is an error wrapping ErrNoStore, and
+// nothing is created.
+func Existing() OpenOption { return func(c *openConfig) { c.existing = true } }
+
+// OpenBadgerStore opens (creating, unless Existing is given) the checkpoint
+// store in dir (Flink: CheckpointStorage + CompletedCheckpointStore on disk)
+// that keeps the newest retained checkpoints (at least 1) plus every
+// savepoint.
 //
 // Opening deletes the state blobs that no checkpoint refers to: those of
 // checkpoints that never completed before the previous process stopped. When
@@ -34,31 +68,37 @@ import (
 // Table blocks and values are checked against their checksums when read. The
 // space of deleted blobs is reclaimed in the background by value log GC (see
 // reclaim). Badger never logs.
-func OpenBadgerStore(dir string, retained int) (*BadgerStore, error) {
+func OpenBadgerStore(dir string, retained int, opts ...OpenOption) (*BadgerStore, error) {
+	var cfg openConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if dir == "" {
 		return nil, errors.New("open checkpoint store: no directory given")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if cfg.existing {
+		if err := isDir(dir); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
-	if err := prepare(dir); err != nil {
+	if err := prepare(dir, cfg.existing); err != nil {
 		return nil, err
 	}
 	db, err := openDB(badgerOptions(dir))
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	s := &BadgerStore{
-		dir:      dir,
-		retained: max(retained, 1),
-		db:       db,
-		gcKick:   make(chan struct{}, 1),
-		gcQuit:   make(chan struct{}),
-		gcDone:   make(chan struct{}),
-	}
+	s := newBadgerStore(dir, retained, db)
+	s.readOnly = cfg.readOnly
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open checkpoint store %s: %w", dir, err)
+	}
+	if s.readOnly {
+		close(s.gcDone) // no writes, nothing to reclaim
+		return s, nil
 	}
 	// The owner file is advisory: a store that cannot say who holds it still
 	// works, so a failure to write it is not an error.
@@ -68,10 +108,108 @@ func OpenBadgerStore(dir string, retained int) (*BadgerStore, error) {
 	return s, nil
 }
 
+// OpenBadgerStoreReadOnly opens the checkpoint store in dir to read it, for
+// the commands that only look (list, inspect, verify): it never creates
+// anything, and every write returns an error wrapping ErrReadOnly. A dir
+// that does not exist or holds no store is an error wrapping ErrNoStore.
+//
+// Badger opens read-only, with a shared lock on dir: while a process has the
+// store open to write, it returns an error wrapping ErrLocked that names it.
+// A store left by a process that died needs Badger to replay and truncate
+// its memtable log, which a read-only open cannot: then, when dir is
+// writable, it falls back to a read-write open that recovers the store (as
+// the next run would) and still refuses writes; otherwise it returns an
+// error wrapping ErrNeedsRecovery that says what to do. Damage is reported
+// as OpenBadgerStore does.
+func OpenBadgerStoreReadOnly(dir string) (*BadgerStore, error) {
+	if dir == "" {
+		return nil, errors.New("open checkpoint store: no directory given")
+	}
+	if err := isDir(dir); err != nil {
+		return nil, err
+	}
+	unlock, err := lockDir(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	in, err := inspect(dir)
+	unlock()
+	switch {
+	case err != nil:
+		return nil, openError(dir, err)
+	case in.empty:
+		return nil, noStore(dir)
+	case len(in.recover)+len(in.replace) > 0:
+		why := slices.Clone(in.recover)
+		for _, name := range in.replace {
+			why = append(why, "damaged "+name+" replaced")
+		}
+		return recoverReadOnly(dir, why)
+	}
+	db, err := openDB(badgerOptions(dir).WithReadOnly(true))
+	if err != nil && strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
+		return recoverReadOnly(dir, []string{"its memtable log truncated"})
+	}
+	if err != nil {
+		return nil, openError(dir, err)
+	}
+	s := newBadgerStore(dir, 1, db)
+	s.readOnly = true
+	if err := s.init(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open checkpoint store %s: %w", dir, err)
+	}
+	close(s.gcDone)
+	return s, nil
+}
+
+// recoverReadOnly opens the store in dir, which a read-only open cannot open
+// for the reasons why, read-write for Badger to recover it, refusing writes;
+// or, when dir cannot be written, says what to do.
+func recoverReadOnly(dir string, why []string) (*BadgerStore, error) {
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return nil, fmt.Errorf("%w: %s needs its %s before it can be read, which needs write access (%v): "+
+			"run the command where the state dir is writable, or on a writable copy of it", ErrNeedsRecovery, dir, strings.Join(why, ", "), err)
+	}
+	return OpenBadgerStore(dir, 1, Existing(), func(c *openConfig) { c.readOnly = true })
+}
+
+// newBadgerStore is the store on db, not yet initialised.
+func newBadgerStore(dir string, retained int, db *badger.DB) *BadgerStore {
+	return &BadgerStore{
+		dir:      dir,
+		retained: max(retained, 1),
+		db:       db,
+		gcKick:   make(chan struct{}, 1),
+		gcQuit:   make(chan struct{}),
+		gcDone:   make(chan struct{}),
+	}
+}
+
+// isDir returns an error wrapping ErrNoStore when dir does not exist.
+func isDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return noStore(dir)
+	case err != nil:
+		return fmt.Errorf("open checkpoint store: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("open checkpoint store: %s is not a directory", dir)
+	}
+	return nil
+}
+
+// noStore says that dir holds no store.
+func noStore(dir string) error {
+	return fmt.Errorf("%w in %s: is --state-dir right?", ErrNoStore, dir)
+}
+
 // prepare inspects the store in dir for a read-write open, under dir's lock,
 // and makes the repairs Badger cannot: it removes empty value log files and
-// damaged DISCARD and KEYREGISTRY files.
-func prepare(dir string) error {
+// damaged DISCARD and KEYREGISTRY files. With existing, a dir without a
+// store is an error wrapping ErrNoStore.
+func prepare(dir string, existing bool) error {
 	unlock, err := lockDir(dir, true)
 	if err != nil {
 		return err
@@ -80,6 +218,9 @@ func prepare(dir string) error {
 	in, err := inspect(dir)
 	if err != nil {
 		return openError(dir, err)
+	}
+	if in.empty && existing {
+		return noStore(dir)
 	}
 	if _, err := removeEmptyValueLogs(dir); err != nil {
 		return fmt.Errorf("open checkpoint store %s: %w", dir, err)
