@@ -63,8 +63,9 @@ const MaxStateSize = valueLogFileSize - 1<<20
 // is seen as well as damage that leaves a record unreadable.
 //
 // It is safe for concurrent use. Locks are taken in this order: life (read
-// for every operation, write for Close), then writeMu (Add and Delete), then
-// gcMu (read for every write to Badger, write for a value log GC run).
+// for every operation, write for Close and Clear), then writeMu (Add and
+// Delete), then gcMu (read for every write to Badger, write for a value log
+// GC run and for Clear).
 type BadgerStore struct {
 	dir      string
 	retained int
@@ -414,6 +415,43 @@ func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 	return nil
 }
 
+// Clear deletes every checkpoint, savepoint and state blob, damaged or not,
+// and resets MaxID and Newest to 0, so that ids start at 1 again (for
+// `faultline run --fresh`). Nothing else runs on the store meanwhile: Badger
+// drops its data only while nothing reads it.
+func (s *BadgerStore) Clear(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("clear checkpoint store: %w", err)
+	}
+	if s.readOnly {
+		return fmt.Errorf("clear checkpoint store: %w: %s", ErrReadOnly, s.dir)
+	}
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed {
+		return fmt.Errorf("clear checkpoint store: %w", ErrClosed)
+	}
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	if err := s.db.DropAll(); err != nil {
+		return fmt.Errorf("clear checkpoint store %s: %w", s.dir, err)
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set([]byte(maxIDKey), encodeID(0)); err != nil {
+			return err
+		}
+		return txn.Set([]byte(newestKey), encodeID(0))
+	})
+	if err != nil {
+		return fmt.Errorf("clear checkpoint store %s: %w", s.dir, err)
+	}
+	s.maxID.Store(0)
+	s.newest.Store(0)
+	s.garbage.Store(0)
+	s.gcCheck = sync.Once{} // the value logs checked before are gone
+	return nil
+}
+
 // Latest returns the newest intact checkpoint or savepoint, or nil when there
 // is none. Damaged records are skipped.
 func (s *BadgerStore) Latest(ctx context.Context) (*Completed, error) {
@@ -499,7 +537,7 @@ func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 }
 
 // MaxID is the highest checkpoint id ever added, 0 when none. It survives
-// retention, Delete and restarts of the process.
+// retention, Delete and restarts of the process; only Clear resets it.
 func (s *BadgerStore) MaxID() int64 { return s.maxID.Load() }
 
 // Newest is the newest checkpoint or savepoint id the store must still hold,

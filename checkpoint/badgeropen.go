@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -231,6 +232,61 @@ func prepare(dir string, existing bool) error {
 		}
 	}
 	return nil
+}
+
+// Remove deletes the checkpoint store in dir and dir itself, for a store too
+// damaged to open (`faultline run --fresh`). It refuses with an error
+// wrapping ErrLocked while a process has the store open, and deletes only a
+// store: when dir holds a file that is not one of a store's, it deletes
+// nothing and says which. A dir that does not exist is not an error.
+func Remove(dir string) error {
+	if dir == "" {
+		return errors.New("remove checkpoint store: no directory given")
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockDir(dir, true)
+	if err != nil {
+		return fmt.Errorf("remove checkpoint store: %w", err)
+	}
+	defer unlock()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("remove checkpoint store: %w", err)
+	}
+	for _, e := range entries {
+		if !isStoreFile(e) {
+			return fmt.Errorf("remove checkpoint store: %s holds %s, which is not a checkpoint store's: remove it yourself if it should go",
+				dir, e.Name())
+		}
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("remove checkpoint store: %w", err)
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		return fmt.Errorf("remove checkpoint store: %w", err)
+	}
+	return nil
+}
+
+// isStoreFile tells the files Badger and the store keep in a store's
+// directory.
+func isStoreFile(e fs.DirEntry) bool {
+	if e.IsDir() {
+		return false
+	}
+	switch name := e.Name(); name {
+	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, "LOCK", ownerFile, ownerFile + ".tmp":
+		return true
+	default:
+		ext := filepath.Ext(name)
+		num := strings.TrimSuffix(name, ext)
+		_, err := strconv.ParseUint(num, 10, 64)
+		return err == nil && (ext == tableExt || ext == valueLogExt || ext == memLogExt)
+	}
 }
 
 // lockDir takes Badger's own lock on dir (flock on the directory), exclusive
