@@ -40,9 +40,10 @@ const (
 	gcDiscardRatio   = 0.5
 )
 
-// MaxStateSize is the largest state blob BadgerStore.PutState accepts: one
-// Badger value must fit in one value log file.
-const MaxStateSize = valueLogFileSize - 1<<20
+// MaxStateSize is the largest state blob BadgerStore.PutState accepts. Blobs
+// above pieceSize are stored in pieces, as one Badger value must fit in one
+// value log file.
+const MaxStateSize = 1 << 30
 
 // BadgerStore is a Store on a Badger database in one directory (Flink:
 // CheckpointStorage + CompletedCheckpointStore on disk). It keeps the newest
@@ -97,7 +98,10 @@ type BadgerStore struct {
 	gcDone chan struct{}
 }
 
-var _ Store = (*BadgerStore)(nil)
+var (
+	_ Store        = (*BadgerStore)(nil)
+	_ PartsStorage = (*BadgerStore)(nil)
+)
 
 // init reads the highest id and the newest and deletes orphan state blobs.
 // Nothing else uses the store yet, so every blob no checkpoint refers to is
@@ -203,74 +207,6 @@ func (s *BadgerStore) enterWrite() error {
 		return fmt.Errorf("%w: %s", ErrReadOnly, s.dir)
 	}
 	return s.enter()
-}
-
-// PutState stores data as the state of task for checkpoint id and returns its
-// handle with a CRC32 (Castagnoli) checksum. The blob is on disk when
-// PutState returns.
-func (s *BadgerStore) PutState(ctx context.Context, id int64, task TaskID, data []byte) (Handle, error) {
-	if err := ctx.Err(); err != nil {
-		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
-	}
-	if len(data) > MaxStateSize {
-		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %d bytes, more than the store's limit of %d",
-			task, id, len(data), MaxStateSize)
-	}
-	if err := s.enterWrite(); err != nil {
-		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
-	}
-	defer s.life.RUnlock()
-	h := Handle{Key: stateKey(id, task), Size: int64(len(data)), Checksum: checksum(data)}
-	s.gcMu.RLock()
-	err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(blobKey(h.Key), data)
-	})
-	s.gcMu.RUnlock()
-	if err != nil {
-		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
-	}
-	return h, nil
-}
-
-// GetState returns the blob h points at. It returns an error wrapping
-// ErrNotFound for an unknown key and ErrChecksum when the blob does not match
-// h or cannot be read back from disk. (Badger itself does not report a value
-// it cannot read from the value log: it returns it empty.)
-func (s *BadgerStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("get state %s: %w", h.Key, err)
-	}
-	if err := s.enter(); err != nil {
-		return nil, fmt.Errorf("get state %s: %w", h.Key, err)
-	}
-	defer s.life.RUnlock()
-	var data []byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(blobKey(h.Key))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if data, err = item.ValueCopy(nil); err != nil {
-			// The key is there but its value is not: the value log is
-			// damaged (Badger truncates a damaged value log on open).
-			return fmt.Errorf("unreadable (%v): %w", err, ErrChecksum)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("get state %s: %w", h.Key, err)
-	}
-	if len(data) == 0 && h.Size > 0 {
-		return nil, fmt.Errorf("get state %s: empty, want %d bytes: its value log entry is lost: %w", h.Key, h.Size, ErrChecksum)
-	}
-	if got := checksum(data); got != h.Checksum || int64(len(data)) != h.Size {
-		return nil, fmt.Errorf("get state %s: %d bytes with checksum %08x, want %d bytes with checksum %08x: %w",
-			h.Key, len(data), got, h.Size, h.Checksum, ErrChecksum)
-	}
-	return data, nil
 }
 
 // Add records c durably and applies retention: only the newest retained
@@ -601,35 +537,4 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Corrupt damages the stored blob key in place, keeping its handle's
-// checksum, so that reading it fails as bytes damaged on disk would (the
-// corrupt-checkpoint fault).
-func (s *BadgerStore) Corrupt(key string) error {
-	if err := s.enterWrite(); err != nil {
-		return err
-	}
-	defer s.life.RUnlock()
-	s.gcMu.RLock()
-	defer s.gcMu.RUnlock()
-	return s.db.Update(func(txn *badger.Txn) error {
-		item, err := txn.Get(blobKey(key))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("corrupt state %s: %w", key, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return err
-		}
-		if len(v) == 0 {
-			v = []byte{0}
-		} else {
-			v[len(v)/2] ^= 0xff
-		}
-		return txn.Set(blobKey(key), v)
-	})
 }

@@ -12,7 +12,9 @@ import (
 // sweep deletes the state blobs that no intact record in entries refers to
 // and whose checkpoint id is below below or equal to also (0: none). Blobs
 // named after a damaged record are kept, as a damaged record's handles are
-// unknown. Blobs whose key names no checkpoint are orphans too.
+// unknown. Blobs whose key names no checkpoint are orphans too. The pieces
+// of a blob go with it, and pieces whose index was never written (their
+// process died first) are orphans like any blob.
 func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 	referenced := map[string]bool{}
 	damaged := map[int64]bool{}
@@ -37,7 +39,7 @@ func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			key := it.Item().Key()
-			name := string(key[len(statePrefix):])
+			name := pieceOf(string(key[len(statePrefix):])) // a piece goes with its blob
 			if referenced[name] {
 				continue
 			}

@@ -65,7 +65,8 @@ func Existing() OpenOption { return func(c *openConfig) { c.existing = true } }
 // Badger runs with 1 MiB memtables (an open takes about 10 ms and the store
 // holds 1–6 MiB of heap), synchronous writes, no compression and no block
 // cache; values of 1 KiB and more (state blobs, large metadata records) live
-// in value log files of 32 MiB, so a state blob can be at most MaxStateSize.
+// in value log files of 32 MiB; a state blob over 8 MiB is stored in pieces
+// of 8 MiB, up to MaxStateSize.
 // Table blocks and values are checked against their checksums when read. The
 // space of deleted blobs is reclaimed in the background by value log GC (see
 // reclaim). Badger never logs.

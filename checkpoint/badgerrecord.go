@@ -18,7 +18,11 @@ import (
 //	meta/<id, 20 digits>   the metadata of a completed checkpoint or savepoint:
 //	                       recordMagic, CRC32C of the JSON, the JSON (metaRecord)
 //	state/<Handle.Key>     a state blob, raw; its CRC32C is in the Handle
-//	                       (Handle.Key is "chk-<id>/<operator>/<index>")
+//	                       (Handle.Key is "chk-<id>/<operator>/<index>");
+//	                       for a blob over pieceSize, with user meta
+//	                       piecesMeta, its piece index instead (encodePieces)
+//	state/<Handle.Key>#<n> piece n (4 digits, from 0) of a blob in pieces,
+//	                       raw; the pieces one after another are the blob
 //	sys/max-id             the highest id ever added: 8 bytes big endian + CRC32C
 //	sys/newest             the newest id the store must still hold (Newest),
 //	                       in the same format
@@ -33,6 +37,8 @@ const (
 	flushKey    = "sys/flush" // written and dropped to flush the memtables (see flushDeletions)
 	ownerFile   = "OWNER"
 	recordMagic = "FLC1" // faultline checkpoint metadata, version 1
+	piecesMagic = "FLP1" // faultline piece index, version 1
+	piecesMeta  = 1      // Badger user meta of a piece index
 )
 
 // metaKey is the Badger key of the metadata of checkpoint id; fixed-width so
@@ -41,6 +47,50 @@ func metaKey(id int64) []byte { return fmt.Appendf(nil, "%s%020d", metaPrefix, i
 
 // blobKey is the Badger key of the state blob named key.
 func blobKey(key string) []byte { return []byte(statePrefix + key) }
+
+// pieceKey is the Badger key of piece n of the state blob named key.
+func pieceKey(key string, n int) []byte { return fmt.Appendf(nil, "%s%s#%04d", statePrefix, key, n) }
+
+// pieceOf is the name of the blob whose piece is named name (a state key
+// without statePrefix), or name itself when it names no piece. A blob's name
+// ends in its subtask index, never in '#' and digits.
+func pieceOf(name string) string {
+	i := strings.LastIndexByte(name, '#')
+	if i < 0 || len(name)-i != 5 {
+		return name
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return name
+		}
+	}
+	return name[:i]
+}
+
+// encodePieces is the piece index of a blob of size bytes in n pieces:
+// piecesMagic, n (4 bytes), size (8 bytes), and their CRC32C (4 bytes), big
+// endian.
+func encodePieces(n int, size int64) []byte {
+	b := append([]byte(piecesMagic), 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[len(piecesMagic):], uint32(n))
+	b = binary.BigEndian.AppendUint64(b, uint64(size))
+	return binary.BigEndian.AppendUint32(b, checksum(b))
+}
+
+// decodePieces reads a piece index made by encodePieces. Every error wraps
+// ErrChecksum.
+func decodePieces(v []byte) (n int, size int64, err error) {
+	head := len(piecesMagic)
+	if len(v) != head+16 || string(v[:head]) != piecesMagic || binary.BigEndian.Uint32(v[head+12:]) != checksum(v[:head+12]) {
+		return 0, 0, fmt.Errorf("piece index of %d bytes is damaged: %w", len(v), ErrChecksum)
+	}
+	n = int(binary.BigEndian.Uint32(v[head:]))
+	size = int64(binary.BigEndian.Uint64(v[head+4:]))
+	if n < 1 || size < 1 || size > MaxStateSize || int64(n) > size {
+		return 0, 0, fmt.Errorf("piece index says %d bytes in %d pieces: %w", size, n, ErrChecksum)
+	}
+	return n, size, nil
+}
 
 // blobCheckpointID is the checkpoint id in a state key made by stateKey.
 func blobCheckpointID(key string) (int64, bool) {
