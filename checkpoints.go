@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"faultline/checkpoint"
@@ -172,10 +175,16 @@ func newCheckpointsCmd() *cobra.Command {
 			return nil
 		},
 	}
+	var yes bool
 	del := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete one checkpoint or savepoint and its state",
-		Args:  cobra.ExactArgs(1),
+		Long: `Delete one checkpoint or savepoint and its state.
+
+Deleting the newest checkpoint of a job sends a resumed run back to the one
+before it, to read again the input records in between: the command says how
+many and asks first, on a terminal, or needs --yes.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
 			if err != nil {
@@ -186,6 +195,20 @@ func newCheckpointsCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
+			all, err := s.All(context.Background())
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			if cost := deleteCost(all, id); cost != "" {
+				in := cmd.InOrStdin()
+				ok, err := confirm(cmd.ErrOrStderr(), in, isTerminalReader(in), yes, cost)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return exitError{code: 1, err: fmt.Errorf("checkpoint %d not deleted", id)}
+				}
+			}
 			if err := s.Delete(context.Background(), id); err != nil {
 				if errors.Is(err, checkpoint.ErrNotFound) {
 					return exitError{code: 1, err: fmt.Errorf("no checkpoint %d in %s", id, s.Dir())}
@@ -196,8 +219,96 @@ func newCheckpointsCmd() *cobra.Command {
 			return nil
 		},
 	}
+	del.Flags().BoolVar(&yes, "yes", false, "delete the newest checkpoint of a job without asking")
 	cmd.AddCommand(list, inspect, verify, del)
 	return cmd
+}
+
+// deleteCost says what deleting checkpoint id costs when it is the newest
+// record of its job that a resumed run would go on from, and "" when it
+// costs nothing (an older checkpoint, a savepoint, a damaged record, an
+// unknown id): how many input records a resumed run reads again, from the
+// record before it of the same job, or from the beginning.
+func deleteCost(all []*checkpoint.Completed, id int64) string {
+	var c, prev *checkpoint.Completed
+	for _, x := range all {
+		if x.ID == id {
+			c = x
+		}
+	}
+	if c == nil || c.Kind != checkpoint.KindCheckpoint {
+		return ""
+	}
+	for _, x := range all {
+		switch {
+		case x.Job != c.Job || x.ID == id:
+		case x.ID > id:
+			return "" // a resumed run goes on from the newer one
+		case prev == nil || x.ID > prev.ID:
+			prev = x
+		}
+	}
+	n := recordsAfter(prev, c)
+	if prev == nil {
+		return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will start from the beginning "+
+			"and read again all the %s input records before it (the output they made is not written twice).", id, c.Job, thousands(n))
+	}
+	return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will go back to %s %d "+
+		"and read again the %s input records after it (the output they made is not written twice).", id, c.Job, prev.Kind, prev.ID, thousands(n))
+}
+
+// recordsAfter is how many input records c read after prev (from the
+// beginning when prev is nil): the sum over its sources' partitions of the
+// difference of their offsets.
+func recordsAfter(prev, c *checkpoint.Completed) int64 {
+	var from checkpoint.Offsets
+	if prev != nil {
+		from = prev.SourceOffsets()
+	}
+	var n int64
+	for topic, parts := range c.SourceOffsets() {
+		for p, off := range parts {
+			n += max(0, off-from[topic][p])
+		}
+	}
+	return n
+}
+
+// thousands writes n with a comma every three digits: 60,396.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// confirm shows warning and asks on the terminal in whether to go on. With
+// yes it only shows it; without a terminal to ask on it refuses, in one
+// line, as a usage error (exit 2).
+func confirm(w io.Writer, in io.Reader, terminal, yes bool, warning string) (bool, error) {
+	if yes {
+		fmt.Fprintln(w, warning)
+		return true, nil
+	}
+	if !terminal {
+		return false, usagef("%s Not deleted: no terminal to ask on; add --yes to delete it", warning)
+	}
+	fmt.Fprintln(w, warning)
+	fmt.Fprint(w, "Delete it? [y/N] ")
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(w)
+		return false, nil
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+// isTerminalReader tells whether r is a terminal.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
 }
 
 // damagedRecord is a metadata record the store cannot read, or the newest
