@@ -305,6 +305,11 @@ func checkDiscard(path string) error {
 	if err != nil {
 		return err
 	}
+	return checkDiscardData(b)
+}
+
+// checkDiscardData checks the content of a DISCARD file (see checkDiscard).
+func checkDiscardData(b []byte) error {
 	if len(b) < 32 || len(b)%16 != 0 {
 		return fmt.Errorf("%d bytes, not slots of 16", len(b))
 	}
@@ -340,8 +345,12 @@ func checkValueLog(path string) error {
 	if err != nil {
 		return err
 	}
-	size := fi.Size()
-	r := bufio.NewReaderSize(f, 1<<16)
+	return checkValueLogData(bufio.NewReaderSize(f, 1<<16), fi.Size())
+}
+
+// checkValueLogData checks the size bytes of a value log file that r reads
+// (see checkValueLog).
+func checkValueLogData(r *bufio.Reader, size int64) error {
 	var head [20]byte // the key id (8 bytes, 0: unencrypted) and an IV
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return fmt.Errorf("%d bytes, too short for a value log", size)
