@@ -172,7 +172,8 @@ func damagedFiles(t *testing.T, dir string) []string {
 }
 
 // TestBadgerStoreSurvivesDamagedFiles damages each kind of file of a store
-// in each way and opens it: every case is a clear error that names the
+// in each way and opens it, read-only (as checkpoints list and verify do) and
+// to write (as a run does): every case is a clear error that names the
 // damage (ErrDamaged) or a store that opens and shows every checkpoint it
 // holds, intact or damaged, and never a panic or a hang.
 func TestBadgerStoreSurvivesDamagedFiles(t *testing.T) {
@@ -183,18 +184,23 @@ func TestBadgerStoreSurvivesDamagedFiles(t *testing.T) {
 			t.Run(file+"/"+d.name, func(t *testing.T) {
 				dir := copyDir(t, fixture)
 				d.do(t, filepath.Join(dir, file))
-				within(t, "open, read and close", func() { checkDamagedStore(t, dir, newest) })
+				within(t, "open read-only, read and close", func() { checkDamagedStore(t, dir, newest, true) })
+				within(t, "open, read, write and close", func() { checkDamagedStore(t, dir, newest, false) })
 			})
 		}
 	}
 }
 
 // checkDamagedStore opens the damaged store in dir whose newest checkpoint
-// was newest, and checks what it shows.
-func checkDamagedStore(t *testing.T, dir string, newest int64) {
+// was newest, read-only or to write, and checks what it shows.
+func checkDamagedStore(t *testing.T, dir string, newest int64, readOnly bool) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := OpenBadgerStore(dir, 3)
+	open := func() (*BadgerStore, error) { return OpenBadgerStore(dir, 3) }
+	if readOnly {
+		open = func() (*BadgerStore, error) { return OpenBadgerStoreReadOnly(dir) }
+	}
+	s, err := open()
 	if err != nil {
 		t.Logf("open: %v", err)
 		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "faultline run --fresh") {
@@ -223,13 +229,16 @@ func checkDamagedStore(t *testing.T, dir string, newest int64) {
 			t.Errorf("Verify(%d) = nil for a damaged record", id)
 		}
 	}
-	t.Logf("opened: intact %v, damaged %v, max id %d, newest %d; %s", ids(all), bad, s.MaxID(), s.Newest(), strings.Join(verified, "; "))
+	t.Logf("opened (read-only %v): intact %v, damaged %v, max id %d, newest %d; %s", readOnly, ids(all), bad, s.MaxID(), s.Newest(), strings.Join(verified, "; "))
 	// Damage never takes the newest checkpoint away unseen.
 	if !slices.Contains(ids(all), newest) && !slices.Contains(bad, newest) {
 		t.Errorf("checkpoint %d is neither intact nor damaged: intact %v, damaged %v", newest, ids(all), bad)
 	}
 	if _, err := s.Latest(ctx); err != nil {
 		t.Errorf("Latest: %v", err)
+	}
+	if readOnly {
+		return
 	}
 	// Value log GC, as the store runs it, loses nothing that was intact.
 	for s.runGC() {
