@@ -253,8 +253,9 @@ func cutAtRecord(t *testing.T, stateDir string, id int64) string {
 // verify say so instead of showing only what is left.
 func TestCheckpointsShowDamagedRecords(t *testing.T) {
 	dir := t.TempDir()
-	// At most 20,000 records a second: at least three checkpoints.
-	r := faultline(t, "run", "--headless", "--records", "30000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
+	// At most 20,000 records a second: a second of input, at least three
+	// checkpoints.
+	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
 	if r.code != 0 {
 		t.Fatalf("run: exit %d %s", r.code, r.stderr)
 	}
@@ -366,7 +367,7 @@ func sourceRecords(c map[string]any) map[string]float64 {
 // terminal it refuses unless --yes is given. Older ones go without a word.
 func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	dir := t.TempDir()
-	r := faultline(t, "run", "--headless", "--records", "30000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
+	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
 	if r.code != 0 {
 		t.Fatalf("run: exit %d %s", r.code, r.stderr)
 	}
