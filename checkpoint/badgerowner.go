@@ -2,12 +2,14 @@ package checkpoint
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -44,15 +46,21 @@ func isBadgerLockError(err error) bool {
 
 // describeHolder names the process that holds dir, e.g.
 // "faultline (pid 1234, `faultline run --headless`)", from the OWNER file,
-// checked against the pid Badger writes into its LOCK file.
+// checked against the pid Badger writes into its LOCK file. Every writer
+// writes LOCK; a reader (a read-only open) writes neither file, so when LOCK
+// is missing or names a process that is gone (left by one that was killed),
+// the holder is a reader.
 func describeHolder(dir string) string {
 	lockPID := 0
 	if b, err := os.ReadFile(filepath.Join(dir, "LOCK")); err == nil {
 		lockPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
+	if lockPID <= 0 || !alive(lockPID) {
+		return "another process (probably one reading it, such as `faultline checkpoints list`)"
+	}
 	var o owner
 	b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-	if err == nil && json.Unmarshal(b, &o) == nil && o.PID > 0 && (lockPID == 0 || lockPID == o.PID) {
+	if err == nil && json.Unmarshal(b, &o) == nil && o.PID == lockPID {
 		cmdline := o.Command
 		if len(cmdline) > 200 {
 			cmdline = cmdline[:200] + "…"
@@ -63,8 +71,11 @@ func describeHolder(dir string) string {
 		}
 		return fmt.Sprintf("%s (pid %d, `%s`)", name, o.PID, cmdline)
 	}
-	if lockPID > 0 {
-		return fmt.Sprintf("another process (pid %d)", lockPID)
-	}
-	return "another process"
+	return fmt.Sprintf("another process (pid %d)", lockPID)
+}
+
+// alive reports whether process pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

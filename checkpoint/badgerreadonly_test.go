@@ -279,3 +279,30 @@ func TestOpenBadgerStoreOnReadOnlyMedia(t *testing.T) {
 		t.Errorf("the read-only media changed:\nbefore %v\nafter  %v", before, after)
 	}
 }
+
+// A reader writes no OWNER: a writer turned away by one is not told about
+// the dead process a kill left in the files.
+func TestLockedByAReaderAfterAKill(t *testing.T) {
+	dir := killedStore(t)
+	closeStore(t, openBadger(t, dir, 3)) // recovered; OWNER and LOCK gone
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := fmt.Sprint(dead.Process.Pid)
+	for name, content := range map[string]string{"LOCK": pid + "\n", ownerFile: `{"pid":` + pid + `,"command":"faultline run"}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := OpenBadgerStoreReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore(t, r)
+	_, err = OpenBadgerStore(dir, 3)
+	if !errors.Is(err, ErrLocked) || strings.Contains(err.Error(), "pid "+pid) || !strings.Contains(err.Error(), "one reading it") {
+		t.Errorf("open while a reader holds the store: %v, want ErrLocked naming a reader", err)
+	}
+	t.Log(err)
+}
