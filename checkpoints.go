@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -13,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"faultline/checkpoint"
@@ -25,7 +29,9 @@ func checkpointDir(stateDir string) string { return filepath.Join(stateDir, "che
 func newCheckpointsCmd() *cobra.Command {
 	var stateDir string
 	var asJSON bool
-	open := func() (*checkpoint.BadgerStore, error) {
+	// open opens the store read-only (list, inspect, verify) or to write
+	// (delete); neither creates anything where there is no store.
+	open := func(write bool) (*checkpoint.BadgerStore, error) {
 		dir := stateDir
 		if dir == "" {
 			d, err := defaultStateDir()
@@ -34,7 +40,13 @@ func newCheckpointsCmd() *cobra.Command {
 			}
 			dir = d
 		}
-		s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 0)
+		var s *checkpoint.BadgerStore
+		var err error
+		if write {
+			s, err = checkpoint.OpenBadgerStore(checkpointDir(dir), 0, checkpoint.Existing())
+		} else {
+			s, err = checkpoint.OpenBadgerStoreReadOnly(checkpointDir(dir))
+		}
 		if err != nil {
 			return nil, exitError{code: 1, err: err}
 		}
@@ -59,7 +71,7 @@ func newCheckpointsCmd() *cobra.Command {
 		Short: "List the retained checkpoints and savepoints, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			s, err := open(false)
 			if err != nil {
 				return err
 			}
@@ -68,7 +80,11 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			return printList(cmd.OutOrStdout(), all, asJSON)
+			bad, err := damagedRecords(s)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			return printList(cmd.OutOrStdout(), all, bad, asJSON)
 		},
 	}
 	inspect := &cobra.Command{
@@ -80,13 +96,16 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := open()
+			s, err := open(false)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
 			c, err := find(s, id)
 			if err != nil {
+				if verr := s.Verify(context.Background(), id); verr != nil && !errors.Is(verr, checkpoint.ErrNotFound) {
+					return exitError{code: 1, err: fmt.Errorf("checkpoint %d is damaged: %s", id, why(id, verr))}
+				}
 				return err
 			}
 			return printInspect(cmd.OutOrStdout(), c, asJSON)
@@ -97,7 +116,7 @@ func newCheckpointsCmd() *cobra.Command {
 		Short: "Read every state blob of every retained checkpoint and check its checksum",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open()
+			s, err := open(false)
 			if err != nil {
 				return err
 			}
@@ -106,9 +125,13 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
+			damaged, err := damagedRecords(s)
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
 			type result struct {
 				ID    int64  `json:"id"`
-				Kind  string `json:"kind"`
+				Kind  string `json:"kind,omitempty"` // unknown for a damaged record
 				OK    bool   `json:"ok"`
 				Error string `json:"error,omitempty"`
 			}
@@ -117,11 +140,16 @@ func newCheckpointsCmd() *cobra.Command {
 			for _, c := range all {
 				r := result{ID: c.ID, Kind: c.Kind.String(), OK: true}
 				if err := s.Verify(context.Background(), c.ID); err != nil {
-					r.OK, r.Error = false, err.Error()
+					r.OK, r.Error = false, why(c.ID, err)
 					bad++
 				}
 				results = append(results, r)
 			}
+			for _, d := range damaged {
+				results = append(results, result{ID: d.ID, OK: false, Error: d.Why})
+				bad++
+			}
+			sort.Slice(results, func(i, j int) bool { return results[i].ID < results[j].ID })
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if results == nil {
@@ -132,33 +160,55 @@ func newCheckpointsCmd() *cobra.Command {
 				fmt.Fprintln(out, "no checkpoints in", s.Dir())
 			} else {
 				for _, r := range results {
+					kind := cmp.Or(r.Kind, checkpoint.KindCheckpoint.String())
 					if r.OK {
-						fmt.Fprintf(out, "%s %d: ok\n", r.Kind, r.ID)
+						fmt.Fprintf(out, "%s %d: ok\n", kind, r.ID)
 					} else {
-						fmt.Fprintf(out, "%s %d: DAMAGED: %s\n", r.Kind, r.ID, r.Error)
+						fmt.Fprintf(out, "%s %d: DAMAGED: %s\n", kind, r.ID, r.Error)
 					}
 				}
 			}
 			if bad > 0 {
-				return exitError{code: 1, err: fmt.Errorf("%d of %d checkpoints are damaged", bad, len(results))}
+				return exitError{code: 1, err: fmt.Errorf("%d of %d checkpoints are damaged: a resumed run goes on from the newest intact one; "+
+					"`faultline checkpoints delete ID` removes a damaged one", bad, len(results))}
 			}
 			return nil
 		},
 	}
+	var yes bool
 	del := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete one checkpoint or savepoint and its state",
-		Args:  cobra.ExactArgs(1),
+		Long: `Delete one checkpoint or savepoint and its state.
+
+Deleting the newest checkpoint of a job sends a resumed run back to the one
+before it, to read again the input records in between: the command says how
+many and asks first, on a terminal, or needs --yes.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
 			if err != nil {
 				return err
 			}
-			s, err := open()
+			s, err := open(true)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			all, err := s.All(context.Background())
+			if err != nil {
+				return exitError{code: 1, err: err}
+			}
+			if cost := deleteCost(all, id); cost != "" {
+				in := cmd.InOrStdin()
+				ok, err := confirm(cmd.ErrOrStderr(), in, isTerminalReader(in), yes, cost)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return exitError{code: 1, err: fmt.Errorf("checkpoint %d not deleted", id)}
+				}
+			}
 			if err := s.Delete(context.Background(), id); err != nil {
 				if errors.Is(err, checkpoint.ErrNotFound) {
 					return exitError{code: 1, err: fmt.Errorf("no checkpoint %d in %s", id, s.Dir())}
@@ -169,8 +219,126 @@ func newCheckpointsCmd() *cobra.Command {
 			return nil
 		},
 	}
+	del.Flags().BoolVar(&yes, "yes", false, "delete the newest checkpoint of a job without asking")
 	cmd.AddCommand(list, inspect, verify, del)
 	return cmd
+}
+
+// deleteCost says what deleting checkpoint id costs when it is the newest
+// record of its job that a resumed run would go on from, and "" when it
+// costs nothing (an older checkpoint, a savepoint, a damaged record, an
+// unknown id): how many input records a resumed run reads again, from the
+// record before it of the same job, or from the beginning.
+func deleteCost(all []*checkpoint.Completed, id int64) string {
+	var c, prev *checkpoint.Completed
+	for _, x := range all {
+		if x.ID == id {
+			c = x
+		}
+	}
+	if c == nil || c.Kind != checkpoint.KindCheckpoint {
+		return ""
+	}
+	for _, x := range all {
+		switch {
+		case x.Job != c.Job || x.ID == id:
+		case x.ID > id:
+			return "" // a resumed run goes on from the newer one
+		case prev == nil || x.ID > prev.ID:
+			prev = x
+		}
+	}
+	n := recordsAfter(prev, c)
+	if prev == nil {
+		return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will start from the beginning "+
+			"and read again all the %s input records before it (the output they made is not written twice).", id, c.Job, thousands(n))
+	}
+	return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will go back to %s %d "+
+		"and read again the %s input records after it (the output they made is not written twice).", id, c.Job, prev.Kind, prev.ID, thousands(n))
+}
+
+// recordsAfter is how many input records c read after prev (from the
+// beginning when prev is nil): the sum over its sources' partitions of the
+// difference of their offsets.
+func recordsAfter(prev, c *checkpoint.Completed) int64 {
+	var from checkpoint.Offsets
+	if prev != nil {
+		from = prev.SourceOffsets()
+	}
+	var n int64
+	for topic, parts := range c.SourceOffsets() {
+		for p, off := range parts {
+			n += max(0, off-from[topic][p])
+		}
+	}
+	return n
+}
+
+// thousands writes n with a comma every three digits: 60,396.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// confirm shows warning and asks on the terminal in whether to go on. With
+// yes it only shows it; without a terminal to ask on it refuses, in one
+// line, as a usage error (exit 2).
+func confirm(w io.Writer, in io.Reader, terminal, yes bool, warning string) (bool, error) {
+	if yes {
+		fmt.Fprintln(w, warning)
+		return true, nil
+	}
+	if !terminal {
+		return false, usagef("%s Not deleted: no terminal to ask on; add --yes to delete it", warning)
+	}
+	fmt.Fprintln(w, warning)
+	fmt.Fprint(w, "Delete it? [y/N] ")
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(w)
+		return false, nil
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+// isTerminalReader tells whether r is a terminal.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// damagedRecord is a metadata record the store cannot read, or the newest
+// checkpoint whose record is lost, and why.
+type damagedRecord struct {
+	ID      int64  `json:"id"`
+	Damaged bool   `json:"damaged"`
+	Why     string `json:"error"`
+}
+
+// damagedRecords lists the damaged and lost records of s, ascending.
+func damagedRecords(s *checkpoint.BadgerStore) ([]damagedRecord, error) {
+	ids, err := s.Damaged(context.Background())
+	if err != nil {
+		return nil, exitError{code: 1, err: err}
+	}
+	out := make([]damagedRecord, 0, len(ids))
+	for _, id := range ids {
+		d := damagedRecord{ID: id, Damaged: true, Why: "unreadable"}
+		if err := s.Verify(context.Background(), id); err != nil {
+			d.Why = why(id, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// why is what Verify says about checkpoint id, without its prefix.
+func why(id int64, err error) string {
+	return strings.TrimPrefix(err.Error(), fmt.Sprintf("verify checkpoint %d: ", id))
 }
 
 func find(s checkpoint.Store, id int64) (*checkpoint.Completed, error) {
@@ -238,26 +406,45 @@ func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func printList(out io.Writer, all []*checkpoint.Completed, asJSON bool) error {
+// printList prints the intact checkpoints as a table, then a line for each
+// damaged one; with asJSON, one array of both, by id, the damaged ones
+// marked "damaged": true.
+func printList(out io.Writer, all []*checkpoint.Completed, damaged []damagedRecord, asJSON bool) error {
 	if asJSON {
-		list := []checkpointJSON{}
+		list := []any{}
+		i := 0
 		for _, c := range all {
+			for ; i < len(damaged) && damaged[i].ID < c.ID; i++ {
+				list = append(list, damaged[i])
+			}
 			list = append(list, toJSON(c, false))
+		}
+		for _, d := range damaged[i:] {
+			list = append(list, d)
 		}
 		return json.NewEncoder(out).Encode(list)
 	}
-	if len(all) == 0 {
+	switch {
+	case len(all) > 0:
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tJOB\tMODE\tTRIGGERED\tDURATION\tSIZE\tINCREMENTAL\tSUBTASKS")
+		for _, c := range all {
+			full, inc := c.Size()
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Kind, c.Job, c.Mode,
+				c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc), len(c.Tasks))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	case len(damaged) > 0:
+		fmt.Fprintln(out, "no intact checkpoints")
+	default:
 		fmt.Fprintln(out, "no checkpoints")
-		return nil
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tJOB\tMODE\tTRIGGERED\tDURATION\tSIZE\tINCREMENTAL\tSUBTASKS")
-	for _, c := range all {
-		full, inc := c.Size()
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.ID, c.Kind, c.Job, c.Mode,
-			c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc), len(c.Tasks))
+	for _, d := range damaged {
+		fmt.Fprintf(out, "checkpoint %d: DAMAGED: %s\n", d.ID, d.Why)
 	}
-	return tw.Flush()
+	return nil
 }
 
 func printInspect(out io.Writer, c *checkpoint.Completed, asJSON bool) error {

@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -217,5 +220,264 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 	}
 	if bad := faultline(t, append(base, "--from-savepoint", "99999")...); bad.code != 2 || !strings.Contains(bad.stderr, "99999") {
 		t.Fatalf("unknown savepoint: exit %d %q", bad.code, bad.stderr)
+	}
+}
+
+// cutAtRecord truncates the value log file that holds the metadata record
+// of checkpoint id where that record starts, as a disk that lost the end of
+// the file would, and returns the file.
+func cutAtRecord(t *testing.T, stateDir string, id int64) string {
+	t.Helper()
+	vlogs, err := filepath.Glob(filepath.Join(checkpointDir(stateDir), "*.vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Appendf(nil, `{"id":%d,"kind":`, id)
+	for _, path := range vlogs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(b, marker); i >= 0 {
+			if err := os.Truncate(path, int64(i)); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}
+	}
+	t.Fatalf("the metadata record of checkpoint %d is in no value log file", id)
+	return ""
+}
+
+// A value log cut short loses the newest checkpoint's metadata: list and
+// verify say so instead of showing only what is left.
+func TestCheckpointsShowDamagedRecords(t *testing.T) {
+	dir := t.TempDir()
+	// At most 20,000 records a second: a second of input, at least three
+	// checkpoints.
+	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	last := int64(num(r.report, "checkpoints", "last_completed"))
+	t.Logf("cut %s", filepath.Base(cutAtRecord(t, dir, last)))
+
+	list := faultline(t, "checkpoints", "list", "--state-dir", dir)
+	want := fmt.Sprintf("checkpoint %d: DAMAGED: ", last)
+	if list.code != 0 || !strings.Contains(list.stdout, want) {
+		t.Fatalf("list: exit %d, no %q:\n%s%s", list.code, want, list.stdout, list.stderr)
+	}
+	js := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	var cps []map[string]any
+	if err := json.Unmarshal([]byte(js.stdout), &cps); err != nil || len(cps) == 0 {
+		t.Fatalf("list --json: %v %q", err, js.stdout)
+	}
+	if newest := cps[len(cps)-1]; int64(newest["id"].(float64)) != last || newest["damaged"] != true || newest["error"] == "" {
+		t.Fatalf("list --json: newest %v, want %d marked damaged", newest, last)
+	}
+	v := faultline(t, "checkpoints", "verify", "--state-dir", dir)
+	t.Logf("verify:\n%s%s", v.stdout, v.stderr)
+	if v.code != 1 || !strings.Contains(v.stdout, want) || !strings.Contains(v.stderr, "of 3 checkpoints are damaged") {
+		t.Fatalf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+// Random bytes in a table of the checkpoint store: every command that opens
+// it says which file is damaged and what to do, in one line, and none
+// panics.
+func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
+	dir := t.TempDir()
+	if r := faultline(t, "run", "--headless", "--records", "30000", "--checkpoint-interval", "100ms", "--state-dir", dir); r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	tables, _ := filepath.Glob(filepath.Join(checkpointDir(dir), "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("no table in the checkpoint store")
+	}
+	f, err := os.OpenFile(tables[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 1000)
+	for i := range junk {
+		junk[i] = byte(i*7 + 13)
+	}
+	if _, err := f.WriteAt(junk, 100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, args := range [][]string{
+		{"checkpoints", "list", "--state-dir", dir},
+		{"checkpoints", "verify", "--state-dir", dir},
+		{"checkpoints", "delete", "1", "--yes", "--state-dir", dir},
+		{"run", "--headless", "--resume", "--records", "30000", "--state-dir", dir},
+	} {
+		r := faultline(t, args...)
+		line := strings.TrimSpace(r.stderr)
+		t.Logf("%s: exit %d: %s", strings.Join(args[:2], " "), r.code, line)
+		if r.code != 1 || strings.Count(line, "\n") != 0 || strings.Contains(line, "goroutine") || strings.Contains(line, "panic") ||
+			!strings.Contains(line, "checkpoint store damaged") || !strings.Contains(line, tables[0]) || !strings.Contains(line, "faultline run --fresh") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming %s and the way on", strings.Join(args, " "), r.code, r.stderr, tables[0])
+		}
+	}
+}
+
+// A mistyped state dir is an error, and nothing is created there.
+func TestCheckpointsCommandsOnAMissingStore(t *testing.T) {
+	typo := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{{"list"}, {"inspect", "1"}, {"verify"}, {"delete", "1"}} {
+		r := faultline(t, append(append([]string{"checkpoints"}, args...), "--state-dir", typo)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "no checkpoint store in "+checkpointDir(typo)+": is --state-dir right?") {
+			t.Errorf("checkpoints %s: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
+		if _, err := os.Stat(typo); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("checkpoints %s created %s: %v", args[0], typo, err)
+		}
+	}
+}
+
+// The commands that only look at the store are turned away, with the name
+// of the process, while a run has it open.
+func TestCheckpointsListWhileARunHoldsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := faultline(t, "checkpoints", "list", "--state-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "checkpoint store locked") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("list while held: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// sourceRecords sums the source offsets of a checkpoint as list --json
+// shows it.
+func sourceRecords(c map[string]any) map[string]float64 {
+	out := map[string]float64{}
+	for topic, parts := range c["offsets"].(map[string]any) {
+		for p, off := range parts.(map[string]any) {
+			out[topic+"/"+p] = off.(float64)
+		}
+	}
+	return out
+}
+
+// Deleting the newest checkpoint says what it costs and asks: without a
+// terminal it refuses unless --yes is given. Older ones go without a word.
+func TestCheckpointsDeleteNewestAsks(t *testing.T) {
+	dir := t.TempDir()
+	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	list := func() []map[string]any {
+		l := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+		var cps []map[string]any
+		if err := json.Unmarshal([]byte(l.stdout), &cps); err != nil || len(cps) == 0 {
+			t.Fatalf("list --json: %v %q", err, l.stdout)
+		}
+		return cps
+	}
+	cps := list()
+	if len(cps) < 3 {
+		t.Fatalf("%d checkpoints, want 3", len(cps))
+	}
+	newest, previous := cps[len(cps)-1], cps[len(cps)-2]
+	var want float64
+	from := sourceRecords(previous)
+	for p, off := range sourceRecords(newest) {
+		want += off - from[p]
+	}
+	id := jsonNum(newest["id"])
+	warning := fmt.Sprintf("checkpoint %s is the newest of job orders: a resumed run will go back to checkpoint %s and read again the %s input records after it",
+		id, jsonNum(previous["id"]), thousands(int64(want)))
+
+	d := faultline(t, "checkpoints", "delete", id, "--state-dir", dir)
+	if d.code != 2 || strings.Count(strings.TrimSpace(d.stderr), "\n") != 0 || !strings.Contains(d.stderr, warning) || !strings.Contains(d.stderr, "--yes") {
+		t.Fatalf("delete of the newest without a terminal: exit %d, stderr %q; want exit 2, one line with %q", d.code, d.stderr, warning)
+	}
+	if got := list(); len(got) != len(cps) {
+		t.Fatalf("refused delete deleted something: %d checkpoints, had %d", len(got), len(cps))
+	}
+	if d := faultline(t, "checkpoints", "delete", jsonNum(cps[0]["id"]), "--state-dir", dir); d.code != 0 || d.stderr != "" {
+		t.Fatalf("delete of an older checkpoint: exit %d, stderr %q", d.code, d.stderr)
+	}
+	d = faultline(t, "checkpoints", "delete", id, "--yes", "--state-dir", dir)
+	if d.code != 0 || !strings.Contains(d.stderr, warning) || !strings.Contains(d.stdout, "deleted checkpoint "+id) {
+		t.Fatalf("delete --yes of the newest: exit %d, stdout %q, stderr %q", d.code, d.stdout, d.stderr)
+	}
+	if got := list(); jsonNum(got[len(got)-1]["id"]) != jsonNum(previous["id"]) {
+		t.Fatalf("after deleting %s the newest is %v, want %s", id, got[len(got)-1]["id"], jsonNum(previous["id"]))
+	}
+}
+
+func TestConfirm(t *testing.T) {
+	const warning = "checkpoint 7 is the newest of job orders: …."
+	tests := []struct {
+		name     string
+		terminal bool
+		yes      bool
+		input    string
+		want     bool
+		usage    bool
+	}{
+		{"yes flag", false, true, "", true, false},
+		{"no terminal", false, false, "y\n", false, true},
+		{"answers y", true, false, "y\n", true, false},
+		{"answers YES", true, false, " YES \n", true, false},
+		{"answers n", true, false, "n\n", false, false},
+		{"just enter", true, false, "\n", false, false},
+		{"end of input", true, false, "", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			got, err := confirm(&out, strings.NewReader(tc.input), tc.terminal, tc.yes, warning)
+			var ue usageError
+			if got != tc.want || errors.As(err, &ue) != tc.usage || (err != nil && !tc.usage) {
+				t.Errorf("confirm = %v, %v; want %v, usage error %v", got, err, tc.want, tc.usage)
+			}
+			if tc.terminal && !strings.Contains(out.String(), warning+"\nDelete it? [y/N] ") {
+				t.Errorf("asked %q", out.String())
+			}
+		})
+	}
+}
+
+func TestDeleteCost(t *testing.T) {
+	cp := func(id int64, kind checkpoint.Kind, job string, orders ...int64) *checkpoint.Completed {
+		offs := checkpoint.Offsets{"orders": {}}
+		for p, o := range orders {
+			offs["orders"][int32(p)] = o
+		}
+		return &checkpoint.Completed{ID: id, Kind: kind, Job: job,
+			Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "orders-source", Index: 0}: {Offsets: offs}}}
+	}
+	all := []*checkpoint.Completed{
+		cp(3, checkpoint.KindCheckpoint, "orders", 100, 200),
+		cp(4, checkpoint.KindSavepoint, "orders", 150, 250),
+		cp(5, checkpoint.KindCheckpoint, "pipeline", 9, 9),
+		cp(6, checkpoint.KindCheckpoint, "orders", 30150, 30250),
+		cp(8, checkpoint.KindSavepoint, "pipeline", 9, 9),
+	}
+	for id, want := range map[int64]string{
+		6: "checkpoint 6 is the newest of job orders: a resumed run will go back to savepoint 4 and read again the 60,000 input records after it",
+		3: "", // older
+		4: "", // a savepoint
+		5: "", // a savepoint of its job is newer
+		9: "", // unknown
+	} {
+		if got := deleteCost(all, id); !strings.HasPrefix(got, want) || (want == "") != (got == "") {
+			t.Errorf("deleteCost(%d) = %q, want %q…", id, got, want)
+		}
+	}
+	if got := deleteCost(all[:1], 3); !strings.Contains(got, "from the beginning and read again all the 300 input records") {
+		t.Errorf("deleteCost of the only checkpoint = %q", got)
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 60396: "60,396", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -1,12 +1,9 @@
 package checkpoint
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // removeEmptyValueLogs deletes the zero-length value log files (*.vlog) of
@@ -17,23 +14,9 @@ import (
 // it there). An empty value log file holds no value, so removing it loses
 // nothing.
 //
-// It holds Badger's own directory lock (flock on dir itself) while it looks, so
-// it never touches a database another process has open; when the lock is
-// taken it does nothing and Badger's Open reports the lock. It returns the
-// names it removed.
+// The caller holds dir's lock (see lockDir). It returns the names it
+// removed.
 func removeEmptyValueLogs(dir string) ([]string, error) {
-	lock, err := os.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
