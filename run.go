@@ -66,6 +66,7 @@ type runOptions struct {
 	batchSize       int
 
 	resume          bool
+	fresh           bool
 	allowFreshStart bool
 	retained        int
 	retention       time.Duration
@@ -172,6 +173,7 @@ func newRunCmd() *cobra.Command {
 	f.IntVar(&o.channelCapacity, "channel-capacity", 4, "batches each channel holds before its sender blocks (back-pressure)")
 	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
+	f.BoolVar(&o.fresh, "fresh", false, "delete everything earlier runs left in the state dir (checkpoints, savepoints, the embedded broker's log, the verification ledger) and start from nothing")
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
 	f.DurationVar(&o.retention, "retention-interval", 10*time.Second, "how often the embedded broker's log is trimmed of the records no recovery and no verification needs any more; 0 keeps every record")
@@ -292,6 +294,10 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
 	case o.fromSavepoint > 0 && o.resume:
 		return nil, usagef("--from-savepoint and --resume: give one of them")
+	case o.fresh && o.resume:
+		return nil, usagef("--fresh and --resume: --fresh deletes what --resume would go on from; give one of them")
+	case o.fresh && o.fromSavepoint > 0:
+		return nil, usagef("--fresh and --from-savepoint: --fresh deletes the savepoints too; give one of them")
 	case o.retained < 1:
 		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
 	case o.retention < 0:
@@ -423,13 +429,44 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := diskroom.Check(stateDir, diskroom.FreshStore, diskroom.Free); err != nil {
 		return exitError{code: 1, err: err}
 	}
+	if !o.headless && !isTerminal(stdout) {
+		fmt.Fprintln(stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
+		o.headless = true
+	}
 	// The checkpoint store's lock is the state dir's: take it before
 	// anything else in the dir (the embedded broker's log) is touched.
-	store, err := openStore(checkpointDir(stateDir), o.retained)
+	open := openStore
+	if o.fresh {
+		open = openStoreFresh
+	}
+	store, err := open(checkpointDir(stateDir), o.retained)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
 	defer store.Close()
+	embeddedBroker := len(p.client.Brokers) == 0
+	if o.fresh {
+		if err := clearStateDir(ctx, store, stateDir, stderr); err != nil {
+			return exitError{code: 1, err: err}
+		}
+	} else if o.headless && !o.resume && o.fromSavepoint == 0 {
+		// The terminal UI goes on from the state dir by default; a
+		// headless run is told to.
+		held, err := earlierRuns(ctx, store, stateDir, embeddedBroker)
+		if err != nil {
+			return exitError{code: 1, err: err}
+		}
+		if len(held) > 0 {
+			return refuseSecondCopy(stateDir, held)
+		}
+	}
+	input, err := o.checkInput(stateDir, p.job.Name, embeddedBroker || o.kafka.generate)
+	if err != nil {
+		return err
+	}
+	if err := writeInputRecord(stateDir, input); err != nil {
+		return exitError{code: 1, err: err}
+	}
 	// The badger state backend's databases: one per subtask and attempt,
 	// left over only by a killed process, so emptied at start.
 	workDir := filepath.Join(stateDir, "work")
@@ -450,10 +487,6 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer lf.Close()
 	logger := log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
 	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
-	if !o.headless && !isTerminal(stdout) {
-		fmt.Fprintln(stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
-		o.headless = true
-	}
 	// The verification ledger: what the oracle has accounted for of the
 	// records the embedded broker deleted. A run that goes on from this
 	// job's checkpoints goes on from it; any other starts a new one.

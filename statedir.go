@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"faultline/checkpoint"
+)
+
+// inputFile is the file in the state dir that says which input the runs on
+// it read: the embedded broker's log holds that input, and a run that goes
+// on from the state dir must read the same.
+const inputFile = "input.json"
+
+// inputRecord is the content of inputFile.
+type inputRecord struct {
+	Job     string `json:"job"`
+	Seed    int64  `json:"seed"`
+	Records int64  `json:"records"` // 0: unbounded (until stopped)
+}
+
+// readInputRecord reads the state dir's inputFile; nil when there is none
+// (a new state dir, or one from before the file existed).
+func readInputRecord(stateDir string) (*inputRecord, error) {
+	b, err := os.ReadFile(filepath.Join(stateDir, inputFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", inputFile, err)
+	}
+	var r inputRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s in %s is damaged (%v); start again from nothing with --fresh", inputFile, stateDir, err)
+	}
+	return &r, nil
+}
+
+// writeInputRecord replaces the state dir's inputFile with r.
+func writeInputRecord(stateDir string, r inputRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(stateDir, inputFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", inputFile, err)
+	}
+	return os.Rename(tmp, filepath.Join(stateDir, inputFile))
+}
+
+// checkInput refuses to go on from a state dir whose input is not the one
+// this run would read, naming what the state dir holds; generated says
+// that faultline writes the input (the seed matters). It returns what to
+// record in inputFile.
+func (o *runOptions) checkInput(stateDir, job string, generated bool) (inputRecord, error) {
+	want := inputRecord{Job: job, Seed: o.seed, Records: o.records}
+	had, err := readInputRecord(stateDir)
+	if err != nil || had == nil {
+		return want, err
+	}
+	fresh := "or start again from nothing with --fresh"
+	switch {
+	case had.Job != job:
+		return want, usagef("the state dir %s holds the runs of job %s, and this is job %s: give another --state-dir, %s", stateDir, had.Job, job, fresh)
+	case generated && had.Seed != o.seed:
+		return want, usagef("the state dir %s holds input generated with --seed %d, and this run would generate --seed %d: give --seed %d to go on, %s", stateDir, had.Seed, o.seed, had.Seed, fresh)
+	case had.Records == 0 && o.records > 0:
+		return want, usagef("the state dir %s holds an unbounded input (the runs before had no --records), and this run reads --records %d: leave out --records to go on, %s", stateDir, o.records, fresh)
+	case had.Records > 0 && o.records == 0:
+		return want, usagef("the state dir %s holds a bounded input of --records %d, and this run would read an unbounded one: give --records %d (or more) to go on, %s", stateDir, had.Records, had.Records, fresh)
+	case o.records < had.Records:
+		return want, usagef("the state dir %s holds an input of --records %d, and this run reads only %d: the output already holds records made from the rest; give --records %d or more, %s", stateDir, had.Records, o.records, had.Records, fresh)
+	}
+	return want, nil
+}
+
+// earlierRuns says what the state dir holds of earlier runs of any job,
+// e.g. "checkpoints (newest 7)", "the embedded broker's log"; none for a
+// new state dir.
+func earlierRuns(ctx context.Context, store *checkpoint.BadgerStore, stateDir string, embedded bool) ([]string, error) {
+	var held []string
+	all, err := store.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	damaged, err := store.Damaged(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(all) > 0:
+		held = append(held, fmt.Sprintf("checkpoints of job %s (newest %d)", all[len(all)-1].Job, all[len(all)-1].ID))
+	case len(damaged) > 0 || store.MaxID() > 0:
+		held = append(held, "the records of checkpoints")
+	}
+	if embedded {
+		if entries, err := os.ReadDir(filepath.Join(stateDir, "kafka")); err == nil && len(entries) > 0 {
+			held = append(held, "the embedded broker's log (the input and the output)")
+		}
+	}
+	for _, f := range []struct{ path, what string }{
+		{filepath.Join("verify", "ledger"), "a verification ledger"},
+		{inputFile, "the record of its input (" + inputFile + ")"},
+	} {
+		if _, err := os.Stat(filepath.Join(stateDir, f.path)); err == nil {
+			held = append(held, f.what)
+		}
+	}
+	return held, nil
+}
+
+// refuseSecondCopy refuses a headless run that would start afresh on a
+// state dir that holds earlier runs: it would write its output a second
+// time beside theirs.
+func refuseSecondCopy(stateDir string, held []string) error {
+	return usagef("the state dir %s already holds %s of an earlier run, so a new run would write its output a second time beside it: go on from where it stopped with --resume, or start again from nothing with --fresh (which deletes them)",
+		stateDir, strings.Join(held, ", "))
+}
+
+// clearStateDir deletes everything earlier runs left in the state dir
+// (--fresh): the checkpoints and savepoints, the embedded broker's log, the
+// verification ledger and inputFile. The store must be open, so that no
+// other process uses the state dir. It says what it did on w.
+func clearStateDir(ctx context.Context, store *checkpoint.BadgerStore, stateDir string, w io.Writer) error {
+	if err := store.Clear(ctx); err != nil {
+		return fmt.Errorf("--fresh: %w", err)
+	}
+	for _, p := range []string{"kafka", "verify", inputFile, "work"} {
+		if err := os.RemoveAll(filepath.Join(stateDir, p)); err != nil {
+			return fmt.Errorf("--fresh: %w", err)
+		}
+	}
+	fmt.Fprintf(w, "faultline: --fresh: deleted the checkpoints, savepoints, the embedded broker's log and the verification ledger in %s\n", stateDir)
+	return nil
+}
+
+// openStoreFresh opens the state dir's checkpoint store for a run with
+// --fresh: a store too damaged to open is removed first (never one that
+// another process holds).
+func openStoreFresh(dir string, retained int) (*checkpoint.BadgerStore, error) {
+	s, err := openStore(dir, retained)
+	if err == nil || errors.Is(err, checkpoint.ErrLocked) {
+		return s, err
+	}
+	if rerr := checkpoint.Remove(dir); rerr != nil {
+		return nil, fmt.Errorf("%w; and it cannot be removed: %v", err, rerr)
+	}
+	return openStore(dir, retained)
+}
