@@ -280,6 +280,19 @@ func TestCheckpointsShowDamagedRecords(t *testing.T) {
 	if v.code != 1 || !strings.Contains(v.stdout, want) || !strings.Contains(v.stderr, "of 3 checkpoints are damaged") {
 		t.Fatalf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
 	}
+	// The resumed run says it passes the checkpoint over, goes back to the
+	// one before, and writes nothing twice of what the lost one committed.
+	res := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir, "--resume")
+	invalid := false
+	for _, e := range res.eventsNamed("checkpoint_invalid") {
+		invalid = invalid || int64(e["id"].(float64)) == last
+	}
+	if res.code != 0 || !invalid || num(res.report, "verify", "duplicates") != 0 || num(res.report, "verify", "lost") != 0 {
+		t.Fatalf("resume: exit %d, checkpoint_invalid for %d: %v, verify %v, stderr %q", res.code, last, invalid, res.report["verify"], res.stderr)
+	}
+	if from := res.report["checkpoints"].(map[string]any)["restored_from"].([]any); len(from) == 0 || int64(from[0].(float64)) >= last {
+		t.Fatalf("restored from %v, want a checkpoint before %d", from, last)
+	}
 }
 
 // Random bytes in a table of the checkpoint store: every command that opens
@@ -311,6 +324,7 @@ func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
 		{"checkpoints", "verify", "--state-dir", dir},
 		{"checkpoints", "delete", "1", "--yes", "--state-dir", dir},
 		{"run", "--headless", "--resume", "--records", "30000", "--state-dir", dir},
+		{"run", "--headless", "--records", "30000", "--state-dir", dir},
 	} {
 		r := faultline(t, args...)
 		line := strings.TrimSpace(r.stderr)
@@ -319,6 +333,10 @@ func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
 			!strings.Contains(line, "checkpoint store damaged") || !strings.Contains(line, tables[0]) || !strings.Contains(line, "faultline run --fresh") {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming %s and the way on", strings.Join(args, " "), r.code, r.stderr, tables[0])
 		}
+	}
+	// The way on works: --fresh removes the damaged store and starts over.
+	if r := faultline(t, "run", "--headless", "--records", "30000", "--state-dir", dir, "--fresh"); r.code != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("--fresh on a damaged store: exit %d, verify %v, stderr %q", r.code, r.report["verify"], r.stderr)
 	}
 }
 
@@ -409,6 +427,12 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	}
 	if got := list(); jsonNum(got[len(got)-1]["id"]) != jsonNum(previous["id"]) {
 		t.Fatalf("after deleting %s the newest is %v, want %s", id, got[len(got)-1]["id"], jsonNum(previous["id"]))
+	}
+	// The resumed run goes back to the previous checkpoint, and what the
+	// deleted one committed is not written twice.
+	res := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir, "--resume")
+	if res.code != 0 || num(res.report, "verify", "duplicates") != 0 || num(res.report, "verify", "lost") != 0 || num(res.report, "replay_skipped") == 0 {
+		t.Fatalf("resume after the delete: exit %d, verify %v, replay_skipped %v, stderr %q", res.code, res.report["verify"], res.report["replay_skipped"], res.stderr)
 	}
 }
 
