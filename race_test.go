@@ -32,7 +32,7 @@ func raceEnv(t *testing.T) []string {
 	}
 	dir := t.TempDir()
 	t.Cleanup(func() { checkRaceReports(t, dir) })
-	return []string{"GORACE=exitcode=0 log_path=" + filepath.Join(dir, "race")}
+	return []string{"GORACE=exitcode=0 atexit_sleep_ms=0 log_path=" + filepath.Join(dir, "race")}
 }
 
 // checkRaceReports fails t for every race report in dir whose racing
