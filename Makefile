@@ -33,10 +33,15 @@ test: deps
 # The soaks at full length: 20 kills of the whole process on the embedded
 # broker and 20 with the broker in a process of its own, each resumed with
 # --resume, and the chaos run of 100 faults; `make test` runs them short.
-# Each prints its seed; SOAK_SEED=N replays the same schedules.
+# Each prints its seed; SOAK_SEED=N replays the same schedules. Then a
+# minute of fuzzing each for the job-spec parser and the checkpoint store's
+# decoders (`make test` runs their seed corpora).
 SOAK_SEED ?= 0
+FUZZTIME ?= 60s
 soak: deps
 	$(GO) test -count=1 -timeout 90m -run 'Soak' -v . -args -soak -soak.seed=$(SOAK_SEED)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/spec/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
