@@ -40,13 +40,13 @@ func newCheckpointsCmd() *cobra.Command {
 			}
 			dir = d
 		}
-		var s *checkpoint.BadgerStore
-		var err error
-		if write {
-			s, err = checkpoint.OpenBadgerStore(checkpointDir(dir), 0, checkpoint.Existing())
-		} else {
-			s, err = checkpoint.OpenBadgerStoreReadOnly(checkpointDir(dir))
-		}
+		cdir := checkpointDir(dir)
+		s, err := waitForDying(cdir, func() (*checkpoint.BadgerStore, error) {
+			if write {
+				return checkpoint.OpenBadgerStore(cdir, 0, checkpoint.Existing())
+			}
+			return checkpoint.OpenBadgerStoreReadOnly(cdir)
+		})
 		if err != nil {
 			return nil, exitError{code: 1, err: err}
 		}

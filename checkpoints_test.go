@@ -69,7 +69,8 @@ func jsonNum(v any) string {
 // in the state dir and returns that checkpoint's id and the one before it.
 func flipNewestState(t *testing.T, stateDir string) (newest, previous int64) {
 	t.Helper()
-	s, err := checkpoint.OpenBadgerStore(checkpointDir(stateDir), 3)
+	// The killed run's child may hold the store for a moment more.
+	s, err := openStore(checkpointDir(stateDir), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,9 +386,16 @@ func sourceRecords(c map[string]any) map[string]float64 {
 // terminal it refuses unless --yes is given. Older ones go without a word.
 func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	dir := t.TempDir()
-	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
-	if r.code != 0 {
-		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	// Stopped part way, so that the newest checkpoint committed output
+	// the one before did not; stopped cleanly, so that it is committed.
+	args := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms", "--listen", "0", "--state-dir", dir}
+	cmd, stderr, lines := startRun(t, args...)
+	waitEvents(t, lines, "checkpoint_completed", 5)
+	cmd.Process.Signal(syscall.SIGINT)
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v %s", err, stderr)
 	}
 	list := func() []map[string]any {
 		l := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
@@ -430,7 +438,7 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	}
 	// The resumed run goes back to the previous checkpoint, and what the
 	// deleted one committed is not written twice.
-	res := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir, "--resume")
+	res := faultline(t, append(args, "--resume")...)
 	if res.code != 0 || num(res.report, "verify", "duplicates") != 0 || num(res.report, "verify", "lost") != 0 || num(res.report, "replay_skipped") == 0 {
 		t.Fatalf("resume after the delete: exit %d, verify %v, replay_skipped %v, stderr %q", res.code, res.report["verify"], res.report["replay_skipped"], res.stderr)
 	}

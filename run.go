@@ -1097,9 +1097,15 @@ func notifyStop(parent context.Context, stderr io.Writer) (context.Context, func
 // whole program) may still hold it for a moment while the kernel ends it:
 // openStore waits for that, and only for that, up to a few seconds.
 func openStore(dir string, retained int) (*checkpoint.BadgerStore, error) {
+	return waitForDying(dir, func() (*checkpoint.BadgerStore, error) { return checkpoint.OpenBadgerStore(dir, retained) })
+}
+
+// waitForDying calls open until it does not fail with ErrLocked by a
+// holder that is dying (see openStore), for up to 5 s.
+func waitForDying(dir string, open func() (*checkpoint.BadgerStore, error)) (*checkpoint.BadgerStore, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s, err := checkpoint.OpenBadgerStore(dir, retained)
+		s, err := open()
 		if err == nil || !errors.Is(err, checkpoint.ErrLocked) || time.Now().After(deadline) || !supervise.Dying(lockHolder(dir)) {
 			return s, err
 		}

@@ -66,7 +66,7 @@ const MaxStateSize = 1 << 30
 // It is safe for concurrent use. Locks are taken in this order: life (read
 // for every operation, write for Close and Clear), then writeMu (Add and
 // Delete), then gcMu (read for every write to Badger, write for a value log
-// GC run and for Clear).
+// GC run and for Clear), then gcCheck (whether GC may run).
 type BadgerStore struct {
 	dir      string
 	retained int
@@ -86,8 +86,11 @@ type BadgerStore struct {
 	// a GC run holds it exclusively.
 	gcMu sync.RWMutex
 
-	gcCheck sync.Once // see gcSafe
-	gcOK    bool      // set by gcCheck
+	// gcCheck guards gcChecked and gcOK: whether value log GC may run (see
+	// gcSafe). Taken alone, or after gcMu (Clear).
+	gcCheck   sync.Mutex
+	gcChecked bool
+	gcOK      bool
 
 	// garbage counts the bytes of state blobs deleted since the memtables
 	// were last flushed for the reclaimer (see flushDeletions).
@@ -384,7 +387,9 @@ func (s *BadgerStore) Clear(ctx context.Context) error {
 	s.maxID.Store(0)
 	s.newest.Store(0)
 	s.garbage.Store(0)
-	s.gcCheck = sync.Once{} // the value logs checked before are gone
+	s.gcCheck.Lock()
+	s.gcChecked = false // the value logs checked before are gone
+	s.gcCheck.Unlock()
 	return nil
 }
 

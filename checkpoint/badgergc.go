@@ -139,7 +139,11 @@ func (s *BadgerStore) runGC() bool {
 // it never runs, and the store keeps its space rather than lose values that
 // reads still find.
 func (s *BadgerStore) gcSafe() bool {
-	s.gcCheck.Do(func() { s.gcOK = s.checkValueLogs() })
+	s.gcCheck.Lock()
+	defer s.gcCheck.Unlock()
+	if !s.gcChecked {
+		s.gcOK, s.gcChecked = s.checkValueLogs(), true
+	}
 	return s.gcOK
 }
 

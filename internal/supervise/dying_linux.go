@@ -2,10 +2,13 @@ package supervise
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Dying reports whether pid is a supervised child whose supervisor is
@@ -17,7 +20,7 @@ func Dying(pid int) bool {
 	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	switch {
-	case err != nil && os.IsNotExist(err), err == nil && len(env) == 0:
+	case err != nil && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)), err == nil && len(env) == 0:
 		return true // gone, or exiting: its memory is released already
 	case err != nil || !bytes.Contains(env, []byte(envChild+"=")):
 		return false

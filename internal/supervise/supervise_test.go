@@ -164,14 +164,27 @@ func TestChildDiesWithTheSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	child, _ := strconv.Atoi(waitFile(t, pidFile))
+	if Dying(child) {
+		t.Fatalf("Dying(%d) while its supervisor runs", child)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	if !Dying(child) {
+		t.Fatalf("Dying(%d) = false once its supervisor is gone", child)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for alive(child) {
 		if time.Now().After(deadline) {
 			t.Fatalf("child %d still alive 5s after its supervisor was killed", child)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Dying says no of a process that is not a supervised child.
+func TestDyingIsOnlyAnOrphanedChild(t *testing.T) {
+	if Dying(os.Getpid()) {
+		t.Fatal("Dying(this test) = true")
 	}
 }
 
