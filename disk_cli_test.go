@@ -66,12 +66,7 @@ func TestFullDiskStopsTheRunCleanly(t *testing.T) {
 	cmd, stderr, lines := startRun(t, args...)
 	waitEvents(t, lines, "checkpoint_completed", 3)
 	fill = fillTo(t, disk, 30<<20)
-	var report map[string]any
-	for m := range lines {
-		if rep, ok := m["report"].(map[string]any); ok {
-			report = rep
-		}
-	}
+	report := reportOf(lines)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 1 || report == nil || !strings.Contains(stderr.String(), "stopped the job: the state dir's disk is nearly full") {
 		t.Fatalf("disk filled during the run: exit %d, report %v, stderr %q", code, report, stderr)
@@ -84,12 +79,7 @@ func TestFullDiskStopsTheRunCleanly(t *testing.T) {
 	cmd, stderr, lines = startRun(t, append(args, "--resume")...)
 	waitEvents(t, lines, "checkpoint_completed", 3)
 	cmd.Process.Signal(syscall.SIGINT)
-	report = nil
-	for m := range lines {
-		if rep, ok := m["report"].(map[string]any); ok {
-			report = rep
-		}
-	}
+	report = reportOf(lines)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || num(report, "verify", "lost") != 0 || num(report, "verify", "duplicates") != 0 {
 		t.Fatalf("resume: exit %d, report %v, stderr %q", code, report, stderr)

@@ -185,6 +185,18 @@ func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan ma
 	return cmd, stderr, jsonLines(out)
 }
 
+// reportOf reads lines to their end and returns the report among them
+// (nil when the run printed none).
+func reportOf(lines <-chan map[string]any) map[string]any {
+	var report map[string]any
+	for m := range lines {
+		if r, ok := m["report"].(map[string]any); ok {
+			report = r
+		}
+	}
+	return report
+}
+
 // jsonLines sends each line of r that is a JSON object, until r ends.
 func jsonLines(r io.Reader) <-chan map[string]any {
 	lines := make(chan map[string]any, 1024)
@@ -218,12 +230,7 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	time.Sleep(700 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
 	second := time.Now()
-	var report map[string]any
-	for m := range lines {
-		if r, ok := m["report"].(map[string]any); ok {
-			report = r
-		}
-	}
+	report := reportOf(lines)
 	err := cmd.Wait()
 	took := time.Since(second)
 	if code := cmd.ProcessState.ExitCode(); code != 1 || report != nil {

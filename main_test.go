@@ -202,12 +202,7 @@ func TestStoppedAtLeastOnceRunExitsZero(t *testing.T) {
 	waitEvents(t, lines, "restored", 1) // after the failover
 	waitEvents(t, lines, "checkpoint_completed", 5)
 	cmd.Process.Signal(syscall.SIGINT)
-	var report map[string]any
-	for m := range lines {
-		if r, ok := m["report"].(map[string]any); ok {
-			report = r
-		}
-	}
+	report := reportOf(lines)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || num(report, "verify", "unexpected") != 0 || num(report, "verify", "lost") != 0 {
 		t.Fatalf("exit %d, report %v, stderr %q", code, report, stderr)
@@ -359,12 +354,7 @@ func TestResumeAfterABreakLongerThanTheTTLLosesNothing(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGINT)
 		stopped := time.Now()
-		var report map[string]any
-		for m := range lines {
-			if r, ok := m["report"].(map[string]any); ok {
-				report = r
-			}
-		}
+		report := reportOf(lines)
 		// Exit code 4 is a verification that failed: the report says how.
 		if err := cmd.Wait(); report == nil || err != nil && cmd.ProcessState.ExitCode() != 4 {
 			t.Fatalf("%v: %v, report %v\n%s", extra, err, report, stderr)

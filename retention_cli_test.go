@@ -47,12 +47,7 @@ func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	cmd, stderr, lines = startRun(t, append(args, "--resume")...)
 	waitEvents(t, lines, "checkpoint_completed", 15)
 	cmd.Process.Signal(syscall.SIGINT)
-	var report map[string]any
-	for m := range lines {
-		if r, ok := m["report"].(map[string]any); ok {
-			report = r
-		}
-	}
+	report := reportOf(lines)
 	if err := cmd.Wait(); err != nil || report == nil {
 		t.Fatalf("resumed run: %v, report %v\n%s", err, report, stderr)
 	}
