@@ -219,9 +219,9 @@ func jsonLines(r io.Reader) <-chan map[string]any {
 // from the last checkpoint and ends exact.
 func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"run", "--headless", "--records", "800000", "--checkpoint-interval", "300ms", "--state-dir", dir, "--listen", "0"}
+	args := []string{"run", "--headless", "--records", "500000", "--checkpoint-interval", "300ms", "--state-dir", dir, "--listen", "0"}
 	cmd, stderr, lines := startRun(t, args...)
-	// The job finishes; checking 800,000 input records and what they made
+	// The job finishes; checking 500,000 input records and what they made
 	// takes seconds, and that is when the user loses patience.
 	waitEvents(t, lines, "verify_started", 1)
 	cmd.Process.Signal(syscall.SIGINT)
