@@ -699,8 +699,12 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		return nil, nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	var damaged []string
+	var firstErr error
 	invalid := func(id int64, err error) {
-		damaged = append(damaged, fmt.Sprintf("checkpoint %d: %v", id, err))
+		damaged = append(damaged, strconv.FormatInt(id, 10))
+		if firstErr == nil {
+			firstErr = err
+		}
 		j.logf("cannot restore checkpoint %d: %v", id, err)
 		if report {
 			j.obs.Emit("checkpoint_invalid", map[string]any{"id": id, "error": err.Error()})
@@ -740,7 +744,12 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
 	}
 	if len(damaged) > 0 && !j.cfg.AllowFreshStart {
-		return nil, nil, fmt.Errorf("%w of job %s (%s); start fresh with --allow-fresh-start", ErrNoValidCheckpoint, j.spec.Name, strings.Join(damaged, "; "))
+		what := "checkpoint " + damaged[0] + " is"
+		if len(damaged) > 1 {
+			what = "checkpoints " + strings.Join(damaged, ", ") + " are"
+		}
+		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v); start again from nothing with --fresh, or read the input again from its beginning, beside the output already written, with --allow-fresh-start",
+			ErrNoValidCheckpoint, j.spec.Name, what, firstErr)
 	}
 	return nil, nil, nil
 }
