@@ -142,24 +142,6 @@ func watchTerminal(ctx context.Context, w io.Writer, interval time.Duration, gon
 	watchFor(ctx, interval, func() bool { return !isTerminal(w) }, gone)
 }
 
-// watchFor calls then, once, when cond holds, checking every interval until
-// ctx ends.
-func watchFor(ctx context.Context, interval time.Duration, cond func() bool, then func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if cond() {
-				then()
-				return
-			}
-		}
-	}
-}
-
 // printSummary tells, after the UI has closed, how the run ended.
 func printSummary(w io.Writer, r runtime.Report, stateDir string) {
 	v := r.Verify

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"faultline/checkpoint"
+	"faultline/restart"
+	"faultline/runtime"
+	"faultline/runtime/barrier"
+	"faultline/runtime/kafka"
+	"faultline/runtime/spec"
+)
+
+// runOptions are the flags of `faultline run`, named after Flink's options
+// where Flink has one.
+type runOptions struct {
+	headless bool
+	jobFile  string
+	records  int64
+	rate     float64
+	seed     int64
+	mode     string
+
+	interval      time.Duration
+	timeout       time.Duration
+	minPause      time.Duration
+	maxConcurrent int
+	tolerable     int
+
+	parallelism []string
+	stateDir    string
+	logFile     string
+	inject      []string
+
+	restartStrategy  string
+	failoverStrategy string
+	restartAttempts  int
+	restartDelay     time.Duration
+	restartOpts      restart.Options
+
+	channelCapacity int
+	batchSize       int
+
+	resume          bool
+	fresh           bool
+	allowFreshStart bool
+	retained        int
+	retention       time.Duration
+	stateBackend    string
+	incremental     bool
+	savepointOnExit bool
+	fromSavepoint   int64
+	allowNonRestore bool
+
+	onBadRecord     string
+	deadLetterTopic string
+
+	// stateTTL overrides the join's state_ttl when setTTL (the flag was
+	// given).
+	stateTTL time.Duration
+	setTTL   bool
+	// setRate is whether --rate was given (its default, -1, means "the
+	// default for the input").
+	setRate bool
+
+	kafka kafkaOptions
+}
+
+// kafkaOptions are the flags that say which Kafka to use and how.
+type kafkaOptions struct {
+	brokers       string
+	listen        int
+	generate      bool
+	bounded       bool
+	topics        []string
+	group         string
+	startup       string
+	sinkGuarantee string
+	txnPrefix     string
+	txnTimeout    time.Duration
+	tls           bool
+	tlsCA         string
+	saslMechanism string
+	saslUser      string
+	saslPassword  string
+}
+
+func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&k.brokers, "brokers", "", "host:port,… of a Kafka cluster to use instead of the embedded broker")
+	f.IntVar(&k.listen, "listen", 9092, "port of the embedded broker (a free port is used when it is taken)")
+	f.BoolVar(&k.generate, "generate", false, "with --brokers: write the generator's orders and payments into the cluster too (always on with the embedded broker)")
+	f.BoolVar(&k.bounded, "bounded", false, "read the input topics only up to their end at start, then finish (implied by --records)")
+	f.StringArrayVar(&k.topics, "topic", nil, "Kafka topic of a source or sink operator, e.g. orders-source=shop.orders (repeatable)")
+	f.StringVar(&k.group, "group", "", "consumer group the sources commit their offsets to on every completed checkpoint (default faultline-<job>)")
+	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets)")
+	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none")
+	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
+	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", kafka.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
+	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS")
+	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (default: the system's)")
+	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512")
+	f.StringVar(&k.saslUser, "sasl-user", "", "SASL user")
+	f.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (default: $FAULTLINE_SASL_PASSWORD)")
+}
+
+func newRunCmd() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a job (the default orders ⋈ payments job unless --job names another)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.setTTL = cmd.Flags().Changed("state-ttl")
+			o.setRate = cmd.Flags().Changed("rate")
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.headless, "headless", false, "no terminal UI: print JSON events and a final JSON report (also when stdout is not a terminal)")
+	f.StringVar(&o.jobFile, "job", "", "job spec file (default: the built-in orders job, fixtures/jobs/orders.yaml)")
+	f.Int64Var(&o.records, "records", 0, "bounded input of this many records (orders plus payments); 0 runs until stopped")
+	f.Float64Var(&o.rate, "rate", -1, "input records/s the generator writes (default: all at once with --records, 400 otherwise)")
+	f.Int64Var(&o.seed, "seed", 1, "seed of the input generator")
+	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers) or at-least-once")
+	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off")
+	f.DurationVar(&o.timeout, "checkpoint-timeout", checkpoint.DefaultTimeout, "a checkpoint not complete after this long expires")
+	f.DurationVar(&o.minPause, "min-pause", 0, "least time from the end of one checkpoint to the start of the next")
+	f.IntVar(&o.maxConcurrent, "max-concurrent-checkpoints", checkpoint.DefaultMaxConcurrent, "most checkpoints in progress at once")
+	f.IntVar(&o.tolerable, "tolerable-failed-checkpoints", 0, "consecutive failed checkpoints tolerated before the job fails over")
+	f.StringSliceVar(&o.parallelism, "parallelism", nil, "operator parallelism overrides, e.g. join=3,revenue=1")
+	f.StringVar(&o.stateDir, "state-dir", "", "the folder where everything a run keeps lives (default: faultline under the user's data directory)")
+	f.StringVar(&o.logFile, "log-file", "", "diagnostic log (default: faultline.log in the state dir)")
+	f.StringArrayVar(&o.inject, "inject", nil, "inject a fault, e.g. 'after=3s,task=join/1,fault=panic' or 'after-records=20000,task=join/1,fault=error' (repeatable)")
+	ro := restart.DefaultOptions()
+	o.restartOpts = ro
+	f.StringVar(&o.restartStrategy, "restart-strategy", "fixed-delay", "what to do after a failure: fixed-delay, failure-rate, exponential-delay or none (restart-strategy.type)")
+	f.StringVar(&o.failoverStrategy, "failover-strategy", "full", "what restarts after a failure: full (every task), region (the failed task's pipelined region), individual (only the failed task, from its checkpointed state, without replaying its input: loses data) or none (jobmanager.execution.failover-strategy)")
+	f.IntVar(&o.restartAttempts, "restart-attempts", 10, "fixed-delay: restarts allowed (restart-strategy.fixed-delay.attempts)")
+	f.DurationVar(&o.restartDelay, "restart-delay", time.Second, "fixed-delay: wait before each restart (restart-strategy.fixed-delay.delay)")
+	f.IntVar(&o.restartOpts.FailureRateMaxFailures, "failure-rate-max-failures", ro.FailureRateMaxFailures, "failure-rate: failures allowed within the interval (restart-strategy.failure-rate.max-failures-per-interval)")
+	f.DurationVar(&o.restartOpts.FailureRateInterval, "failure-rate-interval", ro.FailureRateInterval, "failure-rate: the sliding window (restart-strategy.failure-rate.failure-rate-interval)")
+	f.DurationVar(&o.restartOpts.FailureRateDelay, "failure-rate-delay", ro.FailureRateDelay, "failure-rate: wait before each restart (restart-strategy.failure-rate.delay)")
+	f.DurationVar(&o.restartOpts.Exponential.Initial, "backoff-initial", ro.Exponential.Initial, "exponential-delay: first wait (restart-strategy.exponential-delay.initial-backoff)")
+	f.DurationVar(&o.restartOpts.Exponential.Max, "backoff-max", ro.Exponential.Max, "exponential-delay: longest wait (restart-strategy.exponential-delay.max-backoff)")
+	f.Float64Var(&o.restartOpts.Exponential.Multiplier, "backoff-multiplier", ro.Exponential.Multiplier, "exponential-delay: growth per failure (restart-strategy.exponential-delay.backoff-multiplier)")
+	f.Float64Var(&o.restartOpts.Exponential.JitterFactor, "backoff-jitter", ro.Exponential.JitterFactor, "exponential-delay: random ± fraction of each wait (restart-strategy.exponential-delay.jitter-factor)")
+	f.DurationVar(&o.restartOpts.Exponential.ResetThreshold, "backoff-reset-threshold", ro.Exponential.ResetThreshold, "exponential-delay: a quiet period this long resets the backoff (restart-strategy.exponential-delay.reset-backoff-threshold)")
+	f.IntVar(&o.restartOpts.Exponential.AttemptsBeforeReset, "backoff-attempts-before-reset", ro.Exponential.AttemptsBeforeReset, "exponential-delay: attempts allowed without a reset (restart-strategy.exponential-delay.attempts-before-reset-backoff)")
+	f.IntVar(&o.channelCapacity, "channel-capacity", 4, "batches each channel holds before its sender blocks (back-pressure)")
+	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
+	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
+	f.BoolVar(&o.fresh, "fresh", false, "delete everything earlier runs left in the state dir (checkpoints, savepoints, the embedded broker's log, the verification ledger) and start from nothing")
+	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
+	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
+	f.DurationVar(&o.retention, "retention-interval", 10*time.Second, "how often the embedded broker's log is trimmed of the records no recovery and no verification needs any more; 0 keeps every record")
+	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir)")
+	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
+	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
+	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint id (see: faultline checkpoints list), also at other parallelisms")
+	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
+	f.StringVar(&o.onBadRecord, "on-bad-record", runtime.BadRecordFail, "what parsing does with a record it cannot parse: fail (the task fails and the job restarts), skip (drop and count it) or dead-letter (write it to --dead-letter-topic and count it)")
+	f.StringVar(&o.deadLetterTopic, "dead-letter-topic", "dead-letter", "with --on-bad-record dead-letter: the topic unparseable records go to")
+	f.DurationVar(&o.stateTTL, "state-ttl", 0, "how long the join keeps an order or a payment waiting for the other, in event time (the records' Kafka timestamps): an order and a payment further apart are not joined, and the verification expects exactly that; 0 keeps them for ever (default: the job spec's state_ttl, 1m for the default job)")
+	o.kafka.addFlags(f)
+	return cmd
+}
+
+// defaultStateDir is faultline's folder under the user's data directory.
+func defaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "faultline"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home directory to put the state dir in; give --state-dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "faultline"), nil
+}
+
+// prepared is a run put together from the flags, before anything starts.
+type prepared struct {
+	job      *spec.Job
+	mode     barrier.Mode
+	strategy restart.BackoffStrategy
+	failover runtime.FailoverStrategy
+	faults   []runtime.Fault
+	rate     float64
+	client   kafka.Client
+	topicMap map[string]string // operator → Kafka topic
+	startup  kafka.StartupMode
+	sinkG    kafka.Guarantee
+}
+
+// check turns the flags into a prepared run, or a usage error (exit 2).
+func (o *runOptions) check() (*prepared, error) {
+	p := &prepared{topicMap: map[string]string{}}
+	var err error
+	if o.jobFile == "" {
+		p.job = spec.Default()
+	} else if p.job, err = spec.Load(o.jobFile); err != nil {
+		return nil, usageError{err}
+	}
+	if len(o.parallelism) > 0 {
+		ps := map[string]int{}
+		for _, kv := range o.parallelism {
+			name, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil {
+				return nil, usagef("--parallelism %q: want operator=N, e.g. join=3", kv)
+			}
+			ps[name] = n
+		}
+		if err := p.job.SetParallelisms(ps); err != nil {
+			return nil, usagef("--parallelism: %v", err)
+		}
+	}
+	if o.setTTL {
+		if o.stateTTL < 0 || (o.stateTTL > 0 && o.stateTTL < time.Millisecond) {
+			return nil, usagef("--state-ttl %s: want 0 (keep for ever) or at least 1ms", o.stateTTL)
+		}
+		joins := 0
+		for _, op := range p.job.Operators {
+			if op.Type == spec.TypeJoin {
+				op.StateTTL = o.stateTTL
+				joins++
+			}
+		}
+		if joins == 0 {
+			return nil, usagef("--state-ttl: job %s has no join, so nothing waits in state", p.job.Name)
+		}
+	}
+	switch o.mode {
+	case "exactly-once":
+		p.mode = barrier.ExactlyOnce
+	case "at-least-once":
+		p.mode = barrier.AtLeastOnce
+	default:
+		return nil, usagef("--mode %q: want exactly-once or at-least-once", o.mode)
+	}
+	switch {
+	case o.setRate && (o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0)):
+		return nil, usagef("--rate %v: want records per second, 0 or more (0: all at once with --records)", o.rate)
+	case o.records < 0:
+		return nil, usagef("--records %d: want 0 (unbounded) or more", o.records)
+	case o.interval < 0:
+		return nil, usagef("--checkpoint-interval %s: want 0 (off) or a positive duration", o.interval)
+	case o.interval > 0 && o.interval < 10*time.Millisecond:
+		return nil, usagef("--checkpoint-interval %s: the least is 10ms (as in Flink)", o.interval)
+	case o.timeout < 10*time.Millisecond:
+		return nil, usagef("--checkpoint-timeout %s: the least is 10ms", o.timeout)
+	case o.minPause < 0:
+		return nil, usagef("--min-pause %s: want 0 or more", o.minPause)
+	case o.maxConcurrent < 1:
+		return nil, usagef("--max-concurrent-checkpoints %d: want 1 or more", o.maxConcurrent)
+	case o.tolerable < 0:
+		return nil, usagef("--tolerable-failed-checkpoints %d: want 0 or more", o.tolerable)
+	case o.restartAttempts < 0:
+		return nil, usagef("--restart-attempts %d: want 0 or more", o.restartAttempts)
+	case o.restartDelay < 0:
+		return nil, usagef("--restart-delay %s: want 0 or more", o.restartDelay)
+	case o.channelCapacity < 1 || o.channelCapacity > 4096:
+		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
+	case o.batchSize < 1 || o.batchSize > 65536:
+		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
+	case o.stateBackend != "heap" && o.stateBackend != "badger":
+		return nil, usagef("--state-backend %q: want heap or badger", o.stateBackend)
+	case o.incremental && o.stateBackend != "badger":
+		return nil, usagef("--incremental needs --state-backend badger (as in Flink, where only RocksDB has incremental checkpoints)")
+	case o.fromSavepoint < 0:
+		return nil, usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
+	case o.fromSavepoint > 0 && o.resume:
+		return nil, usagef("--from-savepoint and --resume: give one of them")
+	case o.fresh && o.resume:
+		return nil, usagef("--fresh and --resume: --fresh deletes what --resume would go on from; give one of them")
+	case o.fresh && o.fromSavepoint > 0:
+		return nil, usagef("--fresh and --from-savepoint: --fresh deletes the savepoints too; give one of them")
+	case o.retained < 1:
+		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
+	case o.retention < 0:
+		return nil, usagef("--retention-interval %s: want 0 (keep every record) or a positive duration", o.retention)
+	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
+		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
+	case o.onBadRecord == runtime.BadRecordDeadLetter && !spec.IsTopicName(o.deadLetterTopic):
+		return nil, usagef("--dead-letter-topic %q is not a Kafka topic name: %s", o.deadLetterTopic, spec.TopicNameRule)
+	case o.kafka.listen < 0 || o.kafka.listen > 65535:
+		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
+	case o.kafka.txnTimeout <= 0:
+		return nil, usagef("--sink-transaction-timeout %s: want a positive duration, e.g. 15m", o.kafka.txnTimeout)
+	case o.interval > 0 && o.kafka.txnTimeout <= o.interval:
+		return nil, usagef("--sink-transaction-timeout %s is not longer than --checkpoint-interval %s: a sink transaction stays open from one checkpoint to the commit after the next, so the broker would abort every one; make the timeout longer or the interval shorter", o.kafka.txnTimeout, o.interval)
+	case o.kafka.brokers == "" && o.kafka.txnTimeout > kafka.DefaultTransactionTimeout:
+		return nil, usagef("--sink-transaction-timeout %s: the embedded broker allows at most %s, as Kafka does by default (transaction.max.timeout.ms)", o.kafka.txnTimeout, kafka.DefaultTransactionTimeout)
+	}
+	ropts := o.restartOpts
+	ropts.Attempts, ropts.Delay = o.restartAttempts, o.restartDelay
+	if p.strategy, err = restart.Parse(o.restartStrategy, ropts); err != nil {
+		return nil, usageError{err}
+	}
+	if p.failover, err = runtime.ParseFailoverStrategy(o.failoverStrategy); err != nil {
+		return nil, usageError{err}
+	}
+	if _, err = runtime.ParseOnBadRecord(o.onBadRecord); err != nil {
+		return nil, usageError{err}
+	}
+	for _, s := range o.inject {
+		f, err := runtime.ParseFault(s)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if err := runtime.CheckFaultTask(f, p.job); err != nil {
+			return nil, usageError{err}
+		}
+		if f.Kind == runtime.FaultBrokerDown && o.kafka.brokers != "" {
+			return nil, usagef("--inject %q: broker-down takes down the embedded broker, and with --brokers there is none; to see the job lose its brokers, stop one of your cluster's", s)
+		}
+		p.faults = append(p.faults, f)
+	}
+	p.rate = o.rate
+	if p.rate < 0 {
+		p.rate = 0
+		if o.records == 0 {
+			p.rate = 400
+		}
+	}
+	if p.startup, err = kafka.ParseStartupMode(o.kafka.startup); err != nil {
+		return nil, usageError{err}
+	}
+	if p.sinkG, err = kafka.ParseGuarantee(o.kafka.sinkGuarantee); err != nil {
+		return nil, usageError{err}
+	}
+	for _, op := range p.job.Operators {
+		if op.Type == spec.TypeSource || op.Type == spec.TypeSink {
+			p.topicMap[op.Name] = op.Topic
+		}
+	}
+	for _, kv := range o.kafka.topics {
+		name, topic, ok := strings.Cut(kv, "=")
+		if !ok || topic == "" {
+			return nil, usagef("--topic %q: want operator=topic, e.g. orders-source=shop.orders", kv)
+		}
+		if _, known := p.topicMap[name]; !known {
+			return nil, usagef("--topic %q: %q is not a source or sink of job %s", kv, name, p.job.Name)
+		}
+		if !spec.IsTopicName(topic) {
+			return nil, usagef("--topic %q: %q is not a Kafka topic name: %s", kv, topic, spec.TopicNameRule)
+		}
+		p.topicMap[name] = topic
+	}
+	password := o.kafka.saslPassword
+	if password == "" {
+		password = os.Getenv("FAULTLINE_SASL_PASSWORD")
+	}
+	p.client = kafka.Client{TLS: o.kafka.tls, TLSCA: o.kafka.tlsCA, SASLMechanism: o.kafka.saslMechanism,
+		SASLUser: o.kafka.saslUser, SASLPassword: password}
+	if o.kafka.brokers != "" {
+		for _, b := range strings.Split(o.kafka.brokers, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				p.client.Brokers = append(p.client.Brokers, b)
+			}
+		}
+	}
+	if _, err := p.client.Config(); err != nil {
+		return nil, usageError{err}
+	}
+	if o.kafka.group == "" {
+		o.kafka.group = "faultline-" + p.job.Name
+	}
+	if o.kafka.txnPrefix == "" {
+		o.kafka.txnPrefix = "faultline-" + p.job.Name
+	}
+	return p, nil
+}
+
+// logicalTopics maps the generator's topics (orders, payments) to the
+// Kafka topics the job's sources read them from.
+func (p *prepared) logicalTopics() map[string]string {
+	out := map[string]string{}
+	for _, op := range p.job.Operators {
+		if op.Type == spec.TypeSource {
+			out[op.Topic] = p.topicMap[op.Name]
+		}
+	}
+	return out
+}

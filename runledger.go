@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"sync"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/kafka"
+	"faultline/runtime/verify"
+)
+
+// openLedger opens the verification ledger at path: the saved one when the
+// run goes on from the job's checkpoints (a new one when none was saved),
+// else a new one, removing what an earlier run left.
+func openLedger(path string, expect runtime.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
+	if !continues {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, exitError{code: 1, err: fmt.Errorf("remove the old verification ledger: %w", err)}
+		}
+		return verify.New(expect.Kind, expect.StateTTL), nil
+	}
+	l, err := verify.Load(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return verify.New(expect.Kind, expect.StateTTL), nil
+	case err != nil:
+		return nil, exitError{code: 1, err: fmt.Errorf("%w: it holds what the verification counted of the records the embedded broker has deleted, so the output can no longer be checked from the start; start afresh in another --state-dir", err)}
+	case l.Kind() != expect.Kind || l.TTL() != expect.StateTTL:
+		return nil, usagef("the runs before this one on %s expected %s with a state TTL of %s, this one would expect %s with %s: give the job and --state-ttl they had, or start afresh in another --state-dir",
+			stateDir, l.Kind(), l.TTL(), expect.Kind, expect.StateTTL)
+	}
+	return l, nil
+}
+
+// retentionSetup is what the broker's retention needs from a run.
+type retentionSetup struct {
+	client      kafka.Client
+	inputs      map[string]string
+	outputStart map[string]map[int32]int64
+	sources     map[string]*kafka.Source
+	continues   bool
+	ledger      *verify.Ledger
+	path        string
+	store       *checkpoint.BadgerStore
+	job         *runtime.Job
+	live        *kafka.LiveVerifier // the UI's, or nil
+	logf        func(string, ...any)
+}
+
+// startRetention trims the embedded broker's log every --retention-interval
+// once the job's output is committed up to a checkpoint of this run, and
+// returns what stops it (and waits for it).
+func (o *runOptions) startRetention(ctx context.Context, s retentionSetup) func() {
+	var output string
+	var outStart map[int32]int64
+	for t, start := range s.outputStart {
+		output, outStart = t, maps.Clone(start)
+	}
+	ret := kafka.NewRetention(kafka.RetentionConfig{
+		Client: s.client, Inputs: s.inputs, Output: output, Ledger: s.ledger, Path: s.path,
+		Checkpoints: func(ctx context.Context) ([]*checkpoint.Completed, error) {
+			if _, _, ok := s.job.CommittedCheckpoint(); !ok {
+				return nil, nil // this run's sources have not started, or nothing of it is committed
+			}
+			return s.store.All(ctx)
+		},
+		Start: func(topic string) map[int32]int64 {
+			switch {
+			case s.continues:
+				return nil // the ledger goes on from the start of the log
+			case topic == output:
+				return outStart
+			case s.sources[topic] != nil:
+				return s.sources[topic].StartOffsets()
+			}
+			return nil
+		},
+		Readers: func() (checkpoint.Offsets, bool) {
+			if s.live == nil {
+				return nil, true
+			}
+			return s.live.Positions()
+		},
+		Every: o.retention,
+		Logf:  s.logf,
+	})
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ret.Run(rctx)
+	}()
+	return sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
+}
