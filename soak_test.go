@@ -498,8 +498,38 @@ func dirBytes(dir string) int64 {
 	return n
 }
 
-// rssBytes is the resident set size of process pid.
+// rssBytes is the resident set size of process pid and its descendants:
+// faultline is a supervisor and the child that does the work.
 func rssBytes(pid int) int64 {
+	children := map[int][]int{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		_, rest, _ := strings.Cut(string(b)[strings.LastIndexByte(string(b), ')')+1:], " ")
+		var state string
+		var self, ppid int
+		fmt.Sscan(filepath.Base(filepath.Dir(p)), &self)
+		fmt.Sscan(rest, &state, &ppid)
+		children[ppid] = append(children[ppid], self)
+	}
+	var total int64
+	var walk func(int)
+	walk = func(p int) {
+		total += vmRSS(p)
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	return total
+}
+
+// vmRSS is the resident set size of process pid alone.
+func vmRSS(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
