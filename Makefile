@@ -39,7 +39,7 @@ test: deps
 SOAK_SEED ?= 0
 FUZZTIME ?= 60s
 soak: deps
-	$(GO) test -count=1 -timeout 90m -run 'Soak' -v . -args -soak -soak.seed=$(SOAK_SEED)
+	$(GO) test -count=1 -timeout 90m -run 'Soak' -v ./internal/cli -args -soak -soak.seed=$(SOAK_SEED)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/
 

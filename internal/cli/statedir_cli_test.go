@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -57,7 +57,7 @@ func TestResumeWithOtherInputIsRefused(t *testing.T) {
 	oneLine(t, faultline(t, append(args, "--records", "20000", "--seed", "2")...), "--seed 1", "--seed 2", "--fresh")
 	oneLine(t, faultline(t, append(args, "--records", "10000")...), "--records 20000", "only 10000")
 	oneLine(t, faultline(t, args...), "bounded input of --records 20000")
-	oneLine(t, faultline(t, append(args, "--records", "20000", "--job", "fixtures/jobs/pipeline.yaml")...), "job orders", "job pipeline")
+	oneLine(t, faultline(t, append(args, "--records", "20000", "--job", "../../fixtures/jobs/pipeline.yaml")...), "job orders", "job pipeline")
 	more := faultline(t, append(args, "--records", "30000")...)
 	if more.code != 0 || num(more.report, "verify", "duplicates") != 0 || num(more.report, "verify", "lost") != 0 {
 		t.Fatalf("--records 30000: exit %d, verify %v, stderr %q", more.code, more.report["verify"], more.stderr)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 // only its pipeline (source/2, enrich/2, sink/2) restarts — the report and
 // the events name them — and the committed output is still exact.
 func TestRegionFailoverOnThePipelineJob(t *testing.T) {
-	r := faultline(t, "run", "--headless", "--job", "fixtures/jobs/pipeline.yaml", "--records", "40000", "--rate", "20000",
+	r := faultline(t, "run", "--headless", "--job", "../../fixtures/jobs/pipeline.yaml", "--records", "40000", "--rate", "20000",
 		"--checkpoint-interval", "100ms", "--restart-delay", "50ms", "--failover-strategy", "region",
 		"--inject", "after-records=2500,task=enrich/2,fault=panic")
 	if r.code != 0 || r.report == nil {

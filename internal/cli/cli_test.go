@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -24,9 +24,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "faultline")
-	args := []string{"build", "-o", binary, "."}
+	// The program itself, as a user builds it (the module's root package).
+	args := []string{"build", "-o", binary, "faultline"}
 	if raceEnabled {
-		args = []string{"build", "-race", "-o", binary, "."}
+		args = []string{"build", "-race", "-o", binary, "faultline"}
 	}
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		panic(string(out))
