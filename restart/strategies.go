@@ -177,14 +177,14 @@ func DefaultExponential() ExponentialConfig {
 //
 // The delay for the n-th attempt since the last reset (n from 0) is
 //
-//	backoff = min(Initial·Multiplierⁿ, Max)
+//	backoff = Initial·Multiplierⁿ
 //	delay   = clamp(backoff + backoff·JitterFactor·(2r−1), Initial, Max)
 //
 // with r drawn from the random source in [0,1): r=0 gives backoff·(1−j),
-// r→1 gives backoff·(1+j). As in Flink, the jittered delay never leaves
-// [Initial, Max]. Unlike Flink, whose un-jittered backoff keeps growing past
-// Max (so deep in the cap the delay is always exactly Max), the backoff here
-// stops at Max, so jitter still spreads restarts below the cap.
+// r→1 gives backoff·(1+j). As in Flink, the jitter is drawn from the
+// exponential value before the cap, and the delay then clamped to
+// [Initial, Max]: once backoff·(1−j) has passed Max the delay is exactly
+// Max, every time.
 //
 // The job counts as running from the restart that was scheduled for the
 // previous failure (its time plus its delay). A failure at least
@@ -261,9 +261,13 @@ func (e *ExponentialDelay) NotifyFailure(_ error, at time.Time) {
 // delayFor is the jittered, clamped delay of the n-th attempt since a reset.
 func (e *ExponentialDelay) delayFor(n int) time.Duration {
 	initial, maxB := float64(e.cfg.Initial), float64(e.cfg.Max)
-	backoff := math.Min(initial*math.Pow(e.cfg.Multiplier, float64(n)), maxB)
+	backoff := initial * math.Pow(e.cfg.Multiplier, float64(n))
+	j := e.cfg.JitterFactor
+	if math.IsInf(backoff, 0) || math.IsNaN(backoff) || backoff*(1-j) >= maxB {
+		return e.cfg.Max // no jitter can bring it below the cap
+	}
 	d := backoff
-	if j := e.cfg.JitterFactor; j > 0 {
+	if j > 0 {
 		d += backoff * j * (2*e.rnd() - 1)
 	}
 	d = math.Max(initial, math.Min(d, maxB))

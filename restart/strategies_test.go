@@ -216,10 +216,31 @@ func TestExponentialDelayDecisions(t *testing.T) {
 			steps: restartEach(0, s, 1500*ms, 2250*ms),
 		},
 		{
-			name:  "jitter at the cap still spreads below max",
+			// Flink 1.19+ draws the jitter from the exponential value before
+			// the cap: 16 s ±20 % is far above 10 s, so the 5th delay is 10 s.
+			name:  "jitter is drawn before the cap: far above max the delay is max",
 			cfg:   with(func(c *ExponentialConfig) { c.Multiplier = 2; c.JitterFactor = 0.2 }),
 			rnd:   fixedRand(0),
-			steps: restartEach(0, s, 1600*ms, 3200*ms, 6400*ms, 8*s, 8*s),
+			steps: restartEach(0, s, 1600*ms, 3200*ms, 6400*ms, 10*s, 10*s),
+		},
+		{
+			// Flink's own case: initial 2, max 7, multiplier 2, jitter 0.25.
+			// The 3rd attempt is 8 ±2, clamped to [6, 7]; the 4th is 16 ±4,
+			// always 7.
+			name: "initial 2, max 7, multiplier 2, jitter 0.25, low end: the 4th attempt is 7",
+			cfg: with(func(c *ExponentialConfig) {
+				c.Initial, c.Max, c.Multiplier, c.JitterFactor = 2*s, 7*s, 2, 0.25
+			}),
+			rnd:   fixedRand(0),
+			steps: restartEach(0, 2*s, 3*s, 6*s, 7*s, 7*s),
+		},
+		{
+			name: "initial 2, max 7, multiplier 2, jitter 0.25, high end: the 4th attempt is 7",
+			cfg: with(func(c *ExponentialConfig) {
+				c.Initial, c.Max, c.Multiplier, c.JitterFactor = 2*s, 7*s, 2, 0.25
+			}),
+			rnd:   fixedRand(justBelowOne),
+			steps: restartEach(0, 2500*ms, 5*s, 7*s, 7*s, 7*s),
 		},
 		{
 			// Flink 1.19+: a failure reset-backoff-threshold after the last
