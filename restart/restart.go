@@ -1,10 +1,14 @@
-// Package restart decides whether and when a failed job restarts (Flink:
-// RestartBackoffTimeStrategy) and which tasks restart (Flink:
-// FailoverStrategy).
+// Package restart decides what a failure costs: whether and when the job
+// restarts (the backoff strategies, backoff.go; Flink:
+// RestartBackoffTimeStrategy) and which subtasks restart (the failover
+// strategies over the job's pipelined regions, failover.go; Flink:
+// FailoverStrategy), together in the failure handler (Handler; Flink:
+// ExecutionFailureHandler). It works on plain task names and errors and
+// imports no other package of faultline: the job master in runtime acts on
+// its decisions.
 package restart
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -45,73 +49,4 @@ type Status struct {
 	// NextDelay is the wait before the restart granted for the latest
 	// failure; 0 before the first failure and after giving up.
 	NextDelay time.Duration
-}
-
-// FixedDelay allows a fixed number of restarts, each after the same delay
-// (Flink: FixedDelayRestartBackoffTimeStrategy, restart-strategy.fixed-delay.*).
-type FixedDelay struct {
-	MaxAttempts int
-	Delay       time.Duration
-	failures    int
-}
-
-// NewFixedDelay returns the strategy; attempts must be at least 0.
-func NewFixedDelay(attempts int, delay time.Duration) *FixedDelay {
-	return &FixedDelay{MaxAttempts: attempts, Delay: delay}
-}
-
-// NotifyFailure implements BackoffStrategy.
-func (f *FixedDelay) NotifyFailure(error, time.Time) { f.failures++ }
-
-// CanRestart implements BackoffStrategy.
-func (f *FixedDelay) CanRestart() bool { return f.failures <= f.MaxAttempts }
-
-// Backoff implements BackoffStrategy.
-func (f *FixedDelay) Backoff() time.Duration { return f.Delay }
-
-// Name implements BackoffStrategy.
-func (f *FixedDelay) Name() string { return "fixed-delay" }
-
-// Describe implements BackoffStrategy.
-func (f *FixedDelay) Describe() string {
-	return fmt.Sprintf("fixed-delay (attempts %d, delay %s)", f.MaxAttempts, f.Delay)
-}
-
-// Status implements BackoffStrategy.
-func (f *FixedDelay) Status() Status {
-	s := Status{Attempts: min(f.failures, f.MaxAttempts), MaxAttempts: f.MaxAttempts}
-	if f.failures > 0 && f.CanRestart() {
-		s.NextDelay = f.Delay
-	}
-	if !f.CanRestart() {
-		s.GaveUp = true
-		s.GaveUpReason = fmt.Sprintf("fixed-delay: all %d restart attempts used; failure %d is final", f.MaxAttempts, f.failures)
-	}
-	return s
-}
-
-// None never restarts (Flink: NoRestartBackoffTimeStrategy).
-type None struct{ failed bool }
-
-// NotifyFailure implements BackoffStrategy.
-func (n *None) NotifyFailure(error, time.Time) { n.failed = true }
-
-// CanRestart implements BackoffStrategy.
-func (n *None) CanRestart() bool { return false }
-
-// Backoff implements BackoffStrategy.
-func (n *None) Backoff() time.Duration { return 0 }
-
-// Name implements BackoffStrategy.
-func (n *None) Name() string { return "none" }
-
-// Describe implements BackoffStrategy.
-func (n *None) Describe() string { return "none (no restarts)" }
-
-// Status implements BackoffStrategy.
-func (n *None) Status() Status {
-	if n.failed {
-		return Status{GaveUp: true, GaveUpReason: "restart strategy none: the job does not restart"}
-	}
-	return Status{}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,117 +15,37 @@ import (
 	"faultline/runtime/spec"
 )
 
-// FailoverStrategy decides which subtasks restart when one fails (Flink:
-// FailoverStrategy, jobmanager.execution.failover-strategy).
-type FailoverStrategy string
-
-// The failover strategies.
-const (
-	// FailoverFull restarts every subtask (Flink: RestartAllFailoverStrategy).
-	FailoverFull FailoverStrategy = "full"
-	// FailoverRegion restarts the failed subtask's pipelined region: every
-	// subtask joined to it by an edge, transitively (Flink:
-	// RestartPipelinedRegionFailoverStrategy). The other regions keep running.
-	FailoverRegion FailoverStrategy = "region"
-	// FailoverIndividual restarts only the failed subtask, from its state in
-	// the latest completed checkpoint, without replaying its input (Flink's
-	// old RestartIndividualStrategy): what it did since that checkpoint is
-	// lost, and the run says how many records that cost.
-	FailoverIndividual FailoverStrategy = "individual"
-	// FailoverNone does not recover: the first failure fails the job.
-	FailoverNone FailoverStrategy = "none"
-)
-
-// FailoverStrategies lists them in the order the help shows them.
-var FailoverStrategies = []FailoverStrategy{FailoverFull, FailoverRegion, FailoverIndividual, FailoverNone}
-
-// ParseFailoverStrategy reads a --failover-strategy value.
-func ParseFailoverStrategy(s string) (FailoverStrategy, error) {
-	for _, f := range FailoverStrategies {
-		if string(f) == strings.ToLower(strings.TrimSpace(s)) {
-			return f, nil
-		}
-	}
-	names := make([]string, len(FailoverStrategies))
-	for i, f := range FailoverStrategies {
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("--failover-strategy %q: want one of %s", s, strings.Join(names, ", "))
-}
-
-// ErrUnrecoverable marks a failure that no restart can cure (Flink:
-// SuppressRestartsException): a job graph whose records do not fit its
-// operators, a record type a sink cannot write. The job fails at once,
-// whatever the restart strategy.
-var ErrUnrecoverable = errors.New("unrecoverable")
+// ErrUnrecoverable marks a failure that no restart can cure (see
+// restart.ErrUnrecoverable).
+var ErrUnrecoverable = restart.ErrUnrecoverable
 
 // unrecoverable wraps err as ErrUnrecoverable.
 func unrecoverable(err error) error { return fmt.Errorf("%w: %w", ErrUnrecoverable, err) }
 
-// pipelinedRegions splits the job's subtasks into pipelined regions: the
-// sets joined by edges (a forward edge joins subtask i to subtask i; every
-// other edge joins every pair). In a streaming job every edge is pipelined,
-// so a region is a connected component. Regions and their subtasks are in
-// job spec order.
+// pipelinedRegions splits the job's subtasks into pipelined regions (see
+// restart.PipelinedRegions): a forward edge joins subtask i to subtask i,
+// every other edge joins every pair. Regions and their subtasks are in job
+// spec order.
 func pipelinedRegions(job *spec.Job) [][]string {
-	var names []string
-	index := map[string]int{}
+	name := func(op string, i int) string { return checkpoint.TaskID{Operator: op, Index: i}.String() }
+	var tasks []string
+	var edges [][2]string
 	for _, op := range job.Operators {
 		for i := 0; i < op.Parallelism; i++ {
-			index[checkpoint.TaskID{Operator: op.Name, Index: i}.String()] = len(names)
-			names = append(names, checkpoint.TaskID{Operator: op.Name, Index: i}.String())
+			tasks = append(tasks, name(op.Name, i))
 		}
-	}
-	parent := make([]int, len(names))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(x int) int {
-		if parent[x] != x {
-			parent[x] = find(parent[x])
-		}
-		return parent[x]
-	}
-	union := func(a, b string) { parent[find(index[a])] = find(index[b]) }
-	for _, op := range job.Operators {
 		for _, in := range op.Inputs {
 			up := job.Op(in.From)
 			for u := 0; u < up.Parallelism; u++ {
-				un := checkpoint.TaskID{Operator: up.Name, Index: u}.String()
 				for d := 0; d < op.Parallelism; d++ {
-					if in.Edge == spec.Forward && d != u {
-						continue
+					if in.Edge != spec.Forward || d == u {
+						edges = append(edges, [2]string{name(up.Name, u), name(op.Name, d)})
 					}
-					union(un, checkpoint.TaskID{Operator: op.Name, Index: d}.String())
 				}
 			}
 		}
 	}
-	var regions [][]string
-	byRoot := map[int]int{}
-	for i, n := range names {
-		r := find(i)
-		k, ok := byRoot[r]
-		if !ok {
-			k = len(regions)
-			byRoot[r] = k
-			regions = append(regions, nil)
-		}
-		regions[k] = append(regions[k], n)
-	}
-	return regions
-}
-
-// decision is what the failure handler decided about one failure (Flink:
-// FailureHandlingResult).
-type decision struct {
-	// scope are the subtasks to restart, in job spec order; nil restarts
-	// the whole job.
-	scope []string
-	delay time.Duration
-	// giveUp says why the job fails for good ("" when it restarts).
-	giveUp string
+	return restart.PipelinedRegions(tasks, edges)
 }
 
 // FailoverInfo is one failover of the run, as the report lists it: which
@@ -143,7 +62,7 @@ type RestartView struct {
 	Strategy      string
 	Description   string
 	Status        restart.Status
-	Failover      FailoverStrategy
+	Failover      restart.FailoverStrategy
 	NextRestartAt time.Time // zero when no restart is scheduled
 	LastRestarted []string
 	LastFailed    string
@@ -178,10 +97,11 @@ func (j *Job) RestartView() RestartView {
 	return v
 }
 
-// decide handles one failure (Flink: ExecutionFailureHandler): it records
-// it, stops checkpointing, and chooses between giving up and a restart of
-// the whole job or of the failover strategy's part of it.
-func (j *Job) decide(out outcome, res *Result) decision {
+// decide handles one failure: it records it, stops checkpointing, and asks
+// the failure handler (restart.Handler) whether to give up or to restart
+// the whole job or the failover strategy's part of it, after what delay;
+// the job master then does what it decided.
+func (j *Job) decide(out outcome, res *Result) restart.Decision {
 	fi := FailureInfo{At: j.obs.Since(), Task: out.task, Error: out.err.Error()}
 	fields := map[string]any{"task": out.task, "error": out.err.Error(), "attempt": j.epoch.Load()}
 	var bad *ErrBadRecord
@@ -201,74 +121,28 @@ func (j *Job) decide(out outcome, res *Result) decision {
 	j.obs.Emit("task_failed", fields)
 	j.coord.Stop(checkpoint.ReasonJobFailover, fmt.Errorf("job failover: %w", out.err))
 
-	var d decision
-	switch {
-	case errors.Is(out.err, ErrUnrecoverable):
-		d.giveUp = fmt.Sprintf("%s failed with an unrecoverable error; no restart can help: %v", orJob(out.task), out.err)
-	case j.failover == FailoverNone:
-		d.giveUp = fmt.Sprintf("failover strategy none: the job does not recover from the failure of %s", orJob(out.task))
-	default:
-		j.cfg.Restart.NotifyFailure(out.err, j.clk.Now())
-		if !j.cfg.Restart.CanRestart() {
-			d.giveUp = j.cfg.Restart.Status().GaveUpReason
-			break
-		}
-		d.delay = j.cfg.Restart.Backoff()
-		d.scope = j.scopeOf(out.task)
+	d := j.handler.Handle(out.task, out.err, j.clk.Now())
+	restarted := d.Tasks
+	if d.GiveUp == "" {
 		res.Restarts++
-	}
-	restarted := d.scope
-	if d.giveUp == "" && restarted == nil {
-		restarted = j.allTasks()
-	}
-	if d.giveUp == "" {
+		if restarted == nil {
+			restarted = j.handler.AllTasks()
+		}
 		res.Failovers = append(res.Failovers, FailoverInfo{
-			At: fi.At, Strategy: string(j.failover), Failed: out.task, Restarted: restarted,
+			At: fi.At, Strategy: string(j.handler.Failover()), Failed: out.task, Restarted: restarted,
 		})
 	}
 	j.restarts.update(func(v *RestartView) {
-		v.Status = j.cfg.Restart.Status()
+		v.Status = j.handler.Backoff().Status()
 		v.LastFailed, v.LastError = out.task, out.err.Error()
-		v.GaveUp = d.giveUp
+		v.GaveUp = d.GiveUp
 		v.Restarts = res.Restarts
-		if d.giveUp == "" {
+		if d.GiveUp == "" {
 			v.LastRestarted = restarted
-			v.NextRestartAt = j.clk.Now().Add(d.delay)
+			v.NextRestartAt = j.clk.Now().Add(d.Delay)
 		}
 	})
 	return d
-}
-
-// allTasks names every subtask of the job, in spec order.
-func (j *Job) allTasks() []string {
-	var all []string
-	for _, r := range j.regions {
-		all = append(all, r...)
-	}
-	return all
-}
-
-// scopeOf is what the failover strategy restarts when task fails; nil for
-// the whole job (a job-wide failure, full failover, or a region that is
-// the whole job).
-func (j *Job) scopeOf(task string) []string {
-	if task == "" {
-		return nil
-	}
-	switch j.failover {
-	case FailoverIndividual:
-		return []string{task}
-	case FailoverRegion:
-		if len(j.regions) == 1 {
-			return nil
-		}
-		for _, r := range j.regions {
-			if slices.Contains(r, task) {
-				return slices.Clone(r)
-			}
-		}
-	}
-	return nil
 }
 
 // supervision is the job master's record of the running attempt.
@@ -279,23 +153,23 @@ type supervision struct {
 	queued   []*faultEntry   // timed faults waiting for a subtask being restarted
 }
 
-// restartPart restarts the subtasks of d.scope from the newest valid
+// restartPart restarts the subtasks of d.Tasks from the newest valid
 // checkpoint while the rest of the attempt keeps running (region and
 // individual failover; Flink: the scheduler's restartTasks for a failover
 // region). The coordinator was stopped by decide; it starts again, at a new
 // epoch, once the new instances run. It returns false when ctx ended during
 // the restart delay.
-func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Result, sv *supervision, failed string) (bool, error) {
-	olds := make([]*task, len(d.scope))
+func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, res *Result, sv *supervision, failed string) (bool, error) {
+	olds := make([]*task, len(d.Tasks))
 	inScope := map[string]bool{}
-	for i, name := range d.scope {
+	for i, name := range d.Tasks {
 		olds[i] = a.lookup(name)
 		inScope[name] = true
 	}
-	j.obs.Emit("failover", map[string]any{"strategy": string(j.failover), "failed": failed, "tasks": d.scope})
+	j.obs.Emit("failover", map[string]any{"strategy": string(j.handler.Failover()), "failed": failed, "tasks": d.Tasks})
 	for _, t := range olds {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
-			t.setStatus(TaskCanceling, string(j.failover)+" failover after the failure of "+failed)
+			t.setStatus(TaskCanceling, string(j.handler.Failover())+" failover after the failure of "+failed)
 		}
 		t.abandon()
 		t.cancel()
@@ -312,10 +186,10 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Resu
 		}
 	}
 	j.obs.Emit("restart_scheduled", map[string]any{
-		"strategy": j.cfg.Restart.Name(), "delay_ms": d.delay.Milliseconds(), "attempt": res.Restarts,
-		"description": j.cfg.Restart.Describe(), "failover": string(j.failover), "tasks": d.scope,
+		"strategy": j.handler.Backoff().Name(), "delay_ms": d.Delay.Milliseconds(), "attempt": res.Restarts,
+		"description": j.handler.Backoff().Describe(), "failover": string(j.handler.Failover()), "tasks": d.Tasks,
 	})
-	if !j.waitRestart(ctx, a, d.delay, sv, inScope) {
+	if !j.waitRestart(ctx, a, d.Delay, sv, inScope) {
 		return false, nil
 	}
 	restore, states, err := j.pickRestore(context.Background(), true)
@@ -334,7 +208,7 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Resu
 		}
 		news[i] = t
 	}
-	if j.failover == FailoverIndividual {
+	if j.handler.Failover() == restart.FailoverIndividual {
 		for i, old := range olds {
 			j.takeOver(news[i], old, restore)
 		}
@@ -361,8 +235,8 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d decision, res *Resu
 		delete(sv.finished, old.name)
 		delete(sv.atEnd, old.name)
 	}
-	why := fmt.Sprintf("%s failover after the failure of %s", j.failover, failed)
-	j.markRestored(res, restore, why, d.scope...)
+	why := fmt.Sprintf("%s failover after the failure of %s", j.handler.Failover(), failed)
+	j.markRestored(res, restore, why, d.Tasks...)
 	j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
 	for _, t := range news {
 		j.start(t)

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"faultline/restart"
 	"faultline/runtime/spec"
 )
 
@@ -34,17 +35,6 @@ func TestPipelinedRegions(t *testing.T) {
 	}
 }
 
-func TestParseFailoverStrategy(t *testing.T) {
-	for _, s := range []string{"full", "region", "individual", "none", " Region "} {
-		if _, err := ParseFailoverStrategy(s); err != nil {
-			t.Errorf("%q: %v", s, err)
-		}
-	}
-	if _, err := ParseFailoverStrategy("partial"); err == nil || !strings.Contains(err.Error(), "full, region, individual, none") {
-		t.Errorf("partial: err = %v, want the list of strategies", err)
-	}
-}
-
 // taskStatuses returns, per subtask, the statuses its task_status events
 // went through.
 func (r *run) taskStatuses() map[string][]string {
@@ -67,7 +57,7 @@ func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := (&run{job: job, records: 40000, rate: 20000, interval: 50 * time.Millisecond, failover: FailoverRegion,
+	r := (&run{job: job, records: 40000, rate: 20000, interval: 50 * time.Millisecond, failover: restart.FailoverRegion,
 		faults: []string{"after-records=2500,task=enrich/2,fault=panic"}}).do(t)
 	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Expected == 0 || r.verify.Duplicates != 0 {
 		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
@@ -108,7 +98,7 @@ func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 // On the default job, region failover restarts everything: its only region
 // is the whole job.
 func TestRegionFailoverOfOneRegionJobRestartsAll(t *testing.T) {
-	r := (&run{records: 40000, rate: 40000, interval: 100 * time.Millisecond, failover: FailoverRegion,
+	r := (&run{records: 40000, rate: 40000, interval: 100 * time.Millisecond, failover: restart.FailoverRegion,
 		faults: []string{"after-records=6000,task=join/1,fault=panic"}}).do(t)
 	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.res.Restarts != 1 {
 		t.Fatalf("status %s restarts %d verify %+v", r.res.Status, r.res.Restarts, r.verify)
@@ -135,7 +125,7 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := (&run{records: 100000, rate: 50000, interval: 300 * time.Millisecond, failover: FailoverIndividual,
+			r := (&run{records: 100000, rate: 50000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
 				faults: []string{tc.fault}}).do(t)
 			if r.res.Status != JobFinished || r.res.Restarts != 1 {
 				t.Fatalf("status %s restarts %d", r.res.Status, r.res.Restarts)
@@ -174,7 +164,7 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 // Failover strategy none: the first failure fails the job, whatever the
 // restart strategy allows.
 func TestFailoverNoneFailsTheJob(t *testing.T) {
-	r := (&run{records: 20000, interval: 100 * time.Millisecond, failover: FailoverNone,
+	r := (&run{records: 20000, interval: 100 * time.Millisecond, failover: restart.FailoverNone,
 		faults: []string{"after-records=3000,task=join/0,fault=panic"}}).do(t)
 	if r.res.Status != JobFailed || r.res.Restarts != 0 || !strings.Contains(r.res.GaveUp, "failover strategy none") {
 		t.Fatalf("status %s restarts %d gave up %q", r.res.Status, r.res.Restarts, r.res.GaveUp)
@@ -194,7 +184,7 @@ func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Failover: FailoverIndividual})
+	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Failover: restart.FailoverIndividual})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ type Config struct {
 	Store      checkpoint.Store
 	Restart    restart.BackoffStrategy
 	// Failover chooses what restarts after a failure (default full).
-	Failover FailoverStrategy
+	Failover restart.FailoverStrategy
 	Faults   []Fault
 	Clock    clock.Clock
 	Observer *Observer
@@ -112,8 +112,9 @@ type Job struct {
 
 	epoch atomic.Int64 // bumped by every deployment and failover
 
-	failover FailoverStrategy
-	regions  [][]string // pipelined regions, by subtask name
+	// handler decides what a failure restarts, and when (it holds the
+	// backoff and failover strategies and the pipelined regions).
+	handler  *restart.Handler
 	bad      *badRecords
 	restarts restartState
 	losses   lossLog
@@ -228,8 +229,8 @@ func New(cfg Config) (*Job, error) {
 	}
 	switch cfg.Failover {
 	case "":
-		cfg.Failover = FailoverFull
-	case FailoverFull, FailoverRegion, FailoverIndividual, FailoverNone:
+		cfg.Failover = restart.FailoverFull
+	case restart.FailoverFull, restart.FailoverRegion, restart.FailoverIndividual, restart.FailoverNone:
 	default:
 		return nil, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
 	}
@@ -251,8 +252,7 @@ func New(cfg Config) (*Job, error) {
 		coordFail:  make(chan attemptErr, 1),
 		faultCh:    make(chan *faultEntry, len(cfg.Faults)+64),
 		savepoints: make(chan int64, 16),
-		failover:   cfg.Failover,
-		regions:    pipelinedRegions(cfg.Job),
+		handler:    restart.NewHandler(cfg.Restart, cfg.Failover, pipelinedRegions(cfg.Job)),
 		bad:        newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
 	}
 	j.bad.progress = &j.commits
@@ -910,23 +910,23 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			res.Status = JobCanceled
 		case outFailed:
 			d := out.d
-			if d.giveUp != "" {
+			if d.GiveUp != "" {
 				j.status(JobFailing, out.err.Error())
 				j.teardown(a, out.fault)
-				res.GaveUp = d.giveUp
+				res.GaveUp = d.GiveUp
 				j.status(JobFailed, res.GaveUp)
 				res.Status = JobFailed
 				break
 			}
 			j.status(JobRestarting, out.err.Error())
 			queued = append(queued, j.teardown(a, out.fault)...)
-			all := j.allTasks()
-			j.obs.Emit("failover", map[string]any{"strategy": string(j.failover), "failed": out.task, "tasks": all})
+			all := j.handler.AllTasks()
+			j.obs.Emit("failover", map[string]any{"strategy": string(j.handler.Failover()), "failed": out.task, "tasks": all})
 			j.obs.Emit("restart_scheduled", map[string]any{
-				"strategy": j.cfg.Restart.Name(), "delay_ms": d.delay.Milliseconds(), "attempt": res.Restarts,
-				"description": j.cfg.Restart.Describe(), "failover": string(j.failover), "tasks": all,
+				"strategy": j.handler.Backoff().Name(), "delay_ms": d.Delay.Milliseconds(), "attempt": res.Restarts,
+				"description": j.handler.Backoff().Describe(), "failover": string(j.handler.Failover()), "tasks": all,
 			})
-			if !j.sleep(ctx, d.delay) || ctx.Err() != nil {
+			if !j.sleep(ctx, d.Delay) || ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
 				res.Status = JobCanceled
 				break
@@ -937,7 +937,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 				return nil, err
 			}
 			j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
-			reason = fmt.Sprintf("restarted after failure of %s", orJob(out.task))
+			reason = fmt.Sprintf("restarted after failure of %s", restart.OrJob(out.task))
 			j.markRestored(res, restore, reason)
 			continue
 		}
@@ -969,7 +969,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	res.RecordsIn = j.in.Load()
 	j.flushLosses()
 	res.LostByFailover = j.RestartView().LostRecords
-	res.Failover = string(j.failover)
+	res.Failover = string(j.handler.Failover())
 	j.faultsMu.Lock()
 	res.Failures = append(res.Failures, j.injected...)
 	j.faultsMu.Unlock()
@@ -1000,13 +1000,6 @@ func (j *Job) StateTTL() StateTTLStatus {
 		}
 	}
 	return s
-}
-
-func orJob(task string) string {
-	if task == "" {
-		return "the job"
-	}
-	return task
 }
 
 func offsetsJSON(o checkpoint.Offsets) map[string]map[string]int64 {
@@ -1097,7 +1090,7 @@ type outcome struct {
 	task  string
 	err   error
 	fault *faultEntry
-	d     decision // outFailed: what the failure handler decided
+	d     restart.Decision // outFailed: what the failure handler decided
 }
 
 // supervise runs the attempt until its end: all tasks finished, a failure
@@ -1118,7 +1111,7 @@ func (j *Job) supervise(ctx context.Context, a *attempt, res *Result) outcome {
 			}
 			out := outcome{kind: outFailed, task: ev.task.name, err: ev.err, fault: ev.fault}
 			out.d = j.decide(out, res)
-			if out.d.giveUp != "" || out.d.scope == nil {
+			if out.d.GiveUp != "" || out.d.Tasks == nil {
 				return out
 			}
 			ok, err := j.restartPart(ctx, a, out.d, res, sv, ev.task.name)

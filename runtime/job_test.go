@@ -28,7 +28,7 @@ type run struct {
 	faults   []string
 	attempts int
 	backend  string
-	failover FailoverStrategy
+	failover restart.FailoverStrategy
 	// during, when set, runs in its own goroutine while the job runs.
 	during func(j *Job)
 

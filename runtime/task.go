@@ -10,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
 )
@@ -305,7 +306,7 @@ func (t *task) open() error {
 		MaxParallelism: t.a.job.spec.MaxParallelism,
 		Attempt:        t.deploys,
 		Checkpointing:  t.a.job.cfg.Checkpoint.Interval > 0,
-		TrackRollback:  t.a.job.failover == FailoverIndividual,
+		TrackRollback:  t.a.job.handler.Failover() == restart.FailoverIndividual,
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
 		batchStart:     &t.batchStart,

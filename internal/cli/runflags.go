@@ -191,7 +191,7 @@ type prepared struct {
 	job      *spec.Job
 	mode     barrier.Mode
 	strategy restart.BackoffStrategy
-	failover runtime.FailoverStrategy
+	failover restart.FailoverStrategy
 	faults   []runtime.Fault
 	rate     float64
 	client   kafka.Client
@@ -305,7 +305,7 @@ func (o *runOptions) check() (*prepared, error) {
 	if p.strategy, err = restart.Parse(o.restartStrategy, ropts); err != nil {
 		return nil, usageError{err}
 	}
-	if p.failover, err = runtime.ParseFailoverStrategy(o.failoverStrategy); err != nil {
+	if p.failover, err = restart.ParseFailoverStrategy(o.failoverStrategy); err != nil {
 		return nil, usageError{err}
 	}
 	if _, err = runtime.ParseOnBadRecord(o.onBadRecord); err != nil {

@@ -14,6 +14,100 @@ import (
 // Integer.MAX_VALUE, which its documentation shows as "infinite".
 const UnlimitedAttempts = math.MaxInt32
 
+// FixedDelay allows a fixed number of restarts, each after the same delay
+// (Flink: FixedDelayRestartBackoffTimeStrategy, restart-strategy.fixed-delay.*).
+// Its methods are safe for concurrent use.
+type FixedDelay struct {
+	MaxAttempts int
+	Delay       time.Duration
+
+	mu       sync.Mutex
+	failures int
+}
+
+// NewFixedDelay returns the strategy; attempts must be at least 0.
+func NewFixedDelay(attempts int, delay time.Duration) *FixedDelay {
+	return &FixedDelay{MaxAttempts: attempts, Delay: delay}
+}
+
+// NotifyFailure implements BackoffStrategy.
+func (f *FixedDelay) NotifyFailure(error, time.Time) {
+	f.mu.Lock()
+	f.failures++
+	f.mu.Unlock()
+}
+
+// CanRestart implements BackoffStrategy.
+func (f *FixedDelay) CanRestart() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.canRestart()
+}
+
+func (f *FixedDelay) canRestart() bool { return f.failures <= f.MaxAttempts }
+
+// Backoff implements BackoffStrategy.
+func (f *FixedDelay) Backoff() time.Duration { return f.Delay }
+
+// Name implements BackoffStrategy.
+func (f *FixedDelay) Name() string { return "fixed-delay" }
+
+// Describe implements BackoffStrategy.
+func (f *FixedDelay) Describe() string {
+	return fmt.Sprintf("fixed-delay (attempts %d, delay %s)", f.MaxAttempts, f.Delay)
+}
+
+// Status implements BackoffStrategy.
+func (f *FixedDelay) Status() Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := Status{Attempts: min(f.failures, f.MaxAttempts), MaxAttempts: f.MaxAttempts}
+	if f.failures > 0 && f.canRestart() {
+		s.NextDelay = f.Delay
+	}
+	if !f.canRestart() {
+		s.GaveUp = true
+		s.GaveUpReason = fmt.Sprintf("fixed-delay: all %d restart attempts used; failure %d is final", f.MaxAttempts, f.failures)
+	}
+	return s
+}
+
+// None never restarts (Flink: NoRestartBackoffTimeStrategy). Its methods
+// are safe for concurrent use.
+type None struct {
+	mu     sync.Mutex
+	failed bool
+}
+
+// NotifyFailure implements BackoffStrategy.
+func (n *None) NotifyFailure(error, time.Time) {
+	n.mu.Lock()
+	n.failed = true
+	n.mu.Unlock()
+}
+
+// CanRestart implements BackoffStrategy.
+func (n *None) CanRestart() bool { return false }
+
+// Backoff implements BackoffStrategy.
+func (n *None) Backoff() time.Duration { return 0 }
+
+// Name implements BackoffStrategy.
+func (n *None) Name() string { return "none" }
+
+// Describe implements BackoffStrategy.
+func (n *None) Describe() string { return "none (no restarts)" }
+
+// Status implements BackoffStrategy.
+func (n *None) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.failed {
+		return Status{GaveUp: true, GaveUpReason: "restart strategy none: the job does not restart"}
+	}
+	return Status{}
+}
+
 // DefaultFailureRate returns Flink's defaults for the failure-rate strategy
 // (RestartStrategyOptions, Flink 1.20):
 //
