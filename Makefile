@@ -1,11 +1,12 @@
 # faultline — the two commands that matter: `make run` and `make test`.
+SHELL   := /bin/bash
 GO      ?= go
 BIN     ?= bin/faultline
 # Arguments for `make run`; override with `make run ARGS='…'`, e.g.
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test soak bench lint clean deps
+.PHONY: build run test test-short soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -26,9 +27,16 @@ deps:
 		echo "make test needs kcat and tmux: sudo apt-get install kcat tmux"; exit 1; \
 	fi
 
+# go test's own output, then the ten slowest tests (internal/testreport).
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 10m ./...
+	set -o pipefail; $(GO) test -race -count=1 -timeout 10m -json ./... | $(GO) run ./internal/testreport
+
+# The edit-compile loop: vet and the unit tests, without the race detector
+# and without the end-to-end tests (which need the built program).
+test-short:
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./...
 
 # The soaks at full length: 20 kills of the whole process on the embedded
 # broker and 20 with the broker in a process of its own, each resumed with

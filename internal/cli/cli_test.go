@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// make test-short: the unit tests only; every test that needs the
+		// program says so and is skipped (see needProgram).
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "faultline-bin")
 	if err != nil {
 		panic(err)
@@ -35,6 +42,15 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// needProgram skips t in `make test-short`, which builds no program: the
+// end-to-end tests run in `make test`.
+func needProgram(t *testing.T) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("an end-to-end test: make test runs it (make test-short builds no program)")
+	}
 }
 
 type result struct {

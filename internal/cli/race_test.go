@@ -17,6 +17,7 @@ import (
 // producer meets when a broker goes away — the broker-down fault.)
 func command(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
+	needProgram(t)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), raceEnv(t)...)
 	return cmd

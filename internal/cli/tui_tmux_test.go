@@ -14,6 +14,7 @@ import (
 
 // shellEnv is raceEnv as a shell command's prefix ("K='v' ").
 func shellEnv(t *testing.T) string {
+	needProgram(t)
 	env := ""
 	for _, kv := range raceEnv(t) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -31,6 +32,7 @@ type tmuxSession struct {
 
 func startTmux(t *testing.T, width, height int, command string) *tmuxSession {
 	t.Helper()
+	needProgram(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed: `make deps` (or .ci/run) installs it from Debian's packages")
 	}
