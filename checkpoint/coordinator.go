@@ -49,50 +49,6 @@ type Config struct {
 	Job, Mode string
 }
 
-// FailureReason says why a checkpoint failed (Flink: CheckpointFailureReason,
-// reduced to the cases faultline has).
-type FailureReason int
-
-const (
-	// ReasonExpired: the checkpoint timed out (Flink: CHECKPOINT_EXPIRED).
-	// Counts toward TolerableFailures.
-	ReasonExpired FailureReason = iota + 1
-	// ReasonDeclined: a subtask declined, its snapshot failed (Flink:
-	// CHECKPOINT_DECLINED). Counts.
-	ReasonDeclined
-	// ReasonSubsumed: a newer checkpoint completed first (Flink:
-	// CHECKPOINT_SUBSUMED). Does not count.
-	ReasonSubsumed
-	// ReasonStorage: writing state or metadata failed (Flink: IO_EXCEPTION).
-	// Counts.
-	ReasonStorage
-	// ReasonJobFailover: the job is restarting, finishing or stopping (Flink:
-	// JOB_FAILOVER_REGION, CHECKPOINT_COORDINATOR_SUSPEND). Does not count.
-	ReasonJobFailover
-)
-
-func (r FailureReason) String() string {
-	switch r {
-	case ReasonExpired:
-		return "expired"
-	case ReasonDeclined:
-		return "declined"
-	case ReasonSubsumed:
-		return "subsumed"
-	case ReasonStorage:
-		return "storage failure"
-	case ReasonJobFailover:
-		return "job failover"
-	}
-	return fmt.Sprintf("FailureReason(%d)", int(r))
-}
-
-// counts reports whether a failure with this reason goes against the
-// tolerable failure counter (Flink: CheckpointFailureManager.checkFailureCounter).
-func (r FailureReason) counts() bool {
-	return r == ReasonExpired || r == ReasonDeclined || r == ReasonStorage
-}
-
 // Gateway is how the coordinator reaches the tasks of the running job (Flink:
 // the coordinator's calls into the ExecutionGraph: triggerCheckpoint,
 // notifyCheckpointComplete, notifyCheckpointAborted, and the
@@ -116,43 +72,6 @@ func (nopGateway) NotifyComplete(int64, int64)                  {}
 func (nopGateway) NotifyAborted(int64, int64)                   {}
 func (nopGateway) FailJob(int64, error)                         {}
 
-// EventType tells the kinds of Event apart.
-type EventType int
-
-const (
-	// EventTriggered: a checkpoint was triggered at the sources.
-	EventTriggered EventType = iota + 1
-	// EventCompleted: every subtask acknowledged and the store has it.
-	EventCompleted
-	// EventFailed: the checkpoint was aborted; Reason and Err say why.
-	EventFailed
-)
-
-func (t EventType) String() string {
-	switch t {
-	case EventTriggered:
-		return "triggered"
-	case EventCompleted:
-		return "completed"
-	case EventFailed:
-		return "failed"
-	}
-	return fmt.Sprintf("EventType(%d)", int(t))
-}
-
-// Event is one step in a checkpoint's life, for the observer (Flink: what
-// CheckpointStatsTracker records and the web UI shows).
-type Event struct {
-	Type      EventType
-	ID        int64
-	Kind      Kind
-	At        time.Time
-	Reason    FailureReason // EventFailed
-	Err       error         // EventFailed: what went wrong, readable by a user
-	Task      TaskID        // EventFailed by decline: the declining subtask
-	Completed *Completed    // EventCompleted
-}
-
 // ErrThresholdExceeded is wrapped by the error given to Gateway.FailJob when
 // more consecutive checkpoints failed than Config.TolerableFailures allows
 // (Flink: CheckpointFailureManager.EXCEEDED_CHECKPOINT_TOLERABLE_FAILURE_MESSAGE).
@@ -161,67 +80,6 @@ var ErrThresholdExceeded = errors.New("exceeded checkpoint tolerable failure thr
 // ErrNotRunning is returned by Trigger while no job attempt is running
 // (before Start or after Stop).
 var ErrNotRunning = errors.New("checkpoint coordinator: job is not running")
-
-// Status is the state of a checkpoint in Stats (Flink: CheckpointStatsStatus).
-type Status int
-
-const (
-	// StatusPending: triggered, waiting for acknowledgements.
-	StatusPending Status = iota
-	// StatusCompleted: acknowledged by every subtask and stored.
-	StatusCompleted
-	// StatusFailed: aborted; CheckpointStats.Failure says why.
-	StatusFailed
-)
-
-func (s Status) String() string {
-	switch s {
-	case StatusPending:
-		return "pending"
-	case StatusCompleted:
-		return "completed"
-	case StatusFailed:
-		return "failed"
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
-}
-
-// CheckpointStats describes one checkpoint for monitoring (Flink:
-// AbstractCheckpointStats: PendingCheckpointStats, CompletedCheckpointStats,
-// FailedCheckpointStats).
-type CheckpointStats struct {
-	ID     int64
-	Kind   Kind
-	Status Status
-	// EndTime is zero while pending.
-	TriggerTime, EndTime time.Time
-	// Acked of Total expected subtasks (a subtask that finished without
-	// acknowledging is no longer expected).
-	Acked, Total int
-	// AckedTasks is a copy of the acknowledgements received.
-	AckedTasks map[TaskID]SubtaskAck
-	// WaitingFor lists, sorted, the subtasks that have not acknowledged: while
-	// pending, and for a failed checkpoint the ones it was still waiting for.
-	WaitingFor                  []TaskID
-	FullBytes, IncrementalBytes int64
-	MaxAlignment                time.Duration
-	// Failure is the reason and error text when failed.
-	Failure string
-	// Restored is set when the job restored from this checkpoint.
-	Restored bool
-}
-
-// Stats is a snapshot of the coordinator's checkpoint statistics (Flink:
-// CheckpointStatsSnapshot).
-type Stats struct {
-	Completed, Failed, InProgress int
-	LastCompleted                 int64
-	ConsecutiveFailures           int
-	// Restored lists the checkpoints the job restored from, in order.
-	Restored []int64
-	// History holds the newest checkpoints first, at most the last 64.
-	History []CheckpointStats
-}
 
 // pending is a checkpoint that has been triggered but not yet acknowledged by
 // every subtask (Flink: PendingCheckpoint).
@@ -487,59 +345,6 @@ func (c *Coordinator) NextID() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nextID
-}
-
-// Stats returns a copy of the checkpoint statistics.
-func (c *Coordinator) Stats() Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	restored := map[int64]bool{}
-	for _, id := range c.restored {
-		restored[id] = true
-	}
-	s := Stats{
-		Completed:           c.completedCount,
-		Failed:              c.failedCount,
-		InProgress:          len(c.pending),
-		LastCompleted:       c.lastCompletedID,
-		ConsecutiveFailures: c.consecutive,
-		Restored:            slices.Clone(c.restored),
-		History:             make([]CheckpointStats, 0, len(c.history)),
-	}
-	for i := len(c.history) - 1; i >= 0; i-- {
-		r := c.history[i]
-		cs := r.stats
-		if r.p != nil {
-			fillStats(&cs, r.p)
-		}
-		cs.AckedTasks = maps.Clone(cs.AckedTasks)
-		cs.WaitingFor = slices.Clone(cs.WaitingFor)
-		cs.Restored = restored[cs.ID]
-		s.History = append(s.History, cs)
-	}
-	return s
-}
-
-// fillStats copies the figures of p into cs.
-func fillStats(cs *CheckpointStats, p *pending) {
-	cs.Acked = len(p.acks)
-	cs.Total = len(p.acks) + len(p.waiting)
-	cs.AckedTasks = maps.Clone(p.acks)
-	cs.WaitingFor = sortedTasks(p.waiting)
-	cs.FullBytes, cs.IncrementalBytes, cs.MaxAlignment = 0, 0, 0
-	for _, a := range p.acks {
-		cs.FullBytes += a.Bytes
-		cs.IncrementalBytes += a.IncrementalBytes
-		cs.MaxAlignment = max(cs.MaxAlignment, a.Alignment)
-	}
-}
-
-func sortedTasks(set map[TaskID]struct{}) []TaskID {
-	out := slices.Collect(maps.Keys(set))
-	slices.SortFunc(out, func(a, b TaskID) int {
-		return cmp.Or(strings.Compare(a.Operator, b.Operator), cmp.Compare(a.Index, b.Index))
-	})
-	return out
 }
 
 // pendingForLocked returns the pending checkpoint id of the running attempt,

@@ -1,0 +1,124 @@
+package checkpoint
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is the state of a checkpoint in Stats (Flink: CheckpointStatsStatus).
+type Status int
+
+const (
+	// StatusPending: triggered, waiting for acknowledgements.
+	StatusPending Status = iota
+	// StatusCompleted: acknowledged by every subtask and stored.
+	StatusCompleted
+	// StatusFailed: aborted; CheckpointStats.Failure says why.
+	StatusFailed
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusPending:
+		return "pending"
+	case StatusCompleted:
+		return "completed"
+	case StatusFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// CheckpointStats describes one checkpoint for monitoring (Flink:
+// AbstractCheckpointStats: PendingCheckpointStats, CompletedCheckpointStats,
+// FailedCheckpointStats).
+type CheckpointStats struct {
+	ID     int64
+	Kind   Kind
+	Status Status
+	// EndTime is zero while pending.
+	TriggerTime, EndTime time.Time
+	// Acked of Total expected subtasks (a subtask that finished without
+	// acknowledging is no longer expected).
+	Acked, Total int
+	// AckedTasks is a copy of the acknowledgements received.
+	AckedTasks map[TaskID]SubtaskAck
+	// WaitingFor lists, sorted, the subtasks that have not acknowledged: while
+	// pending, and for a failed checkpoint the ones it was still waiting for.
+	WaitingFor                  []TaskID
+	FullBytes, IncrementalBytes int64
+	MaxAlignment                time.Duration
+	// Failure is the reason and error text when failed.
+	Failure string
+	// Restored is set when the job restored from this checkpoint.
+	Restored bool
+}
+
+// Stats is a snapshot of the coordinator's checkpoint statistics (Flink:
+// CheckpointStatsSnapshot).
+type Stats struct {
+	Completed, Failed, InProgress int
+	LastCompleted                 int64
+	ConsecutiveFailures           int
+	// Restored lists the checkpoints the job restored from, in order.
+	Restored []int64
+	// History holds the newest checkpoints first, at most the last 64.
+	History []CheckpointStats
+}
+
+// Stats returns a copy of the checkpoint statistics.
+func (c *Coordinator) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	restored := map[int64]bool{}
+	for _, id := range c.restored {
+		restored[id] = true
+	}
+	s := Stats{
+		Completed:           c.completedCount,
+		Failed:              c.failedCount,
+		InProgress:          len(c.pending),
+		LastCompleted:       c.lastCompletedID,
+		ConsecutiveFailures: c.consecutive,
+		Restored:            slices.Clone(c.restored),
+		History:             make([]CheckpointStats, 0, len(c.history)),
+	}
+	for i := len(c.history) - 1; i >= 0; i-- {
+		r := c.history[i]
+		cs := r.stats
+		if r.p != nil {
+			fillStats(&cs, r.p)
+		}
+		cs.AckedTasks = maps.Clone(cs.AckedTasks)
+		cs.WaitingFor = slices.Clone(cs.WaitingFor)
+		cs.Restored = restored[cs.ID]
+		s.History = append(s.History, cs)
+	}
+	return s
+}
+
+// fillStats copies the figures of p into cs.
+func fillStats(cs *CheckpointStats, p *pending) {
+	cs.Acked = len(p.acks)
+	cs.Total = len(p.acks) + len(p.waiting)
+	cs.AckedTasks = maps.Clone(p.acks)
+	cs.WaitingFor = sortedTasks(p.waiting)
+	cs.FullBytes, cs.IncrementalBytes, cs.MaxAlignment = 0, 0, 0
+	for _, a := range p.acks {
+		cs.FullBytes += a.Bytes
+		cs.IncrementalBytes += a.IncrementalBytes
+		cs.MaxAlignment = max(cs.MaxAlignment, a.Alignment)
+	}
+}
+
+func sortedTasks(set map[TaskID]struct{}) []TaskID {
+	out := slices.Collect(maps.Keys(set))
+	slices.SortFunc(out, func(a, b TaskID) int {
+		return cmp.Or(strings.Compare(a.Operator, b.Operator), cmp.Compare(a.Index, b.Index))
+	})
+	return out
+}
