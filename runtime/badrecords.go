@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+
+	"faultline/runtime/view"
 )
 
 // What a decoding operator does with a record it cannot parse
@@ -93,11 +95,11 @@ func (b *badRecords) handle(task string, record []byte, err error) error {
 		return err
 	}
 	n := b.count[action].Add(1)
-	f := map[string]any{"task": task, "action": action, "reason": bad.Reason, "record": snippet(record), "total": n}
+	e := view.BadRecord{Task: task, Action: action, Reason: bad.Reason, Record: snippet(record), Total: n}
 	if action == "dead-lettered" {
-		f["topic"] = b.dlq.Topic()
+		e.Topic = b.dlq.Topic()
 	}
-	b.obs.Emit("bad_record", f)
+	b.obs.Emit(e)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // timeRun runs the default job once over a bounded input and returns how
@@ -93,12 +94,12 @@ func recoveryRun(b *testing.B, failures int) ([]time.Duration, int) {
 	go func() {
 		running := map[int64]int{}
 		for e := range j.obs.Events() {
-			switch e.Name {
-			case "task_failed":
+			switch ev := e.Event.(type) {
+			case view.TaskFailed:
 				failedCh <- e.At
-			case "task_status":
-				if e.Fields["status"] == string(TaskRunning) {
-					n := e.Fields["attempt"].(int64)
+			case view.TaskStatus:
+				if ev.Status == string(TaskRunning) {
+					n := ev.Attempt
 					if running[n]++; running[n] == 13 && n > 1 {
 						runningCh <- e.At
 					}

@@ -1,11 +1,12 @@
 package runtime
 
 import (
-	"faultline/runtime/barrier"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+
+	"faultline/runtime/barrier"
 )
 
 // Env is the outside world of a job: the topics its sources read and the

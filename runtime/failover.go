@@ -13,6 +13,7 @@ import (
 	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // ErrUnrecoverable marks a failure that no restart can cure (see
@@ -103,7 +104,7 @@ func (j *Job) RestartView() RestartView {
 // the job master then does what it decided.
 func (j *Job) decide(out outcome, res *Result) restart.Decision {
 	fi := FailureInfo{At: j.obs.Since(), Task: out.task, Error: out.err.Error()}
-	fields := map[string]any{"task": out.task, "error": out.err.Error(), "attempt": j.epoch.Load()}
+	failed := view.TaskFailed{Task: out.task, Error: out.err.Error(), Attempt: j.epoch.Load()}
 	var bad *ErrBadRecord
 	switch {
 	case out.fault != nil:
@@ -111,14 +112,9 @@ func (j *Job) decide(out outcome, res *Result) restart.Decision {
 	case errors.As(out.err, &bad) && bytes.Equal(bad.Input, PoisonRecord):
 		fi.Fault = string(FaultPoison)
 	}
-	if fi.Fault != "" {
-		fields["fault"] = fi.Fault
-	}
-	if out.task == "" {
-		delete(fields, "task")
-	}
+	failed.Fault = fi.Fault
 	res.Failures = append(res.Failures, fi)
-	j.obs.Emit("task_failed", fields)
+	j.obs.Emit(failed)
 	j.coord.Stop(checkpoint.ReasonJobFailover, fmt.Errorf("job failover: %w", out.err))
 
 	d := j.handler.Handle(out.task, out.err, j.clk.Now())
@@ -145,6 +141,14 @@ func (j *Job) decide(out outcome, res *Result) restart.Decision {
 	return d
 }
 
+// emitRestartScheduled announces the restart of tasks after delay, the
+// attempt-th restart of the run.
+func (j *Job) emitRestartScheduled(delay time.Duration, attempt int, tasks []string) {
+	b := j.handler.Backoff()
+	j.obs.Emit(view.RestartScheduled{Strategy: b.Name(), DelayMs: delay.Milliseconds(), Attempt: attempt,
+		Description: b.Describe(), Failover: string(j.handler.Failover()), Tasks: tasks})
+}
+
 // supervision is the job master's record of the running attempt.
 type supervision struct {
 	finished map[string]bool // subtasks that finished
@@ -166,7 +170,7 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, r
 		olds[i] = a.lookup(name)
 		inScope[name] = true
 	}
-	j.obs.Emit("failover", map[string]any{"strategy": string(j.handler.Failover()), "failed": failed, "tasks": d.Tasks})
+	j.obs.Emit(view.Failover{Strategy: string(j.handler.Failover()), Failed: failed, Tasks: d.Tasks})
 	for _, t := range olds {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
 			t.setStatus(TaskCanceling, string(j.handler.Failover())+" failover after the failure of "+failed)
@@ -185,10 +189,7 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, r
 			sv.queued = append(sv.queued, f)
 		}
 	}
-	j.obs.Emit("restart_scheduled", map[string]any{
-		"strategy": j.handler.Backoff().Name(), "delay_ms": d.Delay.Milliseconds(), "attempt": res.Restarts,
-		"description": j.handler.Backoff().Describe(), "failover": string(j.handler.Failover()), "tasks": d.Tasks,
-	})
+	j.emitRestartScheduled(d.Delay, res.Restarts, d.Tasks)
 	if !j.waitRestart(ctx, a, d.Delay, sv, inScope) {
 		return false, nil
 	}
@@ -392,7 +393,7 @@ func (j *Job) takeOver(t, old *task, restore *checkpoint.Completed) {
 	if t.src != nil {
 		what = "it reads again from that checkpoint's offsets: what it had sent since is sent twice"
 	}
-	j.obs.Emit("rolled_back", map[string]any{"task": t.name, "checkpoint": from, "lost": lost, "what": what})
+	j.obs.Emit(view.RolledBack{Task: t.name, Checkpoint: from, Lost: lost, What: what})
 	if lost > 0 {
 		report(lost, "written since the checkpoint in transactions that are now aborted")
 	}
@@ -424,7 +425,7 @@ func (j *Job) reportLost(task string, n, from int64, what string) {
 		if p != nil && p.n > 0 {
 			j.emitLoss(task, p)
 		}
-		j.obs.Emit("records_lost", map[string]any{"task": task, "records": n, "total": total, "checkpoint": from, "what": what})
+		j.obs.Emit(view.RecordsLost{Task: task, Records: n, Total: total, Checkpoint: from, What: what})
 		l.pending[task] = &pendingLoss{last: now, from: from}
 		return
 	}
@@ -462,8 +463,8 @@ func (j *Job) takeBackLosses(id int64) {
 		if id == 0 {
 			from = "the beginning"
 		}
-		j.obs.Emit("records_replayed", map[string]any{"records": n, "total_lost": total, "checkpoint": id,
-			"what": fmt.Sprintf("the whole job restarts from %s and reads its input again from there, so the records individual failover lost after it are made again", from)})
+		j.obs.Emit(view.RecordsReplayed{Records: n, TotalLost: total, Checkpoint: id,
+			What: fmt.Sprintf("the whole job restarts from %s and reads its input again from there, so the records individual failover lost after it are made again", from)})
 	}
 }
 
@@ -486,7 +487,7 @@ func (j *Job) emitLoss(task string, p *pendingLoss) {
 	if p.n > 1 {
 		what = fmt.Sprintf("%d more like the last one: %s", p.n, p.what)
 	}
-	j.obs.Emit("records_lost", map[string]any{"task": task, "records": p.n, "total": p.total, "checkpoint": p.from, "what": what})
+	j.obs.Emit(view.RecordsLost{Task: task, Records: p.n, Total: p.total, Checkpoint: p.from, What: what})
 	p.n, p.last = 0, j.clk.Now()
 }
 

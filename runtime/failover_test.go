@@ -11,6 +11,7 @@ import (
 
 	"faultline/restart"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 func TestPipelinedRegions(t *testing.T) {
@@ -40,9 +41,8 @@ func TestPipelinedRegions(t *testing.T) {
 func (r *run) taskStatuses() map[string][]string {
 	out := map[string][]string{}
 	for _, e := range r.events {
-		if e.Name == "task_status" {
-			task := e.Fields["task"].(string)
-			out[task] = append(out[task], e.Fields["status"].(string))
+		if ts, ok := e.Event.(view.TaskStatus); ok {
+			out[ts.Task] = append(out[ts.Task], ts.Status)
 		}
 	}
 	return out
@@ -66,13 +66,13 @@ func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 		t.Fatalf("restarts %d, want 1", r.res.Restarts)
 	}
 	region := []string{"source/2", "enrich/2", "sink/2"}
-	var failovers []Event
+	var failovers []view.Failover
 	for _, e := range r.events {
-		if e.Name == "failover" {
-			failovers = append(failovers, e)
+		if f, ok := e.Event.(view.Failover); ok {
+			failovers = append(failovers, f)
 		}
 	}
-	if len(failovers) != 1 || fmt.Sprint(failovers[0].Fields["tasks"]) != fmt.Sprint(region) {
+	if len(failovers) != 1 || fmt.Sprint(failovers[0].Tasks) != fmt.Sprint(region) {
 		t.Fatalf("failover events %v, want one restarting %v", failovers, region)
 	}
 	if !slices.Equal(r.restarts.LastRestarted, region) {
@@ -89,8 +89,8 @@ func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 	}
 	// The job stays RUNNING through a region failover, as in Flink.
 	for _, e := range r.events {
-		if e.Name == "job_status" && e.Fields["status"] == string(JobRestarting) {
-			t.Errorf("job went RESTARTING in a region failover: %v", e.Fields)
+		if js, ok := e.Event.(view.JobStatus); ok && js.Status == string(JobRestarting) {
+			t.Errorf("job went RESTARTING in a region failover: %+v", js)
 		}
 	}
 }
@@ -145,8 +145,8 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 			}
 			var reported int64
 			for _, e := range r.events {
-				if e.Name == "records_lost" {
-					reported += e.Fields["records"].(int64)
+				if rl, ok := e.Event.(view.RecordsLost); ok {
+					reported += rl.Records
 				}
 			}
 			if reported != r.restarts.LostRecords {
@@ -202,8 +202,8 @@ func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 	obs.Close()
 	var replayed []int64
 	for e := range obs.Events() {
-		if e.Name == "records_replayed" {
-			replayed = append(replayed, e.Fields["records"].(int64))
+		if rr, ok := e.Event.(view.RecordsReplayed); ok {
+			replayed = append(replayed, rr.Records)
 		}
 	}
 	if !slices.Equal(replayed, []int64{18, 5}) {

@@ -23,6 +23,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // JobStatus is the job's life-cycle state (Flink: JobStatus).
@@ -320,7 +321,7 @@ func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok b
 // Pause stops (true) or resumes (false) the sources.
 func (j *Job) Pause(p bool) {
 	if j.paused.Swap(p) != p {
-		j.obs.Emit("sources_paused", map[string]any{"paused": p})
+		j.obs.Emit(view.SourcesPaused{Paused: p})
 	}
 }
 
@@ -407,7 +408,7 @@ func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
 func (j *Job) SetMode(m barrier.Mode) {
 	if barrier.Mode(j.mode.Swap(int32(m))) != m {
 		j.coord.SetMode(m.String())
-		j.obs.Emit("mode_changed", map[string]any{"mode": m.String()})
+		j.obs.Emit(view.ModeChanged{Mode: m.String()})
 	}
 }
 
@@ -449,33 +450,33 @@ func (j *Job) recordsIn(t *task, n int64) {
 func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 	switch e.Type {
 	case checkpoint.EventTriggered:
-		j.obs.Emit("checkpoint_triggered", map[string]any{"id": e.ID, "kind": e.Kind.String()})
+		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
 	case checkpoint.EventCompleted:
 		full, inc := e.Completed.Size()
-		j.obs.Emit("checkpoint_completed", map[string]any{
-			"id": e.ID, "kind": e.Kind.String(), "duration_ms": e.Completed.Duration().Milliseconds(),
-			"size_bytes": full, "incremental_bytes": inc,
+		j.obs.Emit(view.CheckpointCompleted{
+			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),
+			SizeBytes: full, IncrementalBytes: inc,
 		})
 		if e.Kind == checkpoint.KindSavepoint {
-			f := map[string]any{"id": e.ID, "size_bytes": full}
+			sp := view.SavepointCompleted{ID: e.ID, SizeBytes: full}
 			if d, ok := j.cfg.Store.(interface{ Dir() string }); ok {
-				f["path"] = d.Dir()
+				sp.Path = d.Dir()
 			}
-			j.obs.Emit("savepoint_completed", f)
+			j.obs.Emit(sp)
 			select {
 			case j.savepoints <- e.ID:
 			default:
 			}
 		}
 	case checkpoint.EventFailed:
-		f := map[string]any{"id": e.ID, "reason": e.Reason.String()}
+		f := view.CheckpointFailed{ID: e.ID, Reason: e.Reason.String()}
 		if e.Err != nil {
-			f["error"] = e.Err.Error()
+			f.Error = e.Err.Error()
 		}
 		if e.Task.Operator != "" {
-			f["task"] = e.Task.String()
+			f.Task = e.Task.String()
 		}
-		j.obs.Emit("checkpoint_failed", f)
+		j.obs.Emit(f)
 	}
 }
 
@@ -611,11 +612,7 @@ func (a *attempt) stop() {
 
 func (j *Job) status(s JobStatus, reason string) {
 	j.jobStatus.Store(s)
-	f := map[string]any{"status": string(s)}
-	if reason != "" {
-		f["reason"] = reason
-	}
-	j.obs.Emit("job_status", f)
+	j.obs.Emit(view.JobStatus{Status: string(s), Reason: reason})
 }
 
 // RunOptions say where a run starts.
@@ -707,7 +704,7 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		}
 		j.logf("cannot restore checkpoint %d: %v", id, err)
 		if report {
-			j.obs.Emit("checkpoint_invalid", map[string]any{"id": id, "error": err.Error()})
+			j.obs.Emit(view.CheckpointInvalid{ID: id, Error: err.Error()})
 		}
 	}
 	// Records the store cannot read at all (damaged metadata, or a
@@ -786,18 +783,17 @@ func (j *Job) replayPast(newer []*checkpoint.Completed, c *checkpoint.Completed)
 // markRestored records and announces a restore from c (nil: none, a fresh
 // start) of the subtasks in scope (nil: the whole job).
 func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, scope ...string) {
-	f := map[string]any{"reason": why}
-	if scope != nil {
-		f["tasks"] = scope
-	} else if c != nil {
+	f := view.Restored{Reason: why, Tasks: scope}
+	switch {
+	case scope != nil:
+	case c != nil:
 		j.takeBackLosses(c.ID)
-	} else {
+	default:
 		j.takeBackLosses(0)
 	}
 	if c == nil {
-		f["checkpoint"] = 0
-		f["reason"] = why + ": no checkpoint of job " + j.spec.Name + " to restore, starting from the beginning"
-		j.obs.Emit("restored", f)
+		f.Reason = why + ": no checkpoint of job " + j.spec.Name + " to restore, starting from the beginning"
+		j.obs.Emit(f)
 		return
 	}
 	j.coord.MarkRestored(c.ID)
@@ -819,9 +815,10 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 			}
 		}
 	}
-	f["checkpoint"] = c.ID
-	f["offsets"] = offsetsJSON(offsets)
-	j.obs.Emit("restored", f)
+	f.Checkpoint = c.ID
+	shown := offsetsJSON(offsets)
+	f.Offsets = &shown
+	j.obs.Emit(f)
 }
 
 // Run runs the job until it finishes, fails for good, or ctx ends
@@ -921,11 +918,8 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.status(JobRestarting, out.err.Error())
 			queued = append(queued, j.teardown(a, out.fault)...)
 			all := j.handler.AllTasks()
-			j.obs.Emit("failover", map[string]any{"strategy": string(j.handler.Failover()), "failed": out.task, "tasks": all})
-			j.obs.Emit("restart_scheduled", map[string]any{
-				"strategy": j.handler.Backoff().Name(), "delay_ms": d.Delay.Milliseconds(), "attempt": res.Restarts,
-				"description": j.handler.Backoff().Describe(), "failover": string(j.handler.Failover()), "tasks": all,
-			})
+			j.obs.Emit(view.Failover{Strategy: string(j.handler.Failover()), Failed: out.task, Tasks: all})
+			j.emitRestartScheduled(d.Delay, res.Restarts, all)
 			if !j.sleep(ctx, d.Delay) || ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
 				res.Status = JobCanceled
@@ -1002,8 +996,9 @@ func (j *Job) StateTTL() StateTTLStatus {
 	return s
 }
 
-func offsetsJSON(o checkpoint.Offsets) map[string]map[string]int64 {
-	out := map[string]map[string]int64{}
+// offsetsJSON is o as events show it: partitions as strings.
+func offsetsJSON(o checkpoint.Offsets) view.Offsets {
+	out := view.Offsets{}
 	for topic, parts := range o {
 		m := map[string]int64{}
 		for p, off := range parts {
@@ -1156,40 +1151,40 @@ func (j *Job) jobFault(f *faultEntry) {
 	switch f.Kind {
 	case FaultSavepoint:
 		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
-			j.obs.Emit("savepoint_failed", map[string]any{"error": err.Error()})
+			j.obs.Emit(view.SavepointFailed{Error: err.Error()})
 		}
 	case FaultStorageFail:
 		j.storageFails.Add(int64(f.Count))
 	case FaultCorruptCheckpoint:
 		c, err := j.corruptNewest()
-		f := map[string]any{"fault": string(FaultCorruptCheckpoint)}
+		f := view.CheckpointCorrupted{Fault: string(FaultCorruptCheckpoint)}
 		if err != nil {
-			f["error"] = err.Error()
+			f.Error = err.Error()
 		} else {
-			f["id"] = c
+			f.ID = &c
 		}
-		j.obs.Emit("checkpoint_corrupted", f)
+		j.obs.Emit(f)
 	case FaultCrash:
 		j.logf("injected crash: the process dies now")
 		j.cfg.Crash()
 	case FaultPoison:
-		fields := map[string]any{"topic": f.Topic, "partition": f.Partition}
+		e := view.PoisonWritten{Topic: f.Topic, Partition: f.Partition}
 		if j.cfg.Env.Poison == nil {
-			fields["error"] = "this input cannot take a poison record"
+			e.Error = "this input cannot take a poison record"
 		} else if off, err := j.cfg.Env.Poison(f.Topic, f.Partition); err != nil {
-			fields["error"] = err.Error()
+			e.Error = err.Error()
 		} else {
-			fields["offset"] = off
+			e.Offset = &off
 		}
-		j.obs.Emit("poison_written", fields)
+		j.obs.Emit(e)
 	case FaultBrokerDown:
-		fields := map[string]any{"for_ms": f.For.Milliseconds()}
+		e := view.BrokerDown{ForMs: f.For.Milliseconds()}
 		if j.cfg.BrokerDown == nil {
-			fields["error"] = "no embedded broker to take down (with --brokers, stop your own)"
+			e.Error = "no embedded broker to take down (with --brokers, stop your own)"
 		} else if err := j.cfg.BrokerDown(f.For); err != nil {
-			fields["error"] = err.Error()
+			e.Error = err.Error()
 		}
-		j.obs.Emit("broker_down", fields)
+		j.obs.Emit(e)
 	}
 }
 
@@ -1268,7 +1263,7 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 	}
 	id, err := j.coord.Trigger(checkpoint.KindSavepoint)
 	if err != nil {
-		j.obs.Emit("savepoint_failed", map[string]any{"error": err.Error()})
+		j.obs.Emit(view.SavepointFailed{Error: err.Error()})
 		return 0
 	}
 	deadline := time.NewTimer(timeout)
@@ -1281,11 +1276,11 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 			}
 		case ev := <-a.events:
 			if ev.kind == evFailed {
-				j.obs.Emit("savepoint_failed", map[string]any{"id": id, "error": ev.err.Error()})
+				j.obs.Emit(view.SavepointFailed{ID: &id, Error: ev.err.Error()})
 				return 0
 			}
 		case <-deadline.C:
-			j.obs.Emit("savepoint_failed", map[string]any{"id": id, "error": fmt.Sprintf("not complete after %s", timeout)})
+			j.obs.Emit(view.SavepointFailed{ID: &id, Error: fmt.Sprintf("not complete after %s", timeout)})
 			return 0
 		}
 	}
@@ -1300,12 +1295,12 @@ func (j *Job) deliver(a *attempt, f *faultEntry) {
 	}
 	if f.Kind.JobLevel() {
 		f.fired.Store(true)
-		j.obs.Emit("fault_injected", map[string]any{"fault": string(f.Kind), "spec": f.Spec})
+		j.obs.Emit(view.FaultInjected{Fault: string(f.Kind), Spec: f.Spec})
 		j.noteFault("", f.Kind)
 		j.jobFault(f)
 		return
 	}
-	j.obs.Emit("fault_injected", map[string]any{"task": f.Task, "fault": string(f.Kind), "spec": f.Spec})
+	j.obs.Emit(view.FaultInjected{Task: f.Task, Fault: string(f.Kind), Spec: f.Spec})
 	if t := a.lookup(f.Task); t != nil {
 		f.delivered.Store(true)
 		t.mb.post(mail{kind: mailFault, entry: f})

@@ -14,6 +14,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // run is one job run of a test: the real tasks, channels and coordinator on
@@ -135,7 +136,7 @@ func (r *run) do(t *testing.T) *run {
 func (r *run) count(event string) int {
 	n := 0
 	for _, e := range r.events {
-		if e.Name == event {
+		if e.Event.Name() == event {
 			n++
 		}
 	}
@@ -385,13 +386,13 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var invalid []Event
+	var invalid []view.CheckpointInvalid
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for e := range obs.Events() {
-			if e.Name == "checkpoint_invalid" {
-				invalid = append(invalid, e)
+			if ci, ok := e.Event.(view.CheckpointInvalid); ok {
+				invalid = append(invalid, ci)
 			}
 		}
 	}()
@@ -404,7 +405,7 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	if len(res.RestoredFrom) != 1 || res.RestoredFrom[0] >= damaged || res.RestoredFrom[0] == 0 {
 		t.Fatalf("restored from %v, want one checkpoint before the damaged %d", res.RestoredFrom, damaged)
 	}
-	if len(invalid) == 0 || invalid[0].Fields["id"] != damaged {
+	if len(invalid) == 0 || invalid[0].ID != damaged {
 		t.Fatalf("checkpoint_invalid events %v, want one for %d", invalid, damaged)
 	}
 	v, err := Verify(gen, ExpectOf(job), "exactly-once", nil, out.Committed())
@@ -573,14 +574,14 @@ func TestStorageFailDeclinesCheckpointsThenFailsOver(t *testing.T) {
 	go func() {
 		defer close(done)
 		for e := range obs.Events() {
-			switch e.Name {
-			case "checkpoint_failed":
+			switch ev := e.Event.(type) {
+			case view.CheckpointFailed:
 				failed++
-				if e.Fields["reason"] == "storage failure" {
+				if ev.Reason == "storage failure" {
 					storage++
 				}
-			case "task_failed":
-				if s, _ := e.Fields["error"].(string); strings.Contains(s, "tolerable") {
+			case view.TaskFailed:
+				if strings.Contains(ev.Error, "tolerable") {
 					thresholds++
 				}
 			}
@@ -624,10 +625,12 @@ func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
 	go func() {
 		defer close(done)
 		for e := range obs.Events() {
-			switch {
-			case e.Name == "checkpoint_failed" && e.Fields["reason"] == "expired":
-				expired++
-			case e.Name == "task_slowed":
+			switch ev := e.Event.(type) {
+			case view.CheckpointFailed:
+				if ev.Reason == "expired" {
+					expired++
+				}
+			case view.TaskSlowed:
 				slowed++
 			}
 		}

@@ -1,52 +1,16 @@
 package runtime
 
 import (
-	"bytes"
-	"encoding/json"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"faultline/internal/clock"
+	"faultline/runtime/view"
 )
 
-// Event is one lifecycle event: its name (snake_case), when it happened
-// since the run started, and its own fields.
-type Event struct {
-	Name   string
-	At     time.Duration
-	Fields map[string]any
-}
-
-// MarshalJSON writes {"event":…,"at_ms":…, fields in name order}.
-func (e Event) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"event":`)
-	name, _ := json.Marshal(e.Name)
-	b.Write(name)
-	b.WriteString(`,"at_ms":`)
-	at, _ := json.Marshal(e.At.Milliseconds())
-	b.Write(at)
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v, err := json.Marshal(e.Fields[k])
-		if err != nil {
-			return nil, err
-		}
-		kb, _ := json.Marshal(k)
-		b.WriteByte(',')
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+// Event is one lifecycle event and when it happened (see view.Stamped).
+type Event = view.Stamped
 
 // Observer carries lifecycle events from the job to whoever shows them,
 // through a bounded channel whose sends never block: when the reader falls
@@ -73,7 +37,7 @@ func NewObserver(clk clock.Clock, capacity int) *Observer {
 func (o *Observer) Since() time.Duration { return o.clk.Now().Sub(o.start) }
 
 // Emit sends an event without blocking.
-func (o *Observer) Emit(name string, fields map[string]any) {
+func (o *Observer) Emit(e view.Event) {
 	if o == nil {
 		return
 	}
@@ -83,7 +47,7 @@ func (o *Observer) Emit(name string, fields map[string]any) {
 		return
 	}
 	select {
-	case o.ch <- Event{Name: name, At: o.Since(), Fields: fields}:
+	case o.ch <- Event{At: o.Since(), Event: e}:
 	default:
 		o.dropped.Add(1)
 	}

@@ -13,6 +13,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // TaskMetrics are one subtask's counters. They live as long as the job, not
@@ -236,11 +237,7 @@ func (t *task) abandon() {
 
 func (t *task) setStatus(s TaskStatus, reason string) {
 	t.m.status.Store(s)
-	f := map[string]any{"task": t.name, "status": string(s), "attempt": t.deploys}
-	if reason != "" {
-		f["reason"] = reason
-	}
-	t.a.job.obs.Emit("task_status", f)
+	t.a.job.obs.Emit(view.TaskStatus{Task: t.name, Status: string(s), Attempt: t.deploys, Reason: reason})
 }
 
 // run is the task goroutine's body. A panic anywhere below, in an operator
@@ -397,7 +394,7 @@ func (t *task) fire(f *faultEntry) error {
 	if f.Kind == FaultSlow {
 		t.slowUntil = time.Now().Add(f.For)
 		t.slowFactor = f.Factor
-		t.a.job.obs.Emit("task_slowed", map[string]any{"task": t.name, "factor": f.Factor, "for_ms": f.For.Milliseconds()})
+		t.a.job.obs.Emit(view.TaskSlowed{Task: t.name, Factor: f.Factor, ForMs: f.For.Milliseconds()})
 		t.a.job.noteFault(t.name, FaultSlow)
 		return nil
 	}

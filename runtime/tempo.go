@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"faultline/runtime/view"
 )
 
 // Tempo is how fast the whole dataflow moves: the UI's slow motion and
@@ -87,7 +89,7 @@ func (j *Job) SetTempo(t Tempo) {
 		j.tempo.t = t
 	})
 	if old != t {
-		j.obs.Emit("tempo_changed", map[string]any{"tempo": t.String()})
+		j.obs.Emit(view.TempoChanged{Tempo: t.String()})
 	}
 }
 

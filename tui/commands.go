@@ -7,6 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"faultline/runtime"
+	"faultline/runtime/view"
 )
 
 // This file holds the commands: every call into the Controller runs in a
@@ -54,9 +55,9 @@ func (s sampler) taken() int64 { return s.count.Load() }
 // EventsMsg (bubbletea's examples/realtime). It is issued again once the
 // batch is handled, unless the channel was closed. It returns nil when done
 // is closed first, so that it never outlives Run.
-func waitEvents(events <-chan runtime.Event, done <-chan struct{}) tea.Cmd {
+func waitEvents(events <-chan view.Stamped, done <-chan struct{}) tea.Cmd {
 	return func() tea.Msg {
-		var first runtime.Event
+		var first view.Stamped
 		var ok bool
 		select {
 		case first, ok = <-events:
@@ -66,7 +67,7 @@ func waitEvents(events <-chan runtime.Event, done <-chan struct{}) tea.Cmd {
 		if !ok {
 			return EventsMsg{Closed: true}
 		}
-		batch := []runtime.Event{first}
+		batch := []view.Stamped{first}
 		for len(batch) <= maxEventBatch {
 			select {
 			case e, ok := <-events:

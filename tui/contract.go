@@ -85,7 +85,7 @@ type Snapshot struct {
 	// Now is when the snapshot was taken; countdowns and "age" columns are
 	// computed against it, never against time.Now in View.
 	Now time.Time
-	// Started is when the run started: event times (runtime.Event.At) are
+	// Started is when the run started: event times (view.Stamped.At) are
 	// offsets from it.
 	Started time.Time
 

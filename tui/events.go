@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"faultline/runtime/view"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"faultline/runtime"
 )
 
 // maxLogEntries bounds the event log; the oldest entries go first.
@@ -73,35 +73,39 @@ type eventLog struct {
 var skippedStatuses = []string{"CREATED", "DEPLOYING", "INITIALIZING", "CANCELING", "SCHEDULED"}
 
 // add appends one event.
-func (l *eventLog) add(e runtime.Event) {
-	f := fields(e.Fields)
-	if e.Name == "task_status" {
-		status := f.str("status")
-		if slices.Contains(skippedStatuses, status) {
+func (l *eventLog) add(s view.Stamped) {
+	if ts, ok := s.Event.(view.TaskStatus); ok {
+		if slices.Contains(skippedStatuses, ts.Status) {
 			return
 		}
-		if status != "FAILED" {
-			l.fold(e, status, f)
+		if ts.Status != "FAILED" {
+			l.fold(s.At, ts)
 			return
 		}
 	}
-	text, lvl := describeEvent(e)
-	entry := logEntry{at: e.At, text: text, level: lvl}
-	switch e.Name {
-	case "checkpoint_triggered":
-		entry.checkpoint, _ = f.num("id")
-	case "checkpoint_completed", "checkpoint_failed":
-		if e.Name == "checkpoint_completed" && kindName(f) == "savepoint" {
-			entry.savepoint, _ = f.num("id")
+	text, lvl := describeEvent(s.Event)
+	entry := logEntry{at: s.At, text: text, level: lvl}
+	switch e := s.Event.(type) {
+	case view.CheckpointTriggered:
+		entry.checkpoint = e.ID
+	case view.CheckpointCompleted, view.CheckpointFailed:
+		var id int64
+		if c, ok := e.(view.CheckpointCompleted); ok {
+			id = c.ID
+			if c.Kind == "savepoint" {
+				entry.savepoint = c.ID
+			}
+		} else {
+			id = e.(view.CheckpointFailed).ID
 		}
-		if id, ok := f.num("id"); ok && l.last() != nil && l.last().checkpoint == id {
+		if l.last() != nil && l.last().checkpoint == id {
 			*l.last() = entry
 			return
 		}
-	case "savepoint_completed":
-		if id, ok := f.num("id"); ok && l.last() != nil && l.last().savepoint == id {
-			if p := f.str("path"); p != "" {
-				l.last().text += ", written to " + p
+	case view.SavepointCompleted:
+		if l.last() != nil && l.last().savepoint == e.ID {
+			if e.Path != "" {
+				l.last().text += ", written to " + e.Path
 			}
 			l.last().savepoint = 0
 			return
@@ -112,26 +116,26 @@ func (l *eventLog) add(e runtime.Event) {
 
 // fold counts a routine task status into its line, making the line when it
 // is the first of its status and attempt.
-func (l *eventLog) fold(e runtime.Event, status string, f fields) {
-	attempt, ok := f.num("attempt")
-	if !ok {
-		attempt = -1
+func (l *eventLog) fold(at time.Duration, ts view.TaskStatus) {
+	attempt := ts.Attempt
+	if attempt == 0 {
+		attempt = -1 // not known
 	}
-	k := foldKey{status, attempt}
+	k := foldKey{ts.Status, attempt}
 	if i, ok := l.folds[k]; ok {
 		fd := l.entries[i].fold
-		if task := f.str("task"); !slices.Contains(fd.tasks, task) {
-			fd.tasks = append(fd.tasks, task)
+		if !slices.Contains(fd.tasks, ts.Task) {
+			fd.tasks = append(fd.tasks, ts.Task)
 		}
 		l.entries[i].text = fd.text()
 		return
 	}
-	fd := &taskFold{status: status, attempt: attempt, tasks: []string{f.str("task")}}
+	fd := &taskFold{status: ts.Status, attempt: attempt, tasks: []string{ts.Task}}
 	lvl := levelMuted
-	if status == "FINISHED" {
+	if ts.Status == "FINISHED" {
 		lvl = levelInfo
 	}
-	l.push(logEntry{at: e.At, text: fd.text(), level: lvl, fold: fd})
+	l.push(logEntry{at: at, text: fd.text(), level: lvl, fold: fd})
 	if l.folds == nil {
 		l.folds = map[foldKey]int{}
 	}

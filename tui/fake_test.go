@@ -3,11 +3,13 @@ package tui
 import (
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"faultline/checkpoint"
 	"faultline/restart"
 	"faultline/runtime"
+	"faultline/runtime/view"
 )
 
 // fakeController is a Controller for tests: it returns the Snapshot it is
@@ -318,11 +320,11 @@ func restartingSnapshot() Snapshot {
 }
 
 // runEvents is the event stream of the running job so far.
-func runEvents() []runtime.Event {
-	ev := func(at int, name string, f map[string]any) runtime.Event {
-		return runtime.Event{Name: name, At: ms(at), Fields: f}
+func runEvents() []view.Stamped {
+	ev := func(at int, name string, f map[string]any) view.Stamped {
+		return view.Stamped{At: ms(at), Event: ev(panicking{}, name, f)}
 	}
-	out := []runtime.Event{
+	out := []view.Stamped{
 		ev(3, "run_started", map[string]any{"job": "orders", "mode": "exactly-once", "state_dir": "/tmp/faultline",
 			"brokers": "127.0.0.1:9092", "checkpoint_interval_ms": int64(2000)}),
 		ev(40, "broker_started", map[string]any{"address": "127.0.0.1:9092", "embedded": true}),
@@ -354,9 +356,9 @@ func runEvents() []runtime.Event {
 }
 
 // restartEvents follows runEvents when join/1 panics.
-func restartEvents() []runtime.Event {
-	ev := func(at int, name string, f map[string]any) runtime.Event {
-		return runtime.Event{Name: name, At: ms(at), Fields: f}
+func restartEvents() []view.Stamped {
+	ev := func(at int, name string, f map[string]any) view.Stamped {
+		return view.Stamped{At: ms(at), Event: ev(panicking{}, name, f)}
 	}
 	out := append(runEvents(),
 		ev(8601, "fault_injected", map[string]any{"task": "join/1", "fault": "panic", "spec": "task=join/1,fault=panic"}),
@@ -368,7 +370,7 @@ func restartEvents() []runtime.Event {
 		ev(8612, "restart_scheduled", map[string]any{"strategy": "fixed-delay", "delay_ms": int64(1000), "attempt": 1, "description": "fixed-delay (attempts 3, delay 1s)"}),
 	)
 	for i := range out {
-		if out[i].Name == "checkpoint_triggered" && out[i].Fields["id"] == int64(14) {
+		if c, ok := out[i].Event.(view.CheckpointTriggered); ok && c.ID == 14 {
 			out[i].At = ms(8374)
 		}
 	}
@@ -408,3 +410,10 @@ func pipelineSnapshot() Snapshot {
 		Input:       Input{Generator: true, Rate: 20000},
 	}
 }
+
+// panicking is a testing.TB for the fixtures built outside a test: a
+// fixture that cannot be built is a bug in it.
+type panicking struct{ testing.TB }
+
+func (panicking) Helper()           {}
+func (panicking) Fatal(args ...any) { panic(fmt.Sprint(args...)) }

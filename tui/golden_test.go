@@ -6,17 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"faultline/runtime/view"
+
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
-
-	"faultline/runtime"
 )
 
 // goldenScene is one screen the golden tests keep.
 type goldenScene struct {
 	name   string
 	snap   func() Snapshot
-	events func() []runtime.Event
+	events func() []view.Stamped
 	keys   []string
 	// ready is on screen once the scene is set up: the sample and the
 	// events are in (and the keys have had their effect).
@@ -101,7 +101,7 @@ func TestGolden(t *testing.T) {
 func runScene(t *testing.T, sc goldenScene, w, h int) string {
 	t.Helper()
 	evs := sc.events()
-	ch := make(chan runtime.Event, len(evs))
+	ch := make(chan view.Stamped, len(evs))
 	for _, e := range evs {
 		ch <- e
 	}

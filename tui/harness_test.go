@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"faultline/runtime/view"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
-
-	"faultline/runtime"
 )
 
 func TestMain(m *testing.M) {
@@ -97,7 +97,7 @@ func keyMsg(k string) tea.KeyMsg {
 }
 
 // events sends a batch of events.
-func (h *harness) events(ev []runtime.Event) { h.send(EventsMsg{Events: ev}) }
+func (h *harness) events(ev []view.Stamped) { h.send(EventsMsg{Events: ev}) }
 
 func TestPreview(t *testing.T) {
 	if os.Getenv("PREVIEW") == "" {

@@ -1,6 +1,9 @@
 package tui
 
-import "faultline/runtime"
+import (
+	"faultline/runtime"
+	"faultline/runtime/view"
+)
 
 // This file holds every message the UI handles. Messages from the job
 // (samples, events) and the results of commands are exported so that tests
@@ -19,7 +22,7 @@ type SnapshotMsg struct {
 // reports that the event channel was closed after them: the job has stopped
 // emitting and no more batches will come.
 type EventsMsg struct {
-	Events []runtime.Event
+	Events []view.Stamped
 	Closed bool
 }
 

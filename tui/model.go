@@ -7,12 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"faultline/runtime/view"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-
-	"faultline/runtime"
 )
 
 // The smallest terminal the UI lays out in; below it a screen says so.
@@ -46,7 +46,7 @@ const (
 // or to the overlay on top) and issues every command to the Controller.
 type model struct {
 	ctrl    Controller
-	events  <-chan runtime.Event
+	events  <-chan view.Stamped
 	done    <-chan struct{}
 	period  time.Duration
 	sampler sampler
@@ -92,7 +92,7 @@ type modelConfig struct {
 
 // newModel returns the root model for ctrl and its event stream (events
 // may be nil).
-func newModel(ctrl Controller, events <-chan runtime.Event, cfg modelConfig) *model {
+func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *model {
 	if cfg.period <= 0 {
 		cfg.period = DefaultTickPeriod
 	}

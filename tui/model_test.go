@@ -14,6 +14,7 @@ import (
 
 	"faultline/restart"
 	"faultline/runtime"
+	"faultline/runtime/view"
 )
 
 func assertCalls(t *testing.T, ctrl *fakeController, want ...string) {
@@ -453,8 +454,8 @@ func TestFlashExpiresWithTheJobsClock(t *testing.T) {
 }
 
 func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
-	ch := make(chan runtime.Event, 4)
-	ch <- runtime.Event{Name: "job_status", Fields: map[string]any{"status": "RUNNING"}}
+	ch := make(chan view.Stamped, 4)
+	ch <- view.Stamped{Event: view.JobStatus{Status: "RUNNING"}}
 	close(ch)
 	m := newModel(newFake(runningSnapshot()), ch, modelConfig{})
 	msg := waitEvents(ch, nil)()
@@ -478,9 +479,9 @@ func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
 }
 
 func TestWaitEventsBatches(t *testing.T) {
-	ch := make(chan runtime.Event, 600)
+	ch := make(chan view.Stamped, 600)
 	for range 600 {
-		ch <- runtime.Event{Name: "x"}
+		ch <- view.Stamped{Event: ev(t, "x", nil)}
 	}
 	msg := waitEvents(ch, nil)().(EventsMsg)
 	if len(msg.Events) != maxEventBatch+1 || msg.Closed {
@@ -488,7 +489,7 @@ func TestWaitEventsBatches(t *testing.T) {
 	}
 	done := make(chan struct{})
 	close(done)
-	if msg := waitEvents(make(chan runtime.Event), done)(); msg != nil {
+	if msg := waitEvents(make(chan view.Stamped), done)(); msg != nil {
 		t.Fatalf("after done: %#v", msg)
 	}
 }

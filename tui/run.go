@@ -6,10 +6,10 @@ import (
 	"os"
 	"time"
 
+	"faultline/runtime/view"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-
-	"faultline/runtime"
 )
 
 // DefaultTickPeriod is how often the UI samples the job by default.
@@ -40,7 +40,7 @@ type Options struct {
 // to an event loop that already stopped (charmbracelet/bubbletea#1806).
 // The end of ctx quits the program as q does, not by Bubble Tea's
 // WithContext, whose kill closes the input reader while it still reads.
-func Run(ctx context.Context, ctrl Controller, events <-chan runtime.Event, opts Options) error {
+func Run(ctx context.Context, ctrl Controller, events <-chan view.Stamped, opts Options) error {
 	popts := []tea.ProgramOption{tea.WithoutSignalHandler()}
 	// Left alone, Bubble Tea reads os.Stdin, or the controlling terminal
 	// when stdin is not one, and writes os.Stdout.

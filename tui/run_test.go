@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime"
+	"faultline/runtime/view"
 )
 
 // lockedBuffer is an io.Writer the program writes and the test reads.
@@ -25,7 +25,7 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 
 // startRun runs Run in the background on a pipe and returns the pipe's
 // writing end and Run's result.
-func startRun(t *testing.T, ctx context.Context, ctrl *fakeController, events <-chan runtime.Event) (io.WriteCloser, <-chan error) {
+func startRun(t *testing.T, ctx context.Context, ctrl *fakeController, events <-chan view.Stamped) (io.WriteCloser, <-chan error) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pw.Close() })
@@ -71,7 +71,7 @@ func TestRunReturnsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ctrl := newFake(runningSnapshot())
-	_, errc := startRun(t, ctx, ctrl, make(chan runtime.Event))
+	_, errc := startRun(t, ctx, ctrl, make(chan view.Stamped))
 	waitSampled(t, ctrl, 2)
 	cancel()
 	waitResult(t, errc)
@@ -93,8 +93,8 @@ func TestRunReturnsWhenTheUserQuits(t *testing.T) {
 }
 
 func TestRunGoesOnAfterTheEventsEnd(t *testing.T) {
-	events := make(chan runtime.Event, 2)
-	events <- runtime.Event{Name: "job_status", Fields: map[string]any{"status": "FINISHED"}}
+	events := make(chan view.Stamped, 2)
+	events <- view.Stamped{Event: view.JobStatus{Status: "FINISHED"}}
 	close(events)
 	ctrl := newFake(runningSnapshot())
 	in, errc := startRun(t, context.Background(), ctrl, events)

@@ -23,6 +23,7 @@ import (
 	"faultline/runtime"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 	"faultline/tui"
 )
 
@@ -185,18 +186,16 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		embedded = broker
 		brokerDown = func(d time.Duration) error {
 			broker.Down(d)
-			time.AfterFunc(d, func() { obs.Emit("broker_up", map[string]any{"address": broker.Addr}) })
+			time.AfterFunc(d, func() { obs.Emit(view.BrokerUp{Address: broker.Addr}) })
 			return nil
 		}
 		p.client.Brokers = []string{broker.Addr}
 		p.client.Embedded = true
 		generate = true
-		f := map[string]any{"address": broker.Addr, "embedded": true, "log_dir": filepath.Join(stateDir, "kafka")}
 		if broker.Note != "" {
-			f["note"] = broker.Note
 			fmt.Fprintln(stderr, "faultline:", broker.Note)
 		}
-		obs.Emit("broker_started", f)
+		obs.Emit(view.BrokerStarted{Address: broker.Addr, Embedded: true, LogDir: filepath.Join(stateDir, "kafka"), Note: broker.Note})
 	}
 	cl, err := p.client.NewClientContext(ctx)
 	if err != nil {
@@ -256,7 +255,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			w.WithProgress(time.Second, func(written, of int64) {
 				shown, total = written, of
 				if o.headless {
-					obs.Emit("input_progress", map[string]any{"records": written, "of": of})
+					obs.Emit(view.InputProgress{Records: written, Of: of})
 				} else {
 					// Before the UI takes the screen: one line, rewritten.
 					fmt.Fprintf(stdout, "\rfaultline: writing the input into Kafka: %s of %s records (%d%%)", tui.Thousands(written), tui.Thousands(of), written*100/max(of, 1))
@@ -275,7 +274,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 				}
 				return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
 			}
-			obs.Emit("input_written", map[string]any{"records": n, "duration_ms": time.Since(start).Milliseconds()})
+			obs.Emit(view.InputWritten{Records: n, DurationMs: time.Since(start).Milliseconds()})
 		} else {
 			writerDone = make(chan error, 1)
 			wctx, wcancel := context.WithCancel(ctx)
@@ -289,7 +288,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 				if err != nil {
 					// Without its input the job cannot go on: stop the run.
 					err = fmt.Errorf("the input writer failed: %w", err)
-					obs.Emit("input_writer_failed", map[string]any{"error": err.Error()})
+					obs.Emit(view.InputWriterFailed{Error: err.Error()})
 					stopRun(err)
 				}
 				writerDone <- err
@@ -402,11 +401,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	obs.Emit("run_started", map[string]any{
-		"job": p.job.Name, "mode": o.mode, "state_dir": stateDir, "log_file": logPath,
-		"records": o.records, "seed": o.seed, "checkpoint_interval_ms": o.interval.Milliseconds(),
-		"brokers": strings.Join(p.client.Brokers, ","), "sink_guarantee": string(p.sinkG),
-		"checkpoint_dir": store.Dir(), "state_backend": o.stateBackend, "incremental": o.incremental,
+	obs.Emit(view.RunStarted{
+		Job: p.job.Name, Mode: o.mode, StateDir: stateDir, LogFile: logPath,
+		Records: o.records, Seed: o.seed, CheckpointIntervalMs: o.interval.Milliseconds(),
+		Brokers: strings.Join(p.client.Brokers, ","), SinkGuarantee: string(p.sinkG),
+		CheckpointDir: store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
 	})
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
@@ -470,7 +469,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	// The oracle: what a read_committed consumer of the output sees, against
 	// the inputs read straight from Kafka. Over a large input it takes
 	// seconds: say so before.
-	obs.Emit("verify_started", map[string]any{"job_status": string(res.Status)})
+	obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
 	var bounds checkpoint.Offsets
 	if res.Status != runtime.JobFinished || !bounded {
 		bounds = checkpoint.Offsets{}

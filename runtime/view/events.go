@@ -1,0 +1,427 @@
+// Package view is the plain, read-only data that the terminal UI draws and
+// the headless mode prints: the lifecycle events of a run. It imports
+// nothing of the engine, so that the UI can be built, tested and split into
+// components without it.
+package view
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+)
+
+// Event is one lifecycle event of a run, a line of the headless contract
+// (docs/USER_GUIDE.md, "Events"). Each event is a type of its own, whose
+// JSON fields are the event's fields.
+type Event interface {
+	// Name is the event's name, snake_case, as the "event" field says.
+	Name() string
+}
+
+// Stamped is an event and when it happened since the run started.
+type Stamped struct {
+	At    time.Duration
+	Event Event
+}
+
+// MarshalJSON writes {"event":…,"at_ms":…, the event's fields in name
+// order}, the headless contract's line.
+func (s Stamped) MarshalJSON() ([]byte, error) {
+	fields, err := Fields(s.Event)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"event":`)
+	name, _ := json.Marshal(s.Event.Name())
+	b.Write(name)
+	b.WriteString(`,"at_ms":`)
+	at, _ := json.Marshal(s.At.Milliseconds())
+	b.Write(at)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		kb, _ := json.Marshal(k)
+		b.WriteByte(',')
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(fields[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// Fields is the event's fields as its JSON has them, by name.
+func Fields(e Event) (map[string]json.RawMessage, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	return fields, nil
+}
+
+// Offsets are source offsets by topic and partition, as events show them.
+type Offsets map[string]map[string]int64
+
+// RunStarted: the run's settings, once the job is built.
+type RunStarted struct {
+	Job                  string `json:"job"`
+	Mode                 string `json:"mode"`
+	StateDir             string `json:"state_dir"`
+	LogFile              string `json:"log_file"`
+	Records              int64  `json:"records"`
+	Seed                 int64  `json:"seed"`
+	CheckpointIntervalMs int64  `json:"checkpoint_interval_ms"`
+	Brokers              string `json:"brokers"`
+	SinkGuarantee        string `json:"sink_guarantee"`
+	CheckpointDir        string `json:"checkpoint_dir"`
+	StateBackend         string `json:"state_backend"`
+	Incremental          bool   `json:"incremental"`
+}
+
+// BrokerStarted: the embedded Kafka broker listens; Note says why not on
+// the port asked for, when it is not.
+type BrokerStarted struct {
+	Address  string `json:"address"`
+	Embedded bool   `json:"embedded"`
+	LogDir   string `json:"log_dir"`
+	Note     string `json:"note,omitempty"`
+}
+
+// BrokerDown: the broker-down fault took the embedded broker down for
+// ForMs, or could not (Error).
+type BrokerDown struct {
+	ForMs int64  `json:"for_ms"`
+	Error string `json:"error,omitempty"`
+}
+
+// BrokerUp: the embedded broker is back after the broker-down fault.
+type BrokerUp struct {
+	Address string `json:"address"`
+}
+
+// InputProgress: how far the writing of a bounded input has got.
+type InputProgress struct {
+	Records int64 `json:"records"`
+	Of      int64 `json:"of"`
+}
+
+// InputWritten: the bounded input is in Kafka.
+type InputWritten struct {
+	Records    int64 `json:"records"`
+	DurationMs int64 `json:"duration_ms"`
+}
+
+// InputWriterFailed: the writer of an unbounded input failed; the run stops.
+type InputWriterFailed struct {
+	Error string `json:"error"`
+}
+
+// VerifyStarted: the job has ended and the oracle reads the input and the
+// output.
+type VerifyStarted struct {
+	JobStatus string `json:"job_status"`
+}
+
+// JobStatus: the job moved to Status (Flink: JobStatus).
+type JobStatus struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TaskStatus: a subtask moved to Status in its Attempt-th deployment.
+type TaskStatus struct {
+	Task    string `json:"task"`
+	Status  string `json:"status"`
+	Attempt int64  `json:"attempt"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// CheckpointTriggered: barriers of checkpoint (or savepoint) ID were
+// injected at the sources.
+type CheckpointTriggered struct {
+	ID   int64  `json:"id"`
+	Kind string `json:"kind"`
+}
+
+// CheckpointCompleted: every subtask acknowledged ID and the store has it.
+type CheckpointCompleted struct {
+	ID               int64  `json:"id"`
+	Kind             string `json:"kind"`
+	DurationMs       int64  `json:"duration_ms"`
+	SizeBytes        int64  `json:"size_bytes"`
+	IncrementalBytes int64  `json:"incremental_bytes"`
+}
+
+// CheckpointFailed: ID was aborted for Reason; Task declined it, when one
+// did.
+type CheckpointFailed struct {
+	ID     int64  `json:"id"`
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"`
+	Task   string `json:"task,omitempty"`
+}
+
+// CheckpointInvalid: a damaged or lost checkpoint was passed over.
+type CheckpointInvalid struct {
+	ID    int64  `json:"id"`
+	Error string `json:"error"`
+}
+
+// CheckpointCorrupted: the corrupt-checkpoint fault damaged checkpoint ID,
+// or could not (Error).
+type CheckpointCorrupted struct {
+	Fault string `json:"fault"`
+	ID    *int64 `json:"id,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// SavepointCompleted: savepoint ID is stored in Path.
+type SavepointCompleted struct {
+	ID        int64  `json:"id"`
+	SizeBytes int64  `json:"size_bytes"`
+	Path      string `json:"path,omitempty"`
+}
+
+// SavepointFailed: a savepoint (ID, once triggered) could not be taken.
+type SavepointFailed struct {
+	ID    *int64 `json:"id,omitempty"`
+	Error string `json:"error"`
+}
+
+// FaultInjected: an injected fault was delivered (Task is empty for a fault
+// that acts on the whole job).
+type FaultInjected struct {
+	Task  string `json:"task,omitempty"`
+	Fault string `json:"fault"`
+	Spec  string `json:"spec"`
+}
+
+// TaskSlowed: the slow fault makes Task Factor times slower for ForMs.
+type TaskSlowed struct {
+	Task   string  `json:"task"`
+	Factor float64 `json:"factor"`
+	ForMs  int64   `json:"for_ms"`
+}
+
+// PoisonWritten: the poison fault wrote a record no parser accepts at
+// Offset, or could not (Error).
+type PoisonWritten struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    *int64 `json:"offset,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// TaskFailed: a subtask (Task; empty for a failure of the job itself)
+// failed, by an injected Fault or an Error.
+type TaskFailed struct {
+	Task    string `json:"task,omitempty"`
+	Error   string `json:"error"`
+	Fault   string `json:"fault,omitempty"`
+	Attempt int64  `json:"attempt"`
+}
+
+// Failover: after the failure of Failed, the failover strategy restarts
+// Tasks.
+type Failover struct {
+	Strategy string   `json:"strategy"`
+	Failed   string   `json:"failed"`
+	Tasks    []string `json:"tasks"`
+}
+
+// RestartScheduled: Tasks restart after DelayMs (the Attempt-th restart).
+type RestartScheduled struct {
+	Strategy    string   `json:"strategy"`
+	DelayMs     int64    `json:"delay_ms"`
+	Attempt     int      `json:"attempt"`
+	Description string   `json:"description"`
+	Failover    string   `json:"failover"`
+	Tasks       []string `json:"tasks"`
+}
+
+// Restored: the job (or Tasks of it) restored Checkpoint (0: none, it
+// starts over), with these source Offsets.
+type Restored struct {
+	Checkpoint int64    `json:"checkpoint"`
+	Offsets    *Offsets `json:"offsets,omitempty"`
+	Reason     string   `json:"reason"`
+	Tasks      []string `json:"tasks,omitempty"`
+}
+
+// RolledBack: individual failover put Task back to Checkpoint without
+// replaying its input; Lost records went with it.
+type RolledBack struct {
+	Task       string `json:"task"`
+	Checkpoint int64  `json:"checkpoint"`
+	Lost       int64  `json:"lost"`
+	What       string `json:"what"`
+}
+
+// RecordsLost: individual failover lost Records (Total so far).
+type RecordsLost struct {
+	Task       string `json:"task"`
+	Records    int64  `json:"records"`
+	Total      int64  `json:"total"`
+	Checkpoint int64  `json:"checkpoint"`
+	What       string `json:"what"`
+}
+
+// RecordsReplayed: a restart of the whole job from Checkpoint makes good
+// Records that individual failover lost (TotalLost left).
+type RecordsReplayed struct {
+	Records    int64  `json:"records"`
+	TotalLost  int64  `json:"total_lost"`
+	Checkpoint int64  `json:"checkpoint"`
+	What       string `json:"what"`
+}
+
+// BadRecord: parsing met a record it cannot parse and skipped or
+// dead-lettered it (Topic: where to).
+type BadRecord struct {
+	Task   string `json:"task"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+	Record string `json:"record"`
+	Total  int64  `json:"total"`
+	Topic  string `json:"topic,omitempty"`
+}
+
+// ModeChanged: the next checkpoints are taken in Mode.
+type ModeChanged struct {
+	Mode string `json:"mode"`
+}
+
+// TempoChanged: the world runs at Tempo (normal, slow, slower, frozen).
+type TempoChanged struct {
+	Tempo string `json:"tempo"`
+}
+
+// SourcesPaused: the sources stopped (or went on) reading.
+type SourcesPaused struct {
+	Paused bool `json:"paused"`
+}
+
+// Name implements Event.
+func (RunStarted) Name() string          { return "run_started" }
+func (BrokerStarted) Name() string       { return "broker_started" }
+func (BrokerDown) Name() string          { return "broker_down" }
+func (BrokerUp) Name() string            { return "broker_up" }
+func (InputProgress) Name() string       { return "input_progress" }
+func (InputWritten) Name() string        { return "input_written" }
+func (InputWriterFailed) Name() string   { return "input_writer_failed" }
+func (VerifyStarted) Name() string       { return "verify_started" }
+func (JobStatus) Name() string           { return "job_status" }
+func (TaskStatus) Name() string          { return "task_status" }
+func (CheckpointTriggered) Name() string { return "checkpoint_triggered" }
+func (CheckpointCompleted) Name() string { return "checkpoint_completed" }
+func (CheckpointFailed) Name() string    { return "checkpoint_failed" }
+func (CheckpointInvalid) Name() string   { return "checkpoint_invalid" }
+func (CheckpointCorrupted) Name() string { return "checkpoint_corrupted" }
+func (SavepointCompleted) Name() string  { return "savepoint_completed" }
+func (SavepointFailed) Name() string     { return "savepoint_failed" }
+func (FaultInjected) Name() string       { return "fault_injected" }
+func (TaskSlowed) Name() string          { return "task_slowed" }
+func (PoisonWritten) Name() string       { return "poison_written" }
+func (TaskFailed) Name() string          { return "task_failed" }
+func (Failover) Name() string            { return "failover" }
+func (RestartScheduled) Name() string    { return "restart_scheduled" }
+func (Restored) Name() string            { return "restored" }
+func (RolledBack) Name() string          { return "rolled_back" }
+func (RecordsLost) Name() string         { return "records_lost" }
+func (RecordsReplayed) Name() string     { return "records_replayed" }
+func (BadRecord) Name() string           { return "bad_record" }
+func (ModeChanged) Name() string         { return "mode_changed" }
+func (TempoChanged) Name() string        { return "tempo_changed" }
+func (SourcesPaused) Name() string       { return "sources_paused" }
+
+// Other is an event of a name this package does not know (a newer
+// faultline's, read back from its output): its fields as they came.
+type Other struct {
+	Event  string
+	Values map[string]json.RawMessage
+}
+
+// Name implements Event.
+func (o Other) Name() string { return o.Event }
+
+// MarshalJSON writes the fields.
+func (o Other) MarshalJSON() ([]byte, error) {
+	if o.Values == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(o.Values)
+}
+
+// known makes an empty event of each name.
+var known = map[string]func() Event{}
+
+func init() {
+	for _, e := range []Event{
+		RunStarted{}, BrokerStarted{}, BrokerDown{}, BrokerUp{}, InputProgress{}, InputWritten{},
+		InputWriterFailed{}, VerifyStarted{}, JobStatus{}, TaskStatus{}, CheckpointTriggered{},
+		CheckpointCompleted{}, CheckpointFailed{}, CheckpointInvalid{}, CheckpointCorrupted{},
+		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},
+		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, RolledBack{}, RecordsLost{},
+		RecordsReplayed{}, BadRecord{}, ModeChanged{}, TempoChanged{}, SourcesPaused{},
+	} {
+		t := reflect.TypeOf(e)
+		known[e.Name()] = func() Event { return reflect.New(t).Interface().(Event) }
+	}
+}
+
+// Decode reads an event of the given name from its fields' JSON object, as
+// Fields and Stamped write them; a name it does not know gives an Other.
+func Decode(name string, fields []byte) (Event, error) {
+	mk, ok := known[name]
+	if !ok {
+		o := Other{Event: name}
+		if err := json.Unmarshal(fields, &o.Values); err != nil {
+			return nil, fmt.Errorf("event %s: %w", name, err)
+		}
+		return o, nil
+	}
+	p := mk() // a pointer to the event
+	if err := json.Unmarshal(fields, p); err != nil {
+		return nil, fmt.Errorf("event %s: %w", name, err)
+	}
+	return reflect.ValueOf(p).Elem().Interface().(Event), nil
+}
+
+// UnmarshalJSON reads a line of the headless contract back.
+func (s *Stamped) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Event string `json:"event"`
+		AtMs  int64  `json:"at_ms"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return err
+	}
+	if head.Event == "" {
+		return errors.New("not an event: no \"event\" field")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	delete(fields, "event")
+	delete(fields, "at_ms")
+	rest, _ := json.Marshal(fields)
+	e, err := Decode(head.Event, rest)
+	if err != nil {
+		return err
+	}
+	s.At, s.Event = time.Duration(head.AtMs)*time.Millisecond, e
+	return nil
+}

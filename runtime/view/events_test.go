@@ -1,0 +1,72 @@
+package view
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The headless contract's lines, byte for byte: "event", "at_ms", then the
+// fields in name order, the conditional ones only when set.
+func TestEventLinesKeepTheContract(t *testing.T) {
+	off := int64(0)
+	for _, tc := range []struct {
+		e    Event
+		want string
+	}{
+		{CheckpointCompleted{ID: 1, Kind: "checkpoint", DurationMs: 19, SizeBytes: 46591, IncrementalBytes: 46591},
+			`{"event":"checkpoint_completed","at_ms":255,"duration_ms":19,"id":1,"incremental_bytes":46591,"kind":"checkpoint","size_bytes":46591}`},
+		{JobStatus{Status: "CREATED"}, `{"event":"job_status","at_ms":255,"status":"CREATED"}`},
+		{TaskFailed{Error: "boom", Attempt: 2}, `{"event":"task_failed","at_ms":255,"attempt":2,"error":"boom"}`},
+		{Restored{Reason: "resumed"}, `{"event":"restored","at_ms":255,"checkpoint":0,"reason":"resumed"}`},
+		{Restored{Checkpoint: 2, Offsets: &Offsets{}, Reason: "r", Tasks: []string{"join/1"}},
+			`{"event":"restored","at_ms":255,"checkpoint":2,"offsets":{},"reason":"r","tasks":["join/1"]}`},
+		{PoisonWritten{Topic: "orders", Offset: &off}, `{"event":"poison_written","at_ms":255,"offset":0,"partition":0,"topic":"orders"}`},
+		{Failover{Strategy: "full", Tasks: []string{"a/0"}}, `{"event":"failover","at_ms":255,"failed":"","strategy":"full","tasks":["a/0"]}`},
+		{Other{Event: "something_new", Values: map[string]json.RawMessage{"b": []byte("2.5")}}, `{"event":"something_new","at_ms":255,"b":2.5}`},
+	} {
+		b, err := json.Marshal(Stamped{At: 255 * time.Millisecond, Event: tc.e})
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%T:\n got %s (%v)\nwant %s", tc.e, b, err, tc.want)
+		}
+	}
+}
+
+// Every event reads back as the same typed value from its line.
+func TestEveryEventReadsBack(t *testing.T) {
+	id, off := int64(4), int64(88)
+	for _, e := range []Event{
+		RunStarted{Job: "orders", Mode: "exactly-once", Records: 10, Seed: 1, CheckpointIntervalMs: 2000, Incremental: true},
+		BrokerStarted{Address: "a:1", Embedded: true, LogDir: "/k", Note: "n"}, BrokerDown{ForMs: 5, Error: "e"}, BrokerUp{Address: "a:1"},
+		InputProgress{Records: 1, Of: 2}, InputWritten{Records: 1, DurationMs: 2}, InputWriterFailed{Error: "e"}, VerifyStarted{JobStatus: "FINISHED"},
+		JobStatus{Status: "RUNNING", Reason: "r"}, TaskStatus{Task: "a/0", Status: "RUNNING", Attempt: 3, Reason: "r"},
+		CheckpointTriggered{ID: 1, Kind: "savepoint"}, CheckpointCompleted{ID: 1, Kind: "checkpoint", DurationMs: 1, SizeBytes: 2, IncrementalBytes: 3},
+		CheckpointFailed{ID: 1, Reason: "expired", Error: "e", Task: "a/0"}, CheckpointInvalid{ID: 1, Error: "e"},
+		CheckpointCorrupted{Fault: "corrupt-checkpoint", ID: &id}, SavepointCompleted{ID: 1, SizeBytes: 2, Path: "/p"},
+		SavepointFailed{ID: &id, Error: "e"}, FaultInjected{Task: "a/0", Fault: "panic", Spec: "s"},
+		TaskSlowed{Task: "a/0", Factor: 2.5, ForMs: 5}, PoisonWritten{Topic: "orders", Partition: 2, Offset: &off},
+		TaskFailed{Task: "a/0", Error: "e", Fault: "panic", Attempt: 1}, Failover{Strategy: "region", Failed: "a/0", Tasks: []string{"a/0", "b/0"}},
+		RestartScheduled{Strategy: "fixed-delay", DelayMs: 1, Attempt: 2, Description: "d", Failover: "full", Tasks: []string{"a/0"}},
+		Restored{Checkpoint: 3, Offsets: &Offsets{"orders": {"0": 12}}, Reason: "r", Tasks: []string{"a/0"}},
+		RolledBack{Task: "a/0", Checkpoint: 2, Lost: 1, What: "w"}, RecordsLost{Task: "a/0", Records: 1, Total: 2, Checkpoint: 3, What: "w"},
+		RecordsReplayed{Records: 1, TotalLost: 0, Checkpoint: 3, What: "w"},
+		BadRecord{Task: "a/0", Action: "skipped", Reason: "r", Record: "x", Total: 1, Topic: "dl"},
+		ModeChanged{Mode: "at-least-once"}, TempoChanged{Tempo: "frozen"}, SourcesPaused{Paused: true},
+	} {
+		b, err := json.Marshal(Stamped{At: time.Second, Event: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Stamped
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if back.At != time.Second || !reflect.DeepEqual(back.Event, e) {
+			t.Errorf("%s read back as %#v", b, back.Event)
+		}
+	}
+	if len(known) != 31 {
+		t.Errorf("%d known events; the test above lists 31", len(known))
+	}
+}
