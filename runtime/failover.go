@@ -141,8 +141,15 @@ func (j *Job) decide(out outcome, res *Result) restart.Decision {
 	return d
 }
 
-// emitRestartScheduled announces the restart of tasks after delay, the
-// attempt-th restart of the run.
+// emitFailover tells that the failure of failed restarts tasks (the
+// failover event, emitted here only).
+func (j *Job) emitFailover(failed string, tasks []string) {
+	j.obs.Emit(view.Failover{Strategy: string(j.handler.Failover()), Failed: failed, Tasks: tasks})
+}
+
+// emitRestartScheduled tells that tasks restart after delay, the
+// attempt-th restart of the run (the restart_scheduled event, emitted here
+// only).
 func (j *Job) emitRestartScheduled(delay time.Duration, attempt int, tasks []string) {
 	b := j.handler.Backoff()
 	j.obs.Emit(view.RestartScheduled{Strategy: b.Name(), DelayMs: delay.Milliseconds(), Attempt: attempt,
@@ -170,7 +177,7 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, r
 		olds[i] = a.lookup(name)
 		inScope[name] = true
 	}
-	j.obs.Emit(view.Failover{Strategy: string(j.handler.Failover()), Failed: failed, Tasks: d.Tasks})
+	j.emitFailover(failed, d.Tasks)
 	for _, t := range olds {
 		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
 			t.setStatus(TaskCanceling, string(j.handler.Failover())+" failover after the failure of "+failed)

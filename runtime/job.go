@@ -918,7 +918,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.status(JobRestarting, out.err.Error())
 			queued = append(queued, j.teardown(a, out.fault)...)
 			all := j.handler.AllTasks()
-			j.obs.Emit(view.Failover{Strategy: string(j.handler.Failover()), Failed: out.task, Tasks: all})
+			j.emitFailover(out.task, all)
 			j.emitRestartScheduled(d.Delay, res.Restarts, all)
 			if !j.sleep(ctx, d.Delay) || ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
