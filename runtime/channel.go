@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"faultline/runtime/view"
 )
 
 // Channel connects one upstream subtask to one downstream subtask (Flink: a
@@ -93,19 +95,12 @@ func (c *Channel) markConsumed(n int) {
 	c.mu.Unlock()
 }
 
-// QueueView is what the UI draws of one input channel: the elements sent but
-// not yet handled, with the barriers at their positions (0 is the next
-// element the receiver will handle).
-type QueueView struct {
-	Queued   int64
-	Barriers []BarrierPos
-}
-
-// BarrierPos is a barrier's place in a queue.
-type BarrierPos struct {
-	ID  int64
-	Pos int64
-}
+// QueueView and BarrierPos are what the UI draws of one input channel (see
+// view.QueueView).
+type (
+	QueueView  = view.QueueView
+	BarrierPos = view.BarrierPos
+)
 
 // View samples the channel.
 func (c *Channel) View() QueueView {

@@ -17,12 +17,12 @@ func TestChannelViewPlacesBarriers(t *testing.T) {
 	ch.send(ctx, []Element{rec, rec, barrierElement(12, 0, false, false), rec})
 	ch.send(ctx, []Element{rec, barrierElement(13, 0, false, false), rec})
 	v := ch.View()
-	if v.Queued != 7 || len(v.Barriers) != 2 || v.Barriers[0] != (BarrierPos{12, 2}) || v.Barriers[1] != (BarrierPos{13, 5}) {
+	if v.Queued != 7 || len(v.Barriers) != 2 || v.Barriers[0] != (BarrierPos{ID: 12, Pos: 2}) || v.Barriers[1] != (BarrierPos{ID: 13, Pos: 5}) {
 		t.Fatalf("view %+v", v)
 	}
 	ch.markConsumed(3) // two records and barrier 12 handled
 	v = ch.View()
-	if v.Queued != 4 || len(v.Barriers) != 1 || v.Barriers[0] != (BarrierPos{13, 2}) {
+	if v.Queued != 4 || len(v.Barriers) != 1 || v.Barriers[0] != (BarrierPos{ID: 13, Pos: 2}) {
 		t.Fatalf("view after consuming 3: %+v", v)
 	}
 }

@@ -995,21 +995,12 @@ func (t *task) finishOperator(ctx context.Context) error {
 	return t.broadcast(ctx, Element{Kind: KindEndOfInput})
 }
 
-// InputView is what the UI shows of one input channel of a subtask: its
-// queue with the barriers in it, and whether alignment blocks it.
-type InputView struct {
-	From     string // upstream subtask
-	Input    int    // 0: the operator's first input, 1: its second
-	Blocked  bool
-	HeldBack int64 // elements waiting behind the barrier while blocked
-	Queue    QueueView
-}
-
-// AlignmentView is a subtask's alignment in progress.
-type AlignmentView struct {
-	Checkpoint int64 // 0: not aligning
-	Since      time.Time
-}
+// InputView and AlignmentView are what the UI shows of a subtask's input
+// channels and of its alignment in progress (see view.InputView).
+type (
+	InputView     = view.InputView
+	AlignmentView = view.AlignmentView
+)
 
 func (t *task) views() ([]InputView, AlignmentView) {
 	out := make([]InputView, len(t.inputs))

@@ -9,22 +9,20 @@ import (
 	"faultline/runtime/view"
 )
 
-// Tempo is how fast the whole dataflow moves: the UI's slow motion and
-// single step, so that a trainer can stop the world while explaining a
-// barrier. It has no Flink counterpart.
-type Tempo int32
+// Tempo is how fast the whole dataflow moves (see view.Tempo).
+type Tempo = view.Tempo
 
 // Tempos, slowest last.
 const (
 	// TempoNormal is full speed.
-	TempoNormal Tempo = iota
+	TempoNormal = view.TempoNormal
 	// TempoSlow waits SlowDelay before every batch a task handles.
-	TempoSlow
+	TempoSlow = view.TempoSlow
 	// TempoSlower waits SlowerDelay before every batch.
-	TempoSlower
+	TempoSlower = view.TempoSlower
 	// TempoFrozen stops every task before its next batch; Step lets each
 	// handle one.
-	TempoFrozen
+	TempoFrozen = view.TempoFrozen
 )
 
 // The waits of the slow tempos.
@@ -32,18 +30,6 @@ const (
 	SlowDelay   = 50 * time.Millisecond
 	SlowerDelay = 250 * time.Millisecond
 )
-
-func (t Tempo) String() string {
-	switch t {
-	case TempoSlow:
-		return "slow"
-	case TempoSlower:
-		return "slower"
-	case TempoFrozen:
-		return "frozen"
-	}
-	return "normal"
-}
 
 // tempo is the job's current tempo. wake is closed and replaced on every
 // change, so that waiting tasks look again.

@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"strings"
 
+	"faultline/runtime/view"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-
-	"faultline/checkpoint"
 )
 
 // checkpointsPane is the checkpoint history (Flink's web UI: Checkpoints →
@@ -67,7 +67,7 @@ func (p *checkpointsPane) FullHelp() [][]key.Binding {
 // selected is the index of the selected row in History.
 func (p *checkpointsPane) selected() int {
 	h := p.ctx.Snap.Checkpoints.History
-	if i := slices.IndexFunc(h, func(c checkpoint.CheckpointStats) bool { return c.ID == p.selID }); i >= 0 {
+	if i := slices.IndexFunc(h, func(c view.Checkpoint) bool { return c.ID == p.selID }); i >= 0 {
 		return i
 	}
 	return 0
@@ -128,7 +128,7 @@ type cpCol struct {
 	title string
 	w     int
 	right bool
-	cell  func(c *checkpoint.CheckpointStats) (string, lipgloss.Style)
+	cell  func(c *view.Checkpoint) (string, lipgloss.Style)
 }
 
 // columns picks the columns that fit in w cells, in the order a reader
@@ -146,32 +146,32 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 		prio int
 		col  cpCol
 	}{
-		{0, cpCol{"id", idW, true, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+		{0, cpCol{"id", idW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return strconv.FormatInt(c.ID, 10), st.Bold
 		}}},
-		{1, cpCol{"status", 9, false, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+		{1, cpCol{"status", 9, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return checkpointWord(st, c)
 		}}},
-		{2, cpCol{"acks", ackW, true, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return ackText(c), st.Text
 		}}},
-		{7, cpCol{"trigger", 12, false, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return wallClock(c.TriggerTime), st.Muted
 		}}},
-		{3, cpCol{"dur", 6, true, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
-			if c.Status == checkpoint.StatusPending {
+		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+			if c.Status == view.StatusPending {
 				return humanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
 			}
 			return humanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
 		}}},
-		{4, cpCol{"full", 6, true, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+		{4, cpCol{"full", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text
 		}}},
-		{6, cpCol{"incr", 6, true, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+		{6, cpCol{"incr", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return sizeText(c, c.IncrementalBytes), st.Text
 		}}},
-		{5, cpCol{"align", 5, true, func(c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
-			if c.Status == checkpoint.StatusPending && c.MaxAlignment == 0 {
+		{5, cpCol{"align", 5, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+			if c.Status == view.StatusPending && c.MaxAlignment == 0 {
 				return "—", st.Muted
 			}
 			return humanDuration(c.MaxAlignment), st.Text
@@ -230,7 +230,7 @@ func (p *checkpointsPane) View() string {
 }
 
 // row renders one checkpoint.
-func (p *checkpointsPane) row(c *checkpoint.CheckpointStats, cols []cpCol, noteW int, sel bool) string {
+func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) string {
 	st := p.ctx.Styles
 	var b strings.Builder
 	if sel {
@@ -240,7 +240,7 @@ func (p *checkpointsPane) row(c *checkpoint.CheckpointStats, cols []cpCol, noteW
 	}
 	note := checkpointNote(c)
 	for i, col := range cols {
-		if c.Status == checkpoint.StatusFailed && col.title != "id" && col.title != "status" &&
+		if c.Status == view.StatusFailed && col.title != "id" && col.title != "status" &&
 			col.title != "acks" && col.title != "trigger" {
 			// A failed checkpoint's figures mean nothing: say why instead.
 			rest := 0
@@ -270,15 +270,15 @@ func align(s string, w int, right bool) string {
 // checkpointWord is a checkpoint's status word in the table: pending,
 // completed or failed, "savepoint" for a completed savepoint and "restored"
 // for the one the job restored from.
-func checkpointWord(st *Styles, c *checkpoint.CheckpointStats) (string, lipgloss.Style) {
+func checkpointWord(st *Styles, c *view.Checkpoint) (string, lipgloss.Style) {
 	switch {
-	case c.Status == checkpoint.StatusPending:
+	case c.Status == view.StatusPending:
 		return "pending", st.Info
-	case c.Status == checkpoint.StatusFailed:
+	case c.Status == view.StatusFailed:
 		return "failed", st.Error
 	case c.Restored:
 		return "restored", st.Focus
-	case c.Kind == checkpoint.KindSavepoint:
+	case c.Savepoint:
 		return "savepoint", st.Success
 	}
 	return "completed", st.Success
@@ -286,10 +286,10 @@ func checkpointWord(st *Styles, c *checkpoint.CheckpointStats) (string, lipgloss
 
 // checkpointNote is what the status word leaves out: the failure, or that
 // a pending or restored one is a savepoint.
-func checkpointNote(c *checkpoint.CheckpointStats) string {
-	sp := c.Kind == checkpoint.KindSavepoint
+func checkpointNote(c *view.Checkpoint) string {
+	sp := c.Savepoint
 	switch {
-	case c.Status == checkpoint.StatusFailed:
+	case c.Status == view.StatusFailed:
 		reason := c.Failure
 		if reason == "" {
 			reason = "failed"
@@ -298,20 +298,20 @@ func checkpointNote(c *checkpoint.CheckpointStats) string {
 			reason = "savepoint: " + reason
 		}
 		return reason
-	case sp && (c.Status == checkpoint.StatusPending || c.Restored):
+	case sp && (c.Status == view.StatusPending || c.Restored):
 		return "savepoint"
 	}
 	return ""
 }
 
 // ackText is "acknowledged/expected", e.g. "8/13".
-func ackText(c *checkpoint.CheckpointStats) string {
+func ackText(c *view.Checkpoint) string {
 	return strconv.Itoa(c.Acked) + "/" + strconv.Itoa(c.Total)
 }
 
 // sizeText is a size, "—" while nothing was written yet.
-func sizeText(c *checkpoint.CheckpointStats, n int64) string {
-	if n == 0 && c.Status == checkpoint.StatusPending {
+func sizeText(c *view.Checkpoint, n int64) string {
+	if n == 0 && c.Status == view.StatusPending {
 		return "—"
 	}
 	return humanBytes(n)

@@ -6,7 +6,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"faultline/runtime"
 	"faultline/runtime/view"
 )
 
@@ -87,7 +86,7 @@ func fetchFaults(ctrl Controller, task string) tea.Cmd {
 	return func() tea.Msg { return FaultsMsg{Task: task, Faults: ctrl.Faults()} }
 }
 
-func inject(ctrl Controller, fault runtime.FaultKind, task string) tea.Cmd {
+func inject(ctrl Controller, fault string, task string) tea.Cmd {
 	return func() tea.Msg {
 		return FaultInjectedMsg{Fault: fault, Task: task, Err: ctrl.Inject(fault, task)}
 	}

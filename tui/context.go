@@ -2,12 +2,13 @@ package tui
 
 import (
 	"fmt"
+	"slices"
+
+	"faultline/runtime/view"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"faultline/checkpoint"
 )
 
 // Component is what every pane and overlay is (soft-serve's
@@ -47,9 +48,9 @@ type Context struct {
 
 // pendingCheckpoint returns the newest pending checkpoint in History, the
 // one whose acknowledgements the graph shows, or nil.
-func (c *Context) pendingCheckpoint() *checkpoint.CheckpointStats {
+func (c *Context) pendingCheckpoint() *view.Checkpoint {
 	for i := range c.Snap.Checkpoints.History {
-		if c.Snap.Checkpoints.History[i].Status == checkpoint.StatusPending {
+		if c.Snap.Checkpoints.History[i].Status == view.StatusPending {
 			return &c.Snap.Checkpoints.History[i]
 		}
 	}
@@ -57,7 +58,7 @@ func (c *Context) pendingCheckpoint() *checkpoint.CheckpointStats {
 }
 
 // checkpointByID returns the checkpoint id from History, or nil.
-func (c *Context) checkpointByID(id int64) *checkpoint.CheckpointStats {
+func (c *Context) checkpointByID(id int64) *view.Checkpoint {
 	for i := range c.Snap.Checkpoints.History {
 		if c.Snap.Checkpoints.History[i].ID == id {
 			return &c.Snap.Checkpoints.History[i]
@@ -83,18 +84,11 @@ func taskName(op string, index int) string { return fmt.Sprintf("%s/%d", op, ind
 
 // acked reports whether task acknowledged cp, and whether cp still waits
 // for it.
-func acked(cp *checkpoint.CheckpointStats, task string) (done, waiting bool) {
-	for id := range cp.AckedTasks {
-		if id.String() == task {
-			return true, false
-		}
+func acked(cp *view.Checkpoint, task string) (done, waiting bool) {
+	if _, ok := cp.AckedTasks[task]; ok {
+		return true, false
 	}
-	for _, id := range cp.WaitingFor {
-		if id.String() == task {
-			return false, true
-		}
-	}
-	return false, false
+	return false, slices.Contains(cp.WaitingFor, task)
 }
 
 // update hands msg to a component and gives back the component (Update

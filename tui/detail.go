@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"faultline/checkpoint"
+	"faultline/runtime/view"
 )
 
 // checkpointDetail is the detail view of one checkpoint (Flink's web UI: a
@@ -88,8 +88,8 @@ func (d *checkpointDetail) subtasks() []string {
 		return names
 	}
 	var extra []string
-	add := func(id checkpoint.TaskID) {
-		if s := id.String(); !slices.Contains(names, s) && !slices.Contains(extra, s) {
+	add := func(s string) {
+		if !slices.Contains(names, s) && !slices.Contains(extra, s) {
 			extra = append(extra, s)
 		}
 	}
@@ -113,18 +113,18 @@ func (d *checkpointDetail) View() string {
 		lines = append(lines, st.Muted.Render(" checkpoint "+strconv.FormatInt(d.id, 10)+" is no longer in the history"))
 		return strings.Join(fitLines(lines, d.width, d.height), "\n")
 	}
-	if c.Kind == checkpoint.KindSavepoint {
+	if c.Savepoint {
 		title = "savepoint " + strconv.FormatInt(d.id, 10)
 		lines[0] = rule(st, title, st.Muted.Render("esc close"), d.width, true)
 	}
 
 	word, style := checkpointWord(st, c)
 	facts := []string{style.Render(word)}
-	if c.Restored && c.Kind == checkpoint.KindSavepoint {
+	if c.Restored && c.Savepoint {
 		facts = append(facts, "savepoint")
 	}
 	facts = append(facts, ackText(c)+" acknowledged", "triggered "+wallClock(c.TriggerTime))
-	if c.Status == checkpoint.StatusPending {
+	if c.Status == view.StatusPending {
 		facts = append(facts, st.Info.Render("running for "+humanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
 	} else {
 		facts = append(facts, "end to end "+humanDuration(c.EndTime.Sub(c.TriggerTime)))
@@ -135,7 +135,7 @@ func (d *checkpointDetail) View() string {
 		"size " + humanBytes(c.FullBytes) + " full", humanBytes(c.IncrementalBytes) + " incremental",
 		"longest alignment " + humanDuration(c.MaxAlignment),
 	}, sep))
-	if c.Status == checkpoint.StatusFailed {
+	if c.Status == view.StatusFailed {
 		lines = append(lines, " "+st.Error.Render("failed: "+checkpointNote(c)))
 	} else if len(c.WaitingFor) > 0 {
 		lines = append(lines, " "+st.Info.Render("waiting for "+plural(len(c.WaitingFor), "subtask", "subtasks")))
@@ -158,13 +158,10 @@ func (d *checkpointDetail) View() string {
 	}
 	lines = append(lines, st.TableHeader.Render(head.String()))
 
-	acks := map[string]checkpoint.SubtaskAck{}
-	for id, a := range c.AckedTasks {
-		acks[id.String()] = a
-	}
+	acks := c.AckedTasks
 	waiting := map[string]bool{}
 	for _, id := range c.WaitingFor {
-		waiting[id.String()] = true
+		waiting[id] = true
 	}
 	top := max(min(d.top, len(names)-d.tableRows()), 0)
 	for _, n := range names[top:min(len(names), top+d.tableRows())] {
@@ -180,7 +177,7 @@ func (d *checkpointDetail) View() string {
 			b.WriteString(st.Muted.Render(padRight("✓ finished", 9)))
 		case ok:
 			b.WriteString(st.Success.Render(padRight("✓ acked", 9)))
-		case waiting[n] && c.Status == checkpoint.StatusFailed:
+		case waiting[n] && c.Status == view.StatusFailed:
 			b.WriteString(st.Error.Render(padRight("✗ never", 9)))
 		case waiting[n]:
 			b.WriteString(st.Info.Render(padRight("○ waiting", 9)))

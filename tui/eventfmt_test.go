@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
 	"faultline/runtime/view"
 )
 
@@ -51,7 +50,7 @@ func TestDescribeEvent(t *testing.T) {
 			"restored checkpoint 13: orders p0:1203 p1:1180 payments p0:1150 (restarted after failure of join/1)", levelSuccess},
 		{"restored", map[string]any{"checkpoint": 13.0, "offsets": map[string]any{"orders": map[string]any{"10": 5.0, "2": 7.0}}},
 			"restored checkpoint 13: orders p2:7 p10:5", levelSuccess},
-		{"restored", map[string]any{"checkpoint": int64(13), "offsets": checkpoint.Offsets{"orders": {0: 12}}},
+		{"restored", map[string]any{"checkpoint": int64(13), "offsets": map[string]map[int32]int64{"orders": {0: 12}}},
 			"restored checkpoint 13: orders p0:12", levelSuccess},
 		{"restored", map[string]any{"checkpoint": 0, "reason": "start: no valid checkpoint, starting from the beginning"},
 			"restored no checkpoint (start: no valid checkpoint, starting from the beginning)", levelWarning},

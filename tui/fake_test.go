@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime"
 	"faultline/runtime/view"
 )
 
@@ -55,7 +52,7 @@ func (f *fakeController) Snapshot() Snapshot {
 	return f.snap
 }
 
-func (f *fakeController) Inject(fault runtime.FaultKind, task string) error {
+func (f *fakeController) Inject(fault string, task string) error {
 	f.record("Inject(%s,%s)", fault, task)
 	return f.injectErr
 }
@@ -130,14 +127,14 @@ func (f *fakeController) Faults() []FaultChoice {
 // cannot happen.
 func defaultFaults() []FaultChoice {
 	return []FaultChoice{
-		{Kind: runtime.FaultPanic, Description: "the task panics", Available: true},
-		{Kind: runtime.FaultError, Description: "the task's operator returns an error", Available: true},
-		{Kind: runtime.FaultSlow, Description: "the task runs 10 times slower for 5s", Available: true},
+		{Kind: "panic", Description: "the task panics", Available: true},
+		{Kind: "error", Description: "the task's operator returns an error", Available: true},
+		{Kind: "slow", Description: "the task runs 10 times slower for 5s", Available: true},
 		{Kind: "broker-down", Description: "the Kafka broker stops for 5s", JobLevel: true, Available: false,
 			Why: "the broker is external (--brokers)"},
-		{Kind: runtime.FaultCrash, Description: "the process dies as with SIGKILL", JobLevel: true, Available: true},
-		{Kind: runtime.FaultStorageFail, Description: "the next checkpoint write fails", JobLevel: true, Available: true},
-		{Kind: runtime.FaultCorruptCheckpoint, Description: "the newest checkpoint's state is damaged", JobLevel: true, Available: true},
+		{Kind: "crash", Description: "the process dies as with SIGKILL", JobLevel: true, Available: true},
+		{Kind: "storage-fail", Description: "the next checkpoint write fails", JobLevel: true, Available: true},
+		{Kind: "corrupt-checkpoint", Description: "the newest checkpoint's state is damaged", JobLevel: true, Available: true},
 	}
 }
 
@@ -150,14 +147,14 @@ var (
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func tid(name string, i int) checkpoint.TaskID { return checkpoint.TaskID{Operator: name, Index: i} }
+func tid(name string, i int) string { return taskName(name, i) }
 
 // queue is a channel's view with barriers at the given positions.
-func queue(from string, input int, queued int64, barriers ...runtime.BarrierPos) runtime.InputView {
-	return runtime.InputView{From: from, Input: input, Queue: runtime.QueueView{Queued: queued, Barriers: barriers}}
+func queue(from string, input int, queued int64, barriers ...view.BarrierPos) view.InputView {
+	return view.InputView{From: from, Input: input, Queue: view.QueueView{Queued: queued, Barriers: barriers}}
 }
 
-func barrier(id, pos int64) runtime.BarrierPos { return runtime.BarrierPos{ID: id, Pos: pos} }
+func barrier(id, pos int64) view.BarrierPos { return view.BarrierPos{ID: id, Pos: pos} }
 
 // runningSnapshot is the default job (orders ⋈ payments) running in
 // exactly-once mode: checkpoint 14 is pending, acknowledged by the 8
@@ -189,47 +186,47 @@ func runningSnapshot() Snapshot {
 	add(Task{Operator: "orders-source", Index: 1, RateIn: 2051, Offsets: map[int32]int64{2: 1190, 3: 1201}})
 	add(Task{Operator: "payments-source", Index: 0, RateIn: 1980, Offsets: map[int32]int64{0: 1150, 1: 1162}})
 	add(Task{Operator: "payments-source", Index: 1, RateIn: 2012, Offsets: map[int32]int64{2: 1149, 3: 1170}})
-	add(Task{Operator: "parse-orders", Index: 0, RateIn: 2104, Inputs: []runtime.InputView{queue("orders-source/0", 0, 3)}})
-	add(Task{Operator: "parse-orders", Index: 1, RateIn: 2051, Inputs: []runtime.InputView{queue("orders-source/1", 0, 2)}})
-	add(Task{Operator: "parse-payments", Index: 0, RateIn: 1980, Inputs: []runtime.InputView{queue("payments-source/0", 0, 4)}})
-	add(Task{Operator: "parse-payments", Index: 1, RateIn: 2012, Inputs: []runtime.InputView{queue("payments-source/1", 0, 1)}})
-	add(Task{Operator: "join", Index: 0, RateIn: 4120, BackPressure: BackPressureLow, BackPressureRatio: 0.2, Inputs: []runtime.InputView{
+	add(Task{Operator: "parse-orders", Index: 0, RateIn: 2104, Inputs: []view.InputView{queue("orders-source/0", 0, 3)}})
+	add(Task{Operator: "parse-orders", Index: 1, RateIn: 2051, Inputs: []view.InputView{queue("orders-source/1", 0, 2)}})
+	add(Task{Operator: "parse-payments", Index: 0, RateIn: 1980, Inputs: []view.InputView{queue("payments-source/0", 0, 4)}})
+	add(Task{Operator: "parse-payments", Index: 1, RateIn: 2012, Inputs: []view.InputView{queue("payments-source/1", 0, 1)}})
+	add(Task{Operator: "join", Index: 0, RateIn: 4120, BackPressure: BackPressureLow, BackPressureRatio: 0.2, Inputs: []view.InputView{
 		queue("parse-orders/0", 0, 9, barrier(14, 2)),
 		queue("parse-orders/1", 0, 12, barrier(14, 7)),
 		queue("parse-payments/0", 1, 5, barrier(14, 4)),
 		queue("parse-payments/1", 1, 10, barrier(14, 0)),
 	}})
-	add(Task{Operator: "join", Index: 1, RateIn: 4003, Inputs: []runtime.InputView{
+	add(Task{Operator: "join", Index: 1, RateIn: 4003, Inputs: []view.InputView{
 		queue("parse-orders/0", 0, 4, barrier(14, 3)),
 		queue("parse-orders/1", 0, 6, barrier(14, 5)),
 		queue("parse-payments/0", 1, 3),
 		queue("parse-payments/1", 1, 8, barrier(14, 6)),
 	}})
-	add(Task{Operator: "revenue", Index: 0, RateIn: 1012, Inputs: []runtime.InputView{queue("join/0", 0, 3), queue("join/1", 0, 2)}})
-	add(Task{Operator: "revenue", Index: 1, RateIn: 998, Inputs: []runtime.InputView{queue("join/0", 0, 1), queue("join/1", 0, 4)}})
-	add(Task{Operator: "sink", Index: 0, RateIn: 2010, Inputs: []runtime.InputView{queue("revenue/0", 0, 2), queue("revenue/1", 0, 3)}})
+	add(Task{Operator: "revenue", Index: 0, RateIn: 1012, Inputs: []view.InputView{queue("join/0", 0, 3), queue("join/1", 0, 2)}})
+	add(Task{Operator: "revenue", Index: 1, RateIn: 998, Inputs: []view.InputView{queue("join/0", 0, 1), queue("join/1", 0, 4)}})
+	add(Task{Operator: "sink", Index: 0, RateIn: 2010, Inputs: []view.InputView{queue("revenue/0", 0, 2), queue("revenue/1", 0, 3)}})
 
-	acks := map[checkpoint.TaskID]checkpoint.SubtaskAck{}
+	acks := map[string]view.SubtaskAck{}
 	for _, op := range []string{"orders-source", "payments-source", "parse-orders", "parse-payments"} {
 		for i := range 2 {
-			a := checkpoint.SubtaskAck{SyncDuration: 300 * time.Microsecond, AsyncDuration: ms(2), StartDelay: ms(1 + i), Bytes: 64, IncrementalBytes: 64}
+			a := view.SubtaskAck{SyncDuration: 300 * time.Microsecond, AsyncDuration: ms(2), StartDelay: ms(1 + i), Bytes: 64, IncrementalBytes: 64}
 			if op == "parse-orders" || op == "parse-payments" {
 				a.StartDelay, a.Bytes, a.IncrementalBytes = ms(4+i), 0, 0
 			}
 			acks[tid(op, i)] = a
 		}
 	}
-	history := []checkpoint.CheckpointStats{
-		{ID: 14, Status: checkpoint.StatusPending, TriggerTime: fixtureNow.Add(-ms(38)), Acked: 8, Total: 13,
+	history := []view.Checkpoint{
+		{ID: 14, Status: view.StatusPending, TriggerTime: fixtureNow.Add(-ms(38)), Acked: 8, Total: 13,
 			AckedTasks: acks, FullBytes: 256, IncrementalBytes: 256,
-			WaitingFor: []checkpoint.TaskID{tid("join", 0), tid("join", 1), tid("revenue", 0), tid("revenue", 1), tid("sink", 0)}},
+			WaitingFor: []string{tid("join", 0), tid("join", 1), tid("revenue", 0), tid("revenue", 1), tid("sink", 0)}},
 		completedCheckpoint(13, fixtureNow.Add(-ms(2038)), ms(21), 1258291, 40960, ms(4)),
 		completedCheckpoint(12, fixtureNow.Add(-ms(4040)), ms(19), 1153434, 38912, ms(3)),
-		{ID: 11, Status: checkpoint.StatusFailed, TriggerTime: fixtureNow.Add(-ms(6044)), EndTime: fixtureNow.Add(-ms(6020)),
+		{ID: 11, Status: view.StatusFailed, TriggerTime: fixtureNow.Add(-ms(6044)), EndTime: fixtureNow.Add(-ms(6020)),
 			Acked: 9, Total: 13, Failure: "declined: join/1: snapshot failed: injected storage failure"},
 		completedCheckpoint(10, fixtureNow.Add(-ms(8050)), ms(24), 1048576, 1048576, ms(5)),
 	}
-	history[4].Kind = checkpoint.KindSavepoint
+	history[4].Savepoint = true
 
 	return Snapshot{
 		Now:     fixtureNow,
@@ -238,10 +235,10 @@ func runningSnapshot() Snapshot {
 			Interval: 2 * time.Second, Broker: "127.0.0.1:9092", Embedded: true, StateBackend: "heap", Attempt: 1},
 		Operators: ops,
 		Tasks:     tasks,
-		Checkpoints: checkpoint.Stats{Completed: 3, Failed: 1, InProgress: 1, LastCompleted: 13,
+		Checkpoints: view.Checkpoints{Completed: 3, Failed: 1, InProgress: 1, LastCompleted: 13,
 			History: history},
 		Restart: Restart{Strategy: "fixed-delay", Description: "fixed-delay (attempts 3, delay 1s)",
-			Status: restart.Status{MaxAttempts: 3}, Failover: "full"},
+			Status: view.RestartStatus{MaxAttempts: 3}, Failover: "full"},
 		Verify: Verify{Available: true, Committed: 18204, AsOf: 13},
 		Input:  Input{Generator: true, Rate: 10000, Tempo: TempoNormal},
 	}
@@ -249,18 +246,18 @@ func runningSnapshot() Snapshot {
 
 // completedCheckpoint is a completed checkpoint acknowledged by all 13
 // subtasks.
-func completedCheckpoint(id int64, trigger time.Time, dur time.Duration, full, inc int64, align time.Duration) checkpoint.CheckpointStats {
-	acks := map[checkpoint.TaskID]checkpoint.SubtaskAck{}
+func completedCheckpoint(id int64, trigger time.Time, dur time.Duration, full, inc int64, align time.Duration) view.Checkpoint {
+	acks := map[string]view.SubtaskAck{}
 	for _, op := range []struct {
 		name string
 		n    int
 	}{{"orders-source", 2}, {"payments-source", 2}, {"parse-orders", 2}, {"parse-payments", 2}, {"join", 2}, {"revenue", 2}, {"sink", 1}} {
 		for i := range op.n {
-			acks[tid(op.name, i)] = checkpoint.SubtaskAck{SyncDuration: ms(1), AsyncDuration: ms(5), Alignment: align / 2,
+			acks[tid(op.name, i)] = view.SubtaskAck{SyncDuration: ms(1), AsyncDuration: ms(5), Alignment: align / 2,
 				StartDelay: ms(2), Bytes: full / 13, IncrementalBytes: inc / 13}
 		}
 	}
-	return checkpoint.CheckpointStats{ID: id, Kind: checkpoint.KindCheckpoint, Status: checkpoint.StatusCompleted,
+	return view.Checkpoint{ID: id, Status: view.StatusCompleted,
 		TriggerTime: trigger, EndTime: trigger.Add(dur), Acked: 13, Total: 13, AckedTasks: acks,
 		FullBytes: full, IncrementalBytes: inc, MaxAlignment: align}
 }
@@ -273,9 +270,9 @@ func aligningSnapshot() Snapshot {
 	s := runningSnapshot()
 	s.Input.Tempo = TempoSlow
 	j := s.Tasks["join/0"]
-	j.Alignment = runtime.AlignmentView{Checkpoint: 14, Since: s.Now.Add(-ms(38))}
-	j.Inputs = []runtime.InputView{
-		{From: "parse-orders/0", Input: 0, Blocked: true, HeldBack: 6, Queue: runtime.QueueView{Queued: 6}},
+	j.Alignment = view.AlignmentView{Checkpoint: 14, Since: s.Now.Add(-ms(38))}
+	j.Inputs = []view.InputView{
+		{From: "parse-orders/0", Input: 0, Blocked: true, HeldBack: 6, Queue: view.QueueView{Queued: 6}},
 		queue("parse-orders/1", 0, 12, barrier(14, 5)),
 		queue("parse-payments/0", 1, 5, barrier(14, 2)),
 		queue("parse-payments/1", 1, 9, barrier(14, 8)),
@@ -298,7 +295,7 @@ func restartingSnapshot() Snapshot {
 			t := s.Tasks[name]
 			t.Status, t.RateIn = "CANCELED", 0
 			for c := range t.Inputs {
-				t.Inputs[c].Queue = runtime.QueueView{}
+				t.Inputs[c].Queue = view.QueueView{}
 			}
 			s.Tasks[name] = t
 		}
@@ -306,11 +303,11 @@ func restartingSnapshot() Snapshot {
 	j := s.Tasks["join/1"]
 	j.Status = "FAILED"
 	s.Tasks["join/1"] = j
-	s.Checkpoints.History[0].Status = checkpoint.StatusFailed
+	s.Checkpoints.History[0].Status = view.StatusFailed
 	s.Checkpoints.History[0].EndTime = s.Now.Add(-ms(200))
 	s.Checkpoints.History[0].Failure = "job failover: injected fault: panic"
 	s.Checkpoints.InProgress, s.Checkpoints.Failed = 0, 2
-	s.Restart.Status = restart.Status{Attempts: 1, MaxAttempts: 3, NextDelay: time.Second}
+	s.Restart.Status = view.RestartStatus{Attempts: 1, MaxAttempts: 3, NextDelay: time.Second}
 	s.Restart.NextRestartAt = s.Now.Add(ms(800))
 	s.Restart.LastRestarted = all
 	s.Restart.LastFailed = "join/1"
@@ -393,9 +390,9 @@ func pipelineSnapshot() Snapshot {
 			case "source":
 				t.Offsets = map[int32]int64{int32(i): 40210 + int64(i)}
 			case "enrich":
-				t.Inputs = []runtime.InputView{queue(taskName("source", i), 0, 6, barrier(7, int64(i)))}
+				t.Inputs = []view.InputView{queue(taskName("source", i), 0, 6, barrier(7, int64(i)))}
 			case "sink":
-				t.Inputs = []runtime.InputView{queue(taskName("enrich", i), 0, 3)}
+				t.Inputs = []view.InputView{queue(taskName("enrich", i), 0, 3)}
 			}
 			tasks[t.Name] = t
 		}
@@ -405,7 +402,7 @@ func pipelineSnapshot() Snapshot {
 		Job: JobInfo{Name: "pipeline", Status: "RUNNING", Mode: "exactly-once", Interval: time.Second,
 			Broker: "127.0.0.1:9092", Embedded: true},
 		Operators: ops, Tasks: tasks,
-		Checkpoints: checkpoint.Stats{Completed: 6, LastCompleted: 6},
+		Checkpoints: view.Checkpoints{Completed: 6, LastCompleted: 6},
 		Restart:     Restart{Strategy: "fixed-delay", Description: "fixed-delay (attempts 3, delay 1s)", Failover: "region"},
 		Input:       Input{Generator: true, Rate: 20000},
 	}

@@ -5,11 +5,10 @@ import (
 	"strconv"
 	"strings"
 
+	"faultline/runtime/view"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"faultline/checkpoint"
-	"faultline/runtime"
 )
 
 // graphPane draws the job graph (Flink: the ExecutionGraph): one row per
@@ -250,7 +249,7 @@ func (g *graphPane) body(h int) []string {
 
 // row renders one operator: its core line and, when strips is set, one
 // line per input channel.
-func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *checkpoint.CheckpointStats) []string {
+func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
 	st := g.ctx.Styles
 	k := 0
 	if strips {
@@ -354,7 +353,7 @@ func edgeKinds(edges []Edge, long bool) string {
 // the label column names the upstream operator and each strip starts with
 // the upstream subtask's index.
 func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
-	var ref []runtime.InputView
+	var ref []view.InputView
 	same := true
 	for _, t := range tasks {
 		if len(t.Inputs) == 0 {
@@ -364,7 +363,7 @@ func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
 			ref = t.Inputs
 			continue
 		}
-		if !slices.EqualFunc(ref, t.Inputs, func(a, b runtime.InputView) bool { return a.From == b.From }) {
+		if !slices.EqualFunc(ref, t.Inputs, func(a, b view.InputView) bool { return a.From == b.From }) {
 			same = false
 		}
 	}
@@ -386,7 +385,7 @@ func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
 // word, records/s, back-pressure, then the pending checkpoint's
 // acknowledgement ("✓14" acked, "○14" waiting) or the alignment in
 // progress, then a source's offsets.
-func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *checkpoint.CheckpointStats) string {
+func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Checkpoint) string {
 	st := g.ctx.Styles
 	name := taskName(op.Name, idx)
 	sel := g.chosen && name == g.Selected()

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"faultline/runtime"
 	"faultline/runtime/view"
 )
 
@@ -35,7 +34,7 @@ type FaultsMsg struct {
 
 // FaultInjectedMsg reports Controller.Inject's result.
 type FaultInjectedMsg struct {
-	Fault runtime.FaultKind
+	Fault string
 	Task  string // "" for a job-level fault
 	Err   error
 }
@@ -99,7 +98,7 @@ type closeOverlayMsg struct{}
 
 // injectMsg asks the root model to inject a confirmed fault.
 type injectMsg struct {
-	fault runtime.FaultKind
+	fault string
 	task  string // "" for a job-level fault
 }
 

@@ -12,8 +12,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"faultline/restart"
-	"faultline/runtime"
 	"faultline/runtime/view"
 )
 
@@ -96,7 +94,7 @@ func TestFaultMenuInjectsIntoTheSelectedSubtask(t *testing.T) {
 	if h.m.overlay != overlayMenu {
 		t.Fatal("x did not open the fault menu")
 	}
-	if f, _ := h.m.menu.Choice(); f.Kind != runtime.FaultPanic {
+	if f, _ := h.m.menu.Choice(); f.Kind != "panic" {
 		t.Fatalf("cursor on %q, want panic", f.Kind)
 	}
 	h.press("enter")
@@ -167,11 +165,11 @@ func TestFaultMenuUnavailableEntryIsNotSelectable(t *testing.T) {
 	}
 	// The cursor skips it: down from slow (3) lands on crash (5).
 	h.press("down", "down")
-	if f, _ := h.m.menu.Choice(); f.Kind != runtime.FaultSlow {
+	if f, _ := h.m.menu.Choice(); f.Kind != "slow" {
 		t.Fatalf("cursor on %q, want slow", f.Kind)
 	}
 	h.press("down")
-	if f, _ := h.m.menu.Choice(); f.Kind != runtime.FaultCrash {
+	if f, _ := h.m.menu.Choice(); f.Kind != "crash" {
 		t.Fatalf("cursor on %q, want crash (broker-down skipped)", f.Kind)
 	}
 	h.press("y") // not confirming yet: nothing happens
@@ -656,7 +654,7 @@ func TestRestartsPaneSaysWhatWasLostAndWhyItGaveUp(t *testing.T) {
 	}
 	s.Restart.GaveUp, s.Job.Status = "", "RUNNING"
 	s.Restart.Strategy, s.Restart.Description = "failure-rate", "failure-rate (3 failures in 1m, delay 1s)"
-	s.Restart.Status = restart.Status{FailuresInWindow: 2, MaxFailuresInWindow: 3, Window: time.Minute}
+	s.Restart.Status = view.RestartStatus{FailuresInWindow: 2, MaxFailuresInWindow: 3, Window: time.Minute}
 	h := newHarness(t, s, 120, 40)
 	if v := h.m.View(); !strings.Contains(v, "failures 2/3 in 1m00s") || !strings.Contains(v, "failover individual: restarted join/1") {
 		t.Errorf("failure-rate:\n%s", v)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime"
+	"faultline/runtime/view"
 )
 
 // Glyphs of a queue strip.
@@ -36,7 +36,7 @@ const (
 // longer than the strip, and "▌<id>" where a barrier sits. scale is how
 // many elements one cell stands for (0: as many as the queue needs); the
 // scale used is returned.
-func renderStrip(st *Styles, in runtime.InputView, aligning int64, w int, scale int64) (string, int64) {
+func renderStrip(st *Styles, in view.InputView, aligning int64, w int, scale int64) (string, int64) {
 	if w <= 0 {
 		return "", 1
 	}
@@ -69,7 +69,7 @@ func renderStrip(st *Styles, in runtime.InputView, aligning int64, w int, scale 
 		cells[i], text[i] = cellElement, glyphElement
 	}
 	barriers := slices.Clone(in.Queue.Barriers)
-	slices.SortFunc(barriers, func(a, b runtime.BarrierPos) int { return int(a.Pos - b.Pos) })
+	slices.SortFunc(barriers, func(a, b view.BarrierPos) int { return int(a.Pos - b.Pos) })
 	cols := make([]int, len(barriers))
 	for i, br := range barriers {
 		col := int(max(br.Pos, 0) / scale)
@@ -116,7 +116,7 @@ func renderStrip(st *Styles, in runtime.InputView, aligning int64, w int, scale 
 
 // stripSuffix is what follows a strip: "BLOCKED 6" (the elements alignment
 // holds back) for a blocked channel, else how many elements are queued.
-func stripSuffix(st *Styles, in runtime.InputView, scale int64) string {
+func stripSuffix(st *Styles, in view.InputView, scale int64) string {
 	if in.Blocked {
 		return st.Blocked.Render("BLOCKED " + Thousands(in.HeldBack))
 	}

@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
+	"faultline/runtime/view"
 
-	"faultline/runtime"
+	"github.com/charmbracelet/lipgloss"
 )
 
 func TestRenderStrip(t *testing.T) {
 	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
 	for _, tc := range []struct {
 		name     string
-		in       runtime.InputView
+		in       view.InputView
 		aligning int64
 		w        int
 		want     string
@@ -27,7 +27,7 @@ func TestRenderStrip(t *testing.T) {
 		{"two barriers", queue("a/0", 0, 9, barrier(14, 1), barrier(15, 5)), 0, 12, "◂·▌14·▌15·  ", 1},
 		{"a barrier's id never hides the next barrier", queue("a/0", 0, 5, barrier(14, 1), barrier(15, 2)), 0, 8, "◂·▌▌15  ", 1},
 		{"blocked: the barrier came in, elements wait behind it",
-			runtime.InputView{From: "a/0", Blocked: true, HeldBack: 6, Queue: runtime.QueueView{Queued: 6}}, 14, 12, "▌14······   ", 1},
+			view.InputView{From: "a/0", Blocked: true, HeldBack: 6, Queue: view.QueueView{Queued: 6}}, 14, 12, "▌14······   ", 1},
 		{"long queue in buckets", queue("a/0", 0, 100, barrier(14, 50)), 0, 11, "◂·····▌14··", 10},
 		{"barrier beyond the strip stays at its end", queue("a/0", 0, 3, barrier(14, 40)), 0, 6, "◂··· ▌", 1},
 	} {
@@ -45,7 +45,7 @@ func TestRenderStrip(t *testing.T) {
 
 func TestStripSuffix(t *testing.T) {
 	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
-	if got := stripSuffix(st, runtime.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
+	if got := stripSuffix(st, view.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
 		t.Fatalf("blocked: %q", got)
 	}
 	if got := stripSuffix(st, queue("a/0", 0, 120), 10); got != "120 ·=10" {
@@ -130,12 +130,12 @@ func TestRestartBudget(t *testing.T) {
 func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
 	s := aligningSnapshot()
 	j := s.Tasks["join/1"]
-	j.Alignment = runtime.AlignmentView{Checkpoint: 4, Since: s.Now.Add(-ms(169))}
-	j.Inputs = []runtime.InputView{
+	j.Alignment = view.AlignmentView{Checkpoint: 4, Since: s.Now.Add(-ms(169))}
+	j.Inputs = []view.InputView{
 		queue("parse-orders/0", 0, 108, barrier(4, 1)),
 		queue("parse-orders/1", 0, 92, barrier(4, 2)),
 		queue("parse-payments/0", 1, 55, barrier(4, 0)),
-		{From: "parse-payments/1", Input: 1, Blocked: true, HeldBack: 1234, Queue: runtime.QueueView{Queued: 1234}},
+		{From: "parse-payments/1", Input: 1, Blocked: true, HeldBack: 1234, Queue: view.QueueView{Queued: 1234}},
 	}
 	s.Tasks["join/1"] = j
 	h := newHarness(t, s, 80, 24)

@@ -11,6 +11,7 @@ import (
 	"faultline/runtime/barrier"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 	"faultline/tui"
 )
 
@@ -89,10 +90,10 @@ func (u *uiController) Snapshot() tui.Snapshot {
 		}
 	}
 	u.mu.Unlock()
-	s.Checkpoints = u.job.Coordinator().Stats()
+	s.Checkpoints = checkpointsView(u.job.Coordinator().Stats())
 	rv := u.job.RestartView()
 	s.Restart = tui.Restart{
-		Strategy: rv.Strategy, Description: rv.Description, Status: rv.Status, NextRestartAt: rv.NextRestartAt,
+		Strategy: rv.Strategy, Description: rv.Description, Status: view.RestartStatus(rv.Status), NextRestartAt: rv.NextRestartAt,
 		Failover: string(rv.Failover), LastRestarted: rv.LastRestarted, LastFailed: rv.LastFailed,
 		LastError: rv.LastError, Restarts: rv.Restarts, GaveUp: rv.GaveUp, LostRecords: rv.LostRecords,
 	}
@@ -113,10 +114,45 @@ func (u *uiController) Snapshot() tui.Snapshot {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
+// statusView is a checkpoint's status as the UI's view names it.
+func statusView(s checkpoint.Status) view.CheckpointStatus {
+	switch s {
+	case checkpoint.StatusCompleted:
+		return view.StatusCompleted
+	case checkpoint.StatusFailed:
+		return view.StatusFailed
+	}
+	return view.StatusPending
+}
+
+// checkpointsView copies the coordinator's statistics into the UI's view.
+func checkpointsView(st checkpoint.Stats) view.Checkpoints {
+	v := view.Checkpoints{Completed: st.Completed, Failed: st.Failed, InProgress: st.InProgress,
+		LastCompleted: st.LastCompleted, ConsecutiveFailures: st.ConsecutiveFailures, Restored: st.Restored,
+		History: make([]view.Checkpoint, 0, len(st.History))}
+	for _, c := range st.History {
+		cv := view.Checkpoint{ID: c.ID, Savepoint: c.Kind == checkpoint.KindSavepoint, Status: statusView(c.Status),
+			TriggerTime: c.TriggerTime, EndTime: c.EndTime, Acked: c.Acked, Total: c.Total,
+			AckedTasks: make(map[string]view.SubtaskAck, len(c.AckedTasks)), FullBytes: c.FullBytes,
+			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored}
+		for id, a := range c.AckedTasks {
+			cv.AckedTasks[id.String()] = view.SubtaskAck{SyncDuration: a.SyncDuration, AsyncDuration: a.AsyncDuration,
+				Alignment: a.Alignment, StartDelay: a.StartDelay, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes,
+				Finished: a.Finished, AckTime: a.AckTime}
+		}
+		for _, id := range c.WaitingFor {
+			cv.WaitingFor = append(cv.WaitingFor, id.String())
+		}
+		v.History = append(v.History, cv)
+	}
+	return v
+}
+
 // Inject implements tui.Controller: the fault with the defaults the menu
 // promises (slow: 10× for 5 s; storage-fail: the next 3 writes; broker-down:
 // 5 s; poison: into the partition the chosen subtask reads, or orders/0).
-func (u *uiController) Inject(kind runtime.FaultKind, task string) error {
+func (u *uiController) Inject(fault string, task string) error {
+	kind := runtime.FaultKind(fault)
 	f := runtime.Fault{Kind: kind, Task: task}
 	switch kind {
 	case runtime.FaultSlow:
@@ -199,20 +235,20 @@ func (u *uiController) SetRate(r float64) error {
 
 // Faults implements tui.Controller: the fault catalogue in menu order.
 func (u *uiController) Faults() []tui.FaultChoice {
-	brokerDown := tui.FaultChoice{Kind: runtime.FaultBrokerDown, Description: "the embedded broker refuses connections for 5 s",
+	brokerDown := tui.FaultChoice{Kind: string(runtime.FaultBrokerDown), Description: "the embedded broker refuses connections for 5 s",
 		JobLevel: true, Available: u.broker != nil}
 	if u.broker == nil {
 		brokerDown.Why = "only the embedded broker can be taken down; with --brokers, stop your own"
 	}
 	return []tui.FaultChoice{
-		{Kind: runtime.FaultPanic, Description: "the task panics", Available: true},
-		{Kind: runtime.FaultError, Description: "the task's operator returns an error", Available: true},
-		{Kind: runtime.FaultSlow, Description: "the task works 10× slower for 5 s", Available: true},
-		{Kind: runtime.FaultPoison, Description: "a record no parser accepts enters the input it reads", JobLevel: true, Available: true},
+		{Kind: string(runtime.FaultPanic), Description: "the task panics", Available: true},
+		{Kind: string(runtime.FaultError), Description: "the task's operator returns an error", Available: true},
+		{Kind: string(runtime.FaultSlow), Description: "the task works 10× slower for 5 s", Available: true},
+		{Kind: string(runtime.FaultPoison), Description: "a record no parser accepts enters the input it reads", JobLevel: true, Available: true},
 		brokerDown,
-		{Kind: runtime.FaultStorageFail, Description: "the next 3 checkpoint writes fail", JobLevel: true, Available: true},
-		{Kind: runtime.FaultCorruptCheckpoint, Description: "the newest checkpoint's state is damaged on disk", JobLevel: true, Available: true},
-		{Kind: runtime.FaultSavepoint, Description: "a savepoint is taken", JobLevel: true, Available: true},
-		{Kind: runtime.FaultCrash, Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},
+		{Kind: string(runtime.FaultStorageFail), Description: "the next 3 checkpoint writes fail", JobLevel: true, Available: true},
+		{Kind: string(runtime.FaultCorruptCheckpoint), Description: "the newest checkpoint's state is damaged on disk", JobLevel: true, Available: true},
+		{Kind: string(runtime.FaultSavepoint), Description: "a savepoint is taken", JobLevel: true, Available: true},
+		{Kind: string(runtime.FaultCrash), Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},
 	}
 }

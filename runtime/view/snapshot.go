@@ -1,0 +1,318 @@
+package view
+
+import "time"
+
+// The terminal UI's read-only view of a running job: one Snapshot a frame,
+// plain data copied from the engine by the command line's adapter.
+
+// Tempo is how fast the whole dataflow moves: the UI's slow motion and
+// single step, so that a trainer can stop the world while explaining a
+// barrier. It has no Flink counterpart.
+type Tempo int32
+
+// Tempos, slowest last.
+const (
+	// TempoNormal is full speed.
+	TempoNormal Tempo = iota
+	// TempoSlow adds a short delay before every batch a task handles.
+	TempoSlow
+	// TempoSlower adds a long delay before every batch.
+	TempoSlower
+	// TempoFrozen stops every task before its next batch; a step lets each
+	// handle one.
+	TempoFrozen
+)
+
+func (t Tempo) String() string {
+	switch t {
+	case TempoSlow:
+		return "slow"
+	case TempoSlower:
+		return "slower"
+	case TempoFrozen:
+		return "frozen"
+	}
+	return "normal"
+}
+
+// FaultChoice is one entry of the fault menu.
+type FaultChoice struct {
+	Kind        string // the fault catalogue's name: panic, error, slow, …
+	Description string // one line, e.g. "the task panics"
+	// JobLevel faults act on the whole job (crash, storage-fail,
+	// corrupt-checkpoint, broker-down, savepoint); the others act on the
+	// selected subtask.
+	JobLevel bool
+	// Available is false when the fault cannot happen in this run (e.g.
+	// broker-down with an external Kafka); Why says why.
+	Available bool
+	Why       string
+}
+
+// Snapshot is everything one frame shows, sampled at Now.
+type Snapshot struct {
+	// Now is when the snapshot was taken; countdowns and "age" columns are
+	// computed against it, never against time.Now in View.
+	Now time.Time
+	// Started is when the run started: event times (Stamped.At) are
+	// offsets from it.
+	Started time.Time
+
+	Job       JobInfo
+	Operators []Operator      // in job spec order, which is topological
+	Tasks     map[string]Task // by name, "operator/index"
+	// Checkpoints are the coordinator's statistics: counts, and History
+	// newest first (pending ones included, with their acknowledgements).
+	Checkpoints Checkpoints
+	Restart     Restart
+	Verify      Verify
+	Input       Input
+}
+
+// JobInfo is the header line's content.
+type JobInfo struct {
+	Name   string // "orders"
+	Title  string // "orders ⋈ payments"
+	Status string // runtime.JobStatus: CREATED, RUNNING, RESTARTING, FAILING, FAILED, FINISHED, CANCELED
+	// Mode is the checkpointing mode of the checkpoints being triggered
+	// now: "exactly-once" (aligned) or "at-least-once".
+	Mode         string
+	Interval     time.Duration // 0: periodic checkpoints off
+	Broker       string        // "127.0.0.1:9092"
+	Embedded     bool          // the embedded broker, not --brokers
+	StateBackend string        // "heap" or "badger"
+	Incremental  bool
+	StateDir     string
+	// Attempt counts deployments of the job (1 before any restart).
+	Attempt int64
+	// FreezeLimit is how long the world can stay frozen before the job
+	// fails over (0: never), and FreezeLimitWhy what then expires: the
+	// nearer of a pending checkpoint's timeout and the sink's transaction
+	// timeout.
+	FreezeLimit    time.Duration
+	FreezeLimitWhy string
+	// StateTTL is the join's state TTL (0: sides wait for ever).
+	StateTTL time.Duration
+}
+
+// Operator is one vertex of the job graph.
+type Operator struct {
+	Name        string
+	Type        string // source, parse, join, aggregate, enrich, sink
+	Parallelism int
+	Inputs      []Edge
+	Topic       string // sources: topic read; sinks: topic written
+}
+
+// Edge is one input of an operator.
+type Edge struct {
+	From string // upstream operator
+	Kind string // forward, hash, rebalance, broadcast
+	Key  string // hash: the key field, e.g. "order_id"
+}
+
+// BackPressure is Flink's back-pressure level of a subtask: how much of the
+// last sample period it spent blocked sending to a full output channel.
+type BackPressure string
+
+// Flink's thresholds: OK up to 10 %, LOW up to 50 %, HIGH above.
+const (
+	BackPressureOK   BackPressure = "OK"
+	BackPressureLow  BackPressure = "LOW"
+	BackPressureHigh BackPressure = "HIGH"
+)
+
+// Task is one subtask's state for drawing.
+type Task struct {
+	Name     string // "join/1"
+	Operator string
+	Index    int
+	Status   string // runtime.TaskStatus: CREATED, DEPLOYING, RUNNING, FINISHED, CANCELING, CANCELED, FAILED
+
+	RecordsIn, RecordsOut int64   // totals over the run
+	RateIn                float64 // records/s handled over the last sample period
+	// Busy is the fraction of the last sample period spent working (not
+	// waiting for input); BackPressureRatio the fraction blocked on output.
+	Busy              float64
+	BackPressureRatio float64
+	BackPressure      BackPressure
+
+	// Inputs are the subtask's input channels, one per upstream subtask,
+	// in order: the first input's channels, then the second's. Each holds
+	// its queue (elements sent and not yet handled) with the barriers at
+	// their positions, whether alignment blocks it, and how many elements
+	// it holds back. Empty for sources.
+	Inputs []InputView
+	// Alignment is the checkpoint this subtask is aligning, if any, and
+	// since when (alignment time so far = Now - Since).
+	Alignment AlignmentView
+	// Offsets are, for sources, the next offset to read per partition.
+	Offsets map[int32]int64
+	// Restarts counts how many times this subtask was redeployed.
+	Restarts int
+}
+
+// Restart is the restart strategy's and the failover strategy's state.
+type Restart struct {
+	Strategy    string // "fixed-delay", "failure-rate", "exponential-delay", "none"
+	Description string // the strategy with its parameters, e.g. "fixed-delay (attempts 3, delay 1s)"
+	Status      RestartStatus
+	// NextRestartAt is when the scheduled restart happens (zero when none
+	// is scheduled): the countdown is NextRestartAt - Snapshot.Now.
+	NextRestartAt time.Time
+	// Failover is the failover strategy: "full", "region", "individual" or
+	// "none".
+	Failover string
+	// LastRestarted are the subtasks the last failover restarted (empty
+	// before the first), and LastFailed the subtask whose failure caused it
+	// ("" for a job-wide failure) with its error.
+	LastRestarted []string
+	LastFailed    string
+	LastError     string
+	Restarts      int // restarts so far
+	// GaveUp is why the job will not restart again ("" while it may).
+	GaveUp string
+	// LostRecords counts the records individual failover lost (it does not
+	// replay input); 0 with the other strategies.
+	LostRecords int64
+}
+
+// Verify is the live verification line: what a read_committed consumer of
+// the output topic sees, checked against the input.
+type Verify struct {
+	Available  bool // false until the first check, or when it cannot run
+	Committed  int  // records in the committed output
+	Duplicates int  // order ids seen more than once
+	Lost       int  // paid orders covered by the last completed checkpoint, not in the output
+	// AsOf is the checkpoint the check covered (0: none yet).
+	AsOf int64
+	Err  string // why the check cannot run, when it cannot
+	// NotJoined counts the paid orders whose order and payment are more
+	// than the join's state TTL apart in event time: not joined, and not
+	// expected.
+	NotJoined int
+}
+
+// Input is the input side: the generator and the tempo.
+type Input struct {
+	Generator     bool    // a generator writes the input (embedded broker or --generate)
+	Rate          float64 // records/s it writes
+	SourcesPaused bool
+	Tempo         Tempo
+	// FrozenSince is when the world froze (zero unless frozen).
+	FrozenSince time.Time
+}
+
+// QueueView is what the UI draws of one input channel: the elements sent but
+// not yet handled, with the barriers at their positions (0 is the next
+// element the receiver will handle).
+type QueueView struct {
+	Queued   int64
+	Barriers []BarrierPos
+}
+
+// BarrierPos is a barrier's place in a queue.
+type BarrierPos struct {
+	ID  int64
+	Pos int64
+}
+
+// InputView is what the UI shows of one input channel of a subtask: its
+// queue with the barriers in it, and whether alignment blocks it.
+type InputView struct {
+	From     string // upstream subtask
+	Input    int    // 0: the operator's first input, 1: its second
+	Blocked  bool
+	HeldBack int64 // elements waiting behind the barrier while blocked
+	Queue    QueueView
+}
+
+// AlignmentView is a subtask's alignment in progress.
+type AlignmentView struct {
+	Checkpoint int64 // 0: not aligning
+	Since      time.Time
+}
+
+// CheckpointStatus is the state of a checkpoint in the history (Flink:
+// CheckpointStatsStatus).
+type CheckpointStatus int
+
+const (
+	// StatusPending: triggered, waiting for acknowledgements.
+	StatusPending CheckpointStatus = iota
+	// StatusCompleted: acknowledged by every subtask and stored.
+	StatusCompleted
+	// StatusFailed: aborted; Checkpoint.Failure says why.
+	StatusFailed
+)
+
+func (s CheckpointStatus) String() string {
+	switch s {
+	case StatusCompleted:
+		return "completed"
+	case StatusFailed:
+		return "failed"
+	}
+	return "pending"
+}
+
+// Checkpoint is one checkpoint of the history (Flink: AbstractCheckpointStats).
+type Checkpoint struct {
+	ID        int64
+	Savepoint bool // a savepoint, not a periodic checkpoint
+	Status    CheckpointStatus
+	// EndTime is zero while pending.
+	TriggerTime, EndTime time.Time
+	// Acked of Total expected subtasks.
+	Acked, Total int
+	// AckedTasks are the acknowledgements received, by subtask name.
+	AckedTasks map[string]SubtaskAck
+	// WaitingFor lists, sorted, the subtasks that have not acknowledged.
+	WaitingFor                  []string
+	FullBytes, IncrementalBytes int64
+	MaxAlignment                time.Duration
+	// Failure is the reason and error text when failed.
+	Failure string
+	// Restored is set when the job restored from this checkpoint.
+	Restored bool
+}
+
+// SubtaskAck is a subtask's figures for one checkpoint, as Flink's
+// checkpoint monitoring shows them.
+type SubtaskAck struct {
+	SyncDuration, AsyncDuration, Alignment, StartDelay time.Duration
+	// Bytes is the full size of the subtask's state; IncrementalBytes what
+	// this checkpoint wrote for it.
+	Bytes, IncrementalBytes int64
+	// Finished: the subtask had finished before; its state was carried
+	// over.
+	Finished bool
+	AckTime  time.Time
+}
+
+// Checkpoints are the checkpoint statistics (Flink:
+// CheckpointStatsSnapshot): counts, and the history newest first.
+type Checkpoints struct {
+	Completed, Failed, InProgress int
+	LastCompleted                 int64
+	ConsecutiveFailures           int
+	// Restored lists the checkpoints the job restored from, in order.
+	Restored []int64
+	History  []Checkpoint
+}
+
+// RestartStatus is where the restart strategy stands.
+type RestartStatus struct {
+	Attempts     int // restarts granted so far (exponential-delay: since the last reset)
+	MaxAttempts  int // 0 when unlimited or not attempt-based
+	GaveUp       bool
+	GaveUpReason string
+	// FailuresInWindow of MaxFailuresInWindow, within Window (failure-rate
+	// only).
+	FailuresInWindow    int
+	MaxFailuresInWindow int
+	Window              time.Duration
+	// NextDelay is the wait before the restart granted for the latest
+	// failure.
+	NextDelay time.Duration
+}
