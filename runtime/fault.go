@@ -1,14 +1,20 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"faultline/checkpoint"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // FaultKind is an entry of the fault catalogue.
@@ -37,16 +43,59 @@ const (
 	FaultBrokerDown FaultKind = "broker-down"
 )
 
-var faultKinds = map[FaultKind]string{
-	FaultPanic:             "the task panics",
-	FaultError:             "the task's operator returns an error",
-	FaultSavepoint:         "a savepoint is taken",
-	FaultSlow:              "the task runs factor= times slower for for=",
-	FaultCrash:             "the process dies as with SIGKILL",
-	FaultStorageFail:       "the next count= checkpoint writes fail",
-	FaultCorruptCheckpoint: "the newest checkpoint's state is damaged",
-	FaultPoison:            "a record that can never be parsed is written into topic= (orders) partition= (0)",
-	FaultBrokerDown:        "the embedded broker refuses connections for for= (5s)",
+// CatalogueEntry is one fault of the catalogue that --inject, the UI's
+// fault menu and the chaos soak all draw from.
+type CatalogueEntry struct {
+	Kind FaultKind
+	// Inject says what the fault does with its --inject parameters.
+	Inject string
+	// Menu says what it does with the UI's defaults (MenuFault).
+	Menu string
+}
+
+// Catalogue is the fault catalogue in the order the UI's menu lists it.
+var Catalogue = []CatalogueEntry{
+	{FaultPanic, "the task panics", "the task panics"},
+	{FaultError, "the task's operator returns an error", "the task's operator returns an error"},
+	{FaultSlow, "the task runs factor= times slower for for=", "the task works 10× slower for 5 s"},
+	{FaultPoison, "a record that can never be parsed is written into topic= (orders) partition= (0)", "a record no parser accepts enters the input it reads"},
+	{FaultBrokerDown, "the embedded broker refuses connections for for= (5s)", "the embedded broker refuses connections for 5 s"},
+	{FaultStorageFail, "the next count= checkpoint writes fail", "the next 3 checkpoint writes fail"},
+	{FaultCorruptCheckpoint, "the newest checkpoint's state is damaged", "the newest checkpoint's state is damaged on disk"},
+	{FaultSavepoint, "a savepoint is taken", "a savepoint is taken"},
+	{FaultCrash, "the process dies as with SIGKILL", "the process dies as with SIGKILL (start faultline again to resume)"},
+}
+
+// inCatalogue reports whether k is a fault of the catalogue.
+func inCatalogue(k FaultKind) bool {
+	for _, e := range Catalogue {
+		if e.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// MenuFault is the fault of kind with the defaults the UI's menu promises,
+// aimed at task (ignored for faults of the whole job): slow 10× for 5 s,
+// storage-fail the next 3 writes, broker-down 5 s; poison goes to topic and
+// partition.
+func MenuFault(kind FaultKind, task, topic string, partition int32) Fault {
+	f := Fault{Kind: kind, Task: task}
+	switch kind {
+	case FaultSlow:
+		f.Factor, f.For = 10, 5*time.Second
+	case FaultStorageFail:
+		f.Count = 3
+	case FaultBrokerDown:
+		f.For = 5 * time.Second
+	case FaultPoison:
+		f.Topic, f.Partition = topic, partition
+	}
+	if kind.JobLevel() {
+		f.Task = ""
+	}
+	return f
 }
 
 // JobLevel reports whether the fault acts on the job rather than a task.
@@ -149,7 +198,7 @@ func ParseFault(s string) (Fault, error) {
 			f.Count = n
 		case "fault":
 			f.Kind = FaultKind(v)
-			if _, ok := faultKinds[f.Kind]; !ok {
+			if !inCatalogue(f.Kind) {
 				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
 			}
 		default:
@@ -208,8 +257,8 @@ func ParseFault(s string) (Fault, error) {
 
 func knownFaults() string {
 	var ks []string
-	for k := range faultKinds {
-		ks = append(ks, string(k))
+	for _, e := range Catalogue {
+		ks = append(ks, string(e.Kind))
 	}
 	sort.Strings(ks)
 	return strings.Join(ks, ", ")
@@ -234,4 +283,198 @@ func CheckFaultTask(f Fault, job *spec.Job) error {
 		return fmt.Errorf("--inject %q: task must be %s/0 to %s/%d", f.Spec, name, name, op.Parallelism-1)
 	}
 	return nil
+}
+
+// ErrNoSuchTask means a fault names a subtask the job does not have.
+var ErrNoSuchTask = errors.New("no such subtask")
+
+// Inject makes fault f happen now, in the running job (the keyboard's
+// entry point to the fault catalogue; --inject's timed faults take the same
+// path). It returns an error when f names no subtask of the job, or when
+// too many faults are waiting.
+func (j *Job) Inject(f Fault) error {
+	f.After, f.AfterRecords = 0, 0
+	if f.Spec == "" {
+		f.Spec = "fault=" + string(f.Kind)
+		if f.Task != "" {
+			f.Spec = "task=" + f.Task + "," + f.Spec
+		}
+	}
+	if err := CheckFaultTask(f, j.spec); err != nil {
+		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
+	}
+	e := &faultEntry{Fault: f, adhoc: true}
+	select {
+	case j.faultCh <- e:
+		return nil
+	default:
+		return errors.New("too many faults waiting to be injected; try again")
+	}
+}
+
+// noteFault records an injected fault that fails no task, for the
+// report's failures.
+func (j *Job) noteFault(task string, kind FaultKind) {
+	j.faultsMu.Lock()
+	j.injected = append(j.injected, FailureInfo{At: j.obs.Since(), Task: task, Fault: string(kind)})
+	j.faultsMu.Unlock()
+}
+
+// jobFault makes a fault that acts on the whole job happen.
+func (j *Job) jobFault(f *faultEntry) {
+	switch f.Kind {
+	case FaultSavepoint:
+		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
+			j.obs.Emit(view.SavepointFailed{Error: err.Error()})
+		}
+	case FaultStorageFail:
+		j.storageFails.Add(int64(f.Count))
+	case FaultCorruptCheckpoint:
+		c, err := j.corruptNewest()
+		f := view.CheckpointCorrupted{Fault: string(FaultCorruptCheckpoint)}
+		if err != nil {
+			f.Error = err.Error()
+		} else {
+			f.ID = &c
+		}
+		j.obs.Emit(f)
+	case FaultCrash:
+		j.logf("injected crash: the process dies now")
+		j.cfg.Crash()
+	case FaultPoison:
+		e := view.PoisonWritten{Topic: f.Topic, Partition: f.Partition}
+		if j.cfg.Env.Poison == nil {
+			e.Error = "this input cannot take a poison record"
+		} else if off, err := j.cfg.Env.Poison(f.Topic, f.Partition); err != nil {
+			e.Error = err.Error()
+		} else {
+			e.Offset = &off
+		}
+		j.obs.Emit(e)
+	case FaultBrokerDown:
+		e := view.BrokerDown{ForMs: f.For.Milliseconds()}
+		if j.cfg.BrokerDown == nil {
+			e.Error = "no embedded broker to take down (with --brokers, stop your own)"
+		} else if err := j.cfg.BrokerDown(f.For); err != nil {
+			e.Error = err.Error()
+		}
+		j.obs.Emit(e)
+	}
+}
+
+// corruptNewest damages one state blob of the newest retained checkpoint
+// of the job and returns its id.
+func (j *Job) corruptNewest() (int64, error) {
+	c, err := j.store.Latest(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	if c == nil {
+		return 0, errors.New("no checkpoint to damage yet")
+	}
+	corrupter, ok := j.cfg.Store.(interface {
+		Corrupt(key string) error
+	})
+	if !ok {
+		return 0, fmt.Errorf("this checkpoint store cannot be damaged on purpose")
+	}
+	for _, id := range c.SortedTasks() {
+		if a := c.Tasks[id]; !a.Finished && a.Handle.Size > 0 {
+			return c.ID, corrupter.Corrupt(a.Handle.Key)
+		}
+	}
+	return 0, fmt.Errorf("checkpoint %d has no state to damage", c.ID)
+}
+
+// faultyStore fails checkpoint writes while the job's storage-fail
+// counter is above zero (the storage-fail fault).
+type faultyStore struct {
+	checkpoint.Store
+	fails *atomic.Int64
+}
+
+func (s faultyStore) PutState(ctx context.Context, id int64, task checkpoint.TaskID, data []byte) (checkpoint.Handle, error) {
+	return s.PutStateParts(ctx, id, task, [][]byte{data})
+}
+
+// PutStateParts writes a blob in parts where the store takes them, and
+// joined otherwise.
+func (s faultyStore) PutStateParts(ctx context.Context, id int64, task checkpoint.TaskID, parts [][]byte) (checkpoint.Handle, error) {
+	if s.fails.Add(-1) >= 0 {
+		return checkpoint.Handle{}, fmt.Errorf("injected storage failure writing checkpoint %d", id)
+	}
+	s.fails.Add(1)
+	if ps, ok := s.Store.(checkpoint.PartsStorage); ok {
+		return ps.PutStateParts(ctx, id, task, parts)
+	}
+	if len(parts) == 1 {
+		return s.Store.PutState(ctx, id, task, parts[0])
+	}
+	return s.Store.PutState(ctx, id, task, bytes.Join(parts, nil))
+}
+
+// deliver hands a timed fault to its task; a task that already finished is
+// past harm.
+func (j *Job) deliver(a *attempt, f *faultEntry) {
+	if f.adhoc && !slices.Contains(j.faults, f) {
+		// Known from now on, so that a failover re-arms it like the others.
+		j.faults = append(j.faults, f)
+	}
+	if f.Kind.JobLevel() {
+		f.fired.Store(true)
+		j.obs.Emit(view.FaultInjected{Fault: string(f.Kind), Spec: f.Spec})
+		j.noteFault("", f.Kind)
+		j.jobFault(f)
+		return
+	}
+	j.obs.Emit(view.FaultInjected{Task: f.Task, Fault: string(f.Kind), Spec: f.Spec})
+	if t := a.lookup(f.Task); t != nil {
+		f.delivered.Store(true)
+		t.mb.post(mail{kind: mailFault, entry: f})
+	}
+}
+
+// checkFaults fires a due after-records fault. processed is the task's
+// count over all attempts.
+func (t *task) checkFaults() error {
+	done := t.m.RecordsIn.Load() + t.in
+	if done < t.faultAt {
+		return nil
+	}
+	t.faultAt = 1<<63 - 1
+	for _, f := range t.faults {
+		if f.fired.Load() {
+			continue
+		}
+		if f.AfterRecords <= done {
+			if err := t.fire(f); err != nil {
+				return err
+			}
+			continue
+		}
+		t.faultAt = min(t.faultAt, f.AfterRecords)
+	}
+	return nil
+}
+
+// fire makes an injected fault happen in this task, now.
+func (t *task) fire(f *faultEntry) error {
+	if !f.fired.CompareAndSwap(false, true) {
+		return nil
+	}
+	if f.Kind == FaultSlow {
+		t.slowUntil = time.Now().Add(f.For)
+		t.slowFactor = f.Factor
+		t.a.job.obs.Emit(view.TaskSlowed{Task: t.name, Factor: f.Factor, ForMs: f.For.Milliseconds()})
+		t.a.job.noteFault(t.name, FaultSlow)
+		return nil
+	}
+	t.fired = f
+	t.flushCounters()
+	switch f.Kind {
+	case FaultPanic:
+		panic(fmt.Sprintf("injected panic in %s", t.name))
+	default:
+		return fmt.Errorf("%s: %w: %s", t.name, ErrInjected, f.Kind)
+	}
 }

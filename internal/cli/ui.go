@@ -149,25 +149,11 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 }
 
 // Inject implements tui.Controller: the fault with the defaults the menu
-// promises (slow: 10× for 5 s; storage-fail: the next 3 writes; broker-down:
-// 5 s; poison: into the partition the chosen subtask reads, or orders/0).
+// promises (runtime.MenuFault); poison goes into the partition the chosen
+// subtask reads, or orders/0.
 func (u *uiController) Inject(fault string, task string) error {
-	kind := runtime.FaultKind(fault)
-	f := runtime.Fault{Kind: kind, Task: task}
-	switch kind {
-	case runtime.FaultSlow:
-		f.Factor, f.For = 10, 5*time.Second
-	case runtime.FaultStorageFail:
-		f.Count = 3
-	case runtime.FaultBrokerDown:
-		f.For = 5 * time.Second
-	case runtime.FaultPoison:
-		f.Topic, f.Partition = u.poisonTarget(task)
-	}
-	if kind.JobLevel() {
-		f.Task = ""
-	}
-	return u.job.Inject(f)
+	topic, partition := u.poisonTarget(task)
+	return u.job.Inject(runtime.MenuFault(runtime.FaultKind(fault), task, topic, partition))
 }
 
 // poisonTarget is where a poison record aimed at task goes: the partition
@@ -235,20 +221,14 @@ func (u *uiController) SetRate(r float64) error {
 
 // Faults implements tui.Controller: the fault catalogue in menu order.
 func (u *uiController) Faults() []tui.FaultChoice {
-	brokerDown := tui.FaultChoice{Kind: string(runtime.FaultBrokerDown), Description: "the embedded broker refuses connections for 5 s",
-		JobLevel: true, Available: u.broker != nil}
-	if u.broker == nil {
-		brokerDown.Why = "only the embedded broker can be taken down; with --brokers, stop your own"
+	var out []tui.FaultChoice
+	for _, e := range runtime.Catalogue {
+		c := tui.FaultChoice{Kind: string(e.Kind), Description: e.Menu, JobLevel: e.Kind.JobLevel(), Available: true}
+		if e.Kind == runtime.FaultBrokerDown && u.broker == nil {
+			c.Available = false
+			c.Why = "only the embedded broker can be taken down; with --brokers, stop your own"
+		}
+		out = append(out, c)
 	}
-	return []tui.FaultChoice{
-		{Kind: string(runtime.FaultPanic), Description: "the task panics", Available: true},
-		{Kind: string(runtime.FaultError), Description: "the task's operator returns an error", Available: true},
-		{Kind: string(runtime.FaultSlow), Description: "the task works 10× slower for 5 s", Available: true},
-		{Kind: string(runtime.FaultPoison), Description: "a record no parser accepts enters the input it reads", JobLevel: true, Available: true},
-		brokerDown,
-		{Kind: string(runtime.FaultStorageFail), Description: "the next 3 checkpoint writes fail", JobLevel: true, Available: true},
-		{Kind: string(runtime.FaultCorruptCheckpoint), Description: "the newest checkpoint's state is damaged on disk", JobLevel: true, Available: true},
-		{Kind: string(runtime.FaultSavepoint), Description: "a savepoint is taken", JobLevel: true, Available: true},
-		{Kind: string(runtime.FaultCrash), Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},
-	}
+	return out
 }

@@ -1,0 +1,253 @@
+package runtime
+
+// Deploy: building an attempt's subtasks from the job spec and a restored
+// checkpoint, wiring their channels and starting them; settling the outputs
+// and the final commit at the end.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"faultline/backend"
+	"faultline/checkpoint"
+	"faultline/runtime/barrier"
+	"faultline/runtime/spec"
+)
+
+// deploy builds and starts every subtask of attempt n.
+func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, error) {
+	// The attempt ends when the master cancels it (teardown), not with the
+	// run's context: stopping with a savepoint needs it running a moment longer.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{},
+		sv: &supervision{finished: map[string]bool{}, atEnd: map[string]bool{}}}
+	a.epoch.Store(j.epoch.Add(1))
+	var built []*task
+	fail := func(err error) (*attempt, error) {
+		for _, t := range built {
+			a.closeBackend(t)
+		}
+		cancel()
+		return nil, err
+	}
+	for _, op := range j.spec.Operators {
+		for i := 0; i < op.Parallelism; i++ {
+			t, err := j.newTask(a, op, i, restore, states)
+			if err != nil {
+				return fail(err)
+			}
+			built = append(built, t)
+		}
+	}
+	j.wire(built)
+	a.events = make(chan taskEvent, 4*len(built))
+	a.mu.Lock()
+	for _, t := range built {
+		a.tasks = append(a.tasks, t)
+		a.byName[t.name] = t
+		if t.src != nil {
+			a.sources = append(a.sources, t)
+		}
+	}
+	a.mu.Unlock()
+	j.mu.Lock()
+	j.cur = a
+	j.mu.Unlock()
+	for _, t := range built {
+		j.start(t)
+	}
+	return a, nil
+}
+
+// newTask builds instance of subtask op/i for attempt a, with its state
+// from restore (nil: none), its keyed backend and its faults. It is not
+// wired nor started.
+func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*task, error) {
+	maxP := j.spec.MaxParallelism
+	epoch := a.epoch.Load()
+	id := checkpoint.TaskID{Operator: op.Name, Index: i}
+	t := &task{
+		id: id, name: id.String(), a: a, op: op, gate: newGate(), deploys: epoch,
+		m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
+	}
+	t.ctx, t.cancel = context.WithCancel(a.ctx)
+	t.mb = newMailbox(t.gate)
+	_, t.stepSeen, _ = j.tempo.get()
+	if op.Type == spec.TypeSource {
+		src, err := j.cfg.Env.source(op.Topic)
+		if err != nil {
+			t.cancel()
+			return nil, err
+		}
+		t.src = src
+	} else {
+		oper, err := newOperator(op, j.cfg.Env, j.bad)
+		if err != nil {
+			t.cancel()
+			return nil, err
+		}
+		t.oper = oper
+		t.one, _ = oper.(OneInput)
+		t.two, _ = oper.(TwoInput)
+	}
+	for _, in := range op.Inputs {
+		if in.Edge != spec.Hash {
+			continue
+		}
+		kgs := backend.RangeFor(maxP, op.Parallelism, i)
+		if j.cfg.StateBackend == "badger" {
+			dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", epoch), fmt.Sprintf("%s-%d", op.Name, i))
+			b, err := backend.NewBadger(dir, maxP, kgs)
+			if err != nil {
+				t.cancel()
+				return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
+			}
+			t.keyed = b
+		} else {
+			t.keyed = backend.NewHeap(maxP, kgs)
+		}
+		t.prefetch, _ = t.keyed.(backend.Prefetcher)
+		t.grouped, _ = t.keyed.(backend.GroupedKeys)
+		break
+	}
+	if ss := states[op.Name]; ss != nil {
+		r := &restoredState{from: restore.ID, operator: operatorStates(ss), replay: j.replayUntil}
+		for _, s := range ss {
+			if len(s.Keyed) > 0 {
+				r.keyed = append(r.keyed, s.Keyed)
+			}
+		}
+		t.restored = r
+	}
+	for _, f := range j.faults {
+		if f.Task == t.name && !f.fired.Load() {
+			t.faults = append(t.faults, f)
+			if f.AfterRecords > 0 {
+				t.faultAt = min(t.faultAt, f.AfterRecords)
+			}
+		}
+	}
+	return t, nil
+}
+
+// wire connects the subtasks in set with new channels, one per pair of
+// connected subtasks, and gives each its barrier handler. set must be
+// closed under the job's edges (the whole job, or pipelined regions): every
+// subtask connected to one in set is in set.
+func (j *Job) wire(set []*task) {
+	byOp := map[string][]*task{}
+	for _, t := range set {
+		byOp[t.op.Name] = append(byOp[t.op.Name], t)
+	}
+	index := func(ts []*task, i int) *task {
+		for _, t := range ts {
+			if t.id.Index == i {
+				return t
+			}
+		}
+		return nil
+	}
+	for _, op := range j.spec.Operators {
+		for k, in := range op.Inputs {
+			ups, downs := byOp[in.From], byOp[op.Name]
+			for _, up := range ups {
+				var chans []*Channel
+				if in.Edge == spec.Forward {
+					down := index(downs, up.id.Index)
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
+					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
+					chans = []*Channel{ch}
+				} else {
+					// Every downstream subtask is in set, in index order.
+					for i := 0; i < op.Parallelism; i++ {
+						down := index(downs, i)
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
+						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
+						chans = append(chans, ch)
+					}
+				}
+				up.outputs = append(up.outputs, newOutput(in, j.spec.MaxParallelism, chans, j.cfg.BatchSize, up.id.Index))
+			}
+		}
+	}
+	for _, t := range set {
+		if t.src == nil {
+			t.handler = j.newHandler(len(t.inputs))
+		}
+	}
+}
+
+// newHandler is a barrier handler in the job's current mode that ignores
+// every checkpoint issued so far: a subtask deployed now takes part only in
+// the checkpoints triggered after it, and barriers of older ones still in
+// its input channels must not make it align.
+func (j *Job) newHandler(inputs int) barrier.Handler {
+	h := barrier.New(j.Mode(), inputs, time.Now)
+	if last := j.coord.NextID() - 1; last > 0 {
+		h.Abort(last)
+	}
+	return h
+}
+
+// start runs subtask instance t in its own goroutine.
+func (j *Job) start(t *task) {
+	a := t.a
+	t.m.Deploys.Add(1)
+	a.wg.Add(1)
+	t.done.Add(1)
+	j.live.Add(1)
+	go func() {
+		defer func() {
+			j.live.Add(-1)
+			t.done.Done()
+			a.wg.Done()
+		}()
+		t.run(t.ctx)
+	}()
+}
+
+// settleOutputs leaves the outputs as a restart from a checkpoint with
+// these states would: the transactions it pre-committed are committed and
+// every later one is aborted. A run that stops without finishing calls it, so that what is
+// committed is exactly what its last completed checkpoint covers.
+func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
+	for _, op := range j.spec.Operators {
+		if op.Type != spec.TypeSink {
+			continue
+		}
+		out, err := j.cfg.Env.output(op.Topic)
+		if err != nil {
+			return err
+		}
+		ops := operatorStates(states[op.Name])
+		all := make([]int, op.Parallelism)
+		for i := range all {
+			all[i] = i
+		}
+		redo := func(name string) [][]byte { return ops[name] }
+		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo, func(int) bool { return true }, all); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalCommit commits what the sinks prepared at the end of their input,
+// once every task of the job has finished (Flink: the final commit of a
+// bounded job).
+func (j *Job) finalCommit(a *attempt) error {
+	for _, t := range a.taskList() {
+		s, ok := t.oper.(*sinkOp)
+		if !ok {
+			continue
+		}
+		for _, c := range s.FinalCommittables() {
+			if err := s.out.Commit(c); err != nil {
+				return fmt.Errorf("%s: final commit: %w", t.name, err)
+			}
+		}
+	}
+	return nil
+}

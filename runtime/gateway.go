@@ -1,0 +1,90 @@
+package runtime
+
+// The job master's side of the checkpoint coordinator (checkpoint.Gateway):
+// triggers, completion and abort notices to the current attempt, and the
+// coordinator's events as lifecycle events.
+
+import (
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime/view"
+)
+
+func (j *Job) onCheckpointEvent(e checkpoint.Event) {
+	switch e.Type {
+	case checkpoint.EventTriggered:
+		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
+	case checkpoint.EventCompleted:
+		full, inc := e.Completed.Size()
+		j.obs.Emit(view.CheckpointCompleted{
+			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),
+			SizeBytes: full, IncrementalBytes: inc,
+		})
+		if e.Kind == checkpoint.KindSavepoint {
+			sp := view.SavepointCompleted{ID: e.ID, SizeBytes: full}
+			if d, ok := j.cfg.Store.(interface{ Dir() string }); ok {
+				sp.Path = d.Dir()
+			}
+			j.obs.Emit(sp)
+			select {
+			case j.savepoints <- e.ID:
+			default:
+			}
+		}
+	case checkpoint.EventFailed:
+		f := view.CheckpointFailed{ID: e.ID, Reason: e.Reason.String()}
+		if e.Err != nil {
+			f.Error = e.Err.Error()
+		}
+		if e.Task.Operator != "" {
+			f.Task = e.Task.String()
+		}
+		j.obs.Emit(f)
+	}
+}
+
+// current returns the running attempt when its epoch is n.
+func (j *Job) current(n int64) *attempt {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.cur != nil && j.cur.epoch.Load() == n {
+		return j.cur
+	}
+	return nil
+}
+
+// TriggerSources implements checkpoint.Gateway.
+func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
+	if a := j.current(n); a != nil {
+		for _, t := range a.sourceList() {
+			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint, mode: j.Mode()})
+		}
+	}
+}
+
+// NotifyComplete implements checkpoint.Gateway.
+func (j *Job) NotifyComplete(n, id int64) {
+	if a := j.current(n); a != nil {
+		for _, t := range a.taskList() {
+			t.mb.post(mail{kind: mailComplete, id: id})
+		}
+	}
+}
+
+// NotifyAborted implements checkpoint.Gateway.
+func (j *Job) NotifyAborted(n, id int64) {
+	if a := j.current(n); a != nil {
+		for _, t := range a.taskList() {
+			t.mb.post(mail{kind: mailAborted, id: id})
+		}
+	}
+}
+
+// FailJob implements checkpoint.Gateway.
+func (j *Job) FailJob(n int64, err error) {
+	select {
+	case j.coordFail <- attemptErr{attempt: n, err: err}:
+	default:
+	}
+}

@@ -1,0 +1,277 @@
+package runtime
+
+// The operator subtask's loop: taking input batches channel by channel,
+// handing barriers to the barrier handler and acting on its answers.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime/barrier"
+)
+
+func modeOf(e *Element) barrier.Mode {
+	if e.AtLeastOnce {
+		return barrier.AtLeastOnce
+	}
+	return barrier.ExactlyOnce
+}
+
+// switchMode gives the subtask a barrier handler of mode, before it handles
+// the first barrier (of checkpoint id) triggered in that mode. A checkpoint
+// still aligning in the old mode is given up as subsumed, as a newer
+// barrier would subsume it anyway.
+func (t *task) switchMode(ctx context.Context, mode barrier.Mode, id int64) error {
+	if p := t.handler.Pending(); p != 0 {
+		r := t.handler.Abort(p)
+		if r.Aborted != 0 {
+			r.AbortReason = barrier.Subsumed
+		}
+		if err := t.act(ctx, r, 0); err != nil {
+			return err
+		}
+	}
+	h := barrier.New(mode, len(t.inputs), time.Now)
+	if id > 1 {
+		h.Abort(id - 1)
+	}
+	for i, in := range t.inputs {
+		if in.ended {
+			h.OnEndOfInput(i)
+		}
+	}
+	t.handler = h
+	for _, in := range t.inputs {
+		in.blocked.Store(false)
+	}
+	return nil
+}
+
+// BufferTimeout is the longest a record waits in a partly filled output
+// batch while its subtask is busy (Flink: execution.buffer-timeout, whose
+// default is 100 ms; shorter here, so that a viewer sees records move).
+const BufferTimeout = 10 * time.Millisecond
+
+// runOperator takes elements from the unblocked input channels in turn and
+// hands them to the operator and the barrier handler (Flink: StreamTask's
+// input processor with its CheckpointedInputGate).
+func (t *task) runOperator(ctx context.Context) error {
+	next := 0
+	for ctx.Err() == nil {
+		finished, err := t.handleMail(ctx)
+		if err != nil {
+			return err
+		}
+		if finished {
+			return nil
+		}
+		progressed := false
+		for k := 0; k < len(t.inputs); k++ {
+			i := (next + k) % len(t.inputs)
+			in := t.inputs[i]
+			if in.ended || t.handler.Blocked(i) {
+				continue
+			}
+			if in.pos >= len(in.cur) {
+				b, ok := in.ch.poll()
+				if !ok {
+					continue
+				}
+				if in.cur != nil {
+					putBatch(in.cur)
+				}
+				in.cur, in.pos = b, 0
+			}
+			if d := t.pace(ctx); d > 0 {
+				t.m.IdleNanos.Add(int64(d))
+			}
+			progressed = true
+			done, err := t.processInput(ctx, i)
+			if err != nil {
+				return err
+			}
+			if done {
+				return t.finishOperator(ctx)
+			}
+			// Partly filled output batches go out after BufferTimeout even
+			// while input keeps coming, and after every batch when the
+			// tempo is slowed, so that records and barriers can be seen
+			// moving on (Flink: execution.buffer-timeout).
+			if now := time.Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
+				if err := t.flushOutputs(ctx); err != nil {
+					return err
+				}
+				t.flushCounters()
+				t.lastFlush = now
+			}
+		}
+		next++
+		if !progressed {
+			if err := t.flushOutputs(ctx); err != nil {
+				return err
+			}
+			t.flushCounters()
+			t.wait(ctx)
+		}
+	}
+	return ctx.Err()
+}
+
+// prefetchAhead is how many records ahead of the one it processes a keyed
+// task prefetches state (backend.Prefetcher): far enough for a memory load
+// to arrive, near enough that it is still cached when used. 4 was the
+// fastest of 0, 4 and 12 in the default job; 2 and 8 were no different
+// (docs/PERFORMANCE.md).
+const prefetchAhead = 4
+
+// prefetchKey prefetches the state of e's key, if e is a record.
+func (t *task) prefetchKey(e *Element) {
+	if e.Kind == KindRecord {
+		t.prefetch.Prefetch(e.Record.Key, e.keyGroup())
+	}
+}
+
+// processInput handles the current batch of input i until it ends or the
+// channel gets blocked by alignment. done reports that every input ended.
+//
+// An element counts as handled only once its handling succeeded: when the
+// task fails on a record, in.pos still points at it, so that an instance
+// that takes over these input channels (individual failover) handles it
+// again instead of dropping it.
+func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
+	in := t.inputs[i]
+	start := in.pos
+	began := time.Now()
+	t.batchStart = began
+	t.channel = i
+	defer func() {
+		in.ch.markConsumed(in.pos - start)
+		t.dawdle(ctx, began)
+	}()
+	if t.prefetch != nil {
+		for j := in.pos; j < min(in.pos+prefetchAhead, len(in.cur)); j++ {
+			t.prefetchKey(&in.cur[j])
+		}
+	}
+	for in.pos < len(in.cur) {
+		e := &in.cur[in.pos]
+		switch e.Kind {
+		case KindRecord:
+			t.in++
+			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
+				if err := t.checkFaults(); err != nil {
+					return false, err
+				}
+			}
+			if t.keyed != nil {
+				if t.prefetch != nil && in.pos+prefetchAhead < len(in.cur) {
+					t.prefetchKey(&in.cur[in.pos+prefetchAhead])
+				}
+				if kg := e.keyGroup(); kg >= 0 && t.grouped != nil {
+					t.grouped.SetCurrentKeyInGroup(e.Record.Key, kg)
+				} else {
+					t.keyed.SetCurrentKey(e.Record.Key)
+				}
+			}
+			if t.two != nil {
+				if in.logical == 0 {
+					err = t.two.Process1(&e.Record, t)
+				} else {
+					err = t.two.Process2(&e.Record, t)
+				}
+			} else {
+				err = t.one.Process(&e.Record, t)
+			}
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", t.name, err)
+			}
+			if t.emitErr != nil {
+				return false, t.emitErr
+			}
+			e.Record = Record{}
+		case KindBarrier:
+			if mode := modeOf(e); mode != t.handler.Mode() {
+				if err := t.switchMode(ctx, mode, e.ID()); err != nil {
+					return false, err
+				}
+			}
+			t.lastTrig[e.ID()] = barrierInfo{ns: e.TriggerNanos(), savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
+			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos()); err != nil {
+				return false, err
+			}
+		case KindCancel:
+			if err := t.act(ctx, t.handler.OnCancel(i, e.ID()), 0); err != nil {
+				return false, err
+			}
+		case KindEndOfInput:
+			in.pos++
+			in.ended = true
+			if err := t.act(ctx, t.handler.OnEndOfInput(i), 0); err != nil {
+				return false, err
+			}
+			for _, x := range t.inputs {
+				if !x.ended {
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+		in.pos++
+		if t.handler.Blocked(i) {
+			break
+		}
+	}
+	return false, nil
+}
+
+// act carries out what the barrier handler decided.
+func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error {
+	for i, in := range t.inputs {
+		in.blocked.Store(t.handler.Blocked(i))
+	}
+	t.aligning.Store(t.handler.Pending())
+	if st := t.handler.AlignmentStart(); !st.IsZero() {
+		t.alignStart.Store(st.UnixNano())
+	} else {
+		t.alignStart.Store(0)
+	}
+	if r.Aborted != 0 {
+		delete(t.lastTrig, r.Aborted)
+		if err := t.broadcast(ctx, cancelElement(r.Aborted)); err != nil {
+			return err
+		}
+		if r.AbortReason == barrier.Subsumed {
+			t.a.job.coord.Decline(t.a.epoch.Load(), r.Aborted, t.id, checkpoint.ReasonSubsumed,
+				fmt.Errorf("%s: %s", t.name, r.AbortReason))
+		}
+	}
+	if r.Triggered == 0 {
+		return nil
+	}
+	info := barrierInfo{ns: triggerNs}
+	if bi, ok := t.lastTrig[r.Triggered]; ok {
+		info = bi
+	}
+	for id := range t.lastTrig {
+		if id <= r.Triggered {
+			delete(t.lastTrig, id)
+		}
+	}
+	return t.snapshot(ctx, r, info)
+}
+
+// finishOperator ends the operator after every input ended: the operator
+// flushes what it holds, and end of input travels on downstream.
+func (t *task) finishOperator(ctx context.Context) error {
+	if e, ok := t.oper.(InputEnder); ok {
+		if err := e.EndInput(t); err != nil {
+			return fmt.Errorf("%s: end of input: %w", t.name, err)
+		}
+		if t.emitErr != nil {
+			return t.emitErr
+		}
+	}
+	return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+}

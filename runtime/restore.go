@@ -1,0 +1,262 @@
+package runtime
+
+// Restore: which checkpoint or savepoint a (re)start goes back to, what it
+// passes over, and reading its state.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+
+	"faultline/backend"
+	"faultline/checkpoint"
+	"faultline/runtime/view"
+)
+
+// ErrNoSavepoint means --from-savepoint named no savepoint in the store.
+var ErrNoSavepoint = errors.New("no such savepoint")
+
+// savepointRestore loads savepoint id for a restore, checking that every
+// operator it holds state for is in the job.
+func (j *Job) savepointRestore(ctx context.Context, opts RunOptions) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
+	all, err := j.store.All(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list savepoints: %w", err)
+	}
+	var sp *checkpoint.Completed
+	var ids []string
+	for _, c := range all {
+		if c.Kind == checkpoint.KindSavepoint {
+			ids = append(ids, strconv.FormatInt(c.ID, 10))
+			if c.ID == opts.FromSavepoint {
+				sp = c
+			}
+		}
+	}
+	if sp == nil {
+		have := "none"
+		if len(ids) > 0 {
+			have = strings.Join(ids, ", ")
+		}
+		return nil, nil, fmt.Errorf("%w %d in the state dir (savepoints: %s)", ErrNoSavepoint, opts.FromSavepoint, have)
+	}
+	states, err := j.readRestore(ctx, sp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("savepoint %d cannot be read: %w", sp.ID, err)
+	}
+	var unknown []string
+	for op := range states {
+		if j.spec.Op(op) == nil {
+			unknown = append(unknown, op)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 && !opts.AllowNonRestoredState {
+		return nil, nil, fmt.Errorf("savepoint %d has state of operators the job does not have (%s); drop it with --allow-non-restored-state", sp.ID, strings.Join(unknown, ", "))
+	}
+	for _, op := range unknown {
+		delete(states, op)
+	}
+	return sp, states, nil
+}
+
+// ErrNoValidCheckpoint means the store holds checkpoints of the job but
+// none can be restored, and a fresh start was not allowed.
+var ErrNoValidCheckpoint = errors.New("no valid checkpoint to restore")
+
+// pickRestore finds the newest checkpoint (or savepoint) of this job whose state can be
+// read and decoded, newest first, reporting every damaged one it passes
+// over (Flink falls back the same way when a checkpoint cannot be read).
+// It returns nil when the store has no checkpoint of the job, and
+// ErrNoValidCheckpoint when it has some but none is valid, unless
+// AllowFreshStart.
+func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
+	all, err := j.store.All(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	var damaged []string
+	var firstErr error
+	invalid := func(id int64, err error) {
+		damaged = append(damaged, strconv.FormatInt(id, 10))
+		if firstErr == nil {
+			firstErr = err
+		}
+		j.logf("cannot restore checkpoint %d: %v", id, err)
+		if report {
+			j.obs.Emit(view.CheckpointInvalid{ID: id, Error: err.Error()})
+		}
+	}
+	// Records the store cannot read at all (damaged metadata, or a
+	// checkpoint it completed whose record is gone) are passed over first:
+	// they are newer than anything listed, or between listed ones.
+	var unreadable []int64
+	health, _ := j.store.Store.(storeHealth)
+	if health != nil {
+		ids, err := health.Damaged(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list damaged checkpoints: %w", err)
+		}
+		unreadable = ids
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		c := all[i]
+		// Savepoints count too: their completion committed the sink's
+		// output as a checkpoint's does.
+		if c.Job != j.spec.Name {
+			continue
+		}
+		for k := len(unreadable) - 1; k >= 0 && unreadable[k] > c.ID; k-- {
+			invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
+			unreadable = unreadable[:k]
+		}
+		states, err := j.readRestore(ctx, c)
+		if err == nil {
+			j.replayUntil = j.replayPast(all[i+1:], c)
+			return c, states, nil
+		}
+		invalid(c.ID, err)
+	}
+	for k := len(unreadable) - 1; k >= 0; k-- {
+		invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
+	}
+	if len(damaged) > 0 && !j.cfg.AllowFreshStart {
+		what := "checkpoint " + damaged[0] + " is"
+		if len(damaged) > 1 {
+			what = "checkpoints " + strings.Join(damaged, ", ") + " are"
+		}
+		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v); start again from nothing with --fresh, or read the input again from its beginning, beside the output already written, with --allow-fresh-start",
+			ErrNoValidCheckpoint, j.spec.Name, what, firstErr)
+	}
+	return nil, nil, nil
+}
+
+// storeHealth is what a checkpoint store can say of the records it cannot
+// read (the Badger store): their ids, and why.
+type storeHealth interface {
+	Damaged(ctx context.Context) ([]int64, error)
+	Verify(ctx context.Context, id int64) error
+}
+
+// replayPast says how far a restore from c goes back past output that
+// newer checkpoints committed (see OperatorContext.Replay): nil when c is
+// the newest checkpoint the store completed; the newest newer one's source
+// offsets when newer ones are listed (damaged); and empty offsets, "not
+// known", when the newest ones are gone (lost, or deleted with
+// `faultline checkpoints delete`). newer are the checkpoints listed after c.
+func (j *Job) replayPast(newer []*checkpoint.Completed, c *checkpoint.Completed) checkpoint.Offsets {
+	if c.ID >= j.store.MaxID() {
+		return nil
+	}
+	var last *checkpoint.Completed
+	for _, n := range newer {
+		if n.Job == j.spec.Name {
+			last = n
+		}
+	}
+	if last == nil || last.ID < j.store.MaxID() {
+		return checkpoint.Offsets{}
+	}
+	return last.SourceOffsets()
+}
+
+// markRestored records and announces a restore from c (nil: none, a fresh
+// start) of the subtasks in scope (nil: the whole job).
+func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, scope ...string) {
+	f := view.Restored{Reason: why, Tasks: scope}
+	switch {
+	case scope != nil:
+	case c != nil:
+		j.takeBackLosses(c.ID)
+	default:
+		j.takeBackLosses(0)
+	}
+	if c == nil {
+		f.Reason = why + ": no checkpoint of job " + j.spec.Name + " to restore, starting from the beginning"
+		j.obs.Emit(f)
+		return
+	}
+	j.coord.MarkRestored(c.ID)
+	res.RestoredFrom = append(res.RestoredFrom, c.ID)
+	offsets := c.SourceOffsets()
+	if scope != nil {
+		offsets = checkpoint.Offsets{}
+		for _, name := range scope {
+			for id, ack := range c.Tasks {
+				if id.String() != name {
+					continue
+				}
+				for topic, parts := range ack.Offsets {
+					if offsets[topic] == nil {
+						offsets[topic] = map[int32]int64{}
+					}
+					maps.Copy(offsets[topic], parts)
+				}
+			}
+		}
+	}
+	f.Checkpoint = c.ID
+	shown := offsetsJSON(offsets)
+	f.Offsets = &shown
+	j.obs.Emit(f)
+}
+
+// offsetsJSON is o as events show it: partitions as strings.
+func offsetsJSON(o checkpoint.Offsets) view.Offsets {
+	out := view.Offsets{}
+	for topic, parts := range o {
+		m := map[string]int64{}
+		for p, off := range parts {
+			m[strconv.Itoa(int(p))] = off
+		}
+		out[topic] = m
+	}
+	return out
+}
+
+// operatorStates gathers the operator state of an operator's subtasks in
+// a checkpoint: name → the value each subtask had (Flink: union list
+// state), as every new subtask is handed it.
+func operatorStates(ss []*backend.SubtaskState) map[string][][]byte {
+	m := map[string][][]byte{}
+	for _, s := range ss {
+		for name, v := range s.Operator {
+			m[name] = append(m[name], v)
+		}
+	}
+	return m
+}
+
+// readRestore loads the state of every subtask in checkpoint c, by operator.
+func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[string][]*backend.SubtaskState, error) {
+	out := map[string][]*backend.SubtaskState{}
+	for _, id := range c.SortedTasks() {
+		ack := c.Tasks[id]
+		var s *backend.SubtaskState
+		var keyed [][]byte
+		for _, h := range ack.Blobs() {
+			data, err := j.store.GetState(ctx, h)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint %d: state of %s: %w", c.ID, id, err)
+			}
+			if s, err = backend.DecodeSubtaskState(data); err != nil {
+				return nil, fmt.Errorf("checkpoint %d: state of %s: %w", c.ID, id, err)
+			}
+			keyed = append(keyed, s.Keyed)
+		}
+		if len(keyed) > 1 {
+			// An incremental snapshot: its full base and deltas, composed.
+			composed, err := backend.ComposeKeyed(keyed)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint %d: state of %s: compose %d incremental snapshots: %w", c.ID, id, len(keyed), err)
+			}
+			s.Keyed = composed
+		}
+		out[id.Operator] = append(out[id.Operator], s)
+	}
+	return out, nil
+}

@@ -1,0 +1,170 @@
+package runtime
+
+// The source subtask's loop: polling, checkpoint barriers at the trigger,
+// offsets in its state and committed to the consumer group.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"faultline/backend"
+	"faultline/checkpoint"
+	"faultline/runtime/barrier"
+)
+
+const sourceStateName = "offsets"
+
+// runSource reads the source's partitions, emitting batches and injecting
+// barriers when the coordinator triggers a checkpoint (Flink: SourceStreamTask
+// with its SourceReader).
+func (t *task) runSource(ctx context.Context) error {
+	checkpointing := t.a.job.cfg.Checkpoint.Interval > 0
+	for ctx.Err() == nil {
+		if d := t.pace(ctx); d > 0 {
+			t.m.IdleNanos.Add(int64(d))
+		}
+		finished, err := t.handleMail(ctx)
+		if err != nil {
+			return err
+		}
+		if finished {
+			return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+		}
+		if t.atEnd {
+			if !checkpointing {
+				return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+			}
+			t.wait(ctx)
+			continue
+		}
+		if t.a.job.paused.Load() {
+			t.waitPaused(ctx)
+			continue
+		}
+		began := time.Now()
+		recs, done, err := t.reader.Poll(ctx, t.srcBuf[:0], t.a.job.cfg.BatchSize)
+		if err != nil {
+			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
+		}
+		t.srcBuf = recs
+		if len(recs) == 0 {
+			t.m.IdleNanos.Add(int64(time.Since(began)))
+		}
+		for i := range recs {
+			t.in++
+			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
+				if err := t.checkFaults(); err != nil {
+					return err
+				}
+			}
+			t.Collect(recs[i])
+			recs[i] = Record{}
+		}
+		if t.emitErr != nil {
+			return t.emitErr
+		}
+		if err := t.flushOutputs(ctx); err != nil {
+			return err
+		}
+		t.flushCounters()
+		if len(recs) > 0 || t.m.offsets.Load() == nil {
+			t.m.offsets.Store(t.reader.Offsets())
+		}
+		t.dawdle(ctx, began)
+		if done {
+			t.atEnd = true
+			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t})
+		}
+	}
+	return ctx.Err()
+}
+
+// commitOffsets hands the offsets of completed checkpoint id (or of the
+// newest one before it) to the source reader to commit, and forgets older
+// ones.
+func (t *task) commitOffsets(id int64) {
+	oc, ok := t.reader.(OffsetCommitter)
+	if !ok {
+		return
+	}
+	var best int64
+	for cid := range t.srcOffsets {
+		if cid <= id && cid > best {
+			best = cid
+		}
+	}
+	if best == 0 {
+		return
+	}
+	if err := oc.CommitOffsets(t.srcOffsets[best]); err != nil {
+		t.a.job.logf("%s: commit offsets of checkpoint %d: %v", t.name, best, err)
+	}
+	for cid := range t.srcOffsets {
+		if cid <= best {
+			delete(t.srcOffsets, cid)
+		}
+	}
+}
+
+// dawdle stretches the work done since began by the slow fault's factor
+// while it lasts: back-pressure builds upstream, barriers queue behind the
+// slow task, alignments and checkpoints take longer.
+func (t *task) dawdle(ctx context.Context, began time.Time) {
+	if t.slowUntil.IsZero() {
+		return
+	}
+	now := time.Now()
+	if now.After(t.slowUntil) {
+		t.slowUntil = time.Time{}
+		return
+	}
+	d := time.Duration(float64(now.Sub(began)) * (t.slowFactor - 1))
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+}
+
+func (t *task) waitPaused(ctx context.Context) {
+	tm := time.NewTimer(20 * time.Millisecond)
+	defer tm.Stop()
+	select {
+	case <-t.gate.c:
+	case <-tm.C:
+	case <-ctx.Done():
+	}
+}
+
+// sourceCheckpoint snapshots a source's offsets and injects barrier id
+// behind every record read so far.
+func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode) error {
+	start := time.Now()
+	offs := t.reader.Offsets()
+	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
+	b := barrierElement(id, triggerNs, savepoint, mode == barrier.AtLeastOnce)
+	if err := t.broadcast(ctx, b); err != nil {
+		return err
+	}
+	if t.atEnd && t.finalBarrier == 0 {
+		t.finalBarrier = id
+	}
+	if _, ok := t.reader.(OffsetCommitter); ok {
+		if t.srcOffsets == nil {
+			t.srcOffsets = map[int64]map[int32]int64{}
+		}
+		t.srcOffsets[id] = offs
+	}
+	ack := checkpoint.SubtaskAck{
+		SyncDuration: time.Since(start),
+		StartDelay:   start.Sub(time.Unix(0, triggerNs)),
+		Offsets:      checkpoint.Offsets{t.src.Topic(): offs},
+	}
+	t.persistAsync(id, state, nil, ack, false)
+	return nil
+}
