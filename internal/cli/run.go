@@ -23,10 +23,16 @@ import (
 	"faultline/runtime"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/runtime/verify"
 	"faultline/runtime/view"
 	"faultline/tui"
 )
 
+// run runs a job from its flags to its exit code, in named steps: prepare
+// the state dir, watch for what stops a run, start Kafka and the input,
+// build the job's environment, run it (headless or with the terminal UI),
+// verify its output and report. Each step leaves in r what the next ones
+// need; what a step opens, r closes at the end, newest first.
 func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -35,12 +41,87 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stateDir := o.stateDir
-	if stateDir == "" {
-		if stateDir, err = defaultStateDir(); err != nil {
+	r := &runState{o: o, p: p, stdout: stdout, stderr: stderr}
+	defer r.close()
+	if err := r.prepare(ctx); err != nil {
+		return err
+	}
+	ctx = r.watch(ctx)
+	if err := r.startKafka(ctx); err != nil {
+		return err
+	}
+	if err := r.buildEnv(); err != nil {
+		return err
+	}
+	res, err := r.runJob(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := r.verify(res)
+	if err != nil {
+		return err
+	}
+	return r.report(ctx, res, v)
+}
+
+// runState is a run between its steps.
+type runState struct {
+	o              *runOptions
+	p              *prepared
+	stdout, stderr io.Writer
+	cleanups       []func() // what close undoes, in the order it was done
+
+	// prepare
+	stateDir, logPath, workDir string
+	store                      *checkpoint.BadgerStore
+	logger                     *log.Logger
+	expect                     runtime.Expect
+	ledger                     *verify.Ledger
+	ledgerPath                 string
+	continues                  bool // the run goes on from the state dir's checkpoints
+	// watch
+	stopRun     context.CancelCauseFunc
+	obs         *runtime.Observer
+	enc         *json.Encoder
+	closeEvents func()
+	// startKafka
+	generate   bool
+	embedded   *kafka.Embedded
+	brokerDown func(time.Duration) error
+	cl         sarama.Client
+	gen        *runtime.Generator
+	uiWriter   *kafka.Writer // the writer of an unbounded input, for the UI's rate keys
+	// buildEnv
+	bounded     bool
+	sources     map[string]*kafka.Source
+	outputs     map[string]*kafka.Output
+	outputStart map[string]map[int32]int64
+	job         *runtime.Job
+}
+
+// onClose has close call f.
+func (r *runState) onClose(f func()) { r.cleanups = append(r.cleanups, f) }
+
+// close undoes what the steps did, newest first.
+func (r *runState) close() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// prepare checks the state dir and takes it: room on its disk, its lock
+// (the checkpoint store's), the rules for going on from it or starting
+// afresh, the log file and the verification ledger.
+func (r *runState) prepare(ctx context.Context) error {
+	o, p := r.o, r.p
+	r.stateDir = o.stateDir
+	if r.stateDir == "" {
+		var err error
+		if r.stateDir, err = defaultStateDir(); err != nil {
 			return err
 		}
 	}
+	stateDir := r.stateDir
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
@@ -49,8 +130,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := diskroom.Check(stateDir, diskroom.FreshStore, diskroom.Free); err != nil {
 		return exitError{code: 1, err: err}
 	}
-	if !o.headless && !isTerminal(stdout) {
-		fmt.Fprintln(stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
+	if !o.headless && !isTerminal(r.stdout) {
+		fmt.Fprintln(r.stderr, "faultline: stdout is not a terminal; running headless (JSON events on stdout)")
 		o.headless = true
 	}
 	// The checkpoint store's lock is the state dir's: take it before
@@ -63,10 +144,11 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	defer store.Close()
+	r.store = store
+	r.onClose(func() { store.Close() })
 	embeddedBroker := len(p.client.Brokers) == 0
 	if o.fresh {
-		if err := clearStateDir(ctx, store, stateDir, stderr); err != nil {
+		if err := clearStateDir(ctx, store, stateDir, r.stderr); err != nil {
 			return exitError{code: 1, err: err}
 		}
 	} else if o.headless && !o.resume && o.fromSavepoint == 0 {
@@ -89,43 +171,50 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	// The badger state backend's databases: one per subtask and attempt,
 	// left over only by a killed process, so emptied at start.
-	workDir := filepath.Join(stateDir, "work")
-	if err := os.RemoveAll(workDir); err != nil {
-		return exitError{code: 1, err: fmt.Errorf("clear %s: %w", workDir, err)}
+	r.workDir = filepath.Join(stateDir, "work")
+	if err := os.RemoveAll(r.workDir); err != nil {
+		return exitError{code: 1, err: fmt.Errorf("clear %s: %w", r.workDir, err)}
 	}
-	logPath := o.logFile
-	if logPath == "" {
-		logPath = filepath.Join(stateDir, "faultline.log")
+	r.logPath = o.logFile
+	if r.logPath == "" {
+		r.logPath = filepath.Join(stateDir, "faultline.log")
 	}
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		if o.logFile != "" {
 			return usagef("--log-file %s: %v", o.logFile, errors.Unwrap(err))
 		}
 		return fmt.Errorf("log file: %w", err)
 	}
-	defer lf.Close()
-	logger := log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
+	r.onClose(func() { lf.Close() })
+	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
 	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
 	// The verification ledger: what the oracle has accounted for of the
 	// records the embedded broker deleted. A run that goes on from this
 	// job's checkpoints goes on from it; any other starts a new one.
-	expect := runtime.ExpectOf(p.job)
-	ledgerPath := filepath.Join(stateDir, "verify", "ledger")
-	continues := o.fromSavepoint != 0
-	if !continues && (o.resume || !o.headless) {
+	r.expect = runtime.ExpectOf(p.job)
+	r.ledgerPath = filepath.Join(stateDir, "verify", "ledger")
+	r.continues = o.fromSavepoint != 0
+	if !r.continues && (o.resume || !o.headless) {
 		if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
-			continues = true
+			r.continues = true
 		}
 	}
-	ledger, err := openLedger(ledgerPath, expect, continues, stateDir)
-	if err != nil {
-		return err
-	}
-	ctx, stop := notifyStop(ctx, stderr)
-	defer stop()
+	r.ledger, err = openLedger(r.ledgerPath, r.expect, r.continues, stateDir)
+	return err
+}
+
+// watch returns the run's context, which the stop signals end, and what
+// stops a run on its own ends with a cause: the state dir removed, its disk
+// full, the input writer failed. It starts the events on their way: to
+// stdout as JSON lines when headless, to the terminal UI otherwise.
+func (r *runState) watch(ctx context.Context) context.Context {
+	ctx, stop := notifyStop(ctx, r.stderr)
+	r.onClose(stop)
 	ctx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
+	r.stopRun = stopRun
+	r.onClose(func() { stopRun(nil) })
+	stateDir := r.stateDir
 	// A state dir removed under the run takes its checkpoints, its log and
 	// the embedded broker's data with it: nothing the run writes from then
 	// on can be recovered, so it stops and says why.
@@ -140,68 +229,45 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		stopRun(fmt.Errorf("stopped the job: %w", short))
 	})
 
-	obs := runtime.NewObserver(clock.Real{}, 8192)
-	enc := json.NewEncoder(stdout)
+	r.obs = runtime.NewObserver(clock.Real{}, 8192)
+	r.enc = json.NewEncoder(r.stdout)
 	printed := make(chan struct{})
-	if o.headless {
+	if r.o.headless {
 		go func() {
 			defer close(printed)
-			for e := range obs.Events() {
-				enc.Encode(e)
+			for e := range r.obs.Events() {
+				r.enc.Encode(e)
 			}
 		}()
 	} else {
 		// The terminal UI reads the events.
 		close(printed)
 	}
-	closeEvents := sync.OnceFunc(func() {
-		obs.Close()
+	r.closeEvents = sync.OnceFunc(func() {
+		r.obs.Close()
 		<-printed
 	})
-	defer closeEvents()
+	r.onClose(r.closeEvents)
+	return ctx
+}
 
-	// Kafka: the embedded broker unless --brokers names a cluster.
-	generate := o.kafka.generate
-	var brokerDown func(time.Duration) error
-	var embedded *kafka.Embedded
+// startKafka starts the embedded broker unless --brokers names a cluster,
+// connects, makes sure of the topics, and writes the generator's input:
+// all of it before the job with --records, or at --rate while it runs.
+func (r *runState) startKafka(ctx context.Context) error {
+	o, p := r.o, r.p
+	r.generate = o.kafka.generate
 	if len(p.client.Brokers) == 0 {
-		sinkTopics := map[string]int32{}
-		for _, op := range p.job.Operators {
-			if op.Type == spec.TypeSink {
-				sinkTopics[p.topicMap[op.Name]] = 1
-			}
+		if err := r.startEmbedded(); err != nil {
+			return err
 		}
-		topics := map[string]int32{}
-		for _, t := range p.logicalTopics() {
-			topics[t] = runtime.GeneratorPartitions
-		}
-		for t, n := range sinkTopics {
-			topics[t] = n
-		}
-		broker, err := kafka.StartEmbedded(o.kafka.listen, filepath.Join(stateDir, "kafka"), topics)
-		if err != nil {
-			return exitError{code: 1, err: err}
-		}
-		defer broker.Close()
-		embedded = broker
-		brokerDown = func(d time.Duration) error {
-			broker.Down(d)
-			time.AfterFunc(d, func() { obs.Emit(view.BrokerUp{Address: broker.Addr}) })
-			return nil
-		}
-		p.client.Brokers = []string{broker.Addr}
-		p.client.Embedded = true
-		generate = true
-		if broker.Note != "" {
-			fmt.Fprintln(stderr, "faultline:", broker.Note)
-		}
-		obs.Emit(view.BrokerStarted{Address: broker.Addr, Embedded: true, LogDir: filepath.Join(stateDir, "kafka"), Note: broker.Note})
 	}
 	cl, err := p.client.NewClientContext(ctx)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	defer cl.Close()
+	r.cl = cl
+	r.onClose(func() { cl.Close() })
 	topics := map[string]int32{}
 	for _, op := range p.job.Operators {
 		switch op.Type {
@@ -214,145 +280,201 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if o.onBadRecord == runtime.BadRecordDeadLetter {
 		topics[o.deadLetterTopic] = 1
 	}
-	if !generate {
-		// Nothing writes into a source topic faultline would create: a
-		// misspelt --topic would read nothing and look like success.
-		readBy := map[string]string{} // source topic → its operator
-		for _, op := range p.job.Operators {
-			if op.Type == spec.TypeSource {
-				readBy[p.topicMap[op.Name]] = op.Name
-			}
-		}
-		missing, err := kafka.MissingTopics(cl, slices.Collect(maps.Keys(readBy)))
-		if err != nil {
-			return exitError{code: 1, err: err}
-		}
-		if len(missing) > 0 {
-			var names []string
-			for _, m := range missing {
-				names = append(names, fmt.Sprintf("%s (read by %s)", m, readBy[m]))
-			}
-			topic, it := "topic", "it"
-			if len(missing) > 1 {
-				topic, it = "topics", "them"
-			}
-			return exitError{code: 1, err: fmt.Errorf("no %s %s at %s: create %s, name another with --topic, or add --generate to have faultline create %s and write the generator's records into %s",
-				topic, strings.Join(names, ", "), strings.Join(p.client.Brokers, ","), it, it, it)}
+	if !r.generate {
+		if err := r.checkSourceTopics(); err != nil {
+			return err
 		}
 	}
 	if err := kafka.EnsureTopics(cl, topics); err != nil {
 		return exitError{code: 1, err: err}
 	}
+	r.gen = runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
+	if !r.generate {
+		return nil
+	}
+	w := kafka.NewWriter(p.client, cl, r.gen).WithTopics(p.logicalTopics())
+	if o.records > 0 && p.rate == 0 {
+		return r.fill(ctx, w)
+	}
+	writerDone := make(chan error, 1)
+	wctx, wcancel := context.WithCancel(ctx)
+	r.onClose(func() {
+		wcancel()
+		<-writerDone
+	})
+	r.uiWriter = w
+	go func() {
+		err := w.Run(wctx, p.rate)
+		if err != nil {
+			// Without its input the job cannot go on: stop the run.
+			err = fmt.Errorf("the input writer failed: %w", err)
+			r.obs.Emit(view.InputWriterFailed{Error: err.Error()})
+			r.stopRun(err)
+		}
+		writerDone <- err
+	}()
+	return nil
+}
 
-	gen := runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
-	var writerDone chan error
-	var uiWriter *kafka.Writer
-	if generate {
-		w := kafka.NewWriter(p.client, cl, gen).WithTopics(p.logicalTopics())
-		if o.records > 0 && p.rate == 0 {
-			start := time.Now()
-			var shown, total int64
-			w.WithProgress(time.Second, func(written, of int64) {
-				shown, total = written, of
-				if o.headless {
-					obs.Emit(view.InputProgress{Records: written, Of: of})
-				} else {
-					// Before the UI takes the screen: one line, rewritten.
-					fmt.Fprintf(stdout, "\rfaultline: writing the input into Kafka: %s of %s records (%d%%)", tui.Thousands(written), tui.Thousands(of), written*100/max(of, 1))
-				}
-			})
-			n, err := w.Fill(ctx)
-			if shown > 0 && !o.headless {
-				fmt.Fprintln(stdout)
-			}
-			if err != nil {
-				if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-					return exitError{code: 1, err: fmt.Errorf("%w (while writing the input into Kafka, with about %s of its %s records written)", cause, tui.Thousands(n), tui.Thousands(max(total, n)))}
-				}
-				if ctx.Err() != nil {
-					return exitError{code: 1, err: fmt.Errorf("stopped while writing the input into Kafka, with about %s of its %s records written (the next run writes the rest)", tui.Thousands(n), tui.Thousands(max(total, n)))}
-				}
-				return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
-			}
-			obs.Emit(view.InputWritten{Records: n, DurationMs: time.Since(start).Milliseconds()})
-		} else {
-			writerDone = make(chan error, 1)
-			wctx, wcancel := context.WithCancel(ctx)
-			defer func() {
-				wcancel()
-				<-writerDone
-			}()
-			uiWriter = w
-			go func() {
-				err := w.Run(wctx, p.rate)
-				if err != nil {
-					// Without its input the job cannot go on: stop the run.
-					err = fmt.Errorf("the input writer failed: %w", err)
-					obs.Emit(view.InputWriterFailed{Error: err.Error()})
-					stopRun(err)
-				}
-				writerDone <- err
-			}()
+// startEmbedded starts the embedded broker with its log in the state dir.
+func (r *runState) startEmbedded() error {
+	o, p := r.o, r.p
+	topics := map[string]int32{}
+	for _, t := range p.logicalTopics() {
+		topics[t] = runtime.GeneratorPartitions
+	}
+	for _, op := range p.job.Operators {
+		if op.Type == spec.TypeSink {
+			topics[p.topicMap[op.Name]] = 1
 		}
 	}
+	logDir := filepath.Join(r.stateDir, "kafka")
+	broker, err := kafka.StartEmbedded(o.kafka.listen, logDir, topics)
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	r.onClose(broker.Close)
+	r.embedded = broker
+	obs := r.obs
+	r.brokerDown = func(d time.Duration) error {
+		broker.Down(d)
+		time.AfterFunc(d, func() { obs.Emit(view.BrokerUp{Address: broker.Addr}) })
+		return nil
+	}
+	p.client.Brokers = []string{broker.Addr}
+	p.client.Embedded = true
+	r.generate = true
+	if broker.Note != "" {
+		fmt.Fprintln(r.stderr, "faultline:", broker.Note)
+	}
+	r.obs.Emit(view.BrokerStarted{Address: broker.Addr, Embedded: true, LogDir: logDir, Note: broker.Note})
+	return nil
+}
 
+// checkSourceTopics refuses source topics that do not exist when faultline
+// writes no input: nothing would write into a topic faultline created, and
+// a misspelt --topic would read nothing and look like success.
+func (r *runState) checkSourceTopics() error {
+	p := r.p
+	readBy := map[string]string{} // source topic → its operator
+	for _, op := range p.job.Operators {
+		if op.Type == spec.TypeSource {
+			readBy[p.topicMap[op.Name]] = op.Name
+		}
+	}
+	missing, err := kafka.MissingTopics(r.cl, slices.Collect(maps.Keys(readBy)))
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var names []string
+	for _, m := range missing {
+		names = append(names, fmt.Sprintf("%s (read by %s)", m, readBy[m]))
+	}
+	topic, it := "topic", "it"
+	if len(missing) > 1 {
+		topic, it = "topics", "them"
+	}
+	return exitError{code: 1, err: fmt.Errorf("no %s %s at %s: create %s, name another with --topic, or add --generate to have faultline create %s and write the generator's records into %s",
+		topic, strings.Join(names, ", "), strings.Join(p.client.Brokers, ","), it, it, it)}
+}
+
+// fill writes a bounded input into Kafka before the job starts, showing
+// how far it got.
+func (r *runState) fill(ctx context.Context, w *kafka.Writer) error {
+	o := r.o
+	start := time.Now()
+	var shown, total int64
+	w.WithProgress(time.Second, func(written, of int64) {
+		shown, total = written, of
+		if o.headless {
+			r.obs.Emit(view.InputProgress{Records: written, Of: of})
+		} else {
+			// Before the UI takes the screen: one line, rewritten.
+			fmt.Fprintf(r.stdout, "\rfaultline: writing the input into Kafka: %s of %s records (%d%%)", tui.Thousands(written), tui.Thousands(of), written*100/max(of, 1))
+		}
+	})
+	n, err := w.Fill(ctx)
+	if shown > 0 && !o.headless {
+		fmt.Fprintln(r.stdout)
+	}
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return exitError{code: 1, err: fmt.Errorf("%w (while writing the input into Kafka, with about %s of its %s records written)", cause, tui.Thousands(n), tui.Thousands(max(total, n)))}
+		}
+		if ctx.Err() != nil {
+			return exitError{code: 1, err: fmt.Errorf("stopped while writing the input into Kafka, with about %s of its %s records written (the next run writes the rest)", tui.Thousands(n), tui.Thousands(max(total, n)))}
+		}
+		return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
+	}
+	r.obs.Emit(view.InputWritten{Records: n, DurationMs: time.Since(start).Milliseconds()})
+	return nil
+}
+
+// buildEnv makes the job's environment (its Kafka sources and outputs, the
+// dead-letter writer, the poison fault's writer) and the job.
+func (r *runState) buildEnv() error {
+	o, p := r.o, r.p
 	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}, TxnPrefix: o.kafka.txnPrefix}
-	sources := map[string]*kafka.Source{}
-	outputStart := map[string]map[int32]int64{}
-	outputs := map[string]*kafka.Output{}
-	bounded := o.records > 0 || o.kafka.bounded
+	r.sources = map[string]*kafka.Source{}
+	r.outputStart = map[string]map[int32]int64{}
+	r.outputs = map[string]*kafka.Output{}
+	r.bounded = o.records > 0 || o.kafka.bounded
+	var err error
 	for _, op := range p.job.Operators {
 		topic := p.topicMap[op.Name]
 		switch op.Type {
 		case spec.TypeSource:
-			if sources[topic] != nil {
+			if r.sources[topic] != nil {
 				continue
 			}
 			var ends map[int32]int64
 			switch {
-			case generate && o.records > 0:
+			case r.generate && o.records > 0:
 				// The generator's input ends where it says, even while
 				// the writer is still filling the topic at --rate.
 				ends = map[int32]int64{}
 				for p := 0; p < runtime.GeneratorPartitions; p++ {
-					ends[int32(p)] = gen.EndOffset(op.Topic, p)
+					ends[int32(p)] = r.gen.EndOffset(op.Topic, p)
 				}
-			case bounded:
-				if ends, err = kafka.EndOffsets(cl, topic); err != nil {
+			case r.bounded:
+				if ends, err = kafka.EndOffsets(r.cl, topic); err != nil {
 					return exitError{code: 1, err: err}
 				}
 			}
-			s, err := kafka.NewSource(p.client, cl, topic, p.startup, o.kafka.group, ends)
+			s, err := kafka.NewSource(p.client, r.cl, topic, p.startup, o.kafka.group, ends)
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			sources[topic] = s
+			r.sources[topic] = s
 		case spec.TypeSink:
-			if outputs[topic] != nil {
+			if r.outputs[topic] != nil {
 				continue
 			}
-			if outputStart[topic], err = kafka.EndOffsets(cl, topic); err != nil {
+			if r.outputStart[topic], err = kafka.EndOffsets(r.cl, topic); err != nil {
 				return exitError{code: 1, err: err}
 			}
-			out, err := kafka.NewOutput(p.client, cl, topic, p.sinkG)
+			out, err := kafka.NewOutput(p.client, r.cl, topic, p.sinkG)
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
 			out.WithTransactionTimeout(o.kafka.txnTimeout)
-			defer out.Close()
-			outputs[topic] = out
+			r.onClose(func() { out.Close() })
+			r.outputs[topic] = out
 		}
 	}
 	if o.onBadRecord == runtime.BadRecordDeadLetter {
 		dlq := kafka.NewDeadLetters(p.client, o.deadLetterTopic)
-		defer dlq.Close()
+		r.onClose(func() { dlq.Close() })
 		env.DeadLetters = dlq
 	}
 	// The poison fault writes into the Kafka topic behind a generator
 	// topic; a bounded source reads one record more there.
 	env.Poison = func(topic string, partition int32) (int64, error) {
 		actual := p.logicalTopics()[topic]
-		src := sources[actual]
+		src := r.sources[actual]
 		if src == nil {
 			return 0, fmt.Errorf("the job reads no %s topic", topic)
 		}
@@ -367,13 +489,12 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	for _, op := range p.job.Operators {
 		switch op.Type {
 		case spec.TypeSource:
-			env.Sources[op.Topic] = sources[p.topicMap[op.Name]]
+			env.Sources[op.Topic] = r.sources[p.topicMap[op.Name]]
 		case spec.TypeSink:
-			env.Outputs[op.Topic] = outputs[p.topicMap[op.Name]]
+			env.Outputs[op.Topic] = r.outputs[p.topicMap[op.Name]]
 		}
 	}
-
-	job, err := runtime.New(runtime.Config{
+	r.job, err = runtime.New(runtime.Config{
 		Job:  p.job,
 		Env:  env,
 		Mode: p.mode,
@@ -381,35 +502,41 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
 			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
 		},
-		Store:           store,
+		Store:           r.store,
 		StateBackend:    o.stateBackend,
 		Incremental:     o.incremental,
-		WorkDir:         workDir,
+		WorkDir:         r.workDir,
 		AllowFreshStart: o.allowFreshStart,
 		Restart:         p.strategy,
 		Failover:        p.failover,
 		OnBadRecord:     o.onBadRecord,
-		BrokerDown:      brokerDown,
+		BrokerDown:      r.brokerDown,
 		Faults:          p.faults,
 		Clock:           clock.Real{},
-		Observer:        obs,
+		Observer:        r.obs,
 		ChannelCapacity: o.channelCapacity,
 		BatchSize:       o.batchSize,
-		Logf:            logger.Printf,
-		Crash:           o.crashFunc(stdout, stderr),
+		Logf:            r.logger.Printf,
+		Crash:           o.crashFunc(r.stdout, r.stderr),
 	})
 	if err != nil {
 		return usageError{err}
 	}
-	obs.Emit(view.RunStarted{
-		Job: p.job.Name, Mode: o.mode, StateDir: stateDir, LogFile: logPath,
+	return nil
+}
+
+// runJob runs the job to its end, headless or in front of the terminal UI
+// (with the live verifier), while the broker's retention trims its log.
+func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
+	o, p := r.o, r.p
+	r.obs.Emit(view.RunStarted{
+		Job: p.job.Name, Mode: o.mode, StateDir: r.stateDir, LogFile: r.logPath,
 		Records: o.records, Seed: o.seed, CheckpointIntervalMs: o.interval.Milliseconds(),
 		Brokers: strings.Join(p.client.Brokers, ","), SinkGuarantee: string(p.sinkG),
-		CheckpointDir: store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
+		CheckpointDir: r.store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
 	})
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
-
 	if !o.headless && o.fromSavepoint == 0 {
 		// The UI goes on from where the state dir left off, as after a
 		// crash, unless told where to start.
@@ -418,61 +545,63 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	// The UI's live verifier goes on from the ledger, as the final
 	// verification does.
 	var live *kafka.LiveVerifier
-	if !o.headless && len(outputStart) == 1 {
-		for topic, start := range outputStart {
-			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: expect.StateTTL}
-			if continues {
+	if !o.headless && len(r.outputStart) == 1 {
+		for topic, start := range r.outputStart {
+			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: r.expect.StateTTL}
+			if r.continues {
 				lc.OutputFrom = nil
 			}
 			live = kafka.NewLiveVerifier(lc)
-			live.Seed(ledger)
+			live.Seed(r.ledger)
 		}
 	}
 	stopRetention := func() {}
-	if embedded != nil && o.retention > 0 && len(outputStart) == 1 {
-		stopRetention = o.startRetention(ctx, retentionSetup{client: p.client, inputs: p.logicalTopics(), outputStart: outputStart,
-			sources: sources, continues: continues, ledger: ledger, path: ledgerPath, store: store, job: job,
-			live: live, logf: logger.Printf})
+	if r.embedded != nil && o.retention > 0 && len(r.outputStart) == 1 {
+		stopRetention = o.startRetention(ctx, retentionSetup{client: p.client, inputs: p.logicalTopics(), outputStart: r.outputStart,
+			sources: r.sources, continues: r.continues, ledger: r.ledger, path: r.ledgerPath, store: r.store, job: r.job,
+			live: live, logf: r.logger.Printf})
 	}
-	defer stopRetention()
+	r.onClose(stopRetention)
 
 	var res *runtime.Result
 	var runErr error
 	if o.headless {
-		res, runErr = job.Run(ctx, runOpts)
+		res, runErr = r.job.Run(ctx, runOpts)
 	} else {
 		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval,
-			Broker: strings.Join(p.client.Brokers, ","), Embedded: embedded != nil,
-			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: stateDir}
+			Broker: strings.Join(p.client.Brokers, ","), Embedded: r.embedded != nil,
+			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: r.stateDir}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
-		info.StateTTL = expect.StateTTL
-		ctrl := newUIController(job, p.job, info, uiWriter, live, embedded)
-		res, runErr = o.runUI(ctx, job, ctrl, live, obs, p, runOpts, stdout, logger)
+		info.StateTTL = r.expect.StateTTL
+		ctrl := newUIController(r.job, p.job, info, r.uiWriter, live, r.embedded)
+		res, runErr = o.runUI(ctx, r.job, ctrl, live, r.obs, p, runOpts, r.stdout, r.logger)
 	}
 	// The ledger is the oracle's again once retention has stopped.
 	stopRetention()
 	if runErr != nil {
 		if errors.Is(runErr, runtime.ErrNoSavepoint) {
-			return usageError{runErr}
+			return nil, usageError{runErr}
 		}
-		return exitError{code: 1, err: runErr}
+		return nil, exitError{code: 1, err: runErr}
 	}
-
 	// A sink without delivery guarantee never waited for its records: they
 	// are all acknowledged before the oracle reads them.
-	for topic, out := range outputs {
+	for topic, out := range r.outputs {
 		if err := out.Flush(); err != nil {
-			logger.Printf("output %s: %v", topic, err)
+			r.logger.Printf("output %s: %v", topic, err)
 		}
 	}
+	return res, nil
+}
 
-	// The oracle: what a read_committed consumer of the output sees, against
-	// the inputs read straight from Kafka. Over a large input it takes
-	// seconds: say so before.
-	obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
-	var bounds checkpoint.Offsets
-	if res.Status != runtime.JobFinished || !bounded {
-		bounds = checkpoint.Offsets{}
+// verify is the oracle: what a read_committed consumer of the output sees,
+// against the inputs read straight from Kafka, from where the ledger left
+// off. Over a large input it takes seconds: it says so before.
+func (r *runState) verify(res *runtime.Result) (runtime.Verification, error) {
+	o, p := r.o, r.p
+	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
+	bounds := checkpoint.Offsets{}
+	if res.Status != runtime.JobFinished || !r.bounded {
 		if res.Latest != nil {
 			for topic, offs := range res.Latest.SourceOffsets() {
 				for logical, actual := range p.logicalTopics() {
@@ -483,15 +612,15 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 			}
 		}
 	} else {
-		bounds = checkpoint.Offsets{}
 		for logical, actual := range p.logicalTopics() {
-			bounds[logical] = sources[actual].EndOffsets()
+			bounds[logical] = r.sources[actual].EndOffsets()
 		}
 	}
 	from := map[string]map[int32]int64{}
-	for topic, s := range sources {
+	for topic, s := range r.sources {
 		from[topic] = s.StartOffsets()
 	}
+	outputStart := r.outputStart
 	if res.Resumed != 0 {
 		// A resumed run continues the runs before it: check the output
 		// from the beginning of the topic, as the input is.
@@ -501,8 +630,8 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	// What the ledger accounted for is read from where it stopped: the
 	// broker may have deleted what lies before.
-	for topic := range sources {
-		for part, off := range ledger.Positions[topic] {
+	for topic := range r.sources {
+		for part, off := range r.ledger.Positions[topic] {
 			if from[topic] == nil {
 				from[topic] = map[int32]int64{}
 			}
@@ -510,7 +639,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 	}
 	for topic, start := range outputStart {
-		if pos := ledger.Positions[topic]; len(pos) > 0 {
+		if pos := r.ledger.Positions[topic]; len(pos) > 0 {
 			m := maps.Clone(start)
 			if m == nil {
 				m = map[int32]int64{}
@@ -523,7 +652,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	for topic, start := range outputStart {
 		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
 		if err != nil {
-			return exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
+			return runtime.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
 		}
 		committed = append(committed, recs...)
 	}
@@ -531,20 +660,26 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if p.sinkG != kafka.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
-	v, err := runtime.VerifyOn(ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, committed)
+	v, err := runtime.VerifyOn(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, committed)
 	if err != nil {
-		return exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
+		return runtime.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
-	closeEvents()
-	report := runtime.NewReport(p.job.Name, o.mode, res, v, obs.Dropped())
-	if o.headless {
-		if err := enc.Encode(report); err != nil {
+	return v, nil
+}
+
+// report prints the report (the last JSON line headless, a summary after
+// the UI) and turns the run's end into its exit code.
+func (r *runState) report(ctx context.Context, res *runtime.Result, v runtime.Verification) error {
+	r.closeEvents()
+	report := runtime.NewReport(r.p.job.Name, r.o.mode, res, v, r.obs.Dropped())
+	if r.o.headless {
+		if err := r.enc.Encode(report); err != nil {
 			return exitError{code: 1, err: err}
 		}
 	} else {
 		b, _ := json.Marshal(report)
-		logger.Printf("%s", b)
-		printSummary(stdout, report, stateDir)
+		r.logger.Printf("%s", b)
+		printSummary(r.stdout, report, r.stateDir)
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return exitError{code: 1, err: cause}
