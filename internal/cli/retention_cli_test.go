@@ -37,14 +37,14 @@ func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--rate", "20000", "--checkpoint-interval", "200ms",
 		"--retention-interval", "300ms", "--listen", "0", "--state-dir", dir}
-	cmd, stderr, lines := startRun(t, args...)
+	cmd, _, lines := startRun(t, args...)
 	waitEvents(t, lines, "checkpoint_completed", 15)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	for range lines {
 	}
 
-	cmd, stderr, lines = startRun(t, append(args, "--resume")...)
+	cmd, stderr, lines := startRun(t, append(args, "--resume")...)
 	waitEvents(t, lines, "checkpoint_completed", 15)
 	cmd.Process.Signal(syscall.SIGINT)
 	report := reportOf(lines)
