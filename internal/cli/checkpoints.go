@@ -76,13 +76,9 @@ func newCheckpointsCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			all, err := s.All(context.Background())
+			all, bad, err := records(s)
 			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			bad, err := damagedRecords(s)
-			if err != nil {
-				return exitError{code: 1, err: err}
+				return err
 			}
 			return printList(cmd.OutOrStdout(), all, bad, asJSON)
 		},
@@ -121,13 +117,9 @@ func newCheckpointsCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			all, err := s.All(context.Background())
+			all, damaged, err := records(s)
 			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			damaged, err := damagedRecords(s)
-			if err != nil {
-				return exitError{code: 1, err: err}
+				return err
 			}
 			type result struct {
 				ID    int64  `json:"id"`
@@ -317,6 +309,20 @@ type damagedRecord struct {
 	ID      int64  `json:"id"`
 	Damaged bool   `json:"damaged"`
 	Why     string `json:"error"`
+}
+
+// records reads every record of the store: the intact checkpoints and
+// savepoints, and the damaged or lost ones.
+func records(s *checkpoint.BadgerStore) ([]*checkpoint.Completed, []damagedRecord, error) {
+	all, err := s.All(context.Background())
+	if err != nil {
+		return nil, nil, exitError{code: 1, err: err}
+	}
+	bad, err := damagedRecords(s)
+	if err != nil {
+		return nil, nil, exitError{code: 1, err: err}
+	}
+	return all, bad, nil
 }
 
 // damagedRecords lists the damaged and lost records of s, ascending.
