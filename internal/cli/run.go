@@ -127,7 +127,7 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	// A full disk under Badger's mapped files kills the process (SIGBUS):
 	// start only with room for them, and stop cleanly when it runs out.
-	if err := diskroom.Check(stateDir, diskroom.FreshStore, diskroom.Free); err != nil {
+	if err := diskroom.Check(stateDir, diskroom.FreshStore, diskroom.Free, mappedDirs(stateDir)...); err != nil {
 		return exitError{code: 1, err: err}
 	}
 	if !o.headless && !isTerminal(r.stdout) {
@@ -204,6 +204,12 @@ func (r *runState) prepare(ctx context.Context) error {
 	return err
 }
 
+// mappedDirs are the folders of the state dir whose files Badger maps into
+// memory: the checkpoint store and the Badger state backend's databases.
+func mappedDirs(stateDir string) []string {
+	return []string{checkpointDir(stateDir), filepath.Join(stateDir, "work")}
+}
+
 // watch returns the run's context, which the stop signals end, and what
 // stops a run on its own ends with a cause: the state dir removed, its disk
 // full, the input writer failed. It starts the events on their way: to
@@ -223,7 +229,7 @@ func (r *runState) watch(ctx context.Context) context.Context {
 	})
 	var short error
 	go watchFor(ctx, 250*time.Millisecond, func() bool {
-		short = diskroom.Check(stateDir, 0, diskroom.Free)
+		short = diskroom.Check(stateDir, 0, diskroom.Free, mappedDirs(stateDir)...)
 		return errors.Is(short, diskroom.ErrShort)
 	}, func() {
 		stopRun(fmt.Errorf("stopped the job: %w", short))

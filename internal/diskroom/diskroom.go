@@ -42,13 +42,26 @@ func Free(dir string) (int64, error) {
 	return int64(st.Bavail) * int64(st.Bsize), nil
 }
 
-// Needed is the room the files under dir may still take without being
-// written to: for each Badger value log (*.vlog, mapped at twice its limit)
+// Needed is the room the files under the folders mapped may still take
+// without being written to: for each Badger value log (*.vlog, mapped at twice its limit)
 // its limit less what it holds, for each memtable log (*.mem) and
 // statistics file (DISCARD) its mapped size less what it holds; plus
 // Margin. It counts only what the disk has not allocated yet.
-func Needed(dir string) (int64, error) {
+func Needed(mapped ...string) (int64, error) {
 	need := int64(Margin)
+	for _, dir := range mapped {
+		n, err := room(dir)
+		if err != nil {
+			return 0, err
+		}
+		need += n
+	}
+	return need, nil
+}
+
+// room is what the mapped files under dir may still take.
+func room(dir string) (int64, error) {
+	var need int64
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -94,10 +107,12 @@ func allocated(fi fs.FileInfo) int64 {
 }
 
 // Check returns an error wrapping ErrShort when the disk under dir has less
-// free space (as free says) than the files under it need, and at least
-// least; nil otherwise.
-func Check(dir string, least int64, free func(string) (int64, error)) error {
-	need, err := Needed(dir)
+// free space (as free says) than the mapped files under the folders mapped
+// need (see Needed), and at least least; nil otherwise. Only the folders
+// that hold Badger's files are walked: the broker's log is written, not
+// mapped, and the margin covers it.
+func Check(dir string, least int64, free func(string) (int64, error), mapped ...string) error {
+	need, err := Needed(mapped...)
 	if err != nil {
 		return err
 	}

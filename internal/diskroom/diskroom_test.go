@@ -49,10 +49,10 @@ func TestDiskShortCountsMappedFilesAndTheNextLog(t *testing.T) {
 	free := func(have int64) func(string) (int64, error) {
 		return func(string) (int64, error) { return have, nil }
 	}
-	if err := Check(dir, 0, free(100<<20)); err != nil {
+	if err := Check(dir, 0, free(100<<20), dir); err != nil {
 		t.Fatalf("100 MiB free: %v", err)
 	}
-	err := Check(dir, 0, free(20<<20))
+	err := Check(dir, 0, free(20<<20), dir)
 	if !errors.Is(err, ErrShort) || !strings.Contains(err.Error(), dir+" has 20.0 MiB free, and faultline needs 40.0 MiB") {
 		t.Fatalf("20 MiB free: %v", err)
 	}
