@@ -2,6 +2,7 @@ package tui
 
 import (
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -58,7 +59,16 @@ func (h *harness) run(cmd tea.Cmd, depth int) {
 	if depth > 10 {
 		h.t.Fatal("commands keep coming")
 	}
-	switch msg := cmd().(type) {
+	msg := cmd()
+	// tea.Sequence's message is a slice of commands of an unexported type:
+	// run them in order.
+	if v := reflect.ValueOf(msg); msg != nil && v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeFor[tea.Cmd]() {
+		for i := range v.Len() {
+			h.run(v.Index(i).Interface().(tea.Cmd), depth+1)
+		}
+		return
+	}
+	switch msg := msg.(type) {
 	case nil:
 	case tea.BatchMsg:
 		for _, c := range msg {

@@ -144,7 +144,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 	case tea.KeyMsg:
-		cmd = m.handleKey(msg)
+		cmd = m.handleKeys(msg)
 	case SnapshotMsg:
 		cmd = m.handleSnapshot(msg)
 	case EventsMsg:
@@ -154,6 +154,21 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	m.sync()
 	return m, cmd
+}
+
+// handleKeys handles a key message. Bubble Tea v1 delivers the runes read
+// in one go as one message (keys pressed fast, or pasted: "csm"), which no
+// binding matches; each rune is a key of its own, handled in order.
+func (m *model) handleKeys(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 {
+		return m.handleKey(msg)
+	}
+	var cmds []tea.Cmd
+	for _, r := range msg.Runes {
+		cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+		m.sync()
+	}
+	return tea.Sequence(cmds...)
 }
 
 // handleSnapshot takes a sample and schedules the next.

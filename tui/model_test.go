@@ -262,6 +262,14 @@ func TestIntentTheJobDidNotTake(t *testing.T) {
 	}
 }
 
+// Keys pressed fast reach the UI as one message of several runes (Bubble
+// Tea v1 reads them in one go): each one counts, in order.
+func TestKeysPressedFastAllCount(t *testing.T) {
+	h := newHarness(t, runningSnapshot(), 120, 40)
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("zzmcs")})
+	assertCalls(t, h.ctrl, "SetTempo(slow)", "SetTempo(slower)", "SetMode(at-least-once)", "TriggerCheckpoint", "TriggerSavepoint")
+}
+
 func TestTempo(t *testing.T) {
 	h := newHarness(t, runningSnapshot(), 120, 40)
 	h.press("z", "z", "z")
