@@ -42,7 +42,8 @@ test-short:
 # broker and 20 with the broker in a process of its own, each resumed with
 # --resume, and the chaos run of 100 faults; `make test` runs them short.
 # Each prints its seed; SOAK_SEED=N replays the same schedules. Then a
-# minute of fuzzing each for the job-spec parser and the checkpoint store's
+# minute of fuzzing each for the job-spec parser, the oracle's record reader
+# and the checkpoint store's
 # decoders (`make test` runs their seed corpora).
 SOAK_SEED ?= 0
 FUZZTIME ?= 60s
@@ -50,6 +51,7 @@ soak: deps
 	$(GO) test -count=1 -timeout 90m -run 'Soak' -v ./internal/cli -args -soak -soak.seed=$(SOAK_SEED)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/
+	$(GO) test -run '^$$' -fuzz '^FuzzOrderIDOfAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME) ./runtime/flatjson/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

@@ -14,6 +14,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
+	"faultline/runtime/verify"
 	"faultline/runtime/view"
 )
 
@@ -36,7 +37,7 @@ type run struct {
 	// filled in by do
 	restarts RestartView
 	res      *Result
-	verify   Verification
+	verify   verify.Verification
 	events   []Event
 	live     []int64 // goroutines still running after each teardown
 }
@@ -126,7 +127,7 @@ func (r *run) do(t *testing.T) *run {
 			bounds = r.res.Latest.SourceOffsets()
 		}
 	}
-	r.verify, err = Verify(gen, ExpectOf(r.job), r.mode.String(), bounds, committed)
+	r.verify, err = verify.Verify(gen, verify.ExpectOf(r.job), r.mode.String(), bounds, committed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestCancelLeavesExactOutput(t *testing.T) {
 	if res.Status != JobCanceled || res.Latest == nil {
 		t.Fatalf("status %s latest %v", res.Status, res.Latest)
 	}
-	v, err := Verify(gen, ExpectOf(job), "exactly-once", res.Latest.SourceOffsets(), out.Committed())
+	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", res.Latest.SourceOffsets(), out.Committed())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +409,7 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	if len(invalid) == 0 || invalid[0].ID != damaged {
 		t.Fatalf("checkpoint_invalid events %v, want one for %d", invalid, damaged)
 	}
-	v, err := Verify(gen, ExpectOf(job), "exactly-once", nil, out.Committed())
+	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 	if err != nil || v.Lost != 0 || v.Unexpected != 0 {
 		t.Fatalf("verify %+v %v", v, err)
 	}
@@ -464,7 +465,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 			if res2.RecordsIn == 0 || res2.RecordsIn >= 60000 {
 				t.Fatalf("the second run read %d records; it should go on from the savepoint, not start over", res2.RecordsIn)
 			}
-			v, err := Verify(gen, ExpectOf(job), "exactly-once", nil, out.Committed())
+			v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 			if err != nil || !v.OK {
 				t.Fatalf("verify %+v %v", v, err)
 			}
@@ -552,7 +553,7 @@ func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 	if !chained {
 		t.Fatal("the checkpoint restored from had no incremental snapshot of revenue")
 	}
-	v, err := Verify(gen, ExpectOf(job), "exactly-once", nil, out.Committed())
+	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 	if err != nil || !v.OK {
 		t.Fatalf("verify %+v %v", v, err)
 	}
@@ -649,7 +650,7 @@ func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
 	if expired == 0 {
 		t.Fatal("no checkpoint expired while join/1 was slow")
 	}
-	v, err := Verify(gen, ExpectOf(spec.Default()), "exactly-once", nil, out.Committed())
+	v, err := verify.Verify(gen, verify.ExpectOf(spec.Default()), "exactly-once", nil, out.Committed())
 	if err != nil || !v.OK {
 		t.Fatalf("verify %+v %v", v, err)
 	}

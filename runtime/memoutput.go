@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"faultline/runtime/verify"
 )
 
 // MemoryOutput is an in-memory transactional topic, a stand-in for a Kafka
@@ -29,15 +31,8 @@ type memTxn struct {
 	prepared bool
 }
 
-// OutputRecord is one record written to an output.
-type OutputRecord struct {
-	Key, Value []byte
-	// Time is the record's timestamp in Unix milliseconds, where the
-	// reader knows it (0: not known).
-	Time int64
-}
-
-func (r OutputRecord) String() string { return fmt.Sprintf("%q=%q", r.Key, r.Value) }
+// OutputRecord is one record written to an output (the oracle reads them).
+type OutputRecord = verify.Record
 
 // NewMemoryOutput returns an empty output.
 func NewMemoryOutput() *MemoryOutput {

@@ -529,3 +529,9 @@ func decodeOffsets(b []byte) (map[int32]int64, error) {
 	}
 	return out, nil
 }
+
+// tooFarApart reports whether two event times (Unix ms; 0: not known) are
+// more than ttl apart, so that the join does not join them (ttl 0: never).
+func tooFarApart(a, b int64, ttl time.Duration) bool {
+	return ttl > 0 && a != 0 && b != 0 && max(a-b, b-a) > ttl.Milliseconds()
+}

@@ -12,6 +12,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/runtime/flatjson"
 )
 
 // sinkOp writes records to a transactional output with two-phase commit
@@ -504,7 +505,7 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 				return err
 			}
 			for _, r := range recs {
-				if id, ok := OrderIDOf(r.Value); ok {
+				if id, ok := flatjson.OrderIDOf(r.Value); ok {
 					own[string(id)] = true
 				}
 			}
@@ -524,7 +525,7 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 		s.skipUntil = nil
 	}
 	for _, r := range recs {
-		if id, ok := OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
+		if id, ok := flatjson.OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
 			s.skip[string(id)] = struct{}{}
 		}
 	}

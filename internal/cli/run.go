@@ -75,7 +75,7 @@ type runState struct {
 	stateDir, logPath, workDir string
 	store                      *checkpoint.BadgerStore
 	logger                     *log.Logger
-	expect                     runtime.Expect
+	expect                     verify.Expect
 	ledger                     *verify.Ledger
 	ledgerPath                 string
 	continues                  bool // the run goes on from the state dir's checkpoints
@@ -192,7 +192,7 @@ func (r *runState) prepare(ctx context.Context) error {
 	// The verification ledger: what the oracle has accounted for of the
 	// records the embedded broker deleted. A run that goes on from this
 	// job's checkpoints goes on from it; any other starts a new one.
-	r.expect = runtime.ExpectOf(p.job)
+	r.expect = verify.ExpectOf(p.job)
 	r.ledgerPath = filepath.Join(stateDir, "verify", "ledger")
 	r.continues = o.fromSavepoint != 0
 	if !r.continues && (o.resume || !o.headless) {
@@ -603,7 +603,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 // verify is the oracle: what a read_committed consumer of the output sees,
 // against the inputs read straight from Kafka, from where the ledger left
 // off. Over a large input it takes seconds: it says so before.
-func (r *runState) verify(res *runtime.Result) (runtime.Verification, error) {
+func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 	o, p := r.o, r.p
 	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
 	bounds := checkpoint.Offsets{}
@@ -658,7 +658,7 @@ func (r *runState) verify(res *runtime.Result) (runtime.Verification, error) {
 	for topic, start := range outputStart {
 		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
 		if err != nil {
-			return runtime.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
+			return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
 		}
 		committed = append(committed, recs...)
 	}
@@ -666,16 +666,16 @@ func (r *runState) verify(res *runtime.Result) (runtime.Verification, error) {
 	if p.sinkG != kafka.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
-	v, err := runtime.VerifyOn(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, committed)
+	v, err := verify.VerifyOn(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, committed)
 	if err != nil {
-		return runtime.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
+		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
 	return v, nil
 }
 
 // report prints the report (the last JSON line headless, a summary after
 // the UI) and turns the run's end into its exit code.
-func (r *runState) report(ctx context.Context, res *runtime.Result, v runtime.Verification) error {
+func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Verification) error {
 	r.closeEvents()
 	report := runtime.NewReport(r.p.job.Name, r.o.mode, res, v, r.obs.Dropped())
 	if r.o.headless {

@@ -17,7 +17,7 @@ import (
 // openLedger opens the verification ledger at path: the saved one when the
 // run goes on from the job's checkpoints (a new one when none was saved),
 // else a new one, removing what an earlier run left.
-func openLedger(path string, expect runtime.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
+func openLedger(path string, expect verify.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
 	if !continues {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, exitError{code: 1, err: fmt.Errorf("remove the old verification ledger: %w", err)}

@@ -13,6 +13,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/flatjson"
 	"faultline/runtime/verify"
 )
 
@@ -543,7 +544,7 @@ func (v *LiveVerifier) deliver(lp *livePart, batch []*sarama.ConsumerMessage, pa
 	}
 	parsed = parsed[:0]
 	for _, m := range batch {
-		id, ok := orderIDOf(m.Value)
+		id, ok := flatjson.OrderIDOf(m.Value)
 		parsed = append(parsed, parsedID{off: m.Offset, id: id, ok: ok, ts: m.Timestamp.UnixMilli()})
 	}
 	now := time.Now()

@@ -13,6 +13,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/flatjson"
 	"faultline/runtime/verify"
 )
 
@@ -437,7 +438,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := runtime.Verify(Inputs{C: c}, runtime.Expect{Kind: "paid-orders"}, "exactly-once", b4, recs)
+	ver, err := verify.Verify(Inputs{C: c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", b4, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -730,7 +731,7 @@ func FuzzOrderIDAgreesWithEncodingJSON(f *testing.F) {
 			OrderID string `json:"order_id"`
 		}
 		jerr := json.Unmarshal(b, &r)
-		id, ok := orderIDOf(b)
+		id, ok := flatjson.OrderIDOf(b)
 		if ok != (jerr == nil) || ok && string(id) != r.OrderID {
 			t.Fatalf("%q: scanner %q %v, encoding/json %q %v", b, id, ok, r.OrderID, jerr)
 		}

@@ -197,7 +197,7 @@ type Inputs struct {
 	From map[string]map[int32]int64
 }
 
-// ReadInput implements runtime.InputReader.
+// ReadInput implements verify.InputReader.
 func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {
@@ -227,7 +227,7 @@ func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, 
 	return in.each(actual, in.From[actual], to, f)
 }
 
-// ReadInputAfter implements runtime.InputReader.
+// ReadInputAfter implements verify.InputReader.
 func (in Inputs) ReadInputAfter(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {

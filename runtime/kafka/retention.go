@@ -9,6 +9,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/flatjson"
 	"faultline/runtime/verify"
 )
 
@@ -221,7 +222,7 @@ func (r *Retention) from(topic string, p int32) (int64, bool) {
 // positions up to floor and adds it to the ledger.
 func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic string, floor map[int32]int64) error {
 	return r.advance(ctx, cl, topic, floor, false, func(rec runtime.OutputRecord) {
-		id, _ := runtime.OrderIDOf(rec.Value)
+		id, _ := flatjson.OrderIDOf(rec.Value)
 		r.cfg.Ledger.Input(gen, id, rec.Time)
 	})
 }
@@ -231,7 +232,7 @@ func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic st
 // adds it to the ledger.
 func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map[int32]int64) error {
 	return r.advance(ctx, cl, r.cfg.Output, lso, true, func(rec runtime.OutputRecord) {
-		id, ok := runtime.OrderIDOf(rec.Value)
+		id, ok := flatjson.OrderIDOf(rec.Value)
 		r.cfg.Ledger.Output(id, ok)
 	})
 }

@@ -1,9 +1,11 @@
-// Package verify is the exactly-once oracle's bookkeeping: a Ledger of the
-// order ids met in a job's input and in its committed output, one byte per
-// id, from which the verdict (expected, duplicates, lost, unexpected)
-// follows. It reads nothing itself and imports nothing of the engine: the
-// final verification (runtime.Verify) and the broker's retention
-// (runtime/kafka) feed it records they read from Kafka on their own.
+// Package verify is the exactly-once oracle. Verify reads a job's input on
+// its own (through an InputReader: the generator, or Kafka read directly)
+// and judges the job's committed output against it, independently of the
+// job's operators: expected, duplicates, lost, unexpected. Its bookkeeping
+// is a Ledger of the order ids met in the input and in the output, one byte
+// per id. It imports nothing of the engine: the final verification, the
+// live verifier and the broker's retention (runtime/kafka) feed it records
+// they read from Kafka on their own.
 //
 // A Ledger can be saved and loaded, with the positions up to which it has
 // seen each topic, so that a run can let the embedded broker delete what the

@@ -1,41 +1,42 @@
-package runtime
+// Package flatjson reads flat JSON objects of strings and whole numbers (the
+// records of the default job) by hand. Decoding them is the largest cost of
+// the job, so the parse operators scan them here; any input the scanner is
+// not sure about (escapes, floats, nesting, odd spacing) is reported as
+// ErrNotFlat and goes to encoding/json, which then decides, so both paths
+// accept and reject the same records. It imports nothing of the engine: the
+// job's operators and the verification oracle both read records through it.
+package flatjson
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"unsafe"
 )
 
-// The inputs are flat JSON objects of strings and whole numbers. Decoding
-// them is the largest cost of the job, so parse scans them by hand; any input
-// the scanner is not sure about (escapes, floats, nesting, odd spacing) goes
-// to encoding/json, which then decides, so both paths accept and reject the
-// same records.
+// ErrNotFlat is what the scanner reports for anything it does not read itself.
+var ErrNotFlat = errors.New("not a flat object")
 
-var errNotFlat = errors.New("not a flat object")
-
-// flatScanner reads the members of a flat JSON object whose values are
-// strings without escapes or integers, one at a time. It reports errNotFlat
+// Scanner reads the members of a flat JSON object whose values are
+// strings without escapes or integers, one at a time. It reports ErrNotFlat
 // for anything else, which the caller hands to encoding/json.
-type flatScanner struct {
+type Scanner struct {
 	b     []byte
 	i     int
 	first bool
 }
 
-func newFlatScanner(b []byte) (flatScanner, error) {
+func NewScanner(b []byte) (Scanner, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return flatScanner{}, errNotFlat
+		return Scanner{}, ErrNotFlat
 	}
-	return flatScanner{b: b, i: skipSpace(b, i+1), first: true}, nil
+	return Scanner{b: b, i: skipSpace(b, i+1), first: true}, nil
 }
 
-// next returns the next member: its key and either its string (a subslice
+// Next returns the next member: its key and either its string (a subslice
 // of the input) or its number. done is true, with no member, at the end of
 // the object.
-func (s *flatScanner) next() (key, str []byte, num int64, isNum, done bool, err error) {
+func (s *Scanner) Next() (key, str []byte, num int64, isNum, done bool, err error) {
 	b, i := s.b, s.i
 	if s.first {
 		s.first = false
@@ -45,32 +46,32 @@ func (s *flatScanner) next() (key, str []byte, num int64, isNum, done bool, err 
 	} else {
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return nil, nil, 0, false, false, errNotFlat
+			return nil, nil, 0, false, false, ErrNotFlat
 		}
 		if b[i] == '}' {
 			return s.end(i)
 		}
 		if b[i] != ',' {
-			return nil, nil, 0, false, false, errNotFlat
+			return nil, nil, 0, false, false, ErrNotFlat
 		}
 		i = skipSpace(b, i+1)
 	}
 	key, i, ok := scanString(b, i)
 	if !ok {
-		return nil, nil, 0, false, false, errNotFlat
+		return nil, nil, 0, false, false, ErrNotFlat
 	}
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
-		return nil, nil, 0, false, false, errNotFlat
+		return nil, nil, 0, false, false, ErrNotFlat
 	}
 	i = skipSpace(b, i+1)
 	if i >= len(b) {
-		return nil, nil, 0, false, false, errNotFlat
+		return nil, nil, 0, false, false, ErrNotFlat
 	}
 	if b[i] == '"' {
 		str, s.i, ok = scanString(b, i)
 		if !ok {
-			return nil, nil, 0, false, false, errNotFlat
+			return nil, nil, 0, false, false, ErrNotFlat
 		}
 		return key, str, 0, false, false, nil
 	}
@@ -85,10 +86,10 @@ func (s *flatScanner) next() (key, str []byte, num int64, isNum, done bool, err 
 		j++
 	}
 	if j == start || (b[start] == '0' && j-start > 1) || j-start > 18 {
-		return nil, nil, 0, false, false, errNotFlat
+		return nil, nil, 0, false, false, ErrNotFlat
 	}
 	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
-		return nil, nil, 0, false, false, errNotFlat
+		return nil, nil, 0, false, false, ErrNotFlat
 	}
 	if neg {
 		num = -num
@@ -98,9 +99,9 @@ func (s *flatScanner) next() (key, str []byte, num int64, isNum, done bool, err 
 }
 
 // end checks that only space follows the closing brace at b[i].
-func (s *flatScanner) end(i int) (key, str []byte, num int64, isNum, done bool, err error) {
+func (s *Scanner) end(i int) (key, str []byte, num int64, isNum, done bool, err error) {
 	if skipSpace(s.b, i+1) != len(s.b) {
-		return nil, nil, 0, false, false, errNotFlat
+		return nil, nil, 0, false, false, ErrNotFlat
 	}
 	return nil, nil, 0, false, true, nil
 }
@@ -129,75 +130,43 @@ func scanString(b []byte, i int) (s []byte, next int, ok bool) {
 	return nil, i, false
 }
 
-// twoStrings returns a and b as strings sharing one allocation (the
-// compiler does not copy the operands of a concatenation first).
-func twoStrings(a, b []byte) (string, string) {
-	s := string(a) + string(b)
-	return s[:len(a)], s[len(a):]
-}
-
-// text hands out strings copied into blocks, one allocation per block
-// instead of one per record, for a goroutine that decodes many short
-// strings (a parse subtask). A string keeps its whole block alive, so the
-// blocks are small. A nil *text allocates each pair on its own.
-type text struct{ free []byte }
-
-const (
-	textBlock = 4 << 10
-	textMax   = textBlock / 16 // longer pairs get their own allocation
-)
-
-// two returns a and b as strings; nothing changes their bytes later.
-func (t *text) two(a, b []byte) (string, string) {
-	n := len(a) + len(b)
-	if t == nil || n > textMax || n == 0 {
-		return twoStrings(a, b)
-	}
-	if len(t.free) < n {
-		t.free = make([]byte, textBlock)
-	}
-	copy(t.free[copy(t.free, a):], b)
-	x := unsafe.String(unsafe.SliceData(t.free), len(a))
-	y := unsafe.String(unsafe.SliceData(t.free[len(a):]), len(b))
-	t.free = t.free[n:]
-	return x, y
-}
-
-// layout is a record of the string members first and second and the number
+// Layout is a record of the string members first and second and the number
 // amount_cents (an input of the default job), with the exact text the
 // generator writes around its values: {"first":"…","second":"…",
 // "amount_cents":…}.
-type layout struct {
-	first, second     string
+type Layout struct {
+	First, Second     string
 	open, mid, amount string
 }
 
-func newLayout(first, second string) layout {
-	return layout{first: first, second: second,
+// NewLayout is the record of string members first and second and amount_cents.
+func NewLayout(first, second string) Layout {
+	return Layout{First: first, Second: second,
 		open: `{"` + first + `":"`, mid: `","` + second + `":"`, amount: `","amount_cents":`}
 }
 
-// scanRecord reads b as l: in one pass when it has the generator's text
-// (scanLayout), member by member otherwise (scanTwoStringsAndAmount, which
-// reports errNotFlat or a type error).
-func scanRecord(b []byte, l layout) (x, y []byte, amount int64, err error) {
-	if x, y, amount, ok := scanLayout(b, l); ok {
+// Read reads b as l: in one pass when it has the generator's text
+// (ReadFast), member by member otherwise (scanTwoStringsAndAmount, which
+// reports ErrNotFlat or a type error).
+func (l Layout) Read(b []byte) (x, y []byte, amount int64, err error) {
+	if x, y, amount, ok := l.ReadFast(b); ok {
 		return x, y, amount, nil
 	}
-	return scanTwoStringsAndAmount(b, l.first, l.second)
+	return scanTwoStringsAndAmount(b, l.First, l.Second)
 }
 
 var (
-	orderLayout   = newLayout("order_id", "customer")
-	paymentLayout = newLayout("order_id", "payment_id")
+	// OrderLayout and PaymentLayout are the generator's records.
+	OrderLayout   = NewLayout("order_id", "customer")
+	PaymentLayout = NewLayout("order_id", "payment_id")
 )
 
-// scanLayout reads b when it is exactly l with plain strings and a whole
+// ReadFast reads b when it is exactly l with plain strings and a whole
 // number, which is every record the generator writes: one pass and three
 // comparisons instead of the scanner's member by member walk. ok is false
 // for anything else, which then goes to the scanner; where both read a
 // record, they read the same.
-func scanLayout(b []byte, l layout) (x, y []byte, amount int64, ok bool) {
+func (l Layout) ReadFast(b []byte) (x, y []byte, amount int64, ok bool) {
 	if len(b) < len(l.open) || string(b[:len(l.open)]) != l.open {
 		return nil, nil, 0, false
 	}
@@ -257,15 +226,15 @@ func plainUntilQuote(b []byte, i int) ([]byte, int, bool) {
 
 // scanTwoStringsAndAmount reads a flat object of the string members
 // first and second and the number amount_cents (the inputs of the default
-// job), or reports errNotFlat or a type error.
+// job), or reports ErrNotFlat or a type error.
 func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amount int64, err error) {
-	s, err := newFlatScanner(b)
+	s, err := NewScanner(b)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	bad := false
 	for {
-		key, str, num, isNum, done, err := s.next()
+		key, str, num, isNum, done, err := s.Next()
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -288,46 +257,9 @@ func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amoun
 		}
 	}
 	if bad {
-		return nil, nil, 0, errNotFlat // wrong types: let encoding/json word the error
+		return nil, nil, 0, ErrNotFlat // wrong types: let encoding/json word the error
 	}
 	return x, y, amount, nil
-}
-
-// decodeOrderFast fills o from b, or reports errNotFlat or a type error.
-func decodeOrderFast(b []byte, o *Order, t *text) error {
-	id, customer, amount, err := scanRecord(b, orderLayout)
-	if err != nil {
-		return err
-	}
-	o.OrderID, o.Customer = t.two(id, customer)
-	o.AmountCents = amount
-	return nil
-}
-
-func decodePaymentFast(b []byte, p *Payment, t *text) error {
-	id, payment, amount, err := scanRecord(b, paymentLayout)
-	if err != nil {
-		return err
-	}
-	p.OrderID, p.PaymentID = t.two(id, payment)
-	p.AmountCents = amount
-	return nil
-}
-
-func unmarshalOrder(b []byte, o *Order, t *text) error {
-	if err := decodeOrderFast(b, o, t); err == nil {
-		return nil
-	}
-	*o = Order{}
-	return json.Unmarshal(b, o)
-}
-
-func unmarshalPayment(b []byte, p *Payment, t *text) error {
-	if err := decodePaymentFast(b, p, t); err == nil {
-		return nil
-	}
-	*p = Payment{}
-	return json.Unmarshal(b, p)
 }
 
 func foldsTo(key []byte, names ...string) bool {
@@ -345,10 +277,10 @@ func foldsTo(key []byte, names ...string) bool {
 // cannot decode b at all, id is empty when the object has no order_id. id
 // may point into b. The live verifier calls it for every record it reads.
 func OrderIDOf(b []byte) (id []byte, ok bool) {
-	if s, err := newFlatScanner(b); err == nil {
+	if s, err := NewScanner(b); err == nil {
 		bad := false
 		for {
-			key, str, _, isNum, done, err := s.next()
+			key, str, _, isNum, done, err := s.Next()
 			if err != nil || done {
 				bad = bad || err != nil
 				break

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"faultline/runtime/flatjson"
 )
 
 // The hand scanner must agree with encoding/json on every input: same
@@ -21,7 +23,7 @@ func FuzzDecodeOrderAgreesWithEncodingJSON(f *testing.F) {
 		`{"order_id":"o","customer":"c","amount_cents":1}x`,
 		`{"order_id":"o","customer":"c","amount_cents":1,}`,
 		`{}`, `[]`, `not json`, `{"a":{"b":1}}`, `{"order_id":"o","order_id":"p"}`,
-		// Near the generator's layout, which scanLayout reads itself.
+		// Near the generator's layout, which Layout.ReadFast reads itself.
 		`{"order_id":"o","customer":"c","amount_cents":-0}`,
 		`{"order_id":"o","customer":"c","amount_cents":-}`,
 		`{"order_id":"o","customer":"c","amount_cents":}`,
@@ -124,16 +126,16 @@ func TestTextKeepsEveryString(t *testing.T) {
 	}
 }
 
-// Every record the generator writes takes scanLayout's one pass (if one
+// Every record the generator writes takes Layout.ReadFast's one pass (if one
 // did not, the scanner would still read it, and only the speed would
 // tell), and reads as encoding/json reads it.
 func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
 	g := NewGenerator(7, 2_000, GeneratorPartitions)
 	n := 0
 	for _, topic := range []string{TopicOrders, TopicPayments} {
-		l := orderLayout
+		l := flatjson.OrderLayout
 		if topic == TopicPayments {
-			l = paymentLayout
+			l = flatjson.PaymentLayout
 		}
 		for p := 0; p < GeneratorPartitions; p++ {
 			for off := int64(0); off < g.EndOffset(topic, p); off++ {
@@ -141,7 +143,7 @@ func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
 				if !ok {
 					t.Fatalf("%s/%d: no record at offset %d before the end", topic, p, off)
 				}
-				x, y, amount, ok := scanLayout(b, l)
+				x, y, amount, ok := l.ReadFast(b)
 				if !ok {
 					t.Fatalf("%s/%d@%d: %s does not take the layout path", topic, p, off, b)
 				}
@@ -149,7 +151,7 @@ func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
 				if err := json.Unmarshal(b, &want); err != nil {
 					t.Fatal(err)
 				}
-				if string(x) != want[l.first] || string(y) != want[l.second] || float64(amount) != want["amount_cents"] {
+				if string(x) != want[l.First] || string(y) != want[l.Second] || float64(amount) != want["amount_cents"] {
 					t.Fatalf("%s: layout path read %q %q %d", b, x, y, amount)
 				}
 				n++
