@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime/barrier"
 	"faultline/runtime/view"
 )
 
@@ -16,6 +17,10 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 	case checkpoint.EventTriggered:
 		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
 	case checkpoint.EventCompleted:
+		if e.Completed.Mode == barrier.ExactlyOnce.String() {
+			// From here on a failure restores an aligned checkpoint.
+			j.lenient(j.cfg.AtLeastOnce.Close)
+		}
 		full, inc := e.Completed.Size()
 		j.obs.Emit(view.CheckpointCompleted{
 			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),

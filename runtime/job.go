@@ -17,6 +17,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
+	"faultline/runtime/verify"
 	"faultline/runtime/view"
 )
 
@@ -36,12 +37,15 @@ const (
 
 // Config is everything a job run needs.
 type Config struct {
-	Job        *spec.Job
-	Env        *Env
-	Mode       barrier.Mode
-	Checkpoint checkpoint.Config
-	Store      checkpoint.Store
-	Restart    restart.BackoffStrategy
+	Job  *spec.Job
+	Env  *Env
+	Mode barrier.Mode
+	// AtLeastOnce keeps the periods in which the job runs at-least-once,
+	// so that the oracle counts their duplicates apart (nil: not kept).
+	AtLeastOnce *verify.Periods
+	Checkpoint  checkpoint.Config
+	Store       checkpoint.Store
+	Restart     restart.BackoffStrategy
 	// Failover chooses what restarts after a failure (default full).
 	Failover restart.FailoverStrategy
 	Faults   []Fault
@@ -252,6 +256,9 @@ func New(cfg Config) (*Job, error) {
 	}
 	j.bad.progress = &j.commits
 	j.mode.Store(int32(cfg.Mode))
+	if cfg.Mode == barrier.AtLeastOnce {
+		j.lenient(cfg.AtLeastOnce.Open)
+	}
 	j.tempo.init()
 	j.restarts.v = RestartView{
 		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
@@ -401,8 +408,20 @@ func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
 // checkpoint reaches it.
 func (j *Job) SetMode(m barrier.Mode) {
 	if barrier.Mode(j.mode.Swap(int32(m))) != m {
+		if m == barrier.AtLeastOnce {
+			j.lenient(j.cfg.AtLeastOnce.Open)
+		}
 		j.coord.SetMode(m.String())
 		j.obs.Emit(view.ModeChanged{Mode: m.String()})
+	}
+}
+
+// lenient opens or closes (f) an at-least-once period now; the oracle
+// would read the output too strictly without it, so a failure to keep it
+// is logged.
+func (j *Job) lenient(f func(time.Time) error) {
+	if err := f(j.clk.Now()); err != nil {
+		j.logf("keep the at-least-once periods: %v", err)
 	}
 }
 

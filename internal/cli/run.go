@@ -501,9 +501,10 @@ func (r *runState) buildEnv() error {
 		}
 	}
 	r.job, err = runtime.New(runtime.Config{
-		Job:  p.job,
-		Env:  env,
-		Mode: p.mode,
+		Job:         p.job,
+		Env:         env,
+		Mode:        p.mode,
+		AtLeastOnce: r.ledger.Lenient,
 		Checkpoint: checkpoint.Config{
 			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
 			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
@@ -553,7 +554,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	var live *kafka.LiveVerifier
 	if !o.headless && len(r.outputStart) == 1 {
 		for topic, start := range r.outputStart {
-			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: r.expect.StateTTL}
+			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: r.expect.StateTTL, Lenient: r.ledger.Lenient}
 			if r.continues {
 				lc.OutputFrom = nil
 			}
@@ -694,7 +695,7 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 	case res.Status == runtime.JobFailed:
 		return exitError{code: 3, err: errors.New("the job FAILED: " + res.GaveUp)}
 	case !v.OK:
-		return exitError{code: 4, err: fmt.Errorf("verification failed: %d duplicates, %d lost, %d unexpected", v.Duplicates, v.Lost, v.Unexpected)}
+		return exitError{code: 4, err: fmt.Errorf("verification failed: %d duplicates, %d lost, %d unexpected", v.Duplicates-v.DuplicatesAtLeastOnce, v.Lost, v.Unexpected)}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"faultline/checkpoint"
@@ -14,14 +15,32 @@ import (
 	"faultline/runtime/verify"
 )
 
-// openLedger opens the verification ledger at path: the saved one when the
-// run goes on from the job's checkpoints (a new one when none was saved),
-// else a new one, removing what an earlier run left.
+// openLedger opens the verification ledger at path, with the at-least-once
+// periods kept beside it (Ledger.Lenient): the saved ones when the run goes
+// on from the job's checkpoints (new ones when none were saved), else new
+// ones, removing what an earlier run left.
 func openLedger(path string, expect verify.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
+	periodsPath := filepath.Join(filepath.Dir(path), verify.PeriodsFile)
 	if !continues {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, exitError{code: 1, err: fmt.Errorf("remove the old verification ledger: %w", err)}
+		for _, p := range []string{path, periodsPath} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, exitError{code: 1, err: fmt.Errorf("remove the old verification ledger: %w", err)}
+			}
 		}
+	}
+	periods, err := verify.LoadPeriods(periodsPath)
+	if err != nil {
+		return nil, exitError{code: 1, err: fmt.Errorf("%w: it says when the runs before this one ran at-least-once; start afresh with --fresh", err)}
+	}
+	l, err := loadLedger(path, expect, continues, stateDir)
+	if l != nil {
+		l.Lenient = periods
+	}
+	return l, err
+}
+
+func loadLedger(path string, expect verify.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
+	if !continues {
 		return verify.New(expect.Kind, expect.StateTTL), nil
 	}
 	l, err := verify.Load(path)

@@ -27,6 +27,9 @@ type LiveStatus struct {
 	// Both are live: they follow the output as it is committed.
 	Committed  int
 	Duplicates int
+	// DuplicatesAtLeastOnce are those of Duplicates with a copy written
+	// while the job ran at-least-once (LiveConfig.Lenient).
+	DuplicatesAtLeastOnce int
 	// Lost counts the expected records (paid orders, or orders for an
 	// "orders" job) that checkpoint AsOf covers and that are not in the
 	// committed output, once every transaction of AsOf is visible.
@@ -110,6 +113,9 @@ type LiveConfig struct {
 	// StateTTL is the join's state TTL: an order and its payment further
 	// apart in event time are not expected (0: every paid order is).
 	StateTTL time.Duration
+	// Lenient are the at-least-once periods: duplicates with a copy
+	// written in one are counted apart (nil: none).
+	Lenient *verify.Periods
 }
 
 // errLiveConfig means a LiveConfig cannot be verified; fix the job spec or
@@ -137,6 +143,7 @@ func NewLiveVerifier(cfg LiveConfig) *LiveVerifier {
 	v := &LiveVerifier{cfg: cfg, progress: make(chan struct{}, 1)}
 	v.st.needPayment = cfg.Expect == "paid-orders"
 	v.st.ttl = cfg.StateTTL.Milliseconds()
+	v.st.lenient = cfg.Lenient
 	v.st.firstTime, v.st.newest = map[idRef]int64{}, map[string]int64{}
 	return v
 }
@@ -253,7 +260,7 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 		v.cfg.OutputFrom = m
 	}
 	st := &v.st
-	l.Each(func(id string, order, payment, far bool, seen int) {
+	l.Each(func(id string, order, payment, far bool, seen int, lenient bool) {
 		w := st.ids.at(st.ids.ref([]byte(id)))
 		if order {
 			*w |= orderConf | orderTent | orderRead
@@ -266,8 +273,14 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 			st.notJoined++
 		}
 		*w |= uint32(seen)
+		if lenient {
+			*w |= lenientCopy
+		}
 		if seen > 1 {
 			st.duplicates++
+			if lenient {
+				st.dupLenient++
+			}
 		}
 		if seen == 0 && st.expectedConf(*w) {
 			st.unseenConf++
@@ -309,13 +322,14 @@ func (v *LiveVerifier) Status() LiveStatus {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := LiveStatus{
-		Available:  v.st.available,
-		Committed:  v.st.committed,
-		Duplicates: v.st.duplicates,
-		Lost:       v.st.unseenConf,
-		AsOf:       v.st.asOf,
-		NotJoined:  v.st.notJoined,
-		Err:        v.errLocked(now),
+		Available:             v.st.available,
+		Committed:             v.st.committed,
+		Duplicates:            v.st.duplicates,
+		DuplicatesAtLeastOnce: v.st.dupLenient,
+		Lost:                  v.st.unseenConf,
+		AsOf:                  v.st.asOf,
+		NotJoined:             v.st.notJoined,
+		Err:                   v.errLocked(now),
 	}
 	return s
 }

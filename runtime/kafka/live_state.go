@@ -28,7 +28,8 @@ const (
 	farApart    uint32 = 1 << 27 // order and payment more than the state TTL apart: not expected
 	orderRead   uint32 = 1 << 26 // an order was consumed (with a state TTL)
 	paymentRead uint32 = 1 << 25 // a payment was consumed (with a state TTL)
-	seenMask    uint32 = 1<<25 - 1
+	lenientCopy uint32 = 1 << 24 // a copy in the output was written in an at-least-once period
+	seenMask    uint32 = 1<<24 - 1
 )
 
 // idRef names an id's word: the generator's ids ("o-000123") by their
@@ -138,6 +139,8 @@ type liveState struct {
 
 	committed  int // output records consumed
 	duplicates int // ids seen twice or more
+	dupLenient int // of duplicates, those with a copy written in an at-least-once period
+	lenient    *verify.Periods
 	unseenTent int // expected under the tentative bounds, not seen
 	unseenConf int // expected under the confirmed bounds, not seen (Lost)
 	asOf       int64
@@ -223,12 +226,16 @@ func (s *liveState) markConf(r idRef, bit uint32) {
 	}
 }
 
-// see counts one committed output record of r.
-func (s *liveState) see(r idRef) {
+// see counts one committed output record of r, written at Unix
+// millisecond at.
+func (s *liveState) see(r idRef, at int64) {
 	w := s.ids.at(r)
 	n := *w & seenMask
 	if n < seenMask {
 		*w++
+	}
+	if s.lenient.Holds(at) {
+		*w |= lenientCopy
 	}
 	switch n {
 	case 0:
@@ -240,6 +247,9 @@ func (s *liveState) see(r idRef) {
 		}
 	case 1:
 		s.duplicates++
+		if *w&lenientCopy != 0 {
+			s.dupLenient++
+		}
 	}
 }
 
@@ -281,7 +291,7 @@ func (s *liveState) addOutput(lp *livePart, recs []parsedID) {
 			}
 			continue
 		}
-		s.see(s.ids.ref(r.id))
+		s.see(s.ids.ref(r.id), r.ts)
 	}
 }
 

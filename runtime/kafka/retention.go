@@ -233,7 +233,7 @@ func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic st
 func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map[int32]int64) error {
 	return r.advance(ctx, cl, r.cfg.Output, lso, true, func(rec runtime.OutputRecord) {
 		id, ok := flatjson.OrderIDOf(rec.Value)
-		r.cfg.Ledger.Output(id, ok)
+		r.cfg.Ledger.Output(id, ok, rec.Time)
 	})
 }
 

@@ -122,13 +122,22 @@ func (l *Ledger) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("save verification ledger: %w", err)
 	}
+	if err := writeWhole(path, b); err != nil {
+		return fmt.Errorf("save verification ledger %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeWhole writes b to path whole or not at all: a temporary file,
+// synced, renamed over path, and the folder synced.
+func writeWhole(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("save verification ledger: %w", err)
+		return err
 	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("save verification ledger: %w", err)
+		return err
 	}
 	_, err = f.Write(b)
 	if err == nil {
@@ -142,7 +151,7 @@ func (l *Ledger) Save(path string) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("save verification ledger %s: %w", path, err)
+		return err
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()

@@ -41,6 +41,7 @@ const (
 	farApart   byte = 1 << 2 // its order and payment are more than the TTL apart: not joined
 	countShift      = 3      // bits 3-4: how often the committed output holds it, up to 3
 	countMask  byte = 3 << countShift
+	lenient    byte = 1 << 5 // a copy in the output was written in an at-least-once period
 )
 
 // chunkIDs is how many dense ids share one allocation.
@@ -64,6 +65,10 @@ type Ledger struct {
 	committed int // output records
 	badInput  int // input records without an order id
 	badOutput int // output records that are not JSON
+
+	// Lenient are the at-least-once periods of the runs: an output copy
+	// written in one makes its id's duplicates lenient (nil: none).
+	Lenient *Periods
 
 	// Positions are, per Kafka topic and partition, the offset up to which
 	// the ledger has accounted for the topic (the next offset to read).
@@ -192,9 +197,10 @@ func (l *Ledger) Prune() {
 	}
 }
 
-// Output accounts for a committed output record whose order id is id;
-// ok false means the record is not JSON, which the caller reports.
-func (l *Ledger) Output(id []byte, ok bool) {
+// Output accounts for a committed output record whose order id is id,
+// written at Unix millisecond at (0: not known); ok false means the record
+// is not JSON, which the caller reports.
+func (l *Ledger) Output(id []byte, ok bool, at int64) {
 	l.committed++
 	if !ok {
 		l.badOutput++
@@ -204,6 +210,9 @@ func (l *Ledger) Output(id []byte, ok bool) {
 	if b&countMask != countMask {
 		b += 1 << countShift
 	}
+	if l.Lenient.Holds(at) {
+		b |= lenient
+	}
 	l.store(id, p, b)
 }
 
@@ -212,6 +221,9 @@ type Result struct {
 	Expected   int // orders expected in the output (paid ones, for paid-orders)
 	Committed  int // output records
 	Duplicates int // ids the output holds more than once
+	// DuplicatesAtLeastOnce are those of Duplicates with a copy written in
+	// an at-least-once period: the price of not aligning, not a fault.
+	DuplicatesAtLeastOnce int
 	Lost       int // expected ids the output does not hold
 	Unexpected int // ids the output holds that are not expected
 	BadInput   int // input records that are no order or payment
@@ -230,7 +242,7 @@ func (l *Ledger) expected(b byte) bool {
 // EachUnexpected calls f with every id the committed output holds that the
 // input read so far does not expect.
 func (l *Ledger) EachUnexpected(f func(id string)) {
-	l.Each(func(id string, order, payment, far bool, seen int) {
+	l.Each(func(id string, order, payment, far bool, seen int, _ bool) {
 		var b byte
 		if order {
 			b |= hasOrder
@@ -274,6 +286,9 @@ func (l *Ledger) Result() Result {
 		}
 		if n > 1 {
 			r.Duplicates++
+			if b&lenient != 0 {
+				r.DuplicatesAtLeastOnce++
+			}
 		}
 	}
 	for _, c := range l.dense {
@@ -292,10 +307,11 @@ func (l *Ledger) Committed() int { return l.committed }
 
 // Each calls f for every id the ledger holds: whether its order and its
 // payment were read, whether they are too far apart to join, and how often
-// the committed output holds it (3 means 3 or more).
-func (l *Ledger) Each(f func(id string, order, payment, far bool, seen int)) {
+// the committed output holds it (3 means 3 or more), and whether a copy of
+// it was written in an at-least-once period.
+func (l *Ledger) Each(f func(id string, order, payment, far bool, seen int, lenientCopy bool)) {
 	call := func(id string, b byte) {
-		f(id, b&hasOrder != 0, b&hasPayment != 0, b&farApart != 0, int((b&countMask)>>countShift))
+		f(id, b&hasOrder != 0, b&hasPayment != 0, b&farApart != 0, int((b&countMask)>>countShift), b&lenient != 0)
 	}
 	for c, chunk := range l.dense {
 		for i, b := range chunk {

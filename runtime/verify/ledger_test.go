@@ -22,6 +22,9 @@ func TestLedgerVerdict(t *testing.T) {
 	}
 	in := func(topic, id string, at int64) rec { return rec{topic: topic, id: id, at: at} }
 	out := func(id string) rec { return rec{out: true, id: id} }
+	// outAt is an output written at ms; the at-least-once period below
+	// runs from 10,000 to 20,000.
+	outAt := func(id string, ms int64) rec { return rec{out: true, id: id, at: ms} }
 	o, p := TopicOrders, TopicPayments
 	cases := []struct {
 		name string
@@ -45,13 +48,23 @@ func TestLedgerVerdict(t *testing.T) {
 			in(o, "o-000001", 1000), in(p, "o-000001", 1000+ttl.Milliseconds()+1),
 			in(p, "o-000002", 5000), in(o, "o-000002", 5000+ttl.Milliseconds())},
 			Result{Expected: 1, Lost: 1, NotJoined: 1}},
+		{"a duplicate with a copy written at-least-once is counted apart", PaidOrders, []rec{
+			in(o, "o-000001", 1), in(p, "o-000001", 1), outAt("o-000001", 15_000), outAt("o-000001", 25_000),
+			in(o, "o-000002", 1), in(p, "o-000002", 1), outAt("o-000002", 5_000), outAt("o-000002", 25_000)},
+			Result{Expected: 2, Committed: 4, Duplicates: 2, DuplicatesAtLeastOnce: 1}},
+		{"a copy in the period without a second is no duplicate", PaidOrders, []rec{
+			in(o, "o-000001", 1), in(p, "o-000001", 1), outAt("o-000001", 20_000)},
+			Result{Expected: 1, Committed: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			l := New(tc.kind, ttl)
+			l.Lenient, _ = LoadPeriods("")
+			l.Lenient.Open(time.UnixMilli(10_000))
+			l.Lenient.Close(time.UnixMilli(20_000))
 			for _, r := range tc.recs {
 				if r.out {
-					l.Output([]byte(r.id), true)
+					l.Output([]byte(r.id), true, r.at)
 				} else {
 					l.Input(r.topic, []byte(r.id), r.at)
 				}
@@ -112,7 +125,7 @@ func TestLedgerSavedInPartsEqualsOneFeed(t *testing.T) {
 				b = nil
 			}
 			if r.out {
-				l.Output(b, true)
+				l.Output(b, true, 0)
 			} else {
 				l.Input(r.topic, b, r.at)
 			}
@@ -164,5 +177,44 @@ func TestLedgerDamageIsReported(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "none")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing ledger: %v", err)
+	}
+}
+
+// Periods survive in their file: a period opened by one run and closed by
+// the next, and one still open, are read back; a damaged file is an error.
+func TestPeriodsAreKeptInTheStateDir(t *testing.T) {
+	path := filepath.Join(t.TempDir(), PeriodsFile)
+	p, err := LoadPeriods(path)
+	if err != nil || p.Holds(1) {
+		t.Fatalf("no file: %v, holds %v", err, p.Holds(1))
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.Open(time.UnixMilli(100)))
+	must(p.Open(time.UnixMilli(150))) // already open: no second period
+	must(p.Close(time.UnixMilli(200)))
+	must(p.Close(time.UnixMilli(250))) // none open: nothing
+	must(p.Open(time.UnixMilli(300)))
+	q, err := LoadPeriods(path)
+	must(err)
+	if got := q.Spans(); len(got) != 2 || got[0] != (Span{100, 200}) || got[1] != (Span{From: 300}) {
+		t.Fatalf("read back %+v", got)
+	}
+	for ms, want := range map[int64]bool{0: false, 99: false, 100: true, 200: true, 201: false, 299: false, 300: true, 1 << 40: true} {
+		if q.Holds(ms) != want {
+			t.Errorf("Holds(%d) = %v, want %v", ms, !want, want)
+		}
+	}
+	must(os.WriteFile(path, []byte("{not json"), 0o644))
+	if _, err := LoadPeriods(path); err == nil {
+		t.Fatal("a damaged periods file was read")
+	}
+	var none *Periods
+	if none.Holds(150) || none.Open(time.Now()) != nil {
+		t.Fatal("a nil Periods holds something")
 	}
 }

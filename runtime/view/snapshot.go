@@ -184,6 +184,9 @@ type Verify struct {
 	Committed  int  // records in the committed output
 	Duplicates int  // order ids seen more than once
 	Lost       int  // paid orders covered by the last completed checkpoint, not in the output
+	// DuplicatesAtLeastOnce are those of Duplicates with a copy committed
+	// while the job ran at-least-once: expected there, not a fault.
+	DuplicatesAtLeastOnce int
 	// AsOf is the checkpoint the check covered (0: none yet).
 	AsOf int64
 	Err  string // why the check cannot run, when it cannot
