@@ -129,6 +129,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.jobFile, "job", "", "job spec file (default: the built-in orders job, fixtures/jobs/orders.yaml)")
 	f.Int64Var(&o.records, "records", 0, "bounded input of this many records (orders plus payments); 0 runs until stopped")
 	f.Float64Var(&o.rate, "rate", -1, "input records/s the generator writes (default: all at once with --records, 400 otherwise)")
+	f.Lookup("rate").DefValue = "0" // no "(default -1)": the usage says it
 	f.Int64Var(&o.seed, "seed", 1, "seed of the input generator")
 	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers) or at-least-once")
 	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off")
@@ -154,7 +155,8 @@ func newRunCmd() *cobra.Command {
 	f.Float64Var(&o.restartOpts.Exponential.Multiplier, "backoff-multiplier", ro.Exponential.Multiplier, "exponential-delay: growth per failure (restart-strategy.exponential-delay.backoff-multiplier)")
 	f.Float64Var(&o.restartOpts.Exponential.JitterFactor, "backoff-jitter", ro.Exponential.JitterFactor, "exponential-delay: random ± fraction of each wait (restart-strategy.exponential-delay.jitter-factor)")
 	f.DurationVar(&o.restartOpts.Exponential.ResetThreshold, "backoff-reset-threshold", ro.Exponential.ResetThreshold, "exponential-delay: a quiet period this long resets the backoff (restart-strategy.exponential-delay.reset-backoff-threshold)")
-	f.IntVar(&o.restartOpts.Exponential.AttemptsBeforeReset, "backoff-attempts-before-reset", ro.Exponential.AttemptsBeforeReset, "exponential-delay: attempts allowed without a reset (restart-strategy.exponential-delay.attempts-before-reset-backoff)")
+	f.IntVar(&o.restartOpts.Exponential.AttemptsBeforeReset, "backoff-attempts-before-reset", ro.Exponential.AttemptsBeforeReset, "exponential-delay: attempts allowed without a reset (restart-strategy.exponential-delay.attempts-before-reset-backoff; default: no limit)")
+	f.Lookup("backoff-attempts-before-reset").DefValue = "0" // no "(default 2147483647)": the usage says it
 	f.IntVar(&o.channelCapacity, "channel-capacity", 4, "batches each channel holds before its sender blocks (back-pressure)")
 	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
