@@ -72,6 +72,13 @@ func (f *FixedDelay) Status() Status {
 	return s
 }
 
+// Reset implements BackoffStrategy.
+func (f *FixedDelay) Reset() {
+	f.mu.Lock()
+	f.failures = 0
+	f.mu.Unlock()
+}
+
 // None never restarts (Flink: NoRestartBackoffTimeStrategy). Its methods
 // are safe for concurrent use.
 type None struct {
@@ -106,6 +113,13 @@ func (n *None) Status() Status {
 		return Status{GaveUp: true, GaveUpReason: "restart strategy none: the job does not restart"}
 	}
 	return Status{}
+}
+
+// Reset implements BackoffStrategy.
+func (n *None) Reset() {
+	n.mu.Lock()
+	n.failed = false
+	n.mu.Unlock()
 }
 
 // DefaultFailureRate returns Flink's defaults for the failure-rate strategy
@@ -210,6 +224,13 @@ func (f *FailureRate) Status() Status {
 		s.NextDelay = f.Delay
 	}
 	return s
+}
+
+// Reset implements BackoffStrategy.
+func (f *FailureRate) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.times, f.failures, f.restarts, f.gaveUp, f.reason = nil, 0, 0, false, ""
 }
 
 // ExponentialConfig holds the exponential-delay strategy's parameters, each
@@ -416,6 +437,15 @@ func (e *ExponentialDelay) Status() Status {
 		s.MaxAttempts = e.cfg.AttemptsBeforeReset
 	}
 	return s
+}
+
+// Reset implements BackoffStrategy.
+func (e *ExponentialDelay) Reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failures, e.attempt, e.scheduled, e.delay = 0, 0, false, 0
+	e.nextRestart, e.lastAt = time.Time{}, time.Time{}
+	e.gaveUp, e.reason = false, ""
 }
 
 func attemptsString(n int) string {

@@ -540,3 +540,35 @@ var (
 	_ BackoffStrategy = (*FailureRate)(nil)
 	_ BackoffStrategy = (*ExponentialDelay)(nil)
 )
+
+// Reset forgets every failure: a strategy that gave up restarts again, with
+// all its attempts, as a newly submitted job's would.
+func TestResetForgetsEveryFailure(t *testing.T) {
+	at := time.Unix(1000, 0)
+	exp := DefaultExponential()
+	exp.AttemptsBeforeReset = 2
+	for _, s := range []BackoffStrategy{
+		NewFixedDelay(2, time.Second),
+		&None{},
+		NewFailureRate(2, time.Minute, time.Second),
+		NewExponentialDelay(exp, func() float64 { return 0.5 }),
+	} {
+		t.Run(s.Name(), func(t *testing.T) {
+			fresh := s.Status()
+			for i := 0; i < 5 && (i == 0 || s.CanRestart()); i++ {
+				s.NotifyFailure(errors.New("boom"), at.Add(time.Duration(i)*time.Second))
+			}
+			if s.CanRestart() || !s.Status().GaveUp {
+				t.Fatalf("did not give up after 5 failures: %+v", s.Status())
+			}
+			s.Reset()
+			if got := s.Status(); got != fresh {
+				t.Fatalf("after Reset: %+v, want the fresh %+v", got, fresh)
+			}
+			s.NotifyFailure(errors.New("boom"), at.Add(time.Hour))
+			if want := s.Name() != "none"; s.CanRestart() != want {
+				t.Fatalf("first failure after Reset: CanRestart %v, want %v", !want, want)
+			}
+		})
+	}
+}

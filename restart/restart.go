@@ -29,6 +29,10 @@ type BackoffStrategy interface {
 	// Status says where the strategy stands: attempts used and left, and
 	// why it gave up when it did.
 	Status() Status
+	// Reset forgets every failure so far, as the strategy of a newly
+	// submitted job would start (Flink keeps none across jobs); one that
+	// gave up may restart again.
+	Reset()
 }
 
 // Status is what the UI and the report show of a strategy.
