@@ -98,6 +98,18 @@ func (j *Job) RestartView() RestartView {
 	return v
 }
 
+// ResetRestarts makes the restart strategy forget every failure so far, as
+// the strategy of a newly submitted job starts (Flink keeps no count across
+// jobs): a demo that used up its attempts can go on failing and restarting.
+// A job that gave up already stays FAILED.
+func (j *Job) ResetRestarts() {
+	b := j.handler.Backoff()
+	before := b.Status().Attempts
+	b.Reset()
+	j.restarts.update(func(v *RestartView) { v.Status = b.Status() })
+	j.obs.Emit(view.RestartsReset{Strategy: b.Name(), Attempts: before})
+}
+
 // decide handles one failure: it records it, stops checkpointing, and asks
 // the failure handler (restart.Handler) whether to give up or to restart
 // the whole job or the failover strategy's part of it, after what delay;

@@ -210,3 +210,27 @@ func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 		t.Fatalf("records_replayed events %v, want [18 5]", replayed)
 	}
 }
+
+// ResetRestarts gives a demo its attempts back: with one restart attempt,
+// a second failure fails the job, unless the attempts were reset between
+// the two, and then the job finishes exactly once.
+func TestResetRestartsGivesTheAttemptsBack(t *testing.T) {
+	faults := []string{"after-records=3000,task=join/0,fault=panic", "after-records=12000,task=join/1,fault=panic"}
+	used := (&run{records: 40000, rate: 20000, interval: 50 * time.Millisecond, attempts: 1, faults: faults}).do(t)
+	if used.res.Status != JobFailed {
+		t.Fatalf("without a reset: status %s, want FAILED after the second failure", used.res.Status)
+	}
+	r := (&run{records: 40000, rate: 20000, interval: 50 * time.Millisecond, attempts: 1, faults: faults, during: func(j *Job) {
+		waitFor(t, "the first restart", func() bool { return j.RestartView().Restarts >= 1 })
+		j.ResetRestarts()
+		if s := j.RestartView().Status; s.Attempts != 0 || s.GaveUp {
+			t.Errorf("after ResetRestarts the view shows %+v", s)
+		}
+	}}).do(t)
+	if r.res.Status != JobFinished || r.res.Restarts != 2 || r.verify.Lost != 0 || r.verify.Duplicates != 0 {
+		t.Fatalf("with a reset: status %s, %d restarts, verify %+v", r.res.Status, r.res.Restarts, r.verify)
+	}
+	if r.count("restarts_reset") != 1 {
+		t.Fatalf("%d restarts_reset events, want 1", r.count("restarts_reset"))
+	}
+}

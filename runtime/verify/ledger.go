@@ -224,11 +224,11 @@ type Result struct {
 	// DuplicatesAtLeastOnce are those of Duplicates with a copy written in
 	// an at-least-once period: the price of not aligning, not a fault.
 	DuplicatesAtLeastOnce int
-	Lost       int // expected ids the output does not hold
-	Unexpected int // ids the output holds that are not expected
-	BadInput   int // input records that are no order or payment
-	BadOutput  int // output records that are not JSON
-	NotJoined  int // paid orders whose order and payment are more than the TTL apart
+	Lost                  int // expected ids the output does not hold
+	Unexpected            int // ids the output holds that are not expected
+	BadInput              int // input records that are no order or payment
+	BadOutput             int // output records that are not JSON
+	NotJoined             int // paid orders whose order and payment are more than the TTL apart
 }
 
 // expected reports whether the output must hold an id with byte b.

@@ -18,8 +18,8 @@ type Verification struct {
 	// not aligning barriers, counted apart, never failing an exactly-once
 	// verdict.
 	DuplicatesAtLeastOnce int `json:"duplicates_at_least_once,omitempty"`
-	Lost       int `json:"lost"`
-	Unexpected int `json:"unexpected"`
+	Lost                  int `json:"lost"`
+	Unexpected            int `json:"unexpected"`
 	// BadInput counts input records that are not orders or payments at
 	// all (poison): no output is expected for them.
 	BadInput int `json:"bad_input,omitempty"`

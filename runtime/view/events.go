@@ -303,6 +303,14 @@ type ModeChanged struct {
 	Mode string `json:"mode"`
 }
 
+// RestartsReset: the restart strategy forgot its failures (from the
+// keyboard), as a newly submitted job's starts; Attempts is how many
+// restarts it had granted before.
+type RestartsReset struct {
+	Strategy string `json:"strategy"`
+	Attempts int    `json:"attempts"`
+}
+
 // TempoChanged: the world runs at Tempo (normal, slow, slower, frozen).
 type TempoChanged struct {
 	Tempo string `json:"tempo"`
@@ -343,6 +351,7 @@ func (RecordsLost) Name() string         { return "records_lost" }
 func (RecordsReplayed) Name() string     { return "records_replayed" }
 func (BadRecord) Name() string           { return "bad_record" }
 func (ModeChanged) Name() string         { return "mode_changed" }
+func (RestartsReset) Name() string       { return "restarts_reset" }
 func (TempoChanged) Name() string        { return "tempo_changed" }
 func (SourcesPaused) Name() string       { return "sources_paused" }
 
@@ -374,7 +383,7 @@ func init() {
 		CheckpointCompleted{}, CheckpointFailed{}, CheckpointInvalid{}, CheckpointCorrupted{},
 		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},
 		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, RolledBack{}, RecordsLost{},
-		RecordsReplayed{}, BadRecord{}, ModeChanged{}, TempoChanged{}, SourcesPaused{},
+		RecordsReplayed{}, BadRecord{}, ModeChanged{}, RestartsReset{}, TempoChanged{}, SourcesPaused{},
 	} {
 		t := reflect.TypeOf(e)
 		known[e.Name()] = func() Event { return reflect.New(t).Interface().(Event) }
