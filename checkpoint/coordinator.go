@@ -145,7 +145,8 @@ type Coordinator struct {
 	completedCount, failedCount int
 	lastCompletedID             int64
 	restored                    []int64
-	history                     []*record // oldest first
+	damaged                     map[int64]string // checkpoints a restore found damaged, and why
+	history                     []*record        // oldest first
 
 	// outbox holds Gateway and onEvent calls decided under mu; flush runs
 	// them without mu, in order, one goroutine at a time.
@@ -337,6 +338,17 @@ func (c *Coordinator) SetMode(mode string) {
 func (c *Coordinator) MarkRestored(id int64) {
 	c.mu.Lock()
 	c.restored = append(c.restored, id)
+	c.mu.Unlock()
+}
+
+// MarkDamaged records that a restore found checkpoint id damaged, and why:
+// Stats shows it so from then on, though it had completed.
+func (c *Coordinator) MarkDamaged(id int64, why string) {
+	c.mu.Lock()
+	if c.damaged == nil {
+		c.damaged = map[int64]string{}
+	}
+	c.damaged[id] = why
 	c.mu.Unlock()
 }
 

@@ -56,6 +56,9 @@ type CheckpointStats struct {
 	Failure string
 	// Restored is set when the job restored from this checkpoint.
 	Restored bool
+	// Damaged says why a restore could not use this checkpoint, when one
+	// found it damaged (it had completed).
+	Damaged string
 }
 
 // Stats is a snapshot of the coordinator's checkpoint statistics (Flink:
@@ -96,6 +99,7 @@ func (c *Coordinator) Stats() Stats {
 		cs.AckedTasks = maps.Clone(cs.AckedTasks)
 		cs.WaitingFor = slices.Clone(cs.WaitingFor)
 		cs.Restored = restored[cs.ID]
+		cs.Damaged = c.damaged[cs.ID]
 		s.History = append(s.History, cs)
 	}
 	return s

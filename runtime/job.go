@@ -126,6 +126,9 @@ type Job struct {
 		sync.Mutex
 		c *checkpoint.Completed
 	}
+	// passedOver are the damaged checkpoints the latest pickRestore passed
+	// over, newest first, for the next Restored event. Master goroutine.
+	passedOver []int64
 	// replayUntil is set by pickRestore when it fell back past a newer
 	// completed checkpoint whose state cannot be read: that one's source
 	// offsets (see OperatorContext.Replay); nil otherwise.

@@ -388,12 +388,16 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	var invalid []view.CheckpointInvalid
+	var restored []view.Restored
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for e := range obs.Events() {
-			if ci, ok := e.Event.(view.CheckpointInvalid); ok {
-				invalid = append(invalid, ci)
+			switch ev := e.Event.(type) {
+			case view.CheckpointInvalid:
+				invalid = append(invalid, ev)
+			case view.Restored:
+				restored = append(restored, ev)
 			}
 		}
 	}()
@@ -408,6 +412,20 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	}
 	if len(invalid) == 0 || invalid[0].ID != damaged {
 		t.Fatalf("checkpoint_invalid events %v, want one for %d", invalid, damaged)
+	}
+	// The restore says which checkpoint it passed over, and the history
+	// shows it damaged from then on.
+	if len(restored) != 1 || len(restored[0].PassedOver) == 0 || restored[0].PassedOver[0] != damaged {
+		t.Fatalf("restored events %+v, want one passing over %d", restored, damaged)
+	}
+	marked := false
+	for _, c := range j.coord.Stats().History {
+		if c.ID == damaged {
+			marked = c.Damaged != ""
+		}
+	}
+	if !marked {
+		t.Fatalf("checkpoint %d is not marked damaged in the history", damaged)
 	}
 	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 	if err != nil || v.Lost != 0 || v.Unexpected != 0 {

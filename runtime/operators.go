@@ -31,7 +31,7 @@ func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error)
 		if err != nil {
 			return nil, err
 		}
-		return &sinkOp{out: out, topic: op.Topic, txnPrefix: env.TxnPrefix, progress: bad.progress, skipped: &bad.replaySkipped}, nil
+		return &sinkOp{out: out, topic: op.Topic, txnPrefix: env.TxnPrefix, progress: bad.progress, skipped: &bad.replaySkipped, obs: bad.obs}, nil
 	}
 	return nil, fmt.Errorf("operator %s: type %q has no implementation", op.Name, op.Type)
 }

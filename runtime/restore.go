@@ -81,12 +81,15 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 	}
 	var damaged []string
 	var firstErr error
+	j.passedOver = nil
 	invalid := func(id int64, err error) {
 		damaged = append(damaged, strconv.FormatInt(id, 10))
+		j.passedOver = append(j.passedOver, id)
 		if firstErr == nil {
 			firstErr = err
 		}
 		j.logf("cannot restore checkpoint %d: %v", id, err)
+		j.coord.MarkDamaged(id, err.Error())
 		if report {
 			j.obs.Emit(view.CheckpointInvalid{ID: id, Error: err.Error()})
 		}
@@ -182,6 +185,9 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	}
 	j.coord.MarkRestored(c.ID)
 	res.RestoredFrom = append(res.RestoredFrom, c.ID)
+	if scope == nil {
+		f.PassedOver, j.passedOver = j.passedOver, nil
+	}
 	offsets := c.SourceOffsets()
 	if scope != nil {
 		offsets = checkpoint.Offsets{}

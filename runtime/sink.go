@@ -13,6 +13,7 @@ import (
 	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/runtime/flatjson"
+	"faultline/runtime/view"
 )
 
 // sinkOp writes records to a transactional output with two-phase commit
@@ -54,6 +55,7 @@ type sinkOp struct {
 	skip      map[string]struct{}
 	skipUntil checkpoint.Offsets
 	skipped   *atomic.Int64 // shared by the job's sinks, for the report
+	obs       *Observer     // says what the skip set holds (may be nil)
 }
 
 // Names of the sink's other operator state entries, each per owner
@@ -528,6 +530,10 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 		if id, ok := flatjson.OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
 			s.skip[string(id)] = struct{}{}
 		}
+	}
+	if s.obs != nil && ctx.Task.Index == 0 && len(s.skip) > 0 {
+		// Every subtask holds the whole set: one says it.
+		s.obs.Emit(view.ReplayHeld{Task: ctx.Task.String(), Records: len(s.skip), Checkpoint: ctx.RestoredFrom})
 	}
 	return nil
 }

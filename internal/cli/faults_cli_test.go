@@ -216,9 +216,16 @@ func TestFallbackPastADamagedCheckpointDuplicatesNothing(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s\n%v", r.code, r.stderr, r.report)
 	}
-	invalid := false
+	invalid, held := false, false
 	for _, e := range r.events {
 		invalid = invalid || e["event"] == "checkpoint_invalid"
+		held = held || e["event"] == "replay_held" && e["records"].(float64) > 0
+		if e["event"] == "restored" && e["passed_over"] == nil {
+			t.Errorf("the fallback's restored event names no damaged checkpoint: %v", e)
+		}
+	}
+	if !held {
+		t.Error("no replay_held event says what the sink does not write again")
 	}
 	from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any)
 	if !invalid || len(from) == 0 {

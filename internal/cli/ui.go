@@ -134,7 +134,7 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 		cv := view.Checkpoint{ID: c.ID, Savepoint: c.Kind == checkpoint.KindSavepoint, Status: statusView(c.Status),
 			TriggerTime: c.TriggerTime, EndTime: c.EndTime, Acked: c.Acked, Total: c.Total,
 			AckedTasks: make(map[string]view.SubtaskAck, len(c.AckedTasks)), FullBytes: c.FullBytes,
-			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored}
+			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored, Damaged: c.Damaged}
 		for id, a := range c.AckedTasks {
 			cv.AckedTasks[id.String()] = view.SubtaskAck{SyncDuration: a.SyncDuration, AsyncDuration: a.AsyncDuration,
 				Alignment: a.Alignment, StartDelay: a.StartDelay, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes,

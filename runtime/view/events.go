@@ -258,6 +258,19 @@ type Restored struct {
 	Offsets    *Offsets `json:"offsets,omitempty"`
 	Reason     string   `json:"reason"`
 	Tasks      []string `json:"tasks,omitempty"`
+	// PassedOver are the newer checkpoints found damaged, newest first:
+	// Checkpoint was restored instead.
+	PassedOver []int64 `json:"passed_over,omitempty"`
+}
+
+// ReplayHeld: a restore went back past Checkpoint's newer, damaged
+// checkpoints, whose sink transactions were committed already (a committed
+// transaction cannot be taken back): the output holds Records order ids
+// the job emits again, and the sink Task does not write them a second time.
+type ReplayHeld struct {
+	Task       string `json:"task"`
+	Records    int    `json:"records"`
+	Checkpoint int64  `json:"checkpoint"`
 }
 
 // RolledBack: individual failover put Task back to Checkpoint without
@@ -346,6 +359,7 @@ func (TaskFailed) Name() string          { return "task_failed" }
 func (Failover) Name() string            { return "failover" }
 func (RestartScheduled) Name() string    { return "restart_scheduled" }
 func (Restored) Name() string            { return "restored" }
+func (ReplayHeld) Name() string          { return "replay_held" }
 func (RolledBack) Name() string          { return "rolled_back" }
 func (RecordsLost) Name() string         { return "records_lost" }
 func (RecordsReplayed) Name() string     { return "records_replayed" }
@@ -382,7 +396,7 @@ func init() {
 		InputWriterFailed{}, VerifyStarted{}, JobStatus{}, TaskStatus{}, CheckpointTriggered{},
 		CheckpointCompleted{}, CheckpointFailed{}, CheckpointInvalid{}, CheckpointCorrupted{},
 		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},
-		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, RolledBack{}, RecordsLost{},
+		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, ReplayHeld{}, RolledBack{}, RecordsLost{},
 		RecordsReplayed{}, BadRecord{}, ModeChanged{}, RestartsReset{}, TempoChanged{}, SourcesPaused{},
 	} {
 		t := reflect.TypeOf(e)

@@ -278,6 +278,9 @@ type Checkpoint struct {
 	Failure string
 	// Restored is set when the job restored from this checkpoint.
 	Restored bool
+	// Damaged says why a restore could not use this completed checkpoint,
+	// once one found it damaged.
+	Damaged string
 }
 
 // SubtaskAck is a subtask's figures for one checkpoint, as Flink's
