@@ -48,11 +48,12 @@ func TestEveryEventReadsBack(t *testing.T) {
 		TaskSlowed{Task: "a/0", Factor: 2.5, ForMs: 5}, PoisonWritten{Topic: "orders", Partition: 2, Offset: &off},
 		TaskFailed{Task: "a/0", Error: "e", Fault: "panic", Attempt: 1}, Failover{Strategy: "region", Failed: "a/0", Tasks: []string{"a/0", "b/0"}},
 		RestartScheduled{Strategy: "fixed-delay", DelayMs: 1, Attempt: 2, Description: "d", Failover: "full", Tasks: []string{"a/0"}},
-		Restored{Checkpoint: 3, Offsets: &Offsets{"orders": {"0": 12}}, Reason: "r", Tasks: []string{"a/0"}},
+		Restored{Checkpoint: 3, Offsets: &Offsets{"orders": {"0": 12}}, Reason: "r", Tasks: []string{"a/0"}, PassedOver: []int64{5, 4}},
+		ReplayHeld{Task: "sink/0", Records: 7, Checkpoint: 3},
 		RolledBack{Task: "a/0", Checkpoint: 2, Lost: 1, What: "w"}, RecordsLost{Task: "a/0", Records: 1, Total: 2, Checkpoint: 3, What: "w"},
 		RecordsReplayed{Records: 1, TotalLost: 0, Checkpoint: 3, What: "w"},
 		BadRecord{Task: "a/0", Action: "skipped", Reason: "r", Record: "x", Total: 1, Topic: "dl"},
-		ModeChanged{Mode: "at-least-once"}, TempoChanged{Tempo: "frozen"}, SourcesPaused{Paused: true},
+		ModeChanged{Mode: "at-least-once"}, RestartsReset{Strategy: "fixed-delay", Attempts: 3}, TempoChanged{Tempo: "frozen"}, SourcesPaused{Paused: true},
 	} {
 		b, err := json.Marshal(Stamped{At: time.Second, Event: e})
 		if err != nil {
@@ -66,7 +67,7 @@ func TestEveryEventReadsBack(t *testing.T) {
 			t.Errorf("%s read back as %#v", b, back.Event)
 		}
 	}
-	if len(known) != 31 {
-		t.Errorf("%d known events; the test above lists 31", len(known))
+	if len(known) != 33 {
+		t.Errorf("%d known events; the test above lists 33", len(known))
 	}
 }
