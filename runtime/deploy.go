@@ -16,21 +16,23 @@ import (
 	"faultline/runtime/spec"
 )
 
-// deploy builds and starts every subtask of attempt n.
-func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, error) {
+// deploy builds and starts every subtask of attempt n. It returns the
+// attempt's context, which the master passes to the subtasks it starts
+// for the attempt later (partial failovers).
+func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, context.Context, error) {
 	// The attempt ends when the master cancels it (teardown), not with the
 	// run's context: stopping with a savepoint needs it running a moment longer.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{},
+	a := &attempt{n: n, job: j, cancel: cancel, byName: map[string]*task{},
 		sv: &supervision{finished: map[string]bool{}, atEnd: map[string]bool{}}}
 	a.epoch.Store(j.epoch.Add(1))
 	var built []*task
-	fail := func(err error) (*attempt, error) {
+	fail := func(err error) (*attempt, context.Context, error) {
 		for _, t := range built {
 			a.closeBackend(t)
 		}
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	for _, op := range j.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
@@ -56,9 +58,9 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 	j.cur = a
 	j.mu.Unlock()
 	for _, t := range built {
-		j.start(t)
+		j.start(actx, t)
 	}
-	return a, nil
+	return a, actx, nil
 }
 
 // newTask builds instance of subtask op/i for attempt a, with its state
@@ -72,20 +74,17 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		id: id, name: id.String(), a: a, op: op, gate: newGate(), deploys: epoch,
 		m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
 	}
-	t.ctx, t.cancel = context.WithCancel(a.ctx)
 	t.mb = newMailbox(t.gate)
 	_, t.stepSeen, _ = j.tempo.get()
 	if op.Type == spec.TypeSource {
 		src, err := j.cfg.Env.source(op.Topic)
 		if err != nil {
-			t.cancel()
 			return nil, err
 		}
 		t.src = src
 	} else {
 		oper, err := newOperator(op, j.cfg.Env, j.bad)
 		if err != nil {
-			t.cancel()
 			return nil, err
 		}
 		t.oper = oper
@@ -101,7 +100,6 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 			dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", epoch), fmt.Sprintf("%s-%d", op.Name, i))
 			b, err := backend.NewBadger(dir, maxP, kgs)
 			if err != nil {
-				t.cancel()
 				return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
 			}
 			t.keyed = b
@@ -191,9 +189,11 @@ func (j *Job) newHandler(inputs int) barrier.Handler {
 	return h
 }
 
-// start runs subtask instance t in its own goroutine.
-func (j *Job) start(t *task) {
+// start runs subtask instance t in its own goroutine, under a context of
+// its own derived from ctx, the attempt's; t.cancel ends it.
+func (j *Job) start(ctx context.Context, t *task) {
 	a := t.a
+	ctx, t.cancel = context.WithCancel(ctx)
 	t.m.Deploys.Add(1)
 	a.wg.Add(1)
 	t.done.Add(1)
@@ -204,7 +204,7 @@ func (j *Job) start(t *task) {
 			t.done.Done()
 			a.wg.Done()
 		}()
-		t.run(t.ctx)
+		t.run(ctx)
 	}()
 }
 

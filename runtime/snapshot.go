@@ -24,12 +24,13 @@ type incrementalBackend interface {
 }
 
 // persistAsync is the asynchronous part of a snapshot: encode, write to the
-// store, acknowledge. It runs in its own goroutine, owned by the attempt.
+// store, acknowledge. It runs in its own goroutine, owned by the attempt,
+// until ctx (the subtask's) ends.
 // delta says the keyed snapshot holds only the changes since this task's
 // previous snapshot; the chain it builds on is only known once the previous
 // snapshot's writer has finished, so each writer waits for the one before
 // it before it updates the chain and acknowledges.
-func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
+func (t *task) persistAsync(ctx context.Context, id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
 	a := t.a
 	prev := t.lastPersist
 	done := make(chan struct{})
@@ -56,10 +57,10 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 			delta = false
 		}
 		parts := state.Parts()
-		h, err := a.job.store.PutStateParts(t.ctx, id, t.id, parts)
+		h, err := a.job.store.PutStateParts(ctx, id, t.id, parts)
 		if err != nil {
 			t.breakChain()
-			if t.ctx.Err() == nil {
+			if ctx.Err() == nil {
 				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
 			}
 			return
@@ -67,7 +68,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		if prev != nil {
 			select {
 			case <-prev:
-			case <-t.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 		}
@@ -147,6 +148,6 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 	if triggerNs != 0 && !r.FirstBarrier.IsZero() {
 		ack.StartDelay = r.FirstBarrier.Sub(time.Unix(0, triggerNs))
 	}
-	t.persistAsync(id, state, keyed, ack, delta)
+	t.persistAsync(ctx, id, state, keyed, ack, delta)
 	return nil
 }

@@ -165,6 +165,6 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 		StartDelay:   start.Sub(time.Unix(0, triggerNs)),
 		Offsets:      checkpoint.Offsets{t.src.Topic(): offs},
 	}
-	t.persistAsync(id, state, nil, ack, false)
+	t.persistAsync(ctx, id, state, nil, ack, false)
 	return nil
 }

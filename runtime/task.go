@@ -111,9 +111,9 @@ type task struct {
 	id   checkpoint.TaskID
 	name string
 	a    *attempt
-	// ctx ends this instance of the subtask (a failover of its region, or
-	// the whole attempt); done counts its goroutine and snapshot writers.
-	ctx     context.Context
+	// cancel ends the context start made for this instance of the subtask
+	// (a failover of its region; the attempt's cancel ends it too); done
+	// counts its goroutine and snapshot writers.
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 	deploys int64 // the job's epoch when this instance was deployed
@@ -148,9 +148,12 @@ type task struct {
 	fired    *faultEntry // the injected fault this task is failing with
 
 	// local counters flushed to m once per batch
-	in, out  int64
-	emitErr  error
+	in, out int64
+	// emitCtx is run's ctx, which Collect sends under: an operator's
+	// Collector takes no context (nor does Flink's). Nothing else reads
+	// it; everything else is passed ctx. emitErr is Collect's first error.
 	emitCtx  context.Context
+	emitErr  error
 	mail     []mail
 	lastTrig map[int64]barrierInfo // barrier id → what its barrier carried
 
