@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"faultline/backend"
 	"faultline/checkpoint"
@@ -154,14 +153,14 @@ func (j *Job) wire(set []*task) {
 				var chans []*Channel
 				if in.Edge == spec.Forward {
 					down := index(downs, up.id.Index)
-					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos, j.clk)
 					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 					chans = []*Channel{ch}
 				} else {
 					// Every downstream subtask is in set, in index order.
 					for i := 0; i < op.Parallelism; i++ {
 						down := index(downs, i)
-						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos, j.clk)
 						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 						chans = append(chans, ch)
 					}
@@ -182,7 +181,7 @@ func (j *Job) wire(set []*task) {
 // the checkpoints triggered after it, and barriers of older ones still in
 // its input channels must not make it align.
 func (j *Job) newHandler(inputs int) barrier.Handler {
-	h := barrier.New(j.Mode(), inputs, time.Now)
+	h := barrier.New(j.Mode(), inputs, j.clk.Now)
 	if last := j.coord.NextID() - 1; last > 0 {
 		h.Abort(last)
 	}

@@ -463,7 +463,7 @@ func (t *task) fire(f *faultEntry) error {
 		return nil
 	}
 	if f.Kind == FaultSlow {
-		t.slowUntil = time.Now().Add(f.For)
+		t.slowUntil = t.clk().Now().Add(f.For)
 		t.slowFactor = f.Factor
 		t.a.job.obs.Emit(view.TaskSlowed{Task: t.name, Factor: f.Factor, ForMs: f.For.Milliseconds()})
 		t.a.job.noteFault(t.name, FaultSlow)

@@ -764,8 +764,8 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 		j.obs.Emit(view.SavepointFailed{Error: err.Error()})
 		return 0
 	}
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	deadline, tm := clock.After(j.clk, timeout)
+	defer tm.Stop()
 	for {
 		select {
 		case done := <-j.savepoints:
@@ -777,7 +777,7 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 				j.obs.Emit(view.SavepointFailed{ID: &id, Error: ev.err.Error()})
 				return 0
 			}
-		case <-deadline.C:
+		case <-deadline:
 			j.obs.Emit(view.SavepointFailed{ID: &id, Error: fmt.Sprintf("not complete after %s", timeout)})
 			return 0
 		}

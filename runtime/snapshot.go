@@ -10,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/runtime/barrier"
 )
 
@@ -32,6 +33,7 @@ type incrementalBackend interface {
 // it before it updates the chain and acknowledges.
 func (t *task) persistAsync(ctx context.Context, id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
 	a := t.a
+	clk := t.clk()
 	prev := t.lastPersist
 	done := make(chan struct{})
 	t.lastPersist = done
@@ -41,7 +43,7 @@ func (t *task) persistAsync(ctx context.Context, id int64, state *backend.Subtas
 		defer a.wg.Done()
 		defer t.done.Done()
 		defer close(done)
-		start := time.Now()
+		start := clk.Now()
 		if keyed != nil {
 			if d, ok := keyed.(interface{ Incremental() bool }); ok {
 				delta = delta && d.Incremental()
@@ -92,9 +94,9 @@ func (t *task) persistAsync(ctx context.Context, id int64, state *backend.Subtas
 		}
 		t.incMu.Unlock()
 		ack.Handle = h
-		ack.AsyncDuration = time.Since(start)
+		ack.AsyncDuration = clock.Since(clk, start)
 		ack.IncrementalBytes = h.Size
-		ack.AckTime = time.Now()
+		ack.AckTime = clk.Now()
 		a.job.coord.Acknowledge(a.epoch.Load(), id, t.id, ack)
 	}()
 }
@@ -112,7 +114,7 @@ func (t *task) breakChain() {
 func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo) error {
 	triggerNs := info.ns
 	id := r.Triggered
-	start := time.Now()
+	start := t.clk().Now()
 	state := &backend.SubtaskState{}
 	if s, ok := t.oper.(StateSnapshotter); ok {
 		opState, err := s.SnapshotState(id)
@@ -141,7 +143,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 	if err := t.broadcast(ctx, barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce)); err != nil {
 		return err
 	}
-	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}
+	ack := checkpoint.SubtaskAck{SyncDuration: clock.Since(t.clk(), start), Alignment: r.Alignment}
 	if p, ok := t.oper.(OutputPositioner); ok {
 		ack.OutputFrom = p.OutputFrom()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
@@ -201,6 +202,9 @@ func (t *task) abandon() {
 	}
 }
 
+// clk is the job's clock: every time a subtask reads or waits for is on it.
+func (t *task) clk() clock.Clock { return t.a.job.clk }
+
 func (t *task) setStatus(s TaskStatus, reason string) {
 	t.m.status.Store(s)
 	t.a.job.obs.Emit(view.TaskStatus{Task: t.name, Status: string(s), Attempt: t.deploys, Reason: reason})
@@ -272,6 +276,7 @@ func (t *task) open() error {
 		TrackRollback:  t.a.job.handler.Failover() == restart.FailoverIndividual,
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
+		clk:            t.clk(),
 		batchStart:     &t.batchStart,
 		InputChannels:  len(t.inputs),
 		channel:        &t.channel,
@@ -305,7 +310,13 @@ func (t *task) open() error {
 				mine = append(mine, int32(p))
 			}
 		}
-		r, err := t.src.Reader(mine, offsets)
+		var r SourceReader
+		var err error
+		if cs, ok := t.src.(clockedSource); ok {
+			r, err = cs.readerOn(t.clk(), mine, offsets)
+		} else {
+			r, err = t.src.Reader(mine, offsets)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: open %s: %w", t.name, t.src.Topic(), err)
 		}
@@ -387,12 +398,12 @@ func (t *task) broadcast(ctx context.Context, e Element) error {
 }
 
 func (t *task) wait(ctx context.Context) {
-	start := time.Now()
+	start := t.clk().Now()
 	select {
 	case <-t.gate.c:
 	case <-ctx.Done():
 	}
-	t.m.IdleNanos.Add(int64(time.Since(start)))
+	t.m.IdleNanos.Add(int64(clock.Since(t.clk(), start)))
 }
 
 // InputView and AlignmentView are what the UI shows of a subtask's input
