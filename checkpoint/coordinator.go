@@ -450,6 +450,8 @@ func (c *Coordinator) removeLocked(p *pending) {
 // Completed, adds it to the store and notifies the tasks (Flink:
 // completePendingCheckpoint).
 func (c *Coordinator) completeLocked(p *pending) {
+	// No caller's context: whichever acknowledgement or timer completes
+	// the checkpoint, its metadata must reach the store.
 	ctx := context.Background()
 	now := c.clk.Now()
 	tasks := maps.Clone(p.acks)

@@ -13,8 +13,9 @@ import (
 )
 
 // attempt is one deployment of the whole job graph (Flink: an execution
-// attempt of every vertex). Its context ends all its goroutines; wg waits
-// for them. A region or individual failover replaces some of its tasks
+// attempt of every vertex). cancel ends the context that deploy made for it
+// and that the master passes to every goroutine it starts for the attempt
+// (the subtasks' contexts derive from it); wg waits for them. A region or individual failover replaces some of its tasks
 // without ending the attempt; epoch counts those changes (Flink: the
 // global modification version) and is what the coordinator knows the
 // attempt by, so that nothing of a replaced task counts for a checkpoint
@@ -23,7 +24,6 @@ type attempt struct {
 	n      int64
 	epoch  atomic.Int64
 	job    *Job
-	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine of every task instance
 	events chan taskEvent

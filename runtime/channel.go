@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"faultline/internal/clock"
 	"faultline/runtime/view"
 )
 
@@ -21,8 +21,9 @@ type Channel struct {
 	ch   chan []Element
 	gate *gate
 	// blocked counts, for the sending subtask, the time it waits on a full
-	// channel (its back-pressure).
+	// channel (its back-pressure), on the job's clock clk.
 	blocked *atomic.Int64
+	clk     clock.Clock
 
 	sent     atomic.Int64 // elements sent
 	consumed atomic.Int64 // elements the receiver has handled
@@ -36,11 +37,11 @@ type barrierMark struct {
 	seq int64 // position in the channel's element sequence
 }
 
-func newChannel(capacity int, g *gate, blocked *atomic.Int64) *Channel {
+func newChannel(capacity int, g *gate, blocked *atomic.Int64, clk clock.Clock) *Channel {
 	if blocked == nil {
 		blocked = new(atomic.Int64)
 	}
-	return &Channel{ch: make(chan []Element, capacity), gate: g, blocked: blocked}
+	return &Channel{ch: make(chan []Element, capacity), gate: g, blocked: blocked, clk: clk}
 }
 
 // send puts batch into the channel, waiting while it is full. It returns
@@ -58,12 +59,12 @@ func (c *Channel) send(ctx context.Context, batch []Element) bool {
 	select {
 	case c.ch <- batch:
 	default:
-		start := time.Now()
+		start := c.clk.Now()
 		select {
 		case c.ch <- batch:
-			c.blocked.Add(int64(time.Since(start)))
+			c.blocked.Add(int64(clock.Since(c.clk, start)))
 		case <-ctx.Done():
-			c.blocked.Add(int64(time.Since(start)))
+			c.blocked.Add(int64(clock.Since(c.clk, start)))
 			return false
 		}
 	}

@@ -7,11 +7,12 @@ import (
 	"unsafe"
 
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/runtime/spec"
 )
 
 func TestChannelViewPlacesBarriers(t *testing.T) {
-	ch := newChannel(4, newGate(), nil)
+	ch := newChannel(4, newGate(), nil, clock.Real{})
 	ctx := context.Background()
 	rec := Element{Kind: KindRecord}
 	ch.send(ctx, []Element{rec, rec, barrierElement(12, 0, false, false), rec})

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"faultline/backend"
 	"faultline/checkpoint"
@@ -16,21 +15,23 @@ import (
 	"faultline/runtime/spec"
 )
 
-// deploy builds and starts every subtask of attempt n.
-func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, error) {
+// deploy builds and starts every subtask of attempt n. It returns the
+// attempt's context, which the master passes to the subtasks it starts
+// for the attempt later (partial failovers).
+func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, context.Context, error) {
 	// The attempt ends when the master cancels it (teardown), not with the
 	// run's context: stopping with a savepoint needs it running a moment longer.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &attempt{n: n, job: j, ctx: actx, cancel: cancel, byName: map[string]*task{},
+	a := &attempt{n: n, job: j, cancel: cancel, byName: map[string]*task{},
 		sv: &supervision{finished: map[string]bool{}, atEnd: map[string]bool{}}}
 	a.epoch.Store(j.epoch.Add(1))
 	var built []*task
-	fail := func(err error) (*attempt, error) {
+	fail := func(err error) (*attempt, context.Context, error) {
 		for _, t := range built {
 			a.closeBackend(t)
 		}
 		cancel()
-		return nil, err
+		return nil, nil, err
 	}
 	for _, op := range j.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
@@ -56,9 +57,9 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 	j.cur = a
 	j.mu.Unlock()
 	for _, t := range built {
-		j.start(t)
+		j.start(actx, t)
 	}
-	return a, nil
+	return a, actx, nil
 }
 
 // newTask builds instance of subtask op/i for attempt a, with its state
@@ -72,20 +73,17 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		id: id, name: id.String(), a: a, op: op, gate: newGate(), deploys: epoch,
 		m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
 	}
-	t.ctx, t.cancel = context.WithCancel(a.ctx)
 	t.mb = newMailbox(t.gate)
 	_, t.stepSeen, _ = j.tempo.get()
 	if op.Type == spec.TypeSource {
 		src, err := j.cfg.Env.source(op.Topic)
 		if err != nil {
-			t.cancel()
 			return nil, err
 		}
 		t.src = src
 	} else {
 		oper, err := newOperator(op, j.cfg.Env, j.bad)
 		if err != nil {
-			t.cancel()
 			return nil, err
 		}
 		t.oper = oper
@@ -101,7 +99,6 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 			dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", epoch), fmt.Sprintf("%s-%d", op.Name, i))
 			b, err := backend.NewBadger(dir, maxP, kgs)
 			if err != nil {
-				t.cancel()
 				return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
 			}
 			t.keyed = b
@@ -156,14 +153,14 @@ func (j *Job) wire(set []*task) {
 				var chans []*Channel
 				if in.Edge == spec.Forward {
 					down := index(downs, up.id.Index)
-					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos, j.clk)
 					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 					chans = []*Channel{ch}
 				} else {
 					// Every downstream subtask is in set, in index order.
 					for i := 0; i < op.Parallelism; i++ {
 						down := index(downs, i)
-						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos)
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos, j.clk)
 						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 						chans = append(chans, ch)
 					}
@@ -184,16 +181,18 @@ func (j *Job) wire(set []*task) {
 // the checkpoints triggered after it, and barriers of older ones still in
 // its input channels must not make it align.
 func (j *Job) newHandler(inputs int) barrier.Handler {
-	h := barrier.New(j.Mode(), inputs, time.Now)
+	h := barrier.New(j.Mode(), inputs, j.clk.Now)
 	if last := j.coord.NextID() - 1; last > 0 {
 		h.Abort(last)
 	}
 	return h
 }
 
-// start runs subtask instance t in its own goroutine.
-func (j *Job) start(t *task) {
+// start runs subtask instance t in its own goroutine, under a context of
+// its own derived from ctx, the attempt's; t.cancel ends it.
+func (j *Job) start(ctx context.Context, t *task) {
 	a := t.a
+	ctx, t.cancel = context.WithCancel(ctx)
 	t.m.Deploys.Add(1)
 	a.wg.Add(1)
 	t.done.Add(1)
@@ -204,7 +203,7 @@ func (j *Job) start(t *task) {
 			t.done.Done()
 			a.wg.Done()
 		}()
-		t.run(t.ctx)
+		t.run(ctx)
 	}()
 }
 

@@ -180,9 +180,9 @@ type supervision struct {
 // checkpoint while the rest of the attempt keeps running (region and
 // individual failover; Flink: the scheduler's restartTasks for a failover
 // region). The coordinator was stopped by decide; it starts again, at a new
-// epoch, once the new instances run. It returns false when ctx ended during
-// the restart delay.
-func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, res *Result, sv *supervision, failed string) (bool, error) {
+// epoch, once the new instances run, under actx, the attempt's context. It
+// returns false when ctx, the run's, ended during the restart.
+func (j *Job) restartPart(ctx, actx context.Context, a *attempt, d restart.Decision, res *Result, sv *supervision, failed string) (bool, error) {
 	olds := make([]*task, len(d.Tasks))
 	inScope := map[string]bool{}
 	for i, name := range d.Tasks {
@@ -212,8 +212,11 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, r
 	if !j.waitRestart(ctx, a, d.Delay, sv, inScope) {
 		return false, nil
 	}
-	restore, states, err := j.pickRestore(context.Background(), true)
+	restore, states, err := j.pickRestore(ctx, true)
 	if err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
 		return false, err
 	}
 	a.epoch.Store(j.epoch.Add(1))
@@ -259,12 +262,12 @@ func (j *Job) restartPart(ctx context.Context, a *attempt, d restart.Decision, r
 	j.markRestored(res, restore, why, d.Tasks...)
 	j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
 	for _, t := range news {
-		j.start(t)
+		j.start(actx, t)
 	}
 	var again []*faultEntry
 	for _, f := range sv.queued {
 		if inScope[f.Task] {
-			j.deliver(a, f)
+			j.deliver(ctx, a, f)
 		} else {
 			again = append(again, f)
 		}
@@ -303,7 +306,7 @@ func (j *Job) waitRestart(ctx context.Context, a *attempt, delay time.Duration, 
 				sv.queued = append(sv.queued, f) // delivered to the new instance
 				continue
 			}
-			j.deliver(a, f)
+			j.deliver(ctx, a, f)
 		case <-j.coordFail:
 			// The coordinator is stopped; nothing of it is pending.
 		}

@@ -321,7 +321,7 @@ func (j *Job) noteFault(task string, kind FaultKind) {
 }
 
 // jobFault makes a fault that acts on the whole job happen.
-func (j *Job) jobFault(f *faultEntry) {
+func (j *Job) jobFault(ctx context.Context, f *faultEntry) {
 	switch f.Kind {
 	case FaultSavepoint:
 		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
@@ -330,7 +330,7 @@ func (j *Job) jobFault(f *faultEntry) {
 	case FaultStorageFail:
 		j.storageFails.Add(int64(f.Count))
 	case FaultCorruptCheckpoint:
-		c, err := j.corruptNewest()
+		c, err := j.corruptNewest(ctx)
 		f := view.CheckpointCorrupted{Fault: string(FaultCorruptCheckpoint)}
 		if err != nil {
 			f.Error = err.Error()
@@ -364,8 +364,8 @@ func (j *Job) jobFault(f *faultEntry) {
 
 // corruptNewest damages one state blob of the newest retained checkpoint
 // of the job and returns its id.
-func (j *Job) corruptNewest() (int64, error) {
-	c, err := j.store.Latest(context.Background())
+func (j *Job) corruptNewest(ctx context.Context) (int64, error) {
+	c, err := j.store.Latest(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -414,8 +414,8 @@ func (s faultyStore) PutStateParts(ctx context.Context, id int64, task checkpoin
 }
 
 // deliver hands a timed fault to its task; a task that already finished is
-// past harm.
-func (j *Job) deliver(a *attempt, f *faultEntry) {
+// past harm. ctx is the run's.
+func (j *Job) deliver(ctx context.Context, a *attempt, f *faultEntry) {
 	if f.adhoc && !slices.Contains(j.faults, f) {
 		// Known from now on, so that a failover re-arms it like the others.
 		j.faults = append(j.faults, f)
@@ -424,7 +424,7 @@ func (j *Job) deliver(a *attempt, f *faultEntry) {
 		f.fired.Store(true)
 		j.obs.Emit(view.FaultInjected{Fault: string(f.Kind), Spec: f.Spec})
 		j.noteFault("", f.Kind)
-		j.jobFault(f)
+		j.jobFault(ctx, f)
 		return
 	}
 	j.obs.Emit(view.FaultInjected{Task: f.Task, Fault: string(f.Kind), Spec: f.Spec})
@@ -463,7 +463,7 @@ func (t *task) fire(f *faultEntry) error {
 		return nil
 	}
 	if f.Kind == FaultSlow {
-		t.slowUntil = time.Now().Add(f.For)
+		t.slowUntil = t.clk().Now().Add(f.For)
 		t.slowFactor = f.Factor
 		t.a.job.obs.Emit(view.TaskSlowed{Task: t.name, Factor: f.Factor, ForMs: f.For.Milliseconds()})
 		t.a.job.noteFault(t.name, FaultSlow)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"faultline/internal/clock"
 )
 
 // Generator is the deterministic, seeded input of the default job: orders
@@ -226,8 +228,15 @@ type genSource struct {
 func (s *genSource) Topic() string   { return s.topic }
 func (s *genSource) Partitions() int { return s.g.partitions }
 
+// Reader reads partitions on the wall clock.
 func (s *genSource) Reader(partitions []int32, offsets map[int32]int64) (SourceReader, error) {
-	r := &genReader{g: s.g, topic: s.topic, next: map[int32]int64{}, blocks: map[int32]*payBlockCache{}, start: time.Now()}
+	return s.readerOn(clock.Real{}, partitions, offsets)
+}
+
+// readerOn reads partitions, keeping the generator's rate on clk
+// (clockedSource).
+func (s *genSource) readerOn(clk clock.Clock, partitions []int32, offsets map[int32]int64) (SourceReader, error) {
+	r := &genReader{g: s.g, topic: s.topic, next: map[int32]int64{}, blocks: map[int32]*payBlockCache{}, clk: clk, start: clk.Now()}
 	r.parts = append(r.parts, partitions...)
 	sort.Slice(r.parts, func(i, j int) bool { return r.parts[i] < r.parts[j] })
 	for _, p := range r.parts {
@@ -253,17 +262,18 @@ type genReader struct {
 	blocks map[int32]*payBlockCache
 
 	rate    float64
+	clk     clock.Clock
 	start   time.Time
 	emitted int64
 }
 
 func (r *genReader) Poll(ctx context.Context, dst []Record, max int) ([]Record, bool, error) {
 	if r.rate > 0 {
-		allowed := int64(r.rate*time.Since(r.start).Seconds()) - r.emitted
+		allowed := int64(r.rate*clock.Since(r.clk, r.start).Seconds()) - r.emitted
 		if allowed <= 0 {
-			t := time.NewTimer(time.Duration(float64(time.Second) / r.rate))
+			after, t := clock.After(r.clk, time.Duration(float64(time.Second)/r.rate))
 			select {
-			case <-t.C:
+			case <-after:
 			case <-ctx.Done():
 				t.Stop()
 			}

@@ -33,7 +33,7 @@ func (t *task) switchMode(ctx context.Context, mode barrier.Mode, id int64) erro
 			return err
 		}
 	}
-	h := barrier.New(mode, len(t.inputs), time.Now)
+	h := barrier.New(mode, len(t.inputs), t.clk().Now)
 	if id > 1 {
 		h.Abort(id - 1)
 	}
@@ -99,7 +99,7 @@ func (t *task) runOperator(ctx context.Context) error {
 			// while input keeps coming, and after every batch when the
 			// tempo is slowed, so that records and barriers can be seen
 			// moving on (Flink: execution.buffer-timeout).
-			if now := time.Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
+			if now := t.clk().Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
 				if err := t.flushOutputs(ctx); err != nil {
 					return err
 				}
@@ -143,7 +143,7 @@ func (t *task) prefetchKey(e *Element) {
 func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	in := t.inputs[i]
 	start := in.pos
-	began := time.Now()
+	began := t.clk().Now()
 	t.batchStart = began
 	t.channel = i
 	defer func() {

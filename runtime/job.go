@@ -366,7 +366,7 @@ func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bo
 	if c := j.lastCommitted.c; c != nil && c.ID == id {
 		return id, c.SourceOffsets(), true
 	}
-	all, err := j.cfg.Store.All(context.Background())
+	all, err := j.cfg.Store.All(context.Background()) // the UI's call: no context to take
 	if err != nil {
 		return 0, nil, false
 	}
@@ -387,7 +387,7 @@ func (j *Job) completedOffsets(id int64) (checkpoint.Offsets, bool) {
 		return c.SourceOffsets(), true
 	}
 	j.lastCommitted.Unlock()
-	all, err := j.cfg.Store.All(context.Background())
+	all, err := j.cfg.Store.All(context.Background()) // the sink's OperatorContext.CompletedOffsets: none either
 	if err != nil {
 		return nil, false
 	}
@@ -503,7 +503,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}()
 	var queued []*faultEntry
 	for n := int64(1); ; n++ {
-		a, err := j.deploy(ctx, n, restore, states)
+		a, actx, err := j.deploy(ctx, n, restore, states)
 		if err != nil {
 			if ctx.Err() != nil {
 				j.status(JobCanceled, "canceled while restarting")
@@ -515,11 +515,11 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		}
 		j.status(JobRunning, reason)
 		for _, f := range queued {
-			j.deliver(a, f)
+			j.deliver(ctx, a, f)
 		}
 		queued = nil
 		j.coord.Start(a.epoch.Load(), a.taskIDs())
-		out := j.supervise(ctx, a, res)
+		out := j.supervise(ctx, actx, a, res)
 		if out.kind == outCanceled && opts.SavepointOnExit {
 			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
 		}
@@ -564,7 +564,12 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 				break
 			}
 			var err error
-			if restore, states, err = j.pickRestore(context.Background(), true); err != nil {
+			if restore, states, err = j.pickRestore(ctx, true); err != nil {
+				if ctx.Err() != nil {
+					j.status(JobCanceled, "canceled while restarting")
+					res.Status = JobCanceled
+					break
+				}
 				j.status(JobFailed, err.Error())
 				return nil, err
 			}
@@ -575,8 +580,11 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		}
 		break
 	}
+	// What follows must happen however the run ended, a cancelled ctx
+	// included: it keeps ctx's values, not its end.
+	after := context.WithoutCancel(ctx)
 	if res.Status == JobFinished {
-		latest, err := j.store.Latest(context.Background())
+		latest, err := j.store.Latest(after)
 		if err != nil {
 			return nil, err
 		}
@@ -584,7 +592,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	} else {
 		// Leave the outputs as a restart from the newest valid checkpoint
 		// would, and check the output against that checkpoint.
-		latest, states, err := j.pickRestore(context.Background(), false)
+		latest, states, err := j.pickRestore(after, false)
 		if err != nil && !errors.Is(err, ErrNoValidCheckpoint) {
 			return nil, err
 		}
@@ -715,9 +723,10 @@ type outcome struct {
 
 // supervise runs the attempt until its end: all tasks finished, a failure
 // that fails or restarts the whole job, the coordinator giving up, or
-// cancellation. Failures that the failover strategy handles by restarting
-// part of the job are handled here, and the attempt goes on.
-func (j *Job) supervise(ctx context.Context, a *attempt, res *Result) outcome {
+// cancellation of ctx, the run's. Failures that the failover strategy
+// handles by restarting part of the job are handled here, and the attempt
+// goes on; its new subtasks run under actx, the attempt's context.
+func (j *Job) supervise(ctx, actx context.Context, a *attempt, res *Result) outcome {
 	sv := a.sv
 	for {
 		if len(sv.deferred) > 0 {
@@ -734,7 +743,7 @@ func (j *Job) supervise(ctx context.Context, a *attempt, res *Result) outcome {
 			if out.d.GiveUp != "" || out.d.Tasks == nil {
 				return out
 			}
-			ok, err := j.restartPart(ctx, a, out.d, res, sv, ev.task.name)
+			ok, err := j.restartPart(ctx, actx, a, out.d, res, sv, ev.task.name)
 			switch {
 			case err != nil:
 				return outcome{kind: outError, err: err}
@@ -750,7 +759,7 @@ func (j *Job) supervise(ctx context.Context, a *attempt, res *Result) outcome {
 				return outcome{kind: outFinished}
 			}
 		case f := <-j.faultCh:
-			j.deliver(a, f)
+			j.deliver(ctx, a, f)
 		case e := <-j.coordFail:
 			if e.attempt == a.epoch.Load() {
 				out := outcome{kind: outFailed, err: e.err}
@@ -777,8 +786,8 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 		j.obs.Emit(view.SavepointFailed{Error: err.Error()})
 		return 0
 	}
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	deadline, tm := clock.After(j.clk, timeout)
+	defer tm.Stop()
 	for {
 		select {
 		case done := <-j.savepoints:
@@ -790,7 +799,7 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 				j.obs.Emit(view.SavepointFailed{ID: &id, Error: ev.err.Error()})
 				return 0
 			}
-		case <-deadline.C:
+		case <-deadline:
 			j.obs.Emit(view.SavepointFailed{ID: &id, Error: fmt.Sprintf("not complete after %s", timeout)})
 			return 0
 		}

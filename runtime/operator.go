@@ -9,6 +9,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 )
 
 // OperatorContext is what an operator gets when it opens (Flink:
@@ -41,6 +42,8 @@ type OperatorContext struct {
 	// CompletedOffsets returns the source offsets of a completed
 	// checkpoint, by id.
 	CompletedOffsets func(id int64) (checkpoint.Offsets, bool)
+	// clk is the job's clock (nil outside a subtask: the wall clock).
+	clk clock.Clock
 	// batchStart is when the subtask began the batch of input it is
 	// processing (nil outside a subtask).
 	batchStart *time.Time
@@ -56,11 +59,14 @@ type OperatorContext struct {
 
 // BatchStart is when the subtask began the batch of input records it is
 // processing, a processing time for each of them that costs no clock read
-// (a batch takes well under a millisecond); the current time outside a
-// subtask's input.
+// (a batch takes well under a millisecond); the job clock's current time
+// outside a subtask's input.
 func (c *OperatorContext) BatchStart() time.Time {
 	if c.batchStart == nil || c.batchStart.IsZero() {
-		return time.Now()
+		if c.clk == nil {
+			return clock.Real{}.Now()
+		}
+		return c.clk.Now()
 	}
 	return *c.batchStart
 }
@@ -151,6 +157,12 @@ type SourceReader interface {
 	// Offsets is the next offset to read of every assigned partition.
 	Offsets() map[int32]int64
 	Close() error
+}
+
+// clockedSource is a Source whose readers keep time (the generator at a
+// rate): a subtask opens them on the job's clock.
+type clockedSource interface {
+	readerOn(clk clock.Clock, partitions []int32, offsets map[int32]int64) (SourceReader, error)
 }
 
 // OffsetCommitter is a SourceReader that reports its progress outside the

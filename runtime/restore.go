@@ -73,7 +73,8 @@ var ErrNoValidCheckpoint = errors.New("no valid checkpoint to restore")
 // over (Flink falls back the same way when a checkpoint cannot be read).
 // It returns nil when the store has no checkpoint of the job, and
 // ErrNoValidCheckpoint when it has some but none is valid, unless
-// AllowFreshStart.
+// AllowFreshStart. A read that fails because ctx ended calls no checkpoint
+// damaged: pickRestore returns ctx's error.
 func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
 	all, err := j.store.All(ctx)
 	if err != nil {
@@ -122,10 +123,16 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 			j.replayUntil = j.replayPast(all[i+1:], c)
 			return c, states, nil
 		}
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("read checkpoint %d: %w", c.ID, ctx.Err())
+		}
 		invalid(c.ID, err)
 	}
 	for k := len(unreadable) - 1; k >= 0; k-- {
 		invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
 	}
 	if len(damaged) > 0 && !j.cfg.AllowFreshStart {
 		what := "checkpoint " + damaged[0] + " is"

@@ -10,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/runtime/barrier"
 )
 
@@ -24,13 +25,15 @@ type incrementalBackend interface {
 }
 
 // persistAsync is the asynchronous part of a snapshot: encode, write to the
-// store, acknowledge. It runs in its own goroutine, owned by the attempt.
+// store, acknowledge. It runs in its own goroutine, owned by the attempt,
+// until ctx (the subtask's) ends.
 // delta says the keyed snapshot holds only the changes since this task's
 // previous snapshot; the chain it builds on is only known once the previous
 // snapshot's writer has finished, so each writer waits for the one before
 // it before it updates the chain and acknowledges.
-func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
+func (t *task) persistAsync(ctx context.Context, id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
 	a := t.a
+	clk := t.clk()
 	prev := t.lastPersist
 	done := make(chan struct{})
 	t.lastPersist = done
@@ -40,7 +43,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		defer a.wg.Done()
 		defer t.done.Done()
 		defer close(done)
-		start := time.Now()
+		start := clk.Now()
 		if keyed != nil {
 			if d, ok := keyed.(interface{ Incremental() bool }); ok {
 				delta = delta && d.Incremental()
@@ -56,10 +59,10 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 			delta = false
 		}
 		parts := state.Parts()
-		h, err := a.job.store.PutStateParts(t.ctx, id, t.id, parts)
+		h, err := a.job.store.PutStateParts(ctx, id, t.id, parts)
 		if err != nil {
 			t.breakChain()
-			if t.ctx.Err() == nil {
+			if ctx.Err() == nil {
 				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
 			}
 			return
@@ -67,7 +70,7 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		if prev != nil {
 			select {
 			case <-prev:
-			case <-t.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 		}
@@ -91,9 +94,9 @@ func (t *task) persistAsync(id int64, state *backend.SubtaskState, keyed backend
 		}
 		t.incMu.Unlock()
 		ack.Handle = h
-		ack.AsyncDuration = time.Since(start)
+		ack.AsyncDuration = clock.Since(clk, start)
 		ack.IncrementalBytes = h.Size
-		ack.AckTime = time.Now()
+		ack.AckTime = clk.Now()
 		a.job.coord.Acknowledge(a.epoch.Load(), id, t.id, ack)
 	}()
 }
@@ -111,7 +114,7 @@ func (t *task) breakChain() {
 func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo) error {
 	triggerNs := info.ns
 	id := r.Triggered
-	start := time.Now()
+	start := t.clk().Now()
 	state := &backend.SubtaskState{}
 	if s, ok := t.oper.(StateSnapshotter); ok {
 		opState, err := s.SnapshotState(id)
@@ -140,13 +143,13 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 	if err := t.broadcast(ctx, barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce)); err != nil {
 		return err
 	}
-	ack := checkpoint.SubtaskAck{SyncDuration: time.Since(start), Alignment: r.Alignment}
+	ack := checkpoint.SubtaskAck{SyncDuration: clock.Since(t.clk(), start), Alignment: r.Alignment}
 	if p, ok := t.oper.(OutputPositioner); ok {
 		ack.OutputFrom = p.OutputFrom()
 	}
 	if triggerNs != 0 && !r.FirstBarrier.IsZero() {
 		ack.StartDelay = r.FirstBarrier.Sub(time.Unix(0, triggerNs))
 	}
-	t.persistAsync(id, state, keyed, ack, delta)
+	t.persistAsync(ctx, id, state, keyed, ack, delta)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/runtime/barrier"
 )
 
@@ -42,14 +43,14 @@ func (t *task) runSource(ctx context.Context) error {
 			t.waitPaused(ctx)
 			continue
 		}
-		began := time.Now()
+		began := t.clk().Now()
 		recs, done, err := t.reader.Poll(ctx, t.srcBuf[:0], t.a.job.cfg.BatchSize)
 		if err != nil {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
 		t.srcBuf = recs
 		if len(recs) == 0 {
-			t.m.IdleNanos.Add(int64(time.Since(began)))
+			t.m.IdleNanos.Add(int64(clock.Since(t.clk(), began)))
 		}
 		for i := range recs {
 			t.in++
@@ -114,7 +115,7 @@ func (t *task) dawdle(ctx context.Context, began time.Time) {
 	if t.slowUntil.IsZero() {
 		return
 	}
-	now := time.Now()
+	now := t.clk().Now()
 	if now.After(t.slowUntil) {
 		t.slowUntil = time.Time{}
 		return
@@ -123,20 +124,20 @@ func (t *task) dawdle(ctx context.Context, began time.Time) {
 	if d <= 0 {
 		return
 	}
-	tm := time.NewTimer(d)
+	after, tm := clock.After(t.clk(), d)
 	defer tm.Stop()
 	select {
-	case <-tm.C:
+	case <-after:
 	case <-ctx.Done():
 	}
 }
 
 func (t *task) waitPaused(ctx context.Context) {
-	tm := time.NewTimer(20 * time.Millisecond)
+	after, tm := clock.After(t.clk(), 20*time.Millisecond)
 	defer tm.Stop()
 	select {
 	case <-t.gate.c:
-	case <-tm.C:
+	case <-after:
 	case <-ctx.Done():
 	}
 }
@@ -144,7 +145,7 @@ func (t *task) waitPaused(ctx context.Context) {
 // sourceCheckpoint snapshots a source's offsets and injects barrier id
 // behind every record read so far.
 func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode) error {
-	start := time.Now()
+	start := t.clk().Now()
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
 	b := barrierElement(id, triggerNs, savepoint, mode == barrier.AtLeastOnce)
@@ -161,10 +162,10 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 		t.srcOffsets[id] = offs
 	}
 	ack := checkpoint.SubtaskAck{
-		SyncDuration: time.Since(start),
+		SyncDuration: clock.Since(t.clk(), start),
 		StartDelay:   start.Sub(time.Unix(0, triggerNs)),
 		Offsets:      checkpoint.Offsets{t.src.Topic(): offs},
 	}
-	t.persistAsync(id, state, nil, ack, false)
+	t.persistAsync(ctx, id, state, nil, ack, false)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
@@ -111,9 +112,9 @@ type task struct {
 	id   checkpoint.TaskID
 	name string
 	a    *attempt
-	// ctx ends this instance of the subtask (a failover of its region, or
-	// the whole attempt); done counts its goroutine and snapshot writers.
-	ctx     context.Context
+	// cancel ends the context start made for this instance of the subtask
+	// (a failover of its region; the attempt's cancel ends it too); done
+	// counts its goroutine and snapshot writers.
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
 	deploys int64 // the job's epoch when this instance was deployed
@@ -148,9 +149,12 @@ type task struct {
 	fired    *faultEntry // the injected fault this task is failing with
 
 	// local counters flushed to m once per batch
-	in, out  int64
-	emitErr  error
+	in, out int64
+	// emitCtx is run's ctx, which Collect sends under: an operator's
+	// Collector takes no context (nor does Flink's). Nothing else reads
+	// it; everything else is passed ctx. emitErr is Collect's first error.
 	emitCtx  context.Context
+	emitErr  error
 	mail     []mail
 	lastTrig map[int64]barrierInfo // barrier id → what its barrier carried
 
@@ -197,6 +201,9 @@ func (t *task) abandon() {
 		ab.Abandon()
 	}
 }
+
+// clk is the job's clock: every time a subtask reads or waits for is on it.
+func (t *task) clk() clock.Clock { return t.a.job.clk }
 
 func (t *task) setStatus(s TaskStatus, reason string) {
 	t.m.status.Store(s)
@@ -269,6 +276,7 @@ func (t *task) open() error {
 		TrackRollback:  t.a.job.handler.Failover() == restart.FailoverIndividual,
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
+		clk:            t.clk(),
 		batchStart:     &t.batchStart,
 		InputChannels:  len(t.inputs),
 		channel:        &t.channel,
@@ -302,7 +310,13 @@ func (t *task) open() error {
 				mine = append(mine, int32(p))
 			}
 		}
-		r, err := t.src.Reader(mine, offsets)
+		var r SourceReader
+		var err error
+		if cs, ok := t.src.(clockedSource); ok {
+			r, err = cs.readerOn(t.clk(), mine, offsets)
+		} else {
+			r, err = t.src.Reader(mine, offsets)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: open %s: %w", t.name, t.src.Topic(), err)
 		}
@@ -384,12 +398,12 @@ func (t *task) broadcast(ctx context.Context, e Element) error {
 }
 
 func (t *task) wait(ctx context.Context) {
-	start := time.Now()
+	start := t.clk().Now()
 	select {
 	case <-t.gate.c:
 	case <-ctx.Done():
 	}
-	t.m.IdleNanos.Add(int64(time.Since(start)))
+	t.m.IdleNanos.Add(int64(clock.Since(t.clk(), start)))
 }
 
 // InputView and AlignmentView are what the UI shows of a subtask's input

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"faultline/internal/clock"
 	"faultline/runtime/view"
 )
 
@@ -102,6 +103,7 @@ func (t *task) pace(ctx context.Context) time.Duration {
 	if Tempo(t.a.job.tempo.now.Load()) == TempoNormal {
 		return 0
 	}
+	clk := t.clk()
 	start := time.Time{}
 	for {
 		tp, step, wake := t.a.job.tempo.get()
@@ -111,7 +113,7 @@ func (t *task) pace(ctx context.Context) time.Duration {
 			if start.IsZero() {
 				return 0
 			}
-			return time.Since(start)
+			return clock.Since(clk, start)
 		case TempoSlow:
 			d = SlowDelay
 		case TempoSlower:
@@ -122,29 +124,29 @@ func (t *task) pace(ctx context.Context) time.Duration {
 				if start.IsZero() {
 					return 0
 				}
-				return time.Since(start)
+				return clock.Since(clk, start)
 			}
 		}
 		if start.IsZero() {
-			start = time.Now()
+			start = clk.Now()
 		}
 		if d > 0 {
-			tm := time.NewTimer(d)
+			after, tm := clock.After(clk, d)
 			select {
-			case <-tm.C:
-				return time.Since(start)
+			case <-after:
+				return clock.Since(clk, start)
 			case <-wake:
 				tm.Stop()
 			case <-ctx.Done():
 				tm.Stop()
-				return time.Since(start)
+				return clock.Since(clk, start)
 			}
 			continue
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return time.Since(start)
+			return clock.Since(clk, start)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package clock gives time-dependent code (checkpoint scheduling, timeouts,
-// restart delays) a clock that tests can drive by hand.
+// restart delays, the subtasks' waits and their idle and back-pressure
+// times) a clock that tests can drive by hand.
 package clock
 
 import (
@@ -20,6 +21,24 @@ type Clock interface {
 type Timer interface {
 	// Stop prevents the call; it reports whether it did.
 	Stop() bool
+}
+
+// Since is the time elapsed on c since t (time.Since on c).
+func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// After waits for d to pass on c: the channel receives c's time once it
+// has (time.NewTimer on c). On the wall clock it is a time.Timer's channel;
+// on a Fake it fires inside the Advance that reaches the deadline, as an
+// AfterFunc would. Stop the Timer to give up the wait early; the channel
+// then never fires.
+func After(c Clock, d time.Duration) (<-chan time.Time, Timer) {
+	if _, ok := c.(Real); ok {
+		t := time.NewTimer(d)
+		return t.C, t
+	}
+	ch := make(chan time.Time, 1) // the one send never blocks the clock
+	t := c.AfterFunc(d, func() { ch <- c.Now() })
+	return ch, t
 }
 
 // Real is the wall clock.

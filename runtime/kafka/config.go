@@ -3,6 +3,12 @@
 // output behind the two-phase-commit sink (Flink: KafkaSink), the embedded
 // broker (kfake) that makes a fresh machine work, and the writer that fills
 // the input topics from the seeded generator.
+//
+// Unlike the engine in package runtime, which reads and waits for time only
+// on the job's clock (Config.Clock), this package keeps to the wall clock
+// (time.Now, its timers and deadlines): it talks to a real broker, whose
+// timeouts, retries and record timestamps are wall time that a fake clock
+// could not move.
 package kafka
 
 import (
