@@ -86,7 +86,7 @@ func (p *checkpointsPane) SelectedID() int64 {
 func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case SnapshotMsg:
-		if p.ctx.checkpointByID(p.selID) == nil {
+		if p.ctx.CheckpointByID(p.selID) == nil {
 			p.selID = 0
 		}
 	case tea.KeyMsg:
@@ -103,7 +103,7 @@ func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.selectRow(p.selected() + p.rows())
 		case key.Matches(msg, k.Open) && len(h) > 0:
 			id := p.SelectedID()
-			return p, func() tea.Msg { return openDetailMsg{id: id} }
+			return p, func() tea.Msg { return OpenDetailMsg{ID: id} }
 		}
 	}
 	p.scroll()
@@ -140,7 +140,7 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 	idW, ackW := 2, 4
 	for _, c := range snap.Checkpoints.History {
 		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
-		ackW = max(ackW, len(ackText(&c)))
+		ackW = max(ackW, len(AckText(&c)))
 	}
 	all := []struct {
 		prio int
@@ -150,19 +150,19 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 			return strconv.FormatInt(c.ID, 10), st.Bold
 		}}},
 		{1, cpCol{"status", 9, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return checkpointWord(st, c)
+			return CheckpointWord(st, c)
 		}}},
 		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return ackText(c), st.Text
+			return AckText(c), st.Text
 		}}},
 		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return wallClock(c.TriggerTime), st.Muted
+			return WallClock(c.TriggerTime), st.Muted
 		}}},
 		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			if c.Status == view.StatusPending {
-				return humanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
+				return HumanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
 			}
-			return humanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
+			return HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
 		}}},
 		{4, cpCol{"full", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text
@@ -174,7 +174,7 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 			if c.Status == view.StatusPending && c.MaxAlignment == 0 {
 				return "—", st.Muted
 			}
-			return humanDuration(c.MaxAlignment), st.Text
+			return HumanDuration(c.MaxAlignment), st.Text
 		}}},
 	}
 	keep := make([]bool, len(all))
@@ -203,7 +203,7 @@ func (p *checkpointsPane) View() string {
 	if s.Failed > 0 {
 		info = append(info, st.Error.Render(strconv.Itoa(s.Failed)+" failed"))
 	}
-	lines := []string{rule(st, "checkpoints", strings.Join(info, st.Muted.Render(" · ")), p.width, p.focused)}
+	lines := []string{Rule(st, "checkpoints", strings.Join(info, st.Muted.Render(" · ")), p.width, p.focused)}
 
 	cols, noteW := p.columns(p.width)
 	var head strings.Builder
@@ -212,21 +212,21 @@ func (p *checkpointsPane) View() string {
 		head.WriteString(align(c.title, c.w, c.right) + " ")
 	}
 	if noteW >= 4 {
-		head.WriteString(padRight("", noteW))
+		head.WriteString(PadRight("", noteW))
 	}
 	lines = append(lines, st.TableHeader.Render(strings.TrimRight(head.String(), " ")))
 
 	h := s.History
 	if len(h) == 0 {
 		lines = append(lines, st.Muted.Render(" no checkpoint yet: press c to trigger one"))
-		return strings.Join(fitLines(lines, p.width, p.height), "\n")
+		return strings.Join(FitLines(lines, p.width, p.height), "\n")
 	}
 	rows, sel := p.rows(), p.selected()
 	top := scrollTop(p.top, sel, rows, len(h))
 	for i := top; i < min(len(h), top+rows); i++ {
 		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel))
 	}
-	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+	return strings.Join(FitLines(lines, p.width, p.height), "\n")
 }
 
 // row renders one checkpoint.
@@ -238,7 +238,7 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 	} else {
 		b.WriteString(" ")
 	}
-	note := checkpointNote(c)
+	note := CheckpointNote(c)
 	for i, col := range cols {
 		if c.Status == view.StatusFailed && col.title != "id" && col.title != "status" &&
 			col.title != "acks" && col.title != "trigger" {
@@ -247,14 +247,14 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 			for _, r := range cols[i:] {
 				rest += r.w + 1
 			}
-			b.WriteString(st.Error.Render(truncate(note, rest+noteW-1)))
+			b.WriteString(st.Error.Render(Truncate(note, rest+noteW-1)))
 			return b.String()
 		}
 		text, style := col.cell(c)
 		b.WriteString(style.Render(align(text, col.w, col.right)) + " ")
 	}
 	if noteW >= 4 && note != "" {
-		b.WriteString(st.Muted.Render(truncate(note, noteW)))
+		b.WriteString(st.Muted.Render(Truncate(note, noteW)))
 	}
 	return b.String()
 }
@@ -262,51 +262,9 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 // align pads s to w cells, to the right when right is set.
 func align(s string, w int, right bool) string {
 	if right {
-		return padLeft(s, w)
+		return PadLeft(s, w)
 	}
-	return padRight(s, w)
-}
-
-// checkpointWord is a checkpoint's status word in the table: pending,
-// completed or failed, "savepoint" for a completed savepoint and "restored"
-// for the one the job restored from.
-func checkpointWord(st *Styles, c *view.Checkpoint) (string, lipgloss.Style) {
-	switch {
-	case c.Status == view.StatusPending:
-		return "pending", st.Info
-	case c.Status == view.StatusFailed:
-		return "failed", st.Error
-	case c.Restored:
-		return "restored", st.Focus
-	case c.Savepoint:
-		return "savepoint", st.Success
-	}
-	return "completed", st.Success
-}
-
-// checkpointNote is what the status word leaves out: the failure, or that
-// a pending or restored one is a savepoint.
-func checkpointNote(c *view.Checkpoint) string {
-	sp := c.Savepoint
-	switch {
-	case c.Status == view.StatusFailed:
-		reason := c.Failure
-		if reason == "" {
-			reason = "failed"
-		}
-		if sp {
-			reason = "savepoint: " + reason
-		}
-		return reason
-	case sp && (c.Status == view.StatusPending || c.Restored):
-		return "savepoint"
-	}
-	return ""
-}
-
-// ackText is "acknowledged/expected", e.g. "8/13".
-func ackText(c *view.Checkpoint) string {
-	return strconv.Itoa(c.Acked) + "/" + strconv.Itoa(c.Total)
+	return PadRight(s, w)
 }
 
 // sizeText is a size, "—" while nothing was written yet.
@@ -314,5 +272,5 @@ func sizeText(c *view.Checkpoint, n int64) string {
 	if n == 0 && c.Status == view.StatusPending {
 		return "—"
 	}
-	return humanBytes(n)
+	return HumanBytes(n)
 }

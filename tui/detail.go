@@ -59,7 +59,7 @@ func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	rows := d.tableRows()
 	switch {
 	case key.Matches(km, k.Back):
-		return d, func() tea.Msg { return closeOverlayMsg{} }
+		return d, func() tea.Msg { return CloseOverlayMsg{} }
 	case key.Matches(km, k.Up):
 		d.top--
 	case key.Matches(km, k.Down):
@@ -82,8 +82,8 @@ func (d *checkpointDetail) tableRows() int { return max(d.height-summaryLines, 1
 // subtasks lists the subtasks of the checkpoint in spec order, then any the
 // job no longer has.
 func (d *checkpointDetail) subtasks() []string {
-	names := d.ctx.taskNames()
-	c := d.ctx.checkpointByID(d.id)
+	names := d.ctx.TaskNames()
+	c := d.ctx.CheckpointByID(d.id)
 	if c == nil {
 		return names
 	}
@@ -106,39 +106,39 @@ func (d *checkpointDetail) subtasks() []string {
 // View implements tea.Model.
 func (d *checkpointDetail) View() string {
 	st := d.ctx.Styles
-	c := d.ctx.checkpointByID(d.id)
+	c := d.ctx.CheckpointByID(d.id)
 	title := "checkpoint " + strconv.FormatInt(d.id, 10)
-	lines := []string{rule(st, title, st.Muted.Render("esc close"), d.width, true)}
+	lines := []string{Rule(st, title, st.Muted.Render("esc close"), d.width, true)}
 	if c == nil {
 		lines = append(lines, st.Muted.Render(" checkpoint "+strconv.FormatInt(d.id, 10)+" is no longer in the history"))
-		return strings.Join(fitLines(lines, d.width, d.height), "\n")
+		return strings.Join(FitLines(lines, d.width, d.height), "\n")
 	}
 	if c.Savepoint {
 		title = "savepoint " + strconv.FormatInt(d.id, 10)
-		lines[0] = rule(st, title, st.Muted.Render("esc close"), d.width, true)
+		lines[0] = Rule(st, title, st.Muted.Render("esc close"), d.width, true)
 	}
 
-	word, style := checkpointWord(st, c)
+	word, style := CheckpointWord(st, c)
 	facts := []string{style.Render(word)}
 	if c.Restored && c.Savepoint {
 		facts = append(facts, "savepoint")
 	}
-	facts = append(facts, ackText(c)+" acknowledged", "triggered "+wallClock(c.TriggerTime))
+	facts = append(facts, AckText(c)+" acknowledged", "triggered "+WallClock(c.TriggerTime))
 	if c.Status == view.StatusPending {
-		facts = append(facts, st.Info.Render("running for "+humanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
+		facts = append(facts, st.Info.Render("running for "+HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
 	} else {
-		facts = append(facts, "end to end "+humanDuration(c.EndTime.Sub(c.TriggerTime)))
+		facts = append(facts, "end to end "+HumanDuration(c.EndTime.Sub(c.TriggerTime)))
 	}
 	sep := st.Muted.Render(" · ")
 	lines = append(lines, " "+strings.Join(facts, sep))
 	lines = append(lines, " "+strings.Join([]string{
-		"size " + humanBytes(c.FullBytes) + " full", humanBytes(c.IncrementalBytes) + " incremental",
-		"longest alignment " + humanDuration(c.MaxAlignment),
+		"size " + HumanBytes(c.FullBytes) + " full", HumanBytes(c.IncrementalBytes) + " incremental",
+		"longest alignment " + HumanDuration(c.MaxAlignment),
 	}, sep))
 	if c.Status == view.StatusFailed {
-		lines = append(lines, " "+st.Error.Render("failed: "+checkpointNote(c)))
+		lines = append(lines, " "+st.Error.Render("failed: "+CheckpointNote(c)))
 	} else if len(c.WaitingFor) > 0 {
-		lines = append(lines, " "+st.Info.Render("waiting for "+plural(len(c.WaitingFor), "subtask", "subtasks")))
+		lines = append(lines, " "+st.Info.Render("waiting for "+Plural(len(c.WaitingFor), "subtask", "subtasks")))
 	} else {
 		lines = append(lines, "")
 	}
@@ -146,15 +146,15 @@ func (d *checkpointDetail) View() string {
 	names := d.subtasks()
 	nameW := 8
 	for _, n := range names {
-		nameW = max(nameW, width(n))
+		nameW = max(nameW, Width(n))
 	}
 	nameW = min(nameW, 24)
 	const numW = 7
 	cols := []string{"sync", "async", "align", "delay", "full", "incr"}
 	var head strings.Builder
-	head.WriteString(" " + padRight("subtask", nameW) + " " + padRight("ack", 9))
+	head.WriteString(" " + PadRight("subtask", nameW) + " " + PadRight("ack", 9))
 	for _, h := range cols {
-		head.WriteString(" " + padLeft(h, numW))
+		head.WriteString(" " + PadLeft(h, numW))
 	}
 	lines = append(lines, st.TableHeader.Render(head.String()))
 
@@ -167,36 +167,36 @@ func (d *checkpointDetail) View() string {
 	for _, n := range names[top:min(len(names), top+d.tableRows())] {
 		var b strings.Builder
 		if n == d.ctx.Selected {
-			b.WriteString(st.Selected.Render("▸"+padRight(n, nameW)) + " ")
+			b.WriteString(st.Selected.Render("▸"+PadRight(n, nameW)) + " ")
 		} else {
-			b.WriteString(" " + padRight(n, nameW) + " ")
+			b.WriteString(" " + PadRight(n, nameW) + " ")
 		}
 		a, ok := acks[n]
 		switch {
 		case ok && a.Finished:
-			b.WriteString(st.Muted.Render(padRight("✓ finished", 9)))
+			b.WriteString(st.Muted.Render(PadRight("✓ finished", 9)))
 		case ok:
-			b.WriteString(st.Success.Render(padRight("✓ acked", 9)))
+			b.WriteString(st.Success.Render(PadRight("✓ acked", 9)))
 		case waiting[n] && c.Status == view.StatusFailed:
-			b.WriteString(st.Error.Render(padRight("✗ never", 9)))
+			b.WriteString(st.Error.Render(PadRight("✗ never", 9)))
 		case waiting[n]:
-			b.WriteString(st.Info.Render(padRight("○ waiting", 9)))
+			b.WriteString(st.Info.Render(PadRight("○ waiting", 9)))
 		default:
-			b.WriteString(st.Muted.Render(padRight("—", 9)))
+			b.WriteString(st.Muted.Render(PadRight("—", 9)))
 		}
 		if ok {
 			for _, v := range []string{
-				humanDuration(a.SyncDuration), humanDuration(a.AsyncDuration), humanDuration(a.Alignment),
-				humanDuration(a.StartDelay), humanBytes(a.Bytes), humanBytes(a.IncrementalBytes),
+				HumanDuration(a.SyncDuration), HumanDuration(a.AsyncDuration), HumanDuration(a.Alignment),
+				HumanDuration(a.StartDelay), HumanBytes(a.Bytes), HumanBytes(a.IncrementalBytes),
 			} {
-				b.WriteString(" " + padLeft(v, numW))
+				b.WriteString(" " + PadLeft(v, numW))
 			}
 		}
 		lines = append(lines, b.String())
 	}
 	if len(names) > d.tableRows() {
-		lines[0] = rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
+		lines[0] = Rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
 			strconv.Itoa(min(len(names), top+d.tableRows()))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
 	}
-	return strings.Join(fitLines(lines, d.width, d.height), "\n")
+	return strings.Join(FitLines(lines, d.width, d.height), "\n")
 }

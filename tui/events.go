@@ -19,7 +19,7 @@ const maxLogEntries = 2000
 type logEntry struct {
 	at    time.Duration // since the run started
 	text  string
-	level level
+	level Level
 	// fold is set on a line that sums up routine task_status events.
 	fold *taskFold
 	// checkpoint is set on a "checkpoint n triggered" line, which that
@@ -131,9 +131,9 @@ func (l *eventLog) fold(at time.Duration, ts view.TaskStatus) {
 		return
 	}
 	fd := &taskFold{status: ts.Status, attempt: attempt, tasks: []string{ts.Task}}
-	lvl := levelMuted
+	lvl := LevelMuted
 	if ts.Status == "FINISHED" {
-		lvl = levelInfo
+		lvl = LevelInfo
 	}
 	l.push(logEntry{at: at, text: fd.text(), level: lvl, fold: fd})
 	if l.folds == nil {
@@ -176,7 +176,7 @@ func (l *eventLog) close() {
 	if n := len(l.entries); n > 0 {
 		at = l.entries[n-1].at
 	}
-	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: levelMuted})
+	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: LevelMuted})
 }
 
 // eventsPane is the scrolling event log, newest at the bottom, each line
@@ -259,14 +259,14 @@ func (p *eventsPane) View() string {
 	} else if start > 0 {
 		info = st.Muted.Render(strconv.Itoa(start) + " earlier")
 	}
-	lines := []string{rule(st, "events", info, p.width, p.focused)}
+	lines := []string{Rule(st, "events", info, p.width, p.focused)}
 	if n == 0 {
 		lines = append(lines, st.Muted.Render(" no events yet"))
 	}
 	started := p.ctx.Snap.Started
 	for _, e := range p.log.entries[start:end] {
-		stamp := st.Muted.Render(" " + wallClock(started.Add(e.at)) + "  ")
-		lines = append(lines, stamp+st.Level(e.level).Render(truncate(e.text, p.width-width(stamp))))
+		stamp := st.Muted.Render(" " + WallClock(started.Add(e.at)) + "  ")
+		lines = append(lines, stamp+st.Level(e.level).Render(Truncate(e.text, p.width-Width(stamp))))
 	}
-	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+	return strings.Join(FitLines(lines, p.width, p.height), "\n")
 }

@@ -147,7 +147,7 @@ var (
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func tid(name string, i int) string { return taskName(name, i) }
+func tid(name string, i int) string { return TaskName(name, i) }
 
 // queue is a channel's view with barriers at the given positions.
 func queue(from string, input int, queued int64, barriers ...view.BarrierPos) view.InputView {
@@ -173,7 +173,7 @@ func runningSnapshot() Snapshot {
 	}
 	tasks := map[string]Task{}
 	add := func(t Task) {
-		t.Name = taskName(t.Operator, t.Index)
+		t.Name = TaskName(t.Operator, t.Index)
 		if t.Status == "" {
 			t.Status = "RUNNING"
 		}
@@ -290,7 +290,7 @@ func restartingSnapshot() Snapshot {
 	all := make([]string, 0, len(s.Tasks))
 	for _, op := range s.Operators {
 		for i := range op.Parallelism {
-			name := taskName(op.Name, i)
+			name := TaskName(op.Name, i)
 			all = append(all, name)
 			t := s.Tasks[name]
 			t.Status, t.RateIn = "CANCELED", 0
@@ -333,8 +333,8 @@ func runEvents() []view.Stamped {
 	}{{"orders-source", 2}, {"payments-source", 2}, {"parse-orders", 2}, {"parse-payments", 2}, {"join", 2}, {"revenue", 2}, {"sink", 1}} {
 		for i := range op.n {
 			out = append(out,
-				ev(60, "task_status", map[string]any{"task": taskName(op.name, i), "status": "DEPLOYING", "attempt": int64(1)}),
-				ev(75, "task_status", map[string]any{"task": taskName(op.name, i), "status": "RUNNING", "attempt": int64(1)}))
+				ev(60, "task_status", map[string]any{"task": TaskName(op.name, i), "status": "DEPLOYING", "attempt": int64(1)}),
+				ev(75, "task_status", map[string]any{"task": TaskName(op.name, i), "status": "RUNNING", "attempt": int64(1)}))
 		}
 	}
 	out = append(out,
@@ -385,14 +385,14 @@ func pipelineSnapshot() Snapshot {
 	tasks := map[string]Task{}
 	for i := range 4 {
 		for _, op := range []string{"source", "enrich", "sink"} {
-			t := Task{Name: taskName(op, i), Operator: op, Index: i, Status: "RUNNING", RateIn: 5200, BackPressure: BackPressureOK}
+			t := Task{Name: TaskName(op, i), Operator: op, Index: i, Status: "RUNNING", RateIn: 5200, BackPressure: BackPressureOK}
 			switch op {
 			case "source":
 				t.Offsets = map[int32]int64{int32(i): 40210 + int64(i)}
 			case "enrich":
-				t.Inputs = []view.InputView{queue(taskName("source", i), 0, 6, barrier(7, int64(i)))}
+				t.Inputs = []view.InputView{queue(TaskName("source", i), 0, 6, barrier(7, int64(i)))}
 			case "sink":
-				t.Inputs = []view.InputView{queue(taskName("enrich", i), 0, 3)}
+				t.Inputs = []view.InputView{queue(TaskName("enrich", i), 0, 3)}
 			}
 			tasks[t.Name] = t
 		}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"faultline/runtime/view"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -18,7 +20,7 @@ type faultMenu struct {
 	width, height int
 
 	task       string
-	faults     []FaultChoice
+	faults     []view.FaultChoice
 	cursor     int
 	confirming bool
 	note       string // why the last pick was refused
@@ -28,7 +30,7 @@ func newFaultMenu(ctx *Context) *faultMenu { return &faultMenu{ctx: ctx} }
 
 // Open shows the catalogue for task, the cursor on the first available
 // fault.
-func (m *faultMenu) Open(task string, faults []FaultChoice) {
+func (m *faultMenu) Open(task string, faults []view.FaultChoice) {
 	m.task, m.faults, m.confirming, m.note = task, faults, false, ""
 	m.cursor = -1
 	m.move(+1)
@@ -38,15 +40,15 @@ func (m *faultMenu) Open(task string, faults []FaultChoice) {
 func (m *faultMenu) Confirming() bool { return m.confirming }
 
 // Choice is the fault under the cursor.
-func (m *faultMenu) Choice() (FaultChoice, bool) {
+func (m *faultMenu) Choice() (view.FaultChoice, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.faults) {
-		return FaultChoice{}, false
+		return view.FaultChoice{}, false
 	}
 	return m.faults[m.cursor], true
 }
 
 // target is where the chosen fault acts: the subtask, or "" for the job.
-func (m *faultMenu) target(f FaultChoice) string {
+func (m *faultMenu) target(f view.FaultChoice) string {
 	if f.JobLevel {
 		return ""
 	}
@@ -81,15 +83,15 @@ func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	k := m.ctx.Keys
-	closeMenu := func() tea.Msg { return closeOverlayMsg{} }
+	closeMenu := func() tea.Msg { return CloseOverlayMsg{} }
 	if m.confirming {
 		switch {
 		case key.Matches(km, k.Yes):
 			f, _ := m.Choice()
 			target := m.target(f)
-			return m, func() tea.Msg { return injectMsg{fault: f.Kind, task: target} }
+			return m, func() tea.Msg { return InjectMsg{Fault: f.Kind, Task: target} }
 		case key.Matches(km, k.No), key.Matches(km, k.Quit):
-			return m, tea.Batch(closeMenu, func() tea.Msg { return flashMsg{text: "fault injection cancelled", level: levelMuted} })
+			return m, tea.Batch(closeMenu, func() tea.Msg { return FlashMsg{Text: "fault injection cancelled", Level: LevelMuted} })
 		}
 		return m, nil
 	}
@@ -162,7 +164,7 @@ func (m *faultMenu) View() string {
 		lines = append(lines, st.BoxTitle.Render(title))
 		kindW := 0
 		for _, f := range m.faults {
-			kindW = max(kindW, width(string(f.Kind)))
+			kindW = max(kindW, Width(string(f.Kind)))
 		}
 		if len(m.faults) == 0 {
 			lines = append(lines, st.Muted.Render("no faults in this run's catalogue"))
@@ -186,11 +188,11 @@ func (m *faultMenu) View() string {
 				if f.Why != "" {
 					why += ": " + f.Why
 				}
-				lines = append(lines, st.Disabled.Render(truncate(marker+num+" "+padRight(string(f.Kind), kindW)+"  "+why, inner)))
+				lines = append(lines, st.Disabled.Render(Truncate(marker+num+" "+PadRight(string(f.Kind), kindW)+"  "+why, inner)))
 			case i == m.cursor:
-				lines = append(lines, st.Selected.Render(marker+num+" "+padRight(string(f.Kind), kindW))+"  "+truncate(desc, inner-kindW-4))
+				lines = append(lines, st.Selected.Render(marker+num+" "+PadRight(string(f.Kind), kindW))+"  "+Truncate(desc, inner-kindW-4))
 			default:
-				lines = append(lines, marker+num+" "+padRight(string(f.Kind), kindW)+"  "+st.Muted.Render(truncate(desc, inner-kindW-4)))
+				lines = append(lines, marker+num+" "+PadRight(string(f.Kind), kindW)+"  "+st.Muted.Render(Truncate(desc, inner-kindW-4)))
 			}
 		}
 		if m.note != "" {
@@ -203,11 +205,11 @@ func (m *faultMenu) View() string {
 	}
 	w := 0
 	for _, l := range lines {
-		w = max(w, width(l))
+		w = max(w, Width(l))
 	}
 	w = min(w, inner)
 	for i, l := range lines {
-		lines[i] = padRight(l, w)
+		lines[i] = PadRight(l, w)
 	}
 	return st.Box.Render(strings.Join(lines, "\n"))
 }

@@ -14,9 +14,9 @@ import (
 // ellipsis marks text cut to fit.
 const ellipsis = "…"
 
-// humanBytes formats a size the way Flink's web UI does (powers of 1024,
+// HumanBytes formats a size the way Flink's web UI does (powers of 1024,
 // written KB, MB, GB): "0B", "512B", "1.2KB", "40KB", "1.2MB".
-func humanBytes(n int64) string {
+func HumanBytes(n int64) string {
 	if n < 0 {
 		return "—"
 	}
@@ -37,9 +37,9 @@ func humanBytes(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
-// humanRate formats records per second compactly: "0/s", "210/s", "1.2k/s",
+// HumanRate formats records per second compactly: "0/s", "210/s", "1.2k/s",
 // "12k/s", "1.2M/s"; at most 6 cells.
-func humanRate(r float64) string {
+func HumanRate(r float64) string {
 	if r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		r = 0
 	}
@@ -56,9 +56,9 @@ func humanRate(r float64) string {
 	return fmt.Sprintf("%.0fM/s", r/1e6)
 }
 
-// humanDuration formats a duration for a table cell: "0ms", "<1ms",
+// HumanDuration formats a duration for a table cell: "0ms", "<1ms",
 // "1.2ms", "38ms", "1.2s", "12s", "1m05s".
-func humanDuration(d time.Duration) string {
+func HumanDuration(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "0ms"
@@ -78,9 +78,9 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// roundDuration is a setting's duration as a person writes it: "1m",
-// "10m", "15s", "1m30s"; humanDuration otherwise.
-func roundDuration(d time.Duration) string {
+// RoundDuration is a setting's duration as a person writes it: "1m",
+// "10m", "15s", "1m30s"; HumanDuration otherwise.
+func RoundDuration(d time.Duration) string {
 	switch {
 	case d >= time.Hour && d%time.Hour == 0:
 		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
@@ -89,23 +89,23 @@ func roundDuration(d time.Duration) string {
 	case d >= time.Second && d%time.Second == 0 && d < time.Minute:
 		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 	}
-	return humanDuration(d)
+	return HumanDuration(d)
 }
 
-// countdown formats the time left before something: "0.8s", "12s",
+// Countdown formats the time left before something: "0.8s", "12s",
 // "1m05s"; never negative.
-func countdown(d time.Duration) string {
+func Countdown(d time.Duration) string {
 	if d < 0 {
 		d = 0
 	}
 	if d < 10*time.Second {
 		return fmt.Sprintf("%.1fs", d.Seconds())
 	}
-	return humanDuration(d)
+	return HumanDuration(d)
 }
 
-// itoa writes an integer.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// Itoa writes an integer.
+func Itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // trimZero turns "1.0" into "1".
 func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
@@ -130,57 +130,57 @@ func Thousands(n int64) string {
 	return b.String()
 }
 
-// wallClock formats a wall-clock time as hh:mm:ss.mmm, in t's location.
-func wallClock(t time.Time) string { return t.Format("15:04:05.000") }
+// WallClock formats a wall-clock time as hh:mm:ss.mmm, in t's location.
+func WallClock(t time.Time) string { return t.Format("15:04:05.000") }
 
-// plural returns "1 task" or "3 tasks".
-func plural(n int, one, many string) string {
+// Plural returns "1 task" or "3 tasks".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
 }
 
-// width is the number of terminal cells s takes, escape sequences aside.
-func width(s string) int { return lipgloss.Width(s) }
+// Width is the number of terminal cells s takes, escape sequences aside.
+func Width(s string) int { return lipgloss.Width(s) }
 
-// truncate cuts s to at most w cells, ending it with "…" when cut.
-func truncate(s string, w int) string {
+// Truncate cuts s to at most w cells, ending it with "…" when cut.
+func Truncate(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if width(s) <= w {
+	if Width(s) <= w {
 		return s
 	}
 	return ansi.Truncate(s, w, ellipsis)
 }
 
-// padRight cuts or pads s with spaces to exactly w cells.
-func padRight(s string, w int) string {
-	s = truncate(s, w)
-	if n := w - width(s); n > 0 {
+// PadRight cuts or pads s with spaces to exactly w cells.
+func PadRight(s string, w int) string {
+	s = Truncate(s, w)
+	if n := w - Width(s); n > 0 {
 		return s + strings.Repeat(" ", n)
 	}
 	return s
 }
 
-// padLeft cuts s to w cells and right-aligns it with spaces.
-func padLeft(s string, w int) string {
-	s = truncate(s, w)
-	if n := w - width(s); n > 0 {
+// PadLeft cuts s to w cells and right-aligns it with spaces.
+func PadLeft(s string, w int) string {
+	s = Truncate(s, w)
+	if n := w - Width(s); n > 0 {
 		return strings.Repeat(" ", n) + s
 	}
 	return s
 }
 
-// fitLines makes lines exactly h lines of exactly w cells: long lines are
+// FitLines makes lines exactly h lines of exactly w cells: long lines are
 // cut with "…", short ones padded, missing lines added blank, extra lines
 // dropped. Every pane goes through it, so no content can break the layout.
-func fitLines(lines []string, w, h int) []string {
+func FitLines(lines []string, w, h int) []string {
 	out := make([]string, h)
 	for i := range out {
 		if i < len(lines) {
-			out[i] = padRight(lines[i], w)
+			out[i] = PadRight(lines[i], w)
 		} else {
 			out[i] = strings.Repeat(" ", max(w, 0))
 		}
@@ -188,136 +188,17 @@ func fitLines(lines []string, w, h int) []string {
 	return out
 }
 
-// fitBlock is fitLines for a block of text.
-func fitBlock(s string, w, h int) string {
-	return strings.Join(fitLines(splitLines(s), w, h), "\n")
-}
-
-// splitLines splits a block into lines ("" is no line at all).
-func splitLines(s string) []string {
+// SplitLines splits a block into lines ("" is no line at all).
+func SplitLines(s string) []string {
 	if s == "" {
 		return nil
 	}
 	return strings.Split(s, "\n")
 }
 
-// joinSideBySide puts two blocks of the same height next to each other with
-// sep between them on every line.
-func joinSideBySide(left, right []string, sep []string) []string {
-	n := max(len(left), len(right))
-	out := make([]string, n)
-	for i := range n {
-		var l, r, s string
-		if i < len(left) {
-			l = left[i]
-		}
-		if i < len(right) {
-			r = right[i]
-		}
-		if i < len(sep) {
-			s = sep[i]
-		}
-		out[i] = l + s + r
-	}
-	return out
-}
-
-// overlay draws box over base with its top-left corner at (x, y): the cells
-// of base that the box covers are replaced, the rest of each line kept.
-func overlay(base []string, box []string, x, y int) []string {
-	out := append([]string(nil), base...)
-	for i, line := range box {
-		row := y + i
-		if row < 0 || row >= len(out) {
-			continue
-		}
-		bg := out[row]
-		bw := width(bg)
-		left := ansi.Truncate(bg, x, "")
-		if pad := x - width(left); pad > 0 {
-			left += strings.Repeat(" ", pad)
-		}
-		right := ""
-		if end := x + width(line); end < bw {
-			right = ansi.TruncateLeft(bg, end, "")
-		}
-		out[row] = left + line + right
-	}
-	return out
-}
-
-// chip is one styled word of a line that may be dropped when the line is
-// too narrow.
-type chip struct {
-	text  string
-	style lipgloss.Style
-	// drop orders what goes first when the line is too wide: 0 never,
-	// higher values first.
-	drop int
-	// short replaces text when the line is still too wide after the drops.
-	short string
-	// pad is room kept for the chip beyond its text when deciding what
-	// fits, so that a value that grows and shrinks (a duration) does not
-	// make other chips come and go.
-	pad int
-}
-
-// layoutChips renders chips separated by single spaces within w cells,
-// dropping the droppable ones (highest drop first) while the line is too
-// wide, then using the short forms; a line that still does not fit is cut
-// with "…" at its end.
-func layoutChips(chips []chip, w int) string {
-	chips = append([]chip(nil), chips...)
-	keep := make([]bool, len(chips))
-	for i := range keep {
-		keep[i] = chips[i].text != ""
-	}
-	total := func() int {
-		n, first := 0, true
-		for i, c := range chips {
-			if !keep[i] {
-				continue
-			}
-			if !first {
-				n++
-			}
-			first = false
-			n += width(c.text) + c.pad
-		}
-		return n
-	}
-	for total() > w {
-		worst := -1
-		for i, c := range chips {
-			if keep[i] && c.drop > 0 && (worst < 0 || c.drop > chips[worst].drop) {
-				worst = i
-			}
-		}
-		if worst < 0 {
-			break
-		}
-		keep[worst] = false
-	}
-	for i := range chips {
-		if total() <= w {
-			break
-		}
-		if keep[i] && chips[i].short != "" {
-			chips[i].text = chips[i].short
-		}
-	}
-	parts := make([]string, 0, len(chips))
-	for i, c := range chips {
-		if keep[i] {
-			parts = append(parts, c.style.Render(c.text))
-		}
-	}
-	return truncate(strings.Join(parts, " "), w)
-}
-
-// rule draws a pane's top line, "── title ───── info ──", heavy ("━━")
+// Rule draws a pane's top line, "── title ───── info ──", heavy ("━━")
 // when the pane has the focus so that focus shows without colour too.
-func rule(st *Styles, title, info string, w int, focused bool) string {
+func Rule(st *Styles, title, info string, w int, focused bool) string {
 	line, lineStyle, titleStyle := "─", st.Rule, st.RuleTitle
 	if focused {
 		line, lineStyle, titleStyle = "━", st.RuleFocused, st.RuleTitleFocused
@@ -327,13 +208,13 @@ func rule(st *Styles, title, info string, w int, focused bool) string {
 	if info != "" {
 		tail = " " + info + " " + lineStyle.Render(strings.Repeat(line, 2))
 	}
-	fill := w - width(head) - width(tail)
+	fill := w - Width(head) - Width(tail)
 	if fill < 2 && tail != "" {
 		tail = ""
-		fill = w - width(head)
+		fill = w - Width(head)
 	}
 	if fill < 0 {
-		return truncate(head, w)
+		return Truncate(head, w)
 	}
 	return head + lineStyle.Render(strings.Repeat(line, fill)) + tail
 }

@@ -61,7 +61,7 @@ func (g *graphPane) Selected() string {
 	if !g.chosen {
 		return ""
 	}
-	return taskName(g.selOp, g.selIdx)
+	return TaskName(g.selOp, g.selIdx)
 }
 
 // Update implements tea.Model: samples keep the selection valid, arrows
@@ -96,7 +96,7 @@ func (g *graphPane) keepSelection() {
 	}
 	if i := g.opIndex(); !g.chosen || i < 0 {
 		g.selOp, g.selIdx, g.chosen = ops[0].Name, 0, true
-		for _, name := range g.ctx.taskNames() {
+		for _, name := range g.ctx.TaskNames() {
 			if len(g.ctx.Snap.Tasks[name].Inputs) > 1 {
 				t := g.ctx.Snap.Tasks[name]
 				g.selOp, g.selIdx = t.Operator, t.Index
@@ -109,7 +109,7 @@ func (g *graphPane) keepSelection() {
 }
 
 func (g *graphPane) opIndex() int {
-	return slices.IndexFunc(g.ctx.Snap.Operators, func(o Operator) bool { return o.Name == g.selOp })
+	return slices.IndexFunc(g.ctx.Snap.Operators, func(o view.Operator) bool { return o.Name == g.selOp })
 }
 
 // moveOperator selects the same subtask index (clamped) in the operator
@@ -128,7 +128,7 @@ func (g *graphPane) moveOperator(d int) {
 // moveSubtask selects the previous or next subtask in spec order, across
 // operators, stopping at the first and last subtask.
 func (g *graphPane) moveSubtask(d int) {
-	names := g.ctx.taskNames()
+	names := g.ctx.TaskNames()
 	i := slices.Index(names, g.Selected())
 	if i < 0 {
 		return
@@ -143,19 +143,19 @@ func (g *graphPane) moveSubtask(d int) {
 // input channels of any of its subtasks, or what its edges imply before the
 // subtasks report them (forward: one channel, any other edge: one per
 // upstream subtask).
-func (g *graphPane) channelLines(op Operator) int {
+func (g *graphPane) channelLines(op view.Operator) int {
 	n := 0
 	for _, e := range op.Inputs {
 		if e.Kind == "forward" {
 			n++
 			continue
 		}
-		if i := slices.IndexFunc(g.ctx.Snap.Operators, func(o Operator) bool { return o.Name == e.From }); i >= 0 {
+		if i := slices.IndexFunc(g.ctx.Snap.Operators, func(o view.Operator) bool { return o.Name == e.From }); i >= 0 {
 			n += g.ctx.Snap.Operators[i].Parallelism
 		}
 	}
 	for i := range op.Parallelism {
-		n = max(n, len(g.ctx.Snap.Tasks[taskName(op.Name, i)].Inputs))
+		n = max(n, len(g.ctx.Snap.Tasks[TaskName(op.Name, i)].Inputs))
 	}
 	return n
 }
@@ -189,9 +189,9 @@ func (g *graphPane) geometry() graphGeom {
 	cols, name, wide := 1, 0, 0
 	for _, op := range g.ctx.Snap.Operators {
 		cols = max(cols, op.Parallelism)
-		name = max(name, width(op.Name))
+		name = max(name, Width(op.Name))
 		if e := edgeTexts(op); len(e) > 0 {
-			wide = max(wide, width(op.Name)+1+width(e[0]))
+			wide = max(wide, Width(op.Name)+1+Width(e[0]))
 		}
 	}
 	labelW := min(name, 16) + 1
@@ -211,15 +211,15 @@ func (g *graphPane) View() string {
 	if a := g.ctx.Snap.Job.Attempt; a > 1 {
 		info = append(info, st.Muted.Render("attempt "+strconv.FormatInt(a, 10)))
 	}
-	if p := g.ctx.pendingCheckpoint(); p != nil {
+	if p := g.ctx.PendingCheckpoint(); p != nil {
 		info = append(info, st.Info.Render("checkpoint "+strconv.FormatInt(p.ID, 10)+" pending · "+
 			strconv.Itoa(p.Acked)+"/"+strconv.Itoa(p.Total)+" acked"))
 	} else if id := g.ctx.Snap.Checkpoints.LastCompleted; id > 0 {
 		info = append(info, st.Muted.Render("checkpoint "+strconv.FormatInt(id, 10)+" completed"))
 	}
-	lines := []string{rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
+	lines := []string{Rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
 	lines = append(lines, g.body(g.height-1)...)
-	return strings.Join(fitLines(lines, g.width, g.height), "\n")
+	return strings.Join(FitLines(lines, g.width, g.height), "\n")
 }
 
 // body renders the rows in h lines, scrolled so the selected row shows.
@@ -231,7 +231,7 @@ func (g *graphPane) body(h int) []string {
 	geo := g.geometry()
 	_, roomy := g.Heights()
 	all := h >= roomy
-	pend := g.ctx.pendingCheckpoint()
+	pend := g.ctx.PendingCheckpoint()
 	var lines []string
 	selEnd := 0
 	for _, op := range ops {
@@ -249,23 +249,23 @@ func (g *graphPane) body(h int) []string {
 
 // row renders one operator: its core line and, when strips is set, one
 // line per input channel.
-func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
+func (g *graphPane) row(op view.Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
 	st := g.ctx.Styles
 	k := 0
 	if strips {
 		k = g.channelLines(op)
 	}
-	tasks := make([]Task, op.Parallelism)
+	tasks := make([]view.Task, op.Parallelism)
 	for i := range tasks {
-		tasks[i] = g.ctx.Snap.Tasks[taskName(op.Name, i)]
+		tasks[i] = g.ctx.Snap.Tasks[TaskName(op.Name, i)]
 	}
 	labels, inline := channelLabels(tasks, k)
 
 	lines := make([]string, 1+k)
 	var b strings.Builder
-	b.WriteString(padRight(g.opLabel(op, geo.labelW-1), geo.labelW))
+	b.WriteString(PadRight(g.opLabel(op, geo.labelW-1), geo.labelW))
 	for i := range op.Parallelism {
-		b.WriteString(padRight(g.coreLine(op, i, tasks[i], geo.cellW, pend), geo.cellW))
+		b.WriteString(PadRight(g.coreLine(op, i, tasks[i], geo.cellW, pend), geo.cellW))
 	}
 	lines[0] = b.String()
 
@@ -279,9 +279,9 @@ func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Chec
 		if c < len(labels) {
 			label = labels[c]
 		}
-		b.WriteString(padLeft(st.Muted.Render(label), geo.labelW))
+		b.WriteString(PadLeft(st.Muted.Render(label), geo.labelW))
 		for _, t := range tasks {
-			b.WriteString(padRight(g.stripLine(t, c, geo.cellW, suffixW, inline), geo.cellW))
+			b.WriteString(PadRight(g.stripLine(t, c, geo.cellW, suffixW, inline), geo.cellW))
 		}
 		lines[1+c] = b.String()
 	}
@@ -289,11 +289,11 @@ func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Chec
 }
 
 // opLabel is the operator's name and, when it fits, its input edges.
-func (g *graphPane) opLabel(op Operator, w int) string {
+func (g *graphPane) opLabel(op view.Operator, w int) string {
 	st := g.ctx.Styles
-	name := st.Bold.Render(truncate(op.Name, w))
+	name := st.Bold.Render(Truncate(op.Name, w))
 	for _, e := range edgeTexts(op) {
-		if width(op.Name)+1+width(e) <= w {
+		if Width(op.Name)+1+Width(e) <= w {
 			return name + " " + st.Muted.Render(e)
 		}
 	}
@@ -302,7 +302,7 @@ func (g *graphPane) opLabel(op Operator, w int) string {
 
 // edgeTexts describes an operator's inputs, longest first: "← hash(customer)",
 // "← hash"; "⋈" for a join; a source's topic; a sink's topic after "→".
-func edgeTexts(op Operator) []string {
+func edgeTexts(op view.Operator) []string {
 	if len(op.Inputs) == 0 {
 		if op.Topic != "" {
 			return []string{"← " + op.Topic}
@@ -325,7 +325,7 @@ func edgeTexts(op Operator) []string {
 }
 
 // edgeKinds names the kinds of edges, once when they are all alike.
-func edgeKinds(edges []Edge, long bool) string {
+func edgeKinds(edges []view.Edge, long bool) string {
 	var parts []string
 	for _, e := range edges {
 		s := e.Kind
@@ -352,7 +352,7 @@ func edgeKinds(edges []Edge, long bool) string {
 // otherwise (forward edges: each subtask reads its own upstream subtask)
 // the label column names the upstream operator and each strip starts with
 // the upstream subtask's index.
-func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
+func channelLabels(tasks []view.Task, k int) (labels []string, inline bool) {
 	var ref []view.InputView
 	same := true
 	for _, t := range tasks {
@@ -385,9 +385,9 @@ func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
 // word, records/s, back-pressure, then the pending checkpoint's
 // acknowledgement ("✓14" acked, "○14" waiting) or the alignment in
 // progress, then a source's offsets.
-func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Checkpoint) string {
+func (g *graphPane) coreLine(op view.Operator, idx int, t view.Task, w int, pend *view.Checkpoint) string {
 	st := g.ctx.Styles
-	name := taskName(op.Name, idx)
+	name := TaskName(op.Name, idx)
 	sel := g.chosen && name == g.Selected()
 	head := " " + strconv.Itoa(idx)
 	headStyle := st.Bold
@@ -404,16 +404,16 @@ func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Che
 		// line is short, "bp OK" goes first, then the rate.
 		bp := t.BackPressure
 		if bp == "" {
-			bp = BackPressureOK
+			bp = view.BackPressureOK
 		}
 		bpDrop := 0
-		if bp == BackPressureOK {
+		if bp == view.BackPressureOK {
 			bpDrop = 2
 		}
 		chips = append(chips,
 			// Always 6 cells wide, so that a changing rate never changes
 			// what else fits.
-			chip{text: padLeft(humanRate(t.RateIn), 6), style: st.Text, drop: 1},
+			chip{text: PadLeft(HumanRate(t.RateIn), 6), style: st.Text, drop: 1},
 			chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
 	}
 	switch {
@@ -421,8 +421,8 @@ func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Che
 		id := strconv.FormatInt(t.Alignment.Checkpoint, 10)
 		since, pad := "", 0
 		if !t.Alignment.Since.IsZero() {
-			d := humanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
-			since, pad = " "+d, max(5-width(d), 0) // durations take up to 5 cells
+			d := HumanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
+			since, pad = " "+d, max(5-Width(d), 0) // durations take up to 5 cells
 		}
 		chips = append(chips, chip{text: "ALIGNING #" + id + since, short: "ALIGN #" + id + since, pad: pad, style: st.Warning})
 	case pend != nil:
@@ -449,7 +449,7 @@ func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Che
 // statusWord is the word a subtask's cell shows: its status (Flink's
 // ExecutionState), "RUN" for RUNNING, and RESTARTING for a subtask the
 // failover cancelled and will deploy again while the job waits to restart.
-func (g *graphPane) statusWord(t Task) string {
+func (g *graphPane) statusWord(t view.Task) string {
 	r := g.ctx.Snap.Restart
 	if g.ctx.Snap.Job.Status == "RESTARTING" && t.Status != "FAILED" && t.Status != "RUNNING" &&
 		(len(r.LastRestarted) == 0 || slices.Contains(r.LastRestarted, t.Name)) {
@@ -466,7 +466,7 @@ func (g *graphPane) statusWord(t Task) string {
 
 // stripLine is line c of a subtask's strips: the queue of its input
 // channel c and what follows it.
-func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
+func (g *graphPane) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	if c >= len(t.Inputs) {
 		return ""
 	}
@@ -480,11 +480,11 @@ func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
 	// A blocked channel's held-back count must show whole: the strip
 	// gives way to it.
 	if in.Blocked {
-		suffixW = max(suffixW, width("BLOCKED "+Thousands(in.HeldBack)))
+		suffixW = max(suffixW, Width("BLOCKED "+Thousands(in.HeldBack)))
 	}
-	stripW := w - width(prefix) - 1 - suffixW
+	stripW := w - Width(prefix) - 1 - suffixW
 	if stripW < 4 {
-		stripW = max(w-width(prefix), 1)
+		stripW = max(w-Width(prefix), 1)
 	}
 	// One scale for all channels of the subtask, so barrier positions can
 	// be compared across them.
@@ -494,7 +494,7 @@ func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
 	}
 	body := stripW - 1 - len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
 	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, stripScale(most, body))
-	return prefix + padRight(strip, stripW) + " " + stripSuffix(st, in, scale)
+	return prefix + PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
 }
 
 // formatOffsets writes a source's next offsets: "p0:1203 p1:1180".
@@ -512,4 +512,13 @@ func formatOffsets(offsets map[int32]int64) string {
 		b.WriteString("p" + strconv.Itoa(int(p)) + ":" + strconv.FormatInt(offsets[p], 10))
 	}
 	return b.String()
+}
+
+// acked reports whether task acknowledged cp, and whether cp still waits
+// for it.
+func acked(cp *view.Checkpoint, task string) (done, waiting bool) {
+	if _, ok := cp.AckedTasks[task]; ok {
+		return true, false
+	}
+	return false, slices.Contains(cp.WaitingFor, task)
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"faultline/runtime/view"
+
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -13,7 +15,7 @@ import (
 // full speed: FROZEN, SLOW, SLOWER, SOURCES PAUSED. What does not fit goes,
 // least important first; the badges stay.
 type headerBar struct {
-	noKeys
+	NoKeys
 	ctx   *Context
 	width int
 }
@@ -42,7 +44,7 @@ func (h *headerBar) View() string {
 	st := h.ctx.Styles
 	app := st.AppName.Render(" faultline ")
 	if !h.ctx.HasSnap {
-		return padRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
+		return PadRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
 	}
 	snap := &h.ctx.Snap
 	job := snap.Job
@@ -56,7 +58,7 @@ func (h *headerBar) View() string {
 		status = "—"
 	}
 	if status == "RESTARTING" && !snap.Restart.NextRestartAt.IsZero() {
-		status += " in " + countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
+		status += " in " + Countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
 	}
 	mode := h.ctx.Mode
 	if mode == "" {
@@ -72,7 +74,7 @@ func (h *headerBar) View() string {
 	}
 	interval := "manual checkpoints"
 	if job.Interval > 0 {
-		interval = "every " + humanDuration(job.Interval)
+		interval = "every " + HumanDuration(job.Interval)
 	}
 	kafka := ""
 	if job.Broker != "" {
@@ -83,7 +85,7 @@ func (h *headerBar) View() string {
 	}
 	input := ""
 	if snap.Input.Generator {
-		input = "input " + humanRate(h.ctx.Rate)
+		input = "input " + HumanRate(h.ctx.Rate)
 	}
 
 	modeText := st.Text.Render(mode)
@@ -105,12 +107,12 @@ func (h *headerBar) View() string {
 		segs[5].text = ""
 	}
 	var badges []string
-	if t := h.ctx.Tempo; t != TempoNormal {
+	if t := h.ctx.Tempo; t != view.TempoNormal {
 		label, style := strings.ToUpper(t.String()), st.Badge
-		if frozen, ok := frozenFor(snap); ok && t == TempoFrozen {
-			label += " " + humanDuration(frozen.Truncate(time.Second))
+		if frozen, ok := FrozenFor(snap); ok && t == view.TempoFrozen {
+			label += " " + HumanDuration(frozen.Truncate(time.Second))
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
-				label += " · FAILS OVER AT " + roundDuration(job.FreezeLimit)
+				label += " · FAILS OVER AT " + RoundDuration(job.FreezeLimit)
 				style = st.BadgeAlert
 			}
 		}
@@ -120,7 +122,7 @@ func (h *headerBar) View() string {
 		badges = append(badges, st.Badge.Render(" SOURCES PAUSED "))
 	}
 	right := strings.Join(badges, " ")
-	room := h.width - width(app) - width(right) - 1
+	room := h.width - Width(app) - Width(right) - 1
 
 	render := func() string {
 		var parts []string
@@ -132,7 +134,7 @@ func (h *headerBar) View() string {
 		return strings.Join(parts, "  ")
 	}
 	left := render()
-	for width(left)+2 > room {
+	for Width(left)+2 > room {
 		worst := -1
 		for i, s := range segs {
 			if s.text != "" && s.keep < 100 && (worst < 0 || s.keep < segs[worst].keep) {
@@ -150,17 +152,9 @@ func (h *headerBar) View() string {
 		}
 		left = render()
 	}
-	line := app + "  " + truncate(left, max(room-2, 0))
+	line := app + "  " + Truncate(left, max(room-2, 0))
 	if right != "" {
-		line = padRight(line, h.width-width(right)) + right
+		line = PadRight(line, h.width-Width(right)) + right
 	}
-	return padRight(line, h.width)
-}
-
-// frozenFor is how long the world has been frozen, as of the snapshot.
-func frozenFor(snap *Snapshot) (time.Duration, bool) {
-	if snap.Input.FrozenSince.IsZero() {
-		return 0, false
-	}
-	return max(snap.Now.Sub(snap.Input.FrozenSince), 0), true
+	return PadRight(line, h.width)
 }

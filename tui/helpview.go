@@ -32,14 +32,14 @@ func (o *helpOverlay) ShortHelp() []key.Binding { return []key.Binding{o.ctx.Key
 
 // FullHelp implements help.KeyMap.
 func (o *helpOverlay) FullHelp() [][]key.Binding {
-	_, groups := o.ctx.Keys.helpGroups()
+	_, groups := o.ctx.Keys.HelpGroups()
 	return groups
 }
 
 // Update implements tea.Model: ? and esc close it.
 func (o *helpOverlay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, o.ctx.Keys.Help, o.ctx.Keys.Back) {
-		return o, func() tea.Msg { return closeOverlayMsg{} }
+		return o, func() tea.Msg { return CloseOverlayMsg{} }
 	}
 	return o, nil
 }
@@ -57,9 +57,9 @@ var legend = [][2]string{
 // View implements tea.Model.
 func (o *helpOverlay) View() string {
 	st := o.ctx.Styles
-	lines := []string{rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
+	lines := []string{Rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
 
-	titles, groups := o.ctx.Keys.helpGroups()
+	titles, groups := o.ctx.Keys.HelpGroups()
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
 		blocks[i] = st.Bold.Render(titles[i]) + "\n" + o.help.FullHelpView([][]key.Binding{g})
@@ -69,7 +69,7 @@ func (o *helpOverlay) View() string {
 	used := 0
 	flush := func() {
 		if len(row) > 0 {
-			lines = append(lines, splitLines(lipgloss.JoinHorizontal(lipgloss.Top, row...))...)
+			lines = append(lines, SplitLines(lipgloss.JoinHorizontal(lipgloss.Top, row...))...)
 			lines = append(lines, "")
 		}
 		row, used = nil, 0
@@ -87,24 +87,24 @@ func (o *helpOverlay) View() string {
 	lines = append(lines, st.Bold.Render("reading the job graph"))
 	glyphW := 0
 	for _, l := range legend {
-		glyphW = max(glyphW, width(l[0]))
+		glyphW = max(glyphW, Width(l[0]))
 	}
 	for _, l := range legend {
-		lines = append(lines, " "+st.HelpKey.Render(padRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
+		lines = append(lines, " "+st.HelpKey.Render(PadRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
 	}
 	for i, l := range lines[1:] {
 		if !strings.HasPrefix(l, " ") {
 			lines[i+1] = " " + l
 		}
 	}
-	return strings.Join(fitLines(lines, o.width, o.height), "\n")
+	return strings.Join(FitLines(lines, o.width, o.height), "\n")
 }
 
 // padBlock pads every line of a block to w cells.
 func padBlock(b string, w int) string {
-	ls := splitLines(b)
+	ls := SplitLines(b)
 	for i, l := range ls {
-		ls[i] = padRight(l, w)
+		ls[i] = PadRight(l, w)
 	}
 	return strings.Join(ls, "\n")
 }

@@ -6,15 +6,15 @@ import (
 
 // This file holds every message the UI handles. Messages from the job
 // (samples, events) and the results of commands are exported so that tests
-// and other drivers can send them; the ones components send the root model
-// are not.
+// and other drivers can send them; so are the ones components send the
+// root model, which the components will send from packages of their own.
 
 // SnapshotMsg carries one sample of the job, taken by the tick command.
 type SnapshotMsg struct {
 	Snapshot Snapshot
-	// seq numbers the samples in the order they were taken (0: sent from
-	// outside, e.g. by a test, and always applied).
-	seq int64
+	// Seq numbers the samples in the order the tick command took them
+	// (0: sent from outside, e.g. by a test, and always applied).
+	Seq int64
 }
 
 // EventsMsg carries a batch of lifecycle events, oldest first. Closed
@@ -90,20 +90,20 @@ type intentDone struct {
 	seq int64
 }
 
-// openDetailMsg asks the root model to open the checkpoint detail view.
-type openDetailMsg struct{ id int64 }
+// OpenDetailMsg asks the root model to open the checkpoint detail view.
+type OpenDetailMsg struct{ ID int64 }
 
-// closeOverlayMsg asks the root model to close the overlay on top.
-type closeOverlayMsg struct{}
+// CloseOverlayMsg asks the root model to close the overlay on top.
+type CloseOverlayMsg struct{}
 
-// injectMsg asks the root model to inject a confirmed fault.
-type injectMsg struct {
-	fault string
-	task  string // "" for a job-level fault
+// InjectMsg asks the root model to inject a confirmed fault.
+type InjectMsg struct {
+	Fault string
+	Task  string // "" for a job-level fault
 }
 
-// flashMsg asks the root model to show a line in the flash.
-type flashMsg struct {
-	text  string
-	level level
+// FlashMsg asks the root model to show a line in the flash.
+type FlashMsg struct {
+	Text  string
+	Level Level
 }

@@ -233,7 +233,7 @@ func TestIntentIsShownUntilTheJobConfirmsIt(t *testing.T) {
 	// Samples that still show the sources running (taken before the
 	// command returned, or lagging) do not undo it.
 	for seq := int64(1); seq <= graceSamples; seq++ {
-		h.send(SnapshotMsg{Snapshot: runningSnapshot(), seq: seq})
+		h.send(SnapshotMsg{Snapshot: runningSnapshot(), Seq: seq})
 		if !h.m.ctx.Paused {
 			t.Fatalf("sample %d undid the pause", seq)
 		}
@@ -241,8 +241,8 @@ func TestIntentIsShownUntilTheJobConfirmsIt(t *testing.T) {
 	// The job confirms: from now on the UI shows the job's own state.
 	s := runningSnapshot()
 	s.Input.SourcesPaused = true
-	h.send(SnapshotMsg{Snapshot: s, seq: graceSamples + 1})
-	h.send(SnapshotMsg{Snapshot: runningSnapshot(), seq: graceSamples + 2})
+	h.send(SnapshotMsg{Snapshot: s, Seq: graceSamples + 1})
+	h.send(SnapshotMsg{Snapshot: runningSnapshot(), Seq: graceSamples + 2})
 	if h.m.ctx.Paused {
 		t.Fatal("the job's own state is not shown once it confirmed")
 	}
@@ -252,7 +252,7 @@ func TestIntentTheJobDidNotTake(t *testing.T) {
 	h := newHarness(t, runningSnapshot(), 120, 40)
 	h.press("z")
 	for seq := int64(1); seq <= graceSamples+1; seq++ {
-		h.send(SnapshotMsg{Snapshot: runningSnapshot(), seq: seq})
+		h.send(SnapshotMsg{Snapshot: runningSnapshot(), Seq: seq})
 	}
 	if h.m.ctx.Tempo != TempoNormal {
 		t.Fatalf("tempo %s shown, the job runs normal", h.m.ctx.Tempo)
@@ -512,7 +512,7 @@ func TestViewFitsTheTerminal(t *testing.T) {
 					t.Fatalf("%s %v at %dx%d: %d lines", name, keys, size[0], size[1], len(lines))
 				}
 				for i, l := range lines {
-					if w := width(l); w != size[0] {
+					if w := Width(l); w != size[0] {
 						t.Fatalf("%s %v at %dx%d: line %d is %d wide: %q", name, keys, size[0], size[1], i, w, l)
 					}
 				}
@@ -538,7 +538,7 @@ func TestViewFitsTheTerminalInColour(t *testing.T) {
 				t.Fatalf("%v at %dx%d: %d lines", keys, size[0], size[1], len(lines))
 			}
 			for i, l := range lines {
-				if w := width(l); w != size[0] {
+				if w := Width(l); w != size[0] {
 					t.Fatalf("%v at %dx%d: line %d is %d wide: %q", keys, size[0], size[1], i, w, l)
 				}
 			}
@@ -585,7 +585,7 @@ func TestTickStopsWhenRunReturns(t *testing.T) {
 	}
 	s.done = nil
 	msg, ok := s.tick(time.Millisecond)().(SnapshotMsg)
-	if !ok || msg.seq != 1 || msg.Snapshot.Job.Name != "orders" {
+	if !ok || msg.Seq != 1 || msg.Snapshot.Job.Name != "orders" {
 		t.Fatalf("tick returned %#v", msg)
 	}
 }
@@ -597,16 +597,16 @@ func wideSnapshot(n int) Snapshot {
 	s.Tasks = map[string]Task{}
 	prev := ""
 	for o := range 10 {
-		op := Operator{Name: "operator-with-a-long-name-" + itoa(int64(o)), Type: "enrich", Parallelism: n}
+		op := Operator{Name: "operator-with-a-long-name-" + Itoa(int64(o)), Type: "enrich", Parallelism: n}
 		if prev != "" {
 			op.Inputs = []Edge{{From: prev, Kind: "hash", Key: "k"}}
 		}
 		s.Operators = append(s.Operators, op)
 		for i := range n {
-			t := Task{Name: taskName(op.Name, i), Operator: op.Name, Index: i, Status: "RUNNING", RateIn: 123456}
+			t := Task{Name: TaskName(op.Name, i), Operator: op.Name, Index: i, Status: "RUNNING", RateIn: 123456}
 			if prev != "" {
 				for j := range n {
-					t.Inputs = append(t.Inputs, queue(taskName(prev, j), 0, 100000, barrier(99999, 5000)))
+					t.Inputs = append(t.Inputs, queue(TaskName(prev, j), 0, 100000, barrier(99999, 5000)))
 				}
 			} else {
 				t.Offsets = map[int32]int64{int32(i): 123456789}
@@ -630,7 +630,7 @@ func TestBigJobsDoNotBreakTheLayout(t *testing.T) {
 					t.Fatalf("parallelism %d at %v: %d lines", n, size, len(lines))
 				}
 				for i, l := range lines {
-					if w := width(l); w != size[0] {
+					if w := Width(l); w != size[0] {
 						t.Fatalf("parallelism %d at %v %v: line %d is %d wide: %q", n, size, keys, i, w, l)
 					}
 				}

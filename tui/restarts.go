@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"faultline/runtime/view"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -17,7 +19,7 @@ import (
 // failover lost, and why the job gave up when it did. When the pane is too
 // short the most urgent lines stay.
 type restartsPane struct {
-	noKeys
+	NoKeys
 	ctx           *Context
 	width, height int
 }
@@ -46,11 +48,11 @@ type restartLine struct {
 // rows are the screen lines of l in w cells.
 func (l restartLine) rows(w int) []string {
 	if !l.wrap {
-		return []string{truncate(l.text, w)}
+		return []string{Truncate(l.text, w)}
 	}
 	var out []string
 	for _, r := range strings.Split(ansi.Wordwrap(l.text, w, ""), "\n") {
-		out = append(out, l.style.Render(truncate(r, w)))
+		out = append(out, l.style.Render(Truncate(r, w)))
 	}
 	return out
 }
@@ -61,9 +63,9 @@ func (p *restartsPane) View() string {
 	r := p.ctx.Snap.Restart
 	info := ""
 	if r.Restarts > 0 {
-		info = st.Muted.Render(plural(r.Restarts, "restart", "restarts"))
+		info = st.Muted.Render(Plural(r.Restarts, "restart", "restarts"))
 	}
-	lines := []string{rule(st, "restarts", info, p.width, false)}
+	lines := []string{Rule(st, "restarts", info, p.width, false)}
 	body := p.lines()
 	w := p.width - 1
 	// Keep the most urgent lines that fit, in their order.
@@ -88,7 +90,7 @@ func (p *restartsPane) View() string {
 			lines = append(lines, " "+r)
 		}
 	}
-	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+	return strings.Join(FitLines(lines, p.width, p.height), "\n")
 }
 
 // lines is everything the pane would say with room enough.
@@ -108,14 +110,14 @@ func (p *restartsPane) lines() []restartLine {
 	var after string
 	switch {
 	case job == "RESTARTING" && !r.NextRestartAt.IsZero():
-		after = st.Warning.Render("restarting in " + countdown(r.NextRestartAt.Sub(snap.Now)))
+		after = st.Warning.Render("restarting in " + Countdown(r.NextRestartAt.Sub(snap.Now)))
 	case r.GaveUp != "" || s.GaveUp:
 		after = st.Error.Render("gave up")
 	}
 	switch sep := st.Muted.Render(" · "); {
 	case after == "":
 		out = append(out, restartLine{text: status})
-	case width(status+sep+after) <= w:
+	case Width(status+sep+after) <= w:
 		out = append(out, restartLine{text: status + sep + after})
 	default:
 		out = append(out, restartLine{text: status}, restartLine{text: after})
@@ -152,10 +154,10 @@ func (p *restartsPane) lines() []restartLine {
 	case n == 0:
 	case n <= 3:
 		failover += ": restarted " + strings.Join(r.LastRestarted, " ")
-	case width(failover+": restarted "+plural(n, "task", "tasks")) <= w:
-		failover += ": restarted " + plural(n, "task", "tasks")
+	case Width(failover+": restarted "+Plural(n, "task", "tasks")) <= w:
+		failover += ": restarted " + Plural(n, "task", "tasks")
 	default:
-		failover += ": " + plural(n, "task", "tasks")
+		failover += ": " + Plural(n, "task", "tasks")
 	}
 	out = append(out, restartLine{text: failover, prio: 2})
 	if rs := snap.Checkpoints.Restored; len(rs) > 0 {
@@ -185,13 +187,13 @@ func (p *restartsPane) lines() []restartLine {
 
 // restartBudget is the strategy's budget and its next delay: "attempts
 // 1/3 · delay 1s", "failures 2/3 in 1m", "attempts 2 (unlimited)".
-func restartBudget(r Restart) string {
+func restartBudget(r view.Restart) string {
 	s := r.Status
 	var out string
 	switch {
 	case s.MaxFailuresInWindow > 0 || r.Strategy == "failure-rate":
 		out = "failures " + strconv.Itoa(s.FailuresInWindow) + "/" + strconv.Itoa(s.MaxFailuresInWindow) +
-			" in " + humanDuration(s.Window)
+			" in " + HumanDuration(s.Window)
 	case r.Strategy == "none":
 		return "no restarts"
 	case s.MaxAttempts > 0 || r.Strategy == "fixed-delay":
@@ -202,7 +204,7 @@ func restartBudget(r Restart) string {
 		return ""
 	}
 	if s.NextDelay > 0 {
-		out += " · delay " + humanDuration(s.NextDelay)
+		out += " · delay " + HumanDuration(s.NextDelay)
 	}
 	return out
 }

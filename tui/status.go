@@ -17,12 +17,12 @@ const flashFor = 8 * time.Second
 // right the flash, the answer to the last command ("checkpoint 15
 // triggered", "savepoint: <error>").
 type statusLine struct {
-	noKeys
+	NoKeys
 	ctx   *Context
 	width int
 
 	flash      string
-	flashLevel level
+	flashLevel Level
 	flashAt    time.Time // Snapshot.Now when it was set; zero before the first sample
 	flashSet   bool
 }
@@ -38,8 +38,8 @@ func (s *statusLine) SetSize(w, _ int) { s.width = w }
 // Update implements tea.Model: it takes flashes.
 func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case flashMsg:
-		s.flash, s.flashLevel, s.flashSet = msg.text, msg.level, true
+	case FlashMsg:
+		s.flash, s.flashLevel, s.flashSet = msg.Text, msg.Level, true
 		s.flashAt = s.ctx.Snap.Now
 	case SnapshotMsg:
 		if s.flashSet && s.flashAt.IsZero() {
@@ -63,18 +63,18 @@ func (s *statusLine) View() string {
 	left := " " + s.verifyText(true)
 	flash := s.Flash()
 	if flash == "" {
-		return padRight(left, s.width)
+		return PadRight(left, s.width)
 	}
-	if s.width-width(left)-3 < width(flash) {
+	if s.width-Width(left)-3 < Width(flash) {
 		left = " " + s.verifyText(false)
 	}
-	room := s.width - width(left) - 3
+	room := s.width - Width(left) - 3
 	if room < 12 {
 		// A flash matters more than the verification for a moment.
-		return padRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
+		return PadRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
 	}
-	right := st.Level(s.flashLevel).Render(truncate(flash, room))
-	return padRight(left, s.width-width(right)-1) + right + " "
+	right := st.Level(s.flashLevel).Render(Truncate(flash, room))
+	return PadRight(left, s.width-Width(right)-1) + right + " "
 }
 
 // verifyText is "verify  committed 18,204  dup 0  lost 0 ✓", then the
@@ -112,7 +112,7 @@ func (s *statusLine) verifyText(asOf bool) string {
 		text += st.Muted.Render("  as of #" + strconv.FormatInt(v.AsOf, 10))
 	}
 	if ttl := s.ctx.Snap.Job.StateTTL; asOf && ttl > 0 {
-		t := "  state TTL " + roundDuration(ttl)
+		t := "  state TTL " + RoundDuration(ttl)
 		if v.NotJoined > 0 {
 			t += ": " + Thousands(int64(v.NotJoined)) + " paid orders too far apart to join"
 		}

@@ -48,9 +48,9 @@ func renderStrip(st *Styles, in view.InputView, aligning int64, w int, scale int
 		if aligning != 0 {
 			gate += strconv.FormatInt(aligning, 10)
 		}
-		gate = truncate(gate, w)
+		gate = Truncate(gate, w)
 		b.WriteString(st.Blocked.Render(gate))
-		body -= width(gate)
+		body -= Width(gate)
 	default:
 		b.WriteString(st.Muted.Render(glyphGate))
 		body--

@@ -36,8 +36,8 @@ func TestRenderStrip(t *testing.T) {
 			if got != tc.want || scale != tc.scale {
 				t.Fatalf("got %q (×%d), want %q (×%d)", got, scale, tc.want, tc.scale)
 			}
-			if width(got) > tc.w {
-				t.Fatalf("%d cells, more than %d", width(got), tc.w)
+			if Width(got) > tc.w {
+				t.Fatalf("%d cells, more than %d", Width(got), tc.w)
 			}
 		})
 	}
@@ -55,18 +55,18 @@ func TestStripSuffix(t *testing.T) {
 
 func TestFormats(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
-		{humanBytes(0), "0B"}, {humanBytes(512), "512B"}, {humanBytes(1258291), "1.2MB"}, {humanBytes(40960), "40KB"},
-		{humanBytes(1 << 30), "1GB"},
-		{humanRate(0), "0/s"}, {humanRate(210.4), "210/s"}, {humanRate(2104), "2.1k/s"}, {humanRate(12345), "12k/s"},
-		{humanRate(1.5e6), "1.5M/s"},
-		{humanDuration(0), "0ms"}, {humanDuration(300 * time.Microsecond), "<1ms"}, {humanDuration(1500 * time.Microsecond), "1.5ms"},
-		{humanDuration(38 * time.Millisecond), "38ms"}, {humanDuration(1200 * time.Millisecond), "1.2s"},
-		{humanDuration(65 * time.Second), "1m05s"},
-		{countdown(800 * time.Millisecond), "0.8s"}, {countdown(-time.Second), "0.0s"}, {countdown(12 * time.Second), "12s"},
+		{HumanBytes(0), "0B"}, {HumanBytes(512), "512B"}, {HumanBytes(1258291), "1.2MB"}, {HumanBytes(40960), "40KB"},
+		{HumanBytes(1 << 30), "1GB"},
+		{HumanRate(0), "0/s"}, {HumanRate(210.4), "210/s"}, {HumanRate(2104), "2.1k/s"}, {HumanRate(12345), "12k/s"},
+		{HumanRate(1.5e6), "1.5M/s"},
+		{HumanDuration(0), "0ms"}, {HumanDuration(300 * time.Microsecond), "<1ms"}, {HumanDuration(1500 * time.Microsecond), "1.5ms"},
+		{HumanDuration(38 * time.Millisecond), "38ms"}, {HumanDuration(1200 * time.Millisecond), "1.2s"},
+		{HumanDuration(65 * time.Second), "1m05s"},
+		{Countdown(800 * time.Millisecond), "0.8s"}, {Countdown(-time.Second), "0.0s"}, {Countdown(12 * time.Second), "12s"},
 		{Thousands(18204), "18,204"}, {Thousands(-1234567), "-1,234,567"}, {Thousands(12), "12"},
-		{wallClock(fixtureStart.Add(7412 * time.Millisecond)), "12:01:07.412"},
+		{WallClock(fixtureStart.Add(7412 * time.Millisecond)), "12:01:07.412"},
 		{formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}), "p2:1190 p3:1201 p10:5"},
-		{truncate("abcdef", 4), "abc…"}, {padLeft("ab", 4), "  ab"}, {padRight("ab", 4), "ab  "},
+		{Truncate("abcdef", 4), "abc…"}, {PadLeft("ab", 4), "  ab"}, {PadRight("ab", 4), "ab  "},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
