@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -18,7 +19,7 @@ import (
 // incremental) and the longest alignment. Failed ones show why instead of
 // their figures. Focused, ↑/↓ select a row and enter opens its detail.
 type checkpointsPane struct {
-	ctx           *Context
+	ctx           *common.Context
 	width, height int
 	focused       bool
 	// selID is the selected checkpoint; 0 follows the newest.
@@ -26,7 +27,7 @@ type checkpointsPane struct {
 	top   int // the first row shown
 }
 
-func newCheckpointsPane(ctx *Context) *checkpointsPane { return &checkpointsPane{ctx: ctx} }
+func newCheckpointsPane(ctx *common.Context) *checkpointsPane { return &checkpointsPane{ctx: ctx} }
 
 // Init implements tea.Model.
 func (p *checkpointsPane) Init() tea.Cmd { return nil }
@@ -103,7 +104,7 @@ func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.selectRow(p.selected() + p.rows())
 		case key.Matches(msg, k.Open) && len(h) > 0:
 			id := p.SelectedID()
-			return p, func() tea.Msg { return OpenDetailMsg{ID: id} }
+			return p, func() tea.Msg { return common.OpenDetailMsg{ID: id} }
 		}
 	}
 	p.scroll()
@@ -140,7 +141,7 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 	idW, ackW := 2, 4
 	for _, c := range snap.Checkpoints.History {
 		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
-		ackW = max(ackW, len(AckText(&c)))
+		ackW = max(ackW, len(common.AckText(&c)))
 	}
 	all := []struct {
 		prio int
@@ -150,19 +151,19 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 			return strconv.FormatInt(c.ID, 10), st.Bold
 		}}},
 		{1, cpCol{"status", 9, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return CheckpointWord(st, c)
+			return common.CheckpointWord(st, c)
 		}}},
 		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return AckText(c), st.Text
+			return common.AckText(c), st.Text
 		}}},
 		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return WallClock(c.TriggerTime), st.Muted
+			return common.WallClock(c.TriggerTime), st.Muted
 		}}},
 		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			if c.Status == view.StatusPending {
-				return HumanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
+				return common.HumanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
 			}
-			return HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
+			return common.HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
 		}}},
 		{4, cpCol{"full", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text
@@ -174,7 +175,7 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 			if c.Status == view.StatusPending && c.MaxAlignment == 0 {
 				return "—", st.Muted
 			}
-			return HumanDuration(c.MaxAlignment), st.Text
+			return common.HumanDuration(c.MaxAlignment), st.Text
 		}}},
 	}
 	keep := make([]bool, len(all))
@@ -203,7 +204,7 @@ func (p *checkpointsPane) View() string {
 	if s.Failed > 0 {
 		info = append(info, st.Error.Render(strconv.Itoa(s.Failed)+" failed"))
 	}
-	lines := []string{Rule(st, "checkpoints", strings.Join(info, st.Muted.Render(" · ")), p.width, p.focused)}
+	lines := []string{common.Rule(st, "checkpoints", strings.Join(info, st.Muted.Render(" · ")), p.width, p.focused)}
 
 	cols, noteW := p.columns(p.width)
 	var head strings.Builder
@@ -212,21 +213,21 @@ func (p *checkpointsPane) View() string {
 		head.WriteString(align(c.title, c.w, c.right) + " ")
 	}
 	if noteW >= 4 {
-		head.WriteString(PadRight("", noteW))
+		head.WriteString(common.PadRight("", noteW))
 	}
 	lines = append(lines, st.TableHeader.Render(strings.TrimRight(head.String(), " ")))
 
 	h := s.History
 	if len(h) == 0 {
 		lines = append(lines, st.Muted.Render(" no checkpoint yet: press c to trigger one"))
-		return strings.Join(FitLines(lines, p.width, p.height), "\n")
+		return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 	}
 	rows, sel := p.rows(), p.selected()
 	top := scrollTop(p.top, sel, rows, len(h))
 	for i := top; i < min(len(h), top+rows); i++ {
 		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel))
 	}
-	return strings.Join(FitLines(lines, p.width, p.height), "\n")
+	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }
 
 // row renders one checkpoint.
@@ -238,7 +239,7 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 	} else {
 		b.WriteString(" ")
 	}
-	note := CheckpointNote(c)
+	note := common.CheckpointNote(c)
 	for i, col := range cols {
 		if c.Status == view.StatusFailed && col.title != "id" && col.title != "status" &&
 			col.title != "acks" && col.title != "trigger" {
@@ -247,14 +248,14 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 			for _, r := range cols[i:] {
 				rest += r.w + 1
 			}
-			b.WriteString(st.Error.Render(Truncate(note, rest+noteW-1)))
+			b.WriteString(st.Error.Render(common.Truncate(note, rest+noteW-1)))
 			return b.String()
 		}
 		text, style := col.cell(c)
 		b.WriteString(style.Render(align(text, col.w, col.right)) + " ")
 	}
 	if noteW >= 4 && note != "" {
-		b.WriteString(st.Muted.Render(Truncate(note, noteW)))
+		b.WriteString(st.Muted.Render(common.Truncate(note, noteW)))
 	}
 	return b.String()
 }
@@ -262,9 +263,9 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 // align pads s to w cells, to the right when right is set.
 func align(s string, w int, right bool) string {
 	if right {
-		return PadLeft(s, w)
+		return common.PadLeft(s, w)
 	}
-	return PadRight(s, w)
+	return common.PadRight(s, w)
 }
 
 // sizeText is a size, "—" while nothing was written yet.
@@ -272,5 +273,5 @@ func sizeText(c *view.Checkpoint, n int64) string {
 	if n == 0 && c.Status == view.StatusPending {
 		return "—"
 	}
-	return HumanBytes(n)
+	return common.HumanBytes(n)
 }

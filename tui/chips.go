@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 
+	"faultline/tui/common"
+
 	"github.com/charmbracelet/lipgloss"
 )
 
@@ -42,7 +44,7 @@ func layoutChips(chips []chip, w int) string {
 				n++
 			}
 			first = false
-			n += Width(c.text) + c.pad
+			n += common.Width(c.text) + c.pad
 		}
 		return n
 	}
@@ -72,5 +74,5 @@ func layoutChips(chips []chip, w int) string {
 			parts = append(parts, c.style.Render(c.text))
 		}
 	}
-	return Truncate(strings.Join(parts, " "), w)
+	return common.Truncate(strings.Join(parts, " "), w)
 }

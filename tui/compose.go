@@ -3,12 +3,14 @@ package tui
 import (
 	"strings"
 
+	"faultline/tui/common"
+
 	"github.com/charmbracelet/x/ansi"
 )
 
 // fitBlock is FitLines for a block of text.
 func fitBlock(s string, w, h int) string {
-	return strings.Join(FitLines(SplitLines(s), w, h), "\n")
+	return strings.Join(common.FitLines(common.SplitLines(s), w, h), "\n")
 }
 
 // joinSideBySide puts two blocks of the same height next to each other with
@@ -42,13 +44,13 @@ func overlay(base []string, box []string, x, y int) []string {
 			continue
 		}
 		bg := out[row]
-		bw := Width(bg)
+		bw := common.Width(bg)
 		left := ansi.Truncate(bg, x, "")
-		if pad := x - Width(left); pad > 0 {
+		if pad := x - common.Width(left); pad > 0 {
 			left += strings.Repeat(" ", pad)
 		}
 		right := ""
-		if end := x + Width(line); end < bw {
+		if end := x + common.Width(line); end < bw {
 			right = ansi.TruncateLeft(bg, end, "")
 		}
 		out[row] = left + line + right

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 // checkpointDetail is the detail view of one checkpoint (Flink's web UI: a
@@ -18,13 +19,13 @@ import (
 // size of its state, full and incremental. A pending checkpoint's detail
 // fills in with every sample.
 type checkpointDetail struct {
-	ctx           *Context
+	ctx           *common.Context
 	width, height int
 	id            int64
 	top           int
 }
 
-func newCheckpointDetail(ctx *Context) *checkpointDetail { return &checkpointDetail{ctx: ctx} }
+func newCheckpointDetail(ctx *common.Context) *checkpointDetail { return &checkpointDetail{ctx: ctx} }
 
 // Open shows checkpoint id from its first row.
 func (d *checkpointDetail) Open(id int64) { d.id, d.top = id, 0 }
@@ -59,7 +60,7 @@ func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	rows := d.tableRows()
 	switch {
 	case key.Matches(km, k.Back):
-		return d, func() tea.Msg { return CloseOverlayMsg{} }
+		return d, func() tea.Msg { return common.CloseOverlayMsg{} }
 	case key.Matches(km, k.Up):
 		d.top--
 	case key.Matches(km, k.Down):
@@ -108,37 +109,37 @@ func (d *checkpointDetail) View() string {
 	st := d.ctx.Styles
 	c := d.ctx.CheckpointByID(d.id)
 	title := "checkpoint " + strconv.FormatInt(d.id, 10)
-	lines := []string{Rule(st, title, st.Muted.Render("esc close"), d.width, true)}
+	lines := []string{common.Rule(st, title, st.Muted.Render("esc close"), d.width, true)}
 	if c == nil {
 		lines = append(lines, st.Muted.Render(" checkpoint "+strconv.FormatInt(d.id, 10)+" is no longer in the history"))
-		return strings.Join(FitLines(lines, d.width, d.height), "\n")
+		return strings.Join(common.FitLines(lines, d.width, d.height), "\n")
 	}
 	if c.Savepoint {
 		title = "savepoint " + strconv.FormatInt(d.id, 10)
-		lines[0] = Rule(st, title, st.Muted.Render("esc close"), d.width, true)
+		lines[0] = common.Rule(st, title, st.Muted.Render("esc close"), d.width, true)
 	}
 
-	word, style := CheckpointWord(st, c)
+	word, style := common.CheckpointWord(st, c)
 	facts := []string{style.Render(word)}
 	if c.Restored && c.Savepoint {
 		facts = append(facts, "savepoint")
 	}
-	facts = append(facts, AckText(c)+" acknowledged", "triggered "+WallClock(c.TriggerTime))
+	facts = append(facts, common.AckText(c)+" acknowledged", "triggered "+common.WallClock(c.TriggerTime))
 	if c.Status == view.StatusPending {
-		facts = append(facts, st.Info.Render("running for "+HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
+		facts = append(facts, st.Info.Render("running for "+common.HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
 	} else {
-		facts = append(facts, "end to end "+HumanDuration(c.EndTime.Sub(c.TriggerTime)))
+		facts = append(facts, "end to end "+common.HumanDuration(c.EndTime.Sub(c.TriggerTime)))
 	}
 	sep := st.Muted.Render(" · ")
 	lines = append(lines, " "+strings.Join(facts, sep))
 	lines = append(lines, " "+strings.Join([]string{
-		"size " + HumanBytes(c.FullBytes) + " full", HumanBytes(c.IncrementalBytes) + " incremental",
-		"longest alignment " + HumanDuration(c.MaxAlignment),
+		"size " + common.HumanBytes(c.FullBytes) + " full", common.HumanBytes(c.IncrementalBytes) + " incremental",
+		"longest alignment " + common.HumanDuration(c.MaxAlignment),
 	}, sep))
 	if c.Status == view.StatusFailed {
-		lines = append(lines, " "+st.Error.Render("failed: "+CheckpointNote(c)))
+		lines = append(lines, " "+st.Error.Render("failed: "+common.CheckpointNote(c)))
 	} else if len(c.WaitingFor) > 0 {
-		lines = append(lines, " "+st.Info.Render("waiting for "+Plural(len(c.WaitingFor), "subtask", "subtasks")))
+		lines = append(lines, " "+st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks")))
 	} else {
 		lines = append(lines, "")
 	}
@@ -146,15 +147,15 @@ func (d *checkpointDetail) View() string {
 	names := d.subtasks()
 	nameW := 8
 	for _, n := range names {
-		nameW = max(nameW, Width(n))
+		nameW = max(nameW, common.Width(n))
 	}
 	nameW = min(nameW, 24)
 	const numW = 7
 	cols := []string{"sync", "async", "align", "delay", "full", "incr"}
 	var head strings.Builder
-	head.WriteString(" " + PadRight("subtask", nameW) + " " + PadRight("ack", 9))
+	head.WriteString(" " + common.PadRight("subtask", nameW) + " " + common.PadRight("ack", 9))
 	for _, h := range cols {
-		head.WriteString(" " + PadLeft(h, numW))
+		head.WriteString(" " + common.PadLeft(h, numW))
 	}
 	lines = append(lines, st.TableHeader.Render(head.String()))
 
@@ -167,36 +168,36 @@ func (d *checkpointDetail) View() string {
 	for _, n := range names[top:min(len(names), top+d.tableRows())] {
 		var b strings.Builder
 		if n == d.ctx.Selected {
-			b.WriteString(st.Selected.Render("▸"+PadRight(n, nameW)) + " ")
+			b.WriteString(st.Selected.Render("▸"+common.PadRight(n, nameW)) + " ")
 		} else {
-			b.WriteString(" " + PadRight(n, nameW) + " ")
+			b.WriteString(" " + common.PadRight(n, nameW) + " ")
 		}
 		a, ok := acks[n]
 		switch {
 		case ok && a.Finished:
-			b.WriteString(st.Muted.Render(PadRight("✓ finished", 9)))
+			b.WriteString(st.Muted.Render(common.PadRight("✓ finished", 9)))
 		case ok:
-			b.WriteString(st.Success.Render(PadRight("✓ acked", 9)))
+			b.WriteString(st.Success.Render(common.PadRight("✓ acked", 9)))
 		case waiting[n] && c.Status == view.StatusFailed:
-			b.WriteString(st.Error.Render(PadRight("✗ never", 9)))
+			b.WriteString(st.Error.Render(common.PadRight("✗ never", 9)))
 		case waiting[n]:
-			b.WriteString(st.Info.Render(PadRight("○ waiting", 9)))
+			b.WriteString(st.Info.Render(common.PadRight("○ waiting", 9)))
 		default:
-			b.WriteString(st.Muted.Render(PadRight("—", 9)))
+			b.WriteString(st.Muted.Render(common.PadRight("—", 9)))
 		}
 		if ok {
 			for _, v := range []string{
-				HumanDuration(a.SyncDuration), HumanDuration(a.AsyncDuration), HumanDuration(a.Alignment),
-				HumanDuration(a.StartDelay), HumanBytes(a.Bytes), HumanBytes(a.IncrementalBytes),
+				common.HumanDuration(a.SyncDuration), common.HumanDuration(a.AsyncDuration), common.HumanDuration(a.Alignment),
+				common.HumanDuration(a.StartDelay), common.HumanBytes(a.Bytes), common.HumanBytes(a.IncrementalBytes),
 			} {
-				b.WriteString(" " + PadLeft(v, numW))
+				b.WriteString(" " + common.PadLeft(v, numW))
 			}
 		}
 		lines = append(lines, b.String())
 	}
 	if len(names) > d.tableRows() {
-		lines[0] = Rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
+		lines[0] = common.Rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
 			strconv.Itoa(min(len(names), top+d.tableRows()))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
 	}
-	return strings.Join(FitLines(lines, d.width, d.height), "\n")
+	return strings.Join(common.FitLines(lines, d.width, d.height), "\n")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -19,7 +20,7 @@ const maxLogEntries = 2000
 type logEntry struct {
 	at    time.Duration // since the run started
 	text  string
-	level Level
+	level common.Level
 	// fold is set on a line that sums up routine task_status events.
 	fold *taskFold
 	// checkpoint is set on a "checkpoint n triggered" line, which that
@@ -131,9 +132,9 @@ func (l *eventLog) fold(at time.Duration, ts view.TaskStatus) {
 		return
 	}
 	fd := &taskFold{status: ts.Status, attempt: attempt, tasks: []string{ts.Task}}
-	lvl := LevelMuted
+	lvl := common.LevelMuted
 	if ts.Status == "FINISHED" {
-		lvl = LevelInfo
+		lvl = common.LevelInfo
 	}
 	l.push(logEntry{at: at, text: fd.text(), level: lvl, fold: fd})
 	if l.folds == nil {
@@ -176,14 +177,14 @@ func (l *eventLog) close() {
 	if n := len(l.entries); n > 0 {
 		at = l.entries[n-1].at
 	}
-	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: LevelMuted})
+	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: common.LevelMuted})
 }
 
 // eventsPane is the scrolling event log, newest at the bottom, each line
 // stamped with its wall-clock time. Focused, ↑/↓ and pgup/pgdn scroll; at
 // the bottom it follows new events.
 type eventsPane struct {
-	ctx           *Context
+	ctx           *common.Context
 	width, height int
 	focused       bool
 	log           eventLog
@@ -191,7 +192,7 @@ type eventsPane struct {
 	back int
 }
 
-func newEventsPane(ctx *Context) *eventsPane { return &eventsPane{ctx: ctx} }
+func newEventsPane(ctx *common.Context) *eventsPane { return &eventsPane{ctx: ctx} }
 
 // Init implements tea.Model.
 func (p *eventsPane) Init() tea.Cmd { return nil }
@@ -259,14 +260,14 @@ func (p *eventsPane) View() string {
 	} else if start > 0 {
 		info = st.Muted.Render(strconv.Itoa(start) + " earlier")
 	}
-	lines := []string{Rule(st, "events", info, p.width, p.focused)}
+	lines := []string{common.Rule(st, "events", info, p.width, p.focused)}
 	if n == 0 {
 		lines = append(lines, st.Muted.Render(" no events yet"))
 	}
 	started := p.ctx.Snap.Started
 	for _, e := range p.log.entries[start:end] {
-		stamp := st.Muted.Render(" " + WallClock(started.Add(e.at)) + "  ")
-		lines = append(lines, stamp+st.Level(e.level).Render(Truncate(e.text, p.width-Width(stamp))))
+		stamp := st.Muted.Render(" " + common.WallClock(started.Add(e.at)) + "  ")
+		lines = append(lines, stamp+st.Level(e.level).Render(common.Truncate(e.text, p.width-common.Width(stamp))))
 	}
-	return strings.Join(FitLines(lines, p.width, p.height), "\n")
+	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }

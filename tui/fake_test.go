@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 // fakeController is a Controller for tests: it returns the Snapshot it is
@@ -147,7 +148,7 @@ var (
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func tid(name string, i int) string { return TaskName(name, i) }
+func tid(name string, i int) string { return common.TaskName(name, i) }
 
 // queue is a channel's view with barriers at the given positions.
 func queue(from string, input int, queued int64, barriers ...view.BarrierPos) view.InputView {
@@ -173,7 +174,7 @@ func runningSnapshot() Snapshot {
 	}
 	tasks := map[string]Task{}
 	add := func(t Task) {
-		t.Name = TaskName(t.Operator, t.Index)
+		t.Name = common.TaskName(t.Operator, t.Index)
 		if t.Status == "" {
 			t.Status = "RUNNING"
 		}
@@ -290,7 +291,7 @@ func restartingSnapshot() Snapshot {
 	all := make([]string, 0, len(s.Tasks))
 	for _, op := range s.Operators {
 		for i := range op.Parallelism {
-			name := TaskName(op.Name, i)
+			name := common.TaskName(op.Name, i)
 			all = append(all, name)
 			t := s.Tasks[name]
 			t.Status, t.RateIn = "CANCELED", 0
@@ -333,8 +334,8 @@ func runEvents() []view.Stamped {
 	}{{"orders-source", 2}, {"payments-source", 2}, {"parse-orders", 2}, {"parse-payments", 2}, {"join", 2}, {"revenue", 2}, {"sink", 1}} {
 		for i := range op.n {
 			out = append(out,
-				ev(60, "task_status", map[string]any{"task": TaskName(op.name, i), "status": "DEPLOYING", "attempt": int64(1)}),
-				ev(75, "task_status", map[string]any{"task": TaskName(op.name, i), "status": "RUNNING", "attempt": int64(1)}))
+				ev(60, "task_status", map[string]any{"task": common.TaskName(op.name, i), "status": "DEPLOYING", "attempt": int64(1)}),
+				ev(75, "task_status", map[string]any{"task": common.TaskName(op.name, i), "status": "RUNNING", "attempt": int64(1)}))
 		}
 	}
 	out = append(out,
@@ -385,14 +386,14 @@ func pipelineSnapshot() Snapshot {
 	tasks := map[string]Task{}
 	for i := range 4 {
 		for _, op := range []string{"source", "enrich", "sink"} {
-			t := Task{Name: TaskName(op, i), Operator: op, Index: i, Status: "RUNNING", RateIn: 5200, BackPressure: BackPressureOK}
+			t := Task{Name: common.TaskName(op, i), Operator: op, Index: i, Status: "RUNNING", RateIn: 5200, BackPressure: BackPressureOK}
 			switch op {
 			case "source":
 				t.Offsets = map[int32]int64{int32(i): 40210 + int64(i)}
 			case "enrich":
-				t.Inputs = []view.InputView{queue(TaskName("source", i), 0, 6, barrier(7, int64(i)))}
+				t.Inputs = []view.InputView{queue(common.TaskName("source", i), 0, 6, barrier(7, int64(i)))}
 			case "sink":
-				t.Inputs = []view.InputView{queue(TaskName("enrich", i), 0, 3)}
+				t.Inputs = []view.InputView{queue(common.TaskName("enrich", i), 0, 3)}
 			}
 			tasks[t.Name] = t
 		}

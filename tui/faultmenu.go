@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -16,7 +17,7 @@ import (
 // selected subtask, job-level ones on the job; unavailable ones are shown
 // with why, and cannot be chosen.
 type faultMenu struct {
-	ctx           *Context
+	ctx           *common.Context
 	width, height int
 
 	task       string
@@ -26,7 +27,7 @@ type faultMenu struct {
 	note       string // why the last pick was refused
 }
 
-func newFaultMenu(ctx *Context) *faultMenu { return &faultMenu{ctx: ctx} }
+func newFaultMenu(ctx *common.Context) *faultMenu { return &faultMenu{ctx: ctx} }
 
 // Open shows the catalogue for task, the cursor on the first available
 // fault.
@@ -83,15 +84,15 @@ func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	k := m.ctx.Keys
-	closeMenu := func() tea.Msg { return CloseOverlayMsg{} }
+	closeMenu := func() tea.Msg { return common.CloseOverlayMsg{} }
 	if m.confirming {
 		switch {
 		case key.Matches(km, k.Yes):
 			f, _ := m.Choice()
 			target := m.target(f)
-			return m, func() tea.Msg { return InjectMsg{Fault: f.Kind, Task: target} }
+			return m, func() tea.Msg { return common.InjectMsg{Fault: f.Kind, Task: target} }
 		case key.Matches(km, k.No), key.Matches(km, k.Quit):
-			return m, tea.Batch(closeMenu, func() tea.Msg { return FlashMsg{Text: "fault injection cancelled", Level: LevelMuted} })
+			return m, tea.Batch(closeMenu, func() tea.Msg { return common.FlashMsg{Text: "fault injection cancelled", Level: common.LevelMuted} })
 		}
 		return m, nil
 	}
@@ -164,7 +165,7 @@ func (m *faultMenu) View() string {
 		lines = append(lines, st.BoxTitle.Render(title))
 		kindW := 0
 		for _, f := range m.faults {
-			kindW = max(kindW, Width(string(f.Kind)))
+			kindW = max(kindW, common.Width(string(f.Kind)))
 		}
 		if len(m.faults) == 0 {
 			lines = append(lines, st.Muted.Render("no faults in this run's catalogue"))
@@ -188,11 +189,11 @@ func (m *faultMenu) View() string {
 				if f.Why != "" {
 					why += ": " + f.Why
 				}
-				lines = append(lines, st.Disabled.Render(Truncate(marker+num+" "+PadRight(string(f.Kind), kindW)+"  "+why, inner)))
+				lines = append(lines, st.Disabled.Render(common.Truncate(marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+why, inner)))
 			case i == m.cursor:
-				lines = append(lines, st.Selected.Render(marker+num+" "+PadRight(string(f.Kind), kindW))+"  "+Truncate(desc, inner-kindW-4))
+				lines = append(lines, st.Selected.Render(marker+num+" "+common.PadRight(string(f.Kind), kindW))+"  "+common.Truncate(desc, inner-kindW-4))
 			default:
-				lines = append(lines, marker+num+" "+PadRight(string(f.Kind), kindW)+"  "+st.Muted.Render(Truncate(desc, inner-kindW-4)))
+				lines = append(lines, marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+st.Muted.Render(common.Truncate(desc, inner-kindW-4)))
 			}
 		}
 		if m.note != "" {
@@ -205,11 +206,11 @@ func (m *faultMenu) View() string {
 	}
 	w := 0
 	for _, l := range lines {
-		w = max(w, Width(l))
+		w = max(w, common.Width(l))
 	}
 	w = min(w, inner)
 	for i, l := range lines {
-		lines[i] = PadRight(l, w)
+		lines[i] = common.PadRight(l, w)
 	}
 	return st.Box.Render(strings.Join(lines, "\n"))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
@@ -75,7 +76,7 @@ var goldenScenes = []goldenScene{
 func TestGolden(t *testing.T) {
 	for _, sc := range goldenScenes {
 		for _, size := range [][2]int{{80, 24}, {120, 40}} {
-			t.Run(sc.name+"/"+Itoa(int64(size[0]))+"x"+Itoa(int64(size[1])), func(t *testing.T) {
+			t.Run(sc.name+"/"+common.Itoa(int64(size[0]))+"x"+common.Itoa(int64(size[1])), func(t *testing.T) {
 				view := runScene(t, sc, size[0], size[1])
 				for _, w := range sc.want {
 					if !strings.Contains(view, w) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -25,7 +26,7 @@ import (
 // jumps when an alignment starts or ends. Subtasks without strips still say
 // "ALIGNING #14 38ms" in their cell.
 type graphPane struct {
-	ctx           *Context
+	ctx           *common.Context
 	width, height int // the height counts the rule line
 	focused       bool
 
@@ -36,7 +37,7 @@ type graphPane struct {
 	chosen bool
 }
 
-func newGraphPane(ctx *Context) *graphPane { return &graphPane{ctx: ctx} }
+func newGraphPane(ctx *common.Context) *graphPane { return &graphPane{ctx: ctx} }
 
 // Init implements tea.Model.
 func (g *graphPane) Init() tea.Cmd { return nil }
@@ -61,7 +62,7 @@ func (g *graphPane) Selected() string {
 	if !g.chosen {
 		return ""
 	}
-	return TaskName(g.selOp, g.selIdx)
+	return common.TaskName(g.selOp, g.selIdx)
 }
 
 // Update implements tea.Model: samples keep the selection valid, arrows
@@ -155,7 +156,7 @@ func (g *graphPane) channelLines(op view.Operator) int {
 		}
 	}
 	for i := range op.Parallelism {
-		n = max(n, len(g.ctx.Snap.Tasks[TaskName(op.Name, i)].Inputs))
+		n = max(n, len(g.ctx.Snap.Tasks[common.TaskName(op.Name, i)].Inputs))
 	}
 	return n
 }
@@ -189,9 +190,9 @@ func (g *graphPane) geometry() graphGeom {
 	cols, name, wide := 1, 0, 0
 	for _, op := range g.ctx.Snap.Operators {
 		cols = max(cols, op.Parallelism)
-		name = max(name, Width(op.Name))
+		name = max(name, common.Width(op.Name))
 		if e := edgeTexts(op); len(e) > 0 {
-			wide = max(wide, Width(op.Name)+1+Width(e[0]))
+			wide = max(wide, common.Width(op.Name)+1+common.Width(e[0]))
 		}
 	}
 	labelW := min(name, 16) + 1
@@ -217,9 +218,9 @@ func (g *graphPane) View() string {
 	} else if id := g.ctx.Snap.Checkpoints.LastCompleted; id > 0 {
 		info = append(info, st.Muted.Render("checkpoint "+strconv.FormatInt(id, 10)+" completed"))
 	}
-	lines := []string{Rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
+	lines := []string{common.Rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
 	lines = append(lines, g.body(g.height-1)...)
-	return strings.Join(FitLines(lines, g.width, g.height), "\n")
+	return strings.Join(common.FitLines(lines, g.width, g.height), "\n")
 }
 
 // body renders the rows in h lines, scrolled so the selected row shows.
@@ -257,15 +258,15 @@ func (g *graphPane) row(op view.Operator, geo graphGeom, strips bool, pend *view
 	}
 	tasks := make([]view.Task, op.Parallelism)
 	for i := range tasks {
-		tasks[i] = g.ctx.Snap.Tasks[TaskName(op.Name, i)]
+		tasks[i] = g.ctx.Snap.Tasks[common.TaskName(op.Name, i)]
 	}
 	labels, inline := channelLabels(tasks, k)
 
 	lines := make([]string, 1+k)
 	var b strings.Builder
-	b.WriteString(PadRight(g.opLabel(op, geo.labelW-1), geo.labelW))
+	b.WriteString(common.PadRight(g.opLabel(op, geo.labelW-1), geo.labelW))
 	for i := range op.Parallelism {
-		b.WriteString(PadRight(g.coreLine(op, i, tasks[i], geo.cellW, pend), geo.cellW))
+		b.WriteString(common.PadRight(g.coreLine(op, i, tasks[i], geo.cellW, pend), geo.cellW))
 	}
 	lines[0] = b.String()
 
@@ -279,9 +280,9 @@ func (g *graphPane) row(op view.Operator, geo graphGeom, strips bool, pend *view
 		if c < len(labels) {
 			label = labels[c]
 		}
-		b.WriteString(PadLeft(st.Muted.Render(label), geo.labelW))
+		b.WriteString(common.PadLeft(st.Muted.Render(label), geo.labelW))
 		for _, t := range tasks {
-			b.WriteString(PadRight(g.stripLine(t, c, geo.cellW, suffixW, inline), geo.cellW))
+			b.WriteString(common.PadRight(g.stripLine(t, c, geo.cellW, suffixW, inline), geo.cellW))
 		}
 		lines[1+c] = b.String()
 	}
@@ -291,9 +292,9 @@ func (g *graphPane) row(op view.Operator, geo graphGeom, strips bool, pend *view
 // opLabel is the operator's name and, when it fits, its input edges.
 func (g *graphPane) opLabel(op view.Operator, w int) string {
 	st := g.ctx.Styles
-	name := st.Bold.Render(Truncate(op.Name, w))
+	name := st.Bold.Render(common.Truncate(op.Name, w))
 	for _, e := range edgeTexts(op) {
-		if Width(op.Name)+1+Width(e) <= w {
+		if common.Width(op.Name)+1+common.Width(e) <= w {
 			return name + " " + st.Muted.Render(e)
 		}
 	}
@@ -387,7 +388,7 @@ func channelLabels(tasks []view.Task, k int) (labels []string, inline bool) {
 // progress, then a source's offsets.
 func (g *graphPane) coreLine(op view.Operator, idx int, t view.Task, w int, pend *view.Checkpoint) string {
 	st := g.ctx.Styles
-	name := TaskName(op.Name, idx)
+	name := common.TaskName(op.Name, idx)
 	sel := g.chosen && name == g.Selected()
 	head := " " + strconv.Itoa(idx)
 	headStyle := st.Bold
@@ -413,7 +414,7 @@ func (g *graphPane) coreLine(op view.Operator, idx int, t view.Task, w int, pend
 		chips = append(chips,
 			// Always 6 cells wide, so that a changing rate never changes
 			// what else fits.
-			chip{text: PadLeft(HumanRate(t.RateIn), 6), style: st.Text, drop: 1},
+			chip{text: common.PadLeft(common.HumanRate(t.RateIn), 6), style: st.Text, drop: 1},
 			chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
 	}
 	switch {
@@ -421,8 +422,8 @@ func (g *graphPane) coreLine(op view.Operator, idx int, t view.Task, w int, pend
 		id := strconv.FormatInt(t.Alignment.Checkpoint, 10)
 		since, pad := "", 0
 		if !t.Alignment.Since.IsZero() {
-			d := HumanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
-			since, pad = " "+d, max(5-Width(d), 0) // durations take up to 5 cells
+			d := common.HumanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
+			since, pad = " "+d, max(5-common.Width(d), 0) // durations take up to 5 cells
 		}
 		chips = append(chips, chip{text: "ALIGNING #" + id + since, short: "ALIGN #" + id + since, pad: pad, style: st.Warning})
 	case pend != nil:
@@ -480,11 +481,11 @@ func (g *graphPane) stripLine(t view.Task, c, w, suffixW int, inline bool) strin
 	// A blocked channel's held-back count must show whole: the strip
 	// gives way to it.
 	if in.Blocked {
-		suffixW = max(suffixW, Width("BLOCKED "+Thousands(in.HeldBack)))
+		suffixW = max(suffixW, common.Width("BLOCKED "+common.Thousands(in.HeldBack)))
 	}
-	stripW := w - Width(prefix) - 1 - suffixW
+	stripW := w - common.Width(prefix) - 1 - suffixW
 	if stripW < 4 {
-		stripW = max(w-Width(prefix), 1)
+		stripW = max(w-common.Width(prefix), 1)
 	}
 	// One scale for all channels of the subtask, so barrier positions can
 	// be compared across them.
@@ -494,7 +495,7 @@ func (g *graphPane) stripLine(t view.Task, c, w, suffixW int, inline bool) strin
 	}
 	body := stripW - 1 - len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
 	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, stripScale(most, body))
-	return prefix + PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
+	return prefix + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
 }
 
 // formatOffsets writes a source's next offsets: "p0:1203 p1:1180".

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -15,12 +16,12 @@ import (
 // full speed: FROZEN, SLOW, SLOWER, SOURCES PAUSED. What does not fit goes,
 // least important first; the badges stay.
 type headerBar struct {
-	NoKeys
-	ctx   *Context
+	common.NoKeys
+	ctx   *common.Context
 	width int
 }
 
-func newHeaderBar(ctx *Context) *headerBar { return &headerBar{ctx: ctx} }
+func newHeaderBar(ctx *common.Context) *headerBar { return &headerBar{ctx: ctx} }
 
 // Init implements tea.Model.
 func (h *headerBar) Init() tea.Cmd { return nil }
@@ -44,7 +45,7 @@ func (h *headerBar) View() string {
 	st := h.ctx.Styles
 	app := st.AppName.Render(" faultline ")
 	if !h.ctx.HasSnap {
-		return PadRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
+		return common.PadRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
 	}
 	snap := &h.ctx.Snap
 	job := snap.Job
@@ -58,7 +59,7 @@ func (h *headerBar) View() string {
 		status = "—"
 	}
 	if status == "RESTARTING" && !snap.Restart.NextRestartAt.IsZero() {
-		status += " in " + Countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
+		status += " in " + common.Countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
 	}
 	mode := h.ctx.Mode
 	if mode == "" {
@@ -74,7 +75,7 @@ func (h *headerBar) View() string {
 	}
 	interval := "manual checkpoints"
 	if job.Interval > 0 {
-		interval = "every " + HumanDuration(job.Interval)
+		interval = "every " + common.HumanDuration(job.Interval)
 	}
 	kafka := ""
 	if job.Broker != "" {
@@ -85,7 +86,7 @@ func (h *headerBar) View() string {
 	}
 	input := ""
 	if snap.Input.Generator {
-		input = "input " + HumanRate(h.ctx.Rate)
+		input = "input " + common.HumanRate(h.ctx.Rate)
 	}
 
 	modeText := st.Text.Render(mode)
@@ -109,10 +110,10 @@ func (h *headerBar) View() string {
 	var badges []string
 	if t := h.ctx.Tempo; t != view.TempoNormal {
 		label, style := strings.ToUpper(t.String()), st.Badge
-		if frozen, ok := FrozenFor(snap); ok && t == view.TempoFrozen {
-			label += " " + HumanDuration(frozen.Truncate(time.Second))
+		if frozen, ok := common.FrozenFor(snap); ok && t == view.TempoFrozen {
+			label += " " + common.HumanDuration(frozen.Truncate(time.Second))
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
-				label += " · FAILS OVER AT " + RoundDuration(job.FreezeLimit)
+				label += " · FAILS OVER AT " + common.RoundDuration(job.FreezeLimit)
 				style = st.BadgeAlert
 			}
 		}
@@ -122,7 +123,7 @@ func (h *headerBar) View() string {
 		badges = append(badges, st.Badge.Render(" SOURCES PAUSED "))
 	}
 	right := strings.Join(badges, " ")
-	room := h.width - Width(app) - Width(right) - 1
+	room := h.width - common.Width(app) - common.Width(right) - 1
 
 	render := func() string {
 		var parts []string
@@ -134,7 +135,7 @@ func (h *headerBar) View() string {
 		return strings.Join(parts, "  ")
 	}
 	left := render()
-	for Width(left)+2 > room {
+	for common.Width(left)+2 > room {
 		worst := -1
 		for i, s := range segs {
 			if s.text != "" && s.keep < 100 && (worst < 0 || s.keep < segs[worst].keep) {
@@ -152,9 +153,9 @@ func (h *headerBar) View() string {
 		}
 		left = render()
 	}
-	line := app + "  " + Truncate(left, max(room-2, 0))
+	line := app + "  " + common.Truncate(left, max(room-2, 0))
 	if right != "" {
-		line = PadRight(line, h.width-Width(right)) + right
+		line = common.PadRight(line, h.width-common.Width(right)) + right
 	}
-	return PadRight(line, h.width)
+	return common.PadRight(line, h.width)
 }

@@ -3,6 +3,8 @@ package tui
 import (
 	"strings"
 
+	"faultline/tui/common"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -12,12 +14,12 @@ import (
 // helpOverlay lists every key binding, grouped, and explains the glyphs of
 // the job graph. ? or esc closes it.
 type helpOverlay struct {
-	ctx           *Context
+	ctx           *common.Context
 	width, height int
 	help          help.Model
 }
 
-func newHelpOverlay(ctx *Context, h help.Model) *helpOverlay {
+func newHelpOverlay(ctx *common.Context, h help.Model) *helpOverlay {
 	return &helpOverlay{ctx: ctx, help: h}
 }
 
@@ -39,7 +41,7 @@ func (o *helpOverlay) FullHelp() [][]key.Binding {
 // Update implements tea.Model: ? and esc close it.
 func (o *helpOverlay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, o.ctx.Keys.Help, o.ctx.Keys.Back) {
-		return o, func() tea.Msg { return CloseOverlayMsg{} }
+		return o, func() tea.Msg { return common.CloseOverlayMsg{} }
 	}
 	return o, nil
 }
@@ -57,7 +59,7 @@ var legend = [][2]string{
 // View implements tea.Model.
 func (o *helpOverlay) View() string {
 	st := o.ctx.Styles
-	lines := []string{Rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
+	lines := []string{common.Rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
 
 	titles, groups := o.ctx.Keys.HelpGroups()
 	blocks := make([]string, len(groups))
@@ -69,7 +71,7 @@ func (o *helpOverlay) View() string {
 	used := 0
 	flush := func() {
 		if len(row) > 0 {
-			lines = append(lines, SplitLines(lipgloss.JoinHorizontal(lipgloss.Top, row...))...)
+			lines = append(lines, common.SplitLines(lipgloss.JoinHorizontal(lipgloss.Top, row...))...)
 			lines = append(lines, "")
 		}
 		row, used = nil, 0
@@ -87,24 +89,24 @@ func (o *helpOverlay) View() string {
 	lines = append(lines, st.Bold.Render("reading the job graph"))
 	glyphW := 0
 	for _, l := range legend {
-		glyphW = max(glyphW, Width(l[0]))
+		glyphW = max(glyphW, common.Width(l[0]))
 	}
 	for _, l := range legend {
-		lines = append(lines, " "+st.HelpKey.Render(PadRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
+		lines = append(lines, " "+st.HelpKey.Render(common.PadRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
 	}
 	for i, l := range lines[1:] {
 		if !strings.HasPrefix(l, " ") {
 			lines[i+1] = " " + l
 		}
 	}
-	return strings.Join(FitLines(lines, o.width, o.height), "\n")
+	return strings.Join(common.FitLines(lines, o.width, o.height), "\n")
 }
 
 // padBlock pads every line of a block to w cells.
 func padBlock(b string, w int) string {
-	ls := SplitLines(b)
+	ls := common.SplitLines(b)
 	for i, l := range ls {
-		ls[i] = PadRight(l, w)
+		ls[i] = common.PadRight(l, w)
 	}
 	return strings.Join(ls, "\n")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -52,8 +53,8 @@ type model struct {
 	sampler sampler
 	lastSeq int64
 
-	ctx           *Context
-	keys          KeyMap // the same as ctx.Keys
+	ctx           *common.Context
+	keys          common.KeyMap // the same as ctx.Keys
 	help          help.Model
 	width, height int
 
@@ -96,15 +97,15 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 	if cfg.period <= 0 {
 		cfg.period = DefaultTickPeriod
 	}
-	st := NewStyles(cfg.renderer, DefaultTheme())
-	keys := DefaultKeyMap()
+	st := common.NewStyles(cfg.renderer, common.DefaultTheme())
+	keys := common.DefaultKeyMap()
 	h := help.New()
 	h.ShortSeparator = "  "
 	h.Styles = help.Styles{
 		ShortKey: st.HelpKey, ShortDesc: st.HelpDesc, ShortSeparator: st.HelpSep, Ellipsis: st.HelpSep,
 		FullKey: st.HelpKey, FullDesc: st.HelpDesc, FullSeparator: st.HelpSep,
 	}
-	ctx := &Context{Styles: st, Keys: keys}
+	ctx := &common.Context{Styles: st, Keys: keys}
 	return &model{
 		ctrl:     ctrl,
 		events:   events,
@@ -194,23 +195,23 @@ func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 func (m *model) observeIntents(seq int64) {
 	in, job := m.ctx.Snap.Input, m.ctx.Snap.Job
 	if m.tempo.observe(seq, in.Tempo == m.tempo.want) {
-		m.flash("tempo: the job still runs "+in.Tempo.String(), LevelWarning)
+		m.flash("tempo: the job still runs "+in.Tempo.String(), common.LevelWarning)
 	}
 	if m.paused.observe(seq, in.SourcesPaused == m.paused.want) {
-		m.flash("pause: the job's sources did not follow", LevelWarning)
+		m.flash("pause: the job's sources did not follow", common.LevelWarning)
 	}
 	if m.mode.observe(seq, job.Mode == m.mode.want) {
-		m.flash("mode: the job still checkpoints "+job.Mode, LevelWarning)
+		m.flash("mode: the job still checkpoints "+job.Mode, common.LevelWarning)
 	}
-	if frozen, ok := FrozenFor(&m.ctx.Snap); !ok {
+	if frozen, ok := common.FrozenFor(&m.ctx.Snap); !ok {
 		m.freezeWarned = false
 	} else if lim := job.FreezeLimit; lim > 0 && frozen >= lim/2 && !m.freezeWarned {
 		m.freezeWarned = true
-		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", HumanDuration(frozen.Truncate(time.Second)), RoundDuration(lim), job.FreezeLimitWhy), LevelWarning)
+		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", common.HumanDuration(frozen.Truncate(time.Second)), common.RoundDuration(lim), job.FreezeLimitWhy), common.LevelWarning)
 	}
 	// A generator may round the rate it was given.
 	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {
-		m.flash("rate: the input still runs at "+HumanRate(in.Rate), LevelWarning)
+		m.flash("rate: the input still runs at "+common.HumanRate(in.Rate), common.LevelWarning)
 	}
 }
 
@@ -290,39 +291,39 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 			m.menu.Open(msg.Task, msg.Faults)
 			m.overlay = overlayMenu
 		}
-	case InjectMsg:
+	case common.InjectMsg:
 		m.overlay = overlayNone
-		m.flash("injecting "+string(msg.Fault)+" "+where(msg.Task)+"…", LevelInfo)
+		m.flash("injecting "+string(msg.Fault)+" "+where(msg.Task)+"…", common.LevelInfo)
 		return inject(m.ctrl, msg.Fault, msg.Task)
 	case FaultInjectedMsg:
 		if msg.Err != nil {
-			m.flash("inject "+string(msg.Fault)+" "+where(msg.Task)+": "+msg.Err.Error(), LevelError)
+			m.flash("inject "+string(msg.Fault)+" "+where(msg.Task)+": "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("injected "+string(msg.Fault)+" "+where(msg.Task), LevelWarning)
+			m.flash("injected "+string(msg.Fault)+" "+where(msg.Task), common.LevelWarning)
 		}
 	case CheckpointTriggeredMsg:
 		if msg.Err != nil {
-			m.flash("checkpoint: "+msg.Err.Error(), LevelError)
+			m.flash("checkpoint: "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("checkpoint "+Itoa(msg.ID)+" triggered", LevelSuccess)
+			m.flash("checkpoint "+common.Itoa(msg.ID)+" triggered", common.LevelSuccess)
 		}
 	case SavepointTriggeredMsg:
 		if msg.Err != nil {
-			m.flash("savepoint: "+msg.Err.Error(), LevelError)
+			m.flash("savepoint: "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("savepoint "+Itoa(msg.ID)+" triggered", LevelSuccess)
+			m.flash("savepoint "+common.Itoa(msg.ID)+" triggered", common.LevelSuccess)
 		}
 	case ModeSetMsg:
 		if msg.Err != nil {
 			m.mode.failed(msg.done)
-			m.flash("mode: "+msg.Err.Error(), LevelError)
+			m.flash("mode: "+msg.Err.Error(), common.LevelError)
 		} else {
 			m.mode.done(msg.done)
 		}
 	case RateSetMsg:
 		if msg.Err != nil {
 			m.rate.failed(msg.done)
-			m.flash("rate: "+msg.Err.Error(), LevelError)
+			m.flash("rate: "+msg.Err.Error(), common.LevelError)
 		} else {
 			m.rate.done(msg.done)
 		}
@@ -332,20 +333,20 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		m.tempo.done(msg.done)
 	case SteppedMsg:
 		// The flash already said what a step does.
-	case OpenDetailMsg:
+	case common.OpenDetailMsg:
 		m.detail.Open(msg.ID)
 		m.overlay = overlayDetail
-	case CloseOverlayMsg:
+	case common.CloseOverlayMsg:
 		m.overlay = overlayNone
-	case FlashMsg:
+	case common.FlashMsg:
 		m.flash(msg.Text, msg.Level)
 	}
 	return nil
 }
 
 // flash shows text in the flash.
-func (m *model) flash(text string, l Level) {
-	m.status, _ = update(m.status, FlashMsg{Text: text, Level: l})
+func (m *model) flash(text string, l common.Level) {
+	m.status, _ = update(m.status, common.FlashMsg{Text: text, Level: l})
 }
 
 // where names a fault's target in a sentence.
@@ -417,21 +418,21 @@ func (m *model) View() string {
 	var body []string
 	switch m.overlay {
 	case overlayHelp:
-		body = SplitLines(m.helpView.View())
+		body = common.SplitLines(m.helpView.View())
 	case overlayDetail:
-		body = SplitLines(m.detail.View())
+		body = common.SplitLines(m.detail.View())
 	default:
 		body = m.panes()
 		if m.overlay == overlayMenu {
-			box := SplitLines(m.menu.View())
+			box := common.SplitLines(m.menu.View())
 			s := m.sizes()
 			y := max(s.graphH, len(body)-len(box))
-			body = overlay(body, box, max((m.width-Width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
+			body = overlay(body, box, max((m.width-common.Width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
 		}
 	}
 	lines := append([]string{m.header.View()}, body...)
 	lines = append(lines, m.status.View(), m.helpLine())
-	return strings.Join(FitLines(lines, m.width, m.height), "\n")
+	return strings.Join(common.FitLines(lines, m.width, m.height), "\n")
 }
 
 // panes draws the job graph, the checkpoints beside the restarts, and the
@@ -439,14 +440,14 @@ func (m *model) View() string {
 func (m *model) panes() []string {
 	st := m.ctx.Styles
 	s := m.sizes()
-	lines := SplitLines(m.graph.View())
+	lines := common.SplitLines(m.graph.View())
 	sep := make([]string, s.midH)
 	sep[0] = st.Rule.Render("┬")
 	for i := 1; i < len(sep); i++ {
 		sep[i] = st.Rule.Render("│")
 	}
-	lines = append(lines, joinSideBySide(SplitLines(m.cps.View()), SplitLines(m.restarts.View()), sep)...)
-	return append(lines, SplitLines(m.log.View())...)
+	lines = append(lines, joinSideBySide(common.SplitLines(m.cps.View()), common.SplitLines(m.restarts.View()), sep)...)
+	return append(lines, common.SplitLines(m.log.View())...)
 }
 
 // helpLine is the short help of what has the keys now, with "? help  q
@@ -473,17 +474,17 @@ func (m *model) helpLine() string {
 	}
 	h := m.help
 	right := h.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
-	leftW := max(m.width-Width(right)-4, 0) // a space before, two between, one after
+	leftW := max(m.width-common.Width(right)-4, 0) // a space before, two between, one after
 	h.Width = leftW
-	left := Truncate(h.ShortHelpView(bindings), leftW)
-	return " " + PadRight(left, leftW) + "  " + right + " "
+	left := common.Truncate(h.ShortHelpView(bindings), leftW)
+	return " " + common.PadRight(left, leftW) + "  " + right + " "
 }
 
 // tooSmall is the screen for a terminal below the minimum size.
 func (m *model) tooSmall() string {
 	st := m.ctx.Styles
-	text := st.Warning.Render("terminal too small: need at least "+Itoa(MinWidth)+"×"+Itoa(MinHeight)+
-		", have "+Itoa(int64(m.width))+"×"+Itoa(int64(m.height))) + "\n" +
+	text := st.Warning.Render("terminal too small: need at least "+common.Itoa(MinWidth)+"×"+common.Itoa(MinHeight)+
+		", have "+common.Itoa(int64(m.width))+"×"+common.Itoa(int64(m.height))) + "\n" +
 		st.Muted.Render("enlarge the window, or press q to quit")
 	return fitBlock(lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, text), m.width, m.height)
 }
@@ -501,13 +502,13 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 
 // Every pane and overlay is a Component.
 var (
-	_ Component = (*headerBar)(nil)
-	_ Component = (*graphPane)(nil)
-	_ Component = (*checkpointsPane)(nil)
-	_ Component = (*restartsPane)(nil)
-	_ Component = (*eventsPane)(nil)
-	_ Component = (*statusLine)(nil)
-	_ Component = (*faultMenu)(nil)
-	_ Component = (*checkpointDetail)(nil)
-	_ Component = (*helpOverlay)(nil)
+	_ common.Component = (*headerBar)(nil)
+	_ common.Component = (*graphPane)(nil)
+	_ common.Component = (*checkpointsPane)(nil)
+	_ common.Component = (*restartsPane)(nil)
+	_ common.Component = (*eventsPane)(nil)
+	_ common.Component = (*statusLine)(nil)
+	_ common.Component = (*faultMenu)(nil)
+	_ common.Component = (*checkpointDetail)(nil)
+	_ common.Component = (*helpOverlay)(nil)
 )

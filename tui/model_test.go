@@ -13,6 +13,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 func assertCalls(t *testing.T, ctrl *fakeController, want ...string) {
@@ -512,7 +513,7 @@ func TestViewFitsTheTerminal(t *testing.T) {
 					t.Fatalf("%s %v at %dx%d: %d lines", name, keys, size[0], size[1], len(lines))
 				}
 				for i, l := range lines {
-					if w := Width(l); w != size[0] {
+					if w := common.Width(l); w != size[0] {
 						t.Fatalf("%s %v at %dx%d: line %d is %d wide: %q", name, keys, size[0], size[1], i, w, l)
 					}
 				}
@@ -538,7 +539,7 @@ func TestViewFitsTheTerminalInColour(t *testing.T) {
 				t.Fatalf("%v at %dx%d: %d lines", keys, size[0], size[1], len(lines))
 			}
 			for i, l := range lines {
-				if w := Width(l); w != size[0] {
+				if w := common.Width(l); w != size[0] {
 					t.Fatalf("%v at %dx%d: line %d is %d wide: %q", keys, size[0], size[1], i, w, l)
 				}
 			}
@@ -597,16 +598,16 @@ func wideSnapshot(n int) Snapshot {
 	s.Tasks = map[string]Task{}
 	prev := ""
 	for o := range 10 {
-		op := Operator{Name: "operator-with-a-long-name-" + Itoa(int64(o)), Type: "enrich", Parallelism: n}
+		op := Operator{Name: "operator-with-a-long-name-" + common.Itoa(int64(o)), Type: "enrich", Parallelism: n}
 		if prev != "" {
 			op.Inputs = []Edge{{From: prev, Kind: "hash", Key: "k"}}
 		}
 		s.Operators = append(s.Operators, op)
 		for i := range n {
-			t := Task{Name: TaskName(op.Name, i), Operator: op.Name, Index: i, Status: "RUNNING", RateIn: 123456}
+			t := Task{Name: common.TaskName(op.Name, i), Operator: op.Name, Index: i, Status: "RUNNING", RateIn: 123456}
 			if prev != "" {
 				for j := range n {
-					t.Inputs = append(t.Inputs, queue(TaskName(prev, j), 0, 100000, barrier(99999, 5000)))
+					t.Inputs = append(t.Inputs, queue(common.TaskName(prev, j), 0, 100000, barrier(99999, 5000)))
 				}
 			} else {
 				t.Offsets = map[int32]int64{int32(i): 123456789}
@@ -630,7 +631,7 @@ func TestBigJobsDoNotBreakTheLayout(t *testing.T) {
 					t.Fatalf("parallelism %d at %v: %d lines", n, size, len(lines))
 				}
 				for i, l := range lines {
-					if w := Width(l); w != size[0] {
+					if w := common.Width(l); w != size[0] {
 						t.Fatalf("parallelism %d at %v %v: line %d is %d wide: %q", n, size, keys, i, w, l)
 					}
 				}

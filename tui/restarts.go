@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -19,12 +20,12 @@ import (
 // failover lost, and why the job gave up when it did. When the pane is too
 // short the most urgent lines stay.
 type restartsPane struct {
-	NoKeys
-	ctx           *Context
+	common.NoKeys
+	ctx           *common.Context
 	width, height int
 }
 
-func newRestartsPane(ctx *Context) *restartsPane { return &restartsPane{ctx: ctx} }
+func newRestartsPane(ctx *common.Context) *restartsPane { return &restartsPane{ctx: ctx} }
 
 // Init implements tea.Model.
 func (p *restartsPane) Init() tea.Cmd { return nil }
@@ -48,11 +49,11 @@ type restartLine struct {
 // rows are the screen lines of l in w cells.
 func (l restartLine) rows(w int) []string {
 	if !l.wrap {
-		return []string{Truncate(l.text, w)}
+		return []string{common.Truncate(l.text, w)}
 	}
 	var out []string
 	for _, r := range strings.Split(ansi.Wordwrap(l.text, w, ""), "\n") {
-		out = append(out, l.style.Render(Truncate(r, w)))
+		out = append(out, l.style.Render(common.Truncate(r, w)))
 	}
 	return out
 }
@@ -63,9 +64,9 @@ func (p *restartsPane) View() string {
 	r := p.ctx.Snap.Restart
 	info := ""
 	if r.Restarts > 0 {
-		info = st.Muted.Render(Plural(r.Restarts, "restart", "restarts"))
+		info = st.Muted.Render(common.Plural(r.Restarts, "restart", "restarts"))
 	}
-	lines := []string{Rule(st, "restarts", info, p.width, false)}
+	lines := []string{common.Rule(st, "restarts", info, p.width, false)}
 	body := p.lines()
 	w := p.width - 1
 	// Keep the most urgent lines that fit, in their order.
@@ -90,7 +91,7 @@ func (p *restartsPane) View() string {
 			lines = append(lines, " "+r)
 		}
 	}
-	return strings.Join(FitLines(lines, p.width, p.height), "\n")
+	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }
 
 // lines is everything the pane would say with room enough.
@@ -110,14 +111,14 @@ func (p *restartsPane) lines() []restartLine {
 	var after string
 	switch {
 	case job == "RESTARTING" && !r.NextRestartAt.IsZero():
-		after = st.Warning.Render("restarting in " + Countdown(r.NextRestartAt.Sub(snap.Now)))
+		after = st.Warning.Render("restarting in " + common.Countdown(r.NextRestartAt.Sub(snap.Now)))
 	case r.GaveUp != "" || s.GaveUp:
 		after = st.Error.Render("gave up")
 	}
 	switch sep := st.Muted.Render(" · "); {
 	case after == "":
 		out = append(out, restartLine{text: status})
-	case Width(status+sep+after) <= w:
+	case common.Width(status+sep+after) <= w:
 		out = append(out, restartLine{text: status + sep + after})
 	default:
 		out = append(out, restartLine{text: status}, restartLine{text: after})
@@ -131,7 +132,7 @@ func (p *restartsPane) lines() []restartLine {
 		out = append(out, restartLine{text: "gave up: " + why, prio: 1, wrap: true, style: st.Error})
 	}
 	if r.LostRecords > 0 {
-		out = append(out, restartLine{text: r.Failover + " failover lost " + Thousands(r.LostRecords) + " records",
+		out = append(out, restartLine{text: r.Failover + " failover lost " + common.Thousands(r.LostRecords) + " records",
 			prio: 0, wrap: true, style: st.Error})
 	}
 
@@ -154,10 +155,10 @@ func (p *restartsPane) lines() []restartLine {
 	case n == 0:
 	case n <= 3:
 		failover += ": restarted " + strings.Join(r.LastRestarted, " ")
-	case Width(failover+": restarted "+Plural(n, "task", "tasks")) <= w:
-		failover += ": restarted " + Plural(n, "task", "tasks")
+	case common.Width(failover+": restarted "+common.Plural(n, "task", "tasks")) <= w:
+		failover += ": restarted " + common.Plural(n, "task", "tasks")
 	default:
-		failover += ": " + Plural(n, "task", "tasks")
+		failover += ": " + common.Plural(n, "task", "tasks")
 	}
 	out = append(out, restartLine{text: failover, prio: 2})
 	if rs := snap.Checkpoints.Restored; len(rs) > 0 {
@@ -193,7 +194,7 @@ func restartBudget(r view.Restart) string {
 	switch {
 	case s.MaxFailuresInWindow > 0 || r.Strategy == "failure-rate":
 		out = "failures " + strconv.Itoa(s.FailuresInWindow) + "/" + strconv.Itoa(s.MaxFailuresInWindow) +
-			" in " + HumanDuration(s.Window)
+			" in " + common.HumanDuration(s.Window)
 	case r.Strategy == "none":
 		return "no restarts"
 	case s.MaxAttempts > 0 || r.Strategy == "fixed-delay":
@@ -204,7 +205,7 @@ func restartBudget(r view.Restart) string {
 		return ""
 	}
 	if s.NextDelay > 0 {
-		out += " · delay " + HumanDuration(s.NextDelay)
+		out += " · delay " + common.HumanDuration(s.NextDelay)
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"faultline/tui/common"
+
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -17,17 +19,17 @@ const flashFor = 8 * time.Second
 // right the flash, the answer to the last command ("checkpoint 15
 // triggered", "savepoint: <error>").
 type statusLine struct {
-	NoKeys
-	ctx   *Context
+	common.NoKeys
+	ctx   *common.Context
 	width int
 
 	flash      string
-	flashLevel Level
+	flashLevel common.Level
 	flashAt    time.Time // Snapshot.Now when it was set; zero before the first sample
 	flashSet   bool
 }
 
-func newStatusLine(ctx *Context) *statusLine { return &statusLine{ctx: ctx} }
+func newStatusLine(ctx *common.Context) *statusLine { return &statusLine{ctx: ctx} }
 
 // Init implements tea.Model.
 func (s *statusLine) Init() tea.Cmd { return nil }
@@ -38,7 +40,7 @@ func (s *statusLine) SetSize(w, _ int) { s.width = w }
 // Update implements tea.Model: it takes flashes.
 func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case FlashMsg:
+	case common.FlashMsg:
 		s.flash, s.flashLevel, s.flashSet = msg.Text, msg.Level, true
 		s.flashAt = s.ctx.Snap.Now
 	case SnapshotMsg:
@@ -63,18 +65,18 @@ func (s *statusLine) View() string {
 	left := " " + s.verifyText(true)
 	flash := s.Flash()
 	if flash == "" {
-		return PadRight(left, s.width)
+		return common.PadRight(left, s.width)
 	}
-	if s.width-Width(left)-3 < Width(flash) {
+	if s.width-common.Width(left)-3 < common.Width(flash) {
 		left = " " + s.verifyText(false)
 	}
-	room := s.width - Width(left) - 3
+	room := s.width - common.Width(left) - 3
 	if room < 12 {
 		// A flash matters more than the verification for a moment.
-		return PadRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
+		return common.PadRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
 	}
-	right := st.Level(s.flashLevel).Render(Truncate(flash, room))
-	return PadRight(left, s.width-Width(right)-1) + right + " "
+	right := st.Level(s.flashLevel).Render(common.Truncate(flash, room))
+	return common.PadRight(left, s.width-common.Width(right)-1) + right + " "
 }
 
 // verifyText is "verify  committed 18,204  dup 0  lost 0 ✓", then the
@@ -89,18 +91,18 @@ func (s *statusLine) verifyText(asOf bool) string {
 	case !v.Available:
 		return label + "  " + st.Muted.Render("waiting for the first check")
 	}
-	parts := []string{label, "committed " + Thousands(int64(v.Committed))}
+	parts := []string{label, "committed " + common.Thousands(int64(v.Committed))}
 	atLeastOnce := s.ctx.Mode == "at-least-once"
 	switch {
 	case v.Duplicates > 0 && atLeastOnce:
-		parts = append(parts, st.Warning.Render("dup "+Thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
+		parts = append(parts, st.Warning.Render("dup "+common.Thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
 	case v.Duplicates > 0:
-		parts = append(parts, st.Error.Render("dup "+Thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
+		parts = append(parts, st.Error.Render("dup "+common.Thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
 	default:
 		parts = append(parts, "dup 0")
 	}
 	if v.Lost > 0 {
-		parts = append(parts, st.Error.Render("lost "+Thousands(int64(v.Lost))+" ✗ LOST"))
+		parts = append(parts, st.Error.Render("lost "+common.Thousands(int64(v.Lost))+" ✗ LOST"))
 	} else {
 		parts = append(parts, "lost 0")
 	}
@@ -112,9 +114,9 @@ func (s *statusLine) verifyText(asOf bool) string {
 		text += st.Muted.Render("  as of #" + strconv.FormatInt(v.AsOf, 10))
 	}
 	if ttl := s.ctx.Snap.Job.StateTTL; asOf && ttl > 0 {
-		t := "  state TTL " + RoundDuration(ttl)
+		t := "  state TTL " + common.RoundDuration(ttl)
 		if v.NotJoined > 0 {
-			t += ": " + Thousands(int64(v.NotJoined)) + " paid orders too far apart to join"
+			t += ": " + common.Thousands(int64(v.NotJoined)) + " paid orders too far apart to join"
 		}
 		text += st.Muted.Render(t)
 	}

@@ -3,15 +3,15 @@ package tui
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/lipgloss"
 )
 
 func TestRenderStrip(t *testing.T) {
-	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
+	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
 	for _, tc := range []struct {
 		name     string
 		in       view.InputView
@@ -36,15 +36,15 @@ func TestRenderStrip(t *testing.T) {
 			if got != tc.want || scale != tc.scale {
 				t.Fatalf("got %q (×%d), want %q (×%d)", got, scale, tc.want, tc.scale)
 			}
-			if Width(got) > tc.w {
-				t.Fatalf("%d cells, more than %d", Width(got), tc.w)
+			if common.Width(got) > tc.w {
+				t.Fatalf("%d cells, more than %d", common.Width(got), tc.w)
 			}
 		})
 	}
 }
 
 func TestStripSuffix(t *testing.T) {
-	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
+	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
 	if got := stripSuffix(st, view.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
 		t.Fatalf("blocked: %q", got)
 	}
@@ -53,29 +53,8 @@ func TestStripSuffix(t *testing.T) {
 	}
 }
 
-func TestFormats(t *testing.T) {
-	for _, tc := range []struct{ got, want string }{
-		{HumanBytes(0), "0B"}, {HumanBytes(512), "512B"}, {HumanBytes(1258291), "1.2MB"}, {HumanBytes(40960), "40KB"},
-		{HumanBytes(1 << 30), "1GB"},
-		{HumanRate(0), "0/s"}, {HumanRate(210.4), "210/s"}, {HumanRate(2104), "2.1k/s"}, {HumanRate(12345), "12k/s"},
-		{HumanRate(1.5e6), "1.5M/s"},
-		{HumanDuration(0), "0ms"}, {HumanDuration(300 * time.Microsecond), "<1ms"}, {HumanDuration(1500 * time.Microsecond), "1.5ms"},
-		{HumanDuration(38 * time.Millisecond), "38ms"}, {HumanDuration(1200 * time.Millisecond), "1.2s"},
-		{HumanDuration(65 * time.Second), "1m05s"},
-		{Countdown(800 * time.Millisecond), "0.8s"}, {Countdown(-time.Second), "0.0s"}, {Countdown(12 * time.Second), "12s"},
-		{Thousands(18204), "18,204"}, {Thousands(-1234567), "-1,234,567"}, {Thousands(12), "12"},
-		{WallClock(fixtureStart.Add(7412 * time.Millisecond)), "12:01:07.412"},
-		{formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}), "p2:1190 p3:1201 p10:5"},
-		{Truncate("abcdef", 4), "abc…"}, {PadLeft("ab", 4), "  ab"}, {PadRight("ab", 4), "ab  "},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("got %q, want %q", tc.got, tc.want)
-		}
-	}
-}
-
 func TestLayoutChipsDropsTheDroppableFirst(t *testing.T) {
-	st := NewStyles(lipgloss.DefaultRenderer(), DefaultTheme())
+	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
 	chips := []chip{{text: "▸0", style: st.Text}, {text: "RUN", style: st.Text}, {text: "2.1k/s", style: st.Text, drop: 1},
 		{text: "bp OK", style: st.Text, drop: 2}, {text: "✓14", style: st.Text}}
 	for _, tc := range []struct {
@@ -141,5 +120,11 @@ func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
 	h := newHarness(t, s, 80, 24)
 	if v := h.m.View(); !strings.Contains(v, "BLOCKED 1,234") {
 		t.Fatalf("the held-back count is cut:\n%s", v)
+	}
+}
+
+func TestFormatOffsets(t *testing.T) {
+	if got := formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}); got != "p2:1190 p3:1201 p10:5" {
+		t.Errorf("got %q", got)
 	}
 }

@@ -1,4 +1,10 @@
-package tui
+// Package common is what the UI's components share (gh-dash's
+// internal/tui/context, soft-serve's pkg/ui/common): the Component
+// interface and the Context every component reads, the theme and the
+// styles built from it, the key bindings, the formatting and layout
+// helpers, and the messages the components handle and send. It imports
+// nothing of faultline but runtime/view, and no component.
+package common
 
 import (
 	"fmt"
