@@ -8,6 +8,7 @@ import (
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
 )
 
 func TestDescribeEvent(t *testing.T) {
@@ -85,7 +86,7 @@ func TestDescribeEvent(t *testing.T) {
 		{"something_new", map[string]any{"b": 2.5, "a": "x y", "c": []int{1}}, `something_new a="x y" b=2.5 c=[1]`, common.LevelMuted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, lvl := describeEvent(ev(t, tc.name, tc.fields))
+			got, lvl := describeEvent(fixture.Event(t, tc.name, tc.fields))
 			if got != tc.want || lvl != tc.level {
 				t.Fatalf("got %q (level %d)\nwant %q (level %d)", got, lvl, tc.want, tc.level)
 			}
@@ -96,7 +97,7 @@ func TestDescribeEvent(t *testing.T) {
 func TestEventLogFoldsRoutineTaskStatuses(t *testing.T) {
 	var l eventLog
 	status := func(task, s string, attempt int) view.Stamped {
-		return view.Stamped{Event: ev(t, "task_status", map[string]any{"task": task, "status": s, "attempt": attempt})}
+		return view.Stamped{Event: fixture.Event(t, "task_status", map[string]any{"task": task, "status": s, "attempt": attempt})}
 	}
 	for _, task := range []string{"a/0", "a/1", "b/0", "b/1", "c/0"} {
 		l.add(status(task, "DEPLOYING", 1))
@@ -119,7 +120,7 @@ func TestEventLogFoldsRoutineTaskStatuses(t *testing.T) {
 
 func TestEventLogMergesACheckpointsLines(t *testing.T) {
 	var l eventLog
-	add := func(name string, f map[string]any) { l.add(view.Stamped{Event: ev(t, name, f)}) }
+	add := func(name string, f map[string]any) { l.add(view.Stamped{Event: fixture.Event(t, name, f)}) }
 	add("checkpoint_triggered", map[string]any{"id": 1})
 	add("checkpoint_completed", map[string]any{"id": 1, "duration_ms": 5, "size_bytes": 10, "incremental_bytes": 10})
 	add("checkpoint_triggered", map[string]any{"id": 2})
@@ -147,10 +148,10 @@ func TestEventLogMergesACheckpointsLines(t *testing.T) {
 func TestEventLogIsBounded(t *testing.T) {
 	var l eventLog
 	for i := range maxLogEntries + 10 {
-		l.add(view.Stamped{Event: ev(t, "x", nil), At: time.Duration(i)})
+		l.add(view.Stamped{Event: fixture.Event(t, "x", nil), At: time.Duration(i)})
 	}
-	l.add(view.Stamped{Event: ev(t, "task_status", map[string]any{"task": "a/0", "status": "RUNNING"})})
-	l.add(view.Stamped{Event: ev(t, "task_status", map[string]any{"task": "a/1", "status": "RUNNING"})})
+	l.add(view.Stamped{Event: fixture.Event(t, "task_status", map[string]any{"task": "a/0", "status": "RUNNING"})})
+	l.add(view.Stamped{Event: fixture.Event(t, "task_status", map[string]any{"task": "a/1", "status": "RUNNING"})})
 	if n := len(l.entries); n > maxLogEntries {
 		t.Fatalf("%d entries", n)
 	}
@@ -160,11 +161,11 @@ func TestEventLogIsBounded(t *testing.T) {
 }
 
 func TestEventsPaneScrolls(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 80, 24)
+	h := newHarness(t, fixture.Running(), 80, 24)
 	var evs []view.Stamped
 	for i := range 30 {
 		evs = append(evs, view.Stamped{At: time.Duration(i) * time.Second,
-			Event: ev(t, "mode_changed", map[string]any{"mode": "m" + common.Itoa(int64(i))})})
+			Event: fixture.Event(t, "mode_changed", map[string]any{"mode": "m" + common.Itoa(int64(i))})})
 	}
 	h.events(evs)
 	if v := h.m.View(); !strings.Contains(v, "mode m29 ") || strings.Contains(v, "mode m26 ") {
@@ -186,22 +187,4 @@ func TestEventsPaneScrolls(t *testing.T) {
 	if v := h.m.View(); !strings.Contains(v, "12:01:00.000  checkpointing mode m0 ") {
 		t.Fatalf("stamp:\n%s", v)
 	}
-}
-
-// ev makes the typed event name from fields, as its JSON line would carry
-// them.
-func ev(t testing.TB, name string, fields map[string]any) view.Event {
-	t.Helper()
-	b, err := json.Marshal(fields)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fields == nil {
-		b = []byte("{}")
-	}
-	e, err := view.Decode(name, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
 }

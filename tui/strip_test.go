@@ -6,6 +6,7 @@ import (
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
 
 	"github.com/charmbracelet/lipgloss"
 )
@@ -20,16 +21,16 @@ func TestRenderStrip(t *testing.T) {
 		want     string
 		scale    int64
 	}{
-		{"empty channel", queue("a/0", 0, 0), 0, 8, "◂       ", 1},
-		{"elements, next leftmost", queue("a/0", 0, 3), 0, 8, "◂···    ", 1},
-		{"barrier at its position", queue("a/0", 0, 8, barrier(14, 2)), 0, 12, "◂··▌14···   ", 1},
-		{"barrier next in line", queue("a/0", 0, 4, barrier(14, 0)), 0, 8, "◂▌14·   ", 1},
-		{"two barriers", queue("a/0", 0, 9, barrier(14, 1), barrier(15, 5)), 0, 12, "◂·▌14·▌15·  ", 1},
-		{"a barrier's id never hides the next barrier", queue("a/0", 0, 5, barrier(14, 1), barrier(15, 2)), 0, 8, "◂·▌▌15  ", 1},
+		{"empty channel", fixture.Queue("a/0", 0, 0), 0, 8, "◂       ", 1},
+		{"elements, next leftmost", fixture.Queue("a/0", 0, 3), 0, 8, "◂···    ", 1},
+		{"barrier at its position", fixture.Queue("a/0", 0, 8, fixture.Barrier(14, 2)), 0, 12, "◂··▌14···   ", 1},
+		{"barrier next in line", fixture.Queue("a/0", 0, 4, fixture.Barrier(14, 0)), 0, 8, "◂▌14·   ", 1},
+		{"two barriers", fixture.Queue("a/0", 0, 9, fixture.Barrier(14, 1), fixture.Barrier(15, 5)), 0, 12, "◂·▌14·▌15·  ", 1},
+		{"a barrier's id never hides the next barrier", fixture.Queue("a/0", 0, 5, fixture.Barrier(14, 1), fixture.Barrier(15, 2)), 0, 8, "◂·▌▌15  ", 1},
 		{"blocked: the barrier came in, elements wait behind it",
 			view.InputView{From: "a/0", Blocked: true, HeldBack: 6, Queue: view.QueueView{Queued: 6}}, 14, 12, "▌14······   ", 1},
-		{"long queue in buckets", queue("a/0", 0, 100, barrier(14, 50)), 0, 11, "◂·····▌14··", 10},
-		{"barrier beyond the strip stays at its end", queue("a/0", 0, 3, barrier(14, 40)), 0, 6, "◂··· ▌", 1},
+		{"long queue in buckets", fixture.Queue("a/0", 0, 100, fixture.Barrier(14, 50)), 0, 11, "◂·····▌14··", 10},
+		{"barrier beyond the strip stays at its end", fixture.Queue("a/0", 0, 3, fixture.Barrier(14, 40)), 0, 6, "◂··· ▌", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, scale := renderStrip(st, tc.in, tc.aligning, tc.w, 0)
@@ -48,7 +49,7 @@ func TestStripSuffix(t *testing.T) {
 	if got := stripSuffix(st, view.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
 		t.Fatalf("blocked: %q", got)
 	}
-	if got := stripSuffix(st, queue("a/0", 0, 120), 10); got != "120 ·=10" {
+	if got := stripSuffix(st, fixture.Queue("a/0", 0, 120), 10); got != "120 ·=10" {
 		t.Fatalf("bucketed: %q", got)
 	}
 }
@@ -107,13 +108,13 @@ func TestRestartBudget(t *testing.T) {
 // A blocked channel's held-back count shows whole even at 80 columns, where
 // strips are narrow: the strip gives way to it.
 func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
-	s := aligningSnapshot()
+	s := fixture.Aligning()
 	j := s.Tasks["join/1"]
-	j.Alignment = view.AlignmentView{Checkpoint: 4, Since: s.Now.Add(-ms(169))}
+	j.Alignment = view.AlignmentView{Checkpoint: 4, Since: s.Now.Add(-fixture.Ms(169))}
 	j.Inputs = []view.InputView{
-		queue("parse-orders/0", 0, 108, barrier(4, 1)),
-		queue("parse-orders/1", 0, 92, barrier(4, 2)),
-		queue("parse-payments/0", 1, 55, barrier(4, 0)),
+		fixture.Queue("parse-orders/0", 0, 108, fixture.Barrier(4, 1)),
+		fixture.Queue("parse-orders/1", 0, 92, fixture.Barrier(4, 2)),
+		fixture.Queue("parse-payments/0", 1, 55, fixture.Barrier(4, 0)),
 		{From: "parse-payments/1", Input: 1, Blocked: true, HeldBack: 1234, Queue: view.QueueView{Queued: 1234}},
 	}
 	s.Tasks["join/1"] = j
