@@ -97,15 +97,14 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 	if cfg.period <= 0 {
 		cfg.period = DefaultTickPeriod
 	}
-	st := common.NewStyles(cfg.renderer, common.DefaultTheme())
-	keys := common.DefaultKeyMap()
+	ctx := common.NewContext(cfg.renderer)
+	st, keys := ctx.Styles, ctx.Keys
 	h := help.New()
 	h.ShortSeparator = "  "
 	h.Styles = help.Styles{
 		ShortKey: st.HelpKey, ShortDesc: st.HelpDesc, ShortSeparator: st.HelpSep, Ellipsis: st.HelpSep,
 		FullKey: st.HelpKey, FullDesc: st.HelpDesc, FullSeparator: st.HelpSep,
 	}
-	ctx := &common.Context{Styles: st, Keys: keys}
 	return &model{
 		ctrl:     ctrl,
 		events:   events,

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // Component is what every pane and overlay is (soft-serve's
@@ -50,6 +51,13 @@ type Context struct {
 	// Selected is the subtask selected in the graph ("" before the first
 	// sample): the fault menu acts on it, the checkpoint detail marks it.
 	Selected string
+}
+
+// NewContext returns the Context of a UI with faultline's theme and keys,
+// its styles built for the terminal r writes to (nil: lipgloss's default
+// renderer), before the first sample.
+func NewContext(r *lipgloss.Renderer) *Context {
+	return &Context{Styles: NewStyles(r, DefaultTheme()), Keys: DefaultKeyMap()}
 }
 
 // PendingCheckpoint returns the newest pending checkpoint in History, the
