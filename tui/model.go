@@ -9,6 +9,7 @@ import (
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
+	"faultline/tui/components/graph"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -59,7 +60,7 @@ type model struct {
 	width, height int
 
 	header   *headerBar
-	graph    *graphPane
+	graph    *graph.Model
 	cps      *checkpointsPane
 	restarts *restartsPane
 	log      *eventsPane
@@ -115,7 +116,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		keys:     keys,
 		help:     h,
 		header:   newHeaderBar(ctx),
-		graph:    newGraphPane(ctx),
+		graph:    graph.New(ctx),
 		cps:      newCheckpointsPane(ctx),
 		restarts: newRestartsPane(ctx),
 		log:      newEventsPane(ctx),
@@ -502,7 +503,6 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 // Every pane and overlay is a Component.
 var (
 	_ common.Component = (*headerBar)(nil)
-	_ common.Component = (*graphPane)(nil)
 	_ common.Component = (*checkpointsPane)(nil)
 	_ common.Component = (*restartsPane)(nil)
 	_ common.Component = (*eventsPane)(nil)

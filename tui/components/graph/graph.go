@@ -1,4 +1,6 @@
-package tui
+// Package graph is the job graph pane (Flink: the ExecutionGraph) with the
+// queue strips of the subtasks' input channels.
+package graph
 
 import (
 	"slices"
@@ -12,7 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// graphPane draws the job graph (Flink: the ExecutionGraph): one row per
+// Model draws the job graph (Flink: the ExecutionGraph): one row per
 // operator in spec order, which is topological, one cell per subtask with
 // its status word, records/s, back-pressure and, for sources, the next
 // offset of each partition; and under the cells of a subtask with input
@@ -25,7 +27,7 @@ import (
 // strips does not depend on what the job is doing, so the layout never
 // jumps when an alignment starts or ends. Subtasks without strips still say
 // "ALIGNING #14 38ms" in their cell.
-type graphPane struct {
+type Model struct {
 	ctx           *common.Context
 	width, height int // the height counts the rule line
 	focused       bool
@@ -37,28 +39,32 @@ type graphPane struct {
 	chosen bool
 }
 
-func newGraphPane(ctx *common.Context) *graphPane { return &graphPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (g *graphPane) Init() tea.Cmd { return nil }
+func (g *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (g *graphPane) SetSize(w, h int) { g.width, g.height = w, h }
+func (g *Model) SetSize(w, h int) { g.width, g.height = w, h }
 
 // SetFocused tells the pane whether it has the focus.
-func (g *graphPane) SetFocused(f bool) { g.focused = f }
+func (g *Model) SetFocused(f bool) { g.focused = f }
 
 // ShortHelp implements help.KeyMap.
-func (g *graphPane) ShortHelp() []key.Binding { return []key.Binding{g.ctx.Keys.Select} }
+func (g *Model) ShortHelp() []key.Binding { return []key.Binding{g.ctx.Keys.Select} }
 
 // FullHelp implements help.KeyMap.
-func (g *graphPane) FullHelp() [][]key.Binding {
+func (g *Model) FullHelp() [][]key.Binding {
 	k := g.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Right, k.Fault}}
 }
 
 // Selected is the selected subtask, "operator/index", or "".
-func (g *graphPane) Selected() string {
+func (g *Model) Selected() string {
 	if !g.chosen {
 		return ""
 	}
@@ -67,9 +73,9 @@ func (g *graphPane) Selected() string {
 
 // Update implements tea.Model: samples keep the selection valid, arrows
 // and hjkl move it.
-func (g *graphPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (g *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case SnapshotMsg:
+	case common.SnapshotMsg:
 		g.keepSelection()
 	case tea.KeyMsg:
 		k := g.ctx.Keys
@@ -90,7 +96,7 @@ func (g *graphPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // keepSelection selects a subtask when there is none (the first one with
 // several input channels, where alignment happens, else the first), and
 // moves it into range when the job changed.
-func (g *graphPane) keepSelection() {
+func (g *Model) keepSelection() {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
 		return
@@ -109,13 +115,13 @@ func (g *graphPane) keepSelection() {
 	g.selIdx = min(g.selIdx, max(ops[g.opIndex()].Parallelism-1, 0))
 }
 
-func (g *graphPane) opIndex() int {
+func (g *Model) opIndex() int {
 	return slices.IndexFunc(g.ctx.Snap.Operators, func(o view.Operator) bool { return o.Name == g.selOp })
 }
 
 // moveOperator selects the same subtask index (clamped) in the operator
 // above or below, stopping at the first and last operator.
-func (g *graphPane) moveOperator(d int) {
+func (g *Model) moveOperator(d int) {
 	ops := g.ctx.Snap.Operators
 	i := g.opIndex()
 	if i < 0 {
@@ -128,7 +134,7 @@ func (g *graphPane) moveOperator(d int) {
 
 // moveSubtask selects the previous or next subtask in spec order, across
 // operators, stopping at the first and last subtask.
-func (g *graphPane) moveSubtask(d int) {
+func (g *Model) moveSubtask(d int) {
 	names := g.ctx.TaskNames()
 	i := slices.Index(names, g.Selected())
 	if i < 0 {
@@ -144,7 +150,7 @@ func (g *graphPane) moveSubtask(d int) {
 // input channels of any of its subtasks, or what its edges imply before the
 // subtasks report them (forward: one channel, any other edge: one per
 // upstream subtask).
-func (g *graphPane) channelLines(op view.Operator) int {
+func (g *Model) channelLines(op view.Operator) int {
 	n := 0
 	for _, e := range op.Inputs {
 		if e.Kind == "forward" {
@@ -163,7 +169,7 @@ func (g *graphPane) channelLines(op view.Operator) int {
 
 // Heights are the pane's body heights (rule line not counted): compact
 // shows strips for the selected row only, roomy for every row.
-func (g *graphPane) Heights() (compact, roomy int) {
+func (g *Model) Heights() (compact, roomy int) {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
 		return 1, 1
@@ -186,7 +192,7 @@ type graphGeom struct {
 // idealCell is the cell width the label column gives way to.
 const idealCell = 32
 
-func (g *graphPane) geometry() graphGeom {
+func (g *Model) geometry() graphGeom {
 	cols, name, wide := 1, 0, 0
 	for _, op := range g.ctx.Snap.Operators {
 		cols = max(cols, op.Parallelism)
@@ -203,7 +209,7 @@ func (g *graphPane) geometry() graphGeom {
 }
 
 // View implements tea.Model.
-func (g *graphPane) View() string {
+func (g *Model) View() string {
 	st := g.ctx.Styles
 	var info []string
 	if sel := g.Selected(); sel != "" {
@@ -224,7 +230,7 @@ func (g *graphPane) View() string {
 }
 
 // body renders the rows in h lines, scrolled so the selected row shows.
-func (g *graphPane) body(h int) []string {
+func (g *Model) body(h int) []string {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
 		return []string{g.ctx.Styles.Muted.Render(" waiting for the first sample of the job…")}
@@ -250,7 +256,7 @@ func (g *graphPane) body(h int) []string {
 
 // row renders one operator: its core line and, when strips is set, one
 // line per input channel.
-func (g *graphPane) row(op view.Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
+func (g *Model) row(op view.Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
 	st := g.ctx.Styles
 	k := 0
 	if strips {
@@ -290,7 +296,7 @@ func (g *graphPane) row(op view.Operator, geo graphGeom, strips bool, pend *view
 }
 
 // opLabel is the operator's name and, when it fits, its input edges.
-func (g *graphPane) opLabel(op view.Operator, w int) string {
+func (g *Model) opLabel(op view.Operator, w int) string {
 	st := g.ctx.Styles
 	name := st.Bold.Render(common.Truncate(op.Name, w))
 	for _, e := range edgeTexts(op) {
@@ -386,7 +392,7 @@ func channelLabels(tasks []view.Task, k int) (labels []string, inline bool) {
 // word, records/s, back-pressure, then the pending checkpoint's
 // acknowledgement ("✓14" acked, "○14" waiting) or the alignment in
 // progress, then a source's offsets.
-func (g *graphPane) coreLine(op view.Operator, idx int, t view.Task, w int, pend *view.Checkpoint) string {
+func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *view.Checkpoint) string {
 	st := g.ctx.Styles
 	name := common.TaskName(op.Name, idx)
 	sel := g.chosen && name == g.Selected()
@@ -450,7 +456,7 @@ func (g *graphPane) coreLine(op view.Operator, idx int, t view.Task, w int, pend
 // statusWord is the word a subtask's cell shows: its status (Flink's
 // ExecutionState), "RUN" for RUNNING, and RESTARTING for a subtask the
 // failover cancelled and will deploy again while the job waits to restart.
-func (g *graphPane) statusWord(t view.Task) string {
+func (g *Model) statusWord(t view.Task) string {
 	r := g.ctx.Snap.Restart
 	if g.ctx.Snap.Job.Status == "RESTARTING" && t.Status != "FAILED" && t.Status != "RUNNING" &&
 		(len(r.LastRestarted) == 0 || slices.Contains(r.LastRestarted, t.Name)) {
@@ -467,7 +473,7 @@ func (g *graphPane) statusWord(t view.Task) string {
 
 // stripLine is line c of a subtask's strips: the queue of its input
 // channel c and what follows it.
-func (g *graphPane) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
+func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	if c >= len(t.Inputs) {
 		return ""
 	}

@@ -1,6 +1,7 @@
-package tui
+package graph
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -9,7 +10,23 @@ import (
 	"faultline/tui/internal/fixture"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
+
+func TestMain(m *testing.M) {
+	// The checks compare plain text: no colour, no bold.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+// sampled is the pane after its first sample, s.
+func sampled(s view.Snapshot) *Model {
+	ctx := common.NewContext(nil)
+	ctx.Snap, ctx.HasSnap = s, true
+	g := New(ctx)
+	g.Update(common.SnapshotMsg{Snapshot: s})
+	return g
+}
 
 func TestRenderStrip(t *testing.T) {
 	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
@@ -90,21 +107,6 @@ func TestLayoutChipsDropsTheDroppableFirst(t *testing.T) {
 	}
 }
 
-func TestRestartBudget(t *testing.T) {
-	for _, tc := range []struct {
-		r    Restart
-		want string
-	}{
-		{Restart{Strategy: "fixed-delay"}, "attempts 0/0"},
-		{Restart{Strategy: "none"}, "no restarts"},
-		{Restart{Strategy: "exponential-delay"}, "attempts 0 (unlimited)"},
-	} {
-		if got := restartBudget(tc.r); got != tc.want {
-			t.Errorf("%s: got %q, want %q", tc.r.Strategy, got, tc.want)
-		}
-	}
-}
-
 // A blocked channel's held-back count shows whole even at 80 columns, where
 // strips are narrow: the strip gives way to it.
 func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
@@ -118,8 +120,10 @@ func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
 		{From: "parse-payments/1", Input: 1, Blocked: true, HeldBack: 1234, Queue: view.QueueView{Queued: 1234}},
 	}
 	s.Tasks["join/1"] = j
-	h := newHarness(t, s, 80, 24)
-	if v := h.m.View(); !strings.Contains(v, "BLOCKED 1,234") {
+	g := sampled(s)
+	compact, _ := g.Heights()
+	g.SetSize(80, compact+1) // what an 80×24 terminal gives the graph
+	if v := g.View(); !strings.Contains(v, "BLOCKED 1,234") {
 		t.Fatalf("the held-back count is cut:\n%s", v)
 	}
 }
