@@ -9,6 +9,7 @@ import (
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
+	"faultline/tui/components/checkpoints"
 	"faultline/tui/components/graph"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -61,7 +62,7 @@ type model struct {
 
 	header   *headerBar
 	graph    *graph.Model
-	cps      *checkpointsPane
+	cps      *checkpoints.Model
 	restarts *restartsPane
 	log      *eventsPane
 	status   *statusLine
@@ -117,7 +118,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		help:     h,
 		header:   newHeaderBar(ctx),
 		graph:    graph.New(ctx),
-		cps:      newCheckpointsPane(ctx),
+		cps:      checkpoints.New(ctx),
 		restarts: newRestartsPane(ctx),
 		log:      newEventsPane(ctx),
 		status:   newStatusLine(ctx),
@@ -503,7 +504,6 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 // Every pane and overlay is a Component.
 var (
 	_ common.Component = (*headerBar)(nil)
-	_ common.Component = (*checkpointsPane)(nil)
 	_ common.Component = (*restartsPane)(nil)
 	_ common.Component = (*eventsPane)(nil)
 	_ common.Component = (*statusLine)(nil)

@@ -42,7 +42,7 @@ type Model struct {
 // New returns the pane; it draws what ctx holds.
 func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
 
-// Every pane is a Component.
+// Every pane and overlay is a Component.
 var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.

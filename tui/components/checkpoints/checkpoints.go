@@ -1,4 +1,6 @@
-package tui
+// Package checkpoints is the checkpoint history pane (Flink's web UI:
+// Checkpoints → History).
+package checkpoints
 
 import (
 	"slices"
@@ -13,12 +15,12 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// checkpointsPane is the checkpoint history (Flink's web UI: Checkpoints →
+// Model is the checkpoint history (Flink's web UI: Checkpoints →
 // History), newest first, pending ones included: id, status, acknowledged
 // subtasks, trigger time, end-to-end duration, checkpointed size (full and
 // incremental) and the longest alignment. Failed ones show why instead of
 // their figures. Focused, ↑/↓ select a row and enter opens its detail.
-type checkpointsPane struct {
+type Model struct {
 	ctx           *common.Context
 	width, height int
 	focused       bool
@@ -27,19 +29,23 @@ type checkpointsPane struct {
 	top   int // the first row shown
 }
 
-func newCheckpointsPane(ctx *common.Context) *checkpointsPane { return &checkpointsPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (p *checkpointsPane) Init() tea.Cmd { return nil }
+func (p *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (p *checkpointsPane) SetSize(w, h int) {
+func (p *Model) SetSize(w, h int) {
 	p.width, p.height = w, h
 	p.scroll()
 }
 
 // scroll keeps the selected row in view.
-func (p *checkpointsPane) scroll() {
+func (p *Model) scroll() {
 	p.top = scrollTop(p.top, p.selected(), p.rows(), len(p.ctx.Snap.Checkpoints.History))
 }
 
@@ -51,22 +57,22 @@ func scrollTop(top, sel, rows, n int) int {
 }
 
 // SetFocused tells the pane whether it has the focus.
-func (p *checkpointsPane) SetFocused(f bool) { p.focused = f }
+func (p *Model) SetFocused(f bool) { p.focused = f }
 
 // ShortHelp implements help.KeyMap.
-func (p *checkpointsPane) ShortHelp() []key.Binding {
+func (p *Model) ShortHelp() []key.Binding {
 	k := p.ctx.Keys
 	return []key.Binding{k.Rows, k.Open}
 }
 
 // FullHelp implements help.KeyMap.
-func (p *checkpointsPane) FullHelp() [][]key.Binding {
+func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.Open}}
 }
 
 // selected is the index of the selected row in History.
-func (p *checkpointsPane) selected() int {
+func (p *Model) selected() int {
 	h := p.ctx.Snap.Checkpoints.History
 	if i := slices.IndexFunc(h, func(c view.Checkpoint) bool { return c.ID == p.selID }); i >= 0 {
 		return i
@@ -75,7 +81,7 @@ func (p *checkpointsPane) selected() int {
 }
 
 // SelectedID is the selected checkpoint's id, 0 when History is empty.
-func (p *checkpointsPane) SelectedID() int64 {
+func (p *Model) SelectedID() int64 {
 	h := p.ctx.Snap.Checkpoints.History
 	if len(h) == 0 {
 		return 0
@@ -84,9 +90,9 @@ func (p *checkpointsPane) SelectedID() int64 {
 }
 
 // Update implements tea.Model.
-func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case SnapshotMsg:
+	case common.SnapshotMsg:
 		if p.ctx.CheckpointByID(p.selID) == nil {
 			p.selID = 0
 		}
@@ -112,7 +118,7 @@ func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // selectRow selects row i, clamped; the top row follows the newest.
-func (p *checkpointsPane) selectRow(i int) {
+func (p *Model) selectRow(i int) {
 	h := p.ctx.Snap.Checkpoints.History
 	if len(h) == 0 || i <= 0 {
 		p.selID = 0
@@ -122,7 +128,7 @@ func (p *checkpointsPane) selectRow(i int) {
 }
 
 // rows is how many table rows fit.
-func (p *checkpointsPane) rows() int { return max(p.height-2, 1) }
+func (p *Model) rows() int { return max(p.height-2, 1) }
 
 // cpCol is one column of the table.
 type cpCol struct {
@@ -135,7 +141,7 @@ type cpCol struct {
 // columns picks the columns that fit in w cells, in the order a reader
 // wants them (id, status, acknowledged, duration, sizes, alignment, trigger
 // time) and shows them in Flink's order; the rest of the width is the note.
-func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
+func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
 	idW, ackW := 2, 4
@@ -197,7 +203,7 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 }
 
 // View implements tea.Model.
-func (p *checkpointsPane) View() string {
+func (p *Model) View() string {
 	st := p.ctx.Styles
 	s := p.ctx.Snap.Checkpoints
 	info := []string{st.Muted.Render(strconv.Itoa(s.Completed) + " completed")}
@@ -231,7 +237,7 @@ func (p *checkpointsPane) View() string {
 }
 
 // row renders one checkpoint.
-func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) string {
+func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) string {
 	st := p.ctx.Styles
 	var b strings.Builder
 	if sel {
