@@ -10,6 +10,7 @@ import (
 	"faultline/runtime/view"
 	"faultline/tui/common"
 	"faultline/tui/components/checkpoints"
+	"faultline/tui/components/detail"
 	"faultline/tui/components/graph"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -67,7 +68,7 @@ type model struct {
 	log      *eventsPane
 	status   *statusLine
 	menu     *faultMenu
-	detail   *checkpointDetail
+	detail   *detail.Model
 	helpView *helpOverlay
 
 	focus   pane
@@ -123,7 +124,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		log:      newEventsPane(ctx),
 		status:   newStatusLine(ctx),
 		menu:     newFaultMenu(ctx),
-		detail:   newCheckpointDetail(ctx),
+		detail:   detail.New(ctx),
 		helpView: newHelpOverlay(ctx, h),
 	}
 }
@@ -508,6 +509,5 @@ var (
 	_ common.Component = (*eventsPane)(nil)
 	_ common.Component = (*statusLine)(nil)
 	_ common.Component = (*faultMenu)(nil)
-	_ common.Component = (*checkpointDetail)(nil)
 	_ common.Component = (*helpOverlay)(nil)
 )

@@ -1,4 +1,6 @@
-package tui
+// Package detail is the detail view of one checkpoint (Flink's web UI: a
+// checkpoint's per-subtask statistics).
+package detail
 
 import (
 	"slices"
@@ -12,46 +14,50 @@ import (
 	"faultline/tui/common"
 )
 
-// checkpointDetail is the detail view of one checkpoint (Flink's web UI: a
+// Model is the detail view of one checkpoint (Flink's web UI: a
 // checkpoint's per-subtask statistics): for every subtask, whether it
 // acknowledged, its synchronous and asynchronous snapshot durations, its
 // alignment duration, its start delay (trigger to first barrier) and the
 // size of its state, full and incremental. A pending checkpoint's detail
 // fills in with every sample.
-type checkpointDetail struct {
+type Model struct {
 	ctx           *common.Context
 	width, height int
 	id            int64
 	top           int
 }
 
-func newCheckpointDetail(ctx *common.Context) *checkpointDetail { return &checkpointDetail{ctx: ctx} }
+// New returns the view; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Open shows checkpoint id from its first row.
-func (d *checkpointDetail) Open(id int64) { d.id, d.top = id, 0 }
+func (d *Model) Open(id int64) { d.id, d.top = id, 0 }
 
 // ID is the checkpoint shown.
-func (d *checkpointDetail) ID() int64 { return d.id }
+func (d *Model) ID() int64 { return d.id }
 
 // Init implements tea.Model.
-func (d *checkpointDetail) Init() tea.Cmd { return nil }
+func (d *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (d *checkpointDetail) SetSize(w, h int) { d.width, d.height = w, h }
+func (d *Model) SetSize(w, h int) { d.width, d.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (d *checkpointDetail) ShortHelp() []key.Binding {
+func (d *Model) ShortHelp() []key.Binding {
 	return []key.Binding{d.ctx.Keys.Scroll, d.ctx.Keys.Back}
 }
 
 // FullHelp implements help.KeyMap.
-func (d *checkpointDetail) FullHelp() [][]key.Binding {
+func (d *Model) FullHelp() [][]key.Binding {
 	k := d.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}}
 }
 
 // Update implements tea.Model: arrows scroll, esc closes.
-func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (d *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return d, nil
@@ -78,11 +84,11 @@ func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 const summaryLines = 5
 
 // tableRows is how many subtask rows fit.
-func (d *checkpointDetail) tableRows() int { return max(d.height-summaryLines, 1) }
+func (d *Model) tableRows() int { return max(d.height-summaryLines, 1) }
 
 // subtasks lists the subtasks of the checkpoint in spec order, then any the
 // job no longer has.
-func (d *checkpointDetail) subtasks() []string {
+func (d *Model) subtasks() []string {
 	names := d.ctx.TaskNames()
 	c := d.ctx.CheckpointByID(d.id)
 	if c == nil {
@@ -105,7 +111,7 @@ func (d *checkpointDetail) subtasks() []string {
 }
 
 // View implements tea.Model.
-func (d *checkpointDetail) View() string {
+func (d *Model) View() string {
 	st := d.ctx.Styles
 	c := d.ctx.CheckpointByID(d.id)
 	title := "checkpoint " + strconv.FormatInt(d.id, 10)
