@@ -12,6 +12,7 @@ import (
 	"faultline/tui/components/checkpoints"
 	"faultline/tui/components/detail"
 	"faultline/tui/components/graph"
+	"faultline/tui/components/restarts"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -64,7 +65,7 @@ type model struct {
 	header   *headerBar
 	graph    *graph.Model
 	cps      *checkpoints.Model
-	restarts *restartsPane
+	restarts *restarts.Model
 	log      *eventsPane
 	status   *statusLine
 	menu     *faultMenu
@@ -120,7 +121,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		header:   newHeaderBar(ctx),
 		graph:    graph.New(ctx),
 		cps:      checkpoints.New(ctx),
-		restarts: newRestartsPane(ctx),
+		restarts: restarts.New(ctx),
 		log:      newEventsPane(ctx),
 		status:   newStatusLine(ctx),
 		menu:     newFaultMenu(ctx),
@@ -505,7 +506,6 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 // Every pane and overlay is a Component.
 var (
 	_ common.Component = (*headerBar)(nil)
-	_ common.Component = (*restartsPane)(nil)
 	_ common.Component = (*eventsPane)(nil)
 	_ common.Component = (*statusLine)(nil)
 	_ common.Component = (*faultMenu)(nil)

@@ -1,4 +1,6 @@
-package tui
+// Package restarts is the pane of the restart and failover strategies
+// (Flink: RestartBackoffTimeStrategy, FailoverStrategy).
+package restarts
 
 import (
 	"fmt"
@@ -13,28 +15,32 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// restartsPane shows the restart strategy (Flink: RestartBackoffTimeStrategy)
+// Model shows the restart strategy (Flink: RestartBackoffTimeStrategy)
 // and the failover strategy (Flink: FailoverStrategy): the job's status and
 // the countdown to the next restart, the strategy and its budget, which
 // subtasks the last failover restarted and why, the records individual
 // failover lost, and why the job gave up when it did. When the pane is too
 // short the most urgent lines stay.
-type restartsPane struct {
+type Model struct {
 	common.NoKeys
 	ctx           *common.Context
 	width, height int
 }
 
-func newRestartsPane(ctx *common.Context) *restartsPane { return &restartsPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (p *restartsPane) Init() tea.Cmd { return nil }
+func (p *Model) Init() tea.Cmd { return nil }
 
 // Update implements tea.Model.
-func (p *restartsPane) Update(tea.Msg) (tea.Model, tea.Cmd) { return p, nil }
+func (p *Model) Update(tea.Msg) (tea.Model, tea.Cmd) { return p, nil }
 
 // SetSize implements Component.
-func (p *restartsPane) SetSize(w, h int) { p.width, p.height = w, h }
+func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 
 // restartLine is one line of the pane; lower prio values stay longer. A
 // line with wrap set is plain text drawn in style, wrapped rather than cut
@@ -59,7 +65,7 @@ func (l restartLine) rows(w int) []string {
 }
 
 // View implements tea.Model.
-func (p *restartsPane) View() string {
+func (p *Model) View() string {
 	st := p.ctx.Styles
 	r := p.ctx.Snap.Restart
 	info := ""
@@ -95,7 +101,7 @@ func (p *restartsPane) View() string {
 }
 
 // lines is everything the pane would say with room enough.
-func (p *restartsPane) lines() []restartLine {
+func (p *Model) lines() []restartLine {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
 	r := snap.Restart
