@@ -11,6 +11,7 @@ import (
 	"faultline/tui/common"
 	"faultline/tui/components/checkpoints"
 	"faultline/tui/components/detail"
+	"faultline/tui/components/faultmenu"
 	"faultline/tui/components/graph"
 	"faultline/tui/components/restarts"
 
@@ -68,7 +69,7 @@ type model struct {
 	restarts *restarts.Model
 	log      *eventsPane
 	status   *statusLine
-	menu     *faultMenu
+	menu     *faultmenu.Model
 	detail   *detail.Model
 	helpView *helpOverlay
 
@@ -124,7 +125,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		restarts: restarts.New(ctx),
 		log:      newEventsPane(ctx),
 		status:   newStatusLine(ctx),
-		menu:     newFaultMenu(ctx),
+		menu:     faultmenu.New(ctx),
 		detail:   detail.New(ctx),
 		helpView: newHelpOverlay(ctx, h),
 	}
@@ -508,6 +509,5 @@ var (
 	_ common.Component = (*headerBar)(nil)
 	_ common.Component = (*eventsPane)(nil)
 	_ common.Component = (*statusLine)(nil)
-	_ common.Component = (*faultMenu)(nil)
 	_ common.Component = (*helpOverlay)(nil)
 )

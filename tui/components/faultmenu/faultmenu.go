@@ -1,4 +1,6 @@
-package tui
+// Package faultmenu is the fault injection menu: the run's fault catalogue,
+// a choice and its confirmation.
+package faultmenu
 
 import (
 	"strconv"
@@ -11,12 +13,12 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// faultMenu is the fault injection menu: the fault catalogue
-// (Controller.Faults) for the subtask selected when it opened, chosen with
+// Model is the fault injection menu: the fault catalogue
+// (tui.Controller.Faults) for the subtask selected when it opened, chosen with
 // ↑/↓ and enter or by number, then confirmed with y. Task faults act on the
 // selected subtask, job-level ones on the job; unavailable ones are shown
 // with why, and cannot be chosen.
-type faultMenu struct {
+type Model struct {
 	ctx           *common.Context
 	width, height int
 
@@ -27,21 +29,25 @@ type faultMenu struct {
 	note       string // why the last pick was refused
 }
 
-func newFaultMenu(ctx *common.Context) *faultMenu { return &faultMenu{ctx: ctx} }
+// New returns the menu; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Open shows the catalogue for task, the cursor on the first available
 // fault.
-func (m *faultMenu) Open(task string, faults []view.FaultChoice) {
+func (m *Model) Open(task string, faults []view.FaultChoice) {
 	m.task, m.faults, m.confirming, m.note = task, faults, false, ""
 	m.cursor = -1
 	m.move(+1)
 }
 
 // Confirming reports whether the menu asks for the confirmation.
-func (m *faultMenu) Confirming() bool { return m.confirming }
+func (m *Model) Confirming() bool { return m.confirming }
 
 // Choice is the fault under the cursor.
-func (m *faultMenu) Choice() (view.FaultChoice, bool) {
+func (m *Model) Choice() (view.FaultChoice, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.faults) {
 		return view.FaultChoice{}, false
 	}
@@ -49,7 +55,7 @@ func (m *faultMenu) Choice() (view.FaultChoice, bool) {
 }
 
 // target is where the chosen fault acts: the subtask, or "" for the job.
-func (m *faultMenu) target(f view.FaultChoice) string {
+func (m *Model) target(f view.FaultChoice) string {
 	if f.JobLevel {
 		return ""
 	}
@@ -57,13 +63,13 @@ func (m *faultMenu) target(f view.FaultChoice) string {
 }
 
 // Init implements tea.Model.
-func (m *faultMenu) Init() tea.Cmd { return nil }
+func (m *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (m *faultMenu) SetSize(w, h int) { m.width, m.height = w, h }
+func (m *Model) SetSize(w, h int) { m.width, m.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (m *faultMenu) ShortHelp() []key.Binding {
+func (m *Model) ShortHelp() []key.Binding {
 	k := m.ctx.Keys
 	if m.confirming {
 		return []key.Binding{k.Yes, k.No}
@@ -72,13 +78,13 @@ func (m *faultMenu) ShortHelp() []key.Binding {
 }
 
 // FullHelp implements help.KeyMap.
-func (m *faultMenu) FullHelp() [][]key.Binding {
+func (m *Model) FullHelp() [][]key.Binding {
 	k := m.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.Open, k.Pick, k.Yes, k.No, k.Back}}
 }
 
 // Update implements tea.Model.
-func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return m, nil
@@ -114,7 +120,7 @@ func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // move puts the cursor on the next available fault in direction d, if any.
-func (m *faultMenu) move(d int) {
+func (m *Model) move(d int) {
 	for i := m.cursor + d; i >= 0 && i < len(m.faults); i += d {
 		if m.faults[i].Available {
 			m.cursor, m.note = i, ""
@@ -124,7 +130,7 @@ func (m *faultMenu) move(d int) {
 }
 
 // choose asks for the confirmation of fault i, unless it is unavailable.
-func (m *faultMenu) choose(i int) {
+func (m *Model) choose(i int) {
 	if i < 0 || i >= len(m.faults) {
 		return
 	}
@@ -141,7 +147,7 @@ func (m *faultMenu) choose(i int) {
 
 // View implements tea.Model: the menu as a box, as wide as it needs up to
 // the width it was given.
-func (m *faultMenu) View() string {
+func (m *Model) View() string {
 	st := m.ctx.Styles
 	inner := max(min(m.width-4, 72), 20)
 	var lines []string
