@@ -13,6 +13,7 @@ import (
 	"faultline/tui/components/detail"
 	"faultline/tui/components/faultmenu"
 	"faultline/tui/components/graph"
+	"faultline/tui/components/helpview"
 	"faultline/tui/components/restarts"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -71,7 +72,7 @@ type model struct {
 	status   *statusLine
 	menu     *faultmenu.Model
 	detail   *detail.Model
-	helpView *helpOverlay
+	helpView *helpview.Model
 
 	focus   pane
 	overlay overlayKind
@@ -127,7 +128,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		status:   newStatusLine(ctx),
 		menu:     faultmenu.New(ctx),
 		detail:   detail.New(ctx),
-		helpView: newHelpOverlay(ctx, h),
+		helpView: helpview.New(ctx, h),
 	}
 }
 
@@ -509,5 +510,4 @@ var (
 	_ common.Component = (*headerBar)(nil)
 	_ common.Component = (*eventsPane)(nil)
 	_ common.Component = (*statusLine)(nil)
-	_ common.Component = (*helpOverlay)(nil)
 )

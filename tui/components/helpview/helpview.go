@@ -1,4 +1,6 @@
-package tui
+// Package helpview is the help overlay: every key binding, grouped, and the
+// glyphs of the job graph explained.
+package helpview
 
 import (
 	"strings"
@@ -11,35 +13,39 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// helpOverlay lists every key binding, grouped, and explains the glyphs of
+// Model lists every key binding, grouped, and explains the glyphs of
 // the job graph. ? or esc closes it.
-type helpOverlay struct {
+type Model struct {
 	ctx           *common.Context
 	width, height int
 	help          help.Model
 }
 
-func newHelpOverlay(ctx *common.Context, h help.Model) *helpOverlay {
-	return &helpOverlay{ctx: ctx, help: h}
+// New returns the overlay; it lists ctx's keys with h.
+func New(ctx *common.Context, h help.Model) *Model {
+	return &Model{ctx: ctx, help: h}
 }
 
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
+
 // Init implements tea.Model.
-func (o *helpOverlay) Init() tea.Cmd { return nil }
+func (o *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (o *helpOverlay) SetSize(w, h int) { o.width, o.height = w, h }
+func (o *Model) SetSize(w, h int) { o.width, o.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (o *helpOverlay) ShortHelp() []key.Binding { return []key.Binding{o.ctx.Keys.CloseHelp} }
+func (o *Model) ShortHelp() []key.Binding { return []key.Binding{o.ctx.Keys.CloseHelp} }
 
 // FullHelp implements help.KeyMap.
-func (o *helpOverlay) FullHelp() [][]key.Binding {
+func (o *Model) FullHelp() [][]key.Binding {
 	_, groups := o.ctx.Keys.HelpGroups()
 	return groups
 }
 
 // Update implements tea.Model: ? and esc close it.
-func (o *helpOverlay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (o *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, o.ctx.Keys.Help, o.ctx.Keys.Back) {
 		return o, func() tea.Msg { return common.CloseOverlayMsg{} }
 	}
@@ -57,7 +63,7 @@ var legend = [][2]string{
 }
 
 // View implements tea.Model.
-func (o *helpOverlay) View() string {
+func (o *Model) View() string {
 	st := o.ctx.Styles
 	lines := []string{common.Rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
 
