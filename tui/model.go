@@ -13,6 +13,7 @@ import (
 	"faultline/tui/components/detail"
 	"faultline/tui/components/faultmenu"
 	"faultline/tui/components/graph"
+	"faultline/tui/components/header"
 	"faultline/tui/components/helpview"
 	"faultline/tui/components/restarts"
 
@@ -64,7 +65,7 @@ type model struct {
 	help          help.Model
 	width, height int
 
-	header   *headerBar
+	header   *header.Model
 	graph    *graph.Model
 	cps      *checkpoints.Model
 	restarts *restarts.Model
@@ -120,7 +121,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		ctx:      ctx,
 		keys:     keys,
 		help:     h,
-		header:   newHeaderBar(ctx),
+		header:   header.New(ctx),
 		graph:    graph.New(ctx),
 		cps:      checkpoints.New(ctx),
 		restarts: restarts.New(ctx),
@@ -507,7 +508,6 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 
 // Every pane and overlay is a Component.
 var (
-	_ common.Component = (*headerBar)(nil)
 	_ common.Component = (*eventsPane)(nil)
 	_ common.Component = (*statusLine)(nil)
 )

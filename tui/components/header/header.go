@@ -1,4 +1,6 @@
-package tui
+// Package header is the UI's top line: the job, its status and settings,
+// and the badges of a world that is not running at full speed.
+package header
 
 import (
 	"strings"
@@ -10,27 +12,31 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// headerBar is the top line: the job, its status (with the restart
+// Model is the top line: the job, its status (with the restart
 // countdown), the checkpointing mode and interval, the input rate and the
 // broker, and on the right the badges of a world that is not running at
 // full speed: FROZEN, SLOW, SLOWER, SOURCES PAUSED. What does not fit goes,
 // least important first; the badges stay.
-type headerBar struct {
+type Model struct {
 	common.NoKeys
 	ctx   *common.Context
 	width int
 }
 
-func newHeaderBar(ctx *common.Context) *headerBar { return &headerBar{ctx: ctx} }
+// New returns the bar; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (h *headerBar) Init() tea.Cmd { return nil }
+func (h *Model) Init() tea.Cmd { return nil }
 
 // Update implements tea.Model.
-func (h *headerBar) Update(tea.Msg) (tea.Model, tea.Cmd) { return h, nil }
+func (h *Model) Update(tea.Msg) (tea.Model, tea.Cmd) { return h, nil }
 
 // SetSize implements Component.
-func (h *headerBar) SetSize(w, _ int) { h.width = w }
+func (h *Model) SetSize(w, _ int) { h.width = w }
 
 // segment is one part of the header, already styled; when the line is too
 // wide the segment with the lowest keep is shortened to short, or dropped
@@ -41,7 +47,7 @@ type segment struct {
 }
 
 // View implements tea.Model.
-func (h *headerBar) View() string {
+func (h *Model) View() string {
 	st := h.ctx.Styles
 	app := st.AppName.Render(" faultline ")
 	if !h.ctx.HasSnap {
