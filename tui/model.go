@@ -16,6 +16,7 @@ import (
 	"faultline/tui/components/header"
 	"faultline/tui/components/helpview"
 	"faultline/tui/components/restarts"
+	"faultline/tui/components/status"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -70,7 +71,7 @@ type model struct {
 	cps      *checkpoints.Model
 	restarts *restarts.Model
 	log      *eventsPane
-	status   *statusLine
+	status   *status.Model
 	menu     *faultmenu.Model
 	detail   *detail.Model
 	helpView *helpview.Model
@@ -126,7 +127,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		cps:      checkpoints.New(ctx),
 		restarts: restarts.New(ctx),
 		log:      newEventsPane(ctx),
-		status:   newStatusLine(ctx),
+		status:   status.New(ctx),
 		menu:     faultmenu.New(ctx),
 		detail:   detail.New(ctx),
 		helpView: helpview.New(ctx, h),
@@ -509,5 +510,4 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 // Every pane and overlay is a Component.
 var (
 	_ common.Component = (*eventsPane)(nil)
-	_ common.Component = (*statusLine)(nil)
 )

@@ -450,17 +450,6 @@ func TestCheckpointAndSavepointCommands(t *testing.T) {
 	}
 }
 
-func TestFlashExpiresWithTheJobsClock(t *testing.T) {
-	h := newHarness(t, fixture.Running(), 120, 40)
-	h.press("c")
-	s := fixture.Running()
-	s.Now = s.Now.Add(flashFor + 1)
-	h.send(SnapshotMsg{Snapshot: s})
-	if got := h.m.status.Flash(); got != "" {
-		t.Fatalf("flash %q still shown", got)
-	}
-}
-
 func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
 	ch := make(chan view.Stamped, 4)
 	ch <- view.Stamped{Event: view.JobStatus{Status: "RUNNING"}}

@@ -1,4 +1,6 @@
-package tui
+// Package status is the line above the help: the live verification of the
+// committed output, and the flash that answers the last command.
+package status
 
 import (
 	"strconv"
@@ -13,12 +15,12 @@ import (
 // flashFor is how long a flash stays, in the job's time (Snapshot.Now).
 const flashFor = 8 * time.Second
 
-// statusLine is the line above the help: on the left the live
+// Model is the line above the help: on the left the live
 // verification of the committed output (what a read_committed consumer
 // sees, checked against the input: duplicates and lost records), on the
 // right the flash, the answer to the last command ("checkpoint 15
 // triggered", "savepoint: <error>").
-type statusLine struct {
+type Model struct {
 	common.NoKeys
 	ctx   *common.Context
 	width int
@@ -29,21 +31,25 @@ type statusLine struct {
 	flashSet   bool
 }
 
-func newStatusLine(ctx *common.Context) *statusLine { return &statusLine{ctx: ctx} }
+// New returns the line; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (s *statusLine) Init() tea.Cmd { return nil }
+func (s *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (s *statusLine) SetSize(w, _ int) { s.width = w }
+func (s *Model) SetSize(w, _ int) { s.width = w }
 
 // Update implements tea.Model: it takes flashes.
-func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (s *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case common.FlashMsg:
 		s.flash, s.flashLevel, s.flashSet = msg.Text, msg.Level, true
 		s.flashAt = s.ctx.Snap.Now
-	case SnapshotMsg:
+	case common.SnapshotMsg:
 		if s.flashSet && s.flashAt.IsZero() {
 			s.flashAt = s.ctx.Snap.Now
 		}
@@ -52,7 +58,7 @@ func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // Flash is the flash shown now, "" when there is none.
-func (s *statusLine) Flash() string {
+func (s *Model) Flash() string {
 	if !s.flashSet || (!s.flashAt.IsZero() && s.ctx.Snap.Now.Sub(s.flashAt) > flashFor) {
 		return ""
 	}
@@ -60,7 +66,7 @@ func (s *statusLine) Flash() string {
 }
 
 // View implements tea.Model.
-func (s *statusLine) View() string {
+func (s *Model) View() string {
 	st := s.ctx.Styles
 	left := " " + s.verifyText(true)
 	flash := s.Flash()
@@ -81,7 +87,7 @@ func (s *statusLine) View() string {
 
 // verifyText is "verify  committed 18,204  dup 0  lost 0 ✓", then the
 // checkpoint it covers when asOf is set.
-func (s *statusLine) verifyText(asOf bool) string {
+func (s *Model) verifyText(asOf bool) string {
 	st := s.ctx.Styles
 	v := s.ctx.Snap.Verify
 	label := st.Bold.Render("verify")
