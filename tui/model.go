@@ -11,6 +11,7 @@ import (
 	"faultline/tui/common"
 	"faultline/tui/components/checkpoints"
 	"faultline/tui/components/detail"
+	"faultline/tui/components/events"
 	"faultline/tui/components/faultmenu"
 	"faultline/tui/components/graph"
 	"faultline/tui/components/header"
@@ -70,7 +71,7 @@ type model struct {
 	graph    *graph.Model
 	cps      *checkpoints.Model
 	restarts *restarts.Model
-	log      *eventsPane
+	log      *events.Model
 	status   *status.Model
 	menu     *faultmenu.Model
 	detail   *detail.Model
@@ -99,9 +100,9 @@ type modelConfig struct {
 	done <-chan struct{}
 }
 
-// newModel returns the root model for ctrl and its event stream (events
+// newModel returns the root model for ctrl and its event stream (stream
 // may be nil).
-func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *model {
+func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *model {
 	if cfg.period <= 0 {
 		cfg.period = DefaultTickPeriod
 	}
@@ -115,7 +116,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 	}
 	return &model{
 		ctrl:     ctrl,
-		events:   events,
+		events:   stream,
 		done:     cfg.done,
 		period:   cfg.period,
 		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done},
@@ -126,7 +127,7 @@ func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *mod
 		graph:    graph.New(ctx),
 		cps:      checkpoints.New(ctx),
 		restarts: restarts.New(ctx),
-		log:      newEventsPane(ctx),
+		log:      events.New(ctx),
 		status:   status.New(ctx),
 		menu:     faultmenu.New(ctx),
 		detail:   detail.New(ctx),
@@ -506,8 +507,3 @@ func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
 	}
 	return c, cmd
 }
-
-// Every pane and overlay is a Component.
-var (
-	_ common.Component = (*eventsPane)(nil)
-)

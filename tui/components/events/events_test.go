@@ -1,7 +1,8 @@
-package tui
+package events
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,10 @@ import (
 	"faultline/runtime/view"
 	"faultline/tui/common"
 	"faultline/tui/internal/fixture"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 func TestDescribeEvent(t *testing.T) {
@@ -161,30 +166,47 @@ func TestEventLogIsBounded(t *testing.T) {
 }
 
 func TestEventsPaneScrolls(t *testing.T) {
-	h := newHarness(t, fixture.Running(), 80, 24)
+	ctx := common.NewContext(nil)
+	ctx.Snap, ctx.HasSnap = fixture.Running(), true
+	p := New(ctx)
+	p.SetSize(80, 4) // what an 80×24 terminal gives the events
+	p.SetFocused(true)
+	press := func(keys ...tea.KeyType) {
+		for _, k := range keys {
+			p.Update(tea.KeyMsg{Type: k})
+		}
+	}
 	var evs []view.Stamped
 	for i := range 30 {
 		evs = append(evs, view.Stamped{At: time.Duration(i) * time.Second,
 			Event: fixture.Event(t, "mode_changed", map[string]any{"mode": "m" + common.Itoa(int64(i))})})
 	}
-	h.events(evs)
-	if v := h.m.View(); !strings.Contains(v, "mode m29 ") || strings.Contains(v, "mode m26 ") {
+	p.Update(common.EventsMsg{Events: evs})
+	if v := p.View(); !strings.Contains(v, "mode m29 ") || strings.Contains(v, "mode m26 ") {
 		t.Fatalf("not following the newest:\n%s", v)
 	}
-	h.press("tab", "tab", "up", "up")
-	if v := h.m.View(); !strings.Contains(v, "mode m27 ") || strings.Contains(v, "mode m29 ") || !strings.Contains(v, "2 newer below") {
+	press(tea.KeyUp, tea.KeyUp)
+	if v := p.View(); !strings.Contains(v, "mode m27 ") || strings.Contains(v, "mode m29 ") || !strings.Contains(v, "2 newer below") {
 		t.Fatalf("up did not scroll back:\n%s", v)
 	}
-	h.press("pgdown")
-	if v := h.m.View(); !strings.Contains(v, "mode m29 ") {
+	press(tea.KeyPgDown)
+	if v := p.View(); !strings.Contains(v, "mode m29 ") {
 		t.Fatalf("pgdn did not come back to the newest:\n%s", v)
 	}
-	h.press("pgup", "pgup", "pgup", "pgup", "pgup", "pgup", "pgup", "pgup", "pgup", "pgup")
-	if v := h.m.View(); !strings.Contains(v, "mode m0 ") {
+	for range 10 {
+		press(tea.KeyPgUp)
+	}
+	if v := p.View(); !strings.Contains(v, "mode m0 ") {
 		t.Fatalf("pgup did not reach the oldest:\n%s", v)
 	}
 	// Wall-clock stamps: Started + At.
-	if v := h.m.View(); !strings.Contains(v, "12:01:00.000  checkpointing mode m0 ") {
+	if v := p.View(); !strings.Contains(v, "12:01:00.000  checkpointing mode m0 ") {
 		t.Fatalf("stamp:\n%s", v)
 	}
+}
+
+func TestMain(m *testing.M) {
+	// The checks compare plain text: no colour, no bold.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
 }

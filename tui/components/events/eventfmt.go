@@ -1,4 +1,4 @@
-package tui
+package events
 
 import (
 	"encoding/json"

@@ -1,4 +1,6 @@
-package tui
+// Package events is the event log pane: the job's lifecycle events as
+// sentences, the routine ones folded, newest at the bottom.
+package events
 
 import (
 	"slices"
@@ -180,10 +182,10 @@ func (l *eventLog) close() {
 	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: common.LevelMuted})
 }
 
-// eventsPane is the scrolling event log, newest at the bottom, each line
+// Model is the scrolling event log, newest at the bottom, each line
 // stamped with its wall-clock time. Focused, ↑/↓ and pgup/pgdn scroll; at
 // the bottom it follows new events.
-type eventsPane struct {
+type Model struct {
 	ctx           *common.Context
 	width, height int
 	focused       bool
@@ -192,32 +194,36 @@ type eventsPane struct {
 	back int
 }
 
-func newEventsPane(ctx *common.Context) *eventsPane { return &eventsPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (p *eventsPane) Init() tea.Cmd { return nil }
+func (p *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (p *eventsPane) SetSize(w, h int) { p.width, p.height = w, h }
+func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 
 // SetFocused tells the pane whether it has the focus.
-func (p *eventsPane) SetFocused(f bool) { p.focused = f }
+func (p *Model) SetFocused(f bool) { p.focused = f }
 
 // ShortHelp implements help.KeyMap.
-func (p *eventsPane) ShortHelp() []key.Binding {
+func (p *Model) ShortHelp() []key.Binding {
 	return []key.Binding{p.ctx.Keys.Scroll, p.ctx.Keys.Pages}
 }
 
 // FullHelp implements help.KeyMap.
-func (p *eventsPane) FullHelp() [][]key.Binding {
+func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}}
 }
 
 // Update implements tea.Model: event batches are logged, keys scroll.
-func (p *eventsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case EventsMsg:
+	case common.EventsMsg:
 		before := len(p.log.entries)
 		for _, e := range msg.Events {
 			p.log.add(e)
@@ -248,7 +254,7 @@ func (p *eventsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // View implements tea.Model.
-func (p *eventsPane) View() string {
+func (p *Model) View() string {
 	st := p.ctx.Styles
 	rows := max(p.height-1, 0)
 	n := len(p.log.entries)
