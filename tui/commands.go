@@ -27,7 +27,7 @@ type sampler struct {
 // sample is a command that takes one Snapshot now.
 func (s sampler) sample() tea.Msg {
 	seq := s.count.Add(1)
-	return SnapshotMsg{Snapshot: s.ctrl.Snapshot(), seq: seq}
+	return SnapshotMsg{Snapshot: s.ctrl.Snapshot(), Seq: seq}
 }
 
 // tick is a command that takes one Snapshot after period, unless Run has

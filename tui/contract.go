@@ -10,7 +10,10 @@
 // Controller from tea.Cmds. Job goroutines never call into the UI.
 package tui
 
-import "faultline/runtime/view"
+import (
+	"faultline/runtime/view"
+	"faultline/tui/common"
+)
 
 // Controller is the running job as the UI sees it. Every method returns
 // promptly (none waits for a checkpoint or a restart); the UI calls them
@@ -74,3 +77,7 @@ const (
 	TempoSlower = view.TempoSlower // a long delay before every batch (250 ms)
 	TempoFrozen = view.TempoFrozen // nothing moves until Step
 )
+
+// Thousands writes n with thousands separators, as the UI does: 18204 →
+// "18,204" (the headless report writes its figures alike).
+func Thousands(n int64) string { return common.Thousands(n) }

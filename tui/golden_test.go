@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
@@ -30,39 +32,39 @@ type goldenScene struct {
 
 var goldenScenes = []goldenScene{
 	{
-		name: "running", snap: runningSnapshot, events: runEvents,
+		name: "running", snap: fixture.Running, events: fixture.RunEvents,
 		ready: "checkpoint 14 triggered",
 		want: []string{"RUNNING", "exactly-once · aligned", "checkpoint 14 pending · 8/13 acked", "▸0 RUN",
 			"▌14", "✓14", "○14", "p0:1203", "13 completed", "verify  committed 18,204  dup 0  lost 0"},
 	},
 	{
-		name: "aligning", snap: aligningSnapshot, events: runEvents,
+		name: "aligning", snap: fixture.Aligning, events: fixture.RunEvents,
 		ready: "checkpoint 14 triggered",
 		want:  []string{"SLOW", "ALIGNING #14 38ms", "BLOCKED 6", "▌14······", "◂··▌14"},
 	},
 	{
-		name: "restarting", snap: restartingSnapshot, events: restartEvents,
+		name: "restarting", snap: fixture.Restarting, events: fixture.RestartEvents,
 		ready: "restart 1 scheduled",
 		want: []string{"RESTARTING in 0.8s", "restarting in 0.8s", "FAILED", "RESTARTING", "attempts 1/3",
 			"14 failed", "job failover", "failover full"},
 	},
 	{
-		name: "detail", snap: runningSnapshot, events: runEvents, keys: []string{"tab", "enter"},
+		name: "detail", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"tab", "enter"},
 		ready: "esc close",
 		want:  []string{"checkpoint 14", "8/13 acknowledged", "○ waiting", "✓ acked", "sync", "async", "delay"},
 	},
 	{
-		name: "fault-menu", snap: runningSnapshot, events: runEvents, keys: []string{"x"},
+		name: "fault-menu", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"x"},
 		ready: "inject a fault",
 		want:  []string{"selected join/0", "1 panic", "broker-down", "unavailable: the broker is external", "(job) the process dies"},
 	},
 	{
-		name: "fault-confirm", snap: runningSnapshot, events: runEvents, keys: []string{"x", "enter"},
+		name: "fault-confirm", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"x", "enter"},
 		steps: []string{"inject a fault"}, ready: "inject panic into join/0?",
 		want: []string{"y inject", "n/esc cancel"},
 	},
 	{
-		name: "help", snap: runningSnapshot, events: runEvents, keys: []string{"?"},
+		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "reading the job graph",
 		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},
 	},
@@ -75,7 +77,7 @@ var goldenScenes = []goldenScene{
 func TestGolden(t *testing.T) {
 	for _, sc := range goldenScenes {
 		for _, size := range [][2]int{{80, 24}, {120, 40}} {
-			t.Run(sc.name+"/"+itoa(int64(size[0]))+"x"+itoa(int64(size[1])), func(t *testing.T) {
+			t.Run(sc.name+"/"+common.Itoa(int64(size[0]))+"x"+common.Itoa(int64(size[1])), func(t *testing.T) {
 				view := runScene(t, sc, size[0], size[1])
 				for _, w := range sc.want {
 					if !strings.Contains(view, w) {
@@ -87,7 +89,7 @@ func TestGolden(t *testing.T) {
 		}
 	}
 	t.Run("too-small/60x20", func(t *testing.T) {
-		sc := goldenScene{snap: runningSnapshot, events: runEvents, ready: "terminal too small"}
+		sc := goldenScene{snap: fixture.Running, events: fixture.RunEvents, ready: "terminal too small"}
 		view := runScene(t, sc, 60, 20)
 		if !strings.Contains(view, "terminal too small: need at least 80×24, have 60×20") {
 			t.Errorf("view:\n%s", view)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/internal/fixture"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -114,22 +115,22 @@ func TestPreview(t *testing.T) {
 		t.Skip("set PREVIEW=1 to print the screens")
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
-		for _, s := range []Snapshot{runningSnapshot(), aligningSnapshot(), restartingSnapshot()} {
+		for _, s := range []Snapshot{fixture.Running(), fixture.Aligning(), fixture.Restarting()} {
 			h := newHarness(t, s, size[0], size[1])
-			h.events(restartEvents())
+			h.events(fixture.RestartEvents())
 			t.Logf("\n%s", h.m.View())
 		}
 		for _, keys := range [][]string{{"x"}, {"x", "enter"}, {"?"}, {"tab", "enter"}, {"tab", "down", "enter"}} {
-			h := newHarness(t, runningSnapshot(), size[0], size[1])
-			h.events(runEvents())
+			h := newHarness(t, fixture.Running(), size[0], size[1])
+			h.events(fixture.RunEvents())
 			h.press(keys...)
 			t.Logf("%v\n%s", keys, h.m.View())
 		}
 	}
-	h := newHarness(t, runningSnapshot(), 60, 20)
+	h := newHarness(t, fixture.Running(), 60, 20)
 	t.Logf("\n%s", h.m.View())
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
-		h := newHarness(t, pipelineSnapshot(), size[0], size[1])
+		h := newHarness(t, fixture.Pipeline(), size[0], size[1])
 		h.press("j", "l")
 		t.Logf("\n%s", h.m.View())
 	}

@@ -3,6 +3,8 @@ package tui
 import (
 	"math"
 
+	"faultline/tui/common"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -32,15 +34,15 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	case key.Matches(k, keys.Fault):
 		task := m.graph.Selected()
 		if task == "" {
-			m.flash("no subtask selected yet", levelWarning)
+			m.flash("no subtask selected yet", common.LevelWarning)
 			return nil, true
 		}
 		return fetchFaults(m.ctrl, task), true
 	case key.Matches(k, keys.Checkpoint):
-		m.flash("triggering a checkpoint…", levelInfo)
+		m.flash("triggering a checkpoint…", common.LevelInfo)
 		return triggerCheckpoint(m.ctrl), true
 	case key.Matches(k, keys.Savepoint):
-		m.flash("triggering a savepoint…", levelInfo)
+		m.flash("triggering a savepoint…", common.LevelInfo)
 		return triggerSavepoint(m.ctrl), true
 	case key.Matches(k, keys.Mode):
 		return m.toggleMode(), true
@@ -71,7 +73,7 @@ func (m *model) toggleMode() tea.Cmd {
 		next = "exactly-once"
 	}
 	gen := m.mode.request(next)
-	m.flash("mode "+next+" from the next checkpoint", levelInfo)
+	m.flash("mode "+next+" from the next checkpoint", common.LevelInfo)
 	return setMode(m.sampler, next, gen)
 }
 
@@ -80,9 +82,9 @@ func (m *model) togglePause() tea.Cmd {
 	next := !m.ctx.Paused
 	gen := m.paused.request(next)
 	if next {
-		m.flash("sources paused: no new records; barriers and checkpoints go on", levelWarning)
+		m.flash("sources paused: no new records; barriers and checkpoints go on", common.LevelWarning)
 	} else {
-		m.flash("sources resumed", levelInfo)
+		m.flash("sources resumed", common.LevelInfo)
 	}
 	return setPaused(m.sampler, next, gen)
 }
@@ -114,7 +116,7 @@ func (m *model) step() tea.Cmd {
 		m.beforeFreeze = m.ctx.Tempo
 		return m.setTempo(TempoFrozen, true)
 	}
-	m.flash("step: every task handles one batch", levelInfo)
+	m.flash("step: every task handles one batch", common.LevelInfo)
 	return step(m.ctrl)
 }
 
@@ -123,15 +125,15 @@ func (m *model) setTempo(t Tempo, step bool) tea.Cmd {
 	gen := m.tempo.request(t)
 	switch {
 	case step:
-		m.flash("frozen, then one step: . steps again, space resumes", levelInfo)
+		m.flash("frozen, then one step: . steps again, space resumes", common.LevelInfo)
 	case t == TempoFrozen:
-		m.flash("frozen: . steps one batch, space resumes", levelInfo)
+		m.flash("frozen: . steps one batch, space resumes", common.LevelInfo)
 	case t == TempoSlow:
-		m.flash("slow motion: a short pause before every batch", levelInfo)
+		m.flash("slow motion: a short pause before every batch", common.LevelInfo)
 	case t == TempoSlower:
-		m.flash("slower motion: a long pause before every batch", levelInfo)
+		m.flash("slower motion: a long pause before every batch", common.LevelInfo)
 	default:
-		m.flash("full speed", levelInfo)
+		m.flash("full speed", common.LevelInfo)
 	}
 	return setTempo(m.sampler, t, step, gen)
 }
@@ -144,6 +146,6 @@ func (m *model) changeRate(f float64) tea.Cmd {
 	}
 	next := math.Round(min(max(cur*f, minRate), maxRate))
 	gen := m.rate.request(next)
-	m.flash("input rate "+Thousands(int64(next))+" records/s", levelInfo)
+	m.flash("input rate "+common.Thousands(int64(next))+" records/s", common.LevelInfo)
 	return setRate(m.sampler, next, gen)
 }

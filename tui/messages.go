@@ -1,29 +1,17 @@
 package tui
 
-import (
-	"faultline/runtime/view"
-)
+import "faultline/tui/common"
 
-// This file holds every message the UI handles. Messages from the job
-// (samples, events) and the results of commands are exported so that tests
-// and other drivers can send them; the ones components send the root model
-// are not.
+// This file holds the results of the commands, which only the root model
+// handles; they are exported so that tests and other drivers can send them.
+// The messages the components handle or send are in tui/common; samples
+// and event batches, which drivers send too, keep their names here.
 
 // SnapshotMsg carries one sample of the job, taken by the tick command.
-type SnapshotMsg struct {
-	Snapshot Snapshot
-	// seq numbers the samples in the order they were taken (0: sent from
-	// outside, e.g. by a test, and always applied).
-	seq int64
-}
+type SnapshotMsg = common.SnapshotMsg
 
-// EventsMsg carries a batch of lifecycle events, oldest first. Closed
-// reports that the event channel was closed after them: the job has stopped
-// emitting and no more batches will come.
-type EventsMsg struct {
-	Events []view.Stamped
-	Closed bool
-}
+// EventsMsg carries a batch of lifecycle events, oldest first.
+type EventsMsg = common.EventsMsg
 
 // FaultsMsg carries the fault catalogue, fetched when the fault menu opens,
 // and the subtask selected when it was asked for.
@@ -88,22 +76,4 @@ type SourcesPausedMsg struct {
 type intentDone struct {
 	gen int
 	seq int64
-}
-
-// openDetailMsg asks the root model to open the checkpoint detail view.
-type openDetailMsg struct{ id int64 }
-
-// closeOverlayMsg asks the root model to close the overlay on top.
-type closeOverlayMsg struct{}
-
-// injectMsg asks the root model to inject a confirmed fault.
-type injectMsg struct {
-	fault string
-	task  string // "" for a job-level fault
-}
-
-// flashMsg asks the root model to show a line in the flash.
-type flashMsg struct {
-	text  string
-	level level
 }

@@ -8,6 +8,16 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
+	"faultline/tui/components/checkpoints"
+	"faultline/tui/components/detail"
+	"faultline/tui/components/events"
+	"faultline/tui/components/faultmenu"
+	"faultline/tui/components/graph"
+	"faultline/tui/components/header"
+	"faultline/tui/components/helpview"
+	"faultline/tui/components/restarts"
+	"faultline/tui/components/status"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -52,20 +62,20 @@ type model struct {
 	sampler sampler
 	lastSeq int64
 
-	ctx           *Context
-	keys          KeyMap // the same as ctx.Keys
+	ctx           *common.Context
+	keys          common.KeyMap // the same as ctx.Keys
 	help          help.Model
 	width, height int
 
-	header   *headerBar
-	graph    *graphPane
-	cps      *checkpointsPane
-	restarts *restartsPane
-	log      *eventsPane
-	status   *statusLine
-	menu     *faultMenu
-	detail   *checkpointDetail
-	helpView *helpOverlay
+	header   *header.Model
+	graph    *graph.Model
+	cps      *checkpoints.Model
+	restarts *restarts.Model
+	log      *events.Model
+	status   *status.Model
+	menu     *faultmenu.Model
+	detail   *detail.Model
+	helpView *helpview.Model
 
 	focus   pane
 	overlay overlayKind
@@ -90,39 +100,38 @@ type modelConfig struct {
 	done <-chan struct{}
 }
 
-// newModel returns the root model for ctrl and its event stream (events
+// newModel returns the root model for ctrl and its event stream (stream
 // may be nil).
-func newModel(ctrl Controller, events <-chan view.Stamped, cfg modelConfig) *model {
+func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *model {
 	if cfg.period <= 0 {
 		cfg.period = DefaultTickPeriod
 	}
-	st := NewStyles(cfg.renderer, DefaultTheme())
-	keys := DefaultKeyMap()
+	ctx := common.NewContext(cfg.renderer)
+	st, keys := ctx.Styles, ctx.Keys
 	h := help.New()
 	h.ShortSeparator = "  "
 	h.Styles = help.Styles{
 		ShortKey: st.HelpKey, ShortDesc: st.HelpDesc, ShortSeparator: st.HelpSep, Ellipsis: st.HelpSep,
 		FullKey: st.HelpKey, FullDesc: st.HelpDesc, FullSeparator: st.HelpSep,
 	}
-	ctx := &Context{Styles: st, Keys: keys}
 	return &model{
 		ctrl:     ctrl,
-		events:   events,
+		events:   stream,
 		done:     cfg.done,
 		period:   cfg.period,
 		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done},
 		ctx:      ctx,
 		keys:     keys,
 		help:     h,
-		header:   newHeaderBar(ctx),
-		graph:    newGraphPane(ctx),
-		cps:      newCheckpointsPane(ctx),
-		restarts: newRestartsPane(ctx),
-		log:      newEventsPane(ctx),
-		status:   newStatusLine(ctx),
-		menu:     newFaultMenu(ctx),
-		detail:   newCheckpointDetail(ctx),
-		helpView: newHelpOverlay(ctx, h),
+		header:   header.New(ctx),
+		graph:    graph.New(ctx),
+		cps:      checkpoints.New(ctx),
+		restarts: restarts.New(ctx),
+		log:      events.New(ctx),
+		status:   status.New(ctx),
+		menu:     faultmenu.New(ctx),
+		detail:   detail.New(ctx),
+		helpView: helpview.New(ctx, h),
 	}
 }
 
@@ -174,14 +183,14 @@ func (m *model) handleKeys(msg tea.KeyMsg) tea.Cmd {
 // handleSnapshot takes a sample and schedules the next.
 func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 	next := m.sampler.tick(m.period)
-	if msg.seq != 0 {
-		if msg.seq <= m.lastSeq {
+	if msg.Seq != 0 {
+		if msg.Seq <= m.lastSeq {
 			return next // older than what is shown
 		}
-		m.lastSeq = msg.seq
+		m.lastSeq = msg.Seq
 	}
 	m.ctx.Snap, m.ctx.HasSnap = msg.Snapshot, true
-	m.observeIntents(msg.seq)
+	m.observeIntents(msg.Seq)
 	m.sync()
 	m.graph, _ = update(m.graph, msg)
 	m.cps, _ = update(m.cps, msg)
@@ -194,23 +203,23 @@ func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 func (m *model) observeIntents(seq int64) {
 	in, job := m.ctx.Snap.Input, m.ctx.Snap.Job
 	if m.tempo.observe(seq, in.Tempo == m.tempo.want) {
-		m.flash("tempo: the job still runs "+in.Tempo.String(), levelWarning)
+		m.flash("tempo: the job still runs "+in.Tempo.String(), common.LevelWarning)
 	}
 	if m.paused.observe(seq, in.SourcesPaused == m.paused.want) {
-		m.flash("pause: the job's sources did not follow", levelWarning)
+		m.flash("pause: the job's sources did not follow", common.LevelWarning)
 	}
 	if m.mode.observe(seq, job.Mode == m.mode.want) {
-		m.flash("mode: the job still checkpoints "+job.Mode, levelWarning)
+		m.flash("mode: the job still checkpoints "+job.Mode, common.LevelWarning)
 	}
-	if frozen, ok := frozenFor(&m.ctx.Snap); !ok {
+	if frozen, ok := common.FrozenFor(&m.ctx.Snap); !ok {
 		m.freezeWarned = false
 	} else if lim := job.FreezeLimit; lim > 0 && frozen >= lim/2 && !m.freezeWarned {
 		m.freezeWarned = true
-		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", humanDuration(frozen.Truncate(time.Second)), roundDuration(lim), job.FreezeLimitWhy), levelWarning)
+		m.flash(fmt.Sprintf("frozen for %s: at %s %s and the job fails over; space goes on", common.HumanDuration(frozen.Truncate(time.Second)), common.RoundDuration(lim), job.FreezeLimitWhy), common.LevelWarning)
 	}
 	// A generator may round the rate it was given.
 	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {
-		m.flash("rate: the input still runs at "+humanRate(in.Rate), levelWarning)
+		m.flash("rate: the input still runs at "+common.HumanRate(in.Rate), common.LevelWarning)
 	}
 }
 
@@ -290,39 +299,39 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 			m.menu.Open(msg.Task, msg.Faults)
 			m.overlay = overlayMenu
 		}
-	case injectMsg:
+	case common.InjectMsg:
 		m.overlay = overlayNone
-		m.flash("injecting "+string(msg.fault)+" "+where(msg.task)+"…", levelInfo)
-		return inject(m.ctrl, msg.fault, msg.task)
+		m.flash("injecting "+string(msg.Fault)+" "+where(msg.Task)+"…", common.LevelInfo)
+		return inject(m.ctrl, msg.Fault, msg.Task)
 	case FaultInjectedMsg:
 		if msg.Err != nil {
-			m.flash("inject "+string(msg.Fault)+" "+where(msg.Task)+": "+msg.Err.Error(), levelError)
+			m.flash("inject "+string(msg.Fault)+" "+where(msg.Task)+": "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("injected "+string(msg.Fault)+" "+where(msg.Task), levelWarning)
+			m.flash("injected "+string(msg.Fault)+" "+where(msg.Task), common.LevelWarning)
 		}
 	case CheckpointTriggeredMsg:
 		if msg.Err != nil {
-			m.flash("checkpoint: "+msg.Err.Error(), levelError)
+			m.flash("checkpoint: "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("checkpoint "+itoa(msg.ID)+" triggered", levelSuccess)
+			m.flash("checkpoint "+common.Itoa(msg.ID)+" triggered", common.LevelSuccess)
 		}
 	case SavepointTriggeredMsg:
 		if msg.Err != nil {
-			m.flash("savepoint: "+msg.Err.Error(), levelError)
+			m.flash("savepoint: "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("savepoint "+itoa(msg.ID)+" triggered", levelSuccess)
+			m.flash("savepoint "+common.Itoa(msg.ID)+" triggered", common.LevelSuccess)
 		}
 	case ModeSetMsg:
 		if msg.Err != nil {
 			m.mode.failed(msg.done)
-			m.flash("mode: "+msg.Err.Error(), levelError)
+			m.flash("mode: "+msg.Err.Error(), common.LevelError)
 		} else {
 			m.mode.done(msg.done)
 		}
 	case RateSetMsg:
 		if msg.Err != nil {
 			m.rate.failed(msg.done)
-			m.flash("rate: "+msg.Err.Error(), levelError)
+			m.flash("rate: "+msg.Err.Error(), common.LevelError)
 		} else {
 			m.rate.done(msg.done)
 		}
@@ -332,20 +341,20 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		m.tempo.done(msg.done)
 	case SteppedMsg:
 		// The flash already said what a step does.
-	case openDetailMsg:
-		m.detail.Open(msg.id)
+	case common.OpenDetailMsg:
+		m.detail.Open(msg.ID)
 		m.overlay = overlayDetail
-	case closeOverlayMsg:
+	case common.CloseOverlayMsg:
 		m.overlay = overlayNone
-	case flashMsg:
-		m.flash(msg.text, msg.level)
+	case common.FlashMsg:
+		m.flash(msg.Text, msg.Level)
 	}
 	return nil
 }
 
 // flash shows text in the flash.
-func (m *model) flash(text string, l level) {
-	m.status, _ = update(m.status, flashMsg{text: text, level: l})
+func (m *model) flash(text string, l common.Level) {
+	m.status, _ = update(m.status, common.FlashMsg{Text: text, Level: l})
 }
 
 // where names a fault's target in a sentence.
@@ -417,21 +426,21 @@ func (m *model) View() string {
 	var body []string
 	switch m.overlay {
 	case overlayHelp:
-		body = splitLines(m.helpView.View())
+		body = common.SplitLines(m.helpView.View())
 	case overlayDetail:
-		body = splitLines(m.detail.View())
+		body = common.SplitLines(m.detail.View())
 	default:
 		body = m.panes()
 		if m.overlay == overlayMenu {
-			box := splitLines(m.menu.View())
+			box := common.SplitLines(m.menu.View())
 			s := m.sizes()
 			y := max(s.graphH, len(body)-len(box))
-			body = overlay(body, box, max((m.width-width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
+			body = overlay(body, box, max((m.width-common.Width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
 		}
 	}
 	lines := append([]string{m.header.View()}, body...)
 	lines = append(lines, m.status.View(), m.helpLine())
-	return strings.Join(fitLines(lines, m.width, m.height), "\n")
+	return strings.Join(common.FitLines(lines, m.width, m.height), "\n")
 }
 
 // panes draws the job graph, the checkpoints beside the restarts, and the
@@ -439,14 +448,14 @@ func (m *model) View() string {
 func (m *model) panes() []string {
 	st := m.ctx.Styles
 	s := m.sizes()
-	lines := splitLines(m.graph.View())
+	lines := common.SplitLines(m.graph.View())
 	sep := make([]string, s.midH)
 	sep[0] = st.Rule.Render("┬")
 	for i := 1; i < len(sep); i++ {
 		sep[i] = st.Rule.Render("│")
 	}
-	lines = append(lines, joinSideBySide(splitLines(m.cps.View()), splitLines(m.restarts.View()), sep)...)
-	return append(lines, splitLines(m.log.View())...)
+	lines = append(lines, joinSideBySide(common.SplitLines(m.cps.View()), common.SplitLines(m.restarts.View()), sep)...)
+	return append(lines, common.SplitLines(m.log.View())...)
 }
 
 // helpLine is the short help of what has the keys now, with "? help  q
@@ -469,21 +478,32 @@ func (m *model) helpLine() string {
 		case paneEvents:
 			bindings = m.log.ShortHelp()
 		}
-		bindings = append(bindings, m.keys.commandHelp()...)
+		bindings = append(bindings, m.keys.CommandHelp()...)
 	}
 	h := m.help
 	right := h.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
-	leftW := max(m.width-width(right)-4, 0) // a space before, two between, one after
+	leftW := max(m.width-common.Width(right)-4, 0) // a space before, two between, one after
 	h.Width = leftW
-	left := truncate(h.ShortHelpView(bindings), leftW)
-	return " " + padRight(left, leftW) + "  " + right + " "
+	left := common.Truncate(h.ShortHelpView(bindings), leftW)
+	return " " + common.PadRight(left, leftW) + "  " + right + " "
 }
 
 // tooSmall is the screen for a terminal below the minimum size.
 func (m *model) tooSmall() string {
 	st := m.ctx.Styles
-	text := st.Warning.Render("terminal too small: need at least "+itoa(MinWidth)+"×"+itoa(MinHeight)+
-		", have "+itoa(int64(m.width))+"×"+itoa(int64(m.height))) + "\n" +
+	text := st.Warning.Render("terminal too small: need at least "+common.Itoa(MinWidth)+"×"+common.Itoa(MinHeight)+
+		", have "+common.Itoa(int64(m.width))+"×"+common.Itoa(int64(m.height))) + "\n" +
 		st.Muted.Render("enlarge the window, or press q to quit")
 	return fitBlock(lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, text), m.width, m.height)
+}
+
+// update hands msg to a component and gives back the component (Update
+// returns the tea.Model interface; every component here is a pointer that
+// returns itself).
+func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
+	m, cmd := c.Update(msg)
+	if next, ok := m.(C); ok {
+		return next, cmd
+	}
+	return c, cmd
 }

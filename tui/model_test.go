@@ -13,6 +13,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
 )
 
 func assertCalls(t *testing.T, ctrl *fakeController, want ...string) {
@@ -30,7 +32,7 @@ func assertSelected(t *testing.T, h *harness, want string) {
 }
 
 func TestSelectionStartsAtTheFirstAligningCandidate(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	assertSelected(t, h, "join/0")
 	if h.m.ctx.Selected != "join/0" {
 		t.Fatalf("context selection %q", h.m.ctx.Selected)
@@ -60,7 +62,7 @@ func TestSelectionMoves(t *testing.T) {
 		{"up keeps the index", []string{"l", "k"}, "parse-payments/1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, runningSnapshot(), 120, 40)
+			h := newHarness(t, fixture.Running(), 120, 40)
 			h.press(tc.keys...)
 			assertSelected(t, h, tc.want)
 			assertCalls(t, h.ctrl)
@@ -69,14 +71,14 @@ func TestSelectionMoves(t *testing.T) {
 }
 
 func TestSelectionSurvivesSamples(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("l")
-	h.send(SnapshotMsg{Snapshot: aligningSnapshot()})
+	h.send(SnapshotMsg{Snapshot: fixture.Aligning()})
 	assertSelected(t, h, "join/1")
 }
 
 func TestArrowsMoveOnlyTheFocusedPane(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("tab", "down", "down")
 	assertSelected(t, h, "join/0")
 	if got := h.m.cps.SelectedID(); got != 12 {
@@ -89,7 +91,7 @@ func TestArrowsMoveOnlyTheFocusedPane(t *testing.T) {
 }
 
 func TestFaultMenuInjectsIntoTheSelectedSubtask(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("l", "x")
 	if h.m.overlay != overlayMenu {
 		t.Fatal("x did not open the fault menu")
@@ -116,7 +118,7 @@ func TestFaultMenuInjectsIntoTheSelectedSubtask(t *testing.T) {
 }
 
 func TestFaultMenuPicksByNumber(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("x", "2", "y")
 	assertCalls(t, h.ctrl, "Inject(error,join/0)")
 
@@ -138,7 +140,7 @@ func TestFaultMenuCancel(t *testing.T) {
 		{"x", "enter", "q"},
 	} {
 		t.Run(strings.Join(keys, " "), func(t *testing.T) {
-			h := newHarness(t, runningSnapshot(), 120, 40)
+			h := newHarness(t, fixture.Running(), 120, 40)
 			h.press(keys...)
 			assertCalls(t, h.ctrl)
 			if h.m.overlay != overlayNone {
@@ -155,7 +157,7 @@ func TestFaultMenuCancel(t *testing.T) {
 }
 
 func TestFaultMenuUnavailableEntryIsNotSelectable(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("x", "4") // broker-down: the broker is external
 	if h.m.menu.Confirming() {
 		t.Fatal("an unavailable fault was chosen")
@@ -177,7 +179,7 @@ func TestFaultMenuUnavailableEntryIsNotSelectable(t *testing.T) {
 }
 
 func TestFaultMenuIsNotOnControlChords(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.send(tea.KeyMsg{Type: tea.KeyCtrlX})
 	if h.m.overlay != overlayNone {
 		t.Fatal("ctrl+x opened the fault menu")
@@ -185,7 +187,7 @@ func TestFaultMenuIsNotOnControlChords(t *testing.T) {
 }
 
 func TestModeSwitch(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("m")
 	assertCalls(t, h.ctrl, "SetMode(at-least-once)")
 	if h.m.ctx.Mode != "at-least-once" {
@@ -199,7 +201,7 @@ func TestModeSwitch(t *testing.T) {
 }
 
 func TestModeSwitchRefused(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.ctrl.modeErr = errors.New("a checkpoint is pending")
 	h.press("m")
 	if h.m.ctx.Mode != "exactly-once" {
@@ -211,7 +213,7 @@ func TestModeSwitchRefused(t *testing.T) {
 }
 
 func TestPause(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("p")
 	assertCalls(t, h.ctrl, "SetSourcesPaused(true)")
 	if !h.m.ctx.Paused || !strings.Contains(h.m.View(), "SOURCES PAUSED") {
@@ -225,7 +227,7 @@ func TestPause(t *testing.T) {
 }
 
 func TestIntentIsShownUntilTheJobConfirmsIt(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("p") // the command returned with no sample taken yet
 	if !h.m.ctx.Paused {
 		t.Fatal("pause not shown at once")
@@ -233,26 +235,26 @@ func TestIntentIsShownUntilTheJobConfirmsIt(t *testing.T) {
 	// Samples that still show the sources running (taken before the
 	// command returned, or lagging) do not undo it.
 	for seq := int64(1); seq <= graceSamples; seq++ {
-		h.send(SnapshotMsg{Snapshot: runningSnapshot(), seq: seq})
+		h.send(SnapshotMsg{Snapshot: fixture.Running(), Seq: seq})
 		if !h.m.ctx.Paused {
 			t.Fatalf("sample %d undid the pause", seq)
 		}
 	}
 	// The job confirms: from now on the UI shows the job's own state.
-	s := runningSnapshot()
+	s := fixture.Running()
 	s.Input.SourcesPaused = true
-	h.send(SnapshotMsg{Snapshot: s, seq: graceSamples + 1})
-	h.send(SnapshotMsg{Snapshot: runningSnapshot(), seq: graceSamples + 2})
+	h.send(SnapshotMsg{Snapshot: s, Seq: graceSamples + 1})
+	h.send(SnapshotMsg{Snapshot: fixture.Running(), Seq: graceSamples + 2})
 	if h.m.ctx.Paused {
 		t.Fatal("the job's own state is not shown once it confirmed")
 	}
 }
 
 func TestIntentTheJobDidNotTake(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("z")
 	for seq := int64(1); seq <= graceSamples+1; seq++ {
-		h.send(SnapshotMsg{Snapshot: runningSnapshot(), seq: seq})
+		h.send(SnapshotMsg{Snapshot: fixture.Running(), Seq: seq})
 	}
 	if h.m.ctx.Tempo != TempoNormal {
 		t.Fatalf("tempo %s shown, the job runs normal", h.m.ctx.Tempo)
@@ -265,17 +267,17 @@ func TestIntentTheJobDidNotTake(t *testing.T) {
 // Keys pressed fast reach the UI as one message of several runes (Bubble
 // Tea v1 reads them in one go): each one counts, in order.
 func TestKeysPressedFastAllCount(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("zzmcs")})
 	assertCalls(t, h.ctrl, "SetTempo(slow)", "SetTempo(slower)", "SetMode(at-least-once)", "TriggerCheckpoint", "TriggerSavepoint")
 }
 
 func TestTempo(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("z", "z", "z")
 	assertCalls(t, h.ctrl, "SetTempo(slow)", "SetTempo(slower)", "SetTempo(normal)")
 
-	h = newHarness(t, runningSnapshot(), 120, 40)
+	h = newHarness(t, fixture.Running(), 120, 40)
 	h.press("z", "space")
 	if h.m.ctx.Tempo != TempoFrozen || !strings.Contains(h.m.View(), "FROZEN") {
 		t.Fatal("space did not freeze")
@@ -289,7 +291,7 @@ func TestTempo(t *testing.T) {
 }
 
 func TestStepFreezesFirst(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press(".")
 	assertCalls(t, h.ctrl, "SetTempo(frozen)", "Step")
 	if h.m.ctx.Tempo != TempoFrozen {
@@ -302,13 +304,13 @@ func TestStepFreezesFirst(t *testing.T) {
 }
 
 func TestSlowFromFrozen(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("space", "z")
 	assertCalls(t, h.ctrl, "SetTempo(frozen)", "SetTempo(slow)")
 }
 
 func TestRate(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40) // 10,000 records/s
+	h := newHarness(t, fixture.Running(), 120, 40) // 10,000 records/s
 	h.press("+", "+", "-")
 	assertCalls(t, h.ctrl, "SetRate(15000)", "SetRate(22500)", "SetRate(15000)")
 	if h.m.ctx.Rate != 15000 {
@@ -320,7 +322,7 @@ func TestRate(t *testing.T) {
 }
 
 func TestRateBounds(t *testing.T) {
-	s := runningSnapshot()
+	s := fixture.Running()
 	s.Input.Rate = 12
 	h := newHarness(t, s, 120, 40)
 	h.press("-", "-")
@@ -332,7 +334,7 @@ func TestRateBounds(t *testing.T) {
 }
 
 func TestRateRefused(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.ctrl.rateErr = errors.New("no input generator: --brokers reads an existing topic")
 	h.press("+")
 	if h.m.ctx.Rate != 10000 {
@@ -344,7 +346,7 @@ func TestRateRefused(t *testing.T) {
 }
 
 func TestTabCyclesFocus(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	for _, want := range []pane{paneCheckpoints, paneEvents, paneGraph} {
 		h.press("tab")
 		if h.m.focus != want {
@@ -361,7 +363,7 @@ func TestTabCyclesFocus(t *testing.T) {
 }
 
 func TestCheckpointDetail(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("enter") // the graph has the focus: no detail
 	if h.m.overlay != overlayNone {
 		t.Fatal("enter in the graph opened something")
@@ -385,7 +387,7 @@ func TestCheckpointDetail(t *testing.T) {
 }
 
 func TestCheckpointDetailOfPending(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("tab", "enter")
 	v := h.m.View()
 	for _, want := range []string{"checkpoint 14", "pending", "8/13 acknowledged", "waiting for 5 subtasks", "○ waiting"} {
@@ -396,7 +398,7 @@ func TestCheckpointDetailOfPending(t *testing.T) {
 }
 
 func TestHelpToggle(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("?")
 	if h.m.overlay != overlayHelp {
 		t.Fatal("? did not open the help")
@@ -418,13 +420,13 @@ func TestHelpToggle(t *testing.T) {
 
 func TestQuit(t *testing.T) {
 	for _, k := range []string{"q", "ctrl+c"} {
-		h := newHarness(t, runningSnapshot(), 120, 40)
+		h := newHarness(t, fixture.Running(), 120, 40)
 		h.press(k)
 		if !h.quit {
 			t.Fatalf("%s did not quit", k)
 		}
 	}
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("x", "ctrl+c")
 	if !h.quit {
 		t.Fatal("ctrl+c did not quit from the fault menu")
@@ -432,7 +434,7 @@ func TestQuit(t *testing.T) {
 }
 
 func TestCheckpointAndSavepointCommands(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
+	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("c")
 	if got := h.m.status.Flash(); got != "checkpoint 15 triggered" {
 		t.Fatalf("flash %q", got)
@@ -448,22 +450,11 @@ func TestCheckpointAndSavepointCommands(t *testing.T) {
 	}
 }
 
-func TestFlashExpiresWithTheJobsClock(t *testing.T) {
-	h := newHarness(t, runningSnapshot(), 120, 40)
-	h.press("c")
-	s := runningSnapshot()
-	s.Now = s.Now.Add(flashFor + 1)
-	h.send(SnapshotMsg{Snapshot: s})
-	if got := h.m.status.Flash(); got != "" {
-		t.Fatalf("flash %q still shown", got)
-	}
-}
-
 func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
 	ch := make(chan view.Stamped, 4)
 	ch <- view.Stamped{Event: view.JobStatus{Status: "RUNNING"}}
 	close(ch)
-	m := newModel(newFake(runningSnapshot()), ch, modelConfig{})
+	m := newModel(newFake(fixture.Running()), ch, modelConfig{})
 	msg := waitEvents(ch, nil)()
 	em, ok := msg.(EventsMsg)
 	if !ok || len(em.Events) != 1 || !em.Closed {
@@ -487,7 +478,7 @@ func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
 func TestWaitEventsBatches(t *testing.T) {
 	ch := make(chan view.Stamped, 600)
 	for range 600 {
-		ch <- view.Stamped{Event: ev(t, "x", nil)}
+		ch <- view.Stamped{Event: fixture.Event(t, "x", nil)}
 	}
 	msg := waitEvents(ch, nil)().(EventsMsg)
 	if len(msg.Events) != maxEventBatch+1 || msg.Closed {
@@ -502,17 +493,17 @@ func TestWaitEventsBatches(t *testing.T) {
 
 func TestViewFitsTheTerminal(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {200, 60}} {
-		for name, s := range map[string]Snapshot{"running": runningSnapshot(), "aligning": aligningSnapshot(), "restarting": restartingSnapshot()} {
+		for name, s := range map[string]Snapshot{"running": fixture.Running(), "aligning": fixture.Aligning(), "restarting": fixture.Restarting()} {
 			for _, keys := range [][]string{nil, {"x"}, {"?"}, {"tab", "enter"}} {
 				h := newHarness(t, s, size[0], size[1])
-				h.events(restartEvents())
+				h.events(fixture.RestartEvents())
 				h.press(keys...)
 				lines := strings.Split(h.m.View(), "\n")
 				if len(lines) != size[1] {
 					t.Fatalf("%s %v at %dx%d: %d lines", name, keys, size[0], size[1], len(lines))
 				}
 				for i, l := range lines {
-					if w := width(l); w != size[0] {
+					if w := common.Width(l); w != size[0] {
 						t.Fatalf("%s %v at %dx%d: line %d is %d wide: %q", name, keys, size[0], size[1], i, w, l)
 					}
 				}
@@ -526,8 +517,8 @@ func TestViewFitsTheTerminalInColour(t *testing.T) {
 	defer lipgloss.SetColorProfile(termenv.Ascii)
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		for _, keys := range [][]string{nil, {"x"}, {"?"}, {"tab", "enter"}} {
-			h := newHarness(t, aligningSnapshot(), size[0], size[1])
-			h.events(restartEvents())
+			h := newHarness(t, fixture.Aligning(), size[0], size[1])
+			h.events(fixture.RestartEvents())
 			h.press(keys...)
 			v := h.m.View()
 			if !strings.Contains(v, "\x1b[") {
@@ -538,7 +529,7 @@ func TestViewFitsTheTerminalInColour(t *testing.T) {
 				t.Fatalf("%v at %dx%d: %d lines", keys, size[0], size[1], len(lines))
 			}
 			for i, l := range lines {
-				if w := width(l); w != size[0] {
+				if w := common.Width(l); w != size[0] {
 					t.Fatalf("%v at %dx%d: line %d is %d wide: %q", keys, size[0], size[1], i, w, l)
 				}
 			}
@@ -547,7 +538,7 @@ func TestViewFitsTheTerminalInColour(t *testing.T) {
 }
 
 func TestPipelineJobShowsEveryStripAt80x24(t *testing.T) {
-	h := newHarness(t, pipelineSnapshot(), 80, 24)
+	h := newHarness(t, fixture.Pipeline(), 80, 24)
 	v := h.m.View()
 	for _, want := range []string{"source", "enrich", "sink", "▌7", "p3:"} {
 		if !strings.Contains(v, want) {
@@ -573,7 +564,7 @@ func TestBeforeTheFirstSample(t *testing.T) {
 }
 
 func TestTickStopsWhenRunReturns(t *testing.T) {
-	ctrl := newFake(runningSnapshot())
+	ctrl := newFake(fixture.Running())
 	done := make(chan struct{})
 	close(done)
 	s := sampler{ctrl: ctrl, count: new(atomic.Int64), done: done}
@@ -585,28 +576,28 @@ func TestTickStopsWhenRunReturns(t *testing.T) {
 	}
 	s.done = nil
 	msg, ok := s.tick(time.Millisecond)().(SnapshotMsg)
-	if !ok || msg.seq != 1 || msg.Snapshot.Job.Name != "orders" {
+	if !ok || msg.Seq != 1 || msg.Snapshot.Job.Name != "orders" {
 		t.Fatalf("tick returned %#v", msg)
 	}
 }
 
 // wideSnapshot is a pipeline of parallelism n with ten operators.
 func wideSnapshot(n int) Snapshot {
-	s := pipelineSnapshot()
+	s := fixture.Pipeline()
 	s.Operators = nil
 	s.Tasks = map[string]Task{}
 	prev := ""
 	for o := range 10 {
-		op := Operator{Name: "operator-with-a-long-name-" + itoa(int64(o)), Type: "enrich", Parallelism: n}
+		op := Operator{Name: "operator-with-a-long-name-" + common.Itoa(int64(o)), Type: "enrich", Parallelism: n}
 		if prev != "" {
 			op.Inputs = []Edge{{From: prev, Kind: "hash", Key: "k"}}
 		}
 		s.Operators = append(s.Operators, op)
 		for i := range n {
-			t := Task{Name: taskName(op.Name, i), Operator: op.Name, Index: i, Status: "RUNNING", RateIn: 123456}
+			t := Task{Name: common.TaskName(op.Name, i), Operator: op.Name, Index: i, Status: "RUNNING", RateIn: 123456}
 			if prev != "" {
 				for j := range n {
-					t.Inputs = append(t.Inputs, queue(taskName(prev, j), 0, 100000, barrier(99999, 5000)))
+					t.Inputs = append(t.Inputs, fixture.Queue(common.TaskName(prev, j), 0, 100000, fixture.Barrier(99999, 5000)))
 				}
 			} else {
 				t.Offsets = map[int32]int64{int32(i): 123456789}
@@ -630,7 +621,7 @@ func TestBigJobsDoNotBreakTheLayout(t *testing.T) {
 					t.Fatalf("parallelism %d at %v: %d lines", n, size, len(lines))
 				}
 				for i, l := range lines {
-					if w := width(l); w != size[0] {
+					if w := common.Width(l); w != size[0] {
 						t.Fatalf("parallelism %d at %v %v: line %d is %d wide: %q", n, size, keys, i, w, l)
 					}
 				}
@@ -641,7 +632,7 @@ func TestBigJobsDoNotBreakTheLayout(t *testing.T) {
 }
 
 func TestRestartsPaneSaysWhatWasLostAndWhyItGaveUp(t *testing.T) {
-	s := restartingSnapshot()
+	s := fixture.Restarting()
 	s.Job.Status = "FAILED"
 	s.Restart.NextRestartAt = time.Time{}
 	s.Restart.Failover = "individual"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/internal/fixture"
 )
 
 // lockedBuffer is an io.Writer the program writes and the test reads.
@@ -70,7 +71,7 @@ func waitResult(t *testing.T, errc <-chan error) {
 func TestRunReturnsWhenContextIsDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ctrl := newFake(runningSnapshot())
+	ctrl := newFake(fixture.Running())
 	_, errc := startRun(t, ctx, ctrl, make(chan view.Stamped))
 	waitSampled(t, ctrl, 2)
 	cancel()
@@ -79,7 +80,7 @@ func TestRunReturnsWhenContextIsDone(t *testing.T) {
 
 func TestRunReturnsWhenTheUserQuits(t *testing.T) {
 	for _, key := range []string{"q", "\x03"} { // q, ctrl+c
-		ctrl := newFake(runningSnapshot())
+		ctrl := newFake(fixture.Running())
 		in, errc := startRun(t, context.Background(), ctrl, nil)
 		waitSampled(t, ctrl, 2)
 		if _, err := in.Write([]byte(key)); err != nil {
@@ -96,7 +97,7 @@ func TestRunGoesOnAfterTheEventsEnd(t *testing.T) {
 	events := make(chan view.Stamped, 2)
 	events <- view.Stamped{Event: view.JobStatus{Status: "FINISHED"}}
 	close(events)
-	ctrl := newFake(runningSnapshot())
+	ctrl := newFake(fixture.Running())
 	in, errc := startRun(t, context.Background(), ctrl, events)
 	// The tick goes on sampling the job after the stream closed: the UI
 	// still shows the final state, and nothing crashed.

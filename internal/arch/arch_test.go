@@ -78,6 +78,24 @@ var rules = []rule{
 	{"faultline/internal/dbclose", []string{"faultline"}, "closing Badger is a leaf", nil},
 	{"faultline/runtime/view", []string{"faultline"}, "the UI's view is plain data: it imports nothing of the engine", nil},
 	{"faultline/tui", []string{"faultline"}, "the UI draws the plain data of runtime/view and imports nothing of the engine", []string{"faultline/runtime/view"}},
+	{"faultline/tui/common", []string{"faultline/tui"}, "what the UI's components share imports neither the root UI nor a component", nil},
+}
+
+// apart holds the packages directly below each path apart: such a package
+// (with what lies below it) imports no sibling, nor what lies below one.
+var apart = []struct{ path, why string }{
+	{"faultline/tui/components", "a component imports no other component: what they share is in tui/common"},
+}
+
+// own is the package directly below parent that path lies in, or "" when
+// path does not lie below parent.
+func own(path, parent string) string {
+	rest, ok := strings.CutPrefix(path, parent+"/")
+	if !ok {
+		return ""
+	}
+	child, _, _ := strings.Cut(rest, "/")
+	return parent + "/" + child
 }
 
 // broken returns the imports of the packages in pkgs that break a rule.
@@ -98,6 +116,14 @@ func broken(pkgs []pkg) []string {
 				}
 			}
 		}
+		for _, a := range apart {
+			self := own(p.ImportPath, a.path)
+			for _, imp := range p.Imports {
+				if self != "" && own(imp, a.path) != "" && !under(imp, self) {
+					out = append(out, p.ImportPath+" imports "+imp+": "+a.why)
+				}
+			}
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -111,15 +137,16 @@ func TestImportsPointOneWay(t *testing.T) {
 }
 
 // The UI builds without the engine and its libraries: nothing of Badger,
-// Sarama or the engine's packages is among its dependencies.
+// Sarama or the engine's packages is among the dependencies of tui or of
+// any package below it.
 func TestUIBuildsWithoutTheEngine(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "faultline/tui").Output()
+	out, err := exec.Command("go", "list", "-deps", "faultline/tui/...").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.Contains(dep, "badger") || strings.Contains(dep, "sarama") || strings.Contains(dep, "franz-go") ||
-			strings.HasPrefix(dep, "faultline/") && dep != "faultline/tui" && dep != "faultline/runtime/view" {
+			strings.HasPrefix(dep, "faultline/") && !under(dep, "faultline/tui") && dep != "faultline/runtime/view" {
 			t.Errorf("the UI depends on %s", dep)
 		}
 	}
@@ -132,12 +159,19 @@ func TestRulesCatchAForbiddenImport(t *testing.T) {
 		{ImportPath: "faultline/checkpoint", Imports: []string{"faultline/internal/clock", "faultline/runtime/spec"}},
 		{ImportPath: "faultline/runtime/kafka", Imports: []string{"faultline/runtime", "faultline/tui"}},
 		{ImportPath: "faultline/tui", Imports: []string{"faultline/runtime/view", "faultline/checkpoint"}},
+		{ImportPath: "faultline/tui/components/graph", Imports: []string{"faultline/tui/common", "faultline/runtime/view", "faultline/runtime"}},
+		{ImportPath: "faultline/tui/components/detail", Imports: []string{"faultline/tui/common", "faultline/tui/components/checkpoints"}},
+		{ImportPath: "faultline/tui/components/graph/strip", Imports: []string{"faultline/tui/components/graph"}},
+		{ImportPath: "faultline/tui/common", Imports: []string{"faultline/runtime/view", "faultline/tui/components/graph"}},
 	})
 	want := []string{
 		"faultline/checkpoint imports faultline/runtime/spec: checkpoint knows nothing of the engine or the UI",
 		"faultline/restart imports faultline/runtime: restart decides on plain names and errors: it imports no project package",
 		"faultline/runtime/kafka imports faultline/tui: the engine never calls into the UI or the command line",
 		"faultline/tui imports faultline/checkpoint: the UI draws the plain data of runtime/view and imports nothing of the engine",
+		"faultline/tui/common imports faultline/tui/components/graph: what the UI's components share imports neither the root UI nor a component",
+		"faultline/tui/components/detail imports faultline/tui/components/checkpoints: a component imports no other component: what they share is in tui/common",
+		"faultline/tui/components/graph imports faultline/runtime: the UI draws the plain data of runtime/view and imports nothing of the engine",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("broken =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

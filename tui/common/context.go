@@ -1,14 +1,21 @@
-package tui
+// Package common is what the UI's components share (gh-dash's
+// internal/tui/context, soft-serve's pkg/ui/common): the Component
+// interface and the Context every component reads, the theme and the
+// styles built from it, the key bindings, the formatting and layout
+// helpers, and the messages the components handle and send. It imports
+// nothing of faultline but runtime/view, and no component.
+package common
 
 import (
 	"fmt"
-	"slices"
+	"time"
 
 	"faultline/runtime/view"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 )
 
 // Component is what every pane and overlay is (soft-serve's
@@ -30,13 +37,13 @@ type Context struct {
 	Keys   KeyMap
 
 	// Snap is the latest Snapshot; HasSnap is false until the first.
-	Snap    Snapshot
+	Snap    view.Snapshot
 	HasSnap bool
 
 	// The settings the user changes from the keyboard, as the UI shows them:
 	// what was asked for, until a Snapshot taken after the command shows
 	// it (or, a few samples later, shows that the job did not take it).
-	Tempo  Tempo
+	Tempo  view.Tempo
 	Paused bool
 	Mode   string
 	Rate   float64
@@ -46,9 +53,16 @@ type Context struct {
 	Selected string
 }
 
-// pendingCheckpoint returns the newest pending checkpoint in History, the
+// NewContext returns the Context of a UI with faultline's theme and keys,
+// its styles built for the terminal r writes to (nil: lipgloss's default
+// renderer), before the first sample.
+func NewContext(r *lipgloss.Renderer) *Context {
+	return &Context{Styles: NewStyles(r, DefaultTheme()), Keys: DefaultKeyMap()}
+}
+
+// PendingCheckpoint returns the newest pending checkpoint in History, the
 // one whose acknowledgements the graph shows, or nil.
-func (c *Context) pendingCheckpoint() *view.Checkpoint {
+func (c *Context) PendingCheckpoint() *view.Checkpoint {
 	for i := range c.Snap.Checkpoints.History {
 		if c.Snap.Checkpoints.History[i].Status == view.StatusPending {
 			return &c.Snap.Checkpoints.History[i]
@@ -57,8 +71,8 @@ func (c *Context) pendingCheckpoint() *view.Checkpoint {
 	return nil
 }
 
-// checkpointByID returns the checkpoint id from History, or nil.
-func (c *Context) checkpointByID(id int64) *view.Checkpoint {
+// CheckpointByID returns the checkpoint id from History, or nil.
+func (c *Context) CheckpointByID(id int64) *view.Checkpoint {
 	for i := range c.Snap.Checkpoints.History {
 		if c.Snap.Checkpoints.History[i].ID == id {
 			return &c.Snap.Checkpoints.History[i]
@@ -67,59 +81,34 @@ func (c *Context) checkpointByID(id int64) *view.Checkpoint {
 	return nil
 }
 
-// taskNames lists every subtask in spec order: operators in order, then
+// TaskNames lists every subtask in spec order: operators in order, then
 // subtask index.
-func (c *Context) taskNames() []string {
+func (c *Context) TaskNames() []string {
 	var out []string
 	for _, op := range c.Snap.Operators {
 		for i := range op.Parallelism {
-			out = append(out, taskName(op.Name, i))
+			out = append(out, TaskName(op.Name, i))
 		}
 	}
 	return out
 }
 
-// taskName names a subtask as Flink does: "operator/index".
-func taskName(op string, index int) string { return fmt.Sprintf("%s/%d", op, index) }
+// TaskName names a subtask as Flink does: "operator/index".
+func TaskName(op string, index int) string { return fmt.Sprintf("%s/%d", op, index) }
 
-// acked reports whether task acknowledged cp, and whether cp still waits
-// for it.
-func acked(cp *view.Checkpoint, task string) (done, waiting bool) {
-	if _, ok := cp.AckedTasks[task]; ok {
-		return true, false
-	}
-	return false, slices.Contains(cp.WaitingFor, task)
-}
-
-// update hands msg to a component and gives back the component (Update
-// returns the tea.Model interface; every component here is a pointer that
-// returns itself).
-func update[C tea.Model](c C, msg tea.Msg) (C, tea.Cmd) {
-	m, cmd := c.Update(msg)
-	if next, ok := m.(C); ok {
-		return next, cmd
-	}
-	return c, cmd
-}
-
-// noKeys is embedded by components without key bindings of their own.
-type noKeys struct{}
+// NoKeys is embedded by components without key bindings of their own.
+type NoKeys struct{}
 
 // ShortHelp implements help.KeyMap.
-func (noKeys) ShortHelp() []key.Binding { return nil }
+func (NoKeys) ShortHelp() []key.Binding { return nil }
 
 // FullHelp implements help.KeyMap.
-func (noKeys) FullHelp() [][]key.Binding { return nil }
+func (NoKeys) FullHelp() [][]key.Binding { return nil }
 
-// Every pane and overlay is a Component.
-var (
-	_ Component = (*headerBar)(nil)
-	_ Component = (*graphPane)(nil)
-	_ Component = (*checkpointsPane)(nil)
-	_ Component = (*restartsPane)(nil)
-	_ Component = (*eventsPane)(nil)
-	_ Component = (*statusLine)(nil)
-	_ Component = (*faultMenu)(nil)
-	_ Component = (*checkpointDetail)(nil)
-	_ Component = (*helpOverlay)(nil)
-)
+// FrozenFor is how long the world has been frozen, as of the snapshot.
+func FrozenFor(snap *view.Snapshot) (time.Duration, bool) {
+	if snap.Input.FrozenSince.IsZero() {
+		return 0, false
+	}
+	return max(snap.Now.Sub(snap.Input.FrozenSince), 0), true
+}

@@ -1,4 +1,6 @@
-package tui
+// Package graph is the job graph pane (Flink: the ExecutionGraph) with the
+// queue strips of the subtasks' input channels.
+package graph
 
 import (
 	"slices"
@@ -6,12 +8,13 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// graphPane draws the job graph (Flink: the ExecutionGraph): one row per
+// Model draws the job graph (Flink: the ExecutionGraph): one row per
 // operator in spec order, which is topological, one cell per subtask with
 // its status word, records/s, back-pressure and, for sources, the next
 // offset of each partition; and under the cells of a subtask with input
@@ -24,8 +27,8 @@ import (
 // strips does not depend on what the job is doing, so the layout never
 // jumps when an alignment starts or ends. Subtasks without strips still say
 // "ALIGNING #14 38ms" in their cell.
-type graphPane struct {
-	ctx           *Context
+type Model struct {
+	ctx           *common.Context
 	width, height int // the height counts the rule line
 	focused       bool
 
@@ -36,39 +39,43 @@ type graphPane struct {
 	chosen bool
 }
 
-func newGraphPane(ctx *Context) *graphPane { return &graphPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (g *graphPane) Init() tea.Cmd { return nil }
+func (g *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (g *graphPane) SetSize(w, h int) { g.width, g.height = w, h }
+func (g *Model) SetSize(w, h int) { g.width, g.height = w, h }
 
 // SetFocused tells the pane whether it has the focus.
-func (g *graphPane) SetFocused(f bool) { g.focused = f }
+func (g *Model) SetFocused(f bool) { g.focused = f }
 
 // ShortHelp implements help.KeyMap.
-func (g *graphPane) ShortHelp() []key.Binding { return []key.Binding{g.ctx.Keys.Select} }
+func (g *Model) ShortHelp() []key.Binding { return []key.Binding{g.ctx.Keys.Select} }
 
 // FullHelp implements help.KeyMap.
-func (g *graphPane) FullHelp() [][]key.Binding {
+func (g *Model) FullHelp() [][]key.Binding {
 	k := g.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.Left, k.Right, k.Fault}}
 }
 
 // Selected is the selected subtask, "operator/index", or "".
-func (g *graphPane) Selected() string {
+func (g *Model) Selected() string {
 	if !g.chosen {
 		return ""
 	}
-	return taskName(g.selOp, g.selIdx)
+	return common.TaskName(g.selOp, g.selIdx)
 }
 
 // Update implements tea.Model: samples keep the selection valid, arrows
 // and hjkl move it.
-func (g *graphPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (g *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case SnapshotMsg:
+	case common.SnapshotMsg:
 		g.keepSelection()
 	case tea.KeyMsg:
 		k := g.ctx.Keys
@@ -89,14 +96,14 @@ func (g *graphPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // keepSelection selects a subtask when there is none (the first one with
 // several input channels, where alignment happens, else the first), and
 // moves it into range when the job changed.
-func (g *graphPane) keepSelection() {
+func (g *Model) keepSelection() {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
 		return
 	}
 	if i := g.opIndex(); !g.chosen || i < 0 {
 		g.selOp, g.selIdx, g.chosen = ops[0].Name, 0, true
-		for _, name := range g.ctx.taskNames() {
+		for _, name := range g.ctx.TaskNames() {
 			if len(g.ctx.Snap.Tasks[name].Inputs) > 1 {
 				t := g.ctx.Snap.Tasks[name]
 				g.selOp, g.selIdx = t.Operator, t.Index
@@ -108,13 +115,13 @@ func (g *graphPane) keepSelection() {
 	g.selIdx = min(g.selIdx, max(ops[g.opIndex()].Parallelism-1, 0))
 }
 
-func (g *graphPane) opIndex() int {
-	return slices.IndexFunc(g.ctx.Snap.Operators, func(o Operator) bool { return o.Name == g.selOp })
+func (g *Model) opIndex() int {
+	return slices.IndexFunc(g.ctx.Snap.Operators, func(o view.Operator) bool { return o.Name == g.selOp })
 }
 
 // moveOperator selects the same subtask index (clamped) in the operator
 // above or below, stopping at the first and last operator.
-func (g *graphPane) moveOperator(d int) {
+func (g *Model) moveOperator(d int) {
 	ops := g.ctx.Snap.Operators
 	i := g.opIndex()
 	if i < 0 {
@@ -127,8 +134,8 @@ func (g *graphPane) moveOperator(d int) {
 
 // moveSubtask selects the previous or next subtask in spec order, across
 // operators, stopping at the first and last subtask.
-func (g *graphPane) moveSubtask(d int) {
-	names := g.ctx.taskNames()
+func (g *Model) moveSubtask(d int) {
+	names := g.ctx.TaskNames()
 	i := slices.Index(names, g.Selected())
 	if i < 0 {
 		return
@@ -143,26 +150,26 @@ func (g *graphPane) moveSubtask(d int) {
 // input channels of any of its subtasks, or what its edges imply before the
 // subtasks report them (forward: one channel, any other edge: one per
 // upstream subtask).
-func (g *graphPane) channelLines(op Operator) int {
+func (g *Model) channelLines(op view.Operator) int {
 	n := 0
 	for _, e := range op.Inputs {
 		if e.Kind == "forward" {
 			n++
 			continue
 		}
-		if i := slices.IndexFunc(g.ctx.Snap.Operators, func(o Operator) bool { return o.Name == e.From }); i >= 0 {
+		if i := slices.IndexFunc(g.ctx.Snap.Operators, func(o view.Operator) bool { return o.Name == e.From }); i >= 0 {
 			n += g.ctx.Snap.Operators[i].Parallelism
 		}
 	}
 	for i := range op.Parallelism {
-		n = max(n, len(g.ctx.Snap.Tasks[taskName(op.Name, i)].Inputs))
+		n = max(n, len(g.ctx.Snap.Tasks[common.TaskName(op.Name, i)].Inputs))
 	}
 	return n
 }
 
 // Heights are the pane's body heights (rule line not counted): compact
 // shows strips for the selected row only, roomy for every row.
-func (g *graphPane) Heights() (compact, roomy int) {
+func (g *Model) Heights() (compact, roomy int) {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
 		return 1, 1
@@ -185,13 +192,13 @@ type graphGeom struct {
 // idealCell is the cell width the label column gives way to.
 const idealCell = 32
 
-func (g *graphPane) geometry() graphGeom {
+func (g *Model) geometry() graphGeom {
 	cols, name, wide := 1, 0, 0
 	for _, op := range g.ctx.Snap.Operators {
 		cols = max(cols, op.Parallelism)
-		name = max(name, width(op.Name))
+		name = max(name, common.Width(op.Name))
 		if e := edgeTexts(op); len(e) > 0 {
-			wide = max(wide, width(op.Name)+1+width(e[0]))
+			wide = max(wide, common.Width(op.Name)+1+common.Width(e[0]))
 		}
 	}
 	labelW := min(name, 16) + 1
@@ -202,7 +209,7 @@ func (g *graphPane) geometry() graphGeom {
 }
 
 // View implements tea.Model.
-func (g *graphPane) View() string {
+func (g *Model) View() string {
 	st := g.ctx.Styles
 	var info []string
 	if sel := g.Selected(); sel != "" {
@@ -211,19 +218,19 @@ func (g *graphPane) View() string {
 	if a := g.ctx.Snap.Job.Attempt; a > 1 {
 		info = append(info, st.Muted.Render("attempt "+strconv.FormatInt(a, 10)))
 	}
-	if p := g.ctx.pendingCheckpoint(); p != nil {
+	if p := g.ctx.PendingCheckpoint(); p != nil {
 		info = append(info, st.Info.Render("checkpoint "+strconv.FormatInt(p.ID, 10)+" pending · "+
 			strconv.Itoa(p.Acked)+"/"+strconv.Itoa(p.Total)+" acked"))
 	} else if id := g.ctx.Snap.Checkpoints.LastCompleted; id > 0 {
 		info = append(info, st.Muted.Render("checkpoint "+strconv.FormatInt(id, 10)+" completed"))
 	}
-	lines := []string{rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
+	lines := []string{common.Rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
 	lines = append(lines, g.body(g.height-1)...)
-	return strings.Join(fitLines(lines, g.width, g.height), "\n")
+	return strings.Join(common.FitLines(lines, g.width, g.height), "\n")
 }
 
 // body renders the rows in h lines, scrolled so the selected row shows.
-func (g *graphPane) body(h int) []string {
+func (g *Model) body(h int) []string {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
 		return []string{g.ctx.Styles.Muted.Render(" waiting for the first sample of the job…")}
@@ -231,7 +238,7 @@ func (g *graphPane) body(h int) []string {
 	geo := g.geometry()
 	_, roomy := g.Heights()
 	all := h >= roomy
-	pend := g.ctx.pendingCheckpoint()
+	pend := g.ctx.PendingCheckpoint()
 	var lines []string
 	selEnd := 0
 	for _, op := range ops {
@@ -249,23 +256,23 @@ func (g *graphPane) body(h int) []string {
 
 // row renders one operator: its core line and, when strips is set, one
 // line per input channel.
-func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
+func (g *Model) row(op view.Operator, geo graphGeom, strips bool, pend *view.Checkpoint) []string {
 	st := g.ctx.Styles
 	k := 0
 	if strips {
 		k = g.channelLines(op)
 	}
-	tasks := make([]Task, op.Parallelism)
+	tasks := make([]view.Task, op.Parallelism)
 	for i := range tasks {
-		tasks[i] = g.ctx.Snap.Tasks[taskName(op.Name, i)]
+		tasks[i] = g.ctx.Snap.Tasks[common.TaskName(op.Name, i)]
 	}
 	labels, inline := channelLabels(tasks, k)
 
 	lines := make([]string, 1+k)
 	var b strings.Builder
-	b.WriteString(padRight(g.opLabel(op, geo.labelW-1), geo.labelW))
+	b.WriteString(common.PadRight(g.opLabel(op, geo.labelW-1), geo.labelW))
 	for i := range op.Parallelism {
-		b.WriteString(padRight(g.coreLine(op, i, tasks[i], geo.cellW, pend), geo.cellW))
+		b.WriteString(common.PadRight(g.coreLine(op, i, tasks[i], geo.cellW, pend), geo.cellW))
 	}
 	lines[0] = b.String()
 
@@ -279,9 +286,9 @@ func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Chec
 		if c < len(labels) {
 			label = labels[c]
 		}
-		b.WriteString(padLeft(st.Muted.Render(label), geo.labelW))
+		b.WriteString(common.PadLeft(st.Muted.Render(label), geo.labelW))
 		for _, t := range tasks {
-			b.WriteString(padRight(g.stripLine(t, c, geo.cellW, suffixW, inline), geo.cellW))
+			b.WriteString(common.PadRight(g.stripLine(t, c, geo.cellW, suffixW, inline), geo.cellW))
 		}
 		lines[1+c] = b.String()
 	}
@@ -289,11 +296,11 @@ func (g *graphPane) row(op Operator, geo graphGeom, strips bool, pend *view.Chec
 }
 
 // opLabel is the operator's name and, when it fits, its input edges.
-func (g *graphPane) opLabel(op Operator, w int) string {
+func (g *Model) opLabel(op view.Operator, w int) string {
 	st := g.ctx.Styles
-	name := st.Bold.Render(truncate(op.Name, w))
+	name := st.Bold.Render(common.Truncate(op.Name, w))
 	for _, e := range edgeTexts(op) {
-		if width(op.Name)+1+width(e) <= w {
+		if common.Width(op.Name)+1+common.Width(e) <= w {
 			return name + " " + st.Muted.Render(e)
 		}
 	}
@@ -302,7 +309,7 @@ func (g *graphPane) opLabel(op Operator, w int) string {
 
 // edgeTexts describes an operator's inputs, longest first: "← hash(customer)",
 // "← hash"; "⋈" for a join; a source's topic; a sink's topic after "→".
-func edgeTexts(op Operator) []string {
+func edgeTexts(op view.Operator) []string {
 	if len(op.Inputs) == 0 {
 		if op.Topic != "" {
 			return []string{"← " + op.Topic}
@@ -325,7 +332,7 @@ func edgeTexts(op Operator) []string {
 }
 
 // edgeKinds names the kinds of edges, once when they are all alike.
-func edgeKinds(edges []Edge, long bool) string {
+func edgeKinds(edges []view.Edge, long bool) string {
 	var parts []string
 	for _, e := range edges {
 		s := e.Kind
@@ -352,7 +359,7 @@ func edgeKinds(edges []Edge, long bool) string {
 // otherwise (forward edges: each subtask reads its own upstream subtask)
 // the label column names the upstream operator and each strip starts with
 // the upstream subtask's index.
-func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
+func channelLabels(tasks []view.Task, k int) (labels []string, inline bool) {
 	var ref []view.InputView
 	same := true
 	for _, t := range tasks {
@@ -385,9 +392,9 @@ func channelLabels(tasks []Task, k int) (labels []string, inline bool) {
 // word, records/s, back-pressure, then the pending checkpoint's
 // acknowledgement ("✓14" acked, "○14" waiting) or the alignment in
 // progress, then a source's offsets.
-func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Checkpoint) string {
+func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *view.Checkpoint) string {
 	st := g.ctx.Styles
-	name := taskName(op.Name, idx)
+	name := common.TaskName(op.Name, idx)
 	sel := g.chosen && name == g.Selected()
 	head := " " + strconv.Itoa(idx)
 	headStyle := st.Bold
@@ -404,16 +411,16 @@ func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Che
 		// line is short, "bp OK" goes first, then the rate.
 		bp := t.BackPressure
 		if bp == "" {
-			bp = BackPressureOK
+			bp = view.BackPressureOK
 		}
 		bpDrop := 0
-		if bp == BackPressureOK {
+		if bp == view.BackPressureOK {
 			bpDrop = 2
 		}
 		chips = append(chips,
 			// Always 6 cells wide, so that a changing rate never changes
 			// what else fits.
-			chip{text: padLeft(humanRate(t.RateIn), 6), style: st.Text, drop: 1},
+			chip{text: common.PadLeft(common.HumanRate(t.RateIn), 6), style: st.Text, drop: 1},
 			chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
 	}
 	switch {
@@ -421,8 +428,8 @@ func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Che
 		id := strconv.FormatInt(t.Alignment.Checkpoint, 10)
 		since, pad := "", 0
 		if !t.Alignment.Since.IsZero() {
-			d := humanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
-			since, pad = " "+d, max(5-width(d), 0) // durations take up to 5 cells
+			d := common.HumanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
+			since, pad = " "+d, max(5-common.Width(d), 0) // durations take up to 5 cells
 		}
 		chips = append(chips, chip{text: "ALIGNING #" + id + since, short: "ALIGN #" + id + since, pad: pad, style: st.Warning})
 	case pend != nil:
@@ -449,7 +456,7 @@ func (g *graphPane) coreLine(op Operator, idx int, t Task, w int, pend *view.Che
 // statusWord is the word a subtask's cell shows: its status (Flink's
 // ExecutionState), "RUN" for RUNNING, and RESTARTING for a subtask the
 // failover cancelled and will deploy again while the job waits to restart.
-func (g *graphPane) statusWord(t Task) string {
+func (g *Model) statusWord(t view.Task) string {
 	r := g.ctx.Snap.Restart
 	if g.ctx.Snap.Job.Status == "RESTARTING" && t.Status != "FAILED" && t.Status != "RUNNING" &&
 		(len(r.LastRestarted) == 0 || slices.Contains(r.LastRestarted, t.Name)) {
@@ -466,7 +473,7 @@ func (g *graphPane) statusWord(t Task) string {
 
 // stripLine is line c of a subtask's strips: the queue of its input
 // channel c and what follows it.
-func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
+func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	if c >= len(t.Inputs) {
 		return ""
 	}
@@ -480,11 +487,11 @@ func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
 	// A blocked channel's held-back count must show whole: the strip
 	// gives way to it.
 	if in.Blocked {
-		suffixW = max(suffixW, width("BLOCKED "+Thousands(in.HeldBack)))
+		suffixW = max(suffixW, common.Width("BLOCKED "+common.Thousands(in.HeldBack)))
 	}
-	stripW := w - width(prefix) - 1 - suffixW
+	stripW := w - common.Width(prefix) - 1 - suffixW
 	if stripW < 4 {
-		stripW = max(w-width(prefix), 1)
+		stripW = max(w-common.Width(prefix), 1)
 	}
 	// One scale for all channels of the subtask, so barrier positions can
 	// be compared across them.
@@ -494,7 +501,7 @@ func (g *graphPane) stripLine(t Task, c, w, suffixW int, inline bool) string {
 	}
 	body := stripW - 1 - len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
 	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, stripScale(most, body))
-	return prefix + padRight(strip, stripW) + " " + stripSuffix(st, in, scale)
+	return prefix + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
 }
 
 // formatOffsets writes a source's next offsets: "p0:1203 p1:1180".
@@ -512,4 +519,13 @@ func formatOffsets(offsets map[int32]int64) string {
 		b.WriteString("p" + strconv.Itoa(int(p)) + ":" + strconv.FormatInt(offsets[p], 10))
 	}
 	return b.String()
+}
+
+// acked reports whether task acknowledged cp, and whether cp still waits
+// for it.
+func acked(cp *view.Checkpoint, task string) (done, waiting bool) {
+	if _, ok := cp.AckedTasks[task]; ok {
+		return true, false
+	}
+	return false, slices.Contains(cp.WaitingFor, task)
 }

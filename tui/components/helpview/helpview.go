@@ -1,7 +1,11 @@
-package tui
+// Package helpview is the help overlay: every key binding, grouped, and the
+// glyphs of the job graph explained.
+package helpview
 
 import (
 	"strings"
+
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -9,37 +13,41 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// helpOverlay lists every key binding, grouped, and explains the glyphs of
+// Model lists every key binding, grouped, and explains the glyphs of
 // the job graph. ? or esc closes it.
-type helpOverlay struct {
-	ctx           *Context
+type Model struct {
+	ctx           *common.Context
 	width, height int
 	help          help.Model
 }
 
-func newHelpOverlay(ctx *Context, h help.Model) *helpOverlay {
-	return &helpOverlay{ctx: ctx, help: h}
+// New returns the overlay; it lists ctx's keys with h.
+func New(ctx *common.Context, h help.Model) *Model {
+	return &Model{ctx: ctx, help: h}
 }
 
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
+
 // Init implements tea.Model.
-func (o *helpOverlay) Init() tea.Cmd { return nil }
+func (o *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (o *helpOverlay) SetSize(w, h int) { o.width, o.height = w, h }
+func (o *Model) SetSize(w, h int) { o.width, o.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (o *helpOverlay) ShortHelp() []key.Binding { return []key.Binding{o.ctx.Keys.CloseHelp} }
+func (o *Model) ShortHelp() []key.Binding { return []key.Binding{o.ctx.Keys.CloseHelp} }
 
 // FullHelp implements help.KeyMap.
-func (o *helpOverlay) FullHelp() [][]key.Binding {
-	_, groups := o.ctx.Keys.helpGroups()
+func (o *Model) FullHelp() [][]key.Binding {
+	_, groups := o.ctx.Keys.HelpGroups()
 	return groups
 }
 
 // Update implements tea.Model: ? and esc close it.
-func (o *helpOverlay) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (o *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, o.ctx.Keys.Help, o.ctx.Keys.Back) {
-		return o, func() tea.Msg { return closeOverlayMsg{} }
+		return o, func() tea.Msg { return common.CloseOverlayMsg{} }
 	}
 	return o, nil
 }
@@ -55,11 +63,11 @@ var legend = [][2]string{
 }
 
 // View implements tea.Model.
-func (o *helpOverlay) View() string {
+func (o *Model) View() string {
 	st := o.ctx.Styles
-	lines := []string{rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
+	lines := []string{common.Rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
 
-	titles, groups := o.ctx.Keys.helpGroups()
+	titles, groups := o.ctx.Keys.HelpGroups()
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
 		blocks[i] = st.Bold.Render(titles[i]) + "\n" + o.help.FullHelpView([][]key.Binding{g})
@@ -69,7 +77,7 @@ func (o *helpOverlay) View() string {
 	used := 0
 	flush := func() {
 		if len(row) > 0 {
-			lines = append(lines, splitLines(lipgloss.JoinHorizontal(lipgloss.Top, row...))...)
+			lines = append(lines, common.SplitLines(lipgloss.JoinHorizontal(lipgloss.Top, row...))...)
 			lines = append(lines, "")
 		}
 		row, used = nil, 0
@@ -87,24 +95,24 @@ func (o *helpOverlay) View() string {
 	lines = append(lines, st.Bold.Render("reading the job graph"))
 	glyphW := 0
 	for _, l := range legend {
-		glyphW = max(glyphW, width(l[0]))
+		glyphW = max(glyphW, common.Width(l[0]))
 	}
 	for _, l := range legend {
-		lines = append(lines, " "+st.HelpKey.Render(padRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
+		lines = append(lines, " "+st.HelpKey.Render(common.PadRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
 	}
 	for i, l := range lines[1:] {
 		if !strings.HasPrefix(l, " ") {
 			lines[i+1] = " " + l
 		}
 	}
-	return strings.Join(fitLines(lines, o.width, o.height), "\n")
+	return strings.Join(common.FitLines(lines, o.width, o.height), "\n")
 }
 
 // padBlock pads every line of a block to w cells.
 func padBlock(b string, w int) string {
-	ls := splitLines(b)
+	ls := common.SplitLines(b)
 	for i, l := range ls {
-		ls[i] = padRight(l, w)
+		ls[i] = common.PadRight(l, w)
 	}
 	return strings.Join(ls, "\n")
 }

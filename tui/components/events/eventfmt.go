@@ -1,4 +1,4 @@
-package tui
+package events
 
 import (
 	"encoding/json"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 // describeEvent turns a lifecycle event into a sentence a trainer can read
 // aloud, with its level. Events without a sentence of their own read
 // "name k=v …". task_status events are not described here: the event log
 // folds them (see eventLog.add).
-func describeEvent(e view.Event) (string, level) {
+func describeEvent(e view.Event) (string, common.Level) {
 	switch e := e.(type) {
 	case view.RunStarted:
 		parts := []string{"run started: job " + e.Job}
@@ -22,7 +23,7 @@ func describeEvent(e view.Event) (string, level) {
 			parts = append(parts, e.Mode)
 		}
 		if e.CheckpointIntervalMs > 0 {
-			parts = append(parts, "checkpoints every "+humanDuration(time.Duration(e.CheckpointIntervalMs)*time.Millisecond))
+			parts = append(parts, "checkpoints every "+common.HumanDuration(time.Duration(e.CheckpointIntervalMs)*time.Millisecond))
 		}
 		if e.Brokers != "" {
 			parts = append(parts, "brokers "+e.Brokers)
@@ -30,7 +31,7 @@ func describeEvent(e view.Event) (string, level) {
 		if e.StateDir != "" {
 			parts = append(parts, "state in "+e.StateDir)
 		}
-		return strings.Join(parts, ", "), levelInfo
+		return strings.Join(parts, ", "), common.LevelInfo
 
 	case view.BrokerStarted:
 		text := "Kafka broker at " + e.Address
@@ -40,7 +41,7 @@ func describeEvent(e view.Event) (string, level) {
 		if e.Note != "" {
 			text += " (" + e.Note + ")"
 		}
-		return text, levelInfo
+		return text, common.LevelInfo
 
 	case view.JobStatus:
 		text := "job " + e.Status
@@ -49,13 +50,13 @@ func describeEvent(e view.Event) (string, level) {
 		}
 		switch e.Status {
 		case "FAILED":
-			return text, levelError
+			return text, common.LevelError
 		case "RESTARTING", "FAILING":
-			return text, levelWarning
+			return text, common.LevelWarning
 		case "RUNNING", "FINISHED":
-			return text, levelSuccess
+			return text, common.LevelSuccess
 		}
-		return text, levelMuted
+		return text, common.LevelMuted
 
 	case view.TaskStatus:
 		text := e.Task + " " + e.Status
@@ -63,20 +64,20 @@ func describeEvent(e view.Event) (string, level) {
 			text += ": " + e.Reason
 		}
 		if e.Status == "FAILED" {
-			return text, levelError
+			return text, common.LevelError
 		}
-		return text, levelMuted
+		return text, common.LevelMuted
 
 	case view.CheckpointTriggered:
-		return kindName(e.Kind) + " " + id(e.ID) + " triggered: barriers injected at the sources", levelInfo
+		return kindName(e.Kind) + " " + id(e.ID) + " triggered: barriers injected at the sources", common.LevelInfo
 
 	case view.CheckpointCompleted:
-		text := kindName(e.Kind) + " " + id(e.ID) + " completed in " + humanDuration(time.Duration(e.DurationMs)*time.Millisecond) +
-			": " + humanBytes(e.SizeBytes)
+		text := kindName(e.Kind) + " " + id(e.ID) + " completed in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond) +
+			": " + common.HumanBytes(e.SizeBytes)
 		if e.IncrementalBytes != e.SizeBytes {
-			text += " (" + humanBytes(e.IncrementalBytes) + " incremental)"
+			text += " (" + common.HumanBytes(e.IncrementalBytes) + " incremental)"
 		}
-		return text, levelSuccess
+		return text, common.LevelSuccess
 
 	case view.CheckpointFailed:
 		text := "checkpoint " + id(e.ID) + " failed"
@@ -94,18 +95,18 @@ func describeEvent(e view.Event) (string, level) {
 		}
 		switch e.Reason {
 		case "subsumed":
-			return text, levelMuted
+			return text, common.LevelMuted
 		case "job failover":
-			return text, levelWarning
+			return text, common.LevelWarning
 		}
-		return text, levelError
+		return text, common.LevelError
 
 	case view.SavepointCompleted:
-		text := "savepoint " + id(e.ID) + " written: " + humanBytes(e.SizeBytes)
+		text := "savepoint " + id(e.ID) + " written: " + common.HumanBytes(e.SizeBytes)
 		if e.Path != "" {
 			text += " in " + e.Path
 		}
-		return text, levelSuccess
+		return text, common.LevelSuccess
 
 	case view.SavepointFailed:
 		text := "savepoint failed"
@@ -115,7 +116,7 @@ func describeEvent(e view.Event) (string, level) {
 		if e.Error != "" {
 			text += ": " + e.Error
 		}
-		return text, levelError
+		return text, common.LevelError
 
 	case view.TaskFailed:
 		who := e.Task
@@ -131,16 +132,16 @@ func describeEvent(e view.Event) (string, level) {
 		if e.Attempt > 0 {
 			text += " (attempt " + id(e.Attempt) + ")"
 		}
-		return text, levelError
+		return text, common.LevelError
 
 	case view.RestartScheduled:
-		text := "restart " + strconv.Itoa(e.Attempt) + " scheduled in " + humanDuration(time.Duration(e.DelayMs)*time.Millisecond)
+		text := "restart " + strconv.Itoa(e.Attempt) + " scheduled in " + common.HumanDuration(time.Duration(e.DelayMs)*time.Millisecond)
 		if e.Description != "" {
 			text += ": " + e.Description
 		} else if e.Strategy != "" {
 			text += ": " + e.Strategy
 		}
-		return text, levelWarning
+		return text, common.LevelWarning
 
 	case view.Restored:
 		if e.Checkpoint == 0 {
@@ -148,7 +149,7 @@ func describeEvent(e view.Event) (string, level) {
 			if e.Reason != "" {
 				text = "restored no checkpoint (" + e.Reason + ")"
 			}
-			return text, levelWarning
+			return text, common.LevelWarning
 		}
 		text := "restored checkpoint " + id(e.Checkpoint)
 		if e.Offsets != nil {
@@ -159,16 +160,16 @@ func describeEvent(e view.Event) (string, level) {
 		if e.Reason != "" {
 			text += " (" + e.Reason + ")"
 		}
-		return text, levelSuccess
+		return text, common.LevelSuccess
 
 	case view.CheckpointInvalid:
-		return "checkpoint " + id(e.ID) + " cannot be restored: " + e.Error, levelError
+		return "checkpoint " + id(e.ID) + " cannot be restored: " + e.Error, common.LevelError
 
 	case view.CheckpointCorrupted:
 		if e.Error != "" || e.ID == nil {
-			return "corrupt-checkpoint: " + e.Error, levelError
+			return "corrupt-checkpoint: " + e.Error, common.LevelError
 		}
-		return "checkpoint " + id(*e.ID) + "'s state damaged on purpose: the next recovery must fall back", levelWarning
+		return "checkpoint " + id(*e.ID) + "'s state damaged on purpose: the next recovery must fall back", common.LevelWarning
 
 	case view.FaultInjected:
 		text := "injected " + e.Fault
@@ -177,85 +178,85 @@ func describeEvent(e view.Event) (string, level) {
 		} else {
 			text += " (job-wide)"
 		}
-		return text, levelWarning
+		return text, common.LevelWarning
 
 	case view.TaskSlowed:
 		return e.Task + " slowed ×" + strconv.FormatFloat(e.Factor, 'f', -1, 64) +
-			" for " + humanDuration(time.Duration(e.ForMs)*time.Millisecond), levelWarning
+			" for " + common.HumanDuration(time.Duration(e.ForMs)*time.Millisecond), common.LevelWarning
 
 	case view.ModeChanged:
-		return "checkpointing mode " + e.Mode + " from the next checkpoint", levelInfo
+		return "checkpointing mode " + e.Mode + " from the next checkpoint", common.LevelInfo
 
 	case view.RecordsLost:
-		text := e.Task + " lost " + plural(int(e.Records), "record", "records")
+		text := e.Task + " lost " + common.Plural(int(e.Records), "record", "records")
 		if e.Total > 0 {
-			text += " (" + Thousands(e.Total) + " so far)"
+			text += " (" + common.Thousands(e.Total) + " so far)"
 		}
 		if e.What != "" {
-			return text + ": " + e.What, levelError
+			return text + ": " + e.What, common.LevelError
 		}
-		return text + ": individual failover does not replay input", levelError
+		return text + ": individual failover does not replay input", common.LevelError
 
 	case view.RecordsReplayed:
-		return "the restart of the whole job makes good " + plural(int(e.Records), "record", "records") +
-			" individual failover lost (" + Thousands(e.TotalLost) + " still lost)", levelSuccess
+		return "the restart of the whole job makes good " + common.Plural(int(e.Records), "record", "records") +
+			" individual failover lost (" + common.Thousands(e.TotalLost) + " still lost)", common.LevelSuccess
 
 	case view.Failover:
 		text := "failover " + e.Strategy + ": restarting "
 		if len(e.Tasks) <= 3 && len(e.Tasks) > 0 {
 			text += strings.Join(e.Tasks, " ")
 		} else {
-			text += plural(len(e.Tasks), "task", "tasks")
+			text += common.Plural(len(e.Tasks), "task", "tasks")
 		}
-		return text, levelWarning
+		return text, common.LevelWarning
 
 	case view.TempoChanged:
 		switch e.Tempo {
 		case "frozen":
-			return "the world stands still: every task waits before its next batch (. steps, space goes on)", levelWarning
+			return "the world stands still: every task waits before its next batch (. steps, space goes on)", common.LevelWarning
 		case "slow", "slower":
-			return "slow motion (" + e.Tempo + "): every task waits before each batch, so barriers can be followed", levelInfo
+			return "slow motion (" + e.Tempo + "): every task waits before each batch, so barriers can be followed", common.LevelInfo
 		}
-		return "full speed again", levelInfo
+		return "full speed again", common.LevelInfo
 
 	case view.SourcesPaused:
 		if e.Paused {
-			return "sources paused: no new records enter; barriers and checkpoints go on", levelWarning
+			return "sources paused: no new records enter; barriers and checkpoints go on", common.LevelWarning
 		}
-		return "sources resumed", levelInfo
+		return "sources resumed", common.LevelInfo
 
 	case view.PoisonWritten:
 		if e.Error != "" || e.Offset == nil {
-			return "poison: " + e.Error, levelError
+			return "poison: " + e.Error, common.LevelError
 		}
-		return "poison record written to " + e.Topic + "/" + strconv.Itoa(int(e.Partition)) + " at offset " + id(*e.Offset) + ": no parser accepts it", levelWarning
+		return "poison record written to " + e.Topic + "/" + strconv.Itoa(int(e.Partition)) + " at offset " + id(*e.Offset) + ": no parser accepts it", common.LevelWarning
 
 	case view.BadRecord:
 		text := e.Task + " could not parse a record (" + e.Reason + "): " + e.Action
 		if e.Topic != "" {
 			text += " to " + e.Topic
 		}
-		return text, levelWarning
+		return text, common.LevelWarning
 
 	case view.BrokerDown:
 		if e.Error != "" {
-			return "broker-down: " + e.Error, levelError
+			return "broker-down: " + e.Error, common.LevelError
 		}
-		return "the embedded broker is down for " + humanDuration(time.Duration(e.ForMs)*time.Millisecond) + ": every request is refused", levelError
+		return "the embedded broker is down for " + common.HumanDuration(time.Duration(e.ForMs)*time.Millisecond) + ": every request is refused", common.LevelError
 
 	case view.BrokerUp:
-		return "the embedded broker is back at " + e.Address, levelInfo
+		return "the embedded broker is back at " + e.Address, common.LevelInfo
 
 	case view.RolledBack:
-		return e.Task + " restarted alone from checkpoint " + id(e.Checkpoint) + ": " + e.What, levelWarning
+		return e.Task + " restarted alone from checkpoint " + id(e.Checkpoint) + ": " + e.What, common.LevelWarning
 
 	case view.InputWriterFailed:
-		return "the input writer stopped: " + e.Error, levelError
+		return "the input writer stopped: " + e.Error, common.LevelError
 
 	case view.InputWritten:
-		return "input written: " + Thousands(e.Records) + " records in " + humanDuration(time.Duration(e.DurationMs)*time.Millisecond), levelMuted
+		return "input written: " + common.Thousands(e.Records) + " records in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond), common.LevelMuted
 	}
-	return genericEvent(e), levelMuted
+	return genericEvent(e), common.LevelMuted
 }
 
 // genericEvent is "name k=v …" with the keys in order.

@@ -1,4 +1,4 @@
-package tui
+package common
 
 import "github.com/charmbracelet/bubbles/key"
 
@@ -80,14 +80,14 @@ func DefaultKeyMap() KeyMap {
 	}
 }
 
-// commandHelp is the short help of the commands that work from every pane,
+// CommandHelp is the short help of the commands that work from every pane,
 // most useful first (the line is cut at the terminal's width).
-func (k KeyMap) commandHelp() []key.Binding {
+func (k KeyMap) CommandHelp() []key.Binding {
 	return []key.Binding{k.Fault, k.Checkpoint, k.Freeze, k.Step, k.Slow, k.Pause, k.Mode, k.Savepoint, k.Rate, k.NextPane}
 }
 
-// helpGroups are the columns of the full help overlay.
-func (k KeyMap) helpGroups() (titles []string, groups [][]key.Binding) {
+// HelpGroups are the columns of the full help overlay.
+func (k KeyMap) HelpGroups() (titles []string, groups [][]key.Binding) {
 	return []string{"move", "fault tolerance", "tempo, input, general"},
 		[][]key.Binding{
 			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.NextPane, k.PrevPane, k.Open, k.Back},

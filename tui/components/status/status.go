@@ -1,9 +1,13 @@
-package tui
+// Package status is the line above the help: the live verification of the
+// committed output, and the flash that answers the last command.
+package status
 
 import (
 	"strconv"
 	"strings"
 	"time"
+
+	"faultline/tui/common"
 
 	tea "github.com/charmbracelet/bubbletea"
 )
@@ -11,37 +15,41 @@ import (
 // flashFor is how long a flash stays, in the job's time (Snapshot.Now).
 const flashFor = 8 * time.Second
 
-// statusLine is the line above the help: on the left the live
+// Model is the line above the help: on the left the live
 // verification of the committed output (what a read_committed consumer
 // sees, checked against the input: duplicates and lost records), on the
 // right the flash, the answer to the last command ("checkpoint 15
 // triggered", "savepoint: <error>").
-type statusLine struct {
-	noKeys
-	ctx   *Context
+type Model struct {
+	common.NoKeys
+	ctx   *common.Context
 	width int
 
 	flash      string
-	flashLevel level
+	flashLevel common.Level
 	flashAt    time.Time // Snapshot.Now when it was set; zero before the first sample
 	flashSet   bool
 }
 
-func newStatusLine(ctx *Context) *statusLine { return &statusLine{ctx: ctx} }
+// New returns the line; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (s *statusLine) Init() tea.Cmd { return nil }
+func (s *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (s *statusLine) SetSize(w, _ int) { s.width = w }
+func (s *Model) SetSize(w, _ int) { s.width = w }
 
 // Update implements tea.Model: it takes flashes.
-func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (s *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case flashMsg:
-		s.flash, s.flashLevel, s.flashSet = msg.text, msg.level, true
+	case common.FlashMsg:
+		s.flash, s.flashLevel, s.flashSet = msg.Text, msg.Level, true
 		s.flashAt = s.ctx.Snap.Now
-	case SnapshotMsg:
+	case common.SnapshotMsg:
 		if s.flashSet && s.flashAt.IsZero() {
 			s.flashAt = s.ctx.Snap.Now
 		}
@@ -50,7 +58,7 @@ func (s *statusLine) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // Flash is the flash shown now, "" when there is none.
-func (s *statusLine) Flash() string {
+func (s *Model) Flash() string {
 	if !s.flashSet || (!s.flashAt.IsZero() && s.ctx.Snap.Now.Sub(s.flashAt) > flashFor) {
 		return ""
 	}
@@ -58,28 +66,28 @@ func (s *statusLine) Flash() string {
 }
 
 // View implements tea.Model.
-func (s *statusLine) View() string {
+func (s *Model) View() string {
 	st := s.ctx.Styles
 	left := " " + s.verifyText(true)
 	flash := s.Flash()
 	if flash == "" {
-		return padRight(left, s.width)
+		return common.PadRight(left, s.width)
 	}
-	if s.width-width(left)-3 < width(flash) {
+	if s.width-common.Width(left)-3 < common.Width(flash) {
 		left = " " + s.verifyText(false)
 	}
-	room := s.width - width(left) - 3
+	room := s.width - common.Width(left) - 3
 	if room < 12 {
 		// A flash matters more than the verification for a moment.
-		return padRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
+		return common.PadRight(" "+st.Level(s.flashLevel).Render(flash), s.width)
 	}
-	right := st.Level(s.flashLevel).Render(truncate(flash, room))
-	return padRight(left, s.width-width(right)-1) + right + " "
+	right := st.Level(s.flashLevel).Render(common.Truncate(flash, room))
+	return common.PadRight(left, s.width-common.Width(right)-1) + right + " "
 }
 
 // verifyText is "verify  committed 18,204  dup 0  lost 0 ✓", then the
 // checkpoint it covers when asOf is set.
-func (s *statusLine) verifyText(asOf bool) string {
+func (s *Model) verifyText(asOf bool) string {
 	st := s.ctx.Styles
 	v := s.ctx.Snap.Verify
 	label := st.Bold.Render("verify")
@@ -89,18 +97,18 @@ func (s *statusLine) verifyText(asOf bool) string {
 	case !v.Available:
 		return label + "  " + st.Muted.Render("waiting for the first check")
 	}
-	parts := []string{label, "committed " + Thousands(int64(v.Committed))}
+	parts := []string{label, "committed " + common.Thousands(int64(v.Committed))}
 	atLeastOnce := s.ctx.Mode == "at-least-once"
 	switch {
 	case v.Duplicates > 0 && atLeastOnce:
-		parts = append(parts, st.Warning.Render("dup "+Thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
+		parts = append(parts, st.Warning.Render("dup "+common.Thousands(int64(v.Duplicates))+" ✗ (at-least-once replays)"))
 	case v.Duplicates > 0:
-		parts = append(parts, st.Error.Render("dup "+Thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
+		parts = append(parts, st.Error.Render("dup "+common.Thousands(int64(v.Duplicates))+" ✗ DUPLICATES"))
 	default:
 		parts = append(parts, "dup 0")
 	}
 	if v.Lost > 0 {
-		parts = append(parts, st.Error.Render("lost "+Thousands(int64(v.Lost))+" ✗ LOST"))
+		parts = append(parts, st.Error.Render("lost "+common.Thousands(int64(v.Lost))+" ✗ LOST"))
 	} else {
 		parts = append(parts, "lost 0")
 	}
@@ -112,9 +120,9 @@ func (s *statusLine) verifyText(asOf bool) string {
 		text += st.Muted.Render("  as of #" + strconv.FormatInt(v.AsOf, 10))
 	}
 	if ttl := s.ctx.Snap.Job.StateTTL; asOf && ttl > 0 {
-		t := "  state TTL " + roundDuration(ttl)
+		t := "  state TTL " + common.RoundDuration(ttl)
 		if v.NotJoined > 0 {
-			t += ": " + Thousands(int64(v.NotJoined)) + " paid orders too far apart to join"
+			t += ": " + common.Thousands(int64(v.NotJoined)) + " paid orders too far apart to join"
 		}
 		text += st.Muted.Render(t)
 	}

@@ -1,37 +1,46 @@
-package tui
+// Package restarts is the pane of the restart and failover strategies
+// (Flink: RestartBackoffTimeStrategy, FailoverStrategy).
+package restarts
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 
+	"faultline/runtime/view"
+	"faultline/tui/common"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
-// restartsPane shows the restart strategy (Flink: RestartBackoffTimeStrategy)
+// Model shows the restart strategy (Flink: RestartBackoffTimeStrategy)
 // and the failover strategy (Flink: FailoverStrategy): the job's status and
 // the countdown to the next restart, the strategy and its budget, which
 // subtasks the last failover restarted and why, the records individual
 // failover lost, and why the job gave up when it did. When the pane is too
 // short the most urgent lines stay.
-type restartsPane struct {
-	noKeys
-	ctx           *Context
+type Model struct {
+	common.NoKeys
+	ctx           *common.Context
 	width, height int
 }
 
-func newRestartsPane(ctx *Context) *restartsPane { return &restartsPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (p *restartsPane) Init() tea.Cmd { return nil }
+func (p *Model) Init() tea.Cmd { return nil }
 
 // Update implements tea.Model.
-func (p *restartsPane) Update(tea.Msg) (tea.Model, tea.Cmd) { return p, nil }
+func (p *Model) Update(tea.Msg) (tea.Model, tea.Cmd) { return p, nil }
 
 // SetSize implements Component.
-func (p *restartsPane) SetSize(w, h int) { p.width, p.height = w, h }
+func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 
 // restartLine is one line of the pane; lower prio values stay longer. A
 // line with wrap set is plain text drawn in style, wrapped rather than cut
@@ -46,24 +55,24 @@ type restartLine struct {
 // rows are the screen lines of l in w cells.
 func (l restartLine) rows(w int) []string {
 	if !l.wrap {
-		return []string{truncate(l.text, w)}
+		return []string{common.Truncate(l.text, w)}
 	}
 	var out []string
 	for _, r := range strings.Split(ansi.Wordwrap(l.text, w, ""), "\n") {
-		out = append(out, l.style.Render(truncate(r, w)))
+		out = append(out, l.style.Render(common.Truncate(r, w)))
 	}
 	return out
 }
 
 // View implements tea.Model.
-func (p *restartsPane) View() string {
+func (p *Model) View() string {
 	st := p.ctx.Styles
 	r := p.ctx.Snap.Restart
 	info := ""
 	if r.Restarts > 0 {
-		info = st.Muted.Render(plural(r.Restarts, "restart", "restarts"))
+		info = st.Muted.Render(common.Plural(r.Restarts, "restart", "restarts"))
 	}
-	lines := []string{rule(st, "restarts", info, p.width, false)}
+	lines := []string{common.Rule(st, "restarts", info, p.width, false)}
 	body := p.lines()
 	w := p.width - 1
 	// Keep the most urgent lines that fit, in their order.
@@ -88,11 +97,11 @@ func (p *restartsPane) View() string {
 			lines = append(lines, " "+r)
 		}
 	}
-	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }
 
 // lines is everything the pane would say with room enough.
-func (p *restartsPane) lines() []restartLine {
+func (p *Model) lines() []restartLine {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
 	r := snap.Restart
@@ -108,14 +117,14 @@ func (p *restartsPane) lines() []restartLine {
 	var after string
 	switch {
 	case job == "RESTARTING" && !r.NextRestartAt.IsZero():
-		after = st.Warning.Render("restarting in " + countdown(r.NextRestartAt.Sub(snap.Now)))
+		after = st.Warning.Render("restarting in " + common.Countdown(r.NextRestartAt.Sub(snap.Now)))
 	case r.GaveUp != "" || s.GaveUp:
 		after = st.Error.Render("gave up")
 	}
 	switch sep := st.Muted.Render(" · "); {
 	case after == "":
 		out = append(out, restartLine{text: status})
-	case width(status+sep+after) <= w:
+	case common.Width(status+sep+after) <= w:
 		out = append(out, restartLine{text: status + sep + after})
 	default:
 		out = append(out, restartLine{text: status}, restartLine{text: after})
@@ -129,7 +138,7 @@ func (p *restartsPane) lines() []restartLine {
 		out = append(out, restartLine{text: "gave up: " + why, prio: 1, wrap: true, style: st.Error})
 	}
 	if r.LostRecords > 0 {
-		out = append(out, restartLine{text: r.Failover + " failover lost " + Thousands(r.LostRecords) + " records",
+		out = append(out, restartLine{text: r.Failover + " failover lost " + common.Thousands(r.LostRecords) + " records",
 			prio: 0, wrap: true, style: st.Error})
 	}
 
@@ -152,10 +161,10 @@ func (p *restartsPane) lines() []restartLine {
 	case n == 0:
 	case n <= 3:
 		failover += ": restarted " + strings.Join(r.LastRestarted, " ")
-	case width(failover+": restarted "+plural(n, "task", "tasks")) <= w:
-		failover += ": restarted " + plural(n, "task", "tasks")
+	case common.Width(failover+": restarted "+common.Plural(n, "task", "tasks")) <= w:
+		failover += ": restarted " + common.Plural(n, "task", "tasks")
 	default:
-		failover += ": " + plural(n, "task", "tasks")
+		failover += ": " + common.Plural(n, "task", "tasks")
 	}
 	out = append(out, restartLine{text: failover, prio: 2})
 	if rs := snap.Checkpoints.Restored; len(rs) > 0 {
@@ -185,13 +194,13 @@ func (p *restartsPane) lines() []restartLine {
 
 // restartBudget is the strategy's budget and its next delay: "attempts
 // 1/3 · delay 1s", "failures 2/3 in 1m", "attempts 2 (unlimited)".
-func restartBudget(r Restart) string {
+func restartBudget(r view.Restart) string {
 	s := r.Status
 	var out string
 	switch {
 	case s.MaxFailuresInWindow > 0 || r.Strategy == "failure-rate":
 		out = "failures " + strconv.Itoa(s.FailuresInWindow) + "/" + strconv.Itoa(s.MaxFailuresInWindow) +
-			" in " + humanDuration(s.Window)
+			" in " + common.HumanDuration(s.Window)
 	case r.Strategy == "none":
 		return "no restarts"
 	case s.MaxAttempts > 0 || r.Strategy == "fixed-delay":
@@ -202,7 +211,7 @@ func restartBudget(r Restart) string {
 		return ""
 	}
 	if s.NextDelay > 0 {
-		out += " · delay " + humanDuration(s.NextDelay)
+		out += " · delay " + common.HumanDuration(s.NextDelay)
 	}
 	return out
 }

@@ -1,4 +1,6 @@
-package tui
+// Package detail is the detail view of one checkpoint (Flink's web UI: a
+// checkpoint's per-subtask statistics).
+package detail
 
 import (
 	"slices"
@@ -9,48 +11,53 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
-// checkpointDetail is the detail view of one checkpoint (Flink's web UI: a
+// Model is the detail view of one checkpoint (Flink's web UI: a
 // checkpoint's per-subtask statistics): for every subtask, whether it
 // acknowledged, its synchronous and asynchronous snapshot durations, its
 // alignment duration, its start delay (trigger to first barrier) and the
 // size of its state, full and incremental. A pending checkpoint's detail
 // fills in with every sample.
-type checkpointDetail struct {
-	ctx           *Context
+type Model struct {
+	ctx           *common.Context
 	width, height int
 	id            int64
 	top           int
 }
 
-func newCheckpointDetail(ctx *Context) *checkpointDetail { return &checkpointDetail{ctx: ctx} }
+// New returns the view; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Open shows checkpoint id from its first row.
-func (d *checkpointDetail) Open(id int64) { d.id, d.top = id, 0 }
+func (d *Model) Open(id int64) { d.id, d.top = id, 0 }
 
 // ID is the checkpoint shown.
-func (d *checkpointDetail) ID() int64 { return d.id }
+func (d *Model) ID() int64 { return d.id }
 
 // Init implements tea.Model.
-func (d *checkpointDetail) Init() tea.Cmd { return nil }
+func (d *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (d *checkpointDetail) SetSize(w, h int) { d.width, d.height = w, h }
+func (d *Model) SetSize(w, h int) { d.width, d.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (d *checkpointDetail) ShortHelp() []key.Binding {
+func (d *Model) ShortHelp() []key.Binding {
 	return []key.Binding{d.ctx.Keys.Scroll, d.ctx.Keys.Back}
 }
 
 // FullHelp implements help.KeyMap.
-func (d *checkpointDetail) FullHelp() [][]key.Binding {
+func (d *Model) FullHelp() [][]key.Binding {
 	k := d.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Back}}
 }
 
 // Update implements tea.Model: arrows scroll, esc closes.
-func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (d *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return d, nil
@@ -59,7 +66,7 @@ func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	rows := d.tableRows()
 	switch {
 	case key.Matches(km, k.Back):
-		return d, func() tea.Msg { return closeOverlayMsg{} }
+		return d, func() tea.Msg { return common.CloseOverlayMsg{} }
 	case key.Matches(km, k.Up):
 		d.top--
 	case key.Matches(km, k.Down):
@@ -77,13 +84,13 @@ func (d *checkpointDetail) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 const summaryLines = 5
 
 // tableRows is how many subtask rows fit.
-func (d *checkpointDetail) tableRows() int { return max(d.height-summaryLines, 1) }
+func (d *Model) tableRows() int { return max(d.height-summaryLines, 1) }
 
 // subtasks lists the subtasks of the checkpoint in spec order, then any the
 // job no longer has.
-func (d *checkpointDetail) subtasks() []string {
-	names := d.ctx.taskNames()
-	c := d.ctx.checkpointByID(d.id)
+func (d *Model) subtasks() []string {
+	names := d.ctx.TaskNames()
+	c := d.ctx.CheckpointByID(d.id)
 	if c == nil {
 		return names
 	}
@@ -104,41 +111,41 @@ func (d *checkpointDetail) subtasks() []string {
 }
 
 // View implements tea.Model.
-func (d *checkpointDetail) View() string {
+func (d *Model) View() string {
 	st := d.ctx.Styles
-	c := d.ctx.checkpointByID(d.id)
+	c := d.ctx.CheckpointByID(d.id)
 	title := "checkpoint " + strconv.FormatInt(d.id, 10)
-	lines := []string{rule(st, title, st.Muted.Render("esc close"), d.width, true)}
+	lines := []string{common.Rule(st, title, st.Muted.Render("esc close"), d.width, true)}
 	if c == nil {
 		lines = append(lines, st.Muted.Render(" checkpoint "+strconv.FormatInt(d.id, 10)+" is no longer in the history"))
-		return strings.Join(fitLines(lines, d.width, d.height), "\n")
+		return strings.Join(common.FitLines(lines, d.width, d.height), "\n")
 	}
 	if c.Savepoint {
 		title = "savepoint " + strconv.FormatInt(d.id, 10)
-		lines[0] = rule(st, title, st.Muted.Render("esc close"), d.width, true)
+		lines[0] = common.Rule(st, title, st.Muted.Render("esc close"), d.width, true)
 	}
 
-	word, style := checkpointWord(st, c)
+	word, style := common.CheckpointWord(st, c)
 	facts := []string{style.Render(word)}
 	if c.Restored && c.Savepoint {
 		facts = append(facts, "savepoint")
 	}
-	facts = append(facts, ackText(c)+" acknowledged", "triggered "+wallClock(c.TriggerTime))
+	facts = append(facts, common.AckText(c)+" acknowledged", "triggered "+common.WallClock(c.TriggerTime))
 	if c.Status == view.StatusPending {
-		facts = append(facts, st.Info.Render("running for "+humanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
+		facts = append(facts, st.Info.Render("running for "+common.HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
 	} else {
-		facts = append(facts, "end to end "+humanDuration(c.EndTime.Sub(c.TriggerTime)))
+		facts = append(facts, "end to end "+common.HumanDuration(c.EndTime.Sub(c.TriggerTime)))
 	}
 	sep := st.Muted.Render(" · ")
 	lines = append(lines, " "+strings.Join(facts, sep))
 	lines = append(lines, " "+strings.Join([]string{
-		"size " + humanBytes(c.FullBytes) + " full", humanBytes(c.IncrementalBytes) + " incremental",
-		"longest alignment " + humanDuration(c.MaxAlignment),
+		"size " + common.HumanBytes(c.FullBytes) + " full", common.HumanBytes(c.IncrementalBytes) + " incremental",
+		"longest alignment " + common.HumanDuration(c.MaxAlignment),
 	}, sep))
 	if c.Status == view.StatusFailed {
-		lines = append(lines, " "+st.Error.Render("failed: "+checkpointNote(c)))
+		lines = append(lines, " "+st.Error.Render("failed: "+common.CheckpointNote(c)))
 	} else if len(c.WaitingFor) > 0 {
-		lines = append(lines, " "+st.Info.Render("waiting for "+plural(len(c.WaitingFor), "subtask", "subtasks")))
+		lines = append(lines, " "+st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks")))
 	} else {
 		lines = append(lines, "")
 	}
@@ -146,15 +153,15 @@ func (d *checkpointDetail) View() string {
 	names := d.subtasks()
 	nameW := 8
 	for _, n := range names {
-		nameW = max(nameW, width(n))
+		nameW = max(nameW, common.Width(n))
 	}
 	nameW = min(nameW, 24)
 	const numW = 7
 	cols := []string{"sync", "async", "align", "delay", "full", "incr"}
 	var head strings.Builder
-	head.WriteString(" " + padRight("subtask", nameW) + " " + padRight("ack", 9))
+	head.WriteString(" " + common.PadRight("subtask", nameW) + " " + common.PadRight("ack", 9))
 	for _, h := range cols {
-		head.WriteString(" " + padLeft(h, numW))
+		head.WriteString(" " + common.PadLeft(h, numW))
 	}
 	lines = append(lines, st.TableHeader.Render(head.String()))
 
@@ -167,36 +174,36 @@ func (d *checkpointDetail) View() string {
 	for _, n := range names[top:min(len(names), top+d.tableRows())] {
 		var b strings.Builder
 		if n == d.ctx.Selected {
-			b.WriteString(st.Selected.Render("▸"+padRight(n, nameW)) + " ")
+			b.WriteString(st.Selected.Render("▸"+common.PadRight(n, nameW)) + " ")
 		} else {
-			b.WriteString(" " + padRight(n, nameW) + " ")
+			b.WriteString(" " + common.PadRight(n, nameW) + " ")
 		}
 		a, ok := acks[n]
 		switch {
 		case ok && a.Finished:
-			b.WriteString(st.Muted.Render(padRight("✓ finished", 9)))
+			b.WriteString(st.Muted.Render(common.PadRight("✓ finished", 9)))
 		case ok:
-			b.WriteString(st.Success.Render(padRight("✓ acked", 9)))
+			b.WriteString(st.Success.Render(common.PadRight("✓ acked", 9)))
 		case waiting[n] && c.Status == view.StatusFailed:
-			b.WriteString(st.Error.Render(padRight("✗ never", 9)))
+			b.WriteString(st.Error.Render(common.PadRight("✗ never", 9)))
 		case waiting[n]:
-			b.WriteString(st.Info.Render(padRight("○ waiting", 9)))
+			b.WriteString(st.Info.Render(common.PadRight("○ waiting", 9)))
 		default:
-			b.WriteString(st.Muted.Render(padRight("—", 9)))
+			b.WriteString(st.Muted.Render(common.PadRight("—", 9)))
 		}
 		if ok {
 			for _, v := range []string{
-				humanDuration(a.SyncDuration), humanDuration(a.AsyncDuration), humanDuration(a.Alignment),
-				humanDuration(a.StartDelay), humanBytes(a.Bytes), humanBytes(a.IncrementalBytes),
+				common.HumanDuration(a.SyncDuration), common.HumanDuration(a.AsyncDuration), common.HumanDuration(a.Alignment),
+				common.HumanDuration(a.StartDelay), common.HumanBytes(a.Bytes), common.HumanBytes(a.IncrementalBytes),
 			} {
-				b.WriteString(" " + padLeft(v, numW))
+				b.WriteString(" " + common.PadLeft(v, numW))
 			}
 		}
 		lines = append(lines, b.String())
 	}
 	if len(names) > d.tableRows() {
-		lines[0] = rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
+		lines[0] = common.Rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
 			strconv.Itoa(min(len(names), top+d.tableRows()))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
 	}
-	return strings.Join(fitLines(lines, d.width, d.height), "\n")
+	return strings.Join(common.FitLines(lines, d.width, d.height), "\n")
 }

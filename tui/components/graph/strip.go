@@ -1,4 +1,4 @@
-package tui
+package graph
 
 import (
 	"slices"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 // Glyphs of a queue strip.
@@ -36,7 +37,7 @@ const (
 // longer than the strip, and "▌<id>" where a barrier sits. scale is how
 // many elements one cell stands for (0: as many as the queue needs); the
 // scale used is returned.
-func renderStrip(st *Styles, in view.InputView, aligning int64, w int, scale int64) (string, int64) {
+func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, scale int64) (string, int64) {
 	if w <= 0 {
 		return "", 1
 	}
@@ -48,9 +49,9 @@ func renderStrip(st *Styles, in view.InputView, aligning int64, w int, scale int
 		if aligning != 0 {
 			gate += strconv.FormatInt(aligning, 10)
 		}
-		gate = truncate(gate, w)
+		gate = common.Truncate(gate, w)
 		b.WriteString(st.Blocked.Render(gate))
-		body -= width(gate)
+		body -= common.Width(gate)
 	default:
 		b.WriteString(st.Muted.Render(glyphGate))
 		body--
@@ -116,11 +117,11 @@ func renderStrip(st *Styles, in view.InputView, aligning int64, w int, scale int
 
 // stripSuffix is what follows a strip: "BLOCKED 6" (the elements alignment
 // holds back) for a blocked channel, else how many elements are queued.
-func stripSuffix(st *Styles, in view.InputView, scale int64) string {
+func stripSuffix(st *common.Styles, in view.InputView, scale int64) string {
 	if in.Blocked {
-		return st.Blocked.Render("BLOCKED " + Thousands(in.HeldBack))
+		return st.Blocked.Render("BLOCKED " + common.Thousands(in.HeldBack))
 	}
-	s := Thousands(max(in.Queue.Queued, 0))
+	s := common.Thousands(max(in.Queue.Queued, 0))
 	if scale > 1 {
 		s += " ·=" + strconv.FormatInt(scale, 10)
 	}

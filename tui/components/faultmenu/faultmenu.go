@@ -1,52 +1,61 @@
-package tui
+// Package faultmenu is the fault injection menu: the run's fault catalogue,
+// a choice and its confirmation.
+package faultmenu
 
 import (
 	"strconv"
 	"strings"
 
+	"faultline/runtime/view"
+	"faultline/tui/common"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// faultMenu is the fault injection menu: the fault catalogue
-// (Controller.Faults) for the subtask selected when it opened, chosen with
+// Model is the fault injection menu: the fault catalogue
+// (tui.Controller.Faults) for the subtask selected when it opened, chosen with
 // ↑/↓ and enter or by number, then confirmed with y. Task faults act on the
 // selected subtask, job-level ones on the job; unavailable ones are shown
 // with why, and cannot be chosen.
-type faultMenu struct {
-	ctx           *Context
+type Model struct {
+	ctx           *common.Context
 	width, height int
 
 	task       string
-	faults     []FaultChoice
+	faults     []view.FaultChoice
 	cursor     int
 	confirming bool
 	note       string // why the last pick was refused
 }
 
-func newFaultMenu(ctx *Context) *faultMenu { return &faultMenu{ctx: ctx} }
+// New returns the menu; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Open shows the catalogue for task, the cursor on the first available
 // fault.
-func (m *faultMenu) Open(task string, faults []FaultChoice) {
+func (m *Model) Open(task string, faults []view.FaultChoice) {
 	m.task, m.faults, m.confirming, m.note = task, faults, false, ""
 	m.cursor = -1
 	m.move(+1)
 }
 
 // Confirming reports whether the menu asks for the confirmation.
-func (m *faultMenu) Confirming() bool { return m.confirming }
+func (m *Model) Confirming() bool { return m.confirming }
 
 // Choice is the fault under the cursor.
-func (m *faultMenu) Choice() (FaultChoice, bool) {
+func (m *Model) Choice() (view.FaultChoice, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.faults) {
-		return FaultChoice{}, false
+		return view.FaultChoice{}, false
 	}
 	return m.faults[m.cursor], true
 }
 
 // target is where the chosen fault acts: the subtask, or "" for the job.
-func (m *faultMenu) target(f FaultChoice) string {
+func (m *Model) target(f view.FaultChoice) string {
 	if f.JobLevel {
 		return ""
 	}
@@ -54,13 +63,13 @@ func (m *faultMenu) target(f FaultChoice) string {
 }
 
 // Init implements tea.Model.
-func (m *faultMenu) Init() tea.Cmd { return nil }
+func (m *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (m *faultMenu) SetSize(w, h int) { m.width, m.height = w, h }
+func (m *Model) SetSize(w, h int) { m.width, m.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (m *faultMenu) ShortHelp() []key.Binding {
+func (m *Model) ShortHelp() []key.Binding {
 	k := m.ctx.Keys
 	if m.confirming {
 		return []key.Binding{k.Yes, k.No}
@@ -69,27 +78,27 @@ func (m *faultMenu) ShortHelp() []key.Binding {
 }
 
 // FullHelp implements help.KeyMap.
-func (m *faultMenu) FullHelp() [][]key.Binding {
+func (m *Model) FullHelp() [][]key.Binding {
 	k := m.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.Open, k.Pick, k.Yes, k.No, k.Back}}
 }
 
 // Update implements tea.Model.
-func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return m, nil
 	}
 	k := m.ctx.Keys
-	closeMenu := func() tea.Msg { return closeOverlayMsg{} }
+	closeMenu := func() tea.Msg { return common.CloseOverlayMsg{} }
 	if m.confirming {
 		switch {
 		case key.Matches(km, k.Yes):
 			f, _ := m.Choice()
 			target := m.target(f)
-			return m, func() tea.Msg { return injectMsg{fault: f.Kind, task: target} }
+			return m, func() tea.Msg { return common.InjectMsg{Fault: f.Kind, Task: target} }
 		case key.Matches(km, k.No), key.Matches(km, k.Quit):
-			return m, tea.Batch(closeMenu, func() tea.Msg { return flashMsg{text: "fault injection cancelled", level: levelMuted} })
+			return m, tea.Batch(closeMenu, func() tea.Msg { return common.FlashMsg{Text: "fault injection cancelled", Level: common.LevelMuted} })
 		}
 		return m, nil
 	}
@@ -111,7 +120,7 @@ func (m *faultMenu) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // move puts the cursor on the next available fault in direction d, if any.
-func (m *faultMenu) move(d int) {
+func (m *Model) move(d int) {
 	for i := m.cursor + d; i >= 0 && i < len(m.faults); i += d {
 		if m.faults[i].Available {
 			m.cursor, m.note = i, ""
@@ -121,7 +130,7 @@ func (m *faultMenu) move(d int) {
 }
 
 // choose asks for the confirmation of fault i, unless it is unavailable.
-func (m *faultMenu) choose(i int) {
+func (m *Model) choose(i int) {
 	if i < 0 || i >= len(m.faults) {
 		return
 	}
@@ -138,7 +147,7 @@ func (m *faultMenu) choose(i int) {
 
 // View implements tea.Model: the menu as a box, as wide as it needs up to
 // the width it was given.
-func (m *faultMenu) View() string {
+func (m *Model) View() string {
 	st := m.ctx.Styles
 	inner := max(min(m.width-4, 72), 20)
 	var lines []string
@@ -162,7 +171,7 @@ func (m *faultMenu) View() string {
 		lines = append(lines, st.BoxTitle.Render(title))
 		kindW := 0
 		for _, f := range m.faults {
-			kindW = max(kindW, width(string(f.Kind)))
+			kindW = max(kindW, common.Width(string(f.Kind)))
 		}
 		if len(m.faults) == 0 {
 			lines = append(lines, st.Muted.Render("no faults in this run's catalogue"))
@@ -186,11 +195,11 @@ func (m *faultMenu) View() string {
 				if f.Why != "" {
 					why += ": " + f.Why
 				}
-				lines = append(lines, st.Disabled.Render(truncate(marker+num+" "+padRight(string(f.Kind), kindW)+"  "+why, inner)))
+				lines = append(lines, st.Disabled.Render(common.Truncate(marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+why, inner)))
 			case i == m.cursor:
-				lines = append(lines, st.Selected.Render(marker+num+" "+padRight(string(f.Kind), kindW))+"  "+truncate(desc, inner-kindW-4))
+				lines = append(lines, st.Selected.Render(marker+num+" "+common.PadRight(string(f.Kind), kindW))+"  "+common.Truncate(desc, inner-kindW-4))
 			default:
-				lines = append(lines, marker+num+" "+padRight(string(f.Kind), kindW)+"  "+st.Muted.Render(truncate(desc, inner-kindW-4)))
+				lines = append(lines, marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+st.Muted.Render(common.Truncate(desc, inner-kindW-4)))
 			}
 		}
 		if m.note != "" {
@@ -203,11 +212,11 @@ func (m *faultMenu) View() string {
 	}
 	w := 0
 	for _, l := range lines {
-		w = max(w, width(l))
+		w = max(w, common.Width(l))
 	}
 	w = min(w, inner)
 	for i, l := range lines {
-		lines[i] = padRight(l, w)
+		lines[i] = common.PadRight(l, w)
 	}
 	return st.Box.Render(strings.Join(lines, "\n"))
 }

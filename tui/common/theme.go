@@ -1,7 +1,9 @@
-package tui
+package common
 
 import (
 	"github.com/charmbracelet/lipgloss"
+
+	"faultline/runtime/view"
 )
 
 // Theme names the colour roles every style is built from (as gh-dash's
@@ -145,38 +147,38 @@ func (s *Styles) TaskStatus(word string) lipgloss.Style {
 }
 
 // BackPressure is the style of a back-pressure level.
-func (s *Styles) BackPressure(bp BackPressure) lipgloss.Style {
+func (s *Styles) BackPressure(bp view.BackPressure) lipgloss.Style {
 	switch bp {
-	case BackPressureHigh:
+	case view.BackPressureHigh:
 		return s.Error
-	case BackPressureLow:
+	case view.BackPressureLow:
 		return s.Warning
 	}
 	return s.Muted
 }
 
 // Level is the style of a log line or flash of that level.
-func (s *Styles) Level(l level) lipgloss.Style {
+func (s *Styles) Level(l Level) lipgloss.Style {
 	switch l {
-	case levelError:
+	case LevelError:
 		return s.Error
-	case levelWarning:
+	case LevelWarning:
 		return s.Warning
-	case levelSuccess:
+	case LevelSuccess:
 		return s.Success
-	case levelMuted:
+	case LevelMuted:
 		return s.Muted
 	}
 	return s.Text
 }
 
-// level grades a log line or a flash.
-type level int
+// Level grades a log line or a flash.
+type Level int
 
 const (
-	levelInfo level = iota
-	levelMuted
-	levelSuccess
-	levelWarning
-	levelError
+	LevelInfo Level = iota
+	LevelMuted
+	LevelSuccess
+	LevelWarning
+	LevelError
 )

@@ -1,4 +1,6 @@
-package tui
+// Package events is the event log pane: the job's lifecycle events as
+// sentences, the routine ones folded, newest at the bottom.
+package events
 
 import (
 	"slices"
@@ -7,6 +9,7 @@ import (
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -19,7 +22,7 @@ const maxLogEntries = 2000
 type logEntry struct {
 	at    time.Duration // since the run started
 	text  string
-	level level
+	level common.Level
 	// fold is set on a line that sums up routine task_status events.
 	fold *taskFold
 	// checkpoint is set on a "checkpoint n triggered" line, which that
@@ -131,9 +134,9 @@ func (l *eventLog) fold(at time.Duration, ts view.TaskStatus) {
 		return
 	}
 	fd := &taskFold{status: ts.Status, attempt: attempt, tasks: []string{ts.Task}}
-	lvl := levelMuted
+	lvl := common.LevelMuted
 	if ts.Status == "FINISHED" {
-		lvl = levelInfo
+		lvl = common.LevelInfo
 	}
 	l.push(logEntry{at: at, text: fd.text(), level: lvl, fold: fd})
 	if l.folds == nil {
@@ -176,14 +179,14 @@ func (l *eventLog) close() {
 	if n := len(l.entries); n > 0 {
 		at = l.entries[n-1].at
 	}
-	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: levelMuted})
+	l.push(logEntry{at: at, text: "event stream ended: the job stopped emitting events", level: common.LevelMuted})
 }
 
-// eventsPane is the scrolling event log, newest at the bottom, each line
+// Model is the scrolling event log, newest at the bottom, each line
 // stamped with its wall-clock time. Focused, ↑/↓ and pgup/pgdn scroll; at
 // the bottom it follows new events.
-type eventsPane struct {
-	ctx           *Context
+type Model struct {
+	ctx           *common.Context
 	width, height int
 	focused       bool
 	log           eventLog
@@ -191,32 +194,36 @@ type eventsPane struct {
 	back int
 }
 
-func newEventsPane(ctx *Context) *eventsPane { return &eventsPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (p *eventsPane) Init() tea.Cmd { return nil }
+func (p *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (p *eventsPane) SetSize(w, h int) { p.width, p.height = w, h }
+func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 
 // SetFocused tells the pane whether it has the focus.
-func (p *eventsPane) SetFocused(f bool) { p.focused = f }
+func (p *Model) SetFocused(f bool) { p.focused = f }
 
 // ShortHelp implements help.KeyMap.
-func (p *eventsPane) ShortHelp() []key.Binding {
+func (p *Model) ShortHelp() []key.Binding {
 	return []key.Binding{p.ctx.Keys.Scroll, p.ctx.Keys.Pages}
 }
 
 // FullHelp implements help.KeyMap.
-func (p *eventsPane) FullHelp() [][]key.Binding {
+func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}}
 }
 
 // Update implements tea.Model: event batches are logged, keys scroll.
-func (p *eventsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case EventsMsg:
+	case common.EventsMsg:
 		before := len(p.log.entries)
 		for _, e := range msg.Events {
 			p.log.add(e)
@@ -247,7 +254,7 @@ func (p *eventsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // View implements tea.Model.
-func (p *eventsPane) View() string {
+func (p *Model) View() string {
 	st := p.ctx.Styles
 	rows := max(p.height-1, 0)
 	n := len(p.log.entries)
@@ -259,14 +266,14 @@ func (p *eventsPane) View() string {
 	} else if start > 0 {
 		info = st.Muted.Render(strconv.Itoa(start) + " earlier")
 	}
-	lines := []string{rule(st, "events", info, p.width, p.focused)}
+	lines := []string{common.Rule(st, "events", info, p.width, p.focused)}
 	if n == 0 {
 		lines = append(lines, st.Muted.Render(" no events yet"))
 	}
 	started := p.ctx.Snap.Started
 	for _, e := range p.log.entries[start:end] {
-		stamp := st.Muted.Render(" " + wallClock(started.Add(e.at)) + "  ")
-		lines = append(lines, stamp+st.Level(e.level).Render(truncate(e.text, p.width-width(stamp))))
+		stamp := st.Muted.Render(" " + common.WallClock(started.Add(e.at)) + "  ")
+		lines = append(lines, stamp+st.Level(e.level).Render(common.Truncate(e.text, p.width-common.Width(stamp))))
 	}
-	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }

@@ -1,4 +1,6 @@
-package tui
+// Package checkpoints is the checkpoint history pane (Flink's web UI:
+// Checkpoints → History).
+package checkpoints
 
 import (
 	"slices"
@@ -6,19 +8,20 @@ import (
 	"strings"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 )
 
-// checkpointsPane is the checkpoint history (Flink's web UI: Checkpoints →
+// Model is the checkpoint history (Flink's web UI: Checkpoints →
 // History), newest first, pending ones included: id, status, acknowledged
 // subtasks, trigger time, end-to-end duration, checkpointed size (full and
 // incremental) and the longest alignment. Failed ones show why instead of
 // their figures. Focused, ↑/↓ select a row and enter opens its detail.
-type checkpointsPane struct {
-	ctx           *Context
+type Model struct {
+	ctx           *common.Context
 	width, height int
 	focused       bool
 	// selID is the selected checkpoint; 0 follows the newest.
@@ -26,19 +29,23 @@ type checkpointsPane struct {
 	top   int // the first row shown
 }
 
-func newCheckpointsPane(ctx *Context) *checkpointsPane { return &checkpointsPane{ctx: ctx} }
+// New returns the pane; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (p *checkpointsPane) Init() tea.Cmd { return nil }
+func (p *Model) Init() tea.Cmd { return nil }
 
 // SetSize implements Component.
-func (p *checkpointsPane) SetSize(w, h int) {
+func (p *Model) SetSize(w, h int) {
 	p.width, p.height = w, h
 	p.scroll()
 }
 
 // scroll keeps the selected row in view.
-func (p *checkpointsPane) scroll() {
+func (p *Model) scroll() {
 	p.top = scrollTop(p.top, p.selected(), p.rows(), len(p.ctx.Snap.Checkpoints.History))
 }
 
@@ -50,22 +57,22 @@ func scrollTop(top, sel, rows, n int) int {
 }
 
 // SetFocused tells the pane whether it has the focus.
-func (p *checkpointsPane) SetFocused(f bool) { p.focused = f }
+func (p *Model) SetFocused(f bool) { p.focused = f }
 
 // ShortHelp implements help.KeyMap.
-func (p *checkpointsPane) ShortHelp() []key.Binding {
+func (p *Model) ShortHelp() []key.Binding {
 	k := p.ctx.Keys
 	return []key.Binding{k.Rows, k.Open}
 }
 
 // FullHelp implements help.KeyMap.
-func (p *checkpointsPane) FullHelp() [][]key.Binding {
+func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
 	return [][]key.Binding{{k.Up, k.Down, k.Open}}
 }
 
 // selected is the index of the selected row in History.
-func (p *checkpointsPane) selected() int {
+func (p *Model) selected() int {
 	h := p.ctx.Snap.Checkpoints.History
 	if i := slices.IndexFunc(h, func(c view.Checkpoint) bool { return c.ID == p.selID }); i >= 0 {
 		return i
@@ -74,7 +81,7 @@ func (p *checkpointsPane) selected() int {
 }
 
 // SelectedID is the selected checkpoint's id, 0 when History is empty.
-func (p *checkpointsPane) SelectedID() int64 {
+func (p *Model) SelectedID() int64 {
 	h := p.ctx.Snap.Checkpoints.History
 	if len(h) == 0 {
 		return 0
@@ -83,10 +90,10 @@ func (p *checkpointsPane) SelectedID() int64 {
 }
 
 // Update implements tea.Model.
-func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case SnapshotMsg:
-		if p.ctx.checkpointByID(p.selID) == nil {
+	case common.SnapshotMsg:
+		if p.ctx.CheckpointByID(p.selID) == nil {
 			p.selID = 0
 		}
 	case tea.KeyMsg:
@@ -103,7 +110,7 @@ func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.selectRow(p.selected() + p.rows())
 		case key.Matches(msg, k.Open) && len(h) > 0:
 			id := p.SelectedID()
-			return p, func() tea.Msg { return openDetailMsg{id: id} }
+			return p, func() tea.Msg { return common.OpenDetailMsg{ID: id} }
 		}
 	}
 	p.scroll()
@@ -111,7 +118,7 @@ func (p *checkpointsPane) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // selectRow selects row i, clamped; the top row follows the newest.
-func (p *checkpointsPane) selectRow(i int) {
+func (p *Model) selectRow(i int) {
 	h := p.ctx.Snap.Checkpoints.History
 	if len(h) == 0 || i <= 0 {
 		p.selID = 0
@@ -121,7 +128,7 @@ func (p *checkpointsPane) selectRow(i int) {
 }
 
 // rows is how many table rows fit.
-func (p *checkpointsPane) rows() int { return max(p.height-2, 1) }
+func (p *Model) rows() int { return max(p.height-2, 1) }
 
 // cpCol is one column of the table.
 type cpCol struct {
@@ -134,13 +141,13 @@ type cpCol struct {
 // columns picks the columns that fit in w cells, in the order a reader
 // wants them (id, status, acknowledged, duration, sizes, alignment, trigger
 // time) and shows them in Flink's order; the rest of the width is the note.
-func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
+func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
 	idW, ackW := 2, 4
 	for _, c := range snap.Checkpoints.History {
 		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
-		ackW = max(ackW, len(ackText(&c)))
+		ackW = max(ackW, len(common.AckText(&c)))
 	}
 	all := []struct {
 		prio int
@@ -150,19 +157,19 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 			return strconv.FormatInt(c.ID, 10), st.Bold
 		}}},
 		{1, cpCol{"status", 9, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return checkpointWord(st, c)
+			return common.CheckpointWord(st, c)
 		}}},
 		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return ackText(c), st.Text
+			return common.AckText(c), st.Text
 		}}},
 		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			return wallClock(c.TriggerTime), st.Muted
+			return common.WallClock(c.TriggerTime), st.Muted
 		}}},
 		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			if c.Status == view.StatusPending {
-				return humanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
+				return common.HumanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
 			}
-			return humanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
+			return common.HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
 		}}},
 		{4, cpCol{"full", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text
@@ -174,7 +181,7 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 			if c.Status == view.StatusPending && c.MaxAlignment == 0 {
 				return "—", st.Muted
 			}
-			return humanDuration(c.MaxAlignment), st.Text
+			return common.HumanDuration(c.MaxAlignment), st.Text
 		}}},
 	}
 	keep := make([]bool, len(all))
@@ -196,14 +203,14 @@ func (p *checkpointsPane) columns(w int) (cols []cpCol, noteW int) {
 }
 
 // View implements tea.Model.
-func (p *checkpointsPane) View() string {
+func (p *Model) View() string {
 	st := p.ctx.Styles
 	s := p.ctx.Snap.Checkpoints
 	info := []string{st.Muted.Render(strconv.Itoa(s.Completed) + " completed")}
 	if s.Failed > 0 {
 		info = append(info, st.Error.Render(strconv.Itoa(s.Failed)+" failed"))
 	}
-	lines := []string{rule(st, "checkpoints", strings.Join(info, st.Muted.Render(" · ")), p.width, p.focused)}
+	lines := []string{common.Rule(st, "checkpoints", strings.Join(info, st.Muted.Render(" · ")), p.width, p.focused)}
 
 	cols, noteW := p.columns(p.width)
 	var head strings.Builder
@@ -212,25 +219,25 @@ func (p *checkpointsPane) View() string {
 		head.WriteString(align(c.title, c.w, c.right) + " ")
 	}
 	if noteW >= 4 {
-		head.WriteString(padRight("", noteW))
+		head.WriteString(common.PadRight("", noteW))
 	}
 	lines = append(lines, st.TableHeader.Render(strings.TrimRight(head.String(), " ")))
 
 	h := s.History
 	if len(h) == 0 {
 		lines = append(lines, st.Muted.Render(" no checkpoint yet: press c to trigger one"))
-		return strings.Join(fitLines(lines, p.width, p.height), "\n")
+		return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 	}
 	rows, sel := p.rows(), p.selected()
 	top := scrollTop(p.top, sel, rows, len(h))
 	for i := top; i < min(len(h), top+rows); i++ {
 		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel))
 	}
-	return strings.Join(fitLines(lines, p.width, p.height), "\n")
+	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }
 
 // row renders one checkpoint.
-func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) string {
+func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) string {
 	st := p.ctx.Styles
 	var b strings.Builder
 	if sel {
@@ -238,7 +245,7 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 	} else {
 		b.WriteString(" ")
 	}
-	note := checkpointNote(c)
+	note := common.CheckpointNote(c)
 	for i, col := range cols {
 		if c.Status == view.StatusFailed && col.title != "id" && col.title != "status" &&
 			col.title != "acks" && col.title != "trigger" {
@@ -247,14 +254,14 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 			for _, r := range cols[i:] {
 				rest += r.w + 1
 			}
-			b.WriteString(st.Error.Render(truncate(note, rest+noteW-1)))
+			b.WriteString(st.Error.Render(common.Truncate(note, rest+noteW-1)))
 			return b.String()
 		}
 		text, style := col.cell(c)
 		b.WriteString(style.Render(align(text, col.w, col.right)) + " ")
 	}
 	if noteW >= 4 && note != "" {
-		b.WriteString(st.Muted.Render(truncate(note, noteW)))
+		b.WriteString(st.Muted.Render(common.Truncate(note, noteW)))
 	}
 	return b.String()
 }
@@ -262,51 +269,9 @@ func (p *checkpointsPane) row(c *view.Checkpoint, cols []cpCol, noteW int, sel b
 // align pads s to w cells, to the right when right is set.
 func align(s string, w int, right bool) string {
 	if right {
-		return padLeft(s, w)
+		return common.PadLeft(s, w)
 	}
-	return padRight(s, w)
-}
-
-// checkpointWord is a checkpoint's status word in the table: pending,
-// completed or failed, "savepoint" for a completed savepoint and "restored"
-// for the one the job restored from.
-func checkpointWord(st *Styles, c *view.Checkpoint) (string, lipgloss.Style) {
-	switch {
-	case c.Status == view.StatusPending:
-		return "pending", st.Info
-	case c.Status == view.StatusFailed:
-		return "failed", st.Error
-	case c.Restored:
-		return "restored", st.Focus
-	case c.Savepoint:
-		return "savepoint", st.Success
-	}
-	return "completed", st.Success
-}
-
-// checkpointNote is what the status word leaves out: the failure, or that
-// a pending or restored one is a savepoint.
-func checkpointNote(c *view.Checkpoint) string {
-	sp := c.Savepoint
-	switch {
-	case c.Status == view.StatusFailed:
-		reason := c.Failure
-		if reason == "" {
-			reason = "failed"
-		}
-		if sp {
-			reason = "savepoint: " + reason
-		}
-		return reason
-	case sp && (c.Status == view.StatusPending || c.Restored):
-		return "savepoint"
-	}
-	return ""
-}
-
-// ackText is "acknowledged/expected", e.g. "8/13".
-func ackText(c *view.Checkpoint) string {
-	return strconv.Itoa(c.Acked) + "/" + strconv.Itoa(c.Total)
+	return common.PadRight(s, w)
 }
 
 // sizeText is a size, "—" while nothing was written yet.
@@ -314,5 +279,5 @@ func sizeText(c *view.Checkpoint, n int64) string {
 	if n == 0 && c.Status == view.StatusPending {
 		return "—"
 	}
-	return humanBytes(n)
+	return common.HumanBytes(n)
 }

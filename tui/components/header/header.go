@@ -1,33 +1,42 @@
-package tui
+// Package header is the UI's top line: the job, its status and settings,
+// and the badges of a world that is not running at full speed.
+package header
 
 import (
 	"strings"
 	"time"
 
+	"faultline/runtime/view"
+	"faultline/tui/common"
+
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// headerBar is the top line: the job, its status (with the restart
+// Model is the top line: the job, its status (with the restart
 // countdown), the checkpointing mode and interval, the input rate and the
 // broker, and on the right the badges of a world that is not running at
 // full speed: FROZEN, SLOW, SLOWER, SOURCES PAUSED. What does not fit goes,
 // least important first; the badges stay.
-type headerBar struct {
-	noKeys
-	ctx   *Context
+type Model struct {
+	common.NoKeys
+	ctx   *common.Context
 	width int
 }
 
-func newHeaderBar(ctx *Context) *headerBar { return &headerBar{ctx: ctx} }
+// New returns the bar; it draws what ctx holds.
+func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
+
+// Every pane and overlay is a Component.
+var _ common.Component = (*Model)(nil)
 
 // Init implements tea.Model.
-func (h *headerBar) Init() tea.Cmd { return nil }
+func (h *Model) Init() tea.Cmd { return nil }
 
 // Update implements tea.Model.
-func (h *headerBar) Update(tea.Msg) (tea.Model, tea.Cmd) { return h, nil }
+func (h *Model) Update(tea.Msg) (tea.Model, tea.Cmd) { return h, nil }
 
 // SetSize implements Component.
-func (h *headerBar) SetSize(w, _ int) { h.width = w }
+func (h *Model) SetSize(w, _ int) { h.width = w }
 
 // segment is one part of the header, already styled; when the line is too
 // wide the segment with the lowest keep is shortened to short, or dropped
@@ -38,11 +47,11 @@ type segment struct {
 }
 
 // View implements tea.Model.
-func (h *headerBar) View() string {
+func (h *Model) View() string {
 	st := h.ctx.Styles
 	app := st.AppName.Render(" faultline ")
 	if !h.ctx.HasSnap {
-		return padRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
+		return common.PadRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
 	}
 	snap := &h.ctx.Snap
 	job := snap.Job
@@ -56,7 +65,7 @@ func (h *headerBar) View() string {
 		status = "—"
 	}
 	if status == "RESTARTING" && !snap.Restart.NextRestartAt.IsZero() {
-		status += " in " + countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
+		status += " in " + common.Countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
 	}
 	mode := h.ctx.Mode
 	if mode == "" {
@@ -72,7 +81,7 @@ func (h *headerBar) View() string {
 	}
 	interval := "manual checkpoints"
 	if job.Interval > 0 {
-		interval = "every " + humanDuration(job.Interval)
+		interval = "every " + common.HumanDuration(job.Interval)
 	}
 	kafka := ""
 	if job.Broker != "" {
@@ -83,7 +92,7 @@ func (h *headerBar) View() string {
 	}
 	input := ""
 	if snap.Input.Generator {
-		input = "input " + humanRate(h.ctx.Rate)
+		input = "input " + common.HumanRate(h.ctx.Rate)
 	}
 
 	modeText := st.Text.Render(mode)
@@ -105,12 +114,12 @@ func (h *headerBar) View() string {
 		segs[5].text = ""
 	}
 	var badges []string
-	if t := h.ctx.Tempo; t != TempoNormal {
+	if t := h.ctx.Tempo; t != view.TempoNormal {
 		label, style := strings.ToUpper(t.String()), st.Badge
-		if frozen, ok := frozenFor(snap); ok && t == TempoFrozen {
-			label += " " + humanDuration(frozen.Truncate(time.Second))
+		if frozen, ok := common.FrozenFor(snap); ok && t == view.TempoFrozen {
+			label += " " + common.HumanDuration(frozen.Truncate(time.Second))
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
-				label += " · FAILS OVER AT " + roundDuration(job.FreezeLimit)
+				label += " · FAILS OVER AT " + common.RoundDuration(job.FreezeLimit)
 				style = st.BadgeAlert
 			}
 		}
@@ -120,7 +129,7 @@ func (h *headerBar) View() string {
 		badges = append(badges, st.Badge.Render(" SOURCES PAUSED "))
 	}
 	right := strings.Join(badges, " ")
-	room := h.width - width(app) - width(right) - 1
+	room := h.width - common.Width(app) - common.Width(right) - 1
 
 	render := func() string {
 		var parts []string
@@ -132,7 +141,7 @@ func (h *headerBar) View() string {
 		return strings.Join(parts, "  ")
 	}
 	left := render()
-	for width(left)+2 > room {
+	for common.Width(left)+2 > room {
 		worst := -1
 		for i, s := range segs {
 			if s.text != "" && s.keep < 100 && (worst < 0 || s.keep < segs[worst].keep) {
@@ -150,17 +159,9 @@ func (h *headerBar) View() string {
 		}
 		left = render()
 	}
-	line := app + "  " + truncate(left, max(room-2, 0))
+	line := app + "  " + common.Truncate(left, max(room-2, 0))
 	if right != "" {
-		line = padRight(line, h.width-width(right)) + right
+		line = common.PadRight(line, h.width-common.Width(right)) + right
 	}
-	return padRight(line, h.width)
-}
-
-// frozenFor is how long the world has been frozen, as of the snapshot.
-func frozenFor(snap *Snapshot) (time.Duration, bool) {
-	if snap.Input.FrozenSince.IsZero() {
-		return 0, false
-	}
-	return max(snap.Now.Sub(snap.Input.FrozenSince), 0), true
+	return common.PadRight(line, h.width)
 }

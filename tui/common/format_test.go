@@ -1,0 +1,26 @@
+package common
+
+import (
+	"testing"
+	"time"
+)
+
+func TestFormats(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{HumanBytes(0), "0B"}, {HumanBytes(512), "512B"}, {HumanBytes(1258291), "1.2MB"}, {HumanBytes(40960), "40KB"},
+		{HumanBytes(1 << 30), "1GB"},
+		{HumanRate(0), "0/s"}, {HumanRate(210.4), "210/s"}, {HumanRate(2104), "2.1k/s"}, {HumanRate(12345), "12k/s"},
+		{HumanRate(1.5e6), "1.5M/s"},
+		{HumanDuration(0), "0ms"}, {HumanDuration(300 * time.Microsecond), "<1ms"}, {HumanDuration(1500 * time.Microsecond), "1.5ms"},
+		{HumanDuration(38 * time.Millisecond), "38ms"}, {HumanDuration(1200 * time.Millisecond), "1.2s"},
+		{HumanDuration(65 * time.Second), "1m05s"},
+		{Countdown(800 * time.Millisecond), "0.8s"}, {Countdown(-time.Second), "0.0s"}, {Countdown(12 * time.Second), "12s"},
+		{Thousands(18204), "18,204"}, {Thousands(-1234567), "-1,234,567"}, {Thousands(12), "12"},
+		{WallClock(time.Date(2025, 3, 14, 12, 1, 7, 412_000_000, time.UTC)), "12:01:07.412"},
+		{Truncate("abcdef", 4), "abc…"}, {PadLeft("ab", 4), "  ab"}, {PadRight("ab", 4), "ab  "},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package graph
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"faultline/runtime/view"
+	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
+
+func TestMain(m *testing.M) {
+	// The checks compare plain text: no colour, no bold.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+// sampled is the pane after its first sample, s.
+func sampled(s view.Snapshot) *Model {
+	ctx := common.NewContext(nil)
+	ctx.Snap, ctx.HasSnap = s, true
+	g := New(ctx)
+	g.Update(common.SnapshotMsg{Snapshot: s})
+	return g
+}
+
+func TestRenderStrip(t *testing.T) {
+	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
+	for _, tc := range []struct {
+		name     string
+		in       view.InputView
+		aligning int64
+		w        int
+		want     string
+		scale    int64
+	}{
+		{"empty channel", fixture.Queue("a/0", 0, 0), 0, 8, "◂       ", 1},
+		{"elements, next leftmost", fixture.Queue("a/0", 0, 3), 0, 8, "◂···    ", 1},
+		{"barrier at its position", fixture.Queue("a/0", 0, 8, fixture.Barrier(14, 2)), 0, 12, "◂··▌14···   ", 1},
+		{"barrier next in line", fixture.Queue("a/0", 0, 4, fixture.Barrier(14, 0)), 0, 8, "◂▌14·   ", 1},
+		{"two barriers", fixture.Queue("a/0", 0, 9, fixture.Barrier(14, 1), fixture.Barrier(15, 5)), 0, 12, "◂·▌14·▌15·  ", 1},
+		{"a barrier's id never hides the next barrier", fixture.Queue("a/0", 0, 5, fixture.Barrier(14, 1), fixture.Barrier(15, 2)), 0, 8, "◂·▌▌15  ", 1},
+		{"blocked: the barrier came in, elements wait behind it",
+			view.InputView{From: "a/0", Blocked: true, HeldBack: 6, Queue: view.QueueView{Queued: 6}}, 14, 12, "▌14······   ", 1},
+		{"long queue in buckets", fixture.Queue("a/0", 0, 100, fixture.Barrier(14, 50)), 0, 11, "◂·····▌14··", 10},
+		{"barrier beyond the strip stays at its end", fixture.Queue("a/0", 0, 3, fixture.Barrier(14, 40)), 0, 6, "◂··· ▌", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, scale := renderStrip(st, tc.in, tc.aligning, tc.w, 0)
+			if got != tc.want || scale != tc.scale {
+				t.Fatalf("got %q (×%d), want %q (×%d)", got, scale, tc.want, tc.scale)
+			}
+			if common.Width(got) > tc.w {
+				t.Fatalf("%d cells, more than %d", common.Width(got), tc.w)
+			}
+		})
+	}
+}
+
+func TestStripSuffix(t *testing.T) {
+	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
+	if got := stripSuffix(st, view.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
+		t.Fatalf("blocked: %q", got)
+	}
+	if got := stripSuffix(st, fixture.Queue("a/0", 0, 120), 10); got != "120 ·=10" {
+		t.Fatalf("bucketed: %q", got)
+	}
+}
+
+func TestLayoutChipsDropsTheDroppableFirst(t *testing.T) {
+	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
+	chips := []chip{{text: "▸0", style: st.Text}, {text: "RUN", style: st.Text}, {text: "2.1k/s", style: st.Text, drop: 1},
+		{text: "bp OK", style: st.Text, drop: 2}, {text: "✓14", style: st.Text}}
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{40, "▸0 RUN 2.1k/s bp OK ✓14"},
+		{20, "▸0 RUN 2.1k/s ✓14"},
+		{12, "▸0 RUN ✓14"},
+		{8, "▸0 RUN …"},
+	} {
+		if got := layoutChips(chips, tc.w); got != tc.want {
+			t.Errorf("width %d: got %q, want %q", tc.w, got, tc.want)
+		}
+	}
+	// Short forms come in after the drops; pad keeps room for a value
+	// that grows.
+	align := []chip{{text: "▸0", style: st.Text}, {text: "2.1k/s", style: st.Text, drop: 1},
+		{text: "ALIGNING #14 38ms", short: "ALIGN #14 38ms", pad: 1, style: st.Text}}
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{28, "▸0 2.1k/s ALIGNING #14 38ms"},
+		{27, "▸0 ALIGNING #14 38ms"},
+		{21, "▸0 ALIGNING #14 38ms"},
+		{20, "▸0 ALIGN #14 38ms"},
+	} {
+		if got := layoutChips(align, tc.w); got != tc.want {
+			t.Errorf("width %d: got %q, want %q", tc.w, got, tc.want)
+		}
+	}
+}
+
+// A blocked channel's held-back count shows whole even at 80 columns, where
+// strips are narrow: the strip gives way to it.
+func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
+	s := fixture.Aligning()
+	j := s.Tasks["join/1"]
+	j.Alignment = view.AlignmentView{Checkpoint: 4, Since: s.Now.Add(-fixture.Ms(169))}
+	j.Inputs = []view.InputView{
+		fixture.Queue("parse-orders/0", 0, 108, fixture.Barrier(4, 1)),
+		fixture.Queue("parse-orders/1", 0, 92, fixture.Barrier(4, 2)),
+		fixture.Queue("parse-payments/0", 1, 55, fixture.Barrier(4, 0)),
+		{From: "parse-payments/1", Input: 1, Blocked: true, HeldBack: 1234, Queue: view.QueueView{Queued: 1234}},
+	}
+	s.Tasks["join/1"] = j
+	g := sampled(s)
+	compact, _ := g.Heights()
+	g.SetSize(80, compact+1) // what an 80×24 terminal gives the graph
+	if v := g.View(); !strings.Contains(v, "BLOCKED 1,234") {
+		t.Fatalf("the held-back count is cut:\n%s", v)
+	}
+}
+
+func TestFormatOffsets(t *testing.T) {
+	if got := formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}); got != "p2:1190 p3:1201 p10:5" {
+		t.Errorf("got %q", got)
+	}
+}
