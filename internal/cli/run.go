@@ -136,11 +136,16 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	// The checkpoint store's lock is the state dir's: take it before
 	// anything else in the dir (the embedded broker's log) is touched.
-	open := openStore
+	var store *checkpoint.BadgerStore
+	var err error
 	if o.fresh {
-		open = openStoreFresh
+		store, err = freshStateDir(ctx, stateDir, o.retained)
+		if err != nil && !errors.Is(err, checkpoint.ErrLocked) {
+			err = fmt.Errorf("--fresh: %w", err)
+		}
+	} else {
+		store, err = openStore(checkpointDir(stateDir), o.retained)
 	}
-	store, err := open(checkpointDir(stateDir), o.retained)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -148,9 +153,7 @@ func (r *runState) prepare(ctx context.Context) error {
 	r.onClose(func() { store.Close() })
 	embeddedBroker := len(p.client.Brokers) == 0
 	if o.fresh {
-		if err := clearStateDir(ctx, store, stateDir, r.stderr); err != nil {
-			return exitError{code: 1, err: err}
-		}
+		fmt.Fprintf(r.stderr, "faultline: --fresh: deleted the checkpoints, savepoints, the embedded broker's log and the verification ledger in %s\n", stateDir)
 	} else if o.headless && !o.resume && o.fromSavepoint == 0 {
 		// The terminal UI goes on from the state dir by default; a
 		// headless run is told to.
