@@ -1,6 +1,7 @@
 // Package cli is faultline's command line: the root command and one file
-// per command (run, broker, checkpoints), the end-to-end tests that drive
-// the real binary, and the wiring of a run from its flags to its report.
+// per command (run, broker, checkpoints, reset), the end-to-end tests that
+// drive the real binary, and the wiring of a run from its flags to its
+// report.
 package cli
 
 import (
@@ -47,7 +48,7 @@ duplicating a record.
 On a terminal it opens the terminal UI (? lists its keys); with --headless it
 prints JSON events and a final report instead. Everything a run keeps lives in
 the state dir; the terminal UI goes on from its last checkpoint when started
-again (headless: --resume).`,
+again (headless: --resume), and faultline reset empties it for a clean start.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -55,7 +56,7 @@ again (headless: --resume).`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	run := newRunCmd()
-	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd())
+	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd())
 	// faultline with no command runs the default job, as `faultline run`.
 	root.RunE = run.RunE
 	root.Flags().AddFlagSet(run.Flags())
