@@ -21,10 +21,12 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitError carries a chosen exit code and, optionally, a message.
+// exitError carries a chosen exit code and, optionally, a message and a
+// line to print after it (then).
 type exitError struct {
 	code int
 	err  error
+	then string
 }
 
 func (e exitError) Error() string {
@@ -83,6 +85,9 @@ func execute(args []string) int {
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintln(os.Stderr, "faultline:", ee.err)
+		}
+		if ee.then != "" {
+			fmt.Fprintln(os.Stderr, "faultline:", ee.then)
 		}
 		return ee.code
 	}

@@ -108,9 +108,9 @@ func resetStateDir(ctx context.Context, dir string, ask resetAsk, out io.Writer)
 }
 
 // stateDirHolds says what dir holds of earlier runs, as earlierRuns does,
-// plus what only a killed run leaves (the state backend's working
-// databases). It looks without changing anything, and
-// refuses a state dir that a running faultline holds.
+// plus the note of a bad record and the state backend's working databases
+// (which only a killed run leaves). It looks without changing anything,
+// and refuses a state dir that a running faultline holds.
 func stateDirHolds(ctx context.Context, dir string) ([]string, error) {
 	cdir := checkpointDir(dir)
 	var held []string
@@ -129,6 +129,9 @@ func stateDirHolds(ctx context.Context, dir string) ([]string, error) {
 		return nil, exitError{code: 1, err: err}
 	}
 	held = append(held, runs...)
+	if _, err := os.Stat(filepath.Join(dir, badRecordFile)); err == nil {
+		held = append(held, "the note of a bad record in its input ("+badRecordFile+")")
+	}
 	if entries, err := os.ReadDir(filepath.Join(dir, "work")); err == nil && len(entries) > 0 {
 		held = append(held, "the state backend's working databases (work/)")
 	}

@@ -35,9 +35,12 @@ func TestResetEmptiesTheStateDir(t *testing.T) {
 	if first.code != 0 {
 		t.Fatalf("first run: exit %d, stderr %q", first.code, first.stderr)
 	}
+	if err := writeBadRecords(dir, []badRecordAt{{Topic: "orders", Partition: 0, Offset: 1}}); err != nil {
+		t.Fatal(err)
+	}
 	before := stateDirEntries(t, dir)
 
-	oneLine(t, faultline(t, "reset", "--state-dir", dir), "checkpoints of job orders", "the embedded broker's log", "nothing deleted", "--yes")
+	oneLine(t, faultline(t, "reset", "--state-dir", dir), "checkpoints of job orders", "the embedded broker's log", badRecordFile, "nothing deleted", "--yes")
 	if got := stateDirEntries(t, dir); fmt.Sprint(got) != fmt.Sprint(before) {
 		t.Fatalf("a refused reset left %v of %v", got, before)
 	}
@@ -131,5 +134,43 @@ func TestResetAsksOnATerminal(t *testing.T) {
 				t.Fatalf("answered y: %v; the screen shows:\n%s", err, sc)
 			}
 		}
+	}
+}
+
+// A run that fails on a poison record with --on-bad-record fail says that
+// every such run will (on stderr: stdout stays JSON lines), and so does
+// the next one before it starts, until a run with skip gets past the
+// record.
+func TestPoisonWithFailWarnsTheNextRun(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"run", "--headless", "--records", "20000", "--rate", "10000", "--checkpoint-interval", "100ms",
+		"--restart-strategy", "none", "--state-dir", dir}
+	first := faultline(t, append(args, "--inject", "after=500ms,fault=poison")...)
+	if first.code != 3 {
+		t.Fatalf("poisoned run: exit %d, stderr %q", first.code, first.stderr)
+	}
+	poison := first.eventsNamed("poison_written")
+	if len(poison) != 1 {
+		t.Fatalf("poison_written events %v", poison)
+	}
+	at := fmt.Sprintf("the input holds a bad record at orders/%d@%d", int(num(poison[0], "partition")), int64(num(poison[0], "offset")))
+	const again = "every run with --on-bad-record fail stops at it again; go on with --on-bad-record skip or dead-letter, or start over with `faultline reset --state-dir "
+	lines := strings.Split(strings.TrimSpace(first.stderr), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "faultline: the job FAILED") || !strings.Contains(lines[1], at) || !strings.Contains(lines[1], again) {
+		t.Fatalf("poisoned run's stderr:\n%s\nwant the failure, then %q … %q", first.stderr, at, again)
+	}
+
+	second := faultline(t, append(args, "--resume")...)
+	lines = strings.Split(strings.TrimSpace(second.stderr), "\n")
+	if second.code != 3 || !strings.Contains(lines[0], at) || !strings.Contains(lines[0], again) {
+		t.Fatalf("next run with fail: exit %d, stderr:\n%s\nwant the warning first", second.code, second.stderr)
+	}
+
+	skip := faultline(t, append(args, "--resume", "--on-bad-record", "skip")...)
+	if skip.code != 0 || strings.Contains(skip.stderr, "bad record") || num(skip.report, "bad_records", "skipped") != 1 {
+		t.Fatalf("run with skip: exit %d, bad_records %v, stderr %q", skip.code, skip.report["bad_records"], skip.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, badRecordFile)); !os.IsNotExist(err) {
+		t.Fatalf("the note of the bad record stays after a run got past it: %v", err)
 	}
 }

@@ -192,6 +192,9 @@ func (r *runState) prepare(ctx context.Context) error {
 	r.onClose(func() { lf.Close() })
 	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
 	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
+	// A bad record ahead of the last checkpoint stops this run where it
+	// stopped the one before: say so before it starts.
+	r.warnBadRecords(ctx, embeddedBroker)
 	// The verification ledger: what the oracle has accounted for of the
 	// records the embedded broker deleted. A run that goes on from this
 	// job's checkpoints goes on from it; any other starts a new one.
@@ -677,10 +680,17 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 }
 
 // report prints the report (the last JSON line headless, a summary after
-// the UI) and turns the run's end into its exit code.
+// the UI) and turns the run's end into its exit code. When the input holds
+// a bad record ahead of the last checkpoint, it says that every run with
+// --on-bad-record fail stops at it again: in the summary after the UI,
+// headless on stderr after the line of the exit.
 func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Verification) error {
 	r.closeEvents()
 	report := runtime.NewReport(r.p.job.Name, r.o.mode, res, v, r.obs.Dropped())
+	var badWhat, badAdvice string
+	if bad := r.noteBadRecords(res); len(bad) > 0 {
+		badWhat, badAdvice = badRecordWarning(bad, res.Latest, r.embedded != nil, r.o.stateDir, r.stateDir)
+	}
 	if r.o.headless {
 		if err := r.enc.Encode(report); err != nil {
 			return exitError{code: 1, err: err}
@@ -688,8 +698,24 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 	} else {
 		b, _ := json.Marshal(report)
 		r.logger.Printf("%s", b)
-		printSummary(r.stdout, report, r.stateDir)
+		printSummary(r.stdout, report, r.stateDir, badWhat, badAdvice)
 	}
+	err := r.exit(ctx, res, v)
+	if badWhat != "" && r.o.headless {
+		then := badWhat + ": " + badAdvice
+		var ee exitError
+		if !errors.As(err, &ee) {
+			fmt.Fprintln(r.stderr, "faultline:", then)
+			return err
+		}
+		ee.then = then
+		return ee
+	}
+	return err
+}
+
+// exit turns the run's end into its exit code.
+func (r *runState) exit(ctx context.Context, res *runtime.Result, v verify.Verification) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return exitError{code: 1, err: cause}
 	}

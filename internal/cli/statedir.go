@@ -157,12 +157,12 @@ func refuseSecondCopy(stateDir string, held []string) error {
 
 // stateDirKept is what runs keep in a state dir besides the checkpoint
 // store, relative to it: what clearStateDir deletes. The log file stays.
-var stateDirKept = []string{"kafka", "verify", inputFile, inputFile + ".tmp", "work"}
+var stateDirKept = []string{"kafka", "verify", inputFile, inputFile + ".tmp", badRecordFile, badRecordFile + ".tmp", "work"}
 
 // clearStateDir deletes everything earlier runs left in the state dir: the
 // checkpoints and savepoints, the embedded broker's log, the verification
-// ledger and inputFile (stateDirKept). The store must be open, so that no
-// other process uses the state dir.
+// ledger, inputFile and badRecordFile (stateDirKept). The store must be
+// open, so that no other process uses the state dir.
 func clearStateDir(ctx context.Context, store *checkpoint.BadgerStore, stateDir string) error {
 	if err := store.Clear(ctx); err != nil {
 		return err
