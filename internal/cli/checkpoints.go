@@ -287,14 +287,20 @@ func confirm(w io.Writer, in io.Reader, terminal, yes bool, warning string) (boo
 		return false, usagef("%s Not deleted: no terminal to ask on; add --yes to delete it", warning)
 	}
 	fmt.Fprintln(w, warning)
-	fmt.Fprint(w, "Delete it? [y/N] ")
+	return askYes(w, in, "Delete it?"), nil
+}
+
+// askYes asks question on w, with [y/N], and reads the answer from in:
+// y or yes agrees, anything else (and the end of the input) does not.
+func askYes(w io.Writer, in io.Reader, question string) bool {
+	fmt.Fprint(w, question+" [y/N] ")
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && line == "" {
 		fmt.Fprintln(w)
-		return false, nil
+		return false
 	}
 	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes", nil
+	return answer == "y" || answer == "yes"
 }
 
 // isTerminalReader tells whether r is a terminal.

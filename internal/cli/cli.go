@@ -1,6 +1,7 @@
 // Package cli is faultline's command line: the root command and one file
-// per command (run, broker, checkpoints), the end-to-end tests that drive
-// the real binary, and the wiring of a run from its flags to its report.
+// per command (run, broker, checkpoints, reset), the end-to-end tests that
+// drive the real binary, and the wiring of a run from its flags to its
+// report.
 package cli
 
 import (
@@ -20,10 +21,12 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// exitError carries a chosen exit code and, optionally, a message.
+// exitError carries a chosen exit code and, optionally, a message and a
+// line to print after it (then).
 type exitError struct {
 	code int
 	err  error
+	then string
 }
 
 func (e exitError) Error() string {
@@ -47,7 +50,7 @@ duplicating a record.
 On a terminal it opens the terminal UI (? lists its keys); with --headless it
 prints JSON events and a final report instead. Everything a run keeps lives in
 the state dir; the terminal UI goes on from its last checkpoint when started
-again (headless: --resume).`,
+again (headless: --resume), and faultline reset empties it for a clean start.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -55,7 +58,7 @@ again (headless: --resume).`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	run := newRunCmd()
-	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd())
+	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd())
 	// faultline with no command runs the default job, as `faultline run`.
 	root.RunE = run.RunE
 	root.Flags().AddFlagSet(run.Flags())
@@ -82,6 +85,9 @@ func execute(args []string) int {
 	if errors.As(err, &ee) {
 		if ee.err != nil {
 			fmt.Fprintln(os.Stderr, "faultline:", ee.err)
+		}
+		if ee.then != "" {
+			fmt.Fprintln(os.Stderr, "faultline:", ee.then)
 		}
 		return ee.code
 	}

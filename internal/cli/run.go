@@ -136,11 +136,16 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	// The checkpoint store's lock is the state dir's: take it before
 	// anything else in the dir (the embedded broker's log) is touched.
-	open := openStore
+	var store *checkpoint.BadgerStore
+	var err error
 	if o.fresh {
-		open = openStoreFresh
+		store, err = freshStateDir(ctx, stateDir, o.retained)
+		if err != nil && !errors.Is(err, checkpoint.ErrLocked) {
+			err = fmt.Errorf("--fresh: %w", err)
+		}
+	} else {
+		store, err = openStore(checkpointDir(stateDir), o.retained)
 	}
-	store, err := open(checkpointDir(stateDir), o.retained)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -148,9 +153,7 @@ func (r *runState) prepare(ctx context.Context) error {
 	r.onClose(func() { store.Close() })
 	embeddedBroker := len(p.client.Brokers) == 0
 	if o.fresh {
-		if err := clearStateDir(ctx, store, stateDir, r.stderr); err != nil {
-			return exitError{code: 1, err: err}
-		}
+		fmt.Fprintf(r.stderr, "faultline: --fresh: deleted the checkpoints, savepoints, the embedded broker's log and the verification ledger in %s\n", stateDir)
 	} else if o.headless && !o.resume && o.fromSavepoint == 0 {
 		// The terminal UI goes on from the state dir by default; a
 		// headless run is told to.
@@ -189,6 +192,9 @@ func (r *runState) prepare(ctx context.Context) error {
 	r.onClose(func() { lf.Close() })
 	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
 	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
+	// A bad record ahead of the last checkpoint stops this run where it
+	// stopped the one before: say so before it starts.
+	r.warnBadRecords(ctx, embeddedBroker)
 	// The verification ledger: what the oracle has accounted for of the
 	// records the embedded broker deleted. A run that goes on from this
 	// job's checkpoints goes on from it; any other starts a new one.
@@ -675,10 +681,17 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 }
 
 // report prints the report (the last JSON line headless, a summary after
-// the UI) and turns the run's end into its exit code.
+// the UI) and turns the run's end into its exit code. When the input holds
+// a bad record ahead of the last checkpoint, it says that every run with
+// --on-bad-record fail stops at it again: in the summary after the UI,
+// headless on stderr after the line of the exit.
 func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Verification) error {
 	r.closeEvents()
 	report := runtime.NewReport(r.p.job.Name, r.o.mode, res, v, r.obs.Dropped())
+	var badWhat, badAdvice string
+	if bad := r.noteBadRecords(res); len(bad) > 0 {
+		badWhat, badAdvice = badRecordWarning(bad, res.Latest, r.embedded != nil, r.o.stateDir, r.stateDir)
+	}
 	if r.o.headless {
 		if err := r.enc.Encode(report); err != nil {
 			return exitError{code: 1, err: err}
@@ -686,8 +699,24 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 	} else {
 		b, _ := json.Marshal(report)
 		r.logger.Printf("%s", b)
-		printSummary(r.stdout, report, r.stateDir)
+		printSummary(r.stdout, report, r.stateDir, badWhat, badAdvice)
 	}
+	err := r.exit(ctx, res, v)
+	if badWhat != "" && r.o.headless {
+		then := badWhat + ": " + badAdvice
+		var ee exitError
+		if !errors.As(err, &ee) {
+			fmt.Fprintln(r.stderr, "faultline:", then)
+			return err
+		}
+		ee.then = then
+		return ee
+	}
+	return err
+}
+
+// exit turns the run's end into its exit code.
+func (r *runState) exit(ctx context.Context, res *runtime.Result, v verify.Verification) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return exitError{code: 1, err: cause}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,11 +47,40 @@ func writeInputRecord(stateDir string, r inputRecord) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(stateDir, inputFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(stateDir, inputFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", inputFile, err)
 	}
-	return os.Rename(tmp, filepath.Join(stateDir, inputFile))
+	return nil
+}
+
+// writeFileAtomic replaces the file at path with b, whole or not at all: a
+// temporary file beside it, synced, renamed over path, and the folder
+// synced, so that a crash leaves either the old content or the new.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 // checkInput refuses to go on from a state dir whose input is not the one
@@ -83,22 +111,25 @@ func (o *runOptions) checkInput(stateDir, job string, generated bool) (inputReco
 
 // earlierRuns says what the state dir holds of earlier runs of any job,
 // e.g. "checkpoints (newest 7)", "the embedded broker's log"; none for a
-// new state dir.
+// new state dir. Without a store (nil) it says what the rest of the state
+// dir holds.
 func earlierRuns(ctx context.Context, store *checkpoint.BadgerStore, stateDir string, embedded bool) ([]string, error) {
 	var held []string
-	all, err := store.All(ctx)
-	if err != nil {
-		return nil, err
-	}
-	damaged, err := store.Damaged(ctx)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case len(all) > 0:
-		held = append(held, fmt.Sprintf("checkpoints of job %s (newest %d)", all[len(all)-1].Job, all[len(all)-1].ID))
-	case len(damaged) > 0 || store.MaxID() > 0:
-		held = append(held, "the records of checkpoints")
+	if store != nil {
+		all, err := store.All(ctx)
+		if err != nil {
+			return nil, err
+		}
+		damaged, err := store.Damaged(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case len(all) > 0:
+			held = append(held, fmt.Sprintf("checkpoints of job %s (newest %d)", all[len(all)-1].Job, all[len(all)-1].ID))
+		case len(damaged) > 0 || store.MaxID() > 0:
+			held = append(held, "the records of checkpoints")
+		}
 	}
 	if embedded {
 		if entries, err := os.ReadDir(filepath.Join(stateDir, "kafka")); err == nil && len(entries) > 0 {
@@ -124,26 +155,47 @@ func refuseSecondCopy(stateDir string, held []string) error {
 		stateDir, strings.Join(held, ", "))
 }
 
-// clearStateDir deletes everything earlier runs left in the state dir
-// (--fresh): the checkpoints and savepoints, the embedded broker's log, the
-// verification ledger and inputFile. The store must be open, so that no
-// other process uses the state dir. It says what it did on w.
-func clearStateDir(ctx context.Context, store *checkpoint.BadgerStore, stateDir string, w io.Writer) error {
+// stateDirKept is what runs keep in a state dir besides the checkpoint
+// store, relative to it: what clearStateDir deletes. The log file stays.
+var stateDirKept = []string{"kafka", "verify", inputFile, inputFile + ".tmp", badRecordFile, badRecordFile + ".tmp", "work"}
+
+// clearStateDir deletes everything earlier runs left in the state dir: the
+// checkpoints and savepoints, the embedded broker's log, the verification
+// ledger, inputFile and badRecordFile (stateDirKept). The store must be
+// open, so that no other process uses the state dir.
+func clearStateDir(ctx context.Context, store *checkpoint.BadgerStore, stateDir string) error {
 	if err := store.Clear(ctx); err != nil {
-		return fmt.Errorf("--fresh: %w", err)
+		return err
 	}
-	for _, p := range []string{"kafka", "verify", inputFile, "work"} {
+	for _, p := range stateDirKept {
 		if err := os.RemoveAll(filepath.Join(stateDir, p)); err != nil {
-			return fmt.Errorf("--fresh: %w", err)
+			return err
 		}
 	}
-	fmt.Fprintf(w, "faultline: --fresh: deleted the checkpoints, savepoints, the embedded broker's log and the verification ledger in %s\n", stateDir)
 	return nil
 }
 
-// openStoreFresh opens the state dir's checkpoint store for a run with
-// --fresh: a store too damaged to open is removed first (never one that
-// another process holds).
+// freshStateDir empties the state dir for a clean start, as `run --fresh`
+// and `reset` do: it opens the checkpoint store, which takes the state
+// dir's lock (removing a store too damaged to open, never one another
+// process holds: that is an error wrapping checkpoint.ErrLocked), and
+// deletes everything runs keep there (clearStateDir). It returns the
+// store, open and empty.
+func freshStateDir(ctx context.Context, stateDir string, retained int) (*checkpoint.BadgerStore, error) {
+	store, err := openStoreFresh(checkpointDir(stateDir), retained)
+	if err != nil {
+		return nil, err
+	}
+	if err := clearStateDir(ctx, store, stateDir); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// openStoreFresh opens the state dir's checkpoint store for a clean start:
+// a store too damaged to open is removed first (never one that another
+// process holds).
 func openStoreFresh(dir string, retained int) (*checkpoint.BadgerStore, error) {
 	s, err := openStore(dir, retained)
 	if err == nil || errors.Is(err, checkpoint.ErrLocked) {

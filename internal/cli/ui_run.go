@@ -143,8 +143,10 @@ func watchTerminal(ctx context.Context, w io.Writer, interval time.Duration, gon
 	watchFor(ctx, interval, func() bool { return !isTerminal(w) }, gone)
 }
 
-// printSummary tells, after the UI has closed, how the run ended.
-func printSummary(w io.Writer, r runtime.Report, stateDir string) {
+// printSummary tells, after the UI has closed, how the run ended, and what
+// the next run meets: with badWhat, a bad record ahead of the last
+// checkpoint, and badAdvice what to do about it.
+func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice string) {
 	v := r.Verify
 	verdict := "✓ exactly once"
 	switch {
@@ -172,10 +174,14 @@ func printSummary(w io.Writer, r runtime.Report, stateDir string) {
 	if r.GaveUp != "" {
 		fmt.Fprintf(&b, "  gave up: %s\n", r.GaveUp)
 	}
-	if !dirGone(checkpointDir(stateDir)) {
-		fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
-	} else {
+	switch {
+	case dirGone(checkpointDir(stateDir)):
 		fmt.Fprintf(&b, "  state dir %s is gone, and its checkpoints with it\n", stateDir)
+	case badWhat != "":
+		fmt.Fprintf(&b, "  state dir %s: %s:\n", stateDir, badWhat)
+		fmt.Fprintf(&b, "  %s\n", strings.Replace(badAdvice, "; ", ";\n  ", 1))
+	default:
+		fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
 	}
 	fmt.Fprint(w, b.String())
 }
