@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -25,6 +26,42 @@ func TestChannelViewPlacesBarriers(t *testing.T) {
 	v = ch.View()
 	if v.Queued != 4 || len(v.Barriers) != 1 || v.Barriers[0] != (BarrierPos{ID: 13, Pos: 2}) {
 		t.Fatalf("view after consuming 3: %+v", v)
+	}
+}
+
+// nowSignal is a fake clock that tells when it is read.
+type nowSignal struct {
+	*clock.Fake
+	read chan struct{}
+}
+
+func (c nowSignal) Now() time.Time {
+	c.read <- struct{}{}
+	return c.Fake.Now()
+}
+
+// A sender's back-pressure is the time it waited on a full channel, on the
+// job's clock.
+func TestChannelCountsBlockedTimeOnItsClock(t *testing.T) {
+	clk := nowSignal{Fake: clock.NewFake(time.Unix(0, 0)), read: make(chan struct{})}
+	var blocked atomic.Int64
+	ch := newChannel(1, newGate(), &blocked, clk)
+	ctx := context.Background()
+	rec := Element{Kind: KindRecord}
+	ch.send(ctx, []Element{rec}) // fills it, without waiting
+	sent := make(chan bool)
+	go func() { sent <- ch.send(ctx, []Element{rec}) }()
+	<-clk.read // the sender found the channel full and started waiting
+	clk.Advance(7 * time.Millisecond)
+	if _, ok := ch.poll(); !ok {
+		t.Fatal("nothing to take from a full channel")
+	}
+	<-clk.read // the sender's batch went in
+	if !<-sent {
+		t.Fatal("send reported its context ended")
+	}
+	if got := time.Duration(blocked.Load()); got != 7*time.Millisecond {
+		t.Fatalf("blocked %v, want the 7ms the clock moved", got)
 	}
 }
 

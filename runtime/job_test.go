@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"faultline/checkpoint"
+	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
@@ -33,6 +34,9 @@ type run struct {
 	failover restart.FailoverStrategy
 	// during, when set, runs in its own goroutine while the job runs.
 	during func(j *Job)
+	// clk, when set, is the job's clock and the observer's (nil: the wall
+	// clock); the test moves it.
+	clk *clock.Fake
 
 	// filled in by do
 	restarts RestartView
@@ -77,7 +81,11 @@ func (r *run) do(t *testing.T) *run {
 		}
 		faults = append(faults, f)
 	}
-	obs := NewObserver(nil, 1<<16)
+	var clk clock.Clock // nil, not a nil *clock.Fake, when unset
+	if r.clk != nil {
+		clk = r.clk
+	}
+	obs := NewObserver(clk, 1<<16)
 	collected := make(chan []Event)
 	go func() {
 		var evs []Event
@@ -87,7 +95,7 @@ func (r *run) do(t *testing.T) *run {
 		collected <- evs
 	}()
 	j, err := New(Config{
-		Job: r.job, Env: env, Mode: r.mode, Observer: obs, StateBackend: r.backend, WorkDir: t.TempDir(),
+		Job: r.job, Env: env, Mode: r.mode, Observer: obs, Clock: clk, StateBackend: r.backend, WorkDir: t.TempDir(),
 		Checkpoint: checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
 		Restart:    restart.NewFixedDelay(r.attempts, 10*time.Millisecond),
 		Failover:   r.failover,
