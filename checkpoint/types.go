@@ -66,6 +66,12 @@ type SubtaskAck struct {
 	// this checkpoint wrote for it (equal to Bytes for a full snapshot).
 	Bytes            int64 `json:"bytes"`
 	IncrementalBytes int64 `json:"incremental_bytes"`
+	// AfterBarrier counts, in an at-least-once checkpoint, the records the
+	// subtask processed from channels that had delivered the checkpoint's
+	// barrier while it waited for the others: they are in the snapshot's
+	// state and are read again after a restore from it (the duplicates of
+	// at-least-once).
+	AfterBarrier int64 `json:"after_barrier,omitempty"`
 	// Offsets are set by source subtasks.
 	Offsets Offsets `json:"offsets,omitempty"`
 	// OutputFrom is set by sink subtasks: per output topic and partition,

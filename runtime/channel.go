@@ -72,6 +72,10 @@ func (c *Channel) send(ctx context.Context, batch []Element) bool {
 	return true
 }
 
+// Len is how many elements were sent into the channel and not yet
+// handled by the receiver (the batch it is handling included).
+func (c *Channel) Len() int64 { return c.sent.Load() - c.consumed.Load() }
+
 // poll takes the next batch if one is waiting.
 func (c *Channel) poll() ([]Element, bool) {
 	select {

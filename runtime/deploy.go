@@ -74,7 +74,6 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
 	}
 	t.mb = newMailbox(t.gate)
-	_, t.stepSeen, _ = j.tempo.get()
 	if op.Type == spec.TypeSource {
 		src, err := j.cfg.Env.source(op.Topic)
 		if err != nil {
@@ -118,6 +117,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 		t.restored = r
 	}
+	t.resumeSlow()
 	for _, f := range j.faults {
 		if f.Task == t.name && !f.fired.Load() {
 			t.faults = append(t.faults, f)

@@ -127,6 +127,7 @@ func (j *Job) decide(out outcome, res *Result) restart.Decision {
 	failed.Fault = fi.Fault
 	res.Failures = append(res.Failures, fi)
 	j.obs.Emit(failed)
+	j.endStep()
 	j.coord.Stop(checkpoint.ReasonJobFailover, fmt.Errorf("job failover: %w", out.err))
 
 	d := j.handler.Handle(out.task, out.err, j.clk.Now())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,6 +118,11 @@ type Fault struct {
 	// which keeps short bounded runs deterministic. Neither set: now.
 	After        time.Duration
 	AfterRecords int64
+	// AfterCheckpoints instead fires once that many checkpoints have
+	// completed in this run, counted from After on when both are given
+	// ("after=3s,after-checkpoints=1": right after the first checkpoint
+	// that completes 3 s into the run).
+	AfterCheckpoints int64
 	// Count is how many checkpoint writes a storage-fail fault fails.
 	Count int
 	// Factor and For shape a slow fault; For is also how long a
@@ -146,7 +152,7 @@ func ParseFault(s string) (Fault, error) {
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return f, fmt.Errorf("--inject %q: %q is not key=value (keys: after, after-records, task, fault)", s, part)
+			return f, fmt.Errorf("--inject %q: %q is not key=value (keys: after, after-records, after-checkpoints, task, fault)", s, part)
 		}
 		if seen[k] {
 			return f, fmt.Errorf("--inject %q: %s given twice", s, k)
@@ -165,6 +171,12 @@ func ParseFault(s string) (Fault, error) {
 				return f, fmt.Errorf("--inject %q: after-records=%s is not a whole number", s, v)
 			}
 			f.AfterRecords = n
+		case "after-checkpoints":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return f, fmt.Errorf("--inject %q: after-checkpoints=%s is not a whole number of 1 or more", s, v)
+			}
+			f.AfterCheckpoints = n
 		case "task":
 			f.Task = v
 		case "factor":
@@ -202,11 +214,11 @@ func ParseFault(s string) (Fault, error) {
 				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
 			}
 		default:
-			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, task, fault, count, factor, for, topic, partition)", s, k)
+			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, after-checkpoints, task, fault, count, factor, for, topic, partition)", s, k)
 		}
 	}
-	if seen["after"] && seen["after-records"] {
-		return f, fmt.Errorf("--inject %q: give after= or after-records=, not both", s)
+	if seen["after-records"] && (seen["after"] || seen["after-checkpoints"]) {
+		return f, fmt.Errorf("--inject %q: after-records= goes with neither after= nor after-checkpoints=", s)
 	}
 	if f.Kind == "" {
 		return f, fmt.Errorf("--inject %q: fault= is missing (known: %s)", s, knownFaults())
@@ -443,8 +455,8 @@ func (t *task) checkFaults() error {
 	}
 	t.faultAt = 1<<63 - 1
 	for _, f := range t.faults {
-		if f.fired.Load() {
-			continue
+		if f.fired.Load() || f.AfterRecords == 0 {
+			continue // fired, or not an after-records fault
 		}
 		if f.AfterRecords <= done {
 			if err := t.fire(f); err != nil {
@@ -463,8 +475,10 @@ func (t *task) fire(f *faultEntry) error {
 		return nil
 	}
 	if f.Kind == FaultSlow {
-		t.slowUntil = t.clk().Now().Add(f.For)
-		t.slowFactor = f.Factor
+		t.slow.begin(t.clk().Now(), f.Factor, f.For)
+		t.m.slowFactor.Store(math.Float64bits(f.Factor))
+		t.m.slowPer.Store(uint64(t.slow.perRecord))
+		t.m.slowUntil.Store(uint64(t.slow.until.UnixNano()))
 		t.a.job.obs.Emit(view.TaskSlowed{Task: t.name, Factor: f.Factor, ForMs: f.For.Milliseconds()})
 		t.a.job.noteFault(t.name, FaultSlow)
 		return nil

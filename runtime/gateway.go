@@ -17,14 +17,22 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 	case checkpoint.EventTriggered:
 		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
 	case checkpoint.EventCompleted:
+		j.endStep()
 		if e.Completed.Mode == barrier.ExactlyOnce.String() {
 			// From here on a failure restores an aligned checkpoint.
 			j.lenient(j.cfg.AtLeastOnce.Close)
 		}
+		if e.Kind != checkpoint.KindSavepoint {
+			j.checkpointFaults()
+		}
 		full, inc := e.Completed.Size()
+		var after int64
+		for _, a := range e.Completed.Tasks {
+			after += a.AfterBarrier
+		}
 		j.obs.Emit(view.CheckpointCompleted{
 			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),
-			SizeBytes: full, IncrementalBytes: inc,
+			SizeBytes: full, IncrementalBytes: inc, AfterBarrier: after,
 		})
 		if e.Kind == checkpoint.KindSavepoint {
 			sp := view.SavepointCompleted{ID: e.ID, SizeBytes: full}
@@ -46,6 +54,25 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 			f.Task = e.Task.String()
 		}
 		j.obs.Emit(f)
+	}
+}
+
+// checkpointFaults counts a checkpoint completed in this run for the
+// after-checkpoints faults (from their After on), and sends those now due
+// to the job master.
+func (j *Job) checkpointFaults() {
+	since := j.obs.Since()
+	for _, f := range j.ckptFaults {
+		if since < f.After || f.queued.Load() {
+			continue
+		}
+		if f.completed.Add(1) >= f.AfterCheckpoints && f.queued.CompareAndSwap(false, true) {
+			select {
+			case j.faultCh <- f:
+			default:
+				go func() { j.faultCh <- f }()
+			}
+		}
 	}
 }
 

@@ -146,9 +146,11 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	began := t.clk().Now()
 	t.batchStart = began
 	t.channel = i
+	records := 0
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
-		t.dawdle(ctx, began)
+		t.measureRate()
+		t.holdRecords(ctx, records)
 	}()
 	if t.prefetch != nil {
 		for j := in.pos; j < min(in.pos+prefetchAhead, len(in.cur)); j++ {
@@ -160,6 +162,9 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 		switch e.Kind {
 		case KindRecord:
 			t.in++
+			if p := t.handler.Pending(); p != 0 && t.handler.LastBarrier(i) >= p {
+				t.afterBarrier++ // at-least-once: past the barrier (aligned: blocked)
+			}
 			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
 				if err := t.checkFaults(); err != nil {
 					return false, err
@@ -191,11 +196,16 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 				return false, t.emitErr
 			}
 			e.Record = Record{}
+			records++
 		case KindBarrier:
 			if mode := modeOf(e); mode != t.handler.Mode() {
 				if err := t.switchMode(ctx, mode, e.ID()); err != nil {
 					return false, err
 				}
+			}
+			if e.ID() > t.firstBarrier {
+				t.firstBarrier = e.ID()
+				t.stepSaw(t.a.job.steps.arrived(t.op.Name, e.ID()))
 			}
 			t.lastTrig[e.ID()] = barrierInfo{ns: e.TriggerNanos(), savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
 			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos()); err != nil {

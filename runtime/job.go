@@ -100,8 +100,12 @@ type Job struct {
 
 	metrics map[string]*TaskMetrics
 	faults  []*faultEntry
-	paused  atomic.Bool
-	in      atomic.Int64 // records read by sources, over all attempts
+	steps   *stepWatch // what a Step stops at
+	// ckptFaults are the after-checkpoints faults of the run (never
+	// changed once the job is made).
+	ckptFaults []*faultEntry
+	paused     atomic.Bool
+	in         atomic.Int64 // records read by sources, over all attempts
 
 	storageFails atomic.Int64 // checkpoint writes still to fail (storage-fail)
 	live         atomic.Int64 // goroutines of attempts still running
@@ -150,8 +154,10 @@ type attemptErr struct {
 type faultEntry struct {
 	Fault
 	fired     atomic.Bool
-	delivered atomic.Bool // a timed fault was posted to its task
-	adhoc     bool        // injected while running (Inject), not from --inject
+	delivered atomic.Bool  // a timed fault was posted to its task
+	queued    atomic.Bool  // an after-checkpoints fault was sent to the master
+	completed atomic.Int64 // checkpoints an after-checkpoints fault has counted
+	adhoc     bool         // injected while running (Inject), not from --inject
 }
 
 // FailureInfo is one failure of the run, as the report lists it.
@@ -259,6 +265,7 @@ func New(cfg Config) (*Job, error) {
 	}
 	j.bad.progress = &j.commits
 	j.mode.Store(int32(cfg.Mode))
+	j.steps = newStepWatch(cfg.Job)
 	if cfg.Mode == barrier.AtLeastOnce {
 		j.lenient(cfg.AtLeastOnce.Open)
 	}
@@ -287,6 +294,9 @@ func New(cfg Config) (*Job, error) {
 			return nil, err
 		}
 		j.faults = append(j.faults, &faultEntry{Fault: f})
+		if f.AfterCheckpoints > 0 {
+			j.ckptFaults = append(j.ckptFaults, j.faults[len(j.faults)-1])
+		}
 	}
 	// Checkpoint writes go through a store that the storage-fail fault can
 	// make fail; the rest of the store is the configured one.
@@ -491,7 +501,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}
 	var timers []clock.Timer
 	for _, f := range j.faults {
-		if f.AfterRecords == 0 {
+		if f.AfterRecords == 0 && f.AfterCheckpoints == 0 {
 			f := f
 			timers = append(timers, j.clk.AfterFunc(f.After, func() { j.faultCh <- f }))
 		}

@@ -143,7 +143,9 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 	if err := t.broadcast(ctx, barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce)); err != nil {
 		return err
 	}
-	ack := checkpoint.SubtaskAck{SyncDuration: clock.Since(t.clk(), start), Alignment: r.Alignment}
+	t.stepSaw(t.a.job.steps.snapshotted(t.op.Name, id))
+	ack := checkpoint.SubtaskAck{SyncDuration: clock.Since(t.clk(), start), Alignment: r.Alignment, AfterBarrier: t.afterBarrier}
+	t.afterBarrier = 0
 	if p, ok := t.oper.(OutputPositioner); ok {
 		ack.OutputFrom = p.OutputFrom()
 	}

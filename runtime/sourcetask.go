@@ -44,7 +44,14 @@ func (t *task) runSource(ctx context.Context) error {
 			continue
 		}
 		began := t.clk().Now()
-		recs, done, err := t.reader.Poll(ctx, t.srcBuf[:0], t.a.job.cfg.BatchSize)
+		batch := t.a.job.cfg.BatchSize
+		if t.slowed() {
+			batch = min(batch, slowBatch) // the trigger of a checkpoint waits for a batch at most
+		}
+		if t.a.job.Tempo() != TempoNormal {
+			batch = min(batch, tempoBatch) // slow motion slows the records, not only the batches
+		}
+		recs, done, err := t.reader.Poll(ctx, t.srcBuf[:0], batch)
 		if err != nil {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
@@ -72,7 +79,8 @@ func (t *task) runSource(ctx context.Context) error {
 		if len(recs) > 0 || t.m.offsets.Load() == nil {
 			t.m.offsets.Store(t.reader.Offsets())
 		}
-		t.dawdle(ctx, began)
+		t.measureRate()
+		t.holdRecords(ctx, len(recs))
 		if done {
 			t.atEnd = true
 			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t})
@@ -108,30 +116,6 @@ func (t *task) commitOffsets(id int64) {
 	}
 }
 
-// dawdle stretches the work done since began by the slow fault's factor
-// while it lasts: back-pressure builds upstream, barriers queue behind the
-// slow task, alignments and checkpoints take longer.
-func (t *task) dawdle(ctx context.Context, began time.Time) {
-	if t.slowUntil.IsZero() {
-		return
-	}
-	now := t.clk().Now()
-	if now.After(t.slowUntil) {
-		t.slowUntil = time.Time{}
-		return
-	}
-	d := time.Duration(float64(now.Sub(began)) * (t.slowFactor - 1))
-	if d <= 0 {
-		return
-	}
-	after, tm := clock.After(t.clk(), d)
-	defer tm.Stop()
-	select {
-	case <-after:
-	case <-ctx.Done():
-	}
-}
-
 func (t *task) waitPaused(ctx context.Context) {
 	after, tm := clock.After(t.clk(), 20*time.Millisecond)
 	defer tm.Stop()
@@ -152,6 +136,7 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	if err := t.broadcast(ctx, b); err != nil {
 		return err
 	}
+	t.stepSaw(t.a.job.steps.snapshotted(t.op.Name, id))
 	if t.atEnd && t.finalBarrier == 0 {
 		t.finalBarrier = id
 	}

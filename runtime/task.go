@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,11 @@ type TaskMetrics struct {
 	BackPressuredNanos atomic.Int64
 	// Deploys counts how many times the subtask was deployed.
 	Deploys atomic.Int64
+	// slowUntil is when a slow fault of the subtask ends (Unix ns; 0: not
+	// slowed), slowFactor its factor (math.Float64bits), slowPer how long
+	// it holds each record (ns). A subtask deployed again while the fault
+	// lasts goes on slowly: the fault is the machine's, not the attempt's.
+	slowUntil, slowFactor, slowPer atomic.Uint64
 	// offsets are a source subtask's next offsets per partition, published
 	// after each read (map[int32]int64, never changed once stored).
 	offsets atomic.Value
@@ -41,6 +47,16 @@ type TaskMetrics struct {
 func (m *TaskMetrics) Offsets() map[int32]int64 {
 	o, _ := m.offsets.Load().(map[int32]int64)
 	return o
+}
+
+// Slowed returns, while a slow fault holds the subtask, its factor and
+// when it ends (ok false: not slowed).
+func (m *TaskMetrics) Slowed() (factor float64, until time.Time, ok bool) {
+	u := m.slowUntil.Load()
+	if u == 0 {
+		return 0, time.Time{}, false
+	}
+	return math.Float64frombits(m.slowFactor.Load()), time.Unix(0, int64(u)), true
 }
 
 // Status is the subtask's current status.
@@ -164,12 +180,15 @@ type task struct {
 	broken      bool
 	lastPersist chan struct{} // closed when the previous snapshot's writer ends
 
-	stepSeen  int64     // the tempo's last step this task went on with
 	lastFlush time.Time // when the outputs were last flushed
 
-	// a slow fault in effect: work takes slowFactor times as long
-	slowUntil  time.Time
-	slowFactor float64
+	slow slowing // a slow fault, and the rate it starts from
+	// firstBarrier is the newest checkpoint whose barrier reached the
+	// subtask (for Step).
+	firstBarrier int64
+	// afterBarrier counts the records processed past the pending
+	// at-least-once checkpoint's barrier (SubtaskAck.AfterBarrier).
+	afterBarrier int64
 
 	// sources
 	src          Source

@@ -21,10 +21,19 @@ const (
 	TempoSlow = view.TempoSlow
 	// TempoSlower waits SlowerDelay before every batch.
 	TempoSlower = view.TempoSlower
-	// TempoFrozen stops every task before its next batch; Step lets each
-	// handle one.
+	// TempoFrozen stops every task before its next batch; Step lets the
+	// world run, slowly, to the next thing a person can see.
 	TempoFrozen = view.TempoFrozen
 )
+
+// tempoBatch is the most records a source reads at once in slow motion: the
+// job's record rate drops with its tempo, and what the sources have not read
+// waits in Kafka (consumer lag), not in the job's queues.
+const tempoBatch = 1
+
+// stepLimit is the longest a Step runs when nothing visible happens (no
+// checkpoint is triggered, the input has ended).
+const stepLimit = 5 * time.Second
 
 // The waits of the slow tempos.
 const (
@@ -37,9 +46,12 @@ const (
 type tempo struct {
 	mu    sync.Mutex
 	t     Tempo
-	step  int64     // bumped by every Step
 	since time.Time // when the world froze (zero unless frozen)
-	wake  chan struct{}
+	// stepping is set by Step in a frozen world until the next visible
+	// event (stepWatch) or stepUntil; meanwhile the world runs slowly.
+	stepping  bool
+	stepUntil time.Time
+	wake      chan struct{}
 	// now mirrors t for the tasks' fast path: one atomic load per batch
 	// at normal speed.
 	now atomic.Int32
@@ -47,10 +59,12 @@ type tempo struct {
 
 func (p *tempo) init() { p.wake = make(chan struct{}) }
 
-func (p *tempo) get() (Tempo, int64, <-chan struct{}) {
+// get returns the tempo, whether a step is running (and until when at
+// most), and the channel closed at the next change.
+func (p *tempo) get() (Tempo, bool, time.Time, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.t, p.step, p.wake
+	return p.t, p.stepping, p.stepUntil, p.wake
 }
 
 func (p *tempo) change(f func()) {
@@ -64,9 +78,10 @@ func (p *tempo) change(f func()) {
 
 // SetTempo sets how fast the dataflow moves.
 func (j *Job) SetTempo(t Tempo) {
-	old, _, _ := j.tempo.get()
+	old, _, _, _ := j.tempo.get()
 	now := j.clk.Now()
 	j.tempo.change(func() {
+		j.tempo.stepping = false
 		switch {
 		case t != TempoFrozen:
 			j.tempo.since = time.Time{}
@@ -91,14 +106,41 @@ func (j *Job) FrozenSince() time.Time {
 	return j.tempo.since
 }
 
-// Step lets every task of a frozen job handle one more batch.
+// Step lets a frozen world run, slowly, until the next thing a person can
+// see happens: a checkpoint's barriers leave a stage of the job (the
+// sources inject them; every subtask of the next operators has taken its
+// snapshot), a barrier reaches an operator with several inputs (a channel
+// blocks, an alignment begins), or a checkpoint completes (stepWatch). It
+// does nothing unless the world is frozen.
 func (j *Job) Step() {
-	j.tempo.change(func() { j.tempo.step++ })
+	until := j.clk.Now().Add(stepLimit)
+	j.tempo.change(func() {
+		if j.tempo.t == TempoFrozen {
+			j.tempo.stepping, j.tempo.stepUntil = true, until
+		}
+	})
 }
 
-// pace holds the task before its next batch as the tempo says, and
-// returns how long it held it (counted as idle time). A frozen task goes on
-// once for every Step.
+// Stepping reports whether a Step is running.
+func (j *Job) Stepping() bool {
+	_, stepping, _, _ := j.tempo.get()
+	return stepping
+}
+
+// endStep ends a running Step: something visible happened.
+func (j *Job) endStep() {
+	if Tempo(j.tempo.now.Load()) != TempoFrozen {
+		return
+	}
+	j.tempo.change(func() { j.tempo.stepping = false })
+}
+
+// pace holds the task before its next batch as the tempo says, and returns
+// how long it held it (counted as idle time). In slow motion an operator
+// that has fallen behind (more than one element waiting per input channel)
+// is not held, so that the queues stay as short as at full speed: the
+// sources set the pace. A frozen task waits for a Step and goes on slowly
+// while it runs.
 func (t *task) pace(ctx context.Context) time.Duration {
 	if Tempo(t.a.job.tempo.now.Load()) == TempoNormal {
 		return 0
@@ -106,7 +148,7 @@ func (t *task) pace(ctx context.Context) time.Duration {
 	clk := t.clk()
 	start := time.Time{}
 	for {
-		tp, step, wake := t.a.job.tempo.get()
+		tp, stepping, until, wake := t.a.job.tempo.get()
 		var d time.Duration
 		switch tp {
 		case TempoNormal:
@@ -119,13 +161,19 @@ func (t *task) pace(ctx context.Context) time.Duration {
 		case TempoSlower:
 			d = SlowerDelay
 		case TempoFrozen:
-			if t.stepSeen < step {
-				t.stepSeen = step
-				if start.IsZero() {
-					return 0
+			if stepping {
+				if clk.Now().After(until) {
+					t.a.job.endStep()
+					continue
 				}
-				return clock.Since(clk, start)
+				d = SlowDelay
 			}
+		}
+		if d > 0 && t.behind() {
+			if start.IsZero() {
+				return 0
+			}
+			return clock.Since(clk, start)
 		}
 		if start.IsZero() {
 			start = clk.Now()
@@ -149,4 +197,17 @@ func (t *task) pace(ctx context.Context) time.Duration {
 			return clock.Since(clk, start)
 		}
 	}
+}
+
+// behind reports whether more elements wait in the task's input channels
+// than one per channel.
+func (t *task) behind() bool {
+	if len(t.inputs) == 0 {
+		return false
+	}
+	var waiting int64
+	for _, in := range t.inputs {
+		waiting += in.ch.Len()
+	}
+	return waiting > int64(len(t.inputs))
 }

@@ -86,6 +86,9 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			if in, al, ok := u.job.Inputs(name); ok {
 				t.Inputs, t.Alignment = in, al
 			}
+			if f, until, ok := m.Slowed(); ok && until.After(now) {
+				t.SlowFactor, t.SlowUntil = f, until
+			}
 			s.Tasks[name] = t
 		}
 	}
@@ -138,7 +141,7 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 		for id, a := range c.AckedTasks {
 			cv.AckedTasks[id.String()] = view.SubtaskAck{SyncDuration: a.SyncDuration, AsyncDuration: a.AsyncDuration,
 				Alignment: a.Alignment, StartDelay: a.StartDelay, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes,
-				Finished: a.Finished, AckTime: a.AckTime}
+				AfterBarrier: a.AfterBarrier, Finished: a.Finished, AckTime: a.AckTime}
 		}
 		for _, id := range c.WaitingFor {
 			cv.WaitingFor = append(cv.WaitingFor, id.String())

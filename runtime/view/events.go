@@ -162,6 +162,9 @@ type CheckpointCompleted struct {
 	DurationMs       int64  `json:"duration_ms"`
 	SizeBytes        int64  `json:"size_bytes"`
 	IncrementalBytes int64  `json:"incremental_bytes"`
+	// AfterBarrier counts the records processed past the barrier in an
+	// at-least-once checkpoint (read again after a restore from it).
+	AfterBarrier int64 `json:"after_barrier,omitempty"`
 }
 
 // CheckpointFailed: ID was aborted for Reason; Task declined it, when one

@@ -150,6 +150,10 @@ type Task struct {
 	Offsets map[int32]int64
 	// Restarts counts how many times this subtask was redeployed.
 	Restarts int
+	// SlowFactor is, while a slow fault holds the subtask, its factor (0:
+	// not slowed); SlowUntil when it ends.
+	SlowFactor float64
+	SlowUntil  time.Time
 }
 
 // Restart is the restart strategy's and the failover strategy's state.
@@ -290,6 +294,10 @@ type SubtaskAck struct {
 	// Bytes is the full size of the subtask's state; IncrementalBytes what
 	// this checkpoint wrote for it.
 	Bytes, IncrementalBytes int64
+	// AfterBarrier counts, in an at-least-once checkpoint, the records
+	// processed past the barrier before the snapshot: they are read again
+	// after a restore from it.
+	AfterBarrier int64
 	// Finished: the subtask had finished before; its state was carried
 	// over.
 	Finished bool

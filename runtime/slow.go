@@ -1,0 +1,115 @@
+package runtime
+
+// The slow fault: a subtask that falls behind its input. It holds each
+// record for a fixed time, chosen when the fault begins so that the subtask
+// handles about 1/factor of the records per second it was handling then,
+// at any input rate (ten times the few microseconds a record costs would
+// change nothing at 400 records/s). Its input queues fill, back-pressure
+// reaches upstream, barriers wait behind the queued records, and alignment
+// at the slowed subtask takes visibly longer; in at-least-once mode the
+// records it processes past a barrier become the duplicates of the next
+// recovery.
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"faultline/internal/clock"
+)
+
+// slowFloorRate is the rate a slow fault assumes for a subtask that has not
+// been measured yet (it has handled nothing for a second).
+const slowFloorRate = 100.0
+
+// slowBatch is the most records a slowed source reads at once, so that a
+// checkpoint's trigger waits behind a few held records only.
+const slowBatch = 8
+
+// slowing is a subtask's slow fault while it lasts, and the measure of its
+// recent rate that the fault starts from. The task goroutine owns it.
+type slowing struct {
+	until     time.Time     // the fault's end (zero: not slowed)
+	perRecord time.Duration // how long each record is held
+
+	// rate is the records per second handled over the last full second,
+	// measured from mark on.
+	rate          float64
+	markAt        time.Time
+	markProcessed int64
+}
+
+// measure updates the recent rate from processed, the subtask's records so
+// far; it is called once per batch.
+func (s *slowing) measure(now time.Time, processed int64) {
+	if s.markAt.IsZero() {
+		s.markAt, s.markProcessed = now, processed
+		return
+	}
+	if d := now.Sub(s.markAt); d >= time.Second {
+		s.rate = float64(processed-s.markProcessed) / d.Seconds()
+		s.markAt, s.markProcessed = now, processed
+	}
+}
+
+// begin starts a slow fault of factor for d at now.
+func (s *slowing) begin(now time.Time, factor float64, d time.Duration) {
+	rate := s.rate
+	if rate < slowFloorRate {
+		rate = slowFloorRate
+	}
+	s.until = now.Add(d)
+	s.perRecord = time.Duration(math.Min(float64(time.Second)*factor/rate, float64(time.Second)))
+}
+
+// active reports whether the fault lasts at now, ending it when it is over.
+func (s *slowing) active(now time.Time) bool {
+	if s.until.IsZero() {
+		return false
+	}
+	if now.After(s.until) {
+		s.until, s.perRecord = time.Time{}, 0
+		return false
+	}
+	return true
+}
+
+// resumeSlow carries a slow fault that outlasted the subtask's previous
+// attempt over to this one.
+func (t *task) resumeSlow() {
+	if u := t.m.slowUntil.Load(); u != 0 {
+		t.slow.until, t.slow.perRecord = time.Unix(0, int64(u)), time.Duration(t.m.slowPer.Load())
+	}
+}
+
+// measureRate notes the batch just handled for the slow fault's measure.
+func (t *task) measureRate() {
+	t.slow.measure(t.clk().Now(), t.m.RecordsIn.Load()+t.in)
+}
+
+// slowed reports whether a slow fault holds the task now; the UI's view of
+// it ends with it.
+func (t *task) slowed() bool {
+	if t.slow.until.IsZero() {
+		return false
+	}
+	if !t.slow.active(t.clk().Now()) {
+		t.m.slowUntil.Store(0)
+		return false
+	}
+	return true
+}
+
+// holdRecords holds the task for n records of a slow fault, or until ctx
+// ends.
+func (t *task) holdRecords(ctx context.Context, n int) {
+	if n <= 0 || !t.slowed() {
+		return
+	}
+	after, tm := clock.After(t.clk(), time.Duration(n)*t.slow.perRecord)
+	defer tm.Stop()
+	select {
+	case <-after:
+	case <-ctx.Done():
+	}
+}
