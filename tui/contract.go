@@ -40,9 +40,14 @@ type Controller interface {
 	// hop; TempoFrozen stops every task before its next batch (the world
 	// stands still; Step moves it).
 	SetTempo(t Tempo)
-	// Step, while frozen, lets every task handle one batch, then freezes
-	// again.
+	// Step, while frozen, lets the world run slowly to the next moment a
+	// person can see (a checkpoint's barriers leave a stage of the job or
+	// reach an operator that aligns, a checkpoint completes), then freezes
+	// again (Input.Stepping while it runs).
 	Step()
+	// ResetRestarts makes the restart strategy forget its failures, as a
+	// newly submitted job's starts (a restarts_reset event follows).
+	ResetRestarts()
 	// SetRate sets the input generator's records/s (ignored, with an
 	// error, when there is no generator).
 	SetRate(recordsPerSecond float64) error

@@ -102,6 +102,7 @@ func (f *fakeController) SetTempo(t Tempo) {
 }
 
 func (f *fakeController) Step() { f.record("Step") }
+func (f *fakeController) ResetRestarts() { f.record("ResetRestarts") }
 
 func (f *fakeController) SetRate(r float64) error {
 	f.record("SetRate(%.0f)", r)

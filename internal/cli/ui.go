@@ -107,7 +107,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	} else {
 		s.Verify = tui.Verify{Err: "live verification is off"}
 	}
-	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: u.job.Tempo(), FrozenSince: u.job.FrozenSince()}
+	s.Input = tui.Input{SourcesPaused: u.job.Paused(), Tempo: u.job.Tempo(), FrozenSince: u.job.FrozenSince(), Stepping: u.job.Stepping()}
 	if u.writer != nil {
 		s.Input.Generator = true
 		s.Input.Rate = u.writer.Rate()
@@ -206,6 +206,9 @@ func (u *uiController) SetMode(mode string) error {
 
 // SetSourcesPaused implements tui.Controller.
 func (u *uiController) SetSourcesPaused(p bool) { u.job.Pause(p) }
+
+// ResetRestarts implements tui.Controller.
+func (u *uiController) ResetRestarts() { u.job.ResetRestarts() }
 
 // SetTempo implements tui.Controller.
 func (u *uiController) SetTempo(t tui.Tempo) { u.job.SetTempo(t) }

@@ -208,6 +208,9 @@ type Input struct {
 	Tempo         Tempo
 	// FrozenSince is when the world froze (zero unless frozen).
 	FrozenSince time.Time
+	// Stepping: a Step runs (the frozen world moves to the next moment a
+	// person can see).
+	Stepping bool
 }
 
 // QueueView is what the UI draws of one input channel: the elements sent but
