@@ -28,7 +28,8 @@ const (
 	FaultError FaultKind = "error"
 	// FaultSavepoint triggers a savepoint (it needs no task).
 	FaultSavepoint FaultKind = "savepoint"
-	// FaultSlow makes the task process Factor times slower for For.
+	// FaultSlow makes the task handle 1/Factor of the records per second it
+	// handled when the fault began, for For (see slowing).
 	FaultSlow FaultKind = "slow"
 	// FaultCrash kills the whole process, as SIGKILL does.
 	FaultCrash FaultKind = "crash"
@@ -58,7 +59,7 @@ type CatalogueEntry struct {
 var Catalogue = []CatalogueEntry{
 	{FaultPanic, "the task panics", "the task panics"},
 	{FaultError, "the task's operator returns an error", "the task's operator returns an error"},
-	{FaultSlow, "the task runs factor= times slower for for=", "the task works 10× slower for 5 s"},
+	{FaultSlow, "the task holds each record, handling 1/factor= of its rate, for for=", "the task falls to a tenth of its rate for 10 s"},
 	{FaultPoison, "a record that can never be parsed is written into topic= (orders) partition= (0)", "a record no parser accepts enters the input it reads"},
 	{FaultBrokerDown, "the embedded broker refuses connections for for= (5s)", "the embedded broker refuses connections for 5 s"},
 	{FaultStorageFail, "the next count= checkpoint writes fail", "the next 3 checkpoint writes fail"},
@@ -85,7 +86,7 @@ func MenuFault(kind FaultKind, task, topic string, partition int32) Fault {
 	f := Fault{Kind: kind, Task: task}
 	switch kind {
 	case FaultSlow:
-		f.Factor, f.For = 10, 5*time.Second
+		f.Factor, f.For = 10, 10*time.Second
 	case FaultStorageFail:
 		f.Count = 3
 	case FaultBrokerDown:
