@@ -101,7 +101,7 @@ func (f *fakeController) SetTempo(t Tempo) {
 	f.snap.Input.Tempo = t
 }
 
-func (f *fakeController) Step() { f.record("Step") }
+func (f *fakeController) Step()          { f.record("Step") }
 func (f *fakeController) ResetRestarts() { f.record("ResetRestarts") }
 
 func (f *fakeController) SetRate(r float64) error {

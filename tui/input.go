@@ -37,6 +37,7 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 			m.flash("no subtask selected yet", common.LevelWarning)
 			return nil, true
 		}
+		m.menuComing = true
 		return fetchFaults(m.ctrl, task), true
 	case key.Matches(k, keys.Checkpoint):
 		m.flash("triggering a checkpoint…", common.LevelInfo)

@@ -55,6 +55,12 @@ const (
 // Context, routes messages to the components (keys only to the focused one
 // or to the overlay on top) and issues every command to the Controller.
 type model struct {
+	// menuComing is set while the fault menu's catalogue is on its way;
+	// keys that came in the same read as the one that asked for it wait in
+	// afterMenu and go to the menu once it is open ("x1" in one read).
+	menuComing bool
+	afterMenu  []rune
+
 	ctrl    Controller
 	events  <-chan view.Stamped
 	done    <-chan struct{}
@@ -173,9 +179,13 @@ func (m *model) handleKeys(msg tea.KeyMsg) tea.Cmd {
 		return m.handleKey(msg)
 	}
 	var cmds []tea.Cmd
-	for _, r := range msg.Runes {
+	for i, r := range msg.Runes {
 		cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
 		m.sync()
+		if m.menuComing {
+			m.afterMenu = append(m.afterMenu, msg.Runes[i+1:]...)
+			break
+		}
 	}
 	return tea.Sequence(cmds...)
 }
@@ -295,9 +305,14 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case FaultsMsg:
+		m.menuComing = false
 		if m.overlay == overlayNone { // not over what the user opened since
 			m.menu.Open(msg.Task, msg.Faults)
 			m.overlay = overlayMenu
+		}
+		if rest := m.afterMenu; len(rest) > 0 {
+			m.afterMenu = nil
+			return m.handleKeys(tea.KeyMsg{Type: tea.KeyRunes, Runes: rest})
 		}
 	case common.InjectMsg:
 		m.overlay = overlayNone

@@ -272,6 +272,18 @@ func TestKeysPressedFastAllCount(t *testing.T) {
 	assertCalls(t, h.ctrl, "SetTempo(slow)", "SetTempo(slower)", "SetMode(at-least-once)", "TriggerCheckpoint", "TriggerSavepoint")
 }
 
+// "x1" in one read opens the fault menu and picks its first entry: the
+// keys after the one that opens the menu wait for it.
+func TestKeysAfterTheFaultKeyGoToTheMenu(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x1")})
+	if v := h.m.View(); !strings.Contains(v, "inject panic into") {
+		t.Fatalf("x1 in one read did not ask to inject a panic:\n%s", v)
+	}
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("y")})
+	assertCalls(t, h.ctrl, "Inject(panic,join/0)")
+}
+
 func TestTempo(t *testing.T) {
 	h := newHarness(t, fixture.Running(), 120, 40)
 	h.press("z", "z", "z")
