@@ -16,6 +16,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // badRecordFile is the state dir's note of the records a run with
@@ -165,6 +166,7 @@ func (r *runState) warnBadRecords(ctx context.Context, embedded bool) {
 	if len(ahead) > 0 && r.o.onBadRecord == runtime.BadRecordFail {
 		what, advice := badRecordWarning(ahead, latest, embedded, r.o.stateDir, r.stateDir)
 		fmt.Fprintf(r.stderr, "faultline: %s: %s\n", what, advice)
+		r.notices = append(r.notices, view.Notice{Text: what, Advice: advice})
 	}
 }
 

@@ -165,6 +165,10 @@ func TestPoisonWithFailWarnsTheNextRun(t *testing.T) {
 	if second.code != 3 || !strings.Contains(lines[0], at) || !strings.Contains(lines[0], again) {
 		t.Fatalf("next run with fail: exit %d, stderr:\n%s\nwant the warning first", second.code, second.stderr)
 	}
+	// The same words as an event, which the terminal UI shows.
+	if n := second.eventsNamed("notice"); len(n) != 1 || !strings.Contains(n[0]["text"].(string), at) {
+		t.Fatalf("next run's notice events %v, want one saying %q", n, at)
+	}
 
 	skip := faultline(t, append(args, "--resume", "--on-bad-record", "skip")...)
 	if skip.code != 0 || strings.Contains(skip.stderr, "bad record") || num(skip.report, "bad_records", "skipped") != 1 {

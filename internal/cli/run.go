@@ -66,6 +66,7 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 
 // runState is a run between its steps.
 type runState struct {
+	notices        []view.Notice // said before the run started, for the events
 	o              *runOptions
 	p              *prepared
 	stdout, stderr io.Writer
@@ -548,6 +549,9 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		Brokers: strings.Join(p.client.Brokers, ","), SinkGuarantee: string(p.sinkG),
 		CheckpointDir: r.store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
 	})
+	for _, n := range r.notices {
+		r.obs.Emit(n) // the UI shows them, which hides what went to stderr
+	}
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
 	if !o.headless && o.fromSavepoint == 0 {

@@ -319,6 +319,14 @@ type ModeChanged struct {
 	Mode string `json:"mode"`
 }
 
+// Notice: something the person at the terminal should know before the run
+// goes far (a bad record ahead that will stop it again); Advice says what
+// to do about it.
+type Notice struct {
+	Text   string `json:"text"`
+	Advice string `json:"advice,omitempty"`
+}
+
 // RestartsReset: the restart strategy forgot its failures (from the
 // keyboard), as a newly submitted job's starts; Attempts is how many
 // restarts it had granted before.
@@ -369,6 +377,7 @@ func (RecordsReplayed) Name() string     { return "records_replayed" }
 func (BadRecord) Name() string           { return "bad_record" }
 func (ModeChanged) Name() string         { return "mode_changed" }
 func (RestartsReset) Name() string       { return "restarts_reset" }
+func (Notice) Name() string              { return "notice" }
 func (TempoChanged) Name() string        { return "tempo_changed" }
 func (SourcesPaused) Name() string       { return "sources_paused" }
 
@@ -400,7 +409,7 @@ func init() {
 		CheckpointCompleted{}, CheckpointFailed{}, CheckpointInvalid{}, CheckpointCorrupted{},
 		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},
 		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, ReplayHeld{}, RolledBack{}, RecordsLost{},
-		RecordsReplayed{}, BadRecord{}, ModeChanged{}, RestartsReset{}, TempoChanged{}, SourcesPaused{},
+		RecordsReplayed{}, BadRecord{}, ModeChanged{}, RestartsReset{}, Notice{}, TempoChanged{}, SourcesPaused{},
 	} {
 		t := reflect.TypeOf(e)
 		known[e.Name()] = func() Event { return reflect.New(t).Interface().(Event) }

@@ -53,7 +53,7 @@ func TestEveryEventReadsBack(t *testing.T) {
 		RolledBack{Task: "a/0", Checkpoint: 2, Lost: 1, What: "w"}, RecordsLost{Task: "a/0", Records: 1, Total: 2, Checkpoint: 3, What: "w"},
 		RecordsReplayed{Records: 1, TotalLost: 0, Checkpoint: 3, What: "w"},
 		BadRecord{Task: "a/0", Action: "skipped", Reason: "r", Record: "x", Total: 1, Topic: "dl"},
-		ModeChanged{Mode: "at-least-once"}, RestartsReset{Strategy: "fixed-delay", Attempts: 3}, TempoChanged{Tempo: "frozen"}, SourcesPaused{Paused: true},
+		ModeChanged{Mode: "at-least-once"}, RestartsReset{Strategy: "fixed-delay", Attempts: 3}, Notice{Text: "t", Advice: "a"}, TempoChanged{Tempo: "frozen"}, SourcesPaused{Paused: true},
 	} {
 		b, err := json.Marshal(Stamped{At: time.Second, Event: e})
 		if err != nil {
@@ -67,7 +67,7 @@ func TestEveryEventReadsBack(t *testing.T) {
 			t.Errorf("%s read back as %#v", b, back.Event)
 		}
 	}
-	if len(known) != 33 {
-		t.Errorf("%d known events; the test above lists 33", len(known))
+	if len(known) != 34 {
+		t.Errorf("%d known events; the test above lists 34", len(known))
 	}
 }
