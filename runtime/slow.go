@@ -46,7 +46,9 @@ func (s *slowing) measure(now time.Time, processed int64) {
 		s.markAt, s.markProcessed = now, processed
 		return
 	}
-	if d := now.Sub(s.markAt); d >= time.Second {
+	// The first measure comes after a fifth of a second, so that a fault
+	// early in a run starts from a rate too.
+	if d := now.Sub(s.markAt); d >= time.Second || s.rate == 0 && d >= time.Second/5 {
 		s.rate = float64(processed-s.markProcessed) / d.Seconds()
 		s.markAt, s.markProcessed = now, processed
 	}
