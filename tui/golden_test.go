@@ -64,6 +64,11 @@ var goldenScenes = []goldenScene{
 		want: []string{"y inject", "n/esc cancel"},
 	},
 	{
+		name: "slowed", snap: fixture.Slowed, events: fixture.RunEvents,
+		ready: "checkpoint 14 triggered",
+		want:  []string{"SLOW ×10", "bp HIGH", "1,264 ·="},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "reading the job graph",
 		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},
