@@ -69,6 +69,17 @@ var goldenScenes = []goldenScene{
 		want:  []string{"SLOW ×10", "bp HIGH", "1,264 ·="},
 	},
 	{
+		name: "at-least-once", snap: fixture.AtLeastOnce, events: fixture.AtLeastOnceEvents,
+		ready: "dup 23 (at-least-once)",
+		want:  []string{"at-least-once · no alignment", "after", "dup 23 (at-least-once)", "lost 0 ✓"},
+	},
+	{
+		name: "at-least-once-detail", snap: fixture.AtLeastOnce, events: fixture.AtLeastOnceEvents, keys: []string{"tab", "enter"},
+		ready: "esc close",
+		want: []string{"checkpoint 16", "at-least-once", "processed after the barrier: 37", "read again after a restore",
+			"after", "23", "14"},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "reading the job graph",
 		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},

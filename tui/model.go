@@ -152,6 +152,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.ctx.Width, m.ctx.Height = msg.Width, msg.Height
 	case tea.KeyMsg:
 		cmd = m.handleKeys(msg)
 	case SnapshotMsg:
@@ -190,6 +191,7 @@ func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 		m.lastSeq = msg.Seq
 	}
 	m.ctx.Snap, m.ctx.HasSnap = msg.Snapshot, true
+	m.ctx.Modes.Seed(msg.Snapshot.Job.Mode)
 	m.observeIntents(msg.Seq)
 	m.sync()
 	m.graph, _ = update(m.graph, msg)
@@ -226,6 +228,9 @@ func (m *model) observeIntents(seq int64) {
 // handleEvents logs a batch and waits for the next, unless the stream
 // ended; the UI goes on showing the job either way.
 func (m *model) handleEvents(msg EventsMsg) tea.Cmd {
+	for _, e := range msg.Events {
+		m.ctx.Modes.Observe(e.Event)
+	}
 	m.log, _ = update(m.log, msg)
 	if msg.Closed {
 		m.eventsClosed = true

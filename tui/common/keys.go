@@ -11,6 +11,9 @@ type KeyMap struct {
 	// the selected row of the checkpoints table, the event log's scroll.
 	Up, Down, Left, Right key.Binding
 	PageUp, PageDown      key.Binding
+	// Newest selects the newest checkpoint, and the table follows new
+	// ones again.
+	Newest key.Binding
 	// Select, Rows, Scroll, Pages, Choose, PickHelp, Rate and CloseHelp
 	// only stand for several keys at once in the short help line.
 	Select, Rows, Scroll, Pages, Choose, PickHelp, Rate, CloseHelp key.Binding
@@ -46,6 +49,7 @@ func DefaultKeyMap() KeyMap {
 		Right:     key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "next subtask")),
 		PageUp:    key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
 		PageDown:  key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
+		Newest:    key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "newest checkpoint")),
 		Select:    key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("↑↓←→", "select")),
 		Rows:      key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "row")),
 		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "scroll")),
@@ -90,7 +94,7 @@ func (k KeyMap) CommandHelp() []key.Binding {
 func (k KeyMap) HelpGroups() (titles []string, groups [][]key.Binding) {
 	return []string{"move", "fault tolerance", "tempo, input, general"},
 		[][]key.Binding{
-			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.NextPane, k.PrevPane, k.Open, k.Back},
+			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Back},
 			{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode},
 			{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
 		}
