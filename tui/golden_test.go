@@ -80,6 +80,11 @@ var goldenScenes = []goldenScene{
 			"after", "23", "14"},
 	},
 	{
+		name: "damaged", snap: fixture.Damaged, events: fixture.DamagedEvents,
+		ready: "sink/0: the output already holds 460 records",
+		want:  []string{"DAMAGED", "restored checkpoint 12 — checkpoint 13 is damaged, passed over", "sink/0: the output already holds 460 records"},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "reading the job graph",
 		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},

@@ -87,3 +87,16 @@ func TestCheckpointTableKnowsEachRowsMode(t *testing.T) {
 		t.Fatalf("an at-least-once row shows an alignment:\n%s", v)
 	}
 }
+
+func TestEventsGoBackToTheNewestWhenTheFocusLeaves(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.events(fixture.RestartEvents())
+	h.press("tab", "tab", "up", "up", "up")
+	if h.m.log.Back() == 0 || !strings.Contains(h.m.View(), "newer below") {
+		t.Fatal("the events did not scroll")
+	}
+	h.press("tab")
+	if h.m.log.Back() != 0 || strings.Contains(h.m.View(), "newer below") {
+		t.Fatal("the events stayed scrolled after the focus left")
+	}
+}
