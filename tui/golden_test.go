@@ -85,6 +85,11 @@ var goldenScenes = []goldenScene{
 		want:  []string{"DAMAGED", "restored checkpoint 12 — checkpoint 13 is damaged, passed over", "sink/0: the output already holds 460 records"},
 	},
 	{
+		name: "stepping", snap: fixture.Stepping, events: fixture.RunEvents,
+		ready: "STEPPING",
+		want:  []string{"STEPPING", "ALIGNING #14"},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "reading the job graph",
 		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},

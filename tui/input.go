@@ -146,6 +146,6 @@ func (m *model) changeRate(f float64) tea.Cmd {
 	}
 	next := math.Round(min(max(cur*f, minRate), maxRate))
 	gen := m.rate.request(next)
-	m.flash("input rate "+common.Thousands(int64(next))+" records/s", common.LevelInfo)
+	m.flash("generator rate "+common.Thousands(int64(next))+" records/s", common.LevelInfo)
 	return setRate(m.sampler, next, gen)
 }

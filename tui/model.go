@@ -194,6 +194,7 @@ func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 	m.ctx.Modes.Seed(msg.Snapshot.Job.Mode)
 	m.observeIntents(msg.Seq)
 	m.sync()
+	m.header, _ = update(m.header, msg)
 	m.graph, _ = update(m.graph, msg)
 	m.cps, _ = update(m.cps, msg)
 	m.status, _ = update(m.status, msg)
@@ -221,7 +222,7 @@ func (m *model) observeIntents(seq int64) {
 	}
 	// A generator may round the rate it was given.
 	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {
-		m.flash("rate: the input still runs at "+common.HumanRate(in.Rate), common.LevelWarning)
+		m.flash("rate: the generator still writes "+common.HumanRate(in.Rate), common.LevelWarning)
 	}
 }
 

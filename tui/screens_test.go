@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"faultline/runtime/view"
 	"faultline/tui/internal/fixture"
@@ -98,5 +99,65 @@ func TestEventsGoBackToTheNewestWhenTheFocusLeaves(t *testing.T) {
 	h.press("tab")
 	if h.m.log.Back() != 0 || strings.Contains(h.m.View(), "newer below") {
 		t.Fatal("the events stayed scrolled after the focus left")
+	}
+}
+
+func TestHeaderSaysWhatTheSourcesRead(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40) // sources at 2104+2051+1980+2012/s, generator 10,000/s
+	if v := h.m.View(); !strings.Contains(v, "sources read 8.1k/s · generator 10k/s") {
+		t.Fatalf("header:\n%s", strings.SplitN(v, "\n", 2)[0])
+	}
+	s := fixture.Running()
+	s.Input.Generator = false
+	h = newHarness(t, s, 120, 40)
+	if v := strings.SplitN(h.m.View(), "\n", 2)[0]; !strings.Contains(v, "sources read 8.1k/s") || strings.Contains(v, "generator") {
+		t.Fatalf("header without a generator:\n%s", v)
+	}
+}
+
+func TestHeaderSaysRestartedForAWhile(t *testing.T) {
+	at := func(d time.Duration, status string, attempt int64) Snapshot {
+		s := fixture.Running()
+		s.Now = s.Now.Add(d)
+		s.Job.Status, s.Job.Attempt = status, attempt
+		return s
+	}
+	header := func(h *harness) string { return strings.SplitN(h.m.View(), "\n", 2)[0] }
+	const word = "RESTARTED (attempt 2)"
+
+	h := newHarness(t, at(0, "RUNNING", 1), 120, 40)
+	h.send(SnapshotMsg{Snapshot: at(time.Second, "RESTARTING", 2)})
+	if v := header(h); strings.Contains(v, "RESTARTED") {
+		t.Fatalf("RESTARTED while restarting: %s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: at(2*time.Second, "RUNNING", 2)})
+	for _, d := range []time.Duration{2, 4, 6} {
+		h.send(SnapshotMsg{Snapshot: at(d*time.Second, "RUNNING", 2)})
+		if v := header(h); !strings.Contains(v, "RUNNING "+word) {
+			t.Fatalf("%ds: %s", d, v)
+		}
+	}
+	h.send(SnapshotMsg{Snapshot: at(7*time.Second, "RUNNING", 2)})
+	if v := header(h); strings.Contains(v, "RESTARTED") {
+		t.Fatalf("still RESTARTED 5s after the restart: %s", v)
+	}
+
+	// Frozen or slowed, the job may take long to run again: the word stays
+	// until it has run for 2s.
+	h = newHarness(t, at(0, "RUNNING", 1), 120, 40)
+	h.send(SnapshotMsg{Snapshot: at(time.Second, "RESTARTING", 2)})
+	h.send(SnapshotMsg{Snapshot: at(2*time.Second, "CREATED", 2)})
+	h.send(SnapshotMsg{Snapshot: at(20*time.Second, "CREATED", 2)})
+	if v := header(h); !strings.Contains(v, word) {
+		t.Fatalf("not running yet: %s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: at(30*time.Second, "RUNNING", 2)})
+	h.send(SnapshotMsg{Snapshot: at(31*time.Second, "RUNNING", 2)})
+	if v := header(h); !strings.Contains(v, word) {
+		t.Fatalf("running for 1s only: %s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: at(32*time.Second, "RUNNING", 2)})
+	if v := header(h); strings.Contains(v, "RESTARTED") {
+		t.Fatalf("running for 2s: %s", v)
 	}
 }
