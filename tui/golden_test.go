@@ -91,8 +91,8 @@ var goldenScenes = []goldenScene{
 	},
 	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
-		ready: "reading the job graph",
-		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},
+		ready: "fault tolerance",
+		want:  []string{"checkpoint", "savepoint", "freeze", "step to the next moment", "R", "reset restart attempts"},
 	},
 }
 

@@ -347,6 +347,8 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		m.tempo.done(msg.done)
 	case SteppedMsg:
 		// The flash already said what a step does.
+	case RestartsResetMsg:
+		m.flash("restart attempts reset: the strategy starts afresh, as for a new job", common.LevelSuccess)
 	case common.OpenDetailMsg:
 		m.detail.Open(msg.ID)
 		m.overlay = overlayDetail
@@ -474,7 +476,7 @@ func (m *model) helpLine() string {
 	case overlayHelp:
 		bindings = m.helpView.ShortHelp()
 	case overlayDetail:
-		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.Step)
+		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.ShortStep)
 	default:
 		switch m.focus {
 		case paneGraph:

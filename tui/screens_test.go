@@ -161,3 +161,38 @@ func TestHeaderSaysRestartedForAWhile(t *testing.T) {
 		t.Fatalf("running for 2s: %s", v)
 	}
 }
+
+func TestResetRestartsKey(t *testing.T) {
+	h := newHarness(t, fixture.Restarting(), 120, 40)
+	h.press("R")
+	assertCalls(t, h.ctrl, "ResetRestarts")
+	if got := h.m.status.Flash(); got != "restart attempts reset: the strategy starts afresh, as for a new job" {
+		t.Fatalf("flash %q", got)
+	}
+	h.press("r") // lower case is no command
+	assertCalls(t, h.ctrl, "ResetRestarts")
+	h.press("?")
+	if v := h.m.View(); !strings.Contains(v, "R     reset restart attempts") {
+		t.Fatalf("help does not list R:\n%s", v)
+	}
+}
+
+// At 80×24 the help is taller than the screen: it scrolls to the legend.
+func TestHelpScrollsAt80x24(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 80, 24)
+	h.press("?")
+	if v := h.m.View(); !strings.Contains(v, "↑↓ scroll") {
+		t.Fatalf("no scroll hint:\n%s", v)
+	}
+	h.press("pgdown", "pgdown")
+	v := h.m.View()
+	for _, want := range []string{"·=4", "one · stands for 4", "p0:1203", "next offset to read in partition 0"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("help lacks %q:\n%s", want, v)
+		}
+	}
+	h.press("esc")
+	if h.m.overlay != overlayNone {
+		t.Fatal("esc did not close the help")
+	}
+}
