@@ -116,7 +116,8 @@ func TestPreview(t *testing.T) {
 		t.Skip("set PREVIEW=1 to print the screens")
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
-		for _, s := range []Snapshot{fixture.Running(), fixture.Aligning(), fixture.Restarting()} {
+		for _, s := range []Snapshot{fixture.Running(), fixture.Aligning(), fixture.Restarting(), fixture.Slowed(),
+			fixture.AtLeastOnce(), fixture.Damaged(), fixture.Stepping()} {
 			h := newHarness(t, s, size[0], size[1])
 			h.events(fixture.RestartEvents())
 			t.Logf("\n%s", h.m.View())

@@ -379,18 +379,22 @@ type layoutSizes struct {
 	cpW, restartsW        int
 }
 
-// Heights the lower panes keep at least (rule line included), and what
-// they get before the graph shows every strip.
+// Heights the lower panes keep at least (rule line included), what they
+// get before the graph shows every strip, and what the events get before
+// the checkpoints get more than wantMidH (a restart's story is a dozen
+// lines).
 const (
 	minMidH, minEventsH     = 5, 4
 	roomyMidH, roomyEventsH = 7, 5
+	wantMidH, wantEventsH   = 6, 13
 )
 
 // sizes splits the terminal: header, job graph, checkpoints beside
 // restarts, events, the status line and the help line. The graph gets what
 // it needs to show the strips of every subtask when that leaves the lower
 // panes room enough, else what it needs for the selected row's strips;
-// the rest is shared by the checkpoints and the events.
+// the rest is shared by the checkpoints and the events, the events first
+// up to wantEventsH.
 func (m *model) sizes() layoutSizes {
 	avail := m.height - 3 // header, status, help
 	compact, roomy := m.graph.Heights()
@@ -401,6 +405,10 @@ func (m *model) sizes() layoutSizes {
 	g = max(min(g, avail-minMidH-minEventsH), 2)
 	rest := avail - g
 	mid := max(minMidH, (rest+1)/2)
+	if ev := rest - mid; ev < wantEventsH {
+		ev = max(ev, min(wantEventsH, rest-wantMidH))
+		mid = rest - ev
+	}
 	cpW := m.width * 3 / 5
 	return layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
 }
