@@ -146,6 +146,13 @@ func step(ctrl Controller) tea.Cmd {
 	}
 }
 
+func resetRestarts(ctrl Controller) tea.Cmd {
+	return func() tea.Msg {
+		ctrl.ResetRestarts()
+		return RestartsResetMsg{}
+	}
+}
+
 // graceSamples is how many samples taken after a command returned may still
 // show the old value before the UI believes the job did not take it.
 const graceSamples = 5

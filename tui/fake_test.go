@@ -126,11 +126,11 @@ func defaultFaults() []FaultChoice {
 	return []FaultChoice{
 		{Kind: "panic", Description: "the task panics", Available: true},
 		{Kind: "error", Description: "the task's operator returns an error", Available: true},
-		{Kind: "slow", Description: "the task runs 10 times slower for 5s", Available: true},
+		{Kind: "slow", Description: "the task falls to a tenth of its rate for 10 s", Available: true},
 		{Kind: "broker-down", Description: "the Kafka broker stops for 5s", JobLevel: true, Available: false,
 			Why: "the broker is external (--brokers)"},
-		{Kind: "crash", Description: "the process dies as with SIGKILL", JobLevel: true, Available: true},
-		{Kind: "storage-fail", Description: "the next checkpoint write fails", JobLevel: true, Available: true},
-		{Kind: "corrupt-checkpoint", Description: "the newest checkpoint's state is damaged", JobLevel: true, Available: true},
+		{Kind: "crash", Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},
+		{Kind: "storage-fail", Description: "the next 3 checkpoint writes fail", JobLevel: true, Available: true},
+		{Kind: "corrupt-checkpoint", Description: "the newest checkpoint's state is damaged on disk", JobLevel: true, Available: true},
 	}
 }

@@ -64,9 +64,35 @@ var goldenScenes = []goldenScene{
 		want: []string{"y inject", "n/esc cancel"},
 	},
 	{
+		name: "slowed", snap: fixture.Slowed, events: fixture.RunEvents,
+		ready: "checkpoint 14 triggered",
+		want:  []string{"SLOW ×10", "bp HIGH", "1,264 ·="},
+	},
+	{
+		name: "at-least-once", snap: fixture.AtLeastOnce, events: fixture.AtLeastOnceEvents,
+		ready: "dup 23 (at-least-once)",
+		want:  []string{"at-least-once · no alignment", "after", "dup 23 (at-least-once)", "lost 0 ✓"},
+	},
+	{
+		name: "at-least-once-detail", snap: fixture.AtLeastOnce, events: fixture.AtLeastOnceEvents, keys: []string{"tab", "enter"},
+		ready: "esc close",
+		want: []string{"checkpoint 16", "at-least-once", "processed after the barrier: 37", "read again after a restore",
+			"after", "23", "14"},
+	},
+	{
+		name: "damaged", snap: fixture.Damaged, events: fixture.DamagedEvents,
+		ready: "sink/0: the output already holds 460 records",
+		want:  []string{"DAMAGED", "restored checkpoint 12 — checkpoint 13 is damaged, passed over", "sink/0: the output already holds 460 records"},
+	},
+	{
+		name: "stepping", snap: fixture.Stepping, events: fixture.RunEvents,
+		ready: "STEPPING",
+		want:  []string{"STEPPING", "ALIGNING #14"},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
-		ready: "reading the job graph",
-		want:  []string{"fault tolerance", "checkpoint", "savepoint", "freeze", "BLOCKED"},
+		ready: "fault tolerance",
+		want:  []string{"checkpoint", "savepoint", "freeze", "step to the next moment", "R", "reset restart attempts"},
 	},
 }
 

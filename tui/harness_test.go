@@ -97,6 +97,7 @@ func keyMsg(k string) tea.KeyMsg {
 		"up": tea.KeyUp, "down": tea.KeyDown, "left": tea.KeyLeft, "right": tea.KeyRight,
 		"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
 		"space": tea.KeySpace, "ctrl+c": tea.KeyCtrlC, "pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown,
+		"home": tea.KeyHome,
 	}
 	if t, ok := named[k]; ok {
 		if t == tea.KeySpace {
@@ -115,7 +116,8 @@ func TestPreview(t *testing.T) {
 		t.Skip("set PREVIEW=1 to print the screens")
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
-		for _, s := range []Snapshot{fixture.Running(), fixture.Aligning(), fixture.Restarting()} {
+		for _, s := range []Snapshot{fixture.Running(), fixture.Aligning(), fixture.Restarting(), fixture.Slowed(),
+			fixture.AtLeastOnce(), fixture.Damaged(), fixture.Stepping()} {
 			h := newHarness(t, s, size[0], size[1])
 			h.events(fixture.RestartEvents())
 			t.Logf("\n%s", h.m.View())

@@ -55,6 +55,8 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return m.toggleFreeze(), true
 	case key.Matches(k, keys.Step):
 		return m.step(), true
+	case key.Matches(k, keys.ResetRestarts):
+		return resetRestarts(m.ctrl), true
 	case key.Matches(k, keys.RateUp):
 		return m.changeRate(rateFactor), true
 	case key.Matches(k, keys.RateDown):
@@ -110,14 +112,16 @@ func (m *model) toggleFreeze() tea.Cmd {
 	return m.setTempo(TempoFrozen, false)
 }
 
-// step lets every task handle one batch; when the world is not frozen it
+// step lets the frozen world run slowly to the next moment a person can
+// see (barriers leave a stage, reach an operator that aligns, a checkpoint
+// completes), then freezes it again; when the world is not frozen it
 // freezes it first.
 func (m *model) step() tea.Cmd {
 	if m.ctx.Tempo != TempoFrozen {
 		m.beforeFreeze = m.ctx.Tempo
 		return m.setTempo(TempoFrozen, true)
 	}
-	m.flash("step: every task handles one batch", common.LevelInfo)
+	m.flash("step: the world runs slowly to the next moment, then stands still again", common.LevelInfo)
 	return step(m.ctrl)
 }
 
@@ -126,9 +130,9 @@ func (m *model) setTempo(t Tempo, step bool) tea.Cmd {
 	gen := m.tempo.request(t)
 	switch {
 	case step:
-		m.flash("frozen, then one step: . steps again, space resumes", common.LevelInfo)
+		m.flash("frozen, then a step to the next moment: . steps again, space resumes", common.LevelInfo)
 	case t == TempoFrozen:
-		m.flash("frozen: . steps one batch, space resumes", common.LevelInfo)
+		m.flash("frozen: . steps to the next moment, space resumes", common.LevelInfo)
 	case t == TempoSlow:
 		m.flash("slow motion: a short pause before every batch", common.LevelInfo)
 	case t == TempoSlower:
@@ -147,6 +151,6 @@ func (m *model) changeRate(f float64) tea.Cmd {
 	}
 	next := math.Round(min(max(cur*f, minRate), maxRate))
 	gen := m.rate.request(next)
-	m.flash("input rate "+common.Thousands(int64(next))+" records/s", common.LevelInfo)
+	m.flash("generator rate "+common.Thousands(int64(next))+" records/s", common.LevelInfo)
 	return setRate(m.sampler, next, gen)
 }

@@ -64,6 +64,9 @@ type TempoSetMsg struct {
 // SteppedMsg reports that Controller.Step returned.
 type SteppedMsg struct{}
 
+// RestartsResetMsg reports that Controller.ResetRestarts returned.
+type RestartsResetMsg struct{}
+
 // SourcesPausedMsg reports that Controller.SetSourcesPaused returned.
 type SourcesPausedMsg struct {
 	Paused bool

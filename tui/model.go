@@ -158,6 +158,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
+		m.ctx.Width, m.ctx.Height = msg.Width, msg.Height
 	case tea.KeyMsg:
 		cmd = m.handleKeys(msg)
 	case SnapshotMsg:
@@ -200,8 +201,10 @@ func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 		m.lastSeq = msg.Seq
 	}
 	m.ctx.Snap, m.ctx.HasSnap = msg.Snapshot, true
+	m.ctx.Modes.Seed(msg.Snapshot.Job.Mode)
 	m.observeIntents(msg.Seq)
 	m.sync()
+	m.header, _ = update(m.header, msg)
 	m.graph, _ = update(m.graph, msg)
 	m.cps, _ = update(m.cps, msg)
 	m.status, _ = update(m.status, msg)
@@ -229,13 +232,16 @@ func (m *model) observeIntents(seq int64) {
 	}
 	// A generator may round the rate it was given.
 	if m.rate.observe(seq, math.Abs(in.Rate-m.rate.want) <= 0.01*m.rate.want) {
-		m.flash("rate: the input still runs at "+common.HumanRate(in.Rate), common.LevelWarning)
+		m.flash("rate: the generator still writes "+common.HumanRate(in.Rate), common.LevelWarning)
 	}
 }
 
 // handleEvents logs a batch and waits for the next, unless the stream
 // ended; the UI goes on showing the job either way.
 func (m *model) handleEvents(msg EventsMsg) tea.Cmd {
+	for _, e := range msg.Events {
+		m.ctx.Modes.Observe(e.Event)
+	}
 	m.log, _ = update(m.log, msg)
 	if msg.Closed {
 		m.eventsClosed = true
@@ -356,6 +362,8 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		m.tempo.done(msg.done)
 	case SteppedMsg:
 		// The flash already said what a step does.
+	case RestartsResetMsg:
+		m.flash("restart attempts reset: the strategy starts afresh, as for a new job", common.LevelSuccess)
 	case common.OpenDetailMsg:
 		m.detail.Open(msg.ID)
 		m.overlay = overlayDetail
@@ -386,18 +394,22 @@ type layoutSizes struct {
 	cpW, restartsW        int
 }
 
-// Heights the lower panes keep at least (rule line included), and what
-// they get before the graph shows every strip.
+// Heights the lower panes keep at least (rule line included), what they
+// get before the graph shows every strip, and what the events get before
+// the checkpoints get more than wantMidH (a restart's story is a dozen
+// lines).
 const (
 	minMidH, minEventsH     = 5, 4
 	roomyMidH, roomyEventsH = 7, 5
+	wantMidH, wantEventsH   = 6, 13
 )
 
 // sizes splits the terminal: header, job graph, checkpoints beside
 // restarts, events, the status line and the help line. The graph gets what
 // it needs to show the strips of every subtask when that leaves the lower
 // panes room enough, else what it needs for the selected row's strips;
-// the rest is shared by the checkpoints and the events.
+// the rest is shared by the checkpoints and the events, the events first
+// up to wantEventsH.
 func (m *model) sizes() layoutSizes {
 	avail := m.height - 3 // header, status, help
 	compact, roomy := m.graph.Heights()
@@ -408,6 +420,10 @@ func (m *model) sizes() layoutSizes {
 	g = max(min(g, avail-minMidH-minEventsH), 2)
 	rest := avail - g
 	mid := max(minMidH, (rest+1)/2)
+	if ev := rest - mid; ev < wantEventsH {
+		ev = max(ev, min(wantEventsH, rest-wantMidH))
+		mid = rest - ev
+	}
 	cpW := m.width * 3 / 5
 	return layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
 }
@@ -483,7 +499,7 @@ func (m *model) helpLine() string {
 	case overlayHelp:
 		bindings = m.helpView.ShortHelp()
 	case overlayDetail:
-		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.Step)
+		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.ShortStep)
 	default:
 		switch m.focus {
 		case paneGraph:

@@ -328,7 +328,7 @@ func TestRate(t *testing.T) {
 	if h.m.ctx.Rate != 15000 {
 		t.Fatalf("rate shown %v", h.m.ctx.Rate)
 	}
-	if got := h.m.status.Flash(); got != "input rate 15,000 records/s" {
+	if got := h.m.status.Flash(); got != "generator rate 15,000 records/s" {
 		t.Fatalf("flash %q", got)
 	}
 }

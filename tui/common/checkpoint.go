@@ -8,15 +8,25 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
+// The checkpointing modes (Flink: CheckpointingMode) as the view names
+// them.
+const (
+	ExactlyOnce = "exactly-once"
+	AtLeastOnce = "at-least-once"
+)
+
 // CheckpointWord is a checkpoint's status word in the table: pending,
-// completed or failed, "savepoint" for a completed savepoint and "restored"
-// for the one the job restored from.
+// completed or failed, "savepoint" for a completed savepoint, "restored"
+// for the one the job restored from, and DAMAGED for a completed one that
+// a restore found it could not use.
 func CheckpointWord(st *Styles, c *view.Checkpoint) (string, lipgloss.Style) {
 	switch {
 	case c.Status == view.StatusPending:
 		return "pending", st.Info
 	case c.Status == view.StatusFailed:
 		return "failed", st.Error
+	case c.Damaged != "":
+		return "DAMAGED", st.Error
 	case c.Restored:
 		return "restored", st.Focus
 	case c.Savepoint:
@@ -25,11 +35,14 @@ func CheckpointWord(st *Styles, c *view.Checkpoint) (string, lipgloss.Style) {
 	return "completed", st.Success
 }
 
-// CheckpointNote is what the status word leaves out: the failure, or that
-// a pending or restored one is a savepoint.
+// CheckpointNote is what the status word leaves out: the failure, why a
+// damaged one cannot be restored, or that a pending or restored one is a
+// savepoint.
 func CheckpointNote(c *view.Checkpoint) string {
 	sp := c.Savepoint
 	switch {
+	case c.Status != view.StatusFailed && c.Damaged != "":
+		return c.Damaged
 	case c.Status == view.StatusFailed:
 		reason := c.Failure
 		if reason == "" {
@@ -48,4 +61,95 @@ func CheckpointNote(c *view.Checkpoint) string {
 // AckText is "acknowledged/expected", e.g. "8/13".
 func AckText(c *view.Checkpoint) string {
 	return strconv.Itoa(c.Acked) + "/" + strconv.Itoa(c.Total)
+}
+
+// Unusable reports whether a checkpoint's figures mean nothing for a
+// restore: it failed, or a restore found it damaged. The table says why
+// in their place.
+func Unusable(c *view.Checkpoint) bool {
+	return c.Status == view.StatusFailed || c.Damaged != ""
+}
+
+// AfterBarrier is how many records the subtasks of an at-least-once
+// checkpoint processed past its barrier before their snapshots (so far,
+// while it is pending): a restore from it reads them again.
+func AfterBarrier(c *view.Checkpoint) int64 {
+	var n int64
+	for _, a := range c.AckedTasks {
+		n += a.AfterBarrier
+	}
+	return n
+}
+
+// ModeLog remembers the checkpointing mode each checkpoint was triggered
+// in. A row of the history does not carry it, and the job's mode is that
+// of the checkpoints triggered from now on; the events tell it: the run's
+// mode at its start, each mode_changed, and each checkpoint_triggered,
+// which takes the mode in force, since the events come in the order the
+// job emitted them.
+type ModeLog struct {
+	mode string           // the mode checkpoints are triggered in now; "" before anything said
+	byID map[int64]string // the mode of each checkpoint whose trigger the events told
+	// newest is the newest checkpoint the events said was triggered;
+	// changedAfter what it was when the last mode_changed came.
+	newest, changedAfter int64
+	changed              bool
+}
+
+// maxModes bounds the checkpoints a ModeLog remembers: the oldest go.
+const maxModes = 4096
+
+// Observe takes one event, in the order of the stream.
+func (l *ModeLog) Observe(e view.Event) {
+	switch e := e.(type) {
+	case view.RunStarted:
+		if !l.changed && e.Mode != "" {
+			l.mode = e.Mode
+		}
+	case view.ModeChanged:
+		l.mode, l.changed, l.changedAfter = e.Mode, true, l.newest
+	case view.CheckpointTriggered:
+		l.newest = max(l.newest, e.ID)
+		if l.mode == "" {
+			return
+		}
+		if l.byID == nil {
+			l.byID = map[int64]string{}
+		}
+		l.byID[e.ID] = l.mode
+		if len(l.byID) > maxModes {
+			for id := range l.byID {
+				if id <= l.newest-maxModes/2 {
+					delete(l.byID, id)
+				}
+			}
+		}
+	}
+}
+
+// Seed gives the mode of the checkpoints triggered now (a sample's) when
+// no event has told it yet.
+func (l *ModeLog) Seed(mode string) {
+	if l.mode == "" && mode != "" {
+		l.mode = mode
+	}
+}
+
+// Mode is the mode checkpoint c was taken in, "" when that is not known.
+// A checkpoint whose records were processed past its barrier is
+// at-least-once; else the mode in force when its checkpoint_triggered
+// event came; else, for a checkpoint newer than the last mode_changed the
+// events told (or when none did), now, the job's mode now. An older
+// checkpoint whose trigger the events did not tell is not known.
+func (l *ModeLog) Mode(c *view.Checkpoint, now string) string {
+	if AfterBarrier(c) > 0 {
+		return AtLeastOnce
+	}
+	if m, ok := l.byID[c.ID]; ok {
+		return m
+	}
+	if !l.changed || c.ID > l.changedAfter {
+		return now
+	}
+	return ""
 }

@@ -51,6 +51,27 @@ type Context struct {
 	// Selected is the subtask selected in the graph ("" before the first
 	// sample): the fault menu acts on it, the checkpoint detail marks it.
 	Selected string
+
+	// Modes knows which checkpointing mode each checkpoint was taken in.
+	Modes ModeLog
+
+	// Width and Height are the terminal's: from WideWidth columns on, the
+	// panes wrap what they would otherwise cut.
+	Width, Height int
+}
+
+// WideWidth is the terminal width from which no text that carries a
+// number is cut: the panes wrap it instead. Narrower terminals get short
+// forms, cut at word boundaries.
+const WideWidth = 120
+
+// Wide reports whether the terminal is WideWidth columns or more.
+func (c *Context) Wide() bool { return c.Width >= WideWidth }
+
+// CheckpointMode is the mode checkpoint cp was taken in ("" when not
+// known; see ModeLog.Mode).
+func (c *Context) CheckpointMode(cp *view.Checkpoint) string {
+	return c.Modes.Mode(cp, c.Snap.Job.Mode)
 }
 
 // NewContext returns the Context of a UI with faultline's theme and keys,

@@ -155,6 +155,91 @@ func Truncate(s string, w int) string {
 	return ansi.Truncate(s, w, ellipsis)
 }
 
+// TruncateWords cuts s to at most w cells at a word boundary, ending it
+// with "…" when cut, so that no number or name is cut in the middle; a
+// first word longer than w is cut where it must be.
+func TruncateWords(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if Width(s) <= w {
+		return s
+	}
+	cut, pos := 0, 0
+	for _, r := range ansi.Strip(s) {
+		if pos > w-1 {
+			break
+		}
+		if r == ' ' && pos > 0 {
+			cut = pos
+		}
+		pos += lipgloss.Width(string(r))
+	}
+	if cut == 0 {
+		return Truncate(s, w)
+	}
+	return ansi.Truncate(s, cut+1, ellipsis)
+}
+
+// Wrap breaks plain text s into lines of at most w cells at spaces (never
+// inside a word such as "at-least-once"; a word longer than w is cut), at
+// most `most` lines (0: no limit); the last line of a longer text is cut
+// at a word boundary with "…".
+func Wrap(s string, w, most int) []string {
+	if w <= 0 {
+		return nil
+	}
+	var lines []string
+	var cur strings.Builder
+	curW := 0
+	for _, word := range strings.Fields(s) {
+		ww := Width(word)
+		if curW > 0 && curW+1+ww > w {
+			lines = append(lines, cur.String())
+			cur.Reset()
+			curW = 0
+		}
+		if curW > 0 {
+			cur.WriteByte(' ')
+			curW++
+		}
+		cur.WriteString(word)
+		curW += ww
+	}
+	lines = append(lines, cur.String())
+	for i, l := range lines {
+		lines[i] = Truncate(l, w)
+	}
+	if most > 0 && len(lines) > most {
+		rest := strings.Join(lines[most-1:], " ")
+		lines = append(lines[:most-1], TruncateWords(rest, w))
+	}
+	return lines
+}
+
+// JoinWrapped joins parts with sep into lines of at most w cells, breaking
+// only between parts (a part wider than w is cut at a word boundary).
+func JoinWrapped(parts []string, sep string, w int) []string {
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		switch {
+		case cur == "":
+			cur = p
+		case Width(cur+sep+p) <= w:
+			cur += sep + p
+		default:
+			lines = append(lines, cur)
+			cur = p
+		}
+	}
+	lines = append(lines, cur)
+	for i, l := range lines {
+		lines[i] = TruncateWords(l, w)
+	}
+	return lines
+}
+
 // PadRight cuts or pads s with spaces to exactly w cells.
 func PadRight(s string, w int) string {
 	s = Truncate(s, w)

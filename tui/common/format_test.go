@@ -1,6 +1,7 @@
 package common
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -18,6 +19,12 @@ func TestFormats(t *testing.T) {
 		{Thousands(18204), "18,204"}, {Thousands(-1234567), "-1,234,567"}, {Thousands(12), "12"},
 		{WallClock(time.Date(2025, 3, 14, 12, 1, 7, 412_000_000, time.UTC)), "12:01:07.412"},
 		{Truncate("abcdef", 4), "abc…"}, {PadLeft("ab", 4), "  ab"}, {PadRight("ab", 4), "ab  "},
+		{TruncateWords("queued 1,264 ·=28", 15), "queued 1,264…"}, {TruncateWords("queued 1,264", 12), "queued 1,264"},
+		{TruncateWords("queued 1,264", 11), "queued…"}, {TruncateWords("1,264,000", 5), "1,26…"},
+		{strings.Join(Wrap("read again after a restore (at-least-once)", 16, 0), "|"), "read again after|a restore|(at-least-once)"},
+		{strings.Join(Wrap("one two three four", 9, 2), "|"), "one two|three…"},
+		{strings.Join(JoinWrapped([]string{"completed", "13/13 acknowledged", "end to end 44ms"}, " · ", 34), "|"),
+			"completed · 13/13 acknowledged|end to end 44ms"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

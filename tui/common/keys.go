@@ -11,9 +11,13 @@ type KeyMap struct {
 	// the selected row of the checkpoints table, the event log's scroll.
 	Up, Down, Left, Right key.Binding
 	PageUp, PageDown      key.Binding
+	// Newest selects the newest checkpoint, and the table follows new
+	// ones again.
+	Newest key.Binding
 	// Select, Rows, Scroll, Pages, Choose, PickHelp, Rate and CloseHelp
-	// only stand for several keys at once in the short help line.
-	Select, Rows, Scroll, Pages, Choose, PickHelp, Rate, CloseHelp key.Binding
+	// only stand for several keys at once in the short help line, and
+	// ShortStep for Step there.
+	Select, Rows, Scroll, Pages, Choose, PickHelp, Rate, CloseHelp, ShortStep key.Binding
 
 	NextPane, PrevPane key.Binding
 	Open               key.Binding // the checkpoint detail
@@ -29,8 +33,10 @@ type KeyMap struct {
 	Slow       key.Binding // normal → slow → slower → normal
 	Freeze     key.Binding
 	Step       key.Binding
-	RateUp     key.Binding
-	RateDown   key.Binding
+	// ResetRestarts makes the restart strategy forget its failures.
+	ResetRestarts key.Binding
+	RateUp        key.Binding
+	RateDown      key.Binding
 
 	Help      key.Binding
 	Quit      key.Binding
@@ -46,6 +52,7 @@ func DefaultKeyMap() KeyMap {
 		Right:     key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "next subtask")),
 		PageUp:    key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
 		PageDown:  key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
+		Newest:    key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "newest checkpoint")),
 		Select:    key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("↑↓←→", "select")),
 		Rows:      key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "row")),
 		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "scroll")),
@@ -54,6 +61,7 @@ func DefaultKeyMap() KeyMap {
 		PickHelp:  key.NewBinding(key.WithKeys("enter", "1", "9"), key.WithHelp("enter/1-9", "pick")),
 		Rate:      key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "rate")),
 		CloseHelp: key.NewBinding(key.WithKeys("?", "esc"), key.WithHelp("?/esc", "close help")),
+		ShortStep: key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step")),
 
 		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
@@ -70,9 +78,11 @@ func DefaultKeyMap() KeyMap {
 		Pause:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 		Slow:       key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "slow")),
 		Freeze:     key.NewBinding(key.WithKeys(" "), key.WithHelp("space", "freeze")),
-		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step")),
-		RateUp:     key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "rate ×1.5")),
-		RateDown:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "rate ÷1.5")),
+		Step:       key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step to the next moment")),
+
+		ResetRestarts: key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "reset restart attempts")),
+		RateUp:        key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "rate ×1.5")),
+		RateDown:      key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "rate ÷1.5")),
 
 		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
@@ -83,15 +93,15 @@ func DefaultKeyMap() KeyMap {
 // CommandHelp is the short help of the commands that work from every pane,
 // most useful first (the line is cut at the terminal's width).
 func (k KeyMap) CommandHelp() []key.Binding {
-	return []key.Binding{k.Fault, k.Checkpoint, k.Freeze, k.Step, k.Slow, k.Pause, k.Mode, k.Savepoint, k.Rate, k.NextPane}
+	return []key.Binding{k.Fault, k.Checkpoint, k.Freeze, k.ShortStep, k.Slow, k.Pause, k.Mode, k.Savepoint, k.Rate, k.NextPane}
 }
 
 // HelpGroups are the columns of the full help overlay.
 func (k KeyMap) HelpGroups() (titles []string, groups [][]key.Binding) {
 	return []string{"move", "fault tolerance", "tempo, input, general"},
 		[][]key.Binding{
-			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.NextPane, k.PrevPane, k.Open, k.Back},
-			{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode},
+			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Back},
+			{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode, k.ResetRestarts},
 			{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
 		}
 }

@@ -18,8 +18,13 @@ import (
 // Model is the checkpoint history (Flink's web UI: Checkpoints →
 // History), newest first, pending ones included: id, status, acknowledged
 // subtasks, trigger time, end-to-end duration, checkpointed size (full and
-// incremental) and the longest alignment. Failed ones show why instead of
-// their figures. Focused, ↑/↓ select a row and enter opens its detail.
+// incremental), the longest alignment and, once the history holds an
+// at-least-once checkpoint, the records it processed after its barrier
+// (an at-least-once checkpoint aligns nothing). Failed and damaged ones
+// show why instead of their figures, wrapped on a wide terminal. Focused,
+// ↑/↓ select a row and enter opens its detail; the table follows the
+// newest checkpoint until a row below it is selected, says "▲ 3 newer"
+// while it does not, and follows again from the top row or on home/g.
 type Model struct {
 	ctx           *common.Context
 	width, height int
@@ -46,14 +51,35 @@ func (p *Model) SetSize(w, h int) {
 
 // scroll keeps the selected row in view.
 func (p *Model) scroll() {
-	p.top = scrollTop(p.top, p.selected(), p.rows(), len(p.ctx.Snap.Checkpoints.History))
+	cols, noteW := p.columns(p.width)
+	p.top = scrollTop(p.top, p.selected(), p.rows(), p.heights(cols, noteW))
 }
 
-// scrollTop is the first row to show of n so that row sel shows in a window
-// of rows rows that was showing from top.
-func scrollTop(top, sel, rows, n int) int {
-	top = min(max(top, sel-rows+1), sel)
-	return max(min(top, n-rows), 0)
+// scrollTop is the first row to show so that row sel shows whole in a
+// window of rows lines that was showing from top, given each row's
+// height in lines, and no line is left empty while older rows could fill
+// it.
+func scrollTop(top, sel, rows int, heights []int) int {
+	n := len(heights)
+	if n == 0 {
+		return 0
+	}
+	sel = min(max(sel, 0), n-1)
+	top = min(max(top, 0), sel)
+	sum := func(from, to int) int { // heights[from:to]
+		s := 0
+		for _, h := range heights[from:to] {
+			s += h
+		}
+		return s
+	}
+	for top < sel && sum(top, sel+1) > rows {
+		top++
+	}
+	for top > 0 && sum(top-1, n) <= rows {
+		top--
+	}
+	return top
 }
 
 // SetFocused tells the pane whether it has the focus.
@@ -62,13 +88,13 @@ func (p *Model) SetFocused(f bool) { p.focused = f }
 // ShortHelp implements help.KeyMap.
 func (p *Model) ShortHelp() []key.Binding {
 	k := p.ctx.Keys
-	return []key.Binding{k.Rows, k.Open}
+	return []key.Binding{k.Rows, k.Open, k.Newest}
 }
 
 // FullHelp implements help.KeyMap.
 func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
-	return [][]key.Binding{{k.Up, k.Down, k.Open}}
+	return [][]key.Binding{{k.Up, k.Down, k.Newest, k.Open}}
 }
 
 // selected is the index of the selected row in History.
@@ -89,6 +115,9 @@ func (p *Model) SelectedID() int64 {
 	return h[p.selected()].ID
 }
 
+// Following reports whether the table follows the newest checkpoint.
+func (p *Model) Following() bool { return p.selID == 0 || p.selected() == 0 }
+
 // Update implements tea.Model.
 func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -108,6 +137,8 @@ func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.selectRow(p.selected() - p.rows())
 		case key.Matches(msg, k.PageDown):
 			p.selectRow(p.selected() + p.rows())
+		case key.Matches(msg, k.Newest):
+			p.selectRow(0)
 		case key.Matches(msg, k.Open) && len(h) > 0:
 			id := p.SelectedID()
 			return p, func() tea.Msg { return common.OpenDetailMsg{ID: id} }
@@ -127,7 +158,7 @@ func (p *Model) selectRow(i int) {
 	p.selID = h[min(i, len(h)-1)].ID
 }
 
-// rows is how many table rows fit.
+// rows is how many table lines fit.
 func (p *Model) rows() int { return max(p.height-2, 1) }
 
 // cpCol is one column of the table.
@@ -135,58 +166,79 @@ type cpCol struct {
 	title string
 	w     int
 	right bool
-	cell  func(c *view.Checkpoint) (string, lipgloss.Style)
+	// cell is the text of checkpoint c, whose records past the barrier
+	// are counted when alo is set (an at-least-once checkpoint).
+	cell func(c *view.Checkpoint, alo bool) (string, lipgloss.Style)
 }
 
+// Columns whose cells a failed or damaged checkpoint's reason replaces.
+var figureCols = []string{"dur", "full", "incr", "align", "after"}
+
 // columns picks the columns that fit in w cells, in the order a reader
-// wants them (id, status, acknowledged, duration, sizes, alignment, trigger
-// time) and shows them in Flink's order; the rest of the width is the note.
+// wants them (id, status, acknowledged, duration, sizes, alignment and
+// records after the barrier, trigger time) and shows them in Flink's
+// order; the rest of the width is the note.
 func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
-	idW, ackW := 2, 4
-	for _, c := range snap.Checkpoints.History {
+	idW, ackW, afterW := 2, 4, 0
+	for i := range snap.Checkpoints.History {
+		c := &snap.Checkpoints.History[i]
 		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
-		ackW = max(ackW, len(common.AckText(&c)))
+		ackW = max(ackW, len(common.AckText(c)))
+		if p.ctx.CheckpointMode(c) == common.AtLeastOnce {
+			afterW = max(afterW, 5, len(common.Thousands(common.AfterBarrier(c))))
+		}
 	}
 	all := []struct {
 		prio int
 		col  cpCol
 	}{
-		{0, cpCol{"id", idW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{0, cpCol{"id", idW, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return strconv.FormatInt(c.ID, 10), st.Bold
 		}}},
-		{1, cpCol{"status", 9, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{1, cpCol{"status", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return common.CheckpointWord(st, c)
 		}}},
-		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return common.AckText(c), st.Text
 		}}},
-		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return common.WallClock(c.TriggerTime), st.Muted
 		}}},
-		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			if c.Status == view.StatusPending {
 				return common.HumanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
 			}
 			return common.HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
 		}}},
-		{4, cpCol{"full", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{4, cpCol{"full", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text
 		}}},
-		{6, cpCol{"incr", 6, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
+		{6, cpCol{"incr", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return sizeText(c, c.IncrementalBytes), st.Text
 		}}},
-		{5, cpCol{"align", 5, true, func(c *view.Checkpoint) (string, lipgloss.Style) {
-			if c.Status == view.StatusPending && c.MaxAlignment == 0 {
-				return "—", st.Muted
+		{5, cpCol{"align", 5, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+			if alo || (c.Status == view.StatusPending && c.MaxAlignment == 0) {
+				return "—", st.Muted // at-least-once aligns nothing
 			}
 			return common.HumanDuration(c.MaxAlignment), st.Text
 		}}},
 	}
+	if afterW > 0 {
+		all = append(all, struct {
+			prio int
+			col  cpCol
+		}{5, cpCol{"after", afterW, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+			if !alo {
+				return "", st.Muted
+			}
+			return common.Thousands(common.AfterBarrier(c)), st.Warning
+		}}})
+	}
 	keep := make([]bool, len(all))
 	used := 1 // the selection marker
-	for prio := range len(all) {
+	for prio := range 8 {
 		for i, c := range all {
 			if c.prio == prio && used+c.col.w+1 <= w {
 				keep[i] = true
@@ -206,7 +258,12 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 func (p *Model) View() string {
 	st := p.ctx.Styles
 	s := p.ctx.Snap.Checkpoints
-	info := []string{st.Muted.Render(strconv.Itoa(s.Completed) + " completed")}
+	var info []string
+	if sel := p.selected(); p.selID != 0 && sel > 0 {
+		// The selection holds the table: newer rows came above it.
+		info = append(info, st.Warning.Render("▲ "+strconv.Itoa(sel)+" newer"))
+	}
+	info = append(info, st.Muted.Render(strconv.Itoa(s.Completed)+" completed"))
 	if s.Failed > 0 {
 		info = append(info, st.Error.Render(strconv.Itoa(s.Failed)+" failed"))
 	}
@@ -218,9 +275,6 @@ func (p *Model) View() string {
 	for _, c := range cols {
 		head.WriteString(align(c.title, c.w, c.right) + " ")
 	}
-	if noteW >= 4 {
-		head.WriteString(common.PadRight("", noteW))
-	}
 	lines = append(lines, st.TableHeader.Render(strings.TrimRight(head.String(), " ")))
 
 	h := s.History
@@ -228,16 +282,63 @@ func (p *Model) View() string {
 		lines = append(lines, st.Muted.Render(" no checkpoint yet: press c to trigger one"))
 		return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 	}
-	rows, sel := p.rows(), p.selected()
-	top := scrollTop(p.top, sel, rows, len(h))
-	for i := top; i < min(len(h), top+rows); i++ {
-		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel))
+	sel := p.selected()
+	top := scrollTop(p.top, sel, p.rows(), p.heights(cols, noteW))
+	for i := top; i < len(h) && len(lines) < p.height; i++ {
+		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel, p.height-len(lines))...)
 	}
 	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 }
 
-// row renders one checkpoint.
-func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) string {
+// heights are the lines each row of the history takes.
+func (p *Model) heights(cols []cpCol, noteW int) []int {
+	h := p.ctx.Snap.Checkpoints.History
+	out := make([]int, len(h))
+	for i := range h {
+		out[i] = 1
+		if common.Unusable(&h[i]) {
+			_, w := reasonAt(cols, noteW)
+			out[i] = len(p.reason(&h[i], w, maxReasonLines))
+		}
+	}
+	return out
+}
+
+// maxReasonLines bounds the lines a failed or damaged checkpoint's reason
+// wraps onto.
+const maxReasonLines = 3
+
+// reason is a failed or damaged checkpoint's reason in lines of w cells:
+// wrapped on a wide terminal (at most most lines), else one line cut at a
+// word boundary.
+func (p *Model) reason(c *view.Checkpoint, w, most int) []string {
+	note := common.CheckpointNote(c)
+	if p.ctx.Wide() {
+		return common.Wrap(note, w, min(max(most, 1), maxReasonLines))
+	}
+	return []string{common.TruncateWords(note, w)}
+}
+
+// reasonAt is where a failed or damaged checkpoint's reason starts (the
+// cells before it) and how wide it can be: in place of the figures.
+func reasonAt(cols []cpCol, noteW int) (at, w int) {
+	at = 1
+	for _, c := range cols {
+		if slices.Contains(figureCols, c.title) {
+			break
+		}
+		at += c.w + 1
+	}
+	total := 1 + noteW
+	for _, c := range cols {
+		total += c.w + 1
+	}
+	return at, max(total-at, 1)
+}
+
+// row renders one checkpoint, on more than one line (at most most) when a
+// failed or damaged checkpoint's reason wraps.
+func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool, most int) []string {
 	st := p.ctx.Styles
 	var b strings.Builder
 	if sel {
@@ -245,25 +346,26 @@ func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool) strin
 	} else {
 		b.WriteString(" ")
 	}
-	note := common.CheckpointNote(c)
-	for i, col := range cols {
-		if c.Status == view.StatusFailed && col.title != "id" && col.title != "status" &&
-			col.title != "acks" && col.title != "trigger" {
-			// A failed checkpoint's figures mean nothing: say why instead.
-			rest := 0
-			for _, r := range cols[i:] {
-				rest += r.w + 1
+	alo := p.ctx.CheckpointMode(c) == common.AtLeastOnce
+	for _, col := range cols {
+		if common.Unusable(c) && slices.Contains(figureCols, col.title) {
+			// A failed or damaged checkpoint's figures mean nothing for a
+			// restore: say why instead.
+			at, w := reasonAt(cols, noteW)
+			reason := p.reason(c, w, most)
+			out := []string{b.String() + st.Error.Render(reason[0])}
+			for _, r := range reason[1:] {
+				out = append(out, strings.Repeat(" ", at)+st.Error.Render(r))
 			}
-			b.WriteString(st.Error.Render(common.Truncate(note, rest+noteW-1)))
-			return b.String()
+			return out
 		}
-		text, style := col.cell(c)
+		text, style := col.cell(c, alo)
 		b.WriteString(style.Render(align(text, col.w, col.right)) + " ")
 	}
-	if noteW >= 4 && note != "" {
-		b.WriteString(st.Muted.Render(common.Truncate(note, noteW)))
+	if note := common.CheckpointNote(c); noteW >= 4 && note != "" {
+		b.WriteString(st.Muted.Render(common.TruncateWords(note, noteW)))
 	}
-	return b.String()
+	return []string{b.String()}
 }
 
 // align pads s to w cells, to the right when right is set.

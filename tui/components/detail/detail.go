@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
@@ -17,9 +18,12 @@ import (
 // Model is the detail view of one checkpoint (Flink's web UI: a
 // checkpoint's per-subtask statistics): for every subtask, whether it
 // acknowledged, its synchronous and asynchronous snapshot durations, its
-// alignment duration, its start delay (trigger to first barrier) and the
-// size of its state, full and incremental. A pending checkpoint's detail
-// fills in with every sample.
+// alignment duration (for an at-least-once checkpoint, which aligns
+// nothing, the records it processed after the barrier instead), its start
+// delay (trigger to first barrier) and the size of its state, full and
+// incremental. Above them: why it failed, why a restore could not use it,
+// or how many records a restore from it reads again. A pending
+// checkpoint's detail fills in with every sample.
 type Model struct {
 	ctx           *common.Context
 	width, height int
@@ -63,7 +67,7 @@ func (d *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return d, nil
 	}
 	k := d.ctx.Keys
-	rows := d.tableRows()
+	rows := d.tableRows(len(d.summary(d.ctx.CheckpointByID(d.id))))
 	switch {
 	case key.Matches(km, k.Back):
 		return d, func() tea.Msg { return common.CloseOverlayMsg{} }
@@ -80,11 +84,9 @@ func (d *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return d, nil
 }
 
-// summaryLines is how many lines come before the table rows.
-const summaryLines = 5
-
-// tableRows is how many subtask rows fit.
-func (d *Model) tableRows() int { return max(d.height-summaryLines, 1) }
+// tableRows is how many subtask rows fit below the rule, a summary of
+// summary lines and the table's head.
+func (d *Model) tableRows(summary int) int { return max(d.height-2-summary, 1) }
 
 // subtasks lists the subtasks of the checkpoint in spec order, then any the
 // job no longer has.
@@ -110,6 +112,70 @@ func (d *Model) subtasks() []string {
 	return append(names, extra...)
 }
 
+// summary is what the view says of checkpoint c above its table.
+func (d *Model) summary(c *view.Checkpoint) []string {
+	if c == nil {
+		return nil
+	}
+	st := d.ctx.Styles
+	alo := d.ctx.CheckpointMode(c) == common.AtLeastOnce
+	word, style := common.CheckpointWord(st, c)
+	facts := []string{style.Render(word)}
+	if c.Restored && c.Savepoint {
+		facts = append(facts, "savepoint")
+	}
+	if m := d.ctx.CheckpointMode(c); m != "" {
+		facts = append(facts, m)
+	}
+	facts = append(facts, common.AckText(c)+" acknowledged", "triggered "+common.WallClock(c.TriggerTime))
+	if c.Status == view.StatusPending {
+		facts = append(facts, st.Info.Render("running for "+common.HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
+	} else {
+		facts = append(facts, "end to end "+common.HumanDuration(c.EndTime.Sub(c.TriggerTime)))
+	}
+	sep := st.Muted.Render(" · ")
+	alignment := "longest alignment " + common.HumanDuration(c.MaxAlignment)
+	if alo {
+		alignment = "no alignment: barriers are counted, no input is held back"
+	}
+	var out []string
+	for _, l := range common.JoinWrapped(facts, sep, d.width-2) {
+		out = append(out, " "+l)
+	}
+	for _, l := range common.JoinWrapped([]string{"size " + common.HumanBytes(c.FullBytes) + " full",
+		common.HumanBytes(c.IncrementalBytes) + " incremental", alignment}, sep, d.width-2) {
+		out = append(out, " "+l)
+	}
+	said := len(out)
+	say := func(text string, style lipgloss.Style) {
+		for _, l := range common.Wrap(text, d.width-2, 3) {
+			out = append(out, " "+style.Render(l))
+		}
+	}
+	switch {
+	case c.Status == view.StatusFailed:
+		say("failed: "+common.CheckpointNote(c), st.Error)
+	case c.Damaged != "":
+		say("DAMAGED: "+c.Damaged+" — a restore passed over it and went back to an older checkpoint", st.Error)
+	case len(c.WaitingFor) > 0:
+		out = append(out, " "+st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks")))
+	}
+	if alo {
+		n := common.AfterBarrier(c)
+		text := "processed after the barrier: " + common.Thousands(n)
+		if n > 0 {
+			text += " — read again after a restore from this checkpoint (the at-least-once duplicates)"
+		} else {
+			text += " — a restore from this checkpoint reads nothing again"
+		}
+		say(text, st.Warning)
+	}
+	if len(out) == said {
+		out = append(out, "") // nothing more to say: a blank line before the table
+	}
+	return out
+}
+
 // View implements tea.Model.
 func (d *Model) View() string {
 	st := d.ctx.Styles
@@ -124,32 +190,11 @@ func (d *Model) View() string {
 		title = "savepoint " + strconv.FormatInt(d.id, 10)
 		lines[0] = common.Rule(st, title, st.Muted.Render("esc close"), d.width, true)
 	}
+	summary := d.summary(c)
+	lines = append(lines, summary...)
+	rows := d.tableRows(len(summary))
 
-	word, style := common.CheckpointWord(st, c)
-	facts := []string{style.Render(word)}
-	if c.Restored && c.Savepoint {
-		facts = append(facts, "savepoint")
-	}
-	facts = append(facts, common.AckText(c)+" acknowledged", "triggered "+common.WallClock(c.TriggerTime))
-	if c.Status == view.StatusPending {
-		facts = append(facts, st.Info.Render("running for "+common.HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
-	} else {
-		facts = append(facts, "end to end "+common.HumanDuration(c.EndTime.Sub(c.TriggerTime)))
-	}
-	sep := st.Muted.Render(" · ")
-	lines = append(lines, " "+strings.Join(facts, sep))
-	lines = append(lines, " "+strings.Join([]string{
-		"size " + common.HumanBytes(c.FullBytes) + " full", common.HumanBytes(c.IncrementalBytes) + " incremental",
-		"longest alignment " + common.HumanDuration(c.MaxAlignment),
-	}, sep))
-	if c.Status == view.StatusFailed {
-		lines = append(lines, " "+st.Error.Render("failed: "+common.CheckpointNote(c)))
-	} else if len(c.WaitingFor) > 0 {
-		lines = append(lines, " "+st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks")))
-	} else {
-		lines = append(lines, "")
-	}
-
+	alo := d.ctx.CheckpointMode(c) == common.AtLeastOnce
 	names := d.subtasks()
 	nameW := 8
 	for _, n := range names {
@@ -158,6 +203,9 @@ func (d *Model) View() string {
 	nameW = min(nameW, 24)
 	const numW = 7
 	cols := []string{"sync", "async", "align", "delay", "full", "incr"}
+	if alo {
+		cols[2] = "after" // records processed after the barrier
+	}
 	var head strings.Builder
 	head.WriteString(" " + common.PadRight("subtask", nameW) + " " + common.PadRight("ack", 9))
 	for _, h := range cols {
@@ -170,8 +218,8 @@ func (d *Model) View() string {
 	for _, id := range c.WaitingFor {
 		waiting[id] = true
 	}
-	top := max(min(d.top, len(names)-d.tableRows()), 0)
-	for _, n := range names[top:min(len(names), top+d.tableRows())] {
+	top := max(min(d.top, len(names)-rows), 0)
+	for _, n := range names[top:min(len(names), top+rows)] {
 		var b strings.Builder
 		if n == d.ctx.Selected {
 			b.WriteString(st.Selected.Render("▸"+common.PadRight(n, nameW)) + " ")
@@ -192,8 +240,12 @@ func (d *Model) View() string {
 			b.WriteString(st.Muted.Render(common.PadRight("—", 9)))
 		}
 		if ok {
+			third := common.HumanDuration(a.Alignment)
+			if alo {
+				third = common.Thousands(a.AfterBarrier)
+			}
 			for _, v := range []string{
-				common.HumanDuration(a.SyncDuration), common.HumanDuration(a.AsyncDuration), common.HumanDuration(a.Alignment),
+				common.HumanDuration(a.SyncDuration), common.HumanDuration(a.AsyncDuration), third,
 				common.HumanDuration(a.StartDelay), common.HumanBytes(a.Bytes), common.HumanBytes(a.IncrementalBytes),
 			} {
 				b.WriteString(" " + common.PadLeft(v, numW))
@@ -201,9 +253,9 @@ func (d *Model) View() string {
 		}
 		lines = append(lines, b.String())
 	}
-	if len(names) > d.tableRows() {
+	if len(names) > rows {
 		lines[0] = common.Rule(st, title, st.Muted.Render(strconv.Itoa(top+1)+"–"+
-			strconv.Itoa(min(len(names), top+d.tableRows()))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
+			strconv.Itoa(min(len(names), top+rows))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
 	}
 	return strings.Join(common.FitLines(lines, d.width, d.height), "\n")
 }

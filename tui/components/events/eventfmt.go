@@ -77,6 +77,10 @@ func describeEvent(e view.Event) (string, common.Level) {
 		if e.IncrementalBytes != e.SizeBytes {
 			text += " (" + common.HumanBytes(e.IncrementalBytes) + " incremental)"
 		}
+		if e.AfterBarrier > 0 {
+			text += "; " + common.Plural(int(e.AfterBarrier), "record", "records") +
+				" processed after the barrier, read again after a restore from it"
+		}
 		return text, common.LevelSuccess
 
 	case view.CheckpointFailed:
@@ -144,14 +148,18 @@ func describeEvent(e view.Event) (string, common.Level) {
 		return text, common.LevelWarning
 
 	case view.Restored:
+		passed := ""
+		if len(e.PassedOver) > 0 {
+			passed = " — " + passedOverText(e.PassedOver)
+		}
 		if e.Checkpoint == 0 {
-			text := "restored no checkpoint: starting from the beginning"
+			text := "restored no checkpoint" + passed + ": starting from the beginning"
 			if e.Reason != "" {
-				text = "restored no checkpoint (" + e.Reason + ")"
+				text = "restored no checkpoint" + passed + " (" + e.Reason + ")"
 			}
 			return text, common.LevelWarning
 		}
-		text := "restored checkpoint " + id(e.Checkpoint)
+		text := "restored checkpoint " + id(e.Checkpoint) + passed
 		if e.Offsets != nil {
 			if o := offsetsText(*e.Offsets); o != "" {
 				text += ": " + o
@@ -160,7 +168,25 @@ func describeEvent(e view.Event) (string, common.Level) {
 		if e.Reason != "" {
 			text += " (" + e.Reason + ")"
 		}
+		if passed != "" {
+			return text, common.LevelWarning
+		}
 		return text, common.LevelSuccess
+
+	case view.ReplayHeld:
+		return e.Task + ": the output already holds " + common.Plural(e.Records, "record", "records") +
+			" committed after checkpoint " + id(e.Checkpoint) +
+			" — a committed transaction cannot be taken back; they are not written again", common.LevelWarning
+
+	case view.RestartsReset:
+		text := "restart attempts reset"
+		if e.Strategy != "" {
+			text += ": " + e.Strategy + " starts afresh, as for a new job"
+		}
+		if e.Attempts > 0 {
+			text += " (" + common.Plural(e.Attempts, "restart", "restarts") + " granted before)"
+		}
+		return text, common.LevelInfo
 
 	case view.CheckpointInvalid:
 		return "checkpoint " + id(e.ID) + " cannot be restored: " + e.Error, common.LevelError
@@ -297,6 +323,20 @@ func kindName(kind string) string {
 		return "savepoint"
 	}
 	return "checkpoint"
+}
+
+// passedOverText says which newer checkpoints a restore passed over,
+// newest first: "checkpoint 7 is damaged, passed over", "checkpoints 8
+// and 7 are damaged, passed over".
+func passedOverText(ids []int64) string {
+	if len(ids) == 1 {
+		return "checkpoint " + id(ids[0]) + " is damaged, passed over"
+	}
+	parts := make([]string, len(ids))
+	for i, n := range ids {
+		parts[i] = id(n)
+	}
+	return "checkpoints " + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + " are damaged, passed over"
 }
 
 // offsetsText writes restored source offsets, topic → partition → offset,

@@ -183,8 +183,10 @@ func (l *eventLog) close() {
 }
 
 // Model is the scrolling event log, newest at the bottom, each line
-// stamped with its wall-clock time. Focused, ↑/↓ and pgup/pgdn scroll; at
-// the bottom it follows new events.
+// stamped with its wall-clock time; on a wide terminal a long sentence
+// wraps, on a narrow one it is cut at a word boundary. Focused, ↑/↓ and
+// pgup/pgdn scroll; at the bottom, and whenever the focus leaves it, it
+// follows new events.
 type Model struct {
 	ctx           *common.Context
 	width, height int
@@ -206,8 +208,18 @@ func (p *Model) Init() tea.Cmd { return nil }
 // SetSize implements Component.
 func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 
-// SetFocused tells the pane whether it has the focus.
-func (p *Model) SetFocused(f bool) { p.focused = f }
+// SetFocused tells the pane whether it has the focus. Losing it goes back
+// to following the newest events: a scrolled log must not go on showing
+// old events while the job moves on.
+func (p *Model) SetFocused(f bool) {
+	if p.focused && !f {
+		p.back = 0
+	}
+	p.focused = f
+}
+
+// Back is how many entries the view is scrolled up from the newest.
+func (p *Model) Back() int { return p.back }
 
 // ShortHelp implements help.KeyMap.
 func (p *Model) ShortHelp() []key.Binding {
@@ -259,7 +271,15 @@ func (p *Model) View() string {
 	rows := max(p.height-1, 0)
 	n := len(p.log.entries)
 	end := max(n-p.back, 0)
-	start := max(end-rows, 0)
+	// From the newest shown back, as many entries as fit; the oldest of
+	// them may be cut to the lines left.
+	started := p.ctx.Snap.Started
+	var body []string
+	start := end
+	for start > 0 && len(body) < rows {
+		start--
+		body = append(p.entryLines(p.log.entries[start], started, min(maxEntryLines, rows-len(body))), body...)
+	}
 	info := ""
 	if p.back > 0 {
 		info = st.Warning.Render("scrolled: " + strconv.Itoa(p.back) + " newer below")
@@ -270,10 +290,32 @@ func (p *Model) View() string {
 	if n == 0 {
 		lines = append(lines, st.Muted.Render(" no events yet"))
 	}
-	started := p.ctx.Snap.Started
-	for _, e := range p.log.entries[start:end] {
-		stamp := st.Muted.Render(" " + common.WallClock(started.Add(e.at)) + "  ")
-		lines = append(lines, stamp+st.Level(e.level).Render(common.Truncate(e.text, p.width-common.Width(stamp))))
-	}
+	lines = append(lines, body...)
 	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
+}
+
+// maxEntryLines bounds the lines one event's sentence wraps onto.
+const maxEntryLines = 3
+
+// entryLines are an entry's screen lines, at most most: the stamp, then
+// the sentence, wrapped under itself on a wide terminal, else cut at a
+// word boundary.
+func (p *Model) entryLines(e logEntry, started time.Time, most int) []string {
+	st := p.ctx.Styles
+	stamp := " " + common.WallClock(started.Add(e.at)) + "  "
+	w := p.width - common.Width(stamp)
+	style := st.Level(e.level)
+	if !p.ctx.Wide() {
+		return []string{st.Muted.Render(stamp) + style.Render(common.TruncateWords(e.text, w))}
+	}
+	wrapped := common.Wrap(e.text, w, max(most, 1))
+	out := make([]string, len(wrapped))
+	for i, l := range wrapped {
+		if i == 0 {
+			out[i] = st.Muted.Render(stamp) + style.Render(l)
+		} else {
+			out[i] = strings.Repeat(" ", common.Width(stamp)) + style.Render(l)
+		}
+	}
+	return out
 }

@@ -39,6 +39,8 @@ func TestDescribeEvent(t *testing.T) {
 			"checkpoint 14 completed in 21ms: 1.2MB (40KB incremental)", common.LevelSuccess},
 		{"checkpoint_completed", map[string]any{"id": json.Number("14"), "duration_ms": json.Number("21"), "size_bytes": 100, "incremental_bytes": 100},
 			"checkpoint 14 completed in 21ms: 100B", common.LevelSuccess},
+		{"checkpoint_completed", map[string]any{"id": 16, "duration_ms": 44, "size_bytes": 100, "incremental_bytes": 100, "after_barrier": 37},
+			"checkpoint 16 completed in 44ms: 100B; 37 records processed after the barrier, read again after a restore from it", common.LevelSuccess},
 		{"checkpoint_failed", map[string]any{"id": 9, "reason": "declined", "task": "join/1", "error": "snapshot failed"},
 			"checkpoint 9 failed: declined by join/1: snapshot failed", common.LevelError},
 		{"checkpoint_failed", map[string]any{"id": 9, "reason": "job failover", "error": "job failover: panic"},
@@ -61,6 +63,17 @@ func TestDescribeEvent(t *testing.T) {
 			"restored checkpoint 13: orders p0:12", common.LevelSuccess},
 		{"restored", map[string]any{"checkpoint": 0, "reason": "start: no valid checkpoint, starting from the beginning"},
 			"restored no checkpoint (start: no valid checkpoint, starting from the beginning)", common.LevelWarning},
+		{"restored", map[string]any{"checkpoint": 6, "passed_over": []int64{7}},
+			"restored checkpoint 6 — checkpoint 7 is damaged, passed over", common.LevelWarning},
+		{"restored", map[string]any{"checkpoint": 6, "passed_over": []int64{8, 7}, "offsets": map[string]map[string]int64{"orders": {"0": 12}}},
+			"restored checkpoint 6 — checkpoints 8 and 7 are damaged, passed over: orders p0:12", common.LevelWarning},
+		{"restored", map[string]any{"checkpoint": 0, "passed_over": []int64{3, 2, 1}},
+			"restored no checkpoint — checkpoints 3, 2 and 1 are damaged, passed over: starting from the beginning", common.LevelWarning},
+		{"replay_held", map[string]any{"task": "sink/0", "records": 460, "checkpoint": 6},
+			"sink/0: the output already holds 460 records committed after checkpoint 6 — a committed transaction cannot be taken back; they are not written again",
+			common.LevelWarning},
+		{"restarts_reset", map[string]any{"strategy": "fixed-delay", "attempts": 9},
+			"restart attempts reset: fixed-delay starts afresh, as for a new job (9 restarts granted before)", common.LevelInfo},
 		{"checkpoint_invalid", map[string]any{"id": 13, "error": "checksum mismatch"}, "checkpoint 13 cannot be restored: checksum mismatch", common.LevelError},
 		{"checkpoint_corrupted", map[string]any{"id": 13, "fault": "corrupt-checkpoint"},
 			"checkpoint 13's state damaged on purpose: the next recovery must fall back", common.LevelWarning},
@@ -202,6 +215,50 @@ func TestEventsPaneScrolls(t *testing.T) {
 	// Wall-clock stamps: Started + At.
 	if v := p.View(); !strings.Contains(v, "12:01:00.000  checkpointing mode m0 ") {
 		t.Fatalf("stamp:\n%s", v)
+	}
+}
+
+func TestEventsPaneFollowsTheNewestWhenTheFocusLeaves(t *testing.T) {
+	ctx := common.NewContext(nil)
+	ctx.Snap, ctx.HasSnap = fixture.Running(), true
+	p := New(ctx)
+	p.SetSize(80, 4)
+	p.SetFocused(true)
+	p.Update(common.EventsMsg{Events: fixture.RunEvents()})
+	p.Update(tea.KeyMsg{Type: tea.KeyPgUp})
+	if p.Back() == 0 {
+		t.Fatal("pgup did not scroll")
+	}
+	p.SetFocused(false)
+	if p.Back() != 0 {
+		t.Fatalf("still %d back after the focus left", p.Back())
+	}
+}
+
+// On a wide terminal a long sentence wraps under itself; on a narrow one
+// it is cut at a word boundary.
+func TestEventsPaneWrapsOnAWideTerminal(t *testing.T) {
+	ev := []view.Stamped{{At: time.Second, Event: view.ReplayHeld{Task: "sink/0", Records: 460, Checkpoint: 6}}}
+	for _, tc := range []struct {
+		w    int
+		want []string
+	}{
+		{120, []string{" 12:01:01.000  sink/0: the output already holds 460 records committed after checkpoint 6 — a committed transaction",
+			"               cannot be taken back; they are not written again"}},
+		{80, []string{" 12:01:01.000  sink/0: the output already holds 460 records committed after…"}},
+	} {
+		ctx := common.NewContext(nil)
+		ctx.Snap, ctx.HasSnap = fixture.Running(), true
+		ctx.Width = tc.w
+		p := New(ctx)
+		p.SetSize(tc.w, 4)
+		p.Update(common.EventsMsg{Events: ev})
+		lines := strings.Split(p.View(), "\n")
+		for i, want := range tc.want {
+			if got := strings.TrimRight(lines[1+i], " "); got != want {
+				t.Errorf("%d columns, line %d:\n got %q\nwant %q", tc.w, i, got, want)
+			}
+		}
 	}
 }
 

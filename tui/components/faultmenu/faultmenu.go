@@ -145,11 +145,16 @@ func (m *Model) choose(i int) {
 	m.cursor, m.confirming, m.note = i, true, ""
 }
 
+// maxInner is the widest the menu's text gets.
+const maxInner = 110
+
 // View implements tea.Model: the menu as a box, as wide as it needs up to
 // the width it was given.
 func (m *Model) View() string {
 	st := m.ctx.Styles
-	inner := max(min(m.width-4, 72), 20)
+	// As wide as the descriptions need, up to the width there is: a
+	// description says the fault's figures (a tenth of its rate, 10 s).
+	inner := max(min(m.width-4, maxInner), 20)
 	var lines []string
 	if m.confirming {
 		f, _ := m.Choice()
@@ -157,10 +162,11 @@ func (m *Model) View() string {
 		if f.JobLevel || m.task == "" {
 			where = "into the job"
 		}
-		lines = append(lines,
-			st.BoxTitle.Render("inject "+string(f.Kind)+" "+where+"?"),
-			st.Muted.Render(f.Description),
-			"",
+		lines = append(lines, st.BoxTitle.Render("inject "+string(f.Kind)+" "+where+"?"))
+		for _, l := range common.Wrap(f.Description, inner, 3) {
+			lines = append(lines, st.Muted.Render(l))
+		}
+		lines = append(lines, "",
 			st.HelpKey.Render("y")+st.HelpDesc.Render(" inject")+"   "+st.HelpKey.Render("n/esc")+st.HelpDesc.Render(" cancel"),
 		)
 	} else {
@@ -195,11 +201,11 @@ func (m *Model) View() string {
 				if f.Why != "" {
 					why += ": " + f.Why
 				}
-				lines = append(lines, st.Disabled.Render(common.Truncate(marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+why, inner)))
+				lines = append(lines, st.Disabled.Render(common.TruncateWords(marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+why, inner)))
 			case i == m.cursor:
-				lines = append(lines, st.Selected.Render(marker+num+" "+common.PadRight(string(f.Kind), kindW))+"  "+common.Truncate(desc, inner-kindW-4))
+				lines = append(lines, st.Selected.Render(marker+num+" "+common.PadRight(string(f.Kind), kindW))+"  "+common.TruncateWords(desc, inner-kindW-5))
 			default:
-				lines = append(lines, marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+st.Muted.Render(common.Truncate(desc, inner-kindW-4)))
+				lines = append(lines, marker+num+" "+common.PadRight(string(f.Kind), kindW)+"  "+st.Muted.Render(common.TruncateWords(desc, inner-kindW-5)))
 			}
 		}
 		if m.note != "" {

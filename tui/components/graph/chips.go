@@ -27,7 +27,7 @@ type chip struct {
 // layoutChips renders chips separated by single spaces within w cells,
 // dropping the droppable ones (highest drop first) while the line is too
 // wide, then using the short forms; a line that still does not fit is cut
-// with "…" at its end.
+// with "…" at its end, at a word boundary, so that no number is cut.
 func layoutChips(chips []chip, w int) string {
 	chips = append([]chip(nil), chips...)
 	keep := make([]bool, len(chips))
@@ -74,5 +74,5 @@ func layoutChips(chips []chip, w int) string {
 			parts = append(parts, c.style.Render(c.text))
 		}
 	}
-	return common.Truncate(strings.Join(parts, " "), w)
+	return common.TruncateWords(strings.Join(parts, " "), w)
 }

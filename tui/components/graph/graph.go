@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
@@ -406,6 +407,9 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 	}
 	word := g.statusWord(t)
 	chips := []chip{{text: head, style: headStyle}, {text: word, style: st.TaskStatus(word)}}
+	if slow, short := g.slowText(t); slow != "" {
+		chips = append(chips, chip{text: slow, short: short, style: st.Warning})
+	}
 	if t.Status == "RUNNING" {
 		// Rate and back-pressure only mean something while it runs. When the
 		// line is short, "bp OK" goes first, then the rate.
@@ -453,6 +457,25 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 	return layoutChips(chips, w)
 }
 
+// slowText is "SLOW ×10 4s" while a slow fault holds the subtask (the
+// factor and the seconds left), and its short form "SLOW ×10"; "" when it
+// is not slowed.
+func (g *Model) slowText(t view.Task) (text, short string) {
+	if t.SlowFactor <= 0 {
+		return "", ""
+	}
+	now := g.ctx.Snap.Now
+	if !t.SlowUntil.IsZero() && !t.SlowUntil.After(now) {
+		return "", ""
+	}
+	short = "SLOW ×" + strconv.FormatFloat(t.SlowFactor, 'f', -1, 64)
+	if t.SlowUntil.IsZero() {
+		return short, "SLOW"
+	}
+	left := (t.SlowUntil.Sub(now) + time.Second - 1).Truncate(time.Second)
+	return short + " " + common.HumanDuration(left), short
+}
+
 // statusWord is the word a subtask's cell shows: its status (Flink's
 // ExecutionState), "RUN" for RUNNING, and RESTARTING for a subtask the
 // failover cancelled and will deploy again while the job waits to restart.
@@ -479,29 +502,48 @@ func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	}
 	st := g.ctx.Styles
 	in := t.Inputs[c]
+	prefixW, stripW, scale := g.stripGeometry(t, w, suffixW, inline)
 	prefix := " "
 	if inline {
 		_, from, _ := strings.Cut(in.From, "/")
 		prefix += st.Muted.Render("/" + from + " ")
 	}
-	// A blocked channel's held-back count must show whole: the strip
-	// gives way to it.
-	if in.Blocked {
-		suffixW = max(suffixW, common.Width("BLOCKED "+common.Thousands(in.HeldBack)))
-	}
-	stripW := w - common.Width(prefix) - 1 - suffixW
-	if stripW < 4 {
-		stripW = max(w-common.Width(prefix), 1)
-	}
-	// One scale for all channels of the subtask, so barrier positions can
-	// be compared across them.
+	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, scale)
+	return common.PadRight(prefix, prefixW) + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
+}
+
+// stripGeometry lays out the strips of a subtask's channels in a cell w
+// wide: the prefix's width (" /3 " for inline labels), the strip's width,
+// and one scale for all of them so that barrier positions can be compared
+// across channels. The strips give way to the suffixes ("BLOCKED 1,206",
+// "12,640 ·=512"), which always show whole, at least suffixW wide.
+func (g *Model) stripGeometry(t view.Task, w, suffixW int, inline bool) (prefixW, stripW int, scale int64) {
+	prefixW = 1
 	var most int64
-	for _, o := range t.Inputs {
-		most = max(most, o.Queue.Queued)
+	for _, in := range t.Inputs {
+		if inline {
+			_, from, _ := strings.Cut(in.From, "/")
+			prefixW = max(prefixW, 3+common.Width(from))
+		}
+		most = max(most, in.Queue.Queued)
 	}
-	body := stripW - 1 - len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
-	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, stripScale(most, body))
-	return prefix + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
+	idW := len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
+	for range 4 {
+		stripW = w - prefixW - 1 - suffixW
+		if stripW < 4 {
+			return prefixW, max(w-prefixW, 1), stripScale(most, max(w-prefixW, 1)-1-idW)
+		}
+		scale = stripScale(most, stripW-1-idW)
+		need := suffixW
+		for _, in := range t.Inputs {
+			need = max(need, common.Width(stripSuffix(g.ctx.Styles, in, scale)))
+		}
+		if need == suffixW {
+			break
+		}
+		suffixW = need
+	}
+	return prefixW, max(w-prefixW-1-suffixW, 1), scale
 }
 
 // formatOffsets writes a source's next offsets: "p0:1203 p1:1180".

@@ -47,7 +47,9 @@ func TestRenderStrip(t *testing.T) {
 		{"blocked: the barrier came in, elements wait behind it",
 			view.InputView{From: "a/0", Blocked: true, HeldBack: 6, Queue: view.QueueView{Queued: 6}}, 14, 12, "▌14······   ", 1},
 		{"long queue in buckets", fixture.Queue("a/0", 0, 100, fixture.Barrier(14, 50)), 0, 11, "◂·····▌14··", 10},
-		{"barrier beyond the strip stays at its end", fixture.Queue("a/0", 0, 3, fixture.Barrier(14, 40)), 0, 6, "◂··· ▌", 1},
+		{"a barrier at the strip's end moves left to show its id whole", fixture.Queue("a/0", 0, 3, fixture.Barrier(14, 40)), 0, 6, "◂··▌14", 1},
+		{"an id is whole or absent, never cut", fixture.Queue("a/0", 0, 3, fixture.Barrier(1264, 0)), 0, 4, "◂▌··", 1},
+		{"barriers crowded at the end move left, in order", fixture.Queue("a/0", 0, 6, fixture.Barrier(14, 3), fixture.Barrier(15, 5)), 0, 8, "◂·▌14▌15", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, scale := renderStrip(st, tc.in, tc.aligning, tc.w, 0)
@@ -82,7 +84,7 @@ func TestLayoutChipsDropsTheDroppableFirst(t *testing.T) {
 		{40, "▸0 RUN 2.1k/s bp OK ✓14"},
 		{20, "▸0 RUN 2.1k/s ✓14"},
 		{12, "▸0 RUN ✓14"},
-		{8, "▸0 RUN …"},
+		{8, "▸0 RUN…"},
 	} {
 		if got := layoutChips(chips, tc.w); got != tc.want {
 			t.Errorf("width %d: got %q, want %q", tc.w, got, tc.want)
@@ -131,5 +133,27 @@ func TestBlockedCountShowsWholeAt80Columns(t *testing.T) {
 func TestFormatOffsets(t *testing.T) {
 	if got := formatOffsets(map[int32]int64{3: 1201, 2: 1190, 10: 5}); got != "p2:1190 p3:1201 p10:5" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestSlowedSubtaskIsMarked(t *testing.T) {
+	s := fixture.Slowed()
+	g := sampled(s)
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{46, "1 RUN SLOW ×10 4s"}, {31, "1 RUN SLOW ×10 4s"}, {20, "1 RUN SLOW ×10"},
+	} {
+		line := g.coreLine(s.Operators[4], 1, s.Tasks["join/1"], tc.w, g.ctx.PendingCheckpoint())
+		if !strings.HasPrefix(line, " "+tc.want) {
+			t.Errorf("width %d: %q, want it to start with %q", tc.w, line, tc.want)
+		}
+	}
+	// Over: no mark.
+	j := s.Tasks["join/1"]
+	j.SlowUntil = s.Now
+	if line := g.coreLine(s.Operators[4], 1, j, 46, nil); strings.Contains(line, "SLOW") {
+		t.Errorf("the slow fault is over: %q", line)
 	}
 }

@@ -71,24 +71,7 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 	}
 	barriers := slices.Clone(in.Queue.Barriers)
 	slices.SortFunc(barriers, func(a, b view.BarrierPos) int { return int(a.Pos - b.Pos) })
-	cols := make([]int, len(barriers))
-	for i, br := range barriers {
-		col := int(max(br.Pos, 0) / scale)
-		col = min(col, body-1)
-		cols[i] = col
-		cells[col], text[col] = cellBarrier, glyphBarrier
-	}
-	// The ids go after their glyphs, over the elements behind the barrier,
-	// never over another barrier's glyph.
-	for i, br := range barriers {
-		for j, d := range strconv.FormatInt(br.ID, 10) {
-			c := cols[i] + 1 + j
-			if c >= body || text[c] == glyphBarrier {
-				break
-			}
-			cells[c], text[c] = cellBarrier, string(d)
-		}
-	}
+	placeBarriers(barriers, scale, cells, text)
 
 	// Write runs of one kind with one style.
 	for i := 0; i < body; {
@@ -113,6 +96,47 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 		i = j
 	}
 	return b.String(), scale
+}
+
+// placeBarriers writes barriers (sorted by position) into a strip's cells:
+// a barrier's glyph where it sits, its id after it over the elements
+// behind it. An id is written whole or not at all: a barrier too near the
+// strip's end or the next barrier for its id moves left to make room when
+// it can do so without passing the barrier before it, else shows its
+// glyph alone; no barrier's glyph is ever covered.
+func placeBarriers(barriers []view.BarrierPos, scale int64, cells []stripCell, text []string) {
+	body := len(cells)
+	natural := make([]int, len(barriers))
+	for i, br := range barriers {
+		natural[i] = min(int(max(br.Pos, 0)/scale), body-1)
+	}
+	limit := body // the cells from limit on belong to later barriers
+	for i := len(barriers) - 1; i >= 0; i-- {
+		col := min(natural[i], limit-1)
+		if col < 0 {
+			continue
+		}
+		id := strconv.FormatInt(barriers[i].ID, 10)
+		withID := true
+		if need := 1 + len(id); col+need > limit {
+			left := -1 // the glyph must stay right of the barrier before
+			if i > 0 {
+				left = natural[i-1]
+			}
+			if shifted := limit - need; shifted > left && shifted >= 0 {
+				col = shifted
+			} else {
+				withID = false
+			}
+		}
+		cells[col], text[col] = cellBarrier, glyphBarrier
+		if withID {
+			for j, d := range id {
+				cells[col+1+j], text[col+1+j] = cellBarrier, string(d)
+			}
+		}
+		limit = col
+	}
 }
 
 // stripSuffix is what follows a strip: "BLOCKED 6" (the elements alignment

@@ -13,15 +13,69 @@ import (
 )
 
 // Model is the top line: the job, its status (with the restart
-// countdown), the checkpointing mode and interval, the input rate and the
-// broker, and on the right the badges of a world that is not running at
-// full speed: FROZEN, SLOW, SLOWER, SOURCES PAUSED. What does not fit goes,
-// least important first; the badges stay.
+// countdown, and RESTARTED for a while after a restart), the checkpointing
+// mode and interval, the rate the sources read and the generator's, and
+// the broker, and on the right the badges of a world that is not running
+// at full speed: FROZEN, STEPPING, SLOW, SLOWER, SOURCES PAUSED. What does
+// not fit goes, least important first; the badges stay.
 type Model struct {
 	common.NoKeys
 	ctx   *common.Context
 	width int
+	rs    restartSeen
 }
+
+// A restart is over in about a second, even in slow motion: the header
+// keeps saying RESTARTED for restartedFor after it, and then until the
+// job has been RUNNING for runningFor, both in the job's time
+// (Snapshot.Now), so that a frozen or slowed job that has not got going
+// again still says so.
+const (
+	restartedFor = 5 * time.Second
+	runningFor   = 2 * time.Second
+)
+
+// restartSeen follows the samples for restarts: a new attempt (every
+// failover bumps it) or the end of RESTARTING.
+type restartSeen struct {
+	init         bool
+	attempt      int64
+	status       string
+	at           time.Time // when the last restart was seen; zero: none to show
+	runningSince time.Time // since when the job is RUNNING again; zero: not yet
+}
+
+// observe takes one sample.
+func (r *restartSeen) observe(s *view.Snapshot) {
+	job := s.Job
+	defer func() { r.attempt, r.status = job.Attempt, job.Status }()
+	if !r.init {
+		r.init = true
+		return
+	}
+	if job.Attempt > r.attempt || (r.status == "RESTARTING" && job.Status != "RESTARTING") {
+		r.at, r.runningSince = s.Now, time.Time{}
+	}
+	switch job.Status {
+	case "FAILED", "FINISHED", "CANCELED":
+		r.at = time.Time{} // over: the status says what became of it
+	}
+	if r.at.IsZero() {
+		return
+	}
+	switch {
+	case job.Status != "RUNNING":
+		r.runningSince = time.Time{}
+	case r.runningSince.IsZero():
+		r.runningSince = s.Now
+	}
+	if s.Now.Sub(r.at) >= restartedFor && !r.runningSince.IsZero() && s.Now.Sub(r.runningSince) >= runningFor {
+		r.at = time.Time{}
+	}
+}
+
+// shown reports whether RESTARTED is to be said.
+func (r *restartSeen) shown() bool { return !r.at.IsZero() }
 
 // New returns the bar; it draws what ctx holds.
 func New(ctx *common.Context) *Model { return &Model{ctx: ctx} }
@@ -32,8 +86,16 @@ var _ common.Component = (*Model)(nil)
 // Init implements tea.Model.
 func (h *Model) Init() tea.Cmd { return nil }
 
-// Update implements tea.Model.
-func (h *Model) Update(tea.Msg) (tea.Model, tea.Cmd) { return h, nil }
+// Update implements tea.Model: samples tell it of restarts.
+func (h *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if m, ok := msg.(common.SnapshotMsg); ok {
+		h.rs.observe(&m.Snapshot)
+	}
+	return h, nil
+}
+
+// Restarted reports whether the header says RESTARTED now.
+func (h *Model) Restarted() bool { return h.rs.shown() }
 
 // SetSize implements Component.
 func (h *Model) SetSize(w, _ int) { h.width = w }
@@ -67,6 +129,10 @@ func (h *Model) View() string {
 	if status == "RESTARTING" && !snap.Restart.NextRestartAt.IsZero() {
 		status += " in " + common.Countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
 	}
+	statusText := st.JobStatus(job.Status).Render(status)
+	if h.rs.shown() && job.Status != "RESTARTING" {
+		statusText += " " + st.Warning.Render("RESTARTED (attempt "+common.Itoa(job.Attempt)+")")
+	}
 	mode := h.ctx.Mode
 	if mode == "" {
 		mode = "—"
@@ -90,25 +156,29 @@ func (h *Model) View() string {
 			kafka += " (embedded)"
 		}
 	}
-	input := ""
+	// What the sources read is not what the generator writes: a slowed
+	// or frozen job reads less, and a paused one nothing.
+	read := "sources read " + common.HumanRate(sourceRate(snap))
+	input, inputShort := read, read
 	if snap.Input.Generator {
-		input = "input " + common.HumanRate(h.ctx.Rate)
+		input += " · generator " + common.HumanRate(h.ctx.Rate)
+		inputShort = "read " + common.HumanRate(sourceRate(snap)) + " · gen " + common.HumanRate(h.ctx.Rate)
 	}
 
 	modeText := st.Text.Render(mode)
 	segs := []segment{
 		{text: st.Title.Render(title), keep: 80},
-		{text: st.JobStatus(job.Status).Render(status), keep: 100},
+		{text: statusText, keep: 100},
 		{text: modeText + st.Muted.Render(" "+detail), short: modeText, keep: 40},
 		{text: st.Muted.Render(interval), keep: 50},
-		{text: st.Muted.Render(input), keep: 35},
+		{text: st.Muted.Render(input), short: st.Muted.Render(inputShort), keep: 35},
 		{text: st.Muted.Render(kafka), keep: 30},
 	}
 	if detail == "" {
 		segs[2].text, segs[2].short = modeText, ""
 	}
-	if input == "" {
-		segs[4].text = ""
+	if len(snap.Operators) == 0 {
+		segs[4].text, segs[4].short = "", ""
 	}
 	if kafka == "" {
 		segs[5].text = ""
@@ -116,7 +186,10 @@ func (h *Model) View() string {
 	var badges []string
 	if t := h.ctx.Tempo; t != view.TempoNormal {
 		label, style := strings.ToUpper(t.String()), st.Badge
-		if frozen, ok := common.FrozenFor(snap); ok && t == view.TempoFrozen {
+		if t == view.TempoFrozen && snap.Input.Stepping {
+			// A step runs: the world moves, slowly, to the next moment.
+			label = "STEPPING"
+		} else if frozen, ok := common.FrozenFor(snap); ok && t == view.TempoFrozen {
 			label += " " + common.HumanDuration(frozen.Truncate(time.Second))
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
 				label += " · FAILS OVER AT " + common.RoundDuration(job.FreezeLimit)
@@ -153,15 +226,32 @@ func (h *Model) View() string {
 		}
 		if segs[worst].short != "" {
 			segs[worst].text, segs[worst].short = segs[worst].short, ""
-			segs[worst].keep = 90 // the mode itself goes late
+			if worst == 2 {
+				segs[worst].keep = 90 // the mode itself goes late
+			}
 		} else {
 			segs[worst].text = ""
 		}
 		left = render()
 	}
-	line := app + "  " + common.Truncate(left, max(room-2, 0))
+	line := app + "  " + common.TruncateWords(left, max(room-2, 0))
 	if right != "" {
 		line = common.PadRight(line, h.width-common.Width(right)) + right
 	}
 	return common.PadRight(line, h.width)
+}
+
+// sourceRate is the records/s the job's sources read: the sum over the
+// subtasks of the operators without inputs.
+func sourceRate(s *view.Snapshot) float64 {
+	var r float64
+	for _, op := range s.Operators {
+		if len(op.Inputs) > 0 {
+			continue
+		}
+		for i := range op.Parallelism {
+			r += s.Tasks[common.TaskName(op.Name, i)].RateIn
+		}
+	}
+	return r
 }

@@ -3,6 +3,7 @@
 package helpview
 
 import (
+	"strconv"
 	"strings"
 
 	"faultline/tui/common"
@@ -13,12 +14,14 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// Model lists every key binding, grouped, and explains the glyphs of
-// the job graph. ? or esc closes it.
+// Model lists every key binding, grouped, and explains the glyphs and
+// words of the screen. ↑/↓ scroll it when it is taller than the
+// terminal; ? or esc closes it.
 type Model struct {
 	ctx           *common.Context
 	width, height int
 	help          help.Model
+	top           int // the first line shown
 }
 
 // New returns the overlay; it lists ctx's keys with h.
@@ -36,7 +39,12 @@ func (o *Model) Init() tea.Cmd { return nil }
 func (o *Model) SetSize(w, h int) { o.width, o.height = w, h }
 
 // ShortHelp implements help.KeyMap.
-func (o *Model) ShortHelp() []key.Binding { return []key.Binding{o.ctx.Keys.CloseHelp} }
+func (o *Model) ShortHelp() []key.Binding {
+	if len(o.lines()) > o.rows() {
+		return []key.Binding{o.ctx.Keys.Scroll, o.ctx.Keys.CloseHelp}
+	}
+	return []key.Binding{o.ctx.Keys.CloseHelp}
+}
 
 // FullHelp implements help.KeyMap.
 func (o *Model) FullHelp() [][]key.Binding {
@@ -44,29 +52,77 @@ func (o *Model) FullHelp() [][]key.Binding {
 	return groups
 }
 
-// Update implements tea.Model: ? and esc close it.
+// Update implements tea.Model: ? and esc close it, arrows scroll it.
 func (o *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, o.ctx.Keys.Help, o.ctx.Keys.Back) {
-		return o, func() tea.Msg { return common.CloseOverlayMsg{} }
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return o, nil
 	}
+	k := o.ctx.Keys
+	switch {
+	case key.Matches(km, k.Help, k.Back):
+		o.top = 0
+		return o, func() tea.Msg { return common.CloseOverlayMsg{} }
+	case key.Matches(km, k.Up):
+		o.top--
+	case key.Matches(km, k.Down):
+		o.top++
+	case key.Matches(km, k.PageUp):
+		o.top -= o.rows()
+	case key.Matches(km, k.PageDown):
+		o.top += o.rows()
+	}
+	o.top = max(min(o.top, len(o.lines())-o.rows()), 0)
 	return o, nil
 }
+
+// rows is how many lines show below the rule.
+func (o *Model) rows() int { return max(o.height-1, 1) }
 
 // legend explains the glyphs and words of the job graph.
 var legend = [][2]string{
 	{"▸0", "the selected subtask (index 0 of its operator)"},
 	{"RUN bp OK", "status; back-pressure OK ≤10%, LOW ≤50%, HIGH above"},
+	{"SLOW ×10 4s", "a slow fault holds the subtask: a tenth of its rate, 4 s left"},
 	{"✓14 ○14", "acknowledged / still waiting: pending checkpoint 14"},
 	{"ALIGNING #14 38ms", "barrier 14 came in on some inputs 38ms ago"},
+	{"p0:1203", "a source's next offset to read in partition 0 of its topic"},
 	{"◂··▌14···", "input queue: next element leftmost, ▌14 is barrier 14"},
+	{"··· 1,264 ·=4", "1,264 elements queued; one · stands for 4 when the queue is longer than the strip"},
 	{"▌14··· BLOCKED 6", "14 came in here: 6 elements wait for the other inputs"},
+}
+
+// legendMore explains the words of the header, the checkpoints and the
+// verify line.
+var legendMore = [][2]string{
+	{"STEPPING", ". runs the frozen world slowly to the next moment: barriers leave a stage or reach an operator that aligns, or a checkpoint completes"},
+	{"RESTARTED (attempt 2)", "the job came back from a failure a moment ago, in its 2nd deployment"},
+	{"after 37", "records an at-least-once checkpoint processed after its barrier: a restore from it reads them again"},
+	{"DAMAGED", "a restore could not use this checkpoint and went back to an older one (enter: why)"},
+	{"▲ 3 newer", "the checkpoint table holds the selected row; the top row or home/g follow the newest again"},
+	{"dup 23 (at-least-once)", "duplicates committed while the job ran at-least-once: expected there, not a fault"},
 }
 
 // View implements tea.Model.
 func (o *Model) View() string {
 	st := o.ctx.Styles
-	lines := []string{common.Rule(st, "help", st.Muted.Render("? or esc closes"), o.width, true)}
+	lines := o.lines()
+	rows := o.rows()
+	info := "? or esc closes"
+	top := max(min(o.top, len(lines)-rows), 0)
+	if len(lines) > rows {
+		info = strconv.Itoa(top+1) + "–" + strconv.Itoa(min(len(lines), top+rows)) + " of " +
+			strconv.Itoa(len(lines)) + " · ↑↓ scroll · " + info
+	}
+	out := []string{common.Rule(st, "help", st.Muted.Render(info), o.width, true)}
+	out = append(out, lines[top:]...)
+	return strings.Join(common.FitLines(out, o.width, o.height), "\n")
+}
 
+// lines is everything the help says, below its rule.
+func (o *Model) lines() []string {
+	st := o.ctx.Styles
+	var lines []string
 	titles, groups := o.ctx.Keys.HelpGroups()
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
@@ -93,19 +149,35 @@ func (o *Model) View() string {
 	flush()
 
 	lines = append(lines, st.Bold.Render("reading the job graph"))
-	glyphW := 0
-	for _, l := range legend {
-		glyphW = max(glyphW, common.Width(l[0]))
-	}
-	for _, l := range legend {
-		lines = append(lines, " "+st.HelpKey.Render(common.PadRight(l[0], glyphW))+"  "+st.HelpDesc.Render(l[1]))
-	}
-	for i, l := range lines[1:] {
+	lines = append(lines, o.legendLines(legend)...)
+	lines = append(lines, "", st.Bold.Render("reading the rest"))
+	lines = append(lines, o.legendLines(legendMore)...)
+	for i, l := range lines {
 		if !strings.HasPrefix(l, " ") {
-			lines[i+1] = " " + l
+			lines[i] = " " + l
 		}
 	}
-	return strings.Join(common.FitLines(lines, o.width, o.height), "\n")
+	return lines
+}
+
+// legendLines lays a legend out in two columns, the explanations wrapped.
+func (o *Model) legendLines(entries [][2]string) []string {
+	st := o.ctx.Styles
+	glyphW := 0
+	for _, l := range entries {
+		glyphW = max(glyphW, common.Width(l[0]))
+	}
+	var out []string
+	for _, l := range entries {
+		for i, t := range common.Wrap(l[1], o.width-glyphW-4, 0) {
+			glyph := ""
+			if i == 0 {
+				glyph = l[0]
+			}
+			out = append(out, " "+st.HelpKey.Render(common.PadRight(glyph, glyphW))+"  "+st.HelpDesc.Render(t))
+		}
+	}
+	return out
 }
 
 // padBlock pads every line of a block to w cells.

@@ -44,9 +44,12 @@ func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 
 // restartLine is one line of the pane; lower prio values stay longer. A
 // line with wrap set is plain text drawn in style, wrapped rather than cut
-// (what the user must not miss: records lost, why the job gave up).
+// (what the user must not miss: records lost, why the job gave up; the
+// strategy's parameters). When the pane is short, a line with a short
+// form takes it before any line goes.
 type restartLine struct {
 	text  string
+	short string // styled, one line
 	prio  int
 	wrap  bool
 	style lipgloss.Style
@@ -55,7 +58,7 @@ type restartLine struct {
 // rows are the screen lines of l in w cells.
 func (l restartLine) rows(w int) []string {
 	if !l.wrap {
-		return []string{common.Truncate(l.text, w)}
+		return []string{common.TruncateWords(l.text, w)}
 	}
 	var out []string
 	for _, r := range strings.Split(ansi.Wordwrap(l.text, w, ""), "\n") {
@@ -84,6 +87,16 @@ func (p *Model) View() string {
 		return n
 	}
 	for len(body) > 1 && count() > p.height-1 {
+		short := -1
+		for i, l := range body {
+			if l.short != "" && len(l.rows(w)) > 1 {
+				short = i
+			}
+		}
+		if short >= 0 {
+			body[short] = restartLine{text: body[short].short, prio: body[short].prio}
+			continue
+		}
 		worst := 0
 		for i, l := range body {
 			if l.prio >= body[worst].prio {
@@ -147,7 +160,13 @@ func (p *Model) lines() []restartLine {
 		desc = r.Strategy
 	}
 	if desc != "" {
-		out = append(out, restartLine{text: st.Bold.Render(desc), prio: 4})
+		// Wrapped: the parameters are numbers (exponential-delay's take
+		// three lines of a narrow pane); the strategy's name when short.
+		l := restartLine{text: desc, wrap: true, style: st.Bold, prio: 4}
+		if r.Strategy != "" && r.Strategy != desc {
+			l.short = st.Bold.Render(r.Strategy)
+		}
+		out = append(out, l)
 	}
 	if b := restartBudget(r); b != "" {
 		out = append(out, restartLine{text: b, prio: 1})

@@ -1,10 +1,15 @@
 package status
 
 import (
+	"os"
 	"testing"
 
+	"faultline/runtime/view"
 	"faultline/tui/common"
 	"faultline/tui/internal/fixture"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
 
 func TestFlashExpiresWithTheJobsClock(t *testing.T) {
@@ -25,4 +30,38 @@ func TestFlashExpiresWithTheJobsClock(t *testing.T) {
 	if got := s.Flash(); got != "" {
 		t.Fatalf("flash %q still shown", got)
 	}
+}
+
+func TestVerifyLineSeparatesAtLeastOnceDuplicates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    view.Verify
+		want string
+	}{
+		{"clean", view.Verify{Available: true, Committed: 100}, "verify  committed 100  dup 0  lost 0 ✓"},
+		{"all from at-least-once", view.Verify{Available: true, Committed: 100, Duplicates: 23, DuplicatesAtLeastOnce: 23},
+			"verify  committed 100  dup 23 (at-least-once)  lost 0 ✓"},
+		{"beyond them", view.Verify{Available: true, Committed: 100, Duplicates: 28, DuplicatesAtLeastOnce: 23},
+			"verify  committed 100  dup 5 ✗ DUPLICATES + 23 (at-least-once)  lost 0"},
+		{"none from at-least-once", view.Verify{Available: true, Committed: 100, Duplicates: 5},
+			"verify  committed 100  dup 5 ✗ DUPLICATES  lost 0"},
+		{"lost", view.Verify{Available: true, Committed: 100, Duplicates: 2, DuplicatesAtLeastOnce: 2, Lost: 1},
+			"verify  committed 100  dup 2 (at-least-once)  lost 1 ✗ LOST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := common.NewContext(nil)
+			ctx.Snap, ctx.HasSnap = fixture.Running(), true
+			ctx.Snap.Verify = tc.v
+			s := New(ctx)
+			if got := s.verifyText(false); got != tc.want {
+				t.Fatalf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	// The checks compare plain text: no colour, no bold.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
 }

@@ -1,0 +1,259 @@
+package tui
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"faultline/runtime/view"
+	"faultline/tui/internal/fixture"
+)
+
+// The tests of what the screens say, as a trainer reads them: restarts,
+// the checkpoint history, the events, the header, the help, and that no
+// number is cut on a wide terminal.
+
+func TestResetRestartsKey(t *testing.T) {
+	h := newHarness(t, fixture.Restarting(), 120, 40)
+	h.press("R")
+	assertCalls(t, h.ctrl, "ResetRestarts")
+	if got := h.m.status.Flash(); got != "restart attempts reset: the strategy starts afresh, as for a new job" {
+		t.Fatalf("flash %q", got)
+	}
+	h.press("r") // lower case is no command
+	assertCalls(t, h.ctrl, "ResetRestarts")
+	h.press("?")
+	if v := h.m.View(); !strings.Contains(v, "R     reset restart attempts") {
+		t.Fatalf("help does not list R:\n%s", v)
+	}
+}
+
+// withNewer is s with checkpoints triggered after its newest, newest first.
+func withNewer(s Snapshot, ids ...int64) Snapshot {
+	var newer []view.Checkpoint
+	for _, id := range ids {
+		c := s.Checkpoints.History[0]
+		c.ID = id
+		newer = append(newer, c)
+	}
+	s.Checkpoints.History = append(newer, s.Checkpoints.History...)
+	return s
+}
+
+func TestCheckpointHistoryFollowsTheNewestUntilARowIsChosen(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.send(SnapshotMsg{Snapshot: withNewer(fixture.Running(), 15)})
+	if got := h.m.cps.SelectedID(); got != 15 || strings.Contains(h.m.View(), "newer") {
+		t.Fatalf("not following: row %d", got)
+	}
+	h.press("tab", "down") // 14: one newer above
+	if v := h.m.View(); !strings.Contains(v, "▲ 1 newer") {
+		t.Fatalf("no marker:\n%s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: withNewer(fixture.Running(), 17, 16, 15)})
+	if got := h.m.cps.SelectedID(); got != 14 {
+		t.Fatalf("the chosen row moved: %d", got)
+	}
+	if v := h.m.View(); !strings.Contains(v, "▲ 3 newer") {
+		t.Fatalf("no marker for the newer rows:\n%s", v)
+	}
+	h.press("g") // home/g: the newest, following again
+	h.send(SnapshotMsg{Snapshot: withNewer(fixture.Running(), 18, 17, 16, 15)})
+	if got := h.m.cps.SelectedID(); got != 18 || strings.Contains(h.m.View(), "newer") {
+		t.Fatalf("g did not follow the newest: row %d", got)
+	}
+	// Up to the top row follows too.
+	h.press("down", "down", "up", "up")
+	h.send(SnapshotMsg{Snapshot: withNewer(fixture.Running(), 19, 18, 17, 16, 15)})
+	if got := h.m.cps.SelectedID(); got != 19 {
+		t.Fatalf("the top row did not follow the newest: row %d", got)
+	}
+	h.press("down", "home")
+	if !h.m.cps.Following() {
+		t.Fatal("home did not follow the newest")
+	}
+}
+
+func TestEventsGoBackToTheNewestWhenTheFocusLeaves(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.events(fixture.RestartEvents())
+	h.press("tab", "tab", "up", "up", "up")
+	if h.m.log.Back() == 0 || !strings.Contains(h.m.View(), "newer below") {
+		t.Fatal("the events did not scroll")
+	}
+	h.press("tab")
+	if h.m.log.Back() != 0 || strings.Contains(h.m.View(), "newer below") {
+		t.Fatal("the events stayed scrolled after the focus left")
+	}
+}
+
+func TestEventsGetAtLeastTwelveLinesAt120x40(t *testing.T) {
+	for _, tc := range []struct {
+		w, h, events, mid int
+	}{
+		{120, 40, 12, 5}, {80, 24, 3, 4}, {200, 60, 12, 5},
+	} {
+		h := newHarness(t, fixture.Running(), tc.w, tc.h)
+		s := h.m.sizes()
+		if s.eventsH-1 < tc.events || s.midH-1 < tc.mid {
+			t.Errorf("%dx%d: %d event lines, %d checkpoint lines; want at least %d and %d", tc.w, tc.h, s.eventsH-1, s.midH-1, tc.events, tc.mid)
+		}
+		if _, roomy := h.m.graph.Heights(); tc.w >= 120 && s.graphH < roomy+1 {
+			t.Errorf("%dx%d: the graph lost its strips (%d lines)", tc.w, tc.h, s.graphH)
+		}
+	}
+}
+
+func TestHeaderSaysWhatTheSourcesRead(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40) // sources at 2104+2051+1980+2012/s, generator 10,000/s
+	if v := h.m.View(); !strings.Contains(v, "sources read 8.1k/s · generator 10k/s") {
+		t.Fatalf("header:\n%s", strings.SplitN(v, "\n", 2)[0])
+	}
+	s := fixture.Running()
+	s.Input.Generator = false
+	h = newHarness(t, s, 120, 40)
+	if v := strings.SplitN(h.m.View(), "\n", 2)[0]; !strings.Contains(v, "sources read 8.1k/s") || strings.Contains(v, "generator") {
+		t.Fatalf("header without a generator:\n%s", v)
+	}
+}
+
+func TestHeaderSaysRestartedForAWhile(t *testing.T) {
+	at := func(d time.Duration, status string, attempt int64) Snapshot {
+		s := fixture.Running()
+		s.Now = s.Now.Add(d)
+		s.Job.Status, s.Job.Attempt = status, attempt
+		return s
+	}
+	header := func(h *harness) string { return strings.SplitN(h.m.View(), "\n", 2)[0] }
+	const word = "RESTARTED (attempt 2)"
+
+	h := newHarness(t, at(0, "RUNNING", 1), 120, 40)
+	h.send(SnapshotMsg{Snapshot: at(time.Second, "RESTARTING", 2)})
+	if v := header(h); strings.Contains(v, "RESTARTED") {
+		t.Fatalf("RESTARTED while restarting: %s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: at(2*time.Second, "RUNNING", 2)})
+	for _, d := range []time.Duration{2, 4, 6} {
+		h.send(SnapshotMsg{Snapshot: at(d*time.Second, "RUNNING", 2)})
+		if v := header(h); !strings.Contains(v, "RUNNING "+word) {
+			t.Fatalf("%ds: %s", d, v)
+		}
+	}
+	h.send(SnapshotMsg{Snapshot: at(7*time.Second, "RUNNING", 2)})
+	if v := header(h); strings.Contains(v, "RESTARTED") {
+		t.Fatalf("still RESTARTED 5s after the restart: %s", v)
+	}
+
+	// Frozen or slowed, the job may take long to run again: the word stays
+	// until it has run for 2s.
+	h = newHarness(t, at(0, "RUNNING", 1), 120, 40)
+	h.send(SnapshotMsg{Snapshot: at(time.Second, "RESTARTING", 2)})
+	h.send(SnapshotMsg{Snapshot: at(2*time.Second, "CREATED", 2)})
+	h.send(SnapshotMsg{Snapshot: at(20*time.Second, "CREATED", 2)})
+	if v := header(h); !strings.Contains(v, word) {
+		t.Fatalf("not running yet: %s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: at(30*time.Second, "RUNNING", 2)})
+	h.send(SnapshotMsg{Snapshot: at(31*time.Second, "RUNNING", 2)})
+	if v := header(h); !strings.Contains(v, word) {
+		t.Fatalf("running for 1s only: %s", v)
+	}
+	h.send(SnapshotMsg{Snapshot: at(32*time.Second, "RUNNING", 2)})
+	if v := header(h); strings.Contains(v, "RESTARTED") {
+		t.Fatalf("running for 2s: %s", v)
+	}
+}
+
+func TestCheckpointDetailOfADamagedCheckpoint(t *testing.T) {
+	h := newHarness(t, fixture.Damaged(), 120, 40)
+	h.events(fixture.DamagedEvents())
+	h.press("tab", "down", "enter")
+	v := h.m.View()
+	for _, want := range []string{"checkpoint 13", "DAMAGED", "DAMAGED: checkpoint 13: join/1's state: checksum mismatch in blob 3 of 7",
+		"a restore passed over it"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("detail lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// The mode of a row comes from the events: an exactly-once checkpoint
+// shows its alignment even after the switch to at-least-once.
+func TestCheckpointTableKnowsEachRowsMode(t *testing.T) {
+	h := newHarness(t, fixture.AtLeastOnce(), 120, 40)
+	h.events(fixture.AtLeastOnceEvents())
+	v := h.m.View()
+	for _, want := range []string{
+		" 16 completed 13/13 12:01:13.374   44ms  1.2MB   41KB     —    37",
+		" 14 completed 13/13 12:01:09.374   22ms  1.2MB   39KB   5ms",
+	} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("table lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "1.4s") {
+		t.Fatalf("an at-least-once row shows an alignment:\n%s", v)
+	}
+}
+
+// cutNumber finds a number cut short: a digit right before "…".
+var cutNumber = regexp.MustCompile(`[0-9]…`)
+
+func TestNoNumberIsCutAt120Columns(t *testing.T) {
+	slowed := fixture.Slowed()
+	j := slowed.Tasks["join/1"]
+	for c := range j.Inputs {
+		j.Inputs[c].Queue.Queued *= 1000
+		for b := range j.Inputs[c].Queue.Barriers {
+			j.Inputs[c].Queue.Barriers[b].ID = 1264
+			j.Inputs[c].Queue.Barriers[b].Pos = j.Inputs[c].Queue.Queued - 1
+		}
+	}
+	j.Inputs[0].Blocked, j.Inputs[0].HeldBack = true, 1_264_000
+	slowed.Tasks["join/1"] = j
+	src := slowed.Tasks["orders-source/0"]
+	src.Offsets = map[int32]int64{0: 123456789, 1: 123456788}
+	slowed.Tasks["orders-source/0"] = src
+	slowed.Restart.Strategy = "exponential-delay"
+	slowed.Restart.Description = "exponential-delay (initial 1s, max 1m0s, multiplier 1.5, jitter 0.1, reset after 1h0m0s, attempts before reset infinite)"
+	slowed.Checkpoints.History[3].Failure = "declined: join/1: snapshot failed: write checkpoint 11 of join/1: injected storage failure after 3 writes"
+	events := append(fixture.RestartEvents(), view.Stamped{At: time.Second, Event: view.RestartScheduled{
+		Strategy: "exponential-delay", DelayMs: 1000, Attempt: 1, Description: slowed.Restart.Description}})
+
+	for _, size := range [][2]int{{120, 40}, {120, 50}, {160, 50}} {
+		for _, keys := range [][]string{nil, {"x"}, {"x", "3"}, {"tab", "enter"}, {"?"}} {
+			h := newHarness(t, slowed, size[0], size[1])
+			h.events(events)
+			h.press(keys...)
+			v := h.m.View()
+			if m := cutNumber.FindString(v); m != "" {
+				t.Errorf("%v %v: a number is cut (%q):\n%s", size, keys, m, v)
+			}
+			// Whole in the restarts pane and in the events.
+			if size[1] >= 50 && keys == nil && strings.Count(v, "infinite)") < 2 {
+				t.Errorf("%v: the exponential-delay description is not whole:\n%s", size, v)
+			}
+		}
+	}
+}
+
+// At 80×24 the help is taller than the screen: it scrolls to the legend.
+func TestHelpScrollsAt80x24(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 80, 24)
+	h.press("?")
+	if v := h.m.View(); !strings.Contains(v, "↑↓ scroll") {
+		t.Fatalf("no scroll hint:\n%s", v)
+	}
+	h.press("pgdown", "pgdown")
+	v := h.m.View()
+	for _, want := range []string{"·=4", "one · stands for 4", "p0:1203", "next offset to read in partition 0"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("help lacks %q:\n%s", want, v)
+		}
+	}
+	h.press("esc")
+	if h.m.overlay != overlayNone {
+		t.Fatal("esc did not close the help")
+	}
+}
