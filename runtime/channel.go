@@ -23,6 +23,7 @@ type Channel struct {
 	// blocked counts, for the sending subtask, the time it waits on a full
 	// channel (its back-pressure), on the job's clock clk.
 	blocked *atomic.Int64
+	since   *atomic.Int64 // when the sender began to wait (0: not waiting)
 	clk     clock.Clock
 
 	sent     atomic.Int64 // elements sent
@@ -41,7 +42,13 @@ func newChannel(capacity int, g *gate, blocked *atomic.Int64, clk clock.Clock) *
 	if blocked == nil {
 		blocked = new(atomic.Int64)
 	}
-	return &Channel{ch: make(chan []Element, capacity), gate: g, blocked: blocked, clk: clk}
+	return &Channel{ch: make(chan []Element, capacity), gate: g, blocked: blocked, since: new(atomic.Int64), clk: clk}
+}
+
+// senderMetrics makes the channel count its sender's waits into m.
+func (c *Channel) senderMetrics(m *TaskMetrics) *Channel {
+	c.blocked, c.since = &m.BackPressuredNanos, &m.blockedSince
+	return c
 }
 
 // send puts batch into the channel, waiting while it is full. It returns
@@ -60,10 +67,13 @@ func (c *Channel) send(ctx context.Context, batch []Element) bool {
 	case c.ch <- batch:
 	default:
 		start := c.clk.Now()
+		c.since.Store(start.UnixNano())
 		select {
 		case c.ch <- batch:
+			c.since.Store(0)
 			c.blocked.Add(int64(clock.Since(c.clk, start)))
 		case <-ctx.Done():
+			c.since.Store(0)
 			c.blocked.Add(int64(clock.Since(c.clk, start)))
 			return false
 		}

@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"context"
-	"sync/atomic"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -43,9 +43,10 @@ func (c nowSignal) Now() time.Time {
 // A sender's back-pressure is the time it waited on a full channel, on the
 // job's clock.
 func TestChannelCountsBlockedTimeOnItsClock(t *testing.T) {
-	clk := nowSignal{Fake: clock.NewFake(time.Unix(0, 0)), read: make(chan struct{})}
-	var blocked atomic.Int64
-	ch := newChannel(1, newGate(), &blocked, clk)
+	clk := nowSignal{Fake: clock.NewFake(time.Unix(1000, 0)), read: make(chan struct{})}
+	var m TaskMetrics
+	blocked := &m.BackPressuredNanos
+	ch := newChannel(1, newGate(), nil, clk).senderMetrics(&m)
 	ctx := context.Background()
 	rec := Element{Kind: KindRecord}
 	ch.send(ctx, []Element{rec}) // fills it, without waiting
@@ -53,6 +54,13 @@ func TestChannelCountsBlockedTimeOnItsClock(t *testing.T) {
 	go func() { sent <- ch.send(ctx, []Element{rec}) }()
 	<-clk.read // the sender found the channel full and started waiting
 	clk.Advance(7 * time.Millisecond)
+	// A wait that lasts shows before it ends.
+	for m.blockedSince.Load() == 0 {
+		runtime.Gosched()
+	}
+	if got := time.Duration(m.BackPressured(clk.Fake.Now())); got != 7*time.Millisecond {
+		t.Fatalf("while waiting: back-pressured %v, want 7ms", got)
+	}
 	if _, ok := ch.poll(); !ok {
 		t.Fatal("nothing to take from a full channel")
 	}

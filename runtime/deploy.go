@@ -153,14 +153,14 @@ func (j *Job) wire(set []*task) {
 				var chans []*Channel
 				if in.Edge == spec.Forward {
 					down := index(downs, up.id.Index)
-					ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos, j.clk)
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate, nil, j.clk).senderMetrics(up.m)
 					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 					chans = []*Channel{ch}
 				} else {
 					// Every downstream subtask is in set, in index order.
 					for i := 0; i < op.Parallelism; i++ {
 						down := index(downs, i)
-						ch := newChannel(j.cfg.ChannelCapacity, down.gate, &up.m.BackPressuredNanos, j.clk)
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate, nil, j.clk).senderMetrics(up.m)
 						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
 						chans = append(chans, ch)
 					}

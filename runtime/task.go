@@ -29,6 +29,10 @@ type TaskMetrics struct {
 	// idleTimeMsPerSecond, backPressuredTimeMsPerSecond, busyTimeMsPerSecond).
 	IdleNanos          atomic.Int64
 	BackPressuredNanos atomic.Int64
+	// blockedSince is when a send of the subtask began to wait on a full
+	// channel (Unix ns on the job's clock; 0: not waiting), so that a wait
+	// that lasts shows before it ends (BackPressured).
+	blockedSince atomic.Int64
 	// Deploys counts how many times the subtask was deployed.
 	Deploys atomic.Int64
 	// slowUntil is when a slow fault of the subtask ends (Unix ns; 0: not
@@ -47,6 +51,16 @@ type TaskMetrics struct {
 func (m *TaskMetrics) Offsets() map[int32]int64 {
 	o, _ := m.offsets.Load().(map[int32]int64)
 	return o
+}
+
+// BackPressured is BackPressuredNanos with the wait under way at now, if
+// the subtask is blocked on a full channel.
+func (m *TaskMetrics) BackPressured(now time.Time) int64 {
+	n := m.BackPressuredNanos.Load()
+	if since := m.blockedSince.Load(); since != 0 {
+		n += max(now.UnixNano()-since, 0)
+	}
+	return n
 }
 
 // Slowed returns, while a slow fault holds the subtask, its factor and

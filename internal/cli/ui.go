@@ -67,7 +67,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
 				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(),
 				Restarts: int(max(m.Deploys.Load()-1, 0))}
-			cur := taskSample{at: now, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressuredNanos.Load()}
+			cur := taskSample{at: now, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressured(now)}
 			if p, ok := u.prev[name]; ok && now.Sub(p.at) > 0 {
 				dt := float64(now.Sub(p.at))
 				t.RateIn = float64(cur.in-p.in) / now.Sub(p.at).Seconds()
