@@ -5,10 +5,12 @@ package runtime
 // coordinator's events as lifecycle events.
 
 import (
+	"context"
 	"time"
 
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
+	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
@@ -119,4 +121,63 @@ func (j *Job) FailJob(n int64, err error) {
 	case j.coordFail <- attemptErr{attempt: n, err: err}:
 	default:
 	}
+}
+
+// CommittedCheckpoint is the newest checkpoint whose output every sink
+// subtask has committed, with the source offsets it covers (by the topic
+// each source reads). ok is false before the first.
+func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bool) {
+	j.commits.mu.Lock()
+	id = -1
+	for _, op := range j.spec.Operators {
+		if op.Type != spec.TypeSink {
+			continue
+		}
+		for i := 0; i < op.Parallelism; i++ {
+			done := j.commits.done[checkpoint.TaskID{Operator: op.Name, Index: i}.String()] // 0: none yet
+			if id < 0 || done < id {
+				id = done
+			}
+		}
+	}
+	j.commits.mu.Unlock()
+	if id <= 0 {
+		return 0, nil, false
+	}
+	j.lastCommitted.Lock()
+	defer j.lastCommitted.Unlock()
+	if c := j.lastCommitted.c; c != nil && c.ID == id {
+		return id, c.SourceOffsets(), true
+	}
+	all, err := j.cfg.Store.All(context.Background()) // the UI's call: no context to take
+	if err != nil {
+		return 0, nil, false
+	}
+	for _, c := range all {
+		if c.ID == id {
+			j.lastCommitted.c = c
+			return id, c.SourceOffsets(), true
+		}
+	}
+	return 0, nil, false
+}
+
+// completedOffsets returns the source offsets of completed checkpoint id.
+func (j *Job) completedOffsets(id int64) (checkpoint.Offsets, bool) {
+	j.lastCommitted.Lock()
+	if c := j.lastCommitted.c; c != nil && c.ID == id {
+		j.lastCommitted.Unlock()
+		return c.SourceOffsets(), true
+	}
+	j.lastCommitted.Unlock()
+	all, err := j.cfg.Store.All(context.Background()) // the sink's OperatorContext.CompletedOffsets: none either
+	if err != nil {
+		return nil, false
+	}
+	for _, c := range all {
+		if c.ID == id {
+			return c.SourceOffsets(), true
+		}
+	}
+	return nil, false
 }

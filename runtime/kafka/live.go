@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,69 +228,6 @@ func (v *LiveVerifier) Run(ctx context.Context, committed Committed) error {
 	}
 	v.watch(ctx, conn.ctl, committed)
 	return nil
-}
-
-// Seed makes the verifier go on from what ledger l accounted for (records
-// an earlier run read before the embedded broker deleted them): it reads
-// each topic from l's positions on, and knows what l knows of every id.
-// Call it before Run.
-func (v *LiveVerifier) Seed(l *verify.Ledger) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for gen, topic := range v.cfg.Inputs {
-		if pos := l.Positions[topic]; len(pos) > 0 {
-			if v.cfg.InputFrom == nil {
-				v.cfg.InputFrom = map[string]map[int32]int64{}
-			}
-			m := maps.Clone(v.cfg.InputFrom[gen])
-			if m == nil {
-				m = map[int32]int64{}
-			}
-			maps.Copy(m, pos)
-			v.cfg.InputFrom[gen] = m
-		}
-	}
-	if pos := l.Positions[v.cfg.Output]; len(pos) > 0 {
-		m := maps.Clone(v.cfg.OutputFrom)
-		if m == nil {
-			m = map[int32]int64{}
-		}
-		maps.Copy(m, pos)
-		v.cfg.OutputFrom = m
-	}
-	st := &v.st
-	l.Each(func(id string, order, payment, far bool, seen int, lenient bool) {
-		w := st.ids.at(st.ids.ref([]byte(id)))
-		if order {
-			*w |= orderConf | orderTent | orderRead
-		}
-		if payment {
-			*w |= paymentConf | paymentTent | paymentRead
-		}
-		if far {
-			*w |= farApart
-			st.notJoined++
-		}
-		*w |= uint32(seen)
-		if lenient {
-			*w |= lenientCopy
-		}
-		if seen > 1 {
-			st.duplicates++
-			if lenient {
-				st.dupLenient++
-			}
-		}
-		if seen == 0 && st.expectedConf(*w) {
-			st.unseenConf++
-			st.unseenTent++
-		}
-	})
-	st.committed = l.Committed()
-	l.FirstSides(func(id string, t int64) { st.firstTime[st.ids.ref([]byte(id))] = t })
-	for _, gen := range []string{runtime.TopicOrders, runtime.TopicPayments} {
-		st.newest[gen] = l.Newest(gen)
-	}
 }
 
 // Positions is how far the verifier has read each partition it follows, by
