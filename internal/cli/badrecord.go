@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/checkpoint"
+	"faultline/internal/atomicfile"
 	"faultline/runtime"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
@@ -72,7 +73,7 @@ func writeBadRecords(stateDir string, recs []badRecordAt) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", badRecordFile, err)
 	}
 	return nil

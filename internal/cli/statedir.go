@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"faultline/checkpoint"
+	"faultline/internal/atomicfile"
 )
 
 // inputFile is the file in the state dir that says which input the runs on
@@ -47,38 +48,8 @@ func writeInputRecord(stateDir string, r inputRecord) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(stateDir, inputFile), append(b, '\n')); err != nil {
+	if err := atomicfile.Write(filepath.Join(stateDir, inputFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("write %s: %w", inputFile, err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces the file at path with b, whole or not at all: a
-// temporary file beside it, synced, renamed over path, and the folder
-// synced, so that a crash leaves either the old content or the new.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -10,7 +10,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
+
+	"faultline/internal/atomicfile"
 )
 
 // ledgerMagic starts a saved ledger (faultline verification ledger,
@@ -122,40 +123,8 @@ func (l *Ledger) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("save verification ledger: %w", err)
 	}
-	if err := writeWhole(path, b); err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		return fmt.Errorf("save verification ledger %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeWhole writes b to path whole or not at all: a temporary file,
-// synced, renamed over path, and the folder synced.
-func writeWhole(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

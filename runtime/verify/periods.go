@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"faultline/internal/atomicfile"
 )
 
 // PeriodsFile is the name of the file in a state dir that keeps the
@@ -128,5 +130,5 @@ func (p *Periods) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	return writeWhole(p.path, append(b, '\n'))
+	return atomicfile.Write(p.path, append(b, '\n'))
 }
