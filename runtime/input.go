@@ -147,9 +147,10 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	t.batchStart = began
 	t.channel = i
 	records := 0
+	past := t.pastBarrier(i)
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
-		t.measureRate()
+		t.measureRate(began)
 		t.holdRecords(ctx, records)
 	}()
 	if t.prefetch != nil {
@@ -162,8 +163,8 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 		switch e.Kind {
 		case KindRecord:
 			t.in++
-			if p := t.handler.Pending(); p != 0 && t.handler.LastBarrier(i) >= p {
-				t.afterBarrier++ // at-least-once: past the barrier (aligned: blocked)
+			if past {
+				t.afterBarrier++
 			}
 			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
 				if err := t.checkFaults(); err != nil {
@@ -211,10 +212,12 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos()); err != nil {
 				return false, err
 			}
+			past = t.pastBarrier(i)
 		case KindCancel:
 			if err := t.act(ctx, t.handler.OnCancel(i, e.ID()), 0); err != nil {
 				return false, err
 			}
+			past = t.pastBarrier(i)
 		case KindEndOfInput:
 			in.pos++
 			in.ended = true
@@ -234,6 +237,15 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// pastBarrier reports whether channel i has delivered the barrier of the
+// checkpoint the subtask waits for: its records then come after the
+// barrier, into the snapshot (at-least-once; an aligned channel is blocked
+// instead). It changes only when a barrier or cancellation arrives.
+func (t *task) pastBarrier(i int) bool {
+	p := t.handler.Pending()
+	return p != 0 && t.handler.LastBarrier(i) >= p
 }
 
 // act carries out what the barrier handler decided.

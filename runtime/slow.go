@@ -84,9 +84,10 @@ func (t *task) resumeSlow() {
 	}
 }
 
-// measureRate notes the batch just handled for the slow fault's measure.
-func (t *task) measureRate() {
-	t.slow.measure(t.clk().Now(), t.m.RecordsIn.Load()+t.in)
+// measureRate notes the batch begun at began, just handled, for the slow
+// fault's measure.
+func (t *task) measureRate(began time.Time) {
+	t.slow.measure(began, t.m.RecordsIn.Load()+t.in)
 }
 
 // slowed reports whether a slow fault holds the task now; the UI's view of

@@ -79,7 +79,7 @@ func (t *task) runSource(ctx context.Context) error {
 		if len(recs) > 0 || t.m.offsets.Load() == nil {
 			t.m.offsets.Store(t.reader.Offsets())
 		}
-		t.measureRate()
+		t.measureRate(began)
 		t.holdRecords(ctx, len(recs))
 		if done {
 			t.atEnd = true

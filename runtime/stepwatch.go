@@ -124,21 +124,3 @@ func (t *task) stepSaw(visible bool) {
 		t.a.job.endStep()
 	}
 }
-
-// newestAt is the newest checkpoint whose barrier reached op's stage (for
-// tests and the UI's words).
-func (w *stepWatch) newestAt(op string) int64 {
-	d, ok := w.stage[op]
-	if !ok {
-		return 0
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var newest int64
-	for id, l := range w.left {
-		if (l[d] > 0 || w.reached[id][d]) && id > newest {
-			newest = id
-		}
-	}
-	return newest
-}

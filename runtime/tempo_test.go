@@ -85,3 +85,20 @@ func TestSlowMotionKeepsQueuesShort(t *testing.T) {
 		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
 	}
 }
+
+// newestAt is the newest checkpoint whose barrier reached op's stage.
+func (w *stepWatch) newestAt(op string) int64 {
+	d, ok := w.stage[op]
+	if !ok {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var newest int64
+	for id, l := range w.left {
+		if (l[d] > 0 || w.reached[id][d]) && id > newest {
+			newest = id
+		}
+	}
+	return newest
+}

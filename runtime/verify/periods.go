@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"faultline/internal/atomicfile"
@@ -30,6 +31,9 @@ const PeriodsFile = "at-least-once.json"
 // each change, whole or not at all. A nil *Periods has none.
 // Safe for concurrent use.
 type Periods struct {
+	// any is set once a period exists: Holds, called for every committed
+	// output record, takes no lock before.
+	any   atomic.Bool
 	mu    sync.Mutex
 	path  string
 	spans []Span
@@ -64,6 +68,7 @@ func LoadPeriods(path string) (*Periods, error) {
 		return nil, fmt.Errorf("%s is damaged (%v)", path, err)
 	}
 	p.spans = f.Spans
+	p.any.Store(len(p.spans) > 0)
 	return p, nil
 }
 
@@ -78,6 +83,7 @@ func (p *Periods) Open(t time.Time) error {
 		return nil
 	}
 	p.spans = append(p.spans, Span{From: t.UnixMilli()})
+	p.any.Store(true)
 	return p.saveLocked()
 }
 
@@ -99,7 +105,7 @@ func (p *Periods) Close(t time.Time) error {
 // Holds reports whether a record written at Unix millisecond ms was
 // written in a period (ms 0, not known: never).
 func (p *Periods) Holds(ms int64) bool {
-	if p == nil || ms == 0 {
+	if p == nil || ms == 0 || !p.any.Load() {
 		return false
 	}
 	p.mu.Lock()
