@@ -35,11 +35,7 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	s.waitFor("at-least-once mode", 10*time.Second, contains("at-least-once"))
 	// The selection starts on join/0.
 	s.waitFor("join/0 selected", 5*time.Second, contains("▸join/0"))
-	s.keys("x")
-	s.waitFor("the fault menu", 5*time.Second, contains("inject a fault"))
-	s.keys("3")
-	s.waitFor("the confirmation", 5*time.Second, contains("inject slow into join/0?"))
-	s.keys("y")
+	s.inject("3", "slow", "join/0")
 	s.waitFor("join/0 marked slow", 15*time.Second, contains("SLOW"))
 	aligning := regexp.MustCompile(`ALIGN(?:ING)? #\d+ (\d+(?:\.\d+)?)(ms|s)\b`)
 	s.waitFor("a barrier waited for over a second at the join", 60*time.Second, func(sc string) bool {
@@ -66,11 +62,7 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	})
 	s.keys("Right")
 	s.waitFor("join/1 selected", 5*time.Second, contains("▸join/1"))
-	s.keys("x")
-	s.waitFor("the fault menu", 5*time.Second, contains("inject a fault"))
-	s.keys("1")
-	s.waitFor("the confirmation", 5*time.Second, contains("inject panic into join/1?"))
-	s.keys("y")
+	s.inject("1", "panic", "join/1")
 	dup := regexp.MustCompile(`dup ([\d,]+) \(at-least-once\)`)
 	s.waitFor("duplicates on the verify line, as at-least-once's", 90*time.Second, func(sc string) bool {
 		m := dup.FindStringSubmatch(sc)

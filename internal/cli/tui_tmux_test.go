@@ -76,6 +76,17 @@ func (s *tmuxSession) waitFor(what string, timeout time.Duration, match func(scr
 	}
 }
 
+// inject injects a fault into the selected subtask with the keys a user
+// presses: x, the menu's pick, y once asked about fault into task.
+func (s *tmuxSession) inject(pick, fault, task string) {
+	s.t.Helper()
+	s.keys("x")
+	s.waitFor("the fault menu", 5*time.Second, contains("inject a fault"))
+	s.keys(pick)
+	s.waitFor("the confirmation", 5*time.Second, contains("inject "+fault+" into "+task+"?"))
+	s.keys("y")
+}
+
 func contains(sub string) func(string) bool {
 	return func(s string) bool { return strings.Contains(s, sub) }
 }
@@ -110,11 +121,7 @@ func TestTUIInjectPanicAndRecover(t *testing.T) {
 	// join/0; one step right is join/1.
 	s.keys("Right")
 	s.waitFor("join/1 selected", 5*time.Second, contains("▸join/1"))
-	s.keys("x")
-	s.waitFor("the fault menu", 5*time.Second, contains("inject a fault"))
-	s.keys("1")
-	s.waitFor("the confirmation", 5*time.Second, contains("inject panic into join/1?"))
-	s.keys("y")
+	s.inject("1", "panic", "join/1")
 	s.waitFor("RESTARTING", 15*time.Second, func(sc string) bool { return headerStatus(sc) == "RESTARTING" })
 	restored := regexp.MustCompile(`restored from checkpoint (\d+)`)
 	sc := s.waitFor("RUNNING again, restored from a checkpoint", 30*time.Second, func(sc string) bool {
