@@ -59,7 +59,7 @@ type CatalogueEntry struct {
 var Catalogue = []CatalogueEntry{
 	{FaultPanic, "the task panics", "the task panics"},
 	{FaultError, "the task's operator returns an error", "the task's operator returns an error"},
-	{FaultSlow, "the task holds each record, handling 1/factor= of its rate, for for=", "the task falls to a tenth of its rate for 10 s"},
+	{FaultSlow, "the task holds each record, handling 1/factor= of its rate, for for=", "the task falls to a tenth of its rate for 30 s"},
 	{FaultPoison, "a record that can never be parsed is written into topic= (orders) partition= (0)", "a record no parser accepts enters the input it reads"},
 	{FaultBrokerDown, "the embedded broker refuses connections for for= (5s)", "the embedded broker refuses connections for 5 s"},
 	{FaultStorageFail, "the next count= checkpoint writes fail", "the next 3 checkpoint writes fail"},
@@ -86,7 +86,7 @@ func MenuFault(kind FaultKind, task, topic string, partition int32) Fault {
 	f := Fault{Kind: kind, Task: task}
 	switch kind {
 	case FaultSlow:
-		f.Factor, f.For = 10, 10*time.Second
+		f.Factor, f.For = 10, 30*time.Second
 	case FaultStorageFail:
 		f.Count = 3
 	case FaultBrokerDown:

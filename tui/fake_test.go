@@ -126,7 +126,7 @@ func defaultFaults() []FaultChoice {
 	return []FaultChoice{
 		{Kind: "panic", Description: "the task panics", Available: true},
 		{Kind: "error", Description: "the task's operator returns an error", Available: true},
-		{Kind: "slow", Description: "the task falls to a tenth of its rate for 10 s", Available: true},
+		{Kind: "slow", Description: "the task falls to a tenth of its rate for 30 s", Available: true},
 		{Kind: "broker-down", Description: "the Kafka broker stops for 5s", JobLevel: true, Available: false,
 			Why: "the broker is external (--brokers)"},
 		{Kind: "crash", Description: "the process dies as with SIGKILL (start faultline again to resume)", JobLevel: true, Available: true},

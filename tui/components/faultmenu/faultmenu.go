@@ -153,7 +153,7 @@ const maxInner = 110
 func (m *Model) View() string {
 	st := m.ctx.Styles
 	// As wide as the descriptions need, up to the width there is: a
-	// description says the fault's figures (a tenth of its rate, 10 s).
+	// description says the fault's figures (a tenth of its rate, 30 s).
 	inner := max(min(m.width-4, maxInner), 20)
 	var lines []string
 	if m.confirming {
