@@ -43,6 +43,9 @@ func (t *task) runSource(ctx context.Context) error {
 			t.waitPaused(ctx)
 			continue
 		}
+		if t.a.job.Tempo() == TempoFrozen && !t.a.job.Stepping() {
+			continue // a step ended while the source waited: read nothing more
+		}
 		began := t.clk().Now()
 		batch := t.a.job.cfg.BatchSize
 		if t.slowed() {

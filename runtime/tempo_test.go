@@ -32,6 +32,7 @@ func TestStepGoesToTheNextVisibleMoment(t *testing.T) {
 		if j.steps.newestAt("join") <= at {
 			t.Errorf("5 steps did not bring a barrier from the sources to the join")
 		}
+		time.Sleep(200 * time.Millisecond) // a batch under way when the step ended ends
 		still := recordsIn(j)
 		time.Sleep(200 * time.Millisecond)
 		if got := recordsIn(j); got != still {
