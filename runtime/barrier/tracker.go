@@ -33,6 +33,9 @@ const maxTracked = 50
 //     trigger. Flink also aborts every older pending checkpoint on a
 //     cancellation marker; Result has room for one abort, and in at-least-once
 //     mode the older ones can still complete harmlessly, so they are kept.
+//   - A priority barrier is counted as any barrier: nothing is ever blocked,
+//     so nothing is in flight either. TimeOut does nothing, and Recording and
+//     Unaligned are always false.
 //   - End of input counts the ended channel as aligned for every tracked
 //     checkpoint (Flink with checkpoints after tasks finished). If that
 //     completes several, the newest not aborted triggers and the older ones
@@ -73,6 +76,17 @@ func (t *tracker) Mode() Mode { return AtLeastOnce }
 
 func (t *tracker) OnBarrier(ch int, id int64) Result {
 	checkChannel("OnBarrier", ch, len(t.ended))
+	return t.barrier(ch, id)
+}
+
+// OnPriorityBarrier counts a priority barrier as any other: nothing is
+// blocked, so nothing is in flight either.
+func (t *tracker) OnPriorityBarrier(ch int, id int64) Result {
+	checkChannel("OnPriorityBarrier", ch, len(t.ended))
+	return t.barrier(ch, id)
+}
+
+func (t *tracker) barrier(ch int, id int64) Result {
 	if t.ended[ch] {
 		return Result{}
 	}
@@ -178,10 +192,20 @@ func (t *tracker) sweep(now time.Time) Result {
 	return res
 }
 
+// TimeOut does nothing: the tracker never aligns, so nothing times out.
+func (t *tracker) TimeOut(int64) Result { return Result{} }
+
 func (t *tracker) Blocked(ch int) bool {
 	checkChannel("Blocked", ch, len(t.ended))
 	return false
 }
+
+func (t *tracker) Recording(ch int) bool {
+	checkChannel("Recording", ch, len(t.ended))
+	return false
+}
+
+func (t *tracker) Unaligned() bool { return false }
 
 func (t *tracker) LastBarrier(ch int) int64 {
 	checkChannel("LastBarrier", ch, len(t.ended))

@@ -164,6 +164,85 @@ func TestTrackerInterleavings(t *testing.T) {
 				{at: 3 * ms, ev: cancel, ch: 0, id: 2, blocked: ".."},
 			},
 		},
+		{
+			name: "priority barriers count as barriers, timeouts do nothing", inputs: 2,
+			steps: []step{
+				{at: 0, ev: prio, ch: 0, id: 1, blocked: "..", pending: 1},
+				{at: 1 * ms, ev: timeout, id: 1, blocked: "..", pending: 1},
+				{at: 2 * ms, ev: bar, ch: 1, id: 1, want: want{triggered: 1, align: 2 * ms}, blocked: ".."},
+				{at: 3 * ms, ev: bar, ch: 1, id: 2, blocked: "..", pending: 2, start: 3 * ms},
+				{at: 4 * ms, ev: prio, ch: 0, id: 2, want: want{triggered: 2, first: 3 * ms, align: 1 * ms}, blocked: ".."},
+				{at: 5 * ms, ev: prio, ch: 0, id: 3, blocked: "..", pending: 3, start: 5 * ms},
+				{at: 6 * ms, ev: timeout, id: 3, blocked: "..", pending: 3, start: 5 * ms},
+			},
+		},
+		{
+			name: "coordinator abort while counting", inputs: 2,
+			steps: []step{
+				{at: 0, ev: bar, ch: 0, id: 1, blocked: "..", pending: 1},
+				{at: 1 * ms, ev: abort, id: 1, want: want{aborted: 1, reason: AbortedByCoordinator}, blocked: ".."},
+				{at: 2 * ms, ev: abort, id: 1, blocked: ".."},
+				{at: 3 * ms, ev: bar, ch: 1, id: 1, blocked: ".."},
+				{at: 4 * ms, ev: bar, ch: 0, id: 2, blocked: "..", pending: 2, start: 4 * ms},
+				{at: 5 * ms, ev: bar, ch: 1, id: 2, want: want{triggered: 2, first: 4 * ms, align: 1 * ms}, blocked: ".."},
+			},
+		},
+		{
+			name: "coordinator abort of a checkpoint not seen yet", inputs: 2,
+			steps: []step{
+				{at: 0, ev: abort, id: 5, want: want{aborted: 5, reason: AbortedByCoordinator}, blocked: ".."},
+				{at: 1 * ms, ev: bar, ch: 0, id: 5, blocked: ".."},
+				{at: 2 * ms, ev: bar, ch: 1, id: 5, blocked: ".."},
+				{at: 2 * ms, ev: bar, ch: 1, id: 4, blocked: ".."},
+				{at: 3 * ms, ev: abort, id: 4, blocked: ".."},
+			},
+		},
+		{
+			name: "end of input completes a pending checkpoint", inputs: 3,
+			steps: []step{
+				{at: 0, ev: bar, ch: 0, id: 1, blocked: "...", pending: 1},
+				{at: 1 * ms, ev: bar, ch: 1, id: 1, blocked: "...", pending: 1},
+				{at: 7 * ms, ev: eoi, ch: 2, want: want{triggered: 1, align: 7 * ms}, blocked: "..."},
+				{at: 8 * ms, ev: eoi, ch: 2, blocked: "..."},
+				{at: 9 * ms, ev: bar, ch: 0, id: 2, blocked: "...", pending: 2, start: 9 * ms},
+				{at: 9 * ms, ev: bar, ch: 1, id: 2, want: want{triggered: 2, first: 9 * ms}, blocked: "..."},
+			},
+		},
+		{
+			name: "end of input completing several triggers the newest", inputs: 2,
+			steps: []step{
+				{at: 0, ev: bar, ch: 0, id: 1, blocked: "..", pending: 1},
+				{at: 1 * ms, ev: bar, ch: 0, id: 2, blocked: "..", pending: 2, start: 1 * ms},
+				{at: 5 * ms, ev: eoi, ch: 1, want: want{triggered: 2, first: 1 * ms, align: 4 * ms}, blocked: ".."},
+			},
+		},
+		{
+			name: "end of input skips an aborted newer checkpoint", inputs: 2,
+			steps: []step{
+				{at: 0, ev: bar, ch: 0, id: 1, blocked: "..", pending: 1},
+				{at: 1 * ms, ev: bar, ch: 0, id: 2, blocked: "..", pending: 2, start: 1 * ms},
+				{at: 2 * ms, ev: abort, id: 2, want: want{aborted: 2, reason: AbortedByCoordinator}, blocked: "..", pending: 1},
+				{at: 5 * ms, ev: eoi, ch: 1, want: want{triggered: 1, align: 5 * ms}, blocked: ".."},
+				{at: 6 * ms, ev: bar, ch: 0, id: 2, blocked: ".."},
+			},
+		},
+		{
+			name: "end of input before any barrier", inputs: 2,
+			steps: []step{
+				{at: 0, ev: eoi, ch: 0, blocked: ".."},
+				{at: 3 * ms, ev: bar, ch: 1, id: 1, want: want{triggered: 1, first: 3 * ms}, blocked: ".."},
+			},
+		},
+		{
+			name: "all channels end", inputs: 2,
+			steps: []step{
+				{at: 0, ev: bar, ch: 0, id: 1, blocked: "..", pending: 1},
+				{at: 1 * ms, ev: eoi, ch: 0, blocked: "..", pending: 1},
+				{at: 2 * ms, ev: eoi, ch: 1, want: want{triggered: 1, align: 2 * ms}, blocked: ".."},
+				{at: 3 * ms, ev: bar, ch: 1, id: 2, blocked: ".."},
+				{at: 3 * ms, ev: cancel, ch: 0, id: 2, blocked: ".."},
+			},
+		},
 	})
 }
 
@@ -175,7 +254,7 @@ func TestTrackerForgetsBeyondMaxTracked(t *testing.T) {
 	for id := int64(1); id <= maxTracked+1; id++ {
 		h.OnBarrier(0, id)
 	}
-	if got := h.OnBarrier(1, 1); got != (Result{}) {
+	if got := h.OnBarrier(1, 1); !sameResult(got, Result{}) {
 		t.Errorf("barrier of a forgotten checkpoint: got %s, want {}", fmtResult(got))
 	}
 	if got := h.OnBarrier(1, 2); got.Triggered != 2 {
