@@ -28,11 +28,18 @@ const maxTracked = 50
 //   - Only the first barrier or cancellation marker of an id newer than any
 //     seen starts tracking it; a barrier of an older id that is not tracked
 //     (triggered, dropped, aborted and finished, or never seen) is ignored.
-//   - A cancellation marker or coordinator abort marks only that id aborted
-//     (reported once per id); later barriers of it are counted but never
-//     trigger. Flink also aborts every older pending checkpoint on a
-//     cancellation marker; Result has room for one abort, and in at-least-once
-//     mode the older ones can still complete harmlessly, so they are kept.
+//   - A cancellation marker for n first aborts, oldest first, every tracked
+//     checkpoint older than n (Result.OlderAborted, each reported once per
+//     id) and forgets them, then marks n aborted (Result.Aborted, once per id),
+//     as Flink does. Later barriers of the forgotten ones are ignored, and
+//     barriers of n are counted but never trigger: a checkpoint older than a
+//     cancelled one never triggers after it. When n itself is not reported
+//     (aborted already, or neither tracked nor newer than every id seen), the
+//     newest of the older ones is in Aborted instead.
+//   - A coordinator abort of n marks only n aborted (reported once): Flink's
+//     task does not hand it to its barrier tracker, but remembers n so as not
+//     to snapshot it, and leaves older pending checkpoints be: they can still
+//     trigger, and the coordinator can still complete them.
 //   - A priority barrier is counted as any barrier: nothing is ever blocked,
 //     so nothing is in flight either. TimeOut does nothing, and Recording and
 //     Unaligned are always false.
@@ -100,25 +107,48 @@ func (t *tracker) barrier(ch int, id int64) Result {
 	return t.sweep(now)
 }
 
+// OnCancel aborts, oldest first, every tracked checkpoint older than id that
+// is not aborted yet, forgetting them, then id itself, unless it is aborted
+// already or is neither tracked nor newer than every id seen (Flink:
+// CheckpointBarrierTracker.processCancellationBarrier).
 func (t *tracker) OnCancel(ch int, id int64) Result {
 	checkChannel("OnCancel", ch, len(t.ended))
 	if t.ended[ch] {
 		return Result{}
 	}
+	var aborted []int64
+	older := 0
+	for _, c := range t.pending {
+		if c.id >= id {
+			break
+		}
+		if !c.aborted {
+			aborted = append(aborted, c.id)
+		}
+		older++
+	}
+	t.pending = slices.Delete(t.pending, 0, older)
+
 	now := t.now()
-	c := t.lookup(id, now)
-	if c == nil {
-		return Result{}
+	if c := t.lookup(id, now); c != nil {
+		// A cancellation marker takes the place of the barrier on its
+		// channel, so that the entry is forgotten once every channel has
+		// spoken.
+		c.seen[ch] = true
+		if !c.aborted {
+			c.aborted = true
+			aborted = append(aborted, id)
+		}
+		t.sweep(now) // forgets c once complete; an aborted entry never triggers
 	}
-	// A cancellation marker takes the place of the barrier on its channel,
-	// so that the entry is forgotten once every channel has spoken.
-	c.seen[ch] = true
+
 	var res Result
-	if !c.aborted {
-		c.aborted = true
-		res.Aborted, res.AbortReason = id, Canceled
+	if n := len(aborted); n > 0 {
+		res.Aborted, res.AbortReason = aborted[n-1], Canceled
+		if n > 1 {
+			res.OlderAborted = aborted[:n-1]
+		}
 	}
-	t.sweep(now) // forgets c once complete; an aborted entry never triggers
 	return res
 }
 
