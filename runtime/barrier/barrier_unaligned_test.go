@@ -1,6 +1,12 @@
 package barrier
 
-import "testing"
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
 
 // TestAlignerUnalignedInterleavings covers unaligned checkpoints in the
 // exactly-once handler: started by a priority barrier, switched to by one or
@@ -227,4 +233,185 @@ func TestAlignerUnalignedInterleavings(t *testing.T) {
 			},
 		},
 	})
+}
+
+// unalignedStats sums what simulateUnaligned saw over its runs.
+type unalignedStats struct {
+	alignedDone, unalignedDone, timedOut, subsumed int
+}
+
+// simulateUnaligned runs a task loop over inputs channels carrying records
+// and barriers 1..checkpoints, each checkpoint aligned or unaligned at random.
+// The task reads only unblocked channels; it may take the first barrier
+// queued on a channel out early, as a priority barrier, when its checkpoint
+// is unaligned or timed out, the records queued before it then being in
+// flight; and it fires the timeout of an aligning checkpoint at random.
+//
+// For every checkpoint c that completes, the records in its snapshot (read
+// before c triggered) and in its in-flight data (taken over by a priority
+// barrier, or read from a channel while Recording) must be exactly the records
+// before barrier c on their channels. Every checkpoint completes or is
+// subsumed, once.
+func simulateUnaligned(t *testing.T, inputs, checkpoints int, seed uint64, st *unalignedStats) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	unaligned := make([]bool, checkpoints+1) // by checkpoint id
+	for c := 1; c <= checkpoints; c++ {
+		unaligned[c] = rng.IntN(2) == 0
+	}
+	queues := make([][]element, inputs)
+	before := make([]int, checkpoints+2) // before[c]: records before barrier c
+	for ch := range queues {
+		for cp := range int64(checkpoints + 1) {
+			n := rng.IntN(4)
+			for range n {
+				queues[ch] = append(queues[ch], element{epoch: cp})
+			}
+			for c := cp + 1; c <= int64(checkpoints)+1; c++ {
+				before[c] += n
+			}
+			if cp < int64(checkpoints) {
+				queues[ch] = append(queues[ch], element{barrier: true, epoch: cp + 1})
+			}
+		}
+	}
+
+	clock := &fakeClock{t: t0}
+	h := New(ExactlyOnce, inputs, clock.now)
+	ended := make([]bool, inputs)
+	timedOut := make([]bool, checkpoints+1)
+	processed := make([]int, checkpoints+1) // processed[e]: records of epoch e read so far
+	inState := make([]int, checkpoints+1)   // records in c's snapshot
+	inFlight := make([]int, checkpoints+1)  // records in c's in-flight data
+	outcome := make([]string, checkpoints+1)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d, %d inputs: %s", seed, inputs, fmt.Sprintf(format, args...))
+	}
+	complete := func(c int64) {
+		if outcome[c] != "" {
+			fail("checkpoint %d completed after it %s", c, outcome[c])
+		}
+		outcome[c] = "completed"
+		if got := inState[c] + inFlight[c]; got != before[c] {
+			fail("checkpoint %d holds %d records in its snapshot and %d in flight, want %d in all",
+				c, inState[c], inFlight[c], before[c])
+		}
+	}
+	act := func(res Result) {
+		if res.Aborted != 0 {
+			if res.AbortReason != Subsumed || len(res.OlderAborted) != 0 || outcome[res.Aborted] != "" {
+				fail("unexpected abort %s", fmtResult(res))
+			}
+			outcome[res.Aborted] = "was subsumed"
+			st.subsumed++
+		}
+		if c := res.Triggered; c != 0 {
+			// The snapshot holds what was read so far, and must not hold a
+			// record that came after barrier c.
+			for e, n := range processed {
+				if int64(e) >= c && n != 0 {
+					fail("checkpoint %d triggered after %d records of epoch %d", c, n, e)
+				}
+				inState[c] += n
+			}
+			if res.TimedOut {
+				timedOut[c] = true
+				st.timedOut++
+			}
+			if !res.Unaligned {
+				st.alignedDone++
+				complete(c)
+			}
+		}
+		if c := res.InFlightDone; c != 0 {
+			st.unalignedDone++
+			complete(c)
+		}
+	}
+
+	for {
+		var ready, early []int
+		for ch := range inputs {
+			if ended[ch] || h.Blocked(ch) {
+				continue
+			}
+			ready = append(ready, ch)
+			for i, e := range queues[ch] {
+				if e.barrier {
+					if i > 0 && (unaligned[e.epoch] || timedOut[e.epoch]) {
+						early = append(early, ch)
+					}
+					break
+				}
+			}
+		}
+		if len(ready) == 0 {
+			break
+		}
+		clock.t = clock.t.Add(time.Duration(rng.IntN(3)) * ms)
+		if p := h.Pending(); p != 0 && !h.Unaligned() && rng.IntN(8) == 0 {
+			act(h.TimeOut(p))
+			continue
+		}
+		if len(early) > 0 && rng.IntN(3) == 0 {
+			// Take the first barrier out ahead of the records queued before
+			// it: they are in flight for its checkpoint if that goes on.
+			ch := early[rng.IntN(len(early))]
+			i := slices.IndexFunc(queues[ch], func(e element) bool { return e.barrier })
+			c := queues[ch][i].epoch
+			queues[ch] = slices.Delete(queues[ch], i, i+1)
+			res := h.OnPriorityBarrier(ch, c)
+			if res.Triggered == c || res.InFlightDone == c || (h.Pending() == c && h.Unaligned()) {
+				inFlight[c] += i
+			}
+			act(res)
+			continue
+		}
+		ch := ready[rng.IntN(len(ready))]
+		if len(queues[ch]) == 0 {
+			ended[ch] = true
+			act(h.OnEndOfInput(ch))
+			continue
+		}
+		e := queues[ch][0]
+		queues[ch] = queues[ch][1:]
+		switch {
+		case !e.barrier:
+			if h.Recording(ch) {
+				c := h.Pending()
+				if e.epoch >= c {
+					fail("record of epoch %d recorded for checkpoint %d", e.epoch, c)
+				}
+				inFlight[c]++
+			}
+			processed[e.epoch]++
+		case unaligned[e.epoch]:
+			act(h.OnPriorityBarrier(ch, e.epoch))
+		default:
+			act(h.OnBarrier(ch, e.epoch))
+		}
+	}
+	if h.Pending() != 0 || h.Unaligned() {
+		fail("checkpoint %d still pending after every input ended", h.Pending())
+	}
+	for c := 1; c <= checkpoints; c++ {
+		if outcome[c] == "" {
+			fail("checkpoint %d neither completed nor was subsumed", c)
+		}
+	}
+}
+
+// TestSimulatedUnalignedTaskLoop mixes aligned, unaligned and timed-out
+// checkpoints at random: each snapshot with its in-flight data holds exactly
+// the records before its barriers.
+func TestSimulatedUnalignedTaskLoop(t *testing.T) {
+	var st unalignedStats
+	for seed := range uint64(500) {
+		simulateUnaligned(t, 1+int(seed%4), 6, seed, &st)
+	}
+	t.Logf("%+v", st)
+	if st.alignedDone == 0 || st.unalignedDone == 0 || st.timedOut == 0 || st.subsumed == 0 {
+		t.Errorf("500 runs did not cover every case: %+v", st)
+	}
 }
