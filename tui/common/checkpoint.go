@@ -17,6 +17,19 @@ const (
 	AtLeastOnce          = "at-least-once"
 )
 
+// NextMode is the mode the mode key asks for after mode: exactly-once
+// (aligned), then exactly-once unaligned, then at-least-once, then
+// exactly-once again. An unknown mode goes on as exactly-once would.
+func NextMode(mode string) string {
+	switch mode {
+	case ExactlyOnceUnaligned:
+		return AtLeastOnce
+	case AtLeastOnce:
+		return ExactlyOnce
+	}
+	return ExactlyOnceUnaligned
+}
+
 // How a checkpoint's barriers were handled (Flink's checkpoint type:
 // aligned or unaligned checkpoint), as the history's type column and the
 // detail say it.
