@@ -257,3 +257,55 @@ func TestHelpScrollsAt80x24(t *testing.T) {
 		t.Fatal("esc did not close the help")
 	}
 }
+
+// The history says how each checkpoint handled its barriers and, with
+// Flink's names, its persisted and processed in-flight data; a narrow
+// table keeps the kind and the persisted data.
+func TestCheckpointTableShowsInFlightData(t *testing.T) {
+	for _, tc := range []struct {
+		w    int
+		want []string
+	}{
+		{120, []string{
+			" id status     acks    dur   full align type      persisted processed",
+			" 17 pending    8/13  38ms…   256B     — unaligned       4KB         —",
+			" 16 completed 13/13   31ms  1.2MB   0ms unaligned      96KB        0B",
+			" 15 completed 13/13  148ms  1.2MB 100ms timed out      40KB      28KB",
+			" 14 completed 13/13   22ms  1.2MB   5ms aligned          0B      12KB",
+		}},
+		{80, []string{
+			" id status     acks    dur type      persisted",
+			" 16 completed 13/13   31ms unaligned      96KB",
+			" 15 completed 13/13  148ms timed out      40KB",
+		}},
+	} {
+		h := newHarness(t, fixture.Unaligned(), tc.w, 40)
+		h.events(fixture.UnalignedEvents())
+		v := h.m.View()
+		for _, want := range tc.want {
+			if !strings.Contains(v, want) {
+				t.Errorf("%d columns: the table lacks %q:\n%s", tc.w, want, v)
+			}
+		}
+	}
+	// Nothing unaligned, no timeout: the table is as it was.
+	h := newHarness(t, fixture.Running(), 120, 40)
+	if v := h.m.View(); strings.Contains(v, "persisted") || strings.Contains(v, "unaligned") {
+		t.Errorf("in-flight columns without in-flight data:\n%s", v)
+	}
+	// An at-least-once checkpoint aligns nothing and stores no in-flight
+	// data.
+	s := fixture.AtLeastOnce()
+	s.Job.AlignedTimeout = 100 * time.Millisecond
+	h = newHarness(t, s, 120, 40)
+	h.events(fixture.AtLeastOnceEvents())
+	for _, want := range []string{
+		" id status     acks    dur   full align after type      persisted",
+		" 16 completed 13/13   44ms  1.2MB     —    37 —                 —",
+		" 14 completed 13/13   22ms  1.2MB   5ms       aligned          0B",
+	} {
+		if v := h.m.View(); !strings.Contains(v, want) {
+			t.Errorf("at-least-once: the table lacks %q:\n%s", want, v)
+		}
+	}
+}
