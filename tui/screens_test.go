@@ -309,3 +309,41 @@ func TestCheckpointTableShowsInFlightData(t *testing.T) {
 		}
 	}
 }
+
+// The detail of a checkpoint the timeout switched: which subtasks, and
+// each subtask's kind and in-flight data.
+func TestCheckpointDetailOfATimedOutCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		w    int
+		want []string
+	}{
+		{120, []string{
+			"persisted in-flight data 40KB (320 records) · processed in-flight data 28KB",
+			"timed out → unaligned: join/0 — its alignment outlasted the aligned-checkpoint timeout (100ms)",
+			" subtask           ack       type         sync   async   align   delay    full    incr persisted processed",
+			" orders-source/0   ✓ acked   —             1ms     5ms     2ms     2ms    97KB   3.1KB        0B        0B",
+			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms     2ms    97KB   3.1KB      40KB      22KB",
+			" join/1            ✓ acked   aligned       1ms     5ms     9ms     2ms    97KB   3.1KB        0B       6KB",
+		}},
+		{80, []string{
+			" subtask           ack       type         sync   async   align    full persisted",
+			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms    97KB      40KB",
+		}},
+	} {
+		h := newHarness(t, fixture.Unaligned(), tc.w, 40)
+		h.events(fixture.UnalignedEvents())
+		h.press("tab", "down", "down", "enter")
+		v := h.m.View()
+		for _, want := range tc.want {
+			if !strings.Contains(v, want) {
+				t.Errorf("%d columns: the detail lacks %q:\n%s", tc.w, want, v)
+			}
+		}
+	}
+	// An aligned checkpoint without in-flight data: as before.
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.press("tab", "down", "enter")
+	if v := h.m.View(); strings.Contains(v, "persisted") || strings.Contains(v, "type") {
+		t.Errorf("in-flight columns without in-flight data:\n%s", v)
+	}
+}
