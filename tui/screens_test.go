@@ -238,18 +238,28 @@ func TestNoNumberIsCutAt120Columns(t *testing.T) {
 	}
 }
 
-// At 80×24 the help is taller than the screen: it scrolls to the legend.
+// At 80×24 the help is taller than the screen: it scrolls to the
+// checkpointing modes and the legend.
 func TestHelpScrollsAt80x24(t *testing.T) {
 	h := newHarness(t, fixture.Running(), 80, 24)
 	h.press("?")
 	if v := h.m.View(); !strings.Contains(v, "↑↓ scroll") {
 		t.Fatalf("no scroll hint:\n%s", v)
 	}
-	h.press("pgdown", "pgdown")
-	v := h.m.View()
-	for _, want := range []string{"·=4", "one · stands for 4", "p0:1203", "next offset to read in partition 0"} {
-		if !strings.Contains(v, want) {
-			t.Fatalf("help lacks %q:\n%s", want, v)
+	// Every line shows on some page.
+	var seen strings.Builder
+	for range 5 {
+		seen.WriteString(h.m.View())
+		h.press("pgdown")
+	}
+	for _, want := range []string{
+		"checkpointing modes, in the order m goes through them", "exactly-once · aligned", "exactly-once · unaligned",
+		"·=4", "one · stands for 4", "p0:1203", "next offset to read in partition 0",
+		"◂▌17«•••···", "unaligned barrier 17 jumped to the front", "●··· REC 7", "UNALIGNED #17 38ms",
+		"persisted 96KB", "dup 23 (at-least-once)",
+	} {
+		if !strings.Contains(seen.String(), want) {
+			t.Fatalf("help lacks %q:\n%s", want, seen.String())
 		}
 	}
 	h.press("esc")
