@@ -357,3 +357,19 @@ func TestCheckpointDetailOfATimedOutCheckpoint(t *testing.T) {
 		t.Errorf("in-flight columns without in-flight data:\n%s", v)
 	}
 }
+
+func TestNoNumberIsCutAt120ColumnsUnaligned(t *testing.T) {
+	for _, size := range [][2]int{{120, 40}, {160, 50}} {
+		for _, keys := range [][]string{nil, {"tab", "enter"}, {"tab", "down", "down", "enter"}, {"?", "pgdown"}} {
+			for _, snap := range []func() Snapshot{fixture.Unaligned, fixture.TimedOut} {
+				h := newHarness(t, snap(), size[0], size[1])
+				h.events(fixture.UnalignedEvents())
+				h.press(keys...)
+				v := h.m.View()
+				if m := cutNumber.FindString(v); m != "" {
+					t.Errorf("%v %v: a number is cut (%q):\n%s", size, keys, m, v)
+				}
+			}
+		}
+	}
+}
