@@ -28,7 +28,11 @@ type Controller interface {
 	TriggerCheckpoint() (int64, error)
 	TriggerSavepoint() (int64, error)
 	// SetMode switches the checkpointing mode for the checkpoints
-	// triggered from now on: "exactly-once" or "at-least-once".
+	// triggered from now on: "exactly-once" (aligned barriers, unaligned
+	// once an alignment outlasts JobInfo.AlignedTimeout when it is set),
+	// "exactly-once unaligned" (Flink's unaligned checkpoints) or
+	// "at-least-once". It returns an error for a mode the job cannot
+	// take.
 	SetMode(mode string) error
 	// SetSourcesPaused stops (true) or resumes the sources: no new
 	// records enter the job; barriers, checkpoints and everything

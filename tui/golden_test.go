@@ -90,6 +90,23 @@ var goldenScenes = []goldenScene{
 		want:  []string{"STEPPING", "ALIGNING #14"},
 	},
 	{
+		name: "unaligned", snap: fixture.Unaligned, events: fixture.UnalignedEvents,
+		ready: "checkpoint 17 triggered",
+		want: []string{"exactly-once · unaligned", "checkpoint 17 pending · unaligned", "UNALIGNED #17", "▌17«•••", "•3", "●····",
+			"REC 7", "type", "persisted", "unaligned", "timed out", "96KB", "completed unaligned in 31ms"},
+	},
+	{
+		name: "unaligned-detail", snap: fixture.Unaligned, events: fixture.UnalignedEvents, keys: []string{"tab", "down", "down", "enter"},
+		ready: "esc close",
+		want: []string{"checkpoint 15", "persisted in-flight data 40KB (320 records)", "timed out → unaligned: join/0",
+			"type", "timed out", "aligned", "persisted", "40KB"},
+	},
+	{
+		name: "timed-out", snap: fixture.TimedOut, events: fixture.RunEvents,
+		ready: "checkpoint 14 triggered",
+		want:  []string{"exactly-once · aligned", "UNALIGNED #14", "timeout → unaligned", "▌14«•••••", "•2", "REC 3", "timed out"},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "fault tolerance",
 		want:  []string{"checkpoint", "savepoint", "freeze", "step to the next moment", "R", "reset restart attempts"},

@@ -46,7 +46,7 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		m.flash("triggering a savepoint…", common.LevelInfo)
 		return triggerSavepoint(m.ctrl), true
 	case key.Matches(k, keys.Mode):
-		return m.toggleMode(), true
+		return m.cycleMode(), true
 	case key.Matches(k, keys.Pause):
 		return m.togglePause(), true
 	case key.Matches(k, keys.Slow):
@@ -67,14 +67,20 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	return nil, true
 }
 
-// toggleMode switches between exactly-once (aligned barriers) and
-// at-least-once (barriers counted, nothing blocked) for the checkpoints
-// triggered from now on (Flink: CheckpointingMode).
-func (m *model) toggleMode() tea.Cmd {
-	next := "at-least-once"
-	if m.ctx.Mode == "at-least-once" {
-		next = "exactly-once"
+// cycleMode asks for the next checkpointing mode, for the checkpoints
+// triggered from now on: exactly-once with aligned barriers, then
+// exactly-once unaligned (barriers overtake the records in flight, which
+// are stored with the checkpoint), then at-least-once (barriers counted,
+// nothing blocked), then aligned again (Flink: CheckpointingMode and
+// execution.checkpointing.unaligned). After a mode the job refused, it
+// goes on from that mode, so that a job that cannot take one is not asked
+// for it again and again.
+func (m *model) cycleMode() tea.Cmd {
+	from := m.ctx.Mode
+	if m.modeRefused != "" {
+		from, m.modeRefused = m.modeRefused, ""
 	}
+	next := common.NextMode(from)
 	gen := m.mode.request(next)
 	m.flash("mode "+next+" from the next checkpoint", common.LevelInfo)
 	return setMode(m.sampler, next, gen)

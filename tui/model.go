@@ -94,6 +94,10 @@ type model struct {
 	beforeFreeze Tempo // the tempo space returns to
 	freezeWarned bool  // the freeze's limit was flashed (reset when the world moves)
 
+	// modeRefused is the mode the job last refused (or did not take):
+	// the next press of the mode key goes on from it in the cycle.
+	modeRefused string
+
 	eventsClosed bool
 }
 
@@ -222,6 +226,7 @@ func (m *model) observeIntents(seq int64) {
 		m.flash("pause: the job's sources did not follow", common.LevelWarning)
 	}
 	if m.mode.observe(seq, job.Mode == m.mode.want) {
+		m.modeRefused = m.mode.want
 		m.flash("mode: the job still checkpoints "+job.Mode, common.LevelWarning)
 	}
 	if frozen, ok := common.FrozenFor(&m.ctx.Snap); !ok {
@@ -344,6 +349,9 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		}
 	case ModeSetMsg:
 		if msg.Err != nil {
+			if msg.done.gen == m.mode.gen {
+				m.modeRefused = msg.Mode
+			}
 			m.mode.failed(msg.done)
 			m.flash("mode: "+msg.Err.Error(), common.LevelError)
 		} else {

@@ -186,18 +186,72 @@ func TestFaultMenuIsNotOnControlChords(t *testing.T) {
 	}
 }
 
-func TestModeSwitch(t *testing.T) {
+// m cycles exactly-once (aligned) → exactly-once unaligned →
+// at-least-once → exactly-once, and the header says each at once.
+func TestModeCycle(t *testing.T) {
 	h := newHarness(t, fixture.Running(), 120, 40)
-	h.press("m")
-	assertCalls(t, h.ctrl, "SetMode(at-least-once)")
-	if h.m.ctx.Mode != "at-least-once" {
-		t.Fatalf("mode shown %q before the next sample", h.m.ctx.Mode)
+	var want []string
+	for _, tc := range []struct{ mode, header string }{
+		{"exactly-once unaligned", "exactly-once · unaligned"},
+		{"at-least-once", "at-least-once · no alignment"},
+		{"exactly-once", "exactly-once · aligned"},
+		{"exactly-once unaligned", "exactly-once · unaligned"},
+	} {
+		h.press("m")
+		want = append(want, "SetMode("+tc.mode+")")
+		assertCalls(t, h.ctrl, want...)
+		if h.m.ctx.Mode != tc.mode {
+			t.Fatalf("mode shown %q before the next sample, want %q", h.m.ctx.Mode, tc.mode)
+		}
+		if v := strings.SplitN(h.m.View(), "\n", 2)[0]; !strings.Contains(v, tc.header) {
+			t.Fatalf("header does not show %q:\n%s", tc.header, v)
+		}
+		if got := h.m.status.Flash(); got != "mode "+tc.mode+" from the next checkpoint" {
+			t.Fatalf("flash %q", got)
+		}
 	}
-	if v := h.m.View(); !strings.Contains(v, "at-least-once · no alignment") {
-		t.Fatalf("header does not show the new mode:\n%s", v)
-	}
+}
+
+// A job that refuses unaligned checkpoints is not asked for them again
+// on the next press: the cycle goes on from the mode it refused.
+func TestModeCycleGoesOnAfterARefusal(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.ctrl.modeErr = errors.New(`mode "exactly-once unaligned": want exactly-once or at-least-once`)
 	h.press("m")
-	assertCalls(t, h.ctrl, "SetMode(at-least-once)", "SetMode(exactly-once)")
+	if h.m.ctx.Mode != "exactly-once" {
+		t.Fatalf("mode shown %q after the switch failed", h.m.ctx.Mode)
+	}
+	h.ctrl.modeErr = nil
+	h.press("m", "m")
+	assertCalls(t, h.ctrl, "SetMode(exactly-once unaligned)", "SetMode(at-least-once)", "SetMode(exactly-once)")
+}
+
+// The header says how the mode handles barriers, and the
+// aligned-checkpoint timeout in aligned mode.
+func TestHeaderSaysTheAlignment(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		mode    string
+		timeout time.Duration
+		w       int
+		want    string
+	}{
+		{"aligned", "exactly-once", 0, 120, "RUNNING  exactly-once · aligned  every 2s"},
+		{"aligned with a timeout", "exactly-once", 100 * time.Millisecond, 120, "RUNNING  exactly-once · aligned, timeout 100ms  every 2s"},
+		{"aligned with a timeout, narrow", "exactly-once", 100 * time.Millisecond, 80, "RUNNING  exactly-once · aligned  every 2s"},
+		{"unaligned", "exactly-once unaligned", 100 * time.Millisecond, 120, "RUNNING  exactly-once · unaligned  every 2s"},
+		{"unaligned, narrow", "exactly-once unaligned", 0, 80, "RUNNING  exactly-once · unaligned  every 2s"},
+		{"at-least-once", "at-least-once", 100 * time.Millisecond, 120, "RUNNING  at-least-once · no alignment  every 2s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fixture.Running()
+			s.Job.Mode, s.Job.AlignedTimeout = tc.mode, tc.timeout
+			h := newHarness(t, s, tc.w, 24)
+			if v := strings.SplitN(h.m.View(), "\n", 2)[0]; !strings.Contains(v, tc.want) {
+				t.Fatalf("header lacks %q:\n%s", tc.want, v)
+			}
+		})
+	}
 }
 
 func TestModeSwitchRefused(t *testing.T) {
@@ -269,7 +323,7 @@ func TestIntentTheJobDidNotTake(t *testing.T) {
 func TestKeysPressedFastAllCount(t *testing.T) {
 	h := newHarness(t, fixture.Running(), 120, 40)
 	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("zzmcs")})
-	assertCalls(t, h.ctrl, "SetTempo(slow)", "SetTempo(slower)", "SetMode(at-least-once)", "TriggerCheckpoint", "TriggerSavepoint")
+	assertCalls(t, h.ctrl, "SetTempo(slow)", "SetTempo(slower)", "SetMode(exactly-once unaligned)", "TriggerCheckpoint", "TriggerSavepoint")
 }
 
 // "x1" in one read opens the fault menu and picks its first entry: the

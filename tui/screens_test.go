@@ -238,22 +238,138 @@ func TestNoNumberIsCutAt120Columns(t *testing.T) {
 	}
 }
 
-// At 80×24 the help is taller than the screen: it scrolls to the legend.
+// At 80×24 the help is taller than the screen: it scrolls to the
+// checkpointing modes and the legend.
 func TestHelpScrollsAt80x24(t *testing.T) {
 	h := newHarness(t, fixture.Running(), 80, 24)
 	h.press("?")
 	if v := h.m.View(); !strings.Contains(v, "↑↓ scroll") {
 		t.Fatalf("no scroll hint:\n%s", v)
 	}
-	h.press("pgdown", "pgdown")
-	v := h.m.View()
-	for _, want := range []string{"·=4", "one · stands for 4", "p0:1203", "next offset to read in partition 0"} {
-		if !strings.Contains(v, want) {
-			t.Fatalf("help lacks %q:\n%s", want, v)
+	// Every line shows on some page.
+	var seen strings.Builder
+	for range 5 {
+		seen.WriteString(h.m.View())
+		h.press("pgdown")
+	}
+	for _, want := range []string{
+		"checkpointing modes, in the order m goes through them", "exactly-once · aligned", "exactly-once · unaligned",
+		"·=4", "one · stands for 4", "p0:1203", "next offset to read in partition 0",
+		"◂▌17«•••···", "unaligned barrier 17 jumped to the front", "●··· REC 7", "UNALIGNED #17 38ms",
+		"persisted 96KB", "dup 23 (at-least-once)",
+	} {
+		if !strings.Contains(seen.String(), want) {
+			t.Fatalf("help lacks %q:\n%s", want, seen.String())
 		}
 	}
 	h.press("esc")
 	if h.m.overlay != overlayNone {
 		t.Fatal("esc did not close the help")
+	}
+}
+
+// The history says how each checkpoint handled its barriers and, with
+// Flink's names, its persisted and processed in-flight data; a narrow
+// table keeps the kind and the persisted data.
+func TestCheckpointTableShowsInFlightData(t *testing.T) {
+	for _, tc := range []struct {
+		w    int
+		want []string
+	}{
+		{120, []string{
+			" id status     acks    dur   full align type      persisted processed",
+			" 17 pending    8/13  38ms…   256B     — unaligned       4KB         —",
+			" 16 completed 13/13   31ms  1.2MB   0ms unaligned      96KB        0B",
+			" 15 completed 13/13  148ms  1.2MB 100ms timed out      40KB      28KB",
+			" 14 completed 13/13   22ms  1.2MB   5ms aligned          0B      12KB",
+		}},
+		{80, []string{
+			" id status     acks    dur type      persisted",
+			" 16 completed 13/13   31ms unaligned      96KB",
+			" 15 completed 13/13  148ms timed out      40KB",
+		}},
+	} {
+		h := newHarness(t, fixture.Unaligned(), tc.w, 40)
+		h.events(fixture.UnalignedEvents())
+		v := h.m.View()
+		for _, want := range tc.want {
+			if !strings.Contains(v, want) {
+				t.Errorf("%d columns: the table lacks %q:\n%s", tc.w, want, v)
+			}
+		}
+	}
+	// Nothing unaligned, no timeout: the table is as it was.
+	h := newHarness(t, fixture.Running(), 120, 40)
+	if v := h.m.View(); strings.Contains(v, "persisted") || strings.Contains(v, "unaligned") {
+		t.Errorf("in-flight columns without in-flight data:\n%s", v)
+	}
+	// An at-least-once checkpoint aligns nothing and stores no in-flight
+	// data.
+	s := fixture.AtLeastOnce()
+	s.Job.AlignedTimeout = 100 * time.Millisecond
+	h = newHarness(t, s, 120, 40)
+	h.events(fixture.AtLeastOnceEvents())
+	for _, want := range []string{
+		" id status     acks    dur   full align after type      persisted",
+		" 16 completed 13/13   44ms  1.2MB     —    37 —                 —",
+		" 14 completed 13/13   22ms  1.2MB   5ms       aligned          0B",
+	} {
+		if v := h.m.View(); !strings.Contains(v, want) {
+			t.Errorf("at-least-once: the table lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// The detail of a checkpoint the timeout switched: which subtasks, and
+// each subtask's kind and in-flight data.
+func TestCheckpointDetailOfATimedOutCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		w    int
+		want []string
+	}{
+		{120, []string{
+			"persisted in-flight data 40KB (320 records) · processed in-flight data 28KB",
+			"timed out → unaligned: join/0 — its alignment outlasted the aligned-checkpoint timeout (100ms)",
+			" subtask           ack       type         sync   async   align   delay    full    incr persisted processed",
+			" orders-source/0   ✓ acked   —             1ms     5ms     2ms     2ms    97KB   3.1KB        0B        0B",
+			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms     2ms    97KB   3.1KB      40KB      22KB",
+			" join/1            ✓ acked   aligned       1ms     5ms     9ms     2ms    97KB   3.1KB        0B       6KB",
+		}},
+		{80, []string{
+			" subtask           ack       type         sync   async   align    full persisted",
+			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms    97KB      40KB",
+		}},
+	} {
+		h := newHarness(t, fixture.Unaligned(), tc.w, 40)
+		h.events(fixture.UnalignedEvents())
+		h.press("tab", "down", "down", "enter")
+		v := h.m.View()
+		for _, want := range tc.want {
+			if !strings.Contains(v, want) {
+				t.Errorf("%d columns: the detail lacks %q:\n%s", tc.w, want, v)
+			}
+		}
+	}
+	// An aligned checkpoint without in-flight data: as before.
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.press("tab", "down", "enter")
+	if v := h.m.View(); strings.Contains(v, "persisted") || strings.Contains(v, "type") {
+		t.Errorf("in-flight columns without in-flight data:\n%s", v)
+	}
+}
+
+func TestNoNumberIsCutAt120ColumnsUnaligned(t *testing.T) {
+	for _, size := range [][2]int{{120, 40}, {160, 50}} {
+		for _, keys := range [][]string{nil, {"tab", "enter"}, {"tab", "down", "down", "enter"}, {"?", "pgdown"}} {
+			for _, snap := range []func() Snapshot{fixture.Unaligned, fixture.TimedOut} {
+				h := newHarness(t, snap(), size[0], size[1])
+				h.events(fixture.UnalignedEvents())
+				h.press(keys...)
+				v := h.m.View()
+				if m := cutNumber.FindString(v); m != "" {
+					t.Errorf("%v %v: a number is cut (%q):\n%s", size, keys, m, v)
+				}
+			}
+		}
 	}
 }

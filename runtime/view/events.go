@@ -165,6 +165,16 @@ type CheckpointCompleted struct {
 	// AfterBarrier counts the records processed past the barrier in an
 	// at-least-once checkpoint (read again after a restore from it).
 	AfterBarrier int64 `json:"after_barrier,omitempty"`
+	// Unaligned is true when a subtask took its snapshot unaligned;
+	// TimedOut lists the subtasks that switched it from aligned by the
+	// aligned-checkpoint timeout.
+	Unaligned bool     `json:"unaligned"`
+	TimedOut  []string `json:"timed_out,omitempty"`
+	// PersistedInFlightBytes is the size of the in-flight records stored
+	// as channel state; ProcessedInFlightBytes of those processed during
+	// alignments (Flink's persisted and processed in-flight data).
+	PersistedInFlightBytes int64 `json:"persisted_in_flight_bytes"`
+	ProcessedInFlightBytes int64 `json:"processed_in_flight_bytes"`
 }
 
 // CheckpointFailed: ID was aborted for Reason; Task declined it, when one

@@ -75,14 +75,19 @@ type JobInfo struct {
 	Title  string // "orders ⋈ payments"
 	Status string // runtime.JobStatus: CREATED, RUNNING, RESTARTING, FAILING, FAILED, FINISHED, CANCELED
 	// Mode is the checkpointing mode of the checkpoints being triggered
-	// now: "exactly-once" (aligned) or "at-least-once".
-	Mode         string
-	Interval     time.Duration // 0: periodic checkpoints off
-	Broker       string        // "127.0.0.1:9092"
-	Embedded     bool          // the embedded broker, not --brokers
-	StateBackend string        // "heap" or "badger"
-	Incremental  bool
-	StateDir     string
+	// now: "exactly-once" (aligned), "exactly-once unaligned" or
+	// "at-least-once".
+	Mode string
+	// AlignedTimeout is the aligned-checkpoint timeout (0: never): an
+	// aligned checkpoint whose alignment lasts longer switches to
+	// unaligned.
+	AlignedTimeout time.Duration
+	Interval       time.Duration // 0: periodic checkpoints off
+	Broker         string        // "127.0.0.1:9092"
+	Embedded       bool          // the embedded broker, not --brokers
+	StateBackend   string        // "heap" or "badger"
+	Incremental    bool
+	StateDir       string
 	// Attempt counts deployments of the job (1 before any restart).
 	Attempt int64
 	// FreezeLimit is how long the world can stay frozen before the job
@@ -219,12 +224,20 @@ type Input struct {
 type QueueView struct {
 	Queued   int64
 	Barriers []BarrierPos
+	// Overtaken counts the elements at the front of the queue that an
+	// unaligned barrier overtook: they are in flight for its checkpoint,
+	// persisted as channel state by the receiver, and processed after
+	// its snapshot.
+	Overtaken int64
 }
 
-// BarrierPos is a barrier's place in a queue.
+// BarrierPos is a barrier's place in a queue: Pos elements are ahead of
+// it. An unaligned barrier is at the front (Pos 0) with Overtook set to
+// the number of elements it jumped over.
 type BarrierPos struct {
-	ID  int64
-	Pos int64
+	ID       int64
+	Pos      int64
+	Overtook int64
 }
 
 // InputView is what the UI shows of one input channel of a subtask: its
@@ -235,12 +248,22 @@ type InputView struct {
 	Blocked  bool
 	HeldBack int64 // elements waiting behind the barrier while blocked
 	Queue    QueueView
+	// Recording is set while the records this channel delivers are stored
+	// as in-flight data of the subtask's unaligned checkpoint (its barrier
+	// has not come on this channel yet); Persisted counts the records of
+	// this channel stored so far for that checkpoint.
+	Recording bool
+	Persisted int64
 }
 
 // AlignmentView is a subtask's alignment in progress.
 type AlignmentView struct {
 	Checkpoint int64 // 0: not aligning
 	Since      time.Time
+	// Unaligned: the checkpoint was taken unaligned and its in-flight
+	// records are being recorded; TimedOut: this subtask switched it
+	// from aligned by the aligned-checkpoint timeout.
+	Unaligned, TimedOut bool
 }
 
 // CheckpointStatus is the state of a checkpoint in the history (Flink:
@@ -281,6 +304,15 @@ type Checkpoint struct {
 	WaitingFor                  []string
 	FullBytes, IncrementalBytes int64
 	MaxAlignment                time.Duration
+	// PersistedInFlight is the size of the in-flight records stored as
+	// channel state (Flink: persisted in-flight data); ProcessedInFlight
+	// of those processed during alignments (processed in-flight data).
+	PersistedInFlight, ProcessedInFlight int64
+	// Unaligned is set when a subtask took its snapshot unaligned;
+	// TimedOut lists, sorted, the subtasks that switched it from aligned
+	// to unaligned by the aligned-checkpoint timeout.
+	Unaligned bool
+	TimedOut  []string
 	// Failure is the reason and error text when failed.
 	Failure string
 	// Restored is set when the job restored from this checkpoint.
@@ -301,6 +333,14 @@ type SubtaskAck struct {
 	// processed past the barrier before the snapshot: they are read again
 	// after a restore from it.
 	AfterBarrier int64
+	// Unaligned: the subtask took its snapshot unaligned; TimedOut: it
+	// switched the checkpoint to unaligned by the aligned-checkpoint
+	// timeout.
+	Unaligned, TimedOut bool
+	// PersistedInFlight is the size of the in-flight records it stored
+	// with its snapshot, PersistedRecords their number; ProcessedInFlight
+	// the size of those it processed during the alignment.
+	PersistedInFlight, PersistedRecords, ProcessedInFlight int64
 	// Finished: the subtask had finished before; its state was carried
 	// over.
 	Finished bool

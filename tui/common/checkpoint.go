@@ -8,12 +8,89 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// The checkpointing modes (Flink: CheckpointingMode) as the view names
+// The checkpointing modes (Flink: CheckpointingMode, and
+// execution.checkpointing.unaligned for exactly-once) as the view names
 // them.
 const (
-	ExactlyOnce = "exactly-once"
-	AtLeastOnce = "at-least-once"
+	ExactlyOnce          = "exactly-once"
+	ExactlyOnceUnaligned = "exactly-once unaligned"
+	AtLeastOnce          = "at-least-once"
 )
+
+// NextMode is the mode the mode key asks for after mode: exactly-once
+// (aligned), then exactly-once unaligned, then at-least-once, then
+// exactly-once again. An unknown mode goes on as exactly-once would.
+func NextMode(mode string) string {
+	switch mode {
+	case ExactlyOnceUnaligned:
+		return AtLeastOnce
+	case AtLeastOnce:
+		return ExactlyOnce
+	}
+	return ExactlyOnceUnaligned
+}
+
+// How a checkpoint's barriers were handled (Flink's checkpoint type:
+// aligned or unaligned checkpoint), as the history's type column and the
+// detail say it.
+const (
+	KindAligned   = "aligned"
+	KindUnaligned = "unaligned"
+	// KindTimedOut is an aligned checkpoint that a subtask switched to
+	// unaligned by the aligned-checkpoint timeout (Flink:
+	// execution.checkpointing.aligned-checkpoint-timeout).
+	KindTimedOut = "timed out"
+)
+
+// AlignmentKind says how checkpoint c, taken in mode, handled its
+// barriers: KindTimedOut when a subtask switched it to unaligned by the
+// timeout, KindUnaligned when a subtask took its snapshot unaligned (or,
+// while it is pending, when it was triggered unaligned), "" for an
+// at-least-once checkpoint (it aligns nothing), else KindAligned.
+func AlignmentKind(c *view.Checkpoint, mode string) string {
+	switch {
+	case len(c.TimedOut) > 0:
+		return KindTimedOut
+	case c.Unaligned:
+		return KindUnaligned
+	case mode == AtLeastOnce:
+		return ""
+	case mode == ExactlyOnceUnaligned && c.Status == view.StatusPending && !c.Savepoint:
+		// A savepoint is always aligned.
+		return KindUnaligned
+	}
+	return KindAligned
+}
+
+// KindStyle is the style of an alignment kind.
+func KindStyle(st *Styles, kind string) lipgloss.Style {
+	switch kind {
+	case KindUnaligned:
+		return st.Info
+	case KindTimedOut:
+		return st.Warning
+	case "":
+		return st.Muted
+	}
+	return st.Text
+}
+
+// InFlight reports whether checkpoint c has anything to say of in-flight
+// data (Flink: persisted and processed in-flight data): bytes of either,
+// or a subtask that took its snapshot unaligned.
+func InFlight(c *view.Checkpoint) bool {
+	return c.PersistedInFlight > 0 || c.ProcessedInFlight > 0 || c.Unaligned || len(c.TimedOut) > 0
+}
+
+// PersistedRecords is how many in-flight records the subtasks of c
+// stored as channel state (so far, while it is pending).
+func PersistedRecords(c *view.Checkpoint) int64 {
+	var n int64
+	for _, a := range c.AckedTasks {
+		n += a.PersistedRecords
+	}
+	return n
+}
 
 // CheckpointWord is a checkpoint's status word in the table: pending,
 // completed or failed, "savepoint" for a completed savepoint, "restored"

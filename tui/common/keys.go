@@ -28,7 +28,7 @@ type KeyMap struct {
 	Yes, No    key.Binding // the injection's confirmation
 	Checkpoint key.Binding
 	Savepoint  key.Binding
-	Mode       key.Binding // exactly-once ↔ at-least-once
+	Mode       key.Binding // exactly-once → exactly-once unaligned → at-least-once → …
 	Pause      key.Binding // sources
 	Slow       key.Binding // normal → slow → slower → normal
 	Freeze     key.Binding

@@ -19,7 +19,7 @@ type Theme struct {
 	Error   lipgloss.TerminalColor // FAILED, lost records, failed checkpoints
 	Warning lipgloss.TerminalColor // RESTARTING, BLOCKED, ALIGNING, tempo badges
 	Success lipgloss.TerminalColor // RUNNING, completed checkpoints, acks
-	Info    lipgloss.TerminalColor // pending checkpoints, notices
+	Info    lipgloss.TerminalColor // pending checkpoints, notices, in-flight data stored
 }
 
 // DefaultTheme is faultline's theme in the 16 ANSI colours.
@@ -57,6 +57,10 @@ type Styles struct {
 	Barrier  lipgloss.Style // ▌14 in a queue strip
 	Blocked  lipgloss.Style // a blocked channel's gate and BLOCKED word
 	Element  lipgloss.Style // an element in a queue strip
+	// Persisted is an element an unaligned barrier overtook, stored as
+	// channel state; Recording a channel whose records are being stored
+	// as in-flight data (its gate and REC count).
+	Persisted, Recording lipgloss.Style
 
 	TableHeader lipgloss.Style
 	Disabled    lipgloss.Style // an unavailable fault
@@ -103,6 +107,9 @@ func NewStyles(r *lipgloss.Renderer, t Theme) *Styles {
 		Barrier:  fg(t.Accent).Bold(true),
 		Blocked:  fg(t.Warning).Bold(true),
 		Element:  base,
+
+		Persisted: fg(t.Info).Bold(true),
+		Recording: fg(t.Info),
 
 		TableHeader: fg(t.Muted).Underline(true),
 		Disabled:    fg(t.Muted).Faint(true),

@@ -20,7 +20,11 @@ import (
 // subtasks, trigger time, end-to-end duration, checkpointed size (full and
 // incremental), the longest alignment and, once the history holds an
 // at-least-once checkpoint, the records it processed after its barrier
-// (an at-least-once checkpoint aligns nothing). Failed and damaged ones
+// (an at-least-once checkpoint aligns nothing); once it holds in-flight
+// data or the job may take an unaligned checkpoint, how its barriers were
+// handled (aligned, unaligned, or timed out: switched to unaligned by the
+// aligned-checkpoint timeout) and Flink's persisted and processed
+// in-flight data. Failed and damaged ones
 // show why instead of their figures, wrapped on a wide terminal. Focused,
 // ↑/↓ select a row and enter opens its detail; the table follows the
 // newest checkpoint until a row below it is selected, says "▲ 3 newer"
@@ -172,16 +176,20 @@ type cpCol struct {
 }
 
 // Columns whose cells a failed or damaged checkpoint's reason replaces.
-var figureCols = []string{"dur", "full", "incr", "align", "after"}
+var figureCols = []string{"dur", "full", "incr", "align", "after", "type", "persisted", "processed"}
 
 // columns picks the columns that fit in w cells, in the order a reader
-// wants them (id, status, acknowledged, duration, sizes, alignment and
-// records after the barrier, trigger time) and shows them in Flink's
+// wants them (id, status, acknowledged, duration, the alignment's kind and
+// the persisted in-flight data, sizes, alignment, processed in-flight data
+// and records after the barrier, trigger time) and shows them in Flink's
 // order; the rest of the width is the note.
 func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
 	idW, ackW, afterW := 2, 4, 0
+	// The kind and in-flight columns show once a checkpoint has something
+	// to say of them, or the job may take an unaligned one.
+	inFlight := strings.Contains(p.ctx.Mode, "unaligned") || snap.Job.AlignedTimeout > 0
 	for i := range snap.Checkpoints.History {
 		c := &snap.Checkpoints.History[i]
 		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
@@ -189,6 +197,15 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 		if p.ctx.CheckpointMode(c) == common.AtLeastOnce {
 			afterW = max(afterW, 5, len(common.Thousands(common.AfterBarrier(c))))
 		}
+		inFlight = inFlight || common.InFlight(c)
+	}
+	// inFlightText is a size of in-flight data: "—" for an at-least-once
+	// checkpoint, which stores none, and while nothing came in yet.
+	inFlightText := func(c *view.Checkpoint, alo bool, n int64) (string, lipgloss.Style) {
+		if alo {
+			return "—", st.Muted
+		}
+		return sizeText(c, n), st.Text
 	}
 	all := []struct {
 		prio int
@@ -212,7 +229,7 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 			}
 			return common.HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
 		}}},
-		{4, cpCol{"full", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
+		{5, cpCol{"full", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text
 		}}},
 		{6, cpCol{"incr", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
@@ -235,6 +252,31 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 			}
 			return common.Thousands(common.AfterBarrier(c)), st.Warning
 		}}})
+	}
+	if inFlight {
+		all = append(all, []struct {
+			prio int
+			col  cpCol
+		}{
+			// Flink's checkpoint type: aligned or unaligned, and here
+			// whether the aligned-checkpoint timeout switched it.
+			{4, cpCol{"type", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
+				kind := common.AlignmentKind(c, p.ctx.CheckpointMode(c))
+				if kind == "" {
+					return "—", st.Muted
+				}
+				return kind, common.KindStyle(st, kind)
+			}}},
+			// Flink's persisted in-flight data: the records stored as
+			// channel state; processed in-flight data: those processed
+			// during alignments.
+			{4, cpCol{"persisted", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+				return inFlightText(c, alo, c.PersistedInFlight)
+			}}},
+			{5, cpCol{"processed", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+				return inFlightText(c, alo, c.ProcessedInFlight)
+			}}},
+		}...)
 	}
 	keep := make([]bool, len(all))
 	used := 1 // the selection marker

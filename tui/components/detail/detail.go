@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -21,9 +22,13 @@ import (
 // alignment duration (for an at-least-once checkpoint, which aligns
 // nothing, the records it processed after the barrier instead), its start
 // delay (trigger to first barrier) and the size of its state, full and
-// incremental. Above them: why it failed, why a restore could not use it,
-// or how many records a restore from it reads again. A pending
-// checkpoint's detail fills in with every sample.
+// incremental; for a checkpoint with in-flight data or triggered
+// unaligned, also how it handled its barriers (aligned, unaligned, timed
+// out) and its persisted and processed in-flight data, the columns that
+// fit first. Above them: why it failed, why a restore could not use it,
+// how many records a restore from it reads again, its in-flight data, and
+// which subtasks the aligned-checkpoint timeout switched to unaligned. A
+// pending checkpoint's detail fills in with every sample.
 type Model struct {
 	ctx           *common.Context
 	width, height int
@@ -160,6 +165,32 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 	case len(c.WaitingFor) > 0:
 		out = append(out, " "+st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks")))
 	}
+	if d.inFlight(c) {
+		persisted := "persisted in-flight data " + common.HumanBytes(c.PersistedInFlight)
+		if n := common.PersistedRecords(c); n > 0 {
+			persisted += " (" + common.Plural(int(n), "record", "records") + ")"
+		}
+		for _, l := range common.JoinWrapped([]string{persisted,
+			"processed in-flight data " + common.HumanBytes(c.ProcessedInFlight)}, sep, d.width-2) {
+			out = append(out, " "+l)
+		}
+	}
+	switch kind := common.AlignmentKind(c, d.ctx.CheckpointMode(c)); {
+	case kind == common.KindTimedOut:
+		timeout := "the aligned-checkpoint timeout"
+		if t := d.ctx.Snap.Job.AlignedTimeout; t > 0 {
+			timeout += " (" + common.RoundDuration(t) + ")"
+		}
+		who, its := strings.Join(c.TimedOut, ", "), "its"
+		if len(c.TimedOut) > 1 {
+			its = "their"
+		}
+		say("timed out → unaligned: "+who+" — "+its+" alignment outlasted "+timeout+
+			": the snapshot was taken unaligned, the records in flight stored with it", st.Warning)
+	case kind == common.KindUnaligned:
+		say("unaligned: the barriers overtook the records in flight; each subtask took its snapshot at its first barrier "+
+			"and stored the records it overtook as channel state, processed after the snapshot", st.Info)
+	}
 	if alo {
 		n := common.AfterBarrier(c)
 		text := "processed after the barrier: " + common.Thousands(n)
@@ -201,15 +232,15 @@ func (d *Model) View() string {
 		nameW = max(nameW, common.Width(n))
 	}
 	nameW = min(nameW, 24)
-	const numW = 7
-	cols := []string{"sync", "async", "align", "delay", "full", "incr"}
-	if alo {
-		cols[2] = "after" // records processed after the barrier
-	}
+	typed := d.inFlight(c)
+	cols := d.columns(c, alo, d.width-2-nameW-9-typeW(typed))
 	var head strings.Builder
 	head.WriteString(" " + common.PadRight("subtask", nameW) + " " + common.PadRight("ack", 9))
-	for _, h := range cols {
-		head.WriteString(" " + common.PadLeft(h, numW))
+	if typed {
+		head.WriteString(" " + common.PadRight("type", 9))
+	}
+	for _, col := range cols {
+		head.WriteString(" " + common.PadLeft(col.title, col.w))
 	}
 	lines = append(lines, st.TableHeader.Render(head.String()))
 
@@ -240,15 +271,12 @@ func (d *Model) View() string {
 			b.WriteString(st.Muted.Render(common.PadRight("—", 9)))
 		}
 		if ok {
-			third := common.HumanDuration(a.Alignment)
-			if alo {
-				third = common.Thousands(a.AfterBarrier)
+			if typed {
+				kind, style := d.subtaskKind(n, a, alo)
+				b.WriteString(" " + style.Render(common.PadRight(kind, 9)))
 			}
-			for _, v := range []string{
-				common.HumanDuration(a.SyncDuration), common.HumanDuration(a.AsyncDuration), third,
-				common.HumanDuration(a.StartDelay), common.HumanBytes(a.Bytes), common.HumanBytes(a.IncrementalBytes),
-			} {
-				b.WriteString(" " + common.PadLeft(v, numW))
+			for _, col := range cols {
+				b.WriteString(" " + common.PadLeft(col.cell(a), col.w))
 			}
 		}
 		lines = append(lines, b.String())
@@ -258,4 +286,103 @@ func (d *Model) View() string {
 			strconv.Itoa(min(len(names), top+rows))+" of "+strconv.Itoa(len(names))+" · esc close"), d.width, true)
 	}
 	return strings.Join(common.FitLines(lines, d.width, d.height), "\n")
+}
+
+// inFlight reports whether the detail of c says how its subtasks handled
+// their barriers and what in-flight data they stored and processed: when
+// it has any, or was triggered unaligned.
+func (d *Model) inFlight(c *view.Checkpoint) bool {
+	return common.InFlight(c) || d.ctx.CheckpointMode(c) == common.ExactlyOnceUnaligned
+}
+
+// typeW is the width of the type column with its separator, 0 without.
+func typeW(typed bool) int {
+	if typed {
+		return 10
+	}
+	return 0
+}
+
+// subtaskKind is how subtask n handled the barriers of the checkpoint it
+// acknowledged with a: "unaligned", "timed out" (the aligned-checkpoint
+// timeout switched it), "aligned", or "—" for a subtask without input
+// channels or an at-least-once checkpoint, which align nothing.
+func (d *Model) subtaskKind(n string, a view.SubtaskAck, alo bool) (string, lipgloss.Style) {
+	st := d.ctx.Styles
+	switch {
+	case a.TimedOut:
+		return common.KindTimedOut, common.KindStyle(st, common.KindTimedOut)
+	case a.Unaligned:
+		return common.KindUnaligned, common.KindStyle(st, common.KindUnaligned)
+	case alo:
+		return "—", st.Muted
+	}
+	if t, ok := d.ctx.Snap.Tasks[n]; ok && len(t.Inputs) == 0 {
+		return "—", st.Muted // a source: no channel to align
+	}
+	return common.KindAligned, common.KindStyle(st, common.KindAligned)
+}
+
+// ackCol is one figure column of the subtasks' table.
+type ackCol struct {
+	title string
+	w     int
+	cell  func(a view.SubtaskAck) string
+}
+
+// columns are the figure columns that fit in w cells, kept in the order
+// a reader wants them (sync, async, alignment or records after the
+// barrier, persisted and processed in-flight data when the checkpoint
+// has any, full size, start delay, incremental size) and shown in Flink's
+// order.
+func (d *Model) columns(c *view.Checkpoint, alo bool, w int) []ackCol {
+	const numW = 7
+	dur := func(f func(view.SubtaskAck) time.Duration) func(view.SubtaskAck) string {
+		return func(a view.SubtaskAck) string { return common.HumanDuration(f(a)) }
+	}
+	size := func(f func(view.SubtaskAck) int64) func(view.SubtaskAck) string {
+		return func(a view.SubtaskAck) string { return common.HumanBytes(f(a)) }
+	}
+	third := ackCol{"align", numW, dur(func(a view.SubtaskAck) time.Duration { return a.Alignment })}
+	if alo {
+		// Records processed after the barrier.
+		third = ackCol{"after", numW, func(a view.SubtaskAck) string { return common.Thousands(a.AfterBarrier) }}
+	}
+	all := []struct {
+		prio int
+		col  ackCol
+	}{
+		{0, ackCol{"sync", numW, dur(func(a view.SubtaskAck) time.Duration { return a.SyncDuration })}},
+		{1, ackCol{"async", numW, dur(func(a view.SubtaskAck) time.Duration { return a.AsyncDuration })}},
+		{2, third},
+		{6, ackCol{"delay", numW, dur(func(a view.SubtaskAck) time.Duration { return a.StartDelay })}},
+		{5, ackCol{"full", numW, size(func(a view.SubtaskAck) int64 { return a.Bytes })}},
+		{7, ackCol{"incr", numW, size(func(a view.SubtaskAck) int64 { return a.IncrementalBytes })}},
+	}
+	if d.inFlight(c) {
+		all = append(all, []struct {
+			prio int
+			col  ackCol
+		}{
+			{3, ackCol{"persisted", 9, size(func(a view.SubtaskAck) int64 { return a.PersistedInFlight })}},
+			{4, ackCol{"processed", 9, size(func(a view.SubtaskAck) int64 { return a.ProcessedInFlight })}},
+		}...)
+	}
+	keep := make([]bool, len(all))
+	used := 0
+	for prio := range 8 {
+		for i, col := range all {
+			if col.prio == prio && used+1+col.col.w <= w {
+				keep[i] = true
+				used += 1 + col.col.w
+			}
+		}
+	}
+	var cols []ackCol
+	for i, col := range all {
+		if keep[i] {
+			cols = append(cols, col.col)
+		}
+	}
+	return cols
 }

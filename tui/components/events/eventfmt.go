@@ -72,10 +72,21 @@ func describeEvent(e view.Event) (string, common.Level) {
 		return kindName(e.Kind) + " " + id(e.ID) + " triggered: barriers injected at the sources", common.LevelInfo
 
 	case view.CheckpointCompleted:
-		text := kindName(e.Kind) + " " + id(e.ID) + " completed in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond) +
-			": " + common.HumanBytes(e.SizeBytes)
+		// Unaligned, it says so early, where a narrow line still shows it,
+		// and what it stored of the records in flight.
+		took := " completed in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond)
+		switch {
+		case len(e.TimedOut) > 0:
+			took += ", timed out → unaligned at " + strings.Join(e.TimedOut, " ")
+		case e.Unaligned:
+			took = " completed unaligned in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond)
+		}
+		text := kindName(e.Kind) + " " + id(e.ID) + took + ": " + common.HumanBytes(e.SizeBytes)
 		if e.IncrementalBytes != e.SizeBytes {
 			text += " (" + common.HumanBytes(e.IncrementalBytes) + " incremental)"
+		}
+		if e.Unaligned || len(e.TimedOut) > 0 {
+			text += "; " + common.HumanBytes(e.PersistedInFlightBytes) + " of in-flight data persisted"
 		}
 		if e.AfterBarrier > 0 {
 			text += "; " + common.Plural(int(e.AfterBarrier), "record", "records") +

@@ -16,8 +16,9 @@ type chip struct {
 	// drop orders what goes first when the line is too wide: 0 never,
 	// higher values first.
 	drop int
-	// short replaces text when the line is still too wide after the drops.
-	short string
+	// short replaces text when the line is still too wide after the drops,
+	// and shorter replaces short when it is still too wide then.
+	short, shorter string
 	// pad is room kept for the chip beyond its text when deciding what
 	// fits, so that a value that grows and shrinks (a duration) does not
 	// make other chips come and go.
@@ -26,7 +27,8 @@ type chip struct {
 
 // layoutChips renders chips separated by single spaces within w cells,
 // dropping the droppable ones (highest drop first) while the line is too
-// wide, then using the short forms; a line that still does not fit is cut
+// wide, then using the short forms, then the shorter ones; a line that
+// still does not fit is cut
 // with "…" at its end, at a word boundary, so that no number is cut.
 func layoutChips(chips []chip, w int) string {
 	chips = append([]chip(nil), chips...)
@@ -66,6 +68,14 @@ func layoutChips(chips []chip, w int) string {
 		}
 		if keep[i] && chips[i].short != "" {
 			chips[i].text = chips[i].short
+		}
+	}
+	for i := range chips {
+		if total() <= w {
+			break
+		}
+		if keep[i] && chips[i].shorter != "" {
+			chips[i].text = chips[i].shorter
 		}
 	}
 	parts := make([]string, 0, len(chips))

@@ -212,6 +212,7 @@ func (g *Model) geometry() graphGeom {
 // View implements tea.Model.
 func (g *Model) View() string {
 	st := g.ctx.Styles
+	sep := st.Muted.Render(" · ")
 	var info []string
 	if sel := g.Selected(); sel != "" {
 		info = append(info, st.Focus.Render("▸"+sel))
@@ -219,13 +220,30 @@ func (g *Model) View() string {
 	if a := g.ctx.Snap.Job.Attempt; a > 1 {
 		info = append(info, st.Muted.Render("attempt "+strconv.FormatInt(a, 10)))
 	}
+	short := info
 	if p := g.ctx.PendingCheckpoint(); p != nil {
-		info = append(info, st.Info.Render("checkpoint "+strconv.FormatInt(p.ID, 10)+" pending · "+
-			strconv.Itoa(p.Acked)+"/"+strconv.Itoa(p.Total)+" acked"))
+		pending := "checkpoint " + strconv.FormatInt(p.ID, 10) + " pending · "
+		acks := strconv.Itoa(p.Acked) + "/" + strconv.Itoa(p.Total) + " acked"
+		kind := ""
+		switch common.AlignmentKind(p, g.ctx.CheckpointMode(p)) {
+		case common.KindUnaligned:
+			kind = "unaligned · "
+		case common.KindTimedOut:
+			kind = "timeout → unaligned · "
+		}
+		short = append(slices.Clip(info), st.Info.Render(pending+acks))
+		info = append(info, st.Info.Render(pending+kind+acks))
 	} else if id := g.ctx.Snap.Checkpoints.LastCompleted; id > 0 {
 		info = append(info, st.Muted.Render("checkpoint "+strconv.FormatInt(id, 10)+" completed"))
+		short = info
 	}
-	lines := []string{common.Rule(st, "job", strings.Join(info, st.Muted.Render(" · ")), g.width, g.focused)}
+	// The rule keeps its info only when it fits: the checkpoint's kind
+	// goes first.
+	text := strings.Join(info, sep)
+	if common.Width(text)+13 > g.width { // the rule's lines and title take 13 cells
+		text = strings.Join(short, sep)
+	}
+	lines := []string{common.Rule(st, "job", text, g.width, g.focused)}
 	lines = append(lines, g.body(g.height-1)...)
 	return strings.Join(common.FitLines(lines, g.width, g.height), "\n")
 }
@@ -392,7 +410,10 @@ func channelLabels(tasks []view.Task, k int) (labels []string, inline bool) {
 // coreLine is a subtask's first line: selection marker and index, status
 // word, records/s, back-pressure, then the pending checkpoint's
 // acknowledgement ("✓14" acked, "○14" waiting) or the alignment in
-// progress, then a source's offsets.
+// progress ("ALIGNING #14 38ms"; "UNALIGNED #14 38ms" while it records
+// the in-flight data of an unaligned checkpoint, "TIMED OUT → UNALIGNED"
+// when the aligned-checkpoint timeout switched it), then a source's
+// offsets.
 func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *view.Checkpoint) string {
 	st := g.ctx.Styles
 	name := common.TaskName(op.Name, idx)
@@ -435,7 +456,17 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 			d := common.HumanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
 			since, pad = " "+d, max(5-common.Width(d), 0) // durations take up to 5 cells
 		}
-		chips = append(chips, chip{text: "ALIGNING #" + id + since, short: "ALIGN #" + id + since, pad: pad, style: st.Warning})
+		switch a := t.Alignment; {
+		case a.TimedOut:
+			// Its alignment outlasted the aligned-checkpoint timeout: it
+			// took its snapshot unaligned and records in-flight data.
+			chips = append(chips, chip{text: "TIMED OUT → UNALIGNED #" + id + since, short: "TIMED OUT→UNALIGNED #" + id,
+				shorter: "→UNALIGNED #" + id, pad: pad, style: st.Warning})
+		case a.Unaligned:
+			chips = append(chips, chip{text: "UNALIGNED #" + id + since, short: "UNALIGNED #" + id, pad: pad, style: st.Info})
+		default:
+			chips = append(chips, chip{text: "ALIGNING #" + id + since, short: "ALIGN #" + id + since, pad: pad, style: st.Warning})
+		}
 	case pend != nil:
 		id := strconv.FormatInt(pend.ID, 10)
 		switch done, waiting := acked(pend, name); {
@@ -495,55 +526,82 @@ func (g *Model) statusWord(t view.Task) string {
 }
 
 // stripLine is line c of a subtask's strips: the queue of its input
-// channel c and what follows it.
+// channel c and what follows it. A subtask that takes its checkpoint
+// unaligned blocks no channel: none is drawn blocked.
 func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	if c >= len(t.Inputs) {
 		return ""
 	}
 	st := g.ctx.Styles
 	in := t.Inputs[c]
-	prefixW, stripW, scale := g.stripGeometry(t, w, suffixW, inline)
+	if t.Alignment.Unaligned {
+		in.Blocked = false
+	}
+	prefixW, stripW, scale, long := g.stripGeometry(t, w, suffixW, inline)
 	prefix := " "
 	if inline {
 		_, from, _ := strings.Cut(in.From, "/")
 		prefix += st.Muted.Render("/" + from + " ")
 	}
 	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, scale)
-	return common.PadRight(prefix, prefixW) + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale)
+	return common.PadRight(prefix, prefixW) + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale, long)
 }
+
+// minLongStrip is the narrowest strip the suffixes' long forms ("•3
+// persisted") leave; narrower, they take their short forms ("•3").
+const minLongStrip = 12
 
 // stripGeometry lays out the strips of a subtask's channels in a cell w
 // wide: the prefix's width (" /3 " for inline labels), the strip's width,
-// and one scale for all of them so that barrier positions can be compared
-// across channels. The strips give way to the suffixes ("BLOCKED 1,206",
-// "12,640 ·=512"), which always show whole, at least suffixW wide.
-func (g *Model) stripGeometry(t view.Task, w, suffixW int, inline bool) (prefixW, stripW int, scale int64) {
+// one scale for all of them so that barrier positions can be compared
+// across channels, and whether the suffixes take their long forms. The
+// strips give way to the suffixes ("BLOCKED 1,206", "12,640 ·=512",
+// "9 •3 persisted"), which always show whole, at least suffixW wide.
+func (g *Model) stripGeometry(t view.Task, w, suffixW int, inline bool) (prefixW, stripW int, scale int64, long bool) {
 	prefixW = 1
 	var most int64
+	// head is the most cells a strip's gate and an unaligned barrier at
+	// its front take before the elements.
+	head := 1 + len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
 	for _, in := range t.Inputs {
 		if inline {
 			_, from, _ := strings.Cut(in.From, "/")
 			prefixW = max(prefixW, 3+common.Width(from))
 		}
 		most = max(most, in.Queue.Queued)
+		if i := overtaking(in.Queue.Barriers); i >= 0 {
+			head = max(head, 1+jumpWidth(in.Queue.Barriers[i].ID))
+		}
 	}
-	idW := len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
-	for range 4 {
-		stripW = w - prefixW - 1 - suffixW
-		if stripW < 4 {
-			return prefixW, max(w-prefixW, 1), stripScale(most, max(w-prefixW, 1)-1-idW)
+	for _, long = range []bool{true, false} {
+		sw := suffixW
+		for range 4 {
+			stripW = w - prefixW - 1 - sw
+			if stripW < 4 {
+				break
+			}
+			scale = stripScale(most, stripW-head)
+			need := sw
+			for _, in := range t.Inputs {
+				if t.Alignment.Unaligned {
+					in.Blocked = false
+				}
+				need = max(need, common.Width(stripSuffix(g.ctx.Styles, in, scale, long)))
+			}
+			if need == sw {
+				break
+			}
+			sw = need
 		}
-		scale = stripScale(most, stripW-1-idW)
-		need := suffixW
-		for _, in := range t.Inputs {
-			need = max(need, common.Width(stripSuffix(g.ctx.Styles, in, scale)))
-		}
-		if need == suffixW {
+		if stripW = w - prefixW - 1 - sw; stripW >= minLongStrip || !long {
+			suffixW = sw
 			break
 		}
-		suffixW = need
 	}
-	return prefixW, max(w-prefixW-1-suffixW, 1), scale
+	if stripW < 4 {
+		return prefixW, max(w-prefixW, 1), stripScale(most, max(w-prefixW, 1)-head), long
+	}
+	return prefixW, max(w-prefixW-1-suffixW, 1), scale, long
 }
 
 // formatOffsets writes a source's next offsets: "p0:1203 p1:1180".

@@ -50,6 +50,16 @@ func TestRenderStrip(t *testing.T) {
 		{"a barrier at the strip's end moves left to show its id whole", fixture.Queue("a/0", 0, 3, fixture.Barrier(14, 40)), 0, 6, "◂··▌14", 1},
 		{"an id is whole or absent, never cut", fixture.Queue("a/0", 0, 3, fixture.Barrier(1264, 0)), 0, 4, "◂▌··", 1},
 		{"barriers crowded at the end move left, in order", fixture.Queue("a/0", 0, 6, fixture.Barrier(14, 3), fixture.Barrier(15, 5)), 0, 8, "◂·▌14▌15", 1},
+		{"an unaligned barrier jumped to the front over the persisted elements",
+			fixture.Overtaken("a/0", 0, 6, 3, fixture.Overtaking(17, 3)), 0, 12, "◂▌17«•••··· ", 1},
+		{"the elements an unaligned barrier overtook wait, persisted",
+			fixture.Overtaken("a/0", 0, 6, 4), 0, 8, "◂••••·· ", 1},
+		{"overtaken elements in buckets", fixture.Overtaken("a/0", 0, 100, 25), 0, 11, "◂•••·······", 10},
+		{"a narrow strip drops the jumping barrier's id, then its mark",
+			fixture.Overtaken("a/0", 0, 6, 3, fixture.Overtaking(1264, 3)), 0, 6, "◂▌«••·", 2},
+		{"a later aligned barrier behind an overtaking one",
+			fixture.Overtaken("a/0", 0, 8, 2, fixture.Overtaking(17, 2), fixture.Barrier(18, 4)), 0, 14, "◂▌17«••··▌18· ", 1},
+		{"a recorded channel", fixture.Recording("a/0", 0, 3, 7), 0, 6, "●···  ", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, scale := renderStrip(st, tc.in, tc.aligning, tc.w, 0)
@@ -65,11 +75,22 @@ func TestRenderStrip(t *testing.T) {
 
 func TestStripSuffix(t *testing.T) {
 	st := common.NewStyles(lipgloss.DefaultRenderer(), common.DefaultTheme())
-	if got := stripSuffix(st, view.InputView{Blocked: true, HeldBack: 1234}, 1); got != "BLOCKED 1,234" {
-		t.Fatalf("blocked: %q", got)
-	}
-	if got := stripSuffix(st, fixture.Queue("a/0", 0, 120), 10); got != "120 ·=10" {
-		t.Fatalf("bucketed: %q", got)
+	for _, tc := range []struct {
+		in          view.InputView
+		scale       int64
+		long, short string
+	}{
+		{view.InputView{Blocked: true, HeldBack: 1234}, 1, "BLOCKED 1,234", "BLOCKED 1,234"},
+		{fixture.Queue("a/0", 0, 120), 10, "120 ·=10", "120 ·=10"},
+		{fixture.Overtaken("a/0", 0, 9, 3), 1, "9 •3 persisted", "9 •3"},
+		{fixture.Recording("a/0", 0, 12, 1500), 1, "12 REC 1,500 persisted", "12 REC 1,500"},
+	} {
+		if got := stripSuffix(st, tc.in, tc.scale, true); got != tc.long {
+			t.Errorf("long: %q, want %q", got, tc.long)
+		}
+		if got := stripSuffix(st, tc.in, tc.scale, false); got != tc.short {
+			t.Errorf("short: %q, want %q", got, tc.short)
+		}
 	}
 }
 
@@ -155,5 +176,65 @@ func TestSlowedSubtaskIsMarked(t *testing.T) {
 	j.SlowUntil = s.Now
 	if line := g.coreLine(s.Operators[4], 1, j, 46, nil); strings.Contains(line, "SLOW") {
 		t.Errorf("the slow fault is over: %q", line)
+	}
+}
+
+// A subtask that takes its checkpoint unaligned says so instead of
+// ALIGNING, and says when the aligned-checkpoint timeout switched it.
+func TestUnalignedSubtaskIsMarked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		snap view.Snapshot
+		task string
+		w    int
+		want string
+	}{
+		{"unaligned", fixture.Unaligned(), "join/0", 46, "▸0 RUN 3.9k/s bp LOW UNALIGNED #17 38ms"},
+		{"unaligned, narrow", fixture.Unaligned(), "join/0", 31, "▸0 RUN bp LOW UNALIGNED #17"},
+		{"timed out", fixture.TimedOut(), "join/0", 46, "▸0 RUN bp LOW TIMED OUT → UNALIGNED #14 140ms"},
+		{"timed out, narrower", fixture.TimedOut(), "join/0", 38, "▸0 RUN bp LOW TIMED OUT→UNALIGNED #14"},
+		{"timed out, narrow", fixture.TimedOut(), "join/0", 31, "▸0 RUN bp LOW →UNALIGNED #14"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := sampled(tc.snap)
+			line := g.coreLine(tc.snap.Operators[4], 0, tc.snap.Tasks[tc.task], tc.w, g.ctx.PendingCheckpoint())
+			if got := strings.TrimRight(line, " "); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Unaligned, a subtask blocks nothing: a channel is never drawn BLOCKED,
+// and the strips show the jump, the persisted elements and the recorded
+// channels, with their counts whole at 80 and 120 columns.
+func TestUnalignedStrips(t *testing.T) {
+	s := fixture.Unaligned()
+	j := s.Tasks["join/0"]
+	j.Inputs[0].Blocked, j.Inputs[0].HeldBack = true, 6 // a sample taken as the switch happened
+	s.Tasks["join/0"] = j
+	for _, tc := range []struct {
+		w    int
+		want []string
+	}{
+		{120, []string{"◂••••······", "10 •4 persisted", "●············", "12 REC 7 persisted", "◂▌17«•••·····", "8 •3 persisted", "◂▌17«••••••·····", "11 •6 persisted"}},
+		{80, []string{"◂••••······", "10 •4 ", "12 REC 7 ", "◂▌17«•••·····", "8 •3 ", "◂▌17«••••••", "11 •6"}},
+	} {
+		g := sampled(s)
+		compact, roomy := g.Heights()
+		if tc.w == 80 {
+			g.SetSize(tc.w, compact+1)
+		} else {
+			g.SetSize(tc.w, roomy+1)
+		}
+		v := g.View()
+		for _, want := range tc.want {
+			if !strings.Contains(v, want) {
+				t.Errorf("%d columns: no %q in\n%s", tc.w, want, v)
+			}
+		}
+		if strings.Contains(v, "BLOCKED") {
+			t.Errorf("%d columns: a channel of an unaligned subtask is blocked:\n%s", tc.w, v)
+		}
 	}
 }

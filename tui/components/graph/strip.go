@@ -11,9 +11,12 @@ import (
 
 // Glyphs of a queue strip.
 const (
-	glyphGate    = "◂" // the receiving end of an open channel
-	glyphBarrier = "▌" // a barrier (Flink: CheckpointBarrier), followed by its id
-	glyphElement = "·" // an element (or a bucket of elements) in the queue
+	glyphGate      = "◂" // the receiving end of an open channel
+	glyphRecording = "●" // the receiving end of a channel whose records are stored as in-flight data
+	glyphBarrier   = "▌" // a barrier (Flink: CheckpointBarrier), followed by its id
+	glyphJump      = "«" // after an unaligned barrier's id: it jumped to the front
+	glyphElement   = "·" // an element (or a bucket of elements) in the queue
+	glyphPersisted = "•" // an element an unaligned barrier overtook, stored as channel state
 )
 
 type stripCell uint8
@@ -21,6 +24,7 @@ type stripCell uint8
 const (
 	cellEmpty stripCell = iota
 	cellElement
+	cellPersisted
 	cellBarrier // the barrier glyph or a digit of its id
 )
 
@@ -32,11 +36,15 @@ const (
 //
 // The first cell is the gate: "◂" when the channel is open, "▌14" when
 // barrier alignment blocks it (barrier 14 arrived on this channel and the
-// elements behind it wait until every other channel has delivered 14 too).
-// Then one "·" per element, or per bucket of elements when the queue is
-// longer than the strip, and "▌<id>" where a barrier sits. scale is how
-// many elements one cell stands for (0: as many as the queue needs); the
-// scale used is returned.
+// elements behind it wait until every other channel has delivered 14 too),
+// "●" while what it delivers is recorded as in-flight data of an unaligned
+// checkpoint. An unaligned barrier that overtook the queue (Flink: a
+// priority barrier) comes next, "▌14«": it jumped to the front. Then one
+// "·" per element, or per bucket of elements when the queue is longer than
+// the strip, "•" for the elements at the front that an unaligned barrier
+// overtook (persisted as channel state, processed after the snapshot), and
+// "▌<id>" where a barrier sits. scale is how many elements one cell stands
+// for (0: as many as the queue needs); the scale used is returned.
 func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, scale int64) (string, int64) {
 	if w <= 0 {
 		return "", 1
@@ -52,6 +60,9 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 		gate = common.Truncate(gate, w)
 		b.WriteString(st.Blocked.Render(gate))
 		body -= common.Width(gate)
+	case in.Recording:
+		b.WriteString(st.Recording.Render(glyphRecording))
+		body--
 	default:
 		b.WriteString(st.Muted.Render(glyphGate))
 		body--
@@ -60,16 +71,30 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 		return b.String(), 1
 	}
 
+	barriers := slices.Clone(in.Queue.Barriers)
+	if i := overtaking(barriers); i >= 0 {
+		jump := jumpText(barriers[i].ID, body)
+		b.WriteString(st.Barrier.Render(jump))
+		body -= common.Width(jump)
+		barriers = slices.Delete(barriers, i, i+1)
+		if body <= 0 {
+			return b.String(), 1
+		}
+	}
+
 	queued := max(in.Queue.Queued, 0)
 	if scale <= 0 {
 		scale = stripScale(queued, body)
 	}
 	cells := make([]stripCell, body)
 	text := make([]string, body)
+	persisted := int((min(max(in.Queue.Overtaken, 0), queued) + scale - 1) / scale)
 	for i := range min(int((queued+scale-1)/scale), body) {
 		cells[i], text[i] = cellElement, glyphElement
+		if i < persisted {
+			cells[i], text[i] = cellPersisted, glyphPersisted
+		}
 	}
-	barriers := slices.Clone(in.Queue.Barriers)
 	slices.SortFunc(barriers, func(a, b view.BarrierPos) int { return int(a.Pos - b.Pos) })
 	placeBarriers(barriers, scale, cells, text)
 
@@ -90,6 +115,8 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 			b.WriteString(st.Barrier.Render(run.String()))
 		case cellElement:
 			b.WriteString(st.Element.Render(run.String()))
+		case cellPersisted:
+			b.WriteString(st.Persisted.Render(run.String()))
 		default:
 			b.WriteString(run.String())
 		}
@@ -97,6 +124,29 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 	}
 	return b.String(), scale
 }
+
+// overtaking is the index of the unaligned barrier at the front of a
+// queue, the one that overtook elements (Flink: a priority barrier), or
+// -1.
+func overtaking(barriers []view.BarrierPos) int {
+	return slices.IndexFunc(barriers, func(b view.BarrierPos) bool { return b.Pos <= 0 && b.Overtook > 0 })
+}
+
+// jumpText is an unaligned barrier at the front of a strip with body
+// cells left: "▌14«", its id and the jump mark whole, or "▌«", or "▌",
+// leaving at least one cell for the elements when it can.
+func jumpText(id int64, body int) string {
+	for _, s := range []string{glyphBarrier + strconv.FormatInt(id, 10) + glyphJump, glyphBarrier + glyphJump} {
+		if common.Width(s) < body {
+			return s
+		}
+	}
+	return glyphBarrier
+}
+
+// jumpWidth is the most cells an unaligned barrier at the front of a
+// strip takes.
+func jumpWidth(id int64) int { return 2 + len(strconv.FormatInt(id, 10)) }
 
 // placeBarriers writes barriers (sorted by position) into a strip's cells:
 // a barrier's glyph where it sits, its id after it over the elements
@@ -140,8 +190,12 @@ func placeBarriers(barriers []view.BarrierPos, scale int64, cells []stripCell, t
 }
 
 // stripSuffix is what follows a strip: "BLOCKED 6" (the elements alignment
-// holds back) for a blocked channel, else how many elements are queued.
-func stripSuffix(st *common.Styles, in view.InputView, scale int64) string {
+// holds back) for a blocked channel, else how many elements are queued,
+// then, for an unaligned checkpoint, how many of them an unaligned barrier
+// overtook ("•3 persisted") or, on a channel being recorded, how many of
+// its records were stored so far ("REC 5 persisted"). long is false for
+// the short forms ("•3", "REC 5").
+func stripSuffix(st *common.Styles, in view.InputView, scale int64, long bool) string {
 	if in.Blocked {
 		return st.Blocked.Render("BLOCKED " + common.Thousands(in.HeldBack))
 	}
@@ -149,7 +203,18 @@ func stripSuffix(st *common.Styles, in view.InputView, scale int64) string {
 	if scale > 1 {
 		s += " ·=" + strconv.FormatInt(scale, 10)
 	}
-	return st.Muted.Render(s)
+	s = st.Muted.Render(s)
+	word := ""
+	if long {
+		word = " persisted"
+	}
+	if n := in.Queue.Overtaken; n > 0 {
+		s += " " + st.Persisted.Render(glyphPersisted+common.Thousands(n)+word)
+	}
+	if in.Recording {
+		s += " " + st.Recording.Render("REC "+common.Thousands(max(in.Persisted, 0))+word)
+	}
+	return s
 }
 
 // stripScale is how many elements a cell must stand for so that queued

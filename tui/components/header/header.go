@@ -14,7 +14,8 @@ import (
 
 // Model is the top line: the job, its status (with the restart
 // countdown, and RESTARTED for a while after a restart), the checkpointing
-// mode and interval, the rate the sources read and the generator's, and
+// mode (aligned or unaligned, and the aligned-checkpoint timeout) and
+// interval, the rate the sources read and the generator's, and
 // the broker, and on the right the badges of a world that is not running
 // at full speed: FROZEN, STEPPING, SLOW, SLOWER, SOURCES PAUSED. What does
 // not fit goes, least important first; the badges stay.
@@ -137,12 +138,22 @@ func (h *Model) View() string {
 	if mode == "" {
 		mode = "—"
 	}
-	var detail string
+	// The mode and how its barriers are handled: "exactly-once ·
+	// aligned" (", timeout 100ms" when an alignment that lasts longer
+	// switches to unaligned), "exactly-once · unaligned", "at-least-once
+	// · no alignment".
+	var detail, short string
 	switch {
 	case strings.Contains(mode, "unaligned"):
-	case mode == "exactly-once":
+		mode = strings.TrimSpace(strings.Replace(mode, "unaligned", "", 1))
+		detail, short = "· unaligned", " unaligned"
+	case mode == common.ExactlyOnce:
 		detail = "· aligned"
-	case mode == "at-least-once":
+		if t := job.AlignedTimeout; t > 0 {
+			detail += ", timeout " + common.RoundDuration(t)
+			short = " · aligned"
+		}
+	case mode == common.AtLeastOnce:
 		detail = "· no alignment"
 	}
 	interval := "manual checkpoints"
@@ -166,10 +177,15 @@ func (h *Model) View() string {
 	}
 
 	modeText := st.Text.Render(mode)
+	modeShort := modeText
+	if short != "" {
+		modeShort += st.Muted.Render(short)
+	}
 	segs := []segment{
 		{text: st.Title.Render(title), keep: 80},
 		{text: statusText, keep: 100},
-		{text: modeText + st.Muted.Render(" "+detail), short: modeText, keep: 40},
+		// The short form keeps what the mode is: unaligned, aligned.
+		{text: modeText + st.Muted.Render(" "+detail), short: modeShort, keep: 40},
 		{text: st.Muted.Render(interval), keep: 50},
 		{text: st.Muted.Render(input), short: st.Muted.Render(inputShort), keep: 35},
 		{text: st.Muted.Render(kafka), keep: 30},

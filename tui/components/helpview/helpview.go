@@ -1,5 +1,5 @@
-// Package helpview is the help overlay: every key binding, grouped, and the
-// glyphs of the job graph explained.
+// Package helpview is the help overlay: every key binding, grouped, the
+// glyphs of the job graph explained, and the checkpointing modes.
 package helpview
 
 import (
@@ -14,8 +14,8 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// Model lists every key binding, grouped, and explains the glyphs and
-// words of the screen. ↑/↓ scroll it when it is taller than the
+// Model lists every key binding, grouped, explains the glyphs and words
+// of the screen and the checkpointing modes the mode key goes through. ↑/↓ scroll it when it is taller than the
 // terminal; ? or esc closes it.
 type Model struct {
 	ctx           *common.Context
@@ -90,6 +90,19 @@ var legend = [][2]string{
 	{"◂··▌14···", "input queue: next element leftmost, ▌14 is barrier 14"},
 	{"··· 1,264 ·=4", "1,264 elements queued; one · stands for 4 when the queue is longer than the strip"},
 	{"▌14··· BLOCKED 6", "14 came in here: 6 elements wait for the other inputs"},
+	{"◂▌17«•••···", "unaligned barrier 17 jumped to the front, over the records now behind it (•): they are persisted with checkpoint 17 as channel state, and processed after the snapshot"},
+	{"··· 9 •3 persisted", "9 elements queued, the first 3 overtaken by an unaligned barrier and persisted (•3 when narrow)"},
+	{"●··· REC 7", "barrier not here yet: what this channel delivers is stored as in-flight data of the unaligned checkpoint, 7 records so far"},
+	{"UNALIGNED #17 38ms", "the subtask took its snapshot of 17 at the first barrier, without waiting for the others: nothing is blocked"},
+	{"TIMED OUT → UNALIGNED", "its alignment outlasted the aligned-checkpoint timeout, so it went on unaligned (→UNALIGNED when narrow)"},
+}
+
+// modes explains the checkpointing modes the m key goes through, as the
+// header names them.
+var modes = [][2]string{
+	{"exactly-once · aligned", "a channel that delivered barrier n waits (BLOCKED) until every channel has; with a timeout (\"aligned, timeout 100ms\"), an alignment that lasts longer goes on unaligned"},
+	{"exactly-once · unaligned", "barriers overtake the records in flight; a subtask snapshots at its first barrier and persists what they overtook: nothing waits, checkpoints grow"},
+	{"at-least-once", "barriers are counted, nothing waits or is persisted: a restore reads some records again (the duplicates)"},
 }
 
 // legendMore explains the words of the header, the checkpoints and the
@@ -98,6 +111,9 @@ var legendMore = [][2]string{
 	{"STEPPING", ". runs the frozen world slowly to the next moment: barriers leave a stage or reach an operator that aligns, or a checkpoint completes"},
 	{"RESTARTED (attempt 2)", "the job came back from a failure a moment ago, in its 2nd deployment"},
 	{"after 37", "records an at-least-once checkpoint processed after its barrier: a restore from it reads them again"},
+	{"type aligned", "how a checkpoint's barriers were handled: aligned, unaligned, or timed out (the aligned-checkpoint timeout switched it to unaligned)"},
+	{"persisted 96KB", "in-flight data a checkpoint stored as channel state: the records its unaligned barriers overtook"},
+	{"processed 28KB", "in-flight data processed during its alignments"},
 	{"DAMAGED", "a restore could not use this checkpoint and went back to an older one (enter: why)"},
 	{"▲ 3 newer", "the checkpoint table holds the selected row; the top row or home/g follow the newest again"},
 	{"dup 23 (at-least-once)", "duplicates committed while the job ran at-least-once: expected there, not a fault"},
@@ -148,7 +164,9 @@ func (o *Model) lines() []string {
 	}
 	flush()
 
-	lines = append(lines, st.Bold.Render("reading the job graph"))
+	lines = append(lines, st.Bold.Render("checkpointing modes, in the order m goes through them"))
+	lines = append(lines, o.legendLines(modes)...)
+	lines = append(lines, "", st.Bold.Render("reading the job graph"))
 	lines = append(lines, o.legendLines(legend)...)
 	lines = append(lines, "", st.Bold.Render("reading the rest"))
 	lines = append(lines, o.legendLines(legendMore)...)
