@@ -226,8 +226,11 @@ func decodeInFlight(b []byte) ([]Record, error) {
 	// as long as a replayed record does.
 	r := inFlightReader{b: bytes.Clone(b[1:])}
 	count := r.uvarint()
-	if r.bad != "" || count > uint64(len(r.b)) { // a record takes a byte at least
-		return nil, inFlightCorrupt(-1, "bad record count")
+	if r.bad != "" {
+		return nil, inFlightCorrupt(-1, "no record count")
+	}
+	if count > uint64(len(r.b)) { // a record takes a byte at least
+		return nil, inFlightCorrupt(-1, fmt.Sprintf("%d records in %d bytes", count, len(r.b)))
 	}
 	recs := make([]Record, count)
 	var d inFlightDecoder
@@ -381,6 +384,21 @@ func (d *inFlightDecoder) order(r *inFlightReader, o *Order) {
 func (d *inFlightDecoder) paidOrder(r *inFlightReader, p *PaidOrder) {
 	p.OrderID, p.Customer = d.text.two(r.field(), r.field())
 	p.AmountCents = r.varint()
+}
+
+// InFlightChannel reads one entry of a subtask's channel state
+// (backend.SubtaskState Channels), for tools that show what a checkpoint
+// holds: the input channel its key names, by the subtask's logical input
+// and the upstream subtask, and the number of in-flight records stored for
+// it. The formats stay the package's own. An error wraps
+// backend.ErrCorrupt.
+func InFlightChannel(key string, state []byte) (input int, from string, records int, err error) {
+	input, from, ok := parseChannelKey(key)
+	if !ok {
+		return 0, "", 0, fmt.Errorf("channel state: %w (%q is not a channel)", backend.ErrCorrupt, key)
+	}
+	recs, err := decodeInFlight(state)
+	return input, from, len(recs), err
 }
 
 // channelKey names an input channel in channel state (backend.SubtaskState

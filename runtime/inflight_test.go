@@ -261,3 +261,22 @@ func FuzzInFlightRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// Records without key, bytes or value are the format byte, the count and a
+// zero tag each: internal/cli's test of checkpoints inspect builds channel
+// state this way, as the format is the package's own.
+func TestInFlightOfEmptyRecords(t *testing.T) {
+	b, err := encodeInFlight(nil, make([]Record, 3))
+	if err != nil || !bytes.Equal(b, []byte{0xC1, 3, 0, 0, 0}) {
+		t.Fatalf("three empty records encode to %x, %v", b, err)
+	}
+	if in, from, n, err := InFlightChannel("1 parse-payments/0", b); in != 1 || from != "parse-payments/0" || n != 3 || err != nil {
+		t.Fatalf("InFlightChannel = %d, %q, %d, %v", in, from, n, err)
+	}
+	if _, _, n, err := InFlightChannel("1 parse-payments/0", b[:4]); n != 0 || !errors.Is(err, backend.ErrCorrupt) {
+		t.Fatalf("InFlightChannel of truncated channel state = %d, %v", n, err)
+	}
+	if _, _, _, err := InFlightChannel("parse-payments/0", b); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "parse-payments/0") {
+		t.Fatalf("InFlightChannel of a bad key: %v", err)
+	}
+}
