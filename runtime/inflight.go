@@ -57,6 +57,13 @@ const (
 // then returns dst as it was.
 func encodeInFlight(dst []byte, recs []Record) ([]byte, error) {
 	start := len(dst)
+	size := 1 + uvarintSize(uint64(len(recs)))
+	for i := range recs {
+		size += inFlightSize(&recs[i])
+	}
+	if cap(dst)-len(dst) < size { // channel state may be megabytes: grown once
+		dst = append(make([]byte, 0, len(dst)+size), dst...)
+	}
 	dst = append(dst, inFlightFormat)
 	dst = binary.AppendUvarint(dst, uint64(len(recs)))
 	for i := range recs {

@@ -118,6 +118,10 @@ func TestInFlightSize(t *testing.T) {
 	if total != len(all)-len(header) {
 		t.Errorf("sizes add up to %d, encoded %d besides the header", total, len(all)-len(header))
 	}
+	recs := inFlightSamples()
+	if a := testing.AllocsPerRun(10, func() { encodeInFlight(nil, recs) }); a != 1 {
+		t.Errorf("encodeInFlight allocates %v times, want once", a)
+	}
 	// A value it cannot store counts as none.
 	if got := inFlightSize(&Record{Key: "k", Value: "a string"}); got != 1+2 {
 		t.Errorf("inFlightSize of an unknown value = %d, want 3", got)
