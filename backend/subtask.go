@@ -12,12 +12,26 @@ import (
 // and its operator state, named byte strings that on restore are handed to
 // every new subtask of the operator (Flink: union list state), which picks
 // what it owns, e.g. the source partitions assigned to it.
+//
+// Channels is the channel state of an unaligned checkpoint (Flink:
+// InputChannelStateHandle): per input channel of the subtask, named by the
+// runtime, the records that were in flight in it when the subtask took the
+// snapshot, in the runtime's own format; they are replayed into the channel
+// on recovery. It is nil when the snapshot holds none.
 type SubtaskState struct {
 	Keyed    []byte
 	Operator map[string][]byte
+	Channels map[string][]byte
 }
 
-const subtaskMagic = "FLS1"
+// The encoding: subtaskMagic, the keyed state, the operator entries, and,
+// when there is channel state, channelSection and the channels. Without
+// channel state it is what it was before channel state was added, and a
+// blob written then decodes with Channels nil.
+const (
+	subtaskMagic   = "FLS1"
+	channelSection = 'C'
+)
 
 // Encode serialises the state.
 func (s *SubtaskState) Encode() []byte {
@@ -31,8 +45,8 @@ func (s *SubtaskState) Encode() []byte {
 const sharedPart = 4 << 10
 
 // Parts is what Encode writes, in pieces: headers and small values copied
-// together, the keyed snapshot and every large operator entry shared as
-// they are (they are tens of megabytes, and a store that keeps pieces need
+// together, the keyed snapshot and every large operator entry or channel
+// shared as they are (they are tens of megabytes, and a store that keeps pieces need
 // not copy them). Nothing may change the state's values afterwards.
 func (s *SubtaskState) Parts() [][]byte {
 	var parts [][]byte
@@ -45,19 +59,26 @@ func (s *SubtaskState) Parts() [][]byte {
 		parts = append(parts, small, v)
 		small = nil // parts holds the old one; the next appends start another
 	}
+	entries := func(m map[string][]byte) {
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		small = binary.AppendUvarint(small, uint64(len(names)))
+		for _, n := range names {
+			small = binary.AppendUvarint(small, uint64(len(n)))
+			small = append(small, n...)
+			small = binary.AppendUvarint(small, uint64(len(m[n])))
+			put(m[n])
+		}
+	}
 	small = binary.AppendUvarint(small, uint64(len(s.Keyed)))
 	put(s.Keyed)
-	names := make([]string, 0, len(s.Operator))
-	for n := range s.Operator {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	small = binary.AppendUvarint(small, uint64(len(names)))
-	for _, n := range names {
-		small = binary.AppendUvarint(small, uint64(len(n)))
-		small = append(small, n...)
-		small = binary.AppendUvarint(small, uint64(len(s.Operator[n])))
-		put(s.Operator[n])
+	entries(s.Operator)
+	if len(s.Channels) > 0 {
+		small = append(small, channelSection)
+		entries(s.Channels)
 	}
 	if len(small) > 0 {
 		parts = append(parts, small)
@@ -80,26 +101,49 @@ func DecodeSubtaskState(b []byte) (*SubtaskState, error) {
 		b = b[n+int(l):]
 		return out, nil
 	}
+	// entries reads the entries of a section into m; strict says they
+	// must be named in ascending order, as Parts writes them, each once.
+	entries := func(m map[string][]byte, strict bool) error {
+		count, n := binary.Uvarint(b)
+		if n <= 0 {
+			return fmt.Errorf("subtask state: %w (truncated)", ErrCorrupt)
+		}
+		b = b[n:]
+		prev := ""
+		for i := uint64(0); i < count; i++ {
+			name, err := read()
+			if err != nil {
+				return err
+			}
+			v, err := read()
+			if err != nil {
+				return err
+			}
+			if strict && i > 0 && string(name) <= prev {
+				return fmt.Errorf("subtask state: %w (channel %q out of order)", ErrCorrupt, name)
+			}
+			prev = string(name)
+			m[prev] = v
+		}
+		return nil
+	}
 	s := &SubtaskState{Operator: map[string][]byte{}}
 	var err error
 	if s.Keyed, err = read(); err != nil {
 		return nil, err
 	}
-	count, n := binary.Uvarint(b)
-	if n <= 0 {
-		return nil, fmt.Errorf("subtask state: %w (truncated)", ErrCorrupt)
+	if err := entries(s.Operator, false); err != nil {
+		return nil, err
 	}
-	b = b[n:]
-	for i := uint64(0); i < count; i++ {
-		name, err := read()
-		if err != nil {
+	if len(b) > 0 && b[0] == channelSection {
+		b = b[1:]
+		s.Channels = map[string][]byte{}
+		if err := entries(s.Channels, true); err != nil {
 			return nil, err
 		}
-		v, err := read()
-		if err != nil {
-			return nil, err
+		if len(s.Channels) == 0 {
+			return nil, fmt.Errorf("subtask state: %w (empty channel state section)", ErrCorrupt)
 		}
-		s.Operator[string(name)] = v
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("subtask state: %w (%d trailing bytes)", ErrCorrupt, len(b))

@@ -52,6 +52,13 @@ type CheckpointStats struct {
 	WaitingFor                  []TaskID
 	FullBytes, IncrementalBytes int64
 	MaxAlignment                time.Duration
+	// PersistedInFlight and ProcessedInFlight add up the subtasks' (see
+	// SubtaskAck); Unaligned is set when a subtask took its snapshot
+	// unaligned, TimedOut lists, sorted, those that switched to unaligned
+	// by the aligned-checkpoint timeout.
+	PersistedInFlight, ProcessedInFlight int64
+	Unaligned                            bool
+	TimedOut                             []TaskID
 	// Failure is the reason and error text when failed.
 	Failure string
 	// Restored is set when the job restored from this checkpoint.
@@ -112,10 +119,21 @@ func fillStats(cs *CheckpointStats, p *pending) {
 	cs.AckedTasks = maps.Clone(p.acks)
 	cs.WaitingFor = sortedTasks(p.waiting)
 	cs.FullBytes, cs.IncrementalBytes, cs.MaxAlignment = 0, 0, 0
-	for _, a := range p.acks {
+	cs.PersistedInFlight, cs.ProcessedInFlight, cs.Unaligned, cs.TimedOut = 0, 0, false, nil
+	timedOut := map[TaskID]struct{}{}
+	for id, a := range p.acks {
 		cs.FullBytes += a.Bytes
 		cs.IncrementalBytes += a.IncrementalBytes
 		cs.MaxAlignment = max(cs.MaxAlignment, a.Alignment)
+		cs.PersistedInFlight += a.PersistedInFlight
+		cs.ProcessedInFlight += a.ProcessedInFlight
+		cs.Unaligned = cs.Unaligned || a.Unaligned
+		if a.TimedOut {
+			timedOut[id] = struct{}{}
+		}
+	}
+	if len(timedOut) > 0 {
+		cs.TimedOut = sortedTasks(timedOut)
 	}
 }
 

@@ -72,6 +72,20 @@ type SubtaskAck struct {
 	// state and are read again after a restore from it (the duplicates of
 	// at-least-once).
 	AfterBarrier int64 `json:"after_barrier,omitempty"`
+	// Unaligned is set when the subtask took its snapshot of an unaligned
+	// checkpoint (before every input channel delivered the barrier);
+	// TimedOut when it switched an aligned checkpoint to unaligned because
+	// its alignment outlived the aligned-checkpoint timeout.
+	Unaligned bool `json:"unaligned,omitempty"`
+	TimedOut  bool `json:"timed_out,omitempty"`
+	// PersistedInFlight is the size of the in-flight records the subtask
+	// stored as channel state with its snapshot (Flink: persisted in-flight
+	// data), PersistedRecords their number; ProcessedInFlight the size of
+	// the records it processed during the alignment, between the first
+	// barrier and the last (Flink: processed in-flight data).
+	PersistedInFlight int64 `json:"persisted_in_flight_bytes,omitempty"`
+	PersistedRecords  int64 `json:"persisted_in_flight_records,omitempty"`
+	ProcessedInFlight int64 `json:"processed_in_flight_bytes,omitempty"`
 	// Offsets are set by source subtasks.
 	Offsets Offsets `json:"offsets,omitempty"`
 	// OutputFrom is set by sink subtasks: per output topic and partition,

@@ -85,7 +85,7 @@ func newCheckpointsCmd() *cobra.Command {
 	}
 	inspect := &cobra.Command{
 		Use:   "inspect ID",
-		Short: "Show one checkpoint: its subtasks' figures, state handles and source offsets",
+		Short: "Show one checkpoint: its subtasks' figures, state handles, source offsets and channel state",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID(args[0])
@@ -104,7 +104,7 @@ func newCheckpointsCmd() *cobra.Command {
 				}
 				return err
 			}
-			return printInspect(cmd.OutOrStdout(), c, asJSON)
+			return printInspect(cmd.OutOrStdout(), c, readChannels(context.Background(), s, c), asJSON)
 		},
 	}
 	verify := &cobra.Command{
@@ -378,7 +378,15 @@ type checkpointJSON struct {
 	IncrementalBytes int64                       `json:"incremental_bytes"`
 	Subtasks         int                         `json:"subtasks"`
 	Offsets          map[string]map[string]int64 `json:"offsets"`
-	Tasks            []taskJSON                  `json:"tasks,omitempty"`
+	// Unaligned is set when a subtask took its snapshot unaligned,
+	// TimedOut lists those whose alignment timed out, switching the
+	// checkpoint to unaligned; the in-flight figures add up the subtasks'.
+	Unaligned                bool       `json:"unaligned"`
+	TimedOut                 []string   `json:"timed_out,omitempty"`
+	PersistedInFlightBytes   int64      `json:"persisted_in_flight_bytes"`
+	PersistedInFlightRecords int64      `json:"persisted_in_flight_records"`
+	ProcessedInFlightBytes   int64      `json:"processed_in_flight_bytes"`
+	Tasks                    []taskJSON `json:"tasks,omitempty"`
 }
 
 type taskJSON struct {
@@ -391,13 +399,25 @@ type taskJSON struct {
 	Bytes            int64             `json:"bytes"`
 	IncrementalBytes int64             `json:"incremental_bytes"`
 	Finished         bool              `json:"finished,omitempty"`
+	// The subtask's figures of unaligned checkpoints (checkpoint.SubtaskAck),
+	// and the channel state it persisted, or why it cannot be read.
+	Unaligned                bool          `json:"unaligned,omitempty"`
+	TimedOut                 bool          `json:"timed_out,omitempty"`
+	PersistedInFlightBytes   int64         `json:"persisted_in_flight_bytes"`
+	PersistedInFlightRecords int64         `json:"persisted_in_flight_records"`
+	ProcessedInFlightBytes   int64         `json:"processed_in_flight_bytes"`
+	Channels                 []channelJSON `json:"channels,omitempty"`
+	ChannelStateError        string        `json:"channel_state_error,omitempty"`
 }
 
-func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
+// toJSON is c as --json shows it; withTasks adds its subtasks, with the
+// channel state read of them (chans, nil: none read).
+func toJSON(c *checkpoint.Completed, withTasks bool, chans map[checkpoint.TaskID]taskChannels) checkpointJSON {
 	full, inc := c.Size()
 	j := checkpointJSON{ID: c.ID, Kind: c.Kind.String(), Job: c.Job, Mode: c.Mode, TriggerTime: c.TriggerTime,
 		DurationMs: c.Duration().Milliseconds(), SizeBytes: full, IncrementalBytes: inc, Subtasks: len(c.Tasks),
 		Offsets: map[string]map[string]int64{}}
+	j.Unaligned, j.TimedOut, j.PersistedInFlightBytes, j.PersistedInFlightRecords, j.ProcessedInFlightBytes = inFlightTotals(c)
 	for topic, parts := range c.SourceOffsets() {
 		m := map[string]int64{}
 		for p, o := range parts {
@@ -408,9 +428,18 @@ func toJSON(c *checkpoint.Completed, withTasks bool) checkpointJSON {
 	if withTasks {
 		for _, id := range c.SortedTasks() {
 			a := c.Tasks[id]
-			j.Tasks = append(j.Tasks, taskJSON{Task: id.String(), Handle: a.Handle,
+			tj := taskJSON{Task: id.String(), Handle: a.Handle,
 				SyncMs: ms(a.SyncDuration), AsyncMs: ms(a.AsyncDuration), AlignmentMs: ms(a.Alignment), StartDelayMs: ms(a.StartDelay),
-				Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes, Finished: a.Finished})
+				Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes, Finished: a.Finished,
+				Unaligned: a.Unaligned, TimedOut: a.TimedOut, PersistedInFlightBytes: a.PersistedInFlight,
+				PersistedInFlightRecords: a.PersistedRecords, ProcessedInFlightBytes: a.ProcessedInFlight}
+			if tc, ok := chans[id]; ok {
+				tj.Channels = tc.channels
+				if tc.err != nil {
+					tj.ChannelStateError = tc.err.Error()
+				}
+			}
+			j.Tasks = append(j.Tasks, tj)
 		}
 	}
 	return j
@@ -429,7 +458,7 @@ func printList(out io.Writer, all []*checkpoint.Completed, damaged []damagedReco
 			for ; i < len(damaged) && damaged[i].ID < c.ID; i++ {
 				list = append(list, damaged[i])
 			}
-			list = append(list, toJSON(c, false))
+			list = append(list, toJSON(c, false, nil))
 		}
 		for _, d := range damaged[i:] {
 			list = append(list, d)
@@ -459,14 +488,21 @@ func printList(out io.Writer, all []*checkpoint.Completed, damaged []damagedReco
 	return nil
 }
 
-func printInspect(out io.Writer, c *checkpoint.Completed, asJSON bool) error {
+// printInspect prints checkpoint c and the channel state read of its
+// subtasks (chans); it returns an error, after printing all of it, when
+// some channel state cannot be read.
+func printInspect(out io.Writer, c *checkpoint.Completed, chans map[checkpoint.TaskID]taskChannels, asJSON bool) error {
 	if asJSON {
-		return json.NewEncoder(out).Encode(toJSON(c, true))
+		if err := json.NewEncoder(out).Encode(toJSON(c, true, chans)); err != nil {
+			return err
+		}
+		return channelStateError(c, chans)
 	}
 	full, inc := c.Size()
 	fmt.Fprintf(out, "%s %d of job %s (%s)\n", c.Kind, c.ID, c.Job, c.Mode)
 	fmt.Fprintf(out, "triggered %s, completed after %s; state %s (%s written by this checkpoint)\n",
 		c.TriggerTime.Local().Format("2006-01-02 15:04:05.000"), c.Duration().Round(time.Millisecond), bytesHuman(full), bytesHuman(inc))
+	fmt.Fprintln(out, barriersLine(c))
 	offs := c.SourceOffsets()
 	topics := make([]string, 0, len(offs))
 	for t := range offs {
@@ -486,18 +522,33 @@ func printInspect(out io.Writer, c *checkpoint.Completed, asJSON bool) error {
 		fmt.Fprintf(out, "source offsets %s:%s\n", t, b.String())
 	}
 	fmt.Fprintln(out)
+	// The in-flight columns only for a checkpoint that has in-flight data.
+	inFlight := false
+	for _, a := range c.Tasks {
+		inFlight = inFlight || hasInFlight(a)
+	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUBTASK\tSYNC\tASYNC\tALIGNMENT\tSTART DELAY\tSIZE\tCHECKSUM\t")
+	if inFlight {
+		fmt.Fprintln(tw, "SUBTASK\tSYNC\tASYNC\tALIGNMENT\tSTART DELAY\tSIZE\tIN-FLIGHT PROCESSED\tIN-FLIGHT PERSISTED\tCHECKSUM\t")
+	} else {
+		fmt.Fprintln(tw, "SUBTASK\tSYNC\tASYNC\tALIGNMENT\tSTART DELAY\tSIZE\tCHECKSUM\t")
+	}
 	for _, id := range c.SortedTasks() {
 		a := c.Tasks[id]
-		note := ""
-		if a.Finished {
-			note = "finished earlier; state carried over"
+		size := bytesHuman(a.Bytes)
+		if inFlight {
+			size += "\t" + bytesHuman(a.ProcessedInFlight) + "\t" + bytesHuman(a.PersistedInFlight)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%08x\t%s\n", id, a.SyncDuration.Round(time.Microsecond), a.AsyncDuration.Round(time.Microsecond),
-			a.Alignment.Round(time.Microsecond), a.StartDelay.Round(time.Microsecond), bytesHuman(a.Bytes), a.Handle.Checksum, note)
+			a.Alignment.Round(time.Microsecond), a.StartDelay.Round(time.Microsecond), size, a.Handle.Checksum, subtaskNote(a))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := printChannels(out, c, chans); err != nil {
+		return err
+	}
+	return channelStateError(c, chans)
 }
 
 func bytesHuman(n int64) string {
