@@ -513,6 +513,8 @@ func (c *Coordinator) completeLocked(p *pending) {
 func carryFinished(a SubtaskAck) SubtaskAck {
 	a.Finished = true
 	a.IncrementalBytes = 0
+	a.Unaligned, a.TimedOut = false, false
+	a.PersistedInFlight, a.PersistedRecords, a.ProcessedInFlight = 0, 0, 0
 	if a.Offsets != nil {
 		offsets := make(Offsets, len(a.Offsets))
 		for topic, parts := range a.Offsets {

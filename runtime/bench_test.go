@@ -18,8 +18,14 @@ import (
 // long it took and how many records its sources read.
 func timeRun(b *testing.B, records int64, interval time.Duration, mode barrier.Mode) (time.Duration, int64) {
 	b.Helper()
+	return timeRunWith(b, records, interval, mode, false)
+}
+
+// timeRunWith is timeRun, with unaligned checkpoints when unaligned.
+func timeRunWith(b *testing.B, records int64, interval time.Duration, mode barrier.Mode, unaligned bool) (time.Duration, int64) {
+	b.Helper()
 	_, _, env := genEnv(1, records, 0)
-	j, err := New(Config{Job: spec.Default(), Env: env, Mode: mode, Checkpoint: checkpoint.Config{Interval: interval}})
+	j, err := New(Config{Job: spec.Default(), Env: env, Mode: mode, Unaligned: unaligned, Checkpoint: checkpoint.Config{Interval: interval}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,22 +2,20 @@ package runtime
 
 import (
 	"context"
-	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
 	"faultline/checkpoint"
-	"faultline/internal/clock"
 	"faultline/runtime/spec"
 )
 
 func TestChannelViewPlacesBarriers(t *testing.T) {
-	ch := newChannel(4, newGate(), nil, clock.Real{})
-	ctx := context.Background()
+	ch := newChannel(4, newGate(), nil)
 	rec := Element{Kind: KindRecord}
-	ch.send(ctx, []Element{rec, rec, barrierElement(12, 0, false, false), rec})
-	ch.send(ctx, []Element{rec, barrierElement(13, 0, false, false), rec})
+	ch.send([]Element{rec, rec, barrierElement(12, 0, false, false), rec})
+	ch.send([]Element{rec, barrierElement(13, 0, false, false), rec})
 	v := ch.View()
 	if v.Queued != 7 || len(v.Barriers) != 2 || v.Barriers[0] != (BarrierPos{ID: 12, Pos: 2}) || v.Barriers[1] != (BarrierPos{ID: 13, Pos: 5}) {
 		t.Fatalf("view %+v", v)
@@ -29,47 +27,76 @@ func TestChannelViewPlacesBarriers(t *testing.T) {
 	}
 }
 
-// nowSignal is a fake clock that tells when it is read.
-type nowSignal struct {
-	*clock.Fake
-	read chan struct{}
-}
-
-func (c nowSignal) Now() time.Time {
-	c.read <- struct{}{}
-	return c.Fake.Now()
-}
-
-// A sender's back-pressure is the time it waited on a full channel, on the
-// job's clock.
-func TestChannelCountsBlockedTimeOnItsClock(t *testing.T) {
-	clk := nowSignal{Fake: clock.NewFake(time.Unix(1000, 0)), read: make(chan struct{})}
-	var m TaskMetrics
-	blocked := &m.BackPressuredNanos
-	ch := newChannel(1, newGate(), nil, clk).senderMetrics(&m)
-	ctx := context.Background()
+// A channel is full at its capacity in batches; the receiver taking a
+// batch out of a full channel wakes the sender, and a send never waits,
+// so that what one batch of input produces always goes out.
+func TestChannelFullWakesTheSender(t *testing.T) {
+	receiver, sender := newGate(), newGate()
+	ch := newChannel(2, receiver, sender)
 	rec := Element{Kind: KindRecord}
-	ch.send(ctx, []Element{rec}) // fills it, without waiting
-	sent := make(chan bool)
-	go func() { sent <- ch.send(ctx, []Element{rec}) }()
-	<-clk.read // the sender found the channel full and started waiting
-	clk.Advance(7 * time.Millisecond)
-	// A wait that lasts shows before it ends.
-	for m.blockedSince.Load() == 0 {
-		runtime.Gosched()
+	ch.send([]Element{rec})
+	if ch.full() {
+		t.Fatal("full with one batch of two")
 	}
-	if got := time.Duration(m.BackPressured(clk.Fake.Now())); got != 7*time.Millisecond {
-		t.Fatalf("while waiting: back-pressured %v, want 7ms", got)
+	ch.send([]Element{rec})
+	ch.send([]Element{rec, rec}) // over capacity: never waits
+	if !ch.full() {
+		t.Fatal("not full with three batches of two")
 	}
-	if _, ok := ch.poll(); !ok {
-		t.Fatal("nothing to take from a full channel")
+	for range 2 {
+		if _, ok := ch.poll(); !ok {
+			t.Fatal("nothing to take")
+		}
 	}
-	<-clk.read // the sender's batch went in
-	if !<-sent {
-		t.Fatal("send reported its context ended")
+	select {
+	case <-sender.c:
+	default:
+		t.Fatal("the sender was not woken when the channel had room again")
 	}
-	if got := time.Duration(blocked.Load()); got != 7*time.Millisecond {
-		t.Fatalf("blocked %v, want the 7ms the clock moved", got)
+	if ch.full() || ch.Len() != 4 {
+		t.Fatalf("full %v, len %d after taking two of three batches (nothing handled yet)", ch.full(), ch.Len())
+	}
+}
+
+// An unaligned barrier is taken before everything queued; the records it
+// overtook stay queued, in order, and the receiver can read them as the
+// checkpoint's in-flight data without taking them out.
+func TestUnalignedBarrierOvertakesTheQueue(t *testing.T) {
+	ch := newChannel(4, newGate(), nil)
+	r := func(k string) Element { return Element{Kind: KindRecord, Record: Record{Key: k}} }
+	ch.send([]Element{r("a"), r("b")})
+	ch.send([]Element{r("c"), barrierElement(6, 0, false, false), r("d")})
+	ch.sendPriority(barrierElement(7, 0, false, false))
+	ch.send([]Element{r("e")}) // after the barrier
+	e, seq, ok := ch.pollPriority()
+	if !ok || e.ID() != 7 || seq != 5 {
+		t.Fatalf("priority barrier %d at %d (ok %v), want 7 at 5", e.ID(), seq, ok)
+	}
+	v := ch.View()
+	if v.Overtaken != 0 || v.Queued != 6 {
+		t.Fatalf("view %+v before the receiver stored anything", v)
+	}
+	got := ch.inFlight(seq, nil)
+	var keys []string
+	for _, rec := range got {
+		keys = append(keys, rec.Key)
+	}
+	if strings.Join(keys, "") != "abcd" {
+		t.Fatalf("in flight %v, want the records a b c d before the barrier", keys)
+	}
+	if v := ch.View(); v.Overtaken != 5 {
+		t.Fatalf("overtaken %d, want 5 (four records and barrier 6)", v.Overtaken)
+	}
+	b, ok := ch.poll()
+	if !ok || b[0].Record.Key != "a" {
+		t.Fatalf("the queue lost its order: %+v", b)
+	}
+	ch.markConsumed(2)
+	if v := ch.View(); v.Overtaken != 3 {
+		t.Fatalf("overtaken %d after handling two, want 3", v.Overtaken)
+	}
+	if _, _, ok := ch.pollPriority(); ok {
+		t.Fatal("the priority barrier came out twice")
 	}
 }
 

@@ -31,10 +31,10 @@ func TestSetModeSwitchesTheNextCheckpoints(t *testing.T) {
 	var modes []string
 	r := (&run{records: 80000, rate: 20000, interval: 50 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "two checkpoints", func() bool { return j.coord.Stats().Completed >= 2 })
-		j.SetMode(barrier.AtLeastOnce)
+		j.SetMode(barrier.AtLeastOnce, false)
 		from := j.coord.NextID()
 		waitFor(t, "an at-least-once checkpoint", func() bool { return j.coord.Stats().LastCompleted >= from+1 })
-		j.SetMode(barrier.ExactlyOnce)
+		j.SetMode(barrier.ExactlyOnce, false)
 		back := j.coord.NextID()
 		waitFor(t, "an exactly-once checkpoint again", func() bool { return j.coord.Stats().LastCompleted >= back+1 })
 		all, _ := j.store.All(context.Background())

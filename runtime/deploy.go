@@ -33,6 +33,9 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 		cancel()
 		return nil, nil, err
 	}
+	if err := j.checkInFlight(restore, states); err != nil {
+		return fail(err)
+	}
 	for _, op := range j.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
 			t, err := j.newTask(a, op, i, restore, states)
@@ -115,6 +118,18 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 				r.keyed = append(r.keyed, s.Keyed)
 			}
 		}
+		// checkInFlight made sure the operator has the checkpoint's
+		// parallelism when there is channel state: subtask i's is its own.
+		if len(ss) == op.Parallelism && len(ss[i].Channels) > 0 {
+			r.channels = map[string][]Record{}
+			for key, b := range ss[i].Channels {
+				recs, err := decodeInFlight(b)
+				if err != nil {
+					return nil, fmt.Errorf("restore %s from checkpoint %d: in-flight records of channel %q: %w", t.name, restore.ID, key, err)
+				}
+				r.channels[key] = recs
+			}
+		}
 		t.restored = r
 	}
 	t.resumeSlow()
@@ -153,15 +168,17 @@ func (j *Job) wire(set []*task) {
 				var chans []*Channel
 				if in.Edge == spec.Forward {
 					down := index(downs, up.id.Index)
-					ch := newChannel(j.cfg.ChannelCapacity, down.gate, nil, j.clk).senderMetrics(up.m)
+					ch := newChannel(j.cfg.ChannelCapacity, down.gate, up.gate)
 					down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
+					j.replayInFlight(down, ch, k, up.name)
 					chans = []*Channel{ch}
 				} else {
 					// Every downstream subtask is in set, in index order.
 					for i := 0; i < op.Parallelism; i++ {
 						down := index(downs, i)
-						ch := newChannel(j.cfg.ChannelCapacity, down.gate, nil, j.clk).senderMetrics(up.m)
+						ch := newChannel(j.cfg.ChannelCapacity, down.gate, up.gate)
 						down.inputs = append(down.inputs, &inputChannel{from: up.name, ch: ch, logical: k})
+						j.replayInFlight(down, ch, k, up.name)
 						chans = append(chans, ch)
 					}
 				}

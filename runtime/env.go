@@ -66,6 +66,7 @@ type mail struct {
 	triggerNs int64
 	savepoint bool
 	mode      barrier.Mode // the checkpoint's mode (mailTrigger)
+	unaligned bool         // the checkpoint is unaligned (mailTrigger)
 	entry     *faultEntry  // mailFault
 }
 

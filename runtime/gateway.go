@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"faultline/checkpoint"
-	"faultline/runtime/barrier"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
@@ -20,7 +19,7 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
 	case checkpoint.EventCompleted:
 		j.endStep()
-		if e.Completed.Mode == barrier.ExactlyOnce.String() {
+		if e.Completed.Mode != ModeAtLeastOnce {
 			// From here on a failure restores an aligned checkpoint.
 			j.lenient(j.cfg.AtLeastOnce.Close)
 		}
@@ -28,14 +27,24 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 			j.checkpointFaults()
 		}
 		full, inc := e.Completed.Size()
-		var after int64
-		for _, a := range e.Completed.Tasks {
-			after += a.AfterBarrier
-		}
-		j.obs.Emit(view.CheckpointCompleted{
+		done := view.CheckpointCompleted{
 			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),
-			SizeBytes: full, IncrementalBytes: inc, AfterBarrier: after,
-		})
+			SizeBytes: full, IncrementalBytes: inc,
+		}
+		for _, id := range e.Completed.SortedTasks() {
+			a := e.Completed.Tasks[id]
+			done.AfterBarrier += a.AfterBarrier
+			done.Unaligned = done.Unaligned || a.Unaligned
+			done.PersistedInFlightBytes += a.PersistedInFlight
+			done.ProcessedInFlightBytes += a.ProcessedInFlight
+			if a.TimedOut {
+				done.TimedOut = append(done.TimedOut, id.String())
+			}
+		}
+		if done.Unaligned {
+			j.usedUnaligned.Store(true)
+		}
+		j.obs.Emit(done)
 		if e.Kind == checkpoint.KindSavepoint {
 			sp := view.SavepointCompleted{ID: e.ID, SizeBytes: full}
 			if d, ok := j.cfg.Store.(interface{ Dir() string }); ok {
@@ -91,8 +100,10 @@ func (j *Job) current(n int64) *attempt {
 // TriggerSources implements checkpoint.Gateway.
 func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
 	if a := j.current(n); a != nil {
+		// A savepoint is always aligned (as in Flink).
+		mode, unaligned := j.Mode(), j.Unaligned() && kind != checkpoint.KindSavepoint
 		for _, t := range a.sourceList() {
-			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint, mode: j.Mode()})
+			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint, mode: mode, unaligned: unaligned})
 		}
 	}
 }

@@ -67,6 +67,18 @@ func (t *task) runOperator(ctx context.Context) error {
 		if finished {
 			return nil
 		}
+		if err := t.takePriority(ctx); err != nil {
+			return err
+		}
+		if err := t.checkTimeout(ctx); err != nil {
+			return err
+		}
+		if t.outputsFull() {
+			t.flushOutputs()
+			t.flushCounters()
+			t.backPressured(ctx)
+			continue
+		}
 		progressed := false
 		for k := 0; k < len(t.inputs); k++ {
 			i := (next + k) % len(t.inputs)
@@ -100,18 +112,17 @@ func (t *task) runOperator(ctx context.Context) error {
 			// tempo is slowed, so that records and barriers can be seen
 			// moving on (Flink: execution.buffer-timeout).
 			if now := t.clk().Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
-				if err := t.flushOutputs(ctx); err != nil {
-					return err
-				}
+				t.flushOutputs()
 				t.flushCounters()
 				t.lastFlush = now
+			}
+			if t.outputsFull() || in.ch.hasPrio.Load() {
+				break // back-pressure, or an unaligned barrier to take first
 			}
 		}
 		next++
 		if !progressed {
-			if err := t.flushOutputs(ctx); err != nil {
-				return err
-			}
+			t.flushOutputs()
 			t.flushCounters()
 			t.wait(ctx)
 		}
@@ -148,6 +159,7 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	t.channel = i
 	records := 0
 	past := t.pastBarrier(i)
+	rec, aligning := t.inFlightOf(i)
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
 		t.measureRate(began)
@@ -165,6 +177,12 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 			t.in++
 			if past {
 				t.afterBarrier++
+			}
+			if rec {
+				t.unal.record(i, &e.Record)
+			}
+			if aligning {
+				t.processedInFlight += int64(inFlightSize(&e.Record))
 			}
 			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
 				if err := t.checkFaults(); err != nil {
@@ -204,20 +222,18 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 					return false, err
 				}
 			}
-			if e.ID() > t.firstBarrier {
-				t.firstBarrier = e.ID()
-				t.stepSaw(t.a.job.steps.arrived(t.op.Name, e.ID()))
-			}
-			t.lastTrig[e.ID()] = barrierInfo{ns: e.TriggerNanos(), savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
+			t.noteBarrier(e)
 			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos()); err != nil {
 				return false, err
 			}
 			past = t.pastBarrier(i)
+			rec, aligning = t.inFlightOf(i)
 		case KindCancel:
 			if err := t.act(ctx, t.handler.OnCancel(i, e.ID()), 0); err != nil {
 				return false, err
 			}
 			past = t.pastBarrier(i)
+			rec, aligning = t.inFlightOf(i)
 		case KindEndOfInput:
 			in.pos++
 			in.ended = true
@@ -248,10 +264,73 @@ func (t *task) pastBarrier(i int) bool {
 	return p != 0 && t.handler.LastBarrier(i) >= p
 }
 
+// inFlightOf says whether the records of channel i are in flight for the
+// unaligned checkpoint being recorded, and whether an aligned checkpoint
+// is aligning (its records count as processed in-flight data).
+func (t *task) inFlightOf(i int) (recording, aligning bool) {
+	p := t.handler.Pending()
+	return t.unal != nil && t.handler.Recording(i), p != 0 && !t.handler.Unaligned()
+}
+
 // act carries out what the barrier handler decided.
 func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error {
+	return t.actOn(ctx, r, triggerNs, nil)
+}
+
+// actOn carries out what the barrier handler decided; delivered, if set,
+// runs after the snapshot of a checkpoint triggered now, before its
+// in-flight data may be complete (it adds what a barrier overtook).
+func (t *task) actOn(ctx context.Context, r barrier.Result, triggerNs int64, delivered func()) error {
+	for _, id := range r.OlderAborted {
+		t.aborted(id, r.AbortReason)
+	}
+	if r.Aborted != 0 {
+		t.aborted(r.Aborted, r.AbortReason)
+	}
+	if r.Triggered != 0 {
+		info := barrierInfo{ns: triggerNs}
+		if bi, ok := t.lastTrig[r.Triggered]; ok {
+			info = bi
+		}
+		for id := range t.lastTrig {
+			if id <= r.Triggered {
+				delete(t.lastTrig, id)
+			}
+		}
+		if err := t.snapshot(ctx, r, info); err != nil {
+			return err
+		}
+	}
+	if delivered != nil {
+		delivered()
+	}
+	if r.InFlightDone != 0 {
+		t.finishInFlight(r.InFlightDone)
+	}
+	t.publishHandler()
+	return nil
+}
+
+// aborted gives up checkpoint id at this subtask: a cancellation marker
+// goes downstream and, when a newer barrier subsumed it, the coordinator
+// hears of it.
+func (t *task) aborted(id int64, why barrier.Reason) {
+	if t.unal != nil && t.unal.id <= id {
+		t.dropInFlight()
+	}
+	t.processedInFlight = 0
+	delete(t.lastTrig, id)
+	t.broadcast(cancelElement(id))
+	if why == barrier.Subsumed {
+		t.a.job.coord.Decline(t.a.epoch.Load(), id, t.id, checkpoint.ReasonSubsumed, fmt.Errorf("%s: %s", t.name, why))
+	}
+}
+
+// publishHandler mirrors the barrier handler's state for the UI.
+func (t *task) publishHandler() {
 	for i, in := range t.inputs {
 		in.blocked.Store(t.handler.Blocked(i))
+		in.recording.Store(t.unal != nil && t.handler.Recording(i))
 	}
 	t.aligning.Store(t.handler.Pending())
 	if st := t.handler.AlignmentStart(); !st.IsZero() {
@@ -259,29 +338,14 @@ func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error
 	} else {
 		t.alignStart.Store(0)
 	}
-	if r.Aborted != 0 {
-		delete(t.lastTrig, r.Aborted)
-		if err := t.broadcast(ctx, cancelElement(r.Aborted)); err != nil {
-			return err
-		}
-		if r.AbortReason == barrier.Subsumed {
-			t.a.job.coord.Decline(t.a.epoch.Load(), r.Aborted, t.id, checkpoint.ReasonSubsumed,
-				fmt.Errorf("%s: %s", t.name, r.AbortReason))
-		}
+	switch {
+	case t.unal == nil:
+		t.unalView.Store(0)
+	case t.unal.timedOut:
+		t.unalView.Store(2)
+	default:
+		t.unalView.Store(1)
 	}
-	if r.Triggered == 0 {
-		return nil
-	}
-	info := barrierInfo{ns: triggerNs}
-	if bi, ok := t.lastTrig[r.Triggered]; ok {
-		info = bi
-	}
-	for id := range t.lastTrig {
-		if id <= r.Triggered {
-			delete(t.lastTrig, id)
-		}
-	}
-	return t.snapshot(ctx, r, info)
 }
 
 // finishOperator ends the operator after every input ended: the operator
@@ -295,5 +359,6 @@ func (t *task) finishOperator(ctx context.Context) error {
 			return t.emitErr
 		}
 	}
-	return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+	t.broadcast(Element{Kind: KindEndOfInput})
+	return nil
 }

@@ -40,6 +40,15 @@ type Config struct {
 	Job  *spec.Job
 	Env  *Env
 	Mode barrier.Mode
+	// Unaligned makes exactly-once checkpoints unaligned (Flink:
+	// execution.checkpointing.unaligned): their barriers overtake the
+	// records queued in the channels, which are stored with the snapshot.
+	// Savepoints are always aligned.
+	Unaligned bool
+	// AlignedTimeout switches an aligned checkpoint to unaligned once it
+	// is older than this (Flink: execution.checkpointing.
+	// aligned-checkpoint-timeout; 0: never).
+	AlignedTimeout time.Duration
 	// AtLeastOnce keeps the periods in which the job runs at-least-once,
 	// so that the oracle counts their duplicates apart (nil: not kept).
 	AtLeastOnce *verify.Periods
@@ -139,7 +148,10 @@ type Job struct {
 	replayUntil checkpoint.Offsets
 	jobStatus   atomic.Value // JobStatus
 	mode        atomic.Int32 // barrier.Mode of the checkpoints triggered now
-	tempo       tempo
+	unaligned   atomic.Bool  // exactly-once checkpoints triggered now are unaligned
+	// usedUnaligned is set once a checkpoint completed unaligned.
+	usedUnaligned atomic.Bool
+	tempo         tempo
 
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
@@ -194,6 +206,8 @@ type Result struct {
 	Resumed        int64                 // the checkpoint or savepoint the run started from (0: none)
 	ExitSavepoint  int64                 // the savepoint taken when the run was stopped (0: none)
 	Checkpoints    checkpoint.Stats
+	// Unaligned is set when a checkpoint of the run completed unaligned.
+	Unaligned bool
 }
 
 // New prepares a job; Run starts it.
@@ -253,7 +267,7 @@ func New(cfg Config) (*Job, error) {
 		return nil, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
 	}
 	cfg.Checkpoint.Job = cfg.Job.Name
-	cfg.Checkpoint.Mode = cfg.Mode.String()
+	cfg.Checkpoint.Mode = ModeName(cfg.Mode, cfg.Unaligned)
 	j := &Job{
 		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, clk: cfg.Clock,
 		metrics:    map[string]*TaskMetrics{},
@@ -265,6 +279,7 @@ func New(cfg Config) (*Job, error) {
 	}
 	j.bad.progress = &j.commits
 	j.mode.Store(int32(cfg.Mode))
+	j.unaligned.Store(cfg.Unaligned)
 	j.steps = newStepWatch(cfg.Job)
 	if cfg.Mode == barrier.AtLeastOnce {
 		j.lenient(cfg.AtLeastOnce.Open)
@@ -356,17 +371,46 @@ func (j *Job) Epoch() int64 { return j.epoch.Load() }
 // Mode is the checkpointing mode of the checkpoints triggered now.
 func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
 
+// Unaligned reports whether the exactly-once checkpoints triggered now
+// are unaligned.
+func (j *Job) Unaligned() bool { return j.unaligned.Load() }
+
+// Checkpointing modes by name, as the UI and the report show them.
+const (
+	ModeAligned     = "exactly-once"
+	ModeUnaligned   = "exactly-once unaligned"
+	ModeAtLeastOnce = "at-least-once"
+)
+
+// ModeName names a checkpointing mode.
+func ModeName(m barrier.Mode, unaligned bool) string {
+	switch {
+	case m == barrier.AtLeastOnce:
+		return ModeAtLeastOnce
+	case unaligned:
+		return ModeUnaligned
+	}
+	return ModeAligned
+}
+
+// ModeNameNow names the mode of the checkpoints triggered now.
+func (j *Job) ModeNameNow() string { return ModeName(j.Mode(), j.Unaligned()) }
+
 // SetMode switches the checkpointing mode for the checkpoints triggered
 // from now on (exactly-once aligns barriers, at-least-once does not); each
 // subtask changes its barrier handler when the first barrier of such a
-// checkpoint reaches it.
-func (j *Job) SetMode(m barrier.Mode) {
-	if barrier.Mode(j.mode.Swap(int32(m))) != m {
-		if m == barrier.AtLeastOnce {
-			j.lenient(j.cfg.AtLeastOnce.Open)
-		}
-		j.coord.SetMode(m.String())
-		j.obs.Emit(view.ModeChanged{Mode: m.String()})
+// checkpoint reaches it. unaligned makes exactly-once checkpoints
+// unaligned.
+func (j *Job) SetMode(m barrier.Mode, unaligned bool) {
+	unaligned = unaligned && m == barrier.ExactlyOnce
+	before := j.ModeNameNow()
+	j.unaligned.Store(unaligned)
+	if barrier.Mode(j.mode.Swap(int32(m))) != m && m == barrier.AtLeastOnce {
+		j.lenient(j.cfg.AtLeastOnce.Open)
+	}
+	if now := ModeName(m, unaligned); now != before {
+		j.coord.SetMode(now)
+		j.obs.Emit(view.ModeChanged{Mode: now})
 	}
 }
 
@@ -569,6 +613,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	res.StateTTL = j.StateTTL()
 	res.ReplaySkipped = j.bad.replaySkipped.Load()
 	res.Checkpoints = j.coord.Stats()
+	res.Unaligned = j.usedUnaligned.Load()
 	return res, nil
 }
 

@@ -27,7 +27,10 @@ type run struct {
 	rate     float64
 	seed     int64
 	mode     barrier.Mode
-	interval time.Duration
+	// unaligned and alignedTimeout are Config's.
+	unaligned      bool
+	alignedTimeout time.Duration
+	interval       time.Duration
 	faults   []string
 	attempts int
 	backend  string
@@ -95,7 +98,7 @@ func (r *run) do(t *testing.T) *run {
 		collected <- evs
 	}()
 	j, err := New(Config{
-		Job: r.job, Env: env, Mode: r.mode, Observer: obs, Clock: clk, StateBackend: r.backend, WorkDir: t.TempDir(),
+		Job: r.job, Env: env, Mode: r.mode, Unaligned: r.unaligned, AlignedTimeout: r.alignedTimeout, Observer: obs, Clock: clk, StateBackend: r.backend, WorkDir: t.TempDir(),
 		Checkpoint: checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
 		Restart:    restart.NewFixedDelay(r.attempts, 10*time.Millisecond),
 		Failover:   r.failover,

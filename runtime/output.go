@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"sync"
 
@@ -53,12 +52,10 @@ func (o *output) target(rec *Record) (int, int, error) {
 }
 
 // emit buffers rec for its channel(s), sending a batch once it is full.
-func (o *output) emit(ctx context.Context, rec Record) error {
+func (o *output) emit(rec Record) error {
 	if o.edge == spec.Broadcast {
 		for i := range o.channels {
-			if err := o.add(ctx, i, Element{Kind: KindRecord, Record: rec}); err != nil {
-				return err
-			}
+			o.add(i, Element{Kind: KindRecord, Record: rec})
 		}
 		return nil
 	}
@@ -66,18 +63,18 @@ func (o *output) emit(ctx context.Context, rec Record) error {
 	if err != nil {
 		return err
 	}
-	return o.add(ctx, i, Element{Kind: KindRecord, Record: rec, group: int32(kg + 1)})
+	o.add(i, Element{Kind: KindRecord, Record: rec, group: int32(kg + 1)})
+	return nil
 }
 
-func (o *output) add(ctx context.Context, i int, e Element) error {
+func (o *output) add(i int, e Element) {
 	if o.bufs[i] == nil {
 		o.bufs[i] = getBatch(o.batch)
 	}
 	o.bufs[i] = append(o.bufs[i], e)
 	if len(o.bufs[i]) >= o.batch {
-		return o.flushOne(ctx, i)
+		o.flushOne(i)
 	}
-	return nil
 }
 
 // batches recycles the element batches receivers are done with: a batch
@@ -100,36 +97,48 @@ func putBatch(b []Element) {
 	}
 }
 
-func (o *output) flushOne(ctx context.Context, i int) error {
+func (o *output) flushOne(i int) {
 	if len(o.bufs[i]) == 0 {
-		return nil
+		return
 	}
 	b := o.bufs[i]
 	o.bufs[i] = nil
-	if !o.channels[i].send(ctx, b) {
-		return ctx.Err()
-	}
-	return nil
+	o.channels[i].send(b)
 }
 
 // flush sends every partly filled batch.
-func (o *output) flush(ctx context.Context) error {
+func (o *output) flush() {
 	for i := range o.channels {
-		if err := o.flushOne(ctx, i); err != nil {
-			return err
+		o.flushOne(i)
+	}
+}
+
+// full reports whether one of the output's channels is full.
+func (o *output) full() bool {
+	for _, c := range o.channels {
+		if c.full() {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // broadcastEvent sends e (a barrier, cancellation marker or end of input) on
 // every channel, behind the records already emitted.
-func (o *output) broadcastEvent(ctx context.Context, e Element) error {
+func (o *output) broadcastEvent(e Element) {
 	for i := range o.channels {
 		o.bufs[i] = append(o.bufs[i], e)
-		if err := o.flushOne(ctx, i); err != nil {
-			return err
-		}
+		o.flushOne(i)
 	}
-	return nil
+}
+
+// broadcastPriority sends the unaligned barrier e on every channel ahead
+// of the records queued there: the records emitted before it, partly
+// filled batches included, are sent first and overtaken, so that they are
+// in flight for its checkpoint.
+func (o *output) broadcastPriority(e Element) {
+	for i := range o.channels {
+		o.flushOne(i)
+		o.channels[i].sendPriority(e)
+	}
 }

@@ -82,7 +82,7 @@ type ReportFailover struct {
 // NewReport builds the report of a run.
 func NewReport(job, mode string, res *Result, v verify.Verification, dropped int64) Report {
 	r := Report{
-		Job: job, Status: string(res.Status), Mode: mode,
+		Job: job, Status: string(res.Status), Mode: mode, Unaligned: res.Unaligned,
 		RecordsIn: res.RecordsIn, RecordsOut: int64(v.Committed),
 		Restarts: res.Restarts, GaveUp: res.GaveUp, Verify: v, Savepoint: res.ExitSavepoint,
 		ElapsedMs: res.Elapsed.Milliseconds(), EventsDropped: dropped,

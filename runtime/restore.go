@@ -261,6 +261,12 @@ func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[str
 			}
 			keyed = append(keyed, s.Keyed)
 		}
+		if ack.Finished {
+			// The subtask took in all its input before it finished: the
+			// in-flight records of the snapshot carried over are long
+			// processed, and replaying them would duplicate them.
+			s.Channels = nil
+		}
 		if len(keyed) > 1 {
 			// An incremental snapshot: its full base and deltas, composed.
 			composed, err := backend.ComposeKeyed(keyed)
@@ -272,4 +278,50 @@ func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[str
 		out[id.Operator] = append(out[id.Operator], s)
 	}
 	return out, nil
+}
+
+// checkInFlight refuses to restore, at another parallelism, a checkpoint
+// holding in-flight records: they belong to channels between subtasks
+// that the job at its new parallelism does not have. (Flink redistributes
+// them by key group; here a savepoint, always aligned, is the way to
+// rescale.)
+func (j *Job) checkInFlight(c *checkpoint.Completed, states map[string][]*backend.SubtaskState) error {
+	if c == nil {
+		return nil
+	}
+	var changed []string
+	held := false
+	for name, ss := range states {
+		for _, s := range ss {
+			held = held || len(s.Channels) > 0
+		}
+		if op := j.spec.Op(name); op != nil && op.Parallelism != len(ss) {
+			changed = append(changed, fmt.Sprintf("%s from %d to %d", name, len(ss), op.Parallelism))
+		}
+	}
+	if !held || len(changed) == 0 {
+		return nil
+	}
+	sort.Strings(changed)
+	return fmt.Errorf("checkpoint %d is unaligned: it holds in-flight records of channels between subtasks at the parallelism it was taken with, and the job changes the parallelism of %s; restore it at its own parallelism, or stop with a savepoint (always aligned) and rescale from that",
+		c.ID, strings.Join(changed, ", "))
+}
+
+// replayInFlight puts into ch, channel logical input k from subtask from
+// into t, the in-flight records t's restored checkpoint holds for it,
+// before anything is sent (Flink: the recovered input channel state).
+func (j *Job) replayInFlight(t *task, ch *Channel, k int, from string) {
+	if t.restored == nil || t.restored.channels == nil {
+		return
+	}
+	recs := t.restored.channels[channelKey(k, from)]
+	for len(recs) > 0 {
+		n := min(len(recs), j.cfg.BatchSize)
+		b := getBatch(n)
+		for _, r := range recs[:n] {
+			b = append(b, Element{Kind: KindRecord, Record: r})
+		}
+		ch.send(b)
+		recs = recs[n:]
+	}
 }

@@ -31,7 +31,11 @@ type incrementalBackend interface {
 // previous snapshot; the chain it builds on is only known once the previous
 // snapshot's writer has finished, so each writer waits for the one before
 // it before it updates the chain and acknowledges.
-func (t *task) persistAsync(ctx context.Context, id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool) {
+//
+// inFlight, for an unaligned checkpoint, hands over the subtask's channel
+// state once every channel delivered the barrier; the writer waits for it
+// and gives up, as the checkpoint was, when it is closed without a value.
+func (t *task) persistAsync(ctx context.Context, id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool, inFlight <-chan channelState) {
 	a := t.a
 	clk := t.clk()
 	prev := t.lastPersist
@@ -57,6 +61,25 @@ func (t *task) persistAsync(ctx context.Context, id int64, state *backend.Subtas
 			state.Keyed = b
 		} else {
 			delta = false
+		}
+		if inFlight != nil {
+			var cs channelState
+			var ok bool
+			select {
+			case cs, ok = <-inFlight:
+			case <-ctx.Done():
+			}
+			if !ok {
+				t.breakChain() // never stored: the next delta cannot build on it
+				return
+			}
+			if cs.err != nil {
+				t.breakChain()
+				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, cs.err)
+				return
+			}
+			state.Channels = cs.channels
+			ack.PersistedInFlight, ack.PersistedRecords = cs.bytes, cs.records
 		}
 		parts := state.Parts()
 		h, err := a.job.store.PutStateParts(ctx, id, t.id, parts)
@@ -120,7 +143,8 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 		opState, err := s.SnapshotState(id)
 		if err != nil {
 			t.a.job.coord.Decline(t.a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: snapshot: %w", t.name, err))
-			return t.broadcast(ctx, cancelElement(id))
+			t.broadcast(cancelElement(id))
+			return nil
 		}
 		state.Operator = opState
 	}
@@ -140,18 +164,23 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 			keyed = t.keyed.Snapshot()
 		}
 	}
-	if err := t.broadcast(ctx, barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce)); err != nil {
-		return err
+	var inFlight <-chan channelState
+	if b := barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce); r.Unaligned {
+		t.broadcastPriority(b)
+		inFlight = t.startInFlight(id, r.TimedOut)
+	} else {
+		t.broadcast(b)
 	}
 	t.stepSaw(t.a.job.steps.snapshotted(t.op.Name, id))
-	ack := checkpoint.SubtaskAck{SyncDuration: clock.Since(t.clk(), start), Alignment: r.Alignment, AfterBarrier: t.afterBarrier}
-	t.afterBarrier = 0
+	ack := checkpoint.SubtaskAck{SyncDuration: clock.Since(t.clk(), start), Alignment: r.Alignment, AfterBarrier: t.afterBarrier,
+		Unaligned: r.Unaligned, TimedOut: r.TimedOut, ProcessedInFlight: t.processedInFlight}
+	t.afterBarrier, t.processedInFlight = 0, 0
 	if p, ok := t.oper.(OutputPositioner); ok {
 		ack.OutputFrom = p.OutputFrom()
 	}
 	if triggerNs != 0 && !r.FirstBarrier.IsZero() {
 		ack.StartDelay = r.FirstBarrier.Sub(time.Unix(0, triggerNs))
 	}
-	t.persistAsync(ctx, id, state, keyed, ack, delta)
+	t.persistAsync(ctx, id, state, keyed, ack, delta, inFlight)
 	return nil
 }

@@ -30,17 +30,23 @@ func (t *task) runSource(ctx context.Context) error {
 			return err
 		}
 		if finished {
-			return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+			t.broadcast(Element{Kind: KindEndOfInput})
+			return nil
 		}
 		if t.atEnd {
 			if !checkpointing {
-				return t.broadcast(ctx, Element{Kind: KindEndOfInput})
+				t.broadcast(Element{Kind: KindEndOfInput})
+				return nil
 			}
 			t.wait(ctx)
 			continue
 		}
 		if t.a.job.paused.Load() {
 			t.waitPaused(ctx)
+			continue
+		}
+		if t.outputsFull() {
+			t.backPressured(ctx)
 			continue
 		}
 		if t.a.job.Tempo() == TempoFrozen && !t.a.job.Stepping() {
@@ -75,9 +81,7 @@ func (t *task) runSource(ctx context.Context) error {
 		if t.emitErr != nil {
 			return t.emitErr
 		}
-		if err := t.flushOutputs(ctx); err != nil {
-			return err
-		}
+		t.flushOutputs()
 		t.flushCounters()
 		if len(recs) > 0 || t.m.offsets.Load() == nil {
 			t.m.offsets.Store(t.reader.Offsets())
@@ -131,13 +135,20 @@ func (t *task) waitPaused(ctx context.Context) {
 
 // sourceCheckpoint snapshots a source's offsets and injects barrier id
 // behind every record read so far.
-func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode) error {
+//
+// An unaligned barrier goes ahead of the records the source already sent:
+// they are in flight for the checkpoint, stored by the subtasks that
+// receive them.
+func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode, unaligned bool) error {
 	start := t.clk().Now()
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
 	b := barrierElement(id, triggerNs, savepoint, mode == barrier.AtLeastOnce)
-	if err := t.broadcast(ctx, b); err != nil {
-		return err
+	unaligned = unaligned && !savepoint && mode == barrier.ExactlyOnce
+	if unaligned {
+		t.broadcastPriority(b)
+	} else {
+		t.broadcast(b)
 	}
 	t.stepSaw(t.a.job.steps.snapshotted(t.op.Name, id))
 	if t.atEnd && t.finalBarrier == 0 {
@@ -153,7 +164,8 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 		SyncDuration: clock.Since(t.clk(), start),
 		StartDelay:   start.Sub(time.Unix(0, triggerNs)),
 		Offsets:      checkpoint.Offsets{t.src.Topic(): offs},
+		Unaligned:    unaligned,
 	}
-	t.persistAsync(ctx, id, state, nil, ack, false)
+	t.persistAsync(ctx, id, state, nil, ack, false, nil)
 	return nil
 }

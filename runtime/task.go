@@ -103,6 +103,10 @@ type inputChannel struct {
 	pos     int
 	ended   bool
 	blocked atomic.Bool // mirrors the barrier handler, for the UI
+	// recording mirrors the barrier handler (its records are in flight for
+	// an unaligned checkpoint); persisted counts those stored for it.
+	recording atomic.Bool
+	persisted atomic.Int64
 }
 
 // taskEventKind is what a task tells the job master.
@@ -134,6 +138,9 @@ type restoredState struct {
 	keyed    [][]byte
 	operator map[string][][]byte
 	replay   checkpoint.Offsets // see OperatorContext.Replay
+	// channels are the in-flight records of its input channels, by
+	// channelKey, to replay before anything new (an unaligned checkpoint).
+	channels map[string][]Record
 }
 
 // task is one subtask of one attempt, run by one goroutine (Flink:
@@ -180,10 +187,7 @@ type task struct {
 
 	// local counters flushed to m once per batch
 	in, out int64
-	// emitCtx is run's ctx, which Collect sends under: an operator's
-	// Collector takes no context (nor does Flink's). Nothing else reads
-	// it; everything else is passed ctx. emitErr is Collect's first error.
-	emitCtx  context.Context
+	// emitErr is Collect's first error.
 	emitErr  error
 	mail     []mail
 	lastTrig map[int64]barrierInfo // barrier id → what its barrier carried
@@ -203,6 +207,14 @@ type task struct {
 	// afterBarrier counts the records processed past the pending
 	// at-least-once checkpoint's barrier (SubtaskAck.AfterBarrier).
 	afterBarrier int64
+	// unal is the unaligned checkpoint whose in-flight data the subtask
+	// records (nil: none); unalView mirrors it for the UI (1: unaligned,
+	// 2: switched by the aligned-checkpoint timeout).
+	unal     *inFlight
+	unalView atomic.Int32
+	// processedInFlight adds up the size of the records processed while
+	// an aligned checkpoint aligns (SubtaskAck.ProcessedInFlight).
+	processedInFlight int64
 
 	// sources
 	src          Source
@@ -220,7 +232,7 @@ func (t *task) Collect(rec Record) {
 	}
 	t.out++
 	for _, o := range t.outputs {
-		if err := o.emit(t.emitCtx, rec); err != nil {
+		if err := o.emit(rec); err != nil {
 			t.emitErr = err
 			return
 		}
@@ -283,7 +295,6 @@ func (t *task) run(ctx context.Context) {
 			t.a.report(ctx, taskEvent{kind: evFailed, task: t, err: err, fault: t.fired})
 		}
 	}()
-	t.emitCtx = ctx
 	t.setStatus(TaskDeploying, "")
 	if err = t.open(); err != nil {
 		return
@@ -381,7 +392,7 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 				return false, err
 			}
 		case mailTrigger:
-			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint, m.mode); err != nil {
+			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint, m.mode, m.unaligned); err != nil {
 				return false, err
 			}
 		case mailComplete:
@@ -412,31 +423,73 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 	return false, nil
 }
 
-func (t *task) flushOutputs(ctx context.Context) error {
+func (t *task) flushOutputs() {
 	for _, o := range t.outputs {
-		if err := o.flush(ctx); err != nil {
-			return err
-		}
+		o.flush()
 	}
-	return nil
 }
 
-func (t *task) broadcast(ctx context.Context, e Element) error {
+func (t *task) broadcast(e Element) {
 	for _, o := range t.outputs {
-		if err := o.broadcastEvent(ctx, e); err != nil {
-			return err
-		}
+		o.broadcastEvent(e)
 	}
-	return nil
 }
 
+// broadcastPriority sends the unaligned barrier e on every output ahead of
+// what is queued there.
+func (t *task) broadcastPriority(e Element) {
+	for _, o := range t.outputs {
+		o.broadcastPriority(e)
+	}
+}
+
+// outputsFull reports whether one of the subtask's output channels is
+// full: it then takes no more input (back-pressure).
+func (t *task) outputsFull() bool {
+	for _, o := range t.outputs {
+		if o.full() {
+			return true
+		}
+	}
+	return false
+}
+
+// wait waits for input, mail or room in an output, counted as idle time,
+// or until the aligned-checkpoint timeout may have something to do.
 func (t *task) wait(ctx context.Context) {
 	start := t.clk().Now()
+	t.waitGate(ctx)
+	t.m.IdleNanos.Add(int64(clock.Since(t.clk(), start)))
+}
+
+// backPressured waits, while an output channel is full, for room in it,
+// for mail or for an unaligned barrier to take (Flink: a back-pressured
+// task still takes mails and priority events), counted as back-pressure.
+func (t *task) backPressured(ctx context.Context) {
+	start := t.clk().Now()
+	t.m.blockedSince.Store(start.UnixNano())
+	t.waitGate(ctx)
+	t.m.blockedSince.Store(0)
+	t.m.BackPressuredNanos.Add(int64(clock.Since(t.clk(), start)))
+}
+
+// waitGate waits for the subtask's gate, or for the moment an aligned
+// checkpoint it waits for outlives the aligned-checkpoint timeout.
+func (t *task) waitGate(ctx context.Context) {
+	if d, ok := t.timeoutDue(); ok {
+		after, tm := clock.After(t.clk(), d)
+		defer tm.Stop()
+		select {
+		case <-t.gate.c:
+		case <-after:
+		case <-ctx.Done():
+		}
+		return
+	}
 	select {
 	case <-t.gate.c:
 	case <-ctx.Done():
 	}
-	t.m.IdleNanos.Add(int64(clock.Since(t.clk(), start)))
 }
 
 // InputView and AlignmentView are what the UI shows of a subtask's input
@@ -449,13 +502,15 @@ type (
 func (t *task) views() ([]InputView, AlignmentView) {
 	out := make([]InputView, len(t.inputs))
 	for i, in := range t.inputs {
-		v := InputView{From: in.from, Input: in.logical, Blocked: in.blocked.Load(), Queue: in.ch.View()}
+		v := InputView{From: in.from, Input: in.logical, Blocked: in.blocked.Load(), Queue: in.ch.View(),
+			Recording: in.recording.Load(), Persisted: in.persisted.Load()}
 		if v.Blocked {
 			v.HeldBack = v.Queue.Queued
 		}
 		out[i] = v
 	}
-	al := AlignmentView{Checkpoint: t.aligning.Load()}
+	u := t.unalView.Load()
+	al := AlignmentView{Checkpoint: t.aligning.Load(), Unaligned: u > 0, TimedOut: u == 2}
 	if ns := t.alignStart.Load(); ns != 0 && al.Checkpoint != 0 {
 		al.Since = time.Unix(0, ns)
 	}

@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"testing"
+	"time"
+
+	"faultline/runtime/view"
+)
+
+// completedCheckpoints are the checkpoint_completed events of a run.
+func completedCheckpoints(evs []Event) []view.CheckpointCompleted {
+	var out []view.CheckpointCompleted
+	for _, e := range evs {
+		if c, ok := e.Event.(view.CheckpointCompleted); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Unaligned checkpoints under back-pressure (a slowed join subtask) with
+// failures in a join and a revenue subtask: the barriers overtake the
+// queued records, which are stored with the snapshots and replayed into
+// their channels on restore, and the output is exactly once.
+func TestUnalignedCheckpointsThroughFailures(t *testing.T) {
+	r := (&run{records: 40000, rate: 20000, interval: 100 * time.Millisecond, unaligned: true,
+		faults: []string{
+			"after-records=1000,task=join/0,fault=slow,factor=20,for=2s",
+			"after-records=6000,task=join/1,fault=panic",
+			"after-records=9000,task=revenue/0,fault=panic",
+		}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.verify.Lost != 0 {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+	if r.res.Restarts < 2 {
+		t.Fatalf("%d restarts, want the two panics", r.res.Restarts)
+	}
+	if !r.res.Unaligned {
+		t.Fatal("the result does not say the run used unaligned checkpoints")
+	}
+	var persisted int64
+	for _, c := range completedCheckpoints(r.events) {
+		if !c.Unaligned && c.Kind == "checkpoint" {
+			t.Errorf("checkpoint %d completed aligned in an unaligned run", c.ID)
+		}
+		persisted = max(persisted, c.PersistedInFlightBytes)
+	}
+	if persisted == 0 {
+		t.Fatal("no checkpoint stored in-flight records, though the join was slowed")
+	}
+	t.Logf("%d restarts, most in-flight data in one checkpoint %d bytes", r.res.Restarts, persisted)
+}
+
+// With the aligned-checkpoint timeout, checkpoints start aligned: those
+// that a slowed join subtask holds up past the timeout switch to unaligned
+// on their way, the others complete aligned, and the output is exactly
+// once through a failure.
+func TestAlignedTimeoutSwitchesSlowCheckpoints(t *testing.T) {
+	r := (&run{records: 40000, rate: 20000, interval: 100 * time.Millisecond, alignedTimeout: 30 * time.Millisecond,
+		faults: []string{
+			"after-records=8000,task=join/0,fault=slow,factor=20,for=1s",
+			"after-records=12000,task=join/1,fault=panic",
+		}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.verify.Lost != 0 {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+	var aligned, timedOut []int64
+	for _, c := range completedCheckpoints(r.events) {
+		switch {
+		case len(c.TimedOut) > 0:
+			timedOut = append(timedOut, c.ID)
+			if !c.Unaligned {
+				t.Errorf("checkpoint %d timed out at %v but does not say it became unaligned", c.ID, c.TimedOut)
+			}
+		case !c.Unaligned:
+			aligned = append(aligned, c.ID)
+		}
+	}
+	if len(aligned) == 0 || len(timedOut) == 0 {
+		t.Fatalf("aligned checkpoints %v, timed out to unaligned %v: want some of each", aligned, timedOut)
+	}
+	if !r.res.Unaligned {
+		t.Fatal("the result does not say the run used unaligned checkpoints")
+	}
+	t.Logf("aligned %v; timed out to unaligned %v", aligned, timedOut)
+}
