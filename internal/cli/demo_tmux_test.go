@@ -25,14 +25,17 @@ func startDemo(t *testing.T, flags ...string) *tmuxSession {
 	return s
 }
 
-// The at-least-once lesson from the keyboard, as a trainer gives it: m
+// The at-least-once lesson from the keyboard, as a trainer gives it: m m
 // (at-least-once), a slow fault on join/0, which the graph marks, the join
 // waiting for its barriers for over a second, then a panic in join/1: the
 // verify line counts duplicates, as at-least-once duplicates.
 func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	s := startDemo(t, "--checkpoint-interval 1s")
+	// m goes from aligned to unaligned, then to at-least-once.
 	s.keys("m")
-	s.waitFor("at-least-once mode", 10*time.Second, contains("at-least-once"))
+	s.waitFor("unaligned mode", 10*time.Second, contains("exactly-once · unaligned"))
+	s.keys("m")
+	s.waitFor("at-least-once mode", 10*time.Second, contains("at-least-once · no alignment"))
 	// The selection starts on join/0.
 	s.waitFor("join/0 selected", 5*time.Second, contains("▸join/0"))
 	s.inject("3", "slow", "join/0")

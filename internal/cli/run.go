@@ -508,10 +508,14 @@ func (r *runState) buildEnv() error {
 		}
 	}
 	r.job, err = runtime.New(runtime.Config{
-		Job:         p.job,
-		Env:         env,
-		Mode:        p.mode,
-		AtLeastOnce: r.ledger.Lenient,
+		Job:  p.job,
+		Env:  env,
+		Mode: p.mode,
+		// With a timeout, checkpoints start aligned and switch (as in
+		// Flink, where the timeout applies when unaligned ones are on).
+		Unaligned:      o.unaligned && o.alignedTimeout == 0,
+		AlignedTimeout: o.alignedTimeout,
+		AtLeastOnce:    r.ledger.Lenient,
 		Checkpoint: checkpoint.Config{
 			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
 			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
@@ -585,7 +589,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	if o.headless {
 		res, runErr = r.job.Run(ctx, runOpts)
 	} else {
-		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval,
+		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval, AlignedTimeout: o.alignedTimeout,
 			Broker: strings.Join(p.client.Brokers, ","), Embedded: r.embedded != nil,
 			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: r.stateDir}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)

@@ -29,6 +29,10 @@ type runOptions struct {
 	rate     float64
 	seed     int64
 	mode     string
+	// unaligned and alignedTimeout: --unaligned and
+	// --aligned-checkpoint-timeout.
+	unaligned      bool
+	alignedTimeout time.Duration
 
 	interval      time.Duration
 	timeout       time.Duration
@@ -132,6 +136,8 @@ func newRunCmd() *cobra.Command {
 	f.Lookup("rate").DefValue = "0" // no "(default -1)": the usage says it
 	f.Int64Var(&o.seed, "seed", 1, "seed of the input generator")
 	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers) or at-least-once")
+	f.BoolVar(&o.unaligned, "unaligned", false, "unaligned exactly-once checkpoints: barriers overtake the queued records, which are stored with the snapshot (savepoints stay aligned)")
+	f.DurationVar(&o.alignedTimeout, "aligned-checkpoint-timeout", 0, "start checkpoints aligned and switch one to unaligned once it is older than this; 0 never switches")
 	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off")
 	f.DurationVar(&o.timeout, "checkpoint-timeout", checkpoint.DefaultTimeout, "a checkpoint not complete after this long expires")
 	f.DurationVar(&o.minPause, "min-pause", 0, "least time from the end of one checkpoint to the start of the next")
@@ -247,6 +253,12 @@ func (o *runOptions) check() (*prepared, error) {
 		p.mode = barrier.AtLeastOnce
 	default:
 		return nil, usagef("--mode %q: want exactly-once or at-least-once", o.mode)
+	}
+	switch {
+	case o.alignedTimeout < 0:
+		return nil, usagef("--aligned-checkpoint-timeout %s: want 0 (never) or a positive duration", o.alignedTimeout)
+	case p.mode == barrier.AtLeastOnce && (o.unaligned || o.alignedTimeout > 0):
+		return nil, usagef("--unaligned and --aligned-checkpoint-timeout are for exactly-once checkpoints; --mode at-least-once does not align at all")
 	}
 	switch {
 	case o.setRate && (o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0)):

@@ -249,7 +249,7 @@ func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string
 // kills moments of every kind and starting it again with --resume each
 // time, then lets a last run finish and checks its report. brokers "" is
 // the embedded broker, which dies with each kill.
-func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64) {
+func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64, extra ...string) {
 	s := newSoak(t, name)
 	interval := 100 * time.Millisecond
 	// Retention runs often, so that kills also fall between its saving the
@@ -258,6 +258,7 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 	common := []string{"run", "--headless", "--records", fmt.Sprint(records),
 		"--checkpoint-interval", interval.String(), "--restart-delay", "20ms",
 		"--retention-interval", "100ms", "--state-dir", s.stateDir(), "--resume"}
+	common = append(common, extra...)
 	if brokers == "" {
 		common = append(common, "--listen", "0")
 	} else {
@@ -325,6 +326,19 @@ func TestKillSoakEmbeddedBroker(t *testing.T) {
 		return
 	}
 	killSoak(t, "kill soak, embedded broker", "", 6, 150_000, 10000)
+}
+
+// TestKillSoakUnaligned kills the whole process, embedded broker and all,
+// while it takes unaligned checkpoints with a join subtask slowed, so that
+// the barriers overtake full queues and checkpoints hold in-flight
+// records: every resumed run replays them into their channels.
+func TestKillSoakUnaligned(t *testing.T) {
+	slow := []string{"--unaligned", "--inject", "after=300ms,task=join/0,fault=slow,factor=10,for=60s"}
+	if *soakFull {
+		killSoak(t, "kill soak, unaligned", "", 20, 1_000_000, 20000, slow...)
+		return
+	}
+	killSoak(t, "kill soak, unaligned", "", 6, 150_000, 10000, slow...)
 }
 
 // TestKillSoakBrokerProcess is the same with the broker in a process of its

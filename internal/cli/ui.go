@@ -49,7 +49,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	now := time.Now()
 	s := tui.Snapshot{Now: now, Started: u.started, Job: u.info, Tasks: map[string]tui.Task{}}
 	s.Job.Status = string(u.job.Status())
-	s.Job.Mode = u.job.Mode().String()
+	s.Job.Mode = u.job.ModeNameNow()
 	s.Job.Attempt = u.job.Epoch()
 	for _, op := range u.spec.Operators {
 		o := tui.Operator{Name: op.Name, Type: op.Type, Parallelism: op.Parallelism, Topic: op.Topic}
@@ -137,11 +137,17 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 		cv := view.Checkpoint{ID: c.ID, Savepoint: c.Kind == checkpoint.KindSavepoint, Status: statusView(c.Status),
 			TriggerTime: c.TriggerTime, EndTime: c.EndTime, Acked: c.Acked, Total: c.Total,
 			AckedTasks: make(map[string]view.SubtaskAck, len(c.AckedTasks)), FullBytes: c.FullBytes,
-			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored, Damaged: c.Damaged}
+			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored, Damaged: c.Damaged,
+			PersistedInFlight: c.PersistedInFlight, ProcessedInFlight: c.ProcessedInFlight, Unaligned: c.Unaligned}
+		for _, id := range c.TimedOut {
+			cv.TimedOut = append(cv.TimedOut, id.String())
+		}
 		for id, a := range c.AckedTasks {
 			cv.AckedTasks[id.String()] = view.SubtaskAck{SyncDuration: a.SyncDuration, AsyncDuration: a.AsyncDuration,
 				Alignment: a.Alignment, StartDelay: a.StartDelay, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes,
-				AfterBarrier: a.AfterBarrier, Finished: a.Finished, AckTime: a.AckTime}
+				AfterBarrier: a.AfterBarrier, Finished: a.Finished, AckTime: a.AckTime,
+				Unaligned: a.Unaligned, TimedOut: a.TimedOut, PersistedInFlight: a.PersistedInFlight,
+				PersistedRecords: a.PersistedRecords, ProcessedInFlight: a.ProcessedInFlight}
 		}
 		for _, id := range c.WaitingFor {
 			cv.WaitingFor = append(cv.WaitingFor, id.String())
@@ -194,12 +200,14 @@ func (u *uiController) TriggerSavepoint() (int64, error) {
 // SetMode implements tui.Controller.
 func (u *uiController) SetMode(mode string) error {
 	switch mode {
-	case barrier.ExactlyOnce.String():
-		u.job.SetMode(barrier.ExactlyOnce)
-	case barrier.AtLeastOnce.String():
-		u.job.SetMode(barrier.AtLeastOnce)
+	case runtime.ModeAligned:
+		u.job.SetMode(barrier.ExactlyOnce, false)
+	case runtime.ModeUnaligned:
+		u.job.SetMode(barrier.ExactlyOnce, true)
+	case runtime.ModeAtLeastOnce:
+		u.job.SetMode(barrier.AtLeastOnce, false)
 	default:
-		return fmt.Errorf("mode %q: want exactly-once or at-least-once", mode)
+		return fmt.Errorf("mode %q: want %s, %s or %s", mode, runtime.ModeAligned, runtime.ModeUnaligned, runtime.ModeAtLeastOnce)
 	}
 	return nil
 }
