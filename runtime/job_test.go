@@ -22,19 +22,19 @@ import (
 // run is one job run of a test: the real tasks, channels and coordinator on
 // the seeded generator and the in-memory transactional output.
 type run struct {
-	job      *spec.Job
-	records  int64
-	rate     float64
-	seed     int64
-	mode     barrier.Mode
+	job     *spec.Job
+	records int64
+	rate    float64
+	seed    int64
+	mode    barrier.Mode
 	// unaligned and alignedTimeout are Config's.
 	unaligned      bool
 	alignedTimeout time.Duration
 	interval       time.Duration
-	faults   []string
-	attempts int
-	backend  string
-	failover restart.FailoverStrategy
+	faults         []string
+	attempts       int
+	backend        string
+	failover       restart.FailoverStrategy
 	// during, when set, runs in its own goroutine while the job runs.
 	during func(j *Job)
 	// clk, when set, is the job's clock and the observer's (nil: the wall
