@@ -163,7 +163,9 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
 		t.measureRate(began)
-		t.holdRecords(ctx, records)
+		if herr := t.holdRecords(ctx, records); herr != nil && err == nil {
+			err = herr
+		}
 	}()
 	if t.prefetch != nil {
 		for j := in.pos; j < min(in.pos+prefetchAhead, len(in.cur)); j++ {
@@ -260,6 +262,9 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 // barrier, into the snapshot (at-least-once; an aligned channel is blocked
 // instead). It changes only when a barrier or cancellation arrives.
 func (t *task) pastBarrier(i int) bool {
+	if t.handler.Mode() != barrier.AtLeastOnce {
+		return false // aligned: blocked; unaligned: after the snapshot
+	}
 	p := t.handler.Pending()
 	return p != 0 && t.handler.LastBarrier(i) >= p
 }

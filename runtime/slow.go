@@ -103,16 +103,35 @@ func (t *task) slowed() bool {
 	return true
 }
 
-// holdRecords holds the task for n records of a slow fault, or until ctx
-// ends.
-func (t *task) holdRecords(ctx context.Context, n int) {
+// holdRecords holds the task for n records of a slow fault, no longer than
+// the fault lasts, or until ctx ends. An unaligned barrier that arrives
+// meanwhile is taken at once, between two held records as it were (Flink
+// handles priority events between records): the slowness of a subtask is
+// what unaligned checkpoints overtake.
+func (t *task) holdRecords(ctx context.Context, n int) error {
 	if n <= 0 || !t.slowed() {
-		return
+		return nil
 	}
-	after, tm := clock.After(t.clk(), time.Duration(n)*t.slow.perRecord)
+	clk := t.clk()
+	d := min(time.Duration(n)*t.slow.perRecord, t.slow.until.Sub(clk.Now()))
+	after, tm := clock.After(clk, d)
 	defer tm.Stop()
-	select {
-	case <-after:
-	case <-ctx.Done():
+	woken := false
+	for {
+		select {
+		case <-after:
+		case <-ctx.Done():
+		case <-t.gate.c:
+			woken = true
+			if err := t.takePriority(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		break
 	}
+	if woken {
+		t.gate.signal() // what else woke it is looked at by the loop
+	}
+	return nil
 }

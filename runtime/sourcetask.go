@@ -87,7 +87,9 @@ func (t *task) runSource(ctx context.Context) error {
 			t.m.offsets.Store(t.reader.Offsets())
 		}
 		t.measureRate(began)
-		t.holdRecords(ctx, len(recs))
+		if err := t.holdRecords(ctx, len(recs)); err != nil {
+			return err
+		}
 		if done {
 			t.atEnd = true
 			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t})

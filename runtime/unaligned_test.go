@@ -39,7 +39,8 @@ func TestUnalignedCheckpointsThroughFailures(t *testing.T) {
 		t.Fatal("the result does not say the run used unaligned checkpoints")
 	}
 	var persisted int64
-	for _, c := range completedCheckpoints(r.events) {
+	done := completedCheckpoints(r.events)
+	for _, c := range done[:len(done)-1] { // the last may find every subtask finished: nothing to align
 		if !c.Unaligned && c.Kind == "checkpoint" {
 			t.Errorf("checkpoint %d completed aligned in an unaligned run", c.ID)
 		}

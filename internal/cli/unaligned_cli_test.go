@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// unalignedArgs run the default job unaligned with join/0 slowed tenfold
+// from early on, so that the barriers have full queues to overtake.
+func unalignedArgs(records string, more ...string) []string {
+	return append([]string{"run", "--headless", "--records", records, "--rate", "20000", "--unaligned",
+		"--checkpoint-interval", "100ms", "--restart-delay", "50ms",
+		"--inject", "after-records=2000,task=join/0,fault=slow,factor=10,for=3s"}, more...)
+}
+
+// persistedMost is the most in-flight data one completed checkpoint of
+// the run stored, and how many completed unaligned.
+func persistedMost(events []map[string]any) (most float64, unaligned int) {
+	for _, e := range events {
+		if e["event"] != "checkpoint_completed" {
+			continue
+		}
+		most = max(most, num(e, "persisted_in_flight_bytes"))
+		if e["unaligned"] == true {
+			unaligned++
+		}
+	}
+	return most, unaligned
+}
+
+// Unaligned checkpoints on Kafka, with a join subtask slowed and panics in
+// a join and a revenue subtask: the restores replay the stored in-flight
+// records, and the committed output is exactly once.
+func TestUnalignedRunsAreExact(t *testing.T) {
+	r := faultline(t, unalignedArgs("60000",
+		"--inject", "after-records=14000,task=join/1,fault=panic",
+		"--inject", "after-records=9000,task=revenue/0,fault=panic")...)
+	if r.code != 0 || r.report == nil {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if num(r.report, "restarts") < 2 || num(r.report, "verify", "duplicates") != 0 ||
+		num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
+		t.Fatalf("report %v", r.report)
+	}
+	if r.report["unaligned"] != true {
+		t.Fatalf("the report's unaligned is %v", r.report["unaligned"])
+	}
+	most, n := persistedMost(r.events)
+	if most == 0 || n == 0 {
+		t.Fatalf("%d checkpoints completed unaligned, the most in-flight data one stored is %v bytes", n, most)
+	}
+	t.Logf("%d unaligned checkpoints, the most in-flight data %v bytes, %v restarts", n, most, r.report["restarts"])
+}
+
+// killAfterInFlight runs faultline until a checkpoint completed with
+// in-flight data, then kills the whole process, its embedded broker with
+// it.
+func killAfterInFlight(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := command(t, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	seen := false
+	for !seen && sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["event"] == "checkpoint_completed" && num(m, "persisted_in_flight_bytes") > 0 {
+			seen = true
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	cmd.Wait()
+	if !seen {
+		t.Fatal("the run ended before a checkpoint stored in-flight records")
+	}
+}
+
+// Killed (SIGKILL, embedded broker and all) right after an unaligned
+// checkpoint stored in-flight records, the job resumes from the state dir,
+// replays them into their channels and loses and duplicates nothing; the
+// same checkpoint cannot be restored at another parallelism.
+func TestUnalignedCheckpointSurvivesAKill(t *testing.T) {
+	dir := t.TempDir()
+	killAfterInFlight(t, unalignedArgs("60000", "--state-dir", dir, "--listen", "0")...)
+	rescaled := faultline(t, "run", "--headless", "--records", "60000", "--resume", "--state-dir", dir, "--parallelism", "join=3")
+	if rescaled.code == 0 || !strings.Contains(rescaled.stderr, "is unaligned") || !strings.Contains(rescaled.stderr, "savepoint") {
+		t.Fatalf("restoring at another parallelism: exit %d, stderr %s", rescaled.code, rescaled.stderr)
+	}
+	r := faultline(t, unalignedArgs("60000", "--state-dir", dir, "--resume")...)
+	if r.code != 0 || r.report == nil {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	restored := r.eventsNamed("restored")
+	if len(restored) == 0 || num(restored[0], "checkpoint") == 0 {
+		t.Fatalf("the resumed run did not restore a checkpoint: %v", restored)
+	}
+	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
+		t.Fatalf("report %v", r.report)
+	}
+}
+
+// With the aligned-checkpoint timeout, a slowed join subtask makes some
+// checkpoints switch to unaligned on their way; they say which subtasks
+// switched, and the output is exactly once.
+func TestAlignedTimeoutRunIsExact(t *testing.T) {
+	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--aligned-checkpoint-timeout", "100ms",
+		"--checkpoint-interval", "100ms", "--restart-delay", "50ms",
+		"--inject", "after-records=16000,task=join/0,fault=slow,factor=10,for=2s",
+		"--inject", "after-records=30000,task=join/1,fault=panic")
+	if r.code != 0 || r.report == nil {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
+		t.Fatalf("report %v", r.report)
+	}
+	timedOut, aligned := 0, 0
+	for _, e := range r.eventsNamed("checkpoint_completed") {
+		switch {
+		case e["timed_out"] != nil:
+			timedOut++
+		case e["unaligned"] == false:
+			aligned++
+		}
+	}
+	if timedOut == 0 || aligned == 0 {
+		t.Fatalf("%d checkpoints timed out to unaligned, %d completed aligned: want some of each", timedOut, aligned)
+	}
+}
+
+// The flags are checked before anything starts.
+func TestUnalignedFlagsAreChecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"--aligned-checkpoint-timeout", "-1s"},
+		{"--unaligned", "--mode", "at-least-once"},
+		{"--aligned-checkpoint-timeout", "1s", "--mode", "at-least-once"},
+	} {
+		r := faultline(t, append([]string{"run", "--headless", "--records", "10"}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, args[0]) && !strings.Contains(r.stderr, "at-least-once") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+}
