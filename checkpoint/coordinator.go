@@ -515,6 +515,7 @@ func carryFinished(a SubtaskAck) SubtaskAck {
 	a.IncrementalBytes = 0
 	a.Unaligned, a.TimedOut = false, false
 	a.PersistedInFlight, a.PersistedRecords, a.ProcessedInFlight = 0, 0, 0
+	a.InFlightIDs = nil
 	if a.Offsets != nil {
 		offsets := make(Offsets, len(a.Offsets))
 		for topic, parts := range a.Offsets {

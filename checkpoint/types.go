@@ -86,6 +86,10 @@ type SubtaskAck struct {
 	PersistedInFlight int64 `json:"persisted_in_flight_bytes,omitempty"`
 	PersistedRecords  int64 `json:"persisted_in_flight_records,omitempty"`
 	ProcessedInFlight int64 `json:"processed_in_flight_bytes,omitempty"`
+	// InFlightIDs are the order ids of those persisted records, each once:
+	// what the checkpoint's committed output cannot hold yet, since they
+	// are processed after a restore from it (the oracle's exception).
+	InFlightIDs []string `json:"in_flight_ids,omitempty"`
 	// Offsets are set by source subtasks.
 	Offsets Offsets `json:"offsets,omitempty"`
 	// OutputFrom is set by sink subtasks: per output topic and partition,
@@ -99,6 +103,22 @@ type SubtaskAck struct {
 	// FullyFinishedOperatorState).
 	Finished bool      `json:"finished,omitempty"`
 	AckTime  time.Time `json:"ack_time"`
+}
+
+// InFlightIDs are the order ids of the records c holds in flight (see
+// SubtaskAck.InFlightIDs), over every subtask, each once.
+func (c *Completed) InFlightIDs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range c.Tasks {
+		for _, id := range a.InFlightIDs {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }
 
 // Blobs are every blob the subtask's state needs: Chain, then Handle.

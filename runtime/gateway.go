@@ -137,7 +137,7 @@ func (j *Job) FailJob(n int64, err error) {
 // CommittedCheckpoint is the newest checkpoint whose output every sink
 // subtask has committed, with the source offsets it covers (by the topic
 // each source reads). ok is false before the first.
-func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bool) {
+func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, inFlight []string, ok bool) {
 	j.commits.mu.Lock()
 	id = -1
 	for _, op := range j.spec.Operators {
@@ -153,24 +153,24 @@ func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, ok bo
 	}
 	j.commits.mu.Unlock()
 	if id <= 0 {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	j.lastCommitted.Lock()
 	defer j.lastCommitted.Unlock()
 	if c := j.lastCommitted.c; c != nil && c.ID == id {
-		return id, c.SourceOffsets(), true
+		return id, c.SourceOffsets(), c.InFlightIDs(), true
 	}
 	all, err := j.cfg.Store.All(context.Background()) // the UI's call: no context to take
 	if err != nil {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	for _, c := range all {
 		if c.ID == id {
 			j.lastCommitted.c = c
-			return id, c.SourceOffsets(), true
+			return id, c.SourceOffsets(), c.InFlightIDs(), true
 		}
 	}
-	return 0, nil, false
+	return 0, nil, nil, false
 }
 
 // completedOffsets returns the source offsets of completed checkpoint id.

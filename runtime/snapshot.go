@@ -79,7 +79,7 @@ func (t *task) persistAsync(ctx context.Context, id int64, state *backend.Subtas
 				return
 			}
 			state.Channels = cs.channels
-			ack.PersistedInFlight, ack.PersistedRecords = cs.bytes, cs.records
+			ack.PersistedInFlight, ack.PersistedRecords, ack.InFlightIDs = cs.bytes, cs.records, cs.ids
 		}
 		parts := state.Parts()
 		h, err := a.job.store.PutStateParts(ctx, id, t.id, parts)

@@ -24,13 +24,13 @@ type TaskMetrics struct {
 	RecordsIn  atomic.Int64 // records processed (sources: records read)
 	RecordsOut atomic.Int64 // records emitted
 	// IdleNanos is the time spent waiting for input (or held by the
-	// tempo); BackPressuredNanos the time spent blocked sending to a full
-	// output channel. The rest of the wall time is busy (Flink:
+	// tempo); BackPressuredNanos the time spent waiting for room in a
+	// full output channel before taking more input. The rest of the wall time is busy (Flink:
 	// idleTimeMsPerSecond, backPressuredTimeMsPerSecond, busyTimeMsPerSecond).
 	IdleNanos          atomic.Int64
 	BackPressuredNanos atomic.Int64
-	// blockedSince is when a send of the subtask began to wait on a full
-	// channel (Unix ns on the job's clock; 0: not waiting), so that a wait
+	// blockedSince is when the subtask began to wait for room in a full
+	// output channel (Unix ns on the job's clock; 0: not waiting), so that a wait
 	// that lasts shows before it ends (BackPressured).
 	blockedSince atomic.Int64
 	// Deploys counts how many times the subtask was deployed.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"faultline/runtime/barrier"
+	"faultline/runtime/flatjson"
 )
 
 // inFlight is the in-flight data a subtask records for its unaligned
@@ -38,6 +39,7 @@ type inFlight struct {
 type channelState struct {
 	channels       map[string][]byte // channelKey → encodeInFlight
 	bytes, records int64
+	ids            []string // the order ids of the records, each once
 	err            error
 }
 
@@ -86,9 +88,16 @@ func (t *task) finishInFlight(id int64) {
 	}
 	t.unal = nil
 	cs := channelState{channels: map[string][]byte{}}
+	seen := map[string]bool{}
 	for i, recs := range f.recs {
 		if len(recs) == 0 {
 			continue
+		}
+		for k := range recs {
+			if id, ok := orderIDOf(&recs[k]); ok && !seen[id] {
+				seen[id] = true
+				cs.ids = append(cs.ids, id)
+			}
 		}
 		b, err := encodeInFlight(nil, recs)
 		if err != nil {
@@ -285,4 +294,25 @@ func (t *task) takeEarly(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// orderIDOf is the order id a record in flight carries: decoded values
+// have it, raw input has it in its JSON.
+func orderIDOf(rec *Record) (string, bool) {
+	switch v := rec.Value.(type) {
+	case *Order:
+		return v.OrderID, true
+	case *Payment:
+		return v.OrderID, true
+	case *PaidOrder:
+		return v.OrderID, true
+	case *Revenue:
+		return v.OrderID, true
+	case *Enriched:
+		return v.OrderID, true
+	}
+	if id, ok := flatjson.OrderIDOf(rec.Bytes); ok {
+		return string(id), true
+	}
+	return "", false
 }

@@ -681,7 +681,11 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 	if p.sinkG != kafka.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
-	v, err := verify.VerifyOn(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, committed)
+	var inFlight []string
+	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
+		inFlight = res.Latest.InFlightIDs()
+	}
+	v, err := verify.VerifyInFlight(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
 	if err != nil {
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}

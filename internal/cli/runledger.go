@@ -83,7 +83,7 @@ func (o *runOptions) startRetention(ctx context.Context, s retentionSetup) func(
 	ret := kafka.NewRetention(kafka.RetentionConfig{
 		Client: s.client, Inputs: s.inputs, Output: output, Ledger: s.ledger, Path: s.path,
 		Checkpoints: func(ctx context.Context) ([]*checkpoint.Completed, error) {
-			if _, _, ok := s.job.CommittedCheckpoint(); !ok {
+			if _, _, _, ok := s.job.CommittedCheckpoint(); !ok {
 				return nil, nil // this run's sources have not started, or nothing of it is committed
 			}
 			return s.store.All(ctx)

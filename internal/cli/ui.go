@@ -103,7 +103,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	if u.live != nil {
 		ls := u.live.Status()
 		s.Verify = tui.Verify{Available: ls.Available, Committed: ls.Committed, Duplicates: ls.Duplicates,
-			DuplicatesAtLeastOnce: ls.DuplicatesAtLeastOnce, Lost: ls.Lost, AsOf: ls.AsOf, Err: ls.Err, NotJoined: ls.NotJoined}
+			DuplicatesAtLeastOnce: ls.DuplicatesAtLeastOnce, Lost: ls.Lost, AsOf: ls.AsOf, Err: ls.Err, NotJoined: ls.NotJoined, InFlight: ls.InFlight}
 	} else {
 		s.Verify = tui.Verify{Err: "live verification is off"}
 	}

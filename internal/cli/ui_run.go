@@ -91,10 +91,10 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 		for gen, actual := range p.logicalTopics() {
 			logical[actual] = gen
 		}
-		committed := func() (int64, checkpoint.Offsets, bool) {
-			id, offs, ok := job.CommittedCheckpoint()
+		committed := func() (int64, checkpoint.Offsets, []string, bool) {
+			id, offs, inFlight, ok := job.CommittedCheckpoint()
 			if !ok {
-				return 0, nil, false
+				return 0, nil, nil, false
 			}
 			out := checkpoint.Offsets{}
 			for topic, parts := range offs {
@@ -102,7 +102,7 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 					out[gen] = parts
 				}
 			}
-			return id, out, true
+			return id, out, inFlight, true
 		}
 		go func() {
 			defer close(liveDone)

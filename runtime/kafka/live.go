@@ -34,6 +34,10 @@ type LiveStatus struct {
 	// committed output, once every transaction of AsOf is visible.
 	Lost int
 	AsOf int64
+	// InFlight counts the expected records that checkpoint AsOf holds in
+	// flight (an unaligned checkpoint stores them with its snapshot) and
+	// that are not in the committed output yet: not counted as Lost.
+	InFlight int
 	// NotJoined counts the paid orders whose order and payment are more
 	// than the state TTL apart in event time (not expected).
 	NotJoined int
@@ -45,8 +49,10 @@ type LiveStatus struct {
 // Committed tells the live verifier how far the job's output is committed:
 // the newest checkpoint id whose sink transactions have all been committed,
 // and its source offsets by generator topic ("orders", "payments") and
-// partition. ok is false while no checkpoint's output is committed.
-type Committed func() (id int64, bounds checkpoint.Offsets, ok bool)
+// partition, and the order ids of the records it holds in flight (an
+// unaligned checkpoint: its output cannot hold them yet). ok is false
+// while no checkpoint's output is committed.
+type Committed func() (id int64, bounds checkpoint.Offsets, inFlight []string, ok bool)
 
 // LiveVerifier follows, while a job runs, its input topics and the
 // read_committed view of its output topic, and keeps LiveStatus up to date
@@ -262,11 +268,12 @@ func (v *LiveVerifier) Status() LiveStatus {
 		Committed:             v.st.committed,
 		Duplicates:            v.st.duplicates,
 		DuplicatesAtLeastOnce: v.st.dupLenient,
-		Lost:                  v.st.unseenConf,
 		AsOf:                  v.st.asOf,
 		NotJoined:             v.st.notJoined,
 		Err:                   v.errLocked(now),
 	}
+	s.InFlight = v.st.missingInFlight()
+	s.Lost = v.st.unseenConf - s.InFlight
 	return s
 }
 
@@ -538,6 +545,8 @@ type liveCheck struct {
 	waits  []*liveWait         // inputs, then outputs
 	sure   map[*livePart]int64 // outputs: the high watermark
 	step   int                 // 0 targets unknown, 1 fast, 2 sure
+	// inFlight are the order ids the checkpoint holds in flight.
+	inFlight []string
 }
 
 // watch asks committed() for newer checkpoints and checks them one after
@@ -562,8 +571,8 @@ func (v *LiveVerifier) watch(ctx context.Context, cl sarama.Client, committed Co
 			}
 		}
 		if cur == nil {
-			if id, bounds, ok := committed(); ok {
-				cur = v.newCheck(id, bounds)
+			if id, bounds, inFlight, ok := committed(); ok {
+				cur = v.newCheck(id, bounds, inFlight)
 			}
 		}
 		if cur != nil && !time.Now().Before(retryAt) {
@@ -616,14 +625,14 @@ func partNumbers(parts []*livePart) []int32 {
 
 // newCheck starts the check of checkpoint id, if it is newer than the last
 // one checked.
-func (v *LiveVerifier) newCheck(id int64, bounds checkpoint.Offsets) *liveCheck {
+func (v *LiveVerifier) newCheck(id int64, bounds checkpoint.Offsets, inFlight []string) *liveCheck {
 	v.mu.Lock()
 	newer := !v.checked || id > v.st.asOf
 	v.mu.Unlock()
 	if !newer {
 		return nil
 	}
-	c := &liveCheck{id: id, bounds: map[*livePart]int64{}, sure: map[*livePart]int64{}}
+	c := &liveCheck{id: id, bounds: map[*livePart]int64{}, sure: map[*livePart]int64{}, inFlight: inFlight}
 	for _, lp := range v.st.in {
 		// A partition the checkpoint does not name was not read at all.
 		b := max(bounds[lp.gen][lp.p], lp.start)
@@ -671,7 +680,7 @@ func (v *LiveVerifier) advance(ctx context.Context, cl sarama.Client, c *liveChe
 		for _, lp := range v.st.in {
 			v.st.tentative(lp, c.bounds[lp])
 		}
-		if v.st.unseenTent != v.st.unseenConf {
+		if v.st.unseenTent-v.st.missingAmong(c.inFlight) != v.st.unseenConf-v.st.missingInFlight() {
 			// Something c covers is missing: make sure.
 			c.step = 2
 			v.sureWait.Add(1)
@@ -686,6 +695,7 @@ func (v *LiveVerifier) advance(ctx context.Context, cl sarama.Client, c *liveChe
 	for _, lp := range v.st.in {
 		v.st.confirm(lp)
 	}
+	v.st.setInFlight(c.inFlight)
 	v.st.asOf, v.st.available, v.checked = c.id, true, true
 	return true, nil
 }

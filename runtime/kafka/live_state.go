@@ -143,7 +143,10 @@ type liveState struct {
 	dupLenient int // of duplicates, those with a copy written in an at-least-once period
 	lenient    *verify.Periods
 	unseenTent int // expected under the tentative bounds, not seen
-	unseenConf int // expected under the confirmed bounds, not seen (Lost)
+	unseenConf int // expected under the confirmed bounds, not seen (Lost, with inFlight)
+	// inFlight are the ids the confirmed checkpoint holds in flight, of
+	// those the table knows: not Lost while they are missing.
+	inFlight []idRef
 	asOf       int64
 	available  bool
 	badOutput  string // where the first output record that is not JSON is
@@ -385,4 +388,55 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 	for _, gen := range []string{runtime.TopicOrders, runtime.TopicPayments} {
 		st.newest[gen] = l.Newest(gen)
 	}
+}
+
+// find returns id's word if the table has one.
+func (t *idTable) find(id []byte) (*uint32, bool) {
+	if n, ok := verify.DenseID(id); ok {
+		c := int(n / denseChunk)
+		if c >= len(t.chunks) || t.chunks[c] == nil {
+			return nil, false
+		}
+		return &t.chunks[c][n%denseChunk], true
+	}
+	i, ok := t.index[string(id)]
+	if !ok {
+		return nil, false
+	}
+	return &t.other[i], true
+}
+
+// setInFlight notes the ids the confirmed checkpoint holds in flight.
+func (s *liveState) setInFlight(ids []string) {
+	s.inFlight = s.inFlight[:0]
+	for _, id := range ids {
+		if _, ok := s.ids.find([]byte(id)); ok {
+			s.inFlight = append(s.inFlight, s.ids.ref([]byte(id)))
+		}
+	}
+}
+
+// missingInFlight counts the in-flight ids of the confirmed checkpoint
+// that are expected under the confirmed bounds and not seen: they count
+// in unseenConf, and are not lost.
+func (s *liveState) missingInFlight() int {
+	n := 0
+	for _, r := range s.inFlight {
+		if w := *s.ids.at(r); s.expectedConf(w) && w&seenMask == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// missingAmong counts the ids of ids expected under the tentative bounds
+// and not seen.
+func (s *liveState) missingAmong(ids []string) int {
+	n := 0
+	for _, id := range ids {
+		if w, ok := s.ids.find([]byte(id)); ok && s.expectedTent(*w) && *w&seenMask == 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -40,9 +40,10 @@ func liveBroker(t *testing.T, outParts int32) (*Embedded, Client) {
 // fakeCommitted stands in for the job: the newest checkpoint whose output
 // is committed.
 type fakeCommitted struct {
-	mu     sync.Mutex
-	id     int64
-	bounds checkpoint.Offsets
+	mu       sync.Mutex
+	id       int64
+	bounds   checkpoint.Offsets
+	inFlight []string
 }
 
 func (f *fakeCommitted) set(id int64, b checkpoint.Offsets) {
@@ -58,10 +59,10 @@ func (f *fakeCommitted) set(id int64, b checkpoint.Offsets) {
 	f.mu.Unlock()
 }
 
-func (f *fakeCommitted) get() (int64, checkpoint.Offsets, bool) {
+func (f *fakeCommitted) get() (int64, checkpoint.Offsets, []string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.id, f.bounds, f.id > 0
+	return f.id, f.bounds, f.inFlight, f.id > 0
 }
 
 // bounds is the share k/n of every generator partition.
@@ -588,7 +589,7 @@ func TestLiveVerifierRidesOutBrokerDown(t *testing.T) {
 // A bad configuration stops Run at once with a named error.
 func TestLiveVerifierRejectsBadConfig(t *testing.T) {
 	v := NewLiveVerifier(LiveConfig{Client: Client{Brokers: []string{"127.0.0.1:1"}}, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: "paid-orders"})
-	err := v.Run(context.Background(), func() (int64, checkpoint.Offsets, bool) { return 0, nil, false })
+	err := v.Run(context.Background(), func() (int64, checkpoint.Offsets, []string, bool) { return 0, nil, nil, false })
 	if err == nil || !contains(err.Error(), "payments") {
 		t.Fatalf("Run: %v, want an error naming the payments input", err)
 	}
@@ -796,5 +797,61 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 	r.stop()
 	if s.Lost != 0 || s.NotJoined != 10 || s.Committed != 10 || s.Duplicates != 0 {
 		t.Fatalf("status %+v, want 10 committed, 10 not joined, nothing lost", s)
+	}
+}
+
+// An unaligned checkpoint holds records in flight: the verifier does not
+// count their paid orders as lost while they are missing from the output
+// committed as of it, and counts them once a later checkpoint commits them
+// or no longer holds them.
+func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
+	_, c := liveBroker(t, 1)
+	defer noLeaks(t)()
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+
+	gen := runtime.NewGenerator(12, 600, runtime.GeneratorPartitions)
+	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	var committed fakeCommitted
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
+	defer run.stop()
+
+	// Checkpoint 1 holds two paid orders in flight: they are not in its
+	// output.
+	b1 := bounds(gen, topics, 1, 2)
+	out1 := newSince(expectedBelow(t, gen, b1, true), nil)
+	writeInputs(t, c, gen, nil, b1)
+	commit(t, o, writeTxn(t, o, "sink-1", out1[2:]))
+	committed.mu.Lock()
+	committed.inFlight = []string{out1[0].OrderID, out1[1].OrderID}
+	committed.mu.Unlock()
+	committed.set(1, b1)
+	s := waitFor(t, v, "checkpoint 1", func(s LiveStatus) bool { return s.AsOf == 1 })
+	if s.Lost != 0 || s.InFlight != 2 {
+		t.Fatalf("checkpoint 1: %+v, want 2 in flight, none lost", s)
+	}
+
+	// Checkpoint 2 commits one of them; the other is no longer in flight
+	// and not committed: lost.
+	b2 := bounds(gen, topics, 2, 2)
+	e2 := expectedBelow(t, gen, b2, true)
+	writeInputs(t, c, gen, b1, b2)
+	commit(t, o, writeTxn(t, o, "sink-2", append(newSince(e2, expectedBelow(t, gen, b1, true)), out1[0])))
+	committed.mu.Lock()
+	committed.inFlight = nil
+	committed.mu.Unlock()
+	committed.set(2, b2)
+	s = waitFor(t, v, "checkpoint 2", func(s LiveStatus) bool { return s.AsOf == 2 })
+	if s.Lost != 1 || s.InFlight != 0 {
+		t.Fatalf("checkpoint 2: %+v, want the one left out lost", s)
 	}
 }

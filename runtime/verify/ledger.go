@@ -302,6 +302,20 @@ func (l *Ledger) Result() Result {
 	return r
 }
 
+// Missing reports whether the output must hold id and holds none of it:
+// what Result counts as lost.
+func (l *Ledger) Missing(id []byte) bool {
+	var b byte
+	if n, ok := DenseID(id); ok {
+		if c := int(n / chunkIDs); c < len(l.dense) && l.dense[c] != nil {
+			b = l.dense[c][n%chunkIDs]
+		}
+	} else {
+		b = l.other[string(id)]
+	}
+	return l.expected(b) && (b&countMask)>>countShift == 0
+}
+
 // Committed is how many output records the ledger accounted for.
 func (l *Ledger) Committed() int { return l.committed }
 

@@ -218,3 +218,46 @@ func TestPeriodsAreKeptInTheStateDir(t *testing.T) {
 		t.Fatal("a nil Periods holds something")
 	}
 }
+
+// memInput is an InputReader over records held in memory, by topic.
+type memInput map[string][][]byte
+
+func (m memInput) ReadInput(topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+	for _, v := range m[topic] {
+		if err := f(v, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m memInput) ReadInputAfter(string, map[int32]int64, func(v []byte, t int64) error) error {
+	return nil
+}
+
+// An unaligned checkpoint holds records in flight: the output committed as
+// of it cannot hold their paid orders yet, and they are neither expected
+// nor lost; a paid order missing that is not in flight is lost.
+func TestInFlightIsNeitherExpectedNorLost(t *testing.T) {
+	rec := func(id string) []byte { return []byte(`{"order_id":"` + id + `"}`) }
+	in := memInput{
+		TopicOrders:   {rec("o-000001"), rec("o-000002"), rec("o-000003")},
+		TopicPayments: {rec("o-000001"), rec("o-000002"), rec("o-000003")},
+	}
+	out := []Record{{Key: []byte("o-000001"), Value: rec("o-000001")}}
+	bounds := map[string]map[int32]int64{TopicOrders: {0: 3}, TopicPayments: {0: 3}}
+	v, err := VerifyInFlight(New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000009"}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.InFlight != 1 || v.Lost != 1 || v.Expected != 2 || v.OK {
+		t.Fatalf("%+v: want o-000002 in flight, o-000003 lost, 2 expected", v)
+	}
+	v, err = VerifyInFlight(New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000003"}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.InFlight != 2 || v.Lost != 0 || v.Expected != 1 || !v.OK {
+		t.Fatalf("%+v: want two in flight, nothing lost", v)
+	}
+}

@@ -203,6 +203,9 @@ type Verify struct {
 	// than the join's state TTL apart in event time: not joined, and not
 	// expected.
 	NotJoined int
+	// InFlight counts the paid orders checkpoint AsOf holds in flight (an
+	// unaligned checkpoint): not in its output yet, and not lost.
+	InFlight int
 }
 
 // Input is the input side: the generator and the tempo.

@@ -127,6 +127,11 @@ func (s *Model) verifyText(asOf bool) string {
 	}
 	if asOf && v.AsOf > 0 {
 		text += st.Muted.Render("  as of #" + strconv.FormatInt(v.AsOf, 10))
+		if v.InFlight > 0 {
+			// An unaligned checkpoint's in-flight records: processed after
+			// it, so not in its output yet.
+			text += st.Muted.Render(" (" + common.Thousands(int64(v.InFlight)) + " in flight)")
+		}
 	}
 	if ttl := s.ctx.Snap.Job.StateTTL; asOf && ttl > 0 {
 		t := "  state TTL " + common.RoundDuration(ttl)

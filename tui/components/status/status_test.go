@@ -2,6 +2,7 @@ package status
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"faultline/runtime/view"
@@ -64,4 +65,16 @@ func TestMain(m *testing.M) {
 	// The checks compare plain text: no colour, no bold.
 	lipgloss.SetColorProfile(termenv.Ascii)
 	os.Exit(m.Run())
+}
+
+// The paid orders an unaligned checkpoint holds in flight are said next to
+// the checkpoint the check covers: not in its output yet, and not lost.
+func TestVerifyLineSaysWhatIsInFlight(t *testing.T) {
+	ctx := common.NewContext(nil)
+	ctx.Snap, ctx.HasSnap = fixture.Running(), true
+	ctx.Snap.Verify = view.Verify{Available: true, Committed: 100, AsOf: 11, InFlight: 1177}
+	got := New(ctx).verifyText(true)
+	if want := "verify  committed 100  dup 0  lost 0 ✓  as of #11 (1,177 in flight)"; !strings.HasPrefix(got, want) {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
 }
