@@ -146,7 +146,7 @@ type liveState struct {
 	unseenConf int // expected under the confirmed bounds, not seen (Lost, with inFlight)
 	// inFlight are the ids the confirmed checkpoint holds in flight, of
 	// those the table knows: not Lost while they are missing.
-	inFlight []idRef
+	inFlight   []idRef
 	asOf       int64
 	available  bool
 	badOutput  string // where the first output record that is not JSON is
