@@ -142,6 +142,13 @@ func (j *Job) endStep() {
 // sources set the pace. A frozen task waits for a Step and goes on slowly
 // while it runs.
 func (t *task) pace(ctx context.Context) time.Duration {
+	return t.paceAs(ctx, true)
+}
+
+// paceAs is pace; behind says whether an operator that fell behind is
+// let go on unheld. Taking an unaligned barrier is always held, so that in
+// slow motion and in steps it can be seen at the front of its queue.
+func (t *task) paceAs(ctx context.Context, behind bool) time.Duration {
 	if Tempo(t.a.job.tempo.now.Load()) == TempoNormal {
 		return 0
 	}
@@ -169,7 +176,7 @@ func (t *task) pace(ctx context.Context) time.Duration {
 				d = SlowDelay
 			}
 		}
-		if d > 0 && t.behind() {
+		if d > 0 && behind && t.behind() {
 			if start.IsZero() {
 				return 0
 			}

@@ -141,6 +141,16 @@ func (t *task) capture(i int, upTo int64) {
 // takePriority handles the unaligned barriers waiting in the subtask's
 // input channels, ahead of everything queued.
 func (t *task) takePriority(ctx context.Context) error {
+	waiting := false
+	for _, in := range t.inputs {
+		waiting = waiting || !in.ended && in.ch.hasPrio.Load()
+	}
+	if !waiting {
+		return nil
+	}
+	if d := t.paceAs(ctx, false); d > 0 {
+		t.m.IdleNanos.Add(int64(d))
+	}
 	for i, in := range t.inputs {
 		if in.ended || !in.ch.hasPrio.Load() {
 			continue
