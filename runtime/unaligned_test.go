@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"faultline/checkpoint"
 	"faultline/runtime/view"
 )
 
@@ -84,4 +85,41 @@ func TestAlignedTimeoutSwitchesSlowCheckpoints(t *testing.T) {
 		t.Fatal("the result does not say the run used unaligned checkpoints")
 	}
 	t.Logf("aligned %v; timed out to unaligned %v", aligned, timedOut)
+}
+
+// A savepoint is always aligned, as in Flink: in an unaligned run with a
+// slowed join subtask, the savepoint's barriers queue behind the records
+// and it stores nothing in flight, while the checkpoints around it do.
+func TestSavepointIsAlwaysAligned(t *testing.T) {
+	var sp int64
+	r := (&run{records: 40000, rate: 20000, interval: 100 * time.Millisecond, unaligned: true,
+		faults: []string{"after-records=1000,task=join/0,fault=slow,factor=10,for=2s"},
+		during: func(j *Job) {
+			waitFor(t, "an unaligned checkpoint with in-flight data", func() bool {
+				for _, c := range j.coord.Stats().History {
+					if c.Status == checkpoint.StatusCompleted && c.PersistedInFlight > 0 {
+						return true
+					}
+				}
+				return false
+			})
+			var err error
+			for sp == 0 {
+				if sp, err = j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
+					time.Sleep(10 * time.Millisecond) // another checkpoint is in progress
+				}
+			}
+		}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+	for _, c := range completedCheckpoints(r.events) {
+		if c.ID == sp {
+			if c.Kind != "savepoint" || c.Unaligned || c.PersistedInFlightBytes != 0 {
+				t.Fatalf("savepoint %d: %+v, want aligned with nothing in flight", sp, c)
+			}
+			return
+		}
+	}
+	t.Fatalf("savepoint %d never completed", sp)
 }

@@ -18,6 +18,23 @@ import (
 // event, then kills it (SIGKILL) as a crash would.
 func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 	t.Helper()
+	seen := 0
+	killWhen(t, func(m map[string]any) bool {
+		if m["event"] == event {
+			seen++
+		}
+		return seen == nth
+	}, args...)
+	if seen < nth {
+		t.Fatalf("the run ended after %d %s events, before the %dth", seen, event, nth)
+	}
+	return seen
+}
+
+// killWhen runs faultline until it printed a line that until accepts,
+// then kills it (SIGKILL) as a crash would. It reports whether one came.
+func killWhen(t *testing.T, until func(line map[string]any) bool, args ...string) bool {
+	t.Helper()
 	cmd := command(t, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -28,14 +45,10 @@ func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	seen := 0
-	for sc.Scan() {
+	came := false
+	for !came && sc.Scan() {
 		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["event"] == event {
-			if seen++; seen == nth {
-				break
-			}
-		}
+		came = json.Unmarshal(sc.Bytes(), &m) == nil && until(m)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	go func() {
@@ -43,10 +56,7 @@ func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 		}
 	}()
 	cmd.Wait()
-	if seen < nth {
-		t.Fatalf("the run ended after %d %s events, before the %dth", seen, event, nth)
-	}
-	return seen
+	return came
 }
 
 // The crash fault kills the process as SIGKILL does; corrupt-checkpoint

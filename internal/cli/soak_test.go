@@ -333,7 +333,7 @@ func TestKillSoakEmbeddedBroker(t *testing.T) {
 // the barriers overtake full queues and checkpoints hold in-flight
 // records: every resumed run replays them into their channels.
 func TestKillSoakUnaligned(t *testing.T) {
-	slow := []string{"--unaligned", "--inject", "after=300ms,task=join/0,fault=slow,factor=10,for=60s"}
+	slow := []string{"--unaligned", "--inject", "after=300ms,task=join/0,fault=slow,factor=10,for=2s"}
 	if *soakFull {
 		killSoak(t, "kill soak, unaligned", "", 20, 1_000_000, 20000, slow...)
 		return

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,30 +58,9 @@ func TestUnalignedRunsAreExact(t *testing.T) {
 // it.
 func killAfterInFlight(t *testing.T, args ...string) {
 	t.Helper()
-	cmd := command(t, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	seen := false
-	for !seen && sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["event"] == "checkpoint_completed" && num(m, "persisted_in_flight_bytes") > 0 {
-			seen = true
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	cmd.Wait()
-	if !seen {
+	if !killWhen(t, func(m map[string]any) bool {
+		return m["event"] == "checkpoint_completed" && num(m, "persisted_in_flight_bytes") > 0
+	}, args...) {
 		t.Fatal("the run ended before a checkpoint stored in-flight records")
 	}
 }

@@ -16,7 +16,10 @@ func TestEventLinesKeepTheContract(t *testing.T) {
 		want string
 	}{
 		{CheckpointCompleted{ID: 1, Kind: "checkpoint", DurationMs: 19, SizeBytes: 46591, IncrementalBytes: 46591},
-			`{"event":"checkpoint_completed","at_ms":255,"duration_ms":19,"id":1,"incremental_bytes":46591,"kind":"checkpoint","size_bytes":46591}`},
+			`{"event":"checkpoint_completed","at_ms":255,"duration_ms":19,"id":1,"incremental_bytes":46591,"kind":"checkpoint","persisted_in_flight_bytes":0,"processed_in_flight_bytes":0,"size_bytes":46591,"unaligned":false}`},
+		{CheckpointCompleted{ID: 2, Kind: "checkpoint", DurationMs: 3, SizeBytes: 9, IncrementalBytes: 9, Unaligned: true,
+			TimedOut: []string{"join/0"}, PersistedInFlightBytes: 512, ProcessedInFlightBytes: 64},
+			`{"event":"checkpoint_completed","at_ms":255,"duration_ms":3,"id":2,"incremental_bytes":9,"kind":"checkpoint","persisted_in_flight_bytes":512,"processed_in_flight_bytes":64,"size_bytes":9,"timed_out":["join/0"],"unaligned":true}`},
 		{JobStatus{Status: "CREATED"}, `{"event":"job_status","at_ms":255,"status":"CREATED"}`},
 		{TaskFailed{Error: "boom", Attempt: 2}, `{"event":"task_failed","at_ms":255,"attempt":2,"error":"boom"}`},
 		{Restored{Reason: "resumed"}, `{"event":"restored","at_ms":255,"checkpoint":0,"reason":"resumed"}`},
