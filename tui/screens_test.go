@@ -329,7 +329,7 @@ func TestCheckpointDetailOfATimedOutCheckpoint(t *testing.T) {
 	}{
 		{120, []string{
 			"persisted in-flight data 40KB (320 records) · processed in-flight data 28KB",
-			"timed out → unaligned: join/0 — its alignment outlasted the aligned-checkpoint timeout (100ms)",
+			"timed out → unaligned: join/0 — the checkpoint was older than the aligned-checkpoint timeout (100ms)",
 			" subtask           ack       type         sync   async   align   delay    full    incr persisted processed",
 			" orders-source/0   ✓ acked   —             1ms     5ms     2ms     2ms    97KB   3.1KB        0B        0B",
 			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms     2ms    97KB   3.1KB      40KB      22KB",

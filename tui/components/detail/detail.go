@@ -181,12 +181,9 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 		if t := d.ctx.Snap.Job.AlignedTimeout; t > 0 {
 			timeout += " (" + common.RoundDuration(t) + ")"
 		}
-		who, its := strings.Join(c.TimedOut, ", "), "its"
-		if len(c.TimedOut) > 1 {
-			its = "their"
-		}
-		say("timed out → unaligned: "+who+" — "+its+" alignment outlasted "+timeout+
-			": the snapshot was taken unaligned, the records in flight stored with it", st.Warning)
+		who := strings.Join(c.TimedOut, ", ")
+		say("timed out → unaligned: "+who+" — the checkpoint was older than "+timeout+
+			" when it reached them: they took their snapshot unaligned and stored the records in flight with it", st.Warning)
 	case kind == common.KindUnaligned:
 		say("unaligned: the barriers overtook the records in flight; each subtask took its snapshot at its first barrier "+
 			"and stored the records it overtook as channel state, processed after the snapshot", st.Info)

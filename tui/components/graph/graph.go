@@ -458,8 +458,9 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 		}
 		switch a := t.Alignment; {
 		case a.TimedOut:
-			// Its alignment outlasted the aligned-checkpoint timeout: it
-			// took its snapshot unaligned and records in-flight data.
+			// The checkpoint was older than the aligned-checkpoint timeout
+			// when it reached the subtask: it took its snapshot unaligned
+			// and records in-flight data.
 			chips = append(chips, chip{text: "TIMED OUT → UNALIGNED #" + id + since, short: "TIMED OUT→UNALIGNED #" + id,
 				shorter: "→UNALIGNED #" + id, pad: pad, style: st.Warning})
 		case a.Unaligned:

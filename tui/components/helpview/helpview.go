@@ -94,13 +94,13 @@ var legend = [][2]string{
 	{"··· 9 •3 persisted", "9 elements queued, the first 3 overtaken by an unaligned barrier and persisted (•3 when narrow)"},
 	{"●··· REC 7", "barrier not here yet: what this channel delivers is stored as in-flight data of the unaligned checkpoint, 7 records so far"},
 	{"UNALIGNED #17 38ms", "the subtask took its snapshot of 17 at the first barrier, without waiting for the others: nothing is blocked"},
-	{"TIMED OUT → UNALIGNED", "its alignment outlasted the aligned-checkpoint timeout, so it went on unaligned (→UNALIGNED when narrow)"},
+	{"TIMED OUT → UNALIGNED", "the checkpoint grew older than the aligned-checkpoint timeout before it passed this subtask, so it went on unaligned here (→UNALIGNED when narrow)"},
 }
 
 // modes explains the checkpointing modes the m key goes through, as the
 // header names them.
 var modes = [][2]string{
-	{"exactly-once · aligned", "a channel that delivered barrier n waits (BLOCKED) until every channel has; with a timeout (\"aligned, timeout 100ms\"), an alignment that lasts longer goes on unaligned"},
+	{"exactly-once · aligned", "a channel that delivered barrier n waits (BLOCKED) until every channel has; with a timeout (\"aligned, timeout 100ms\"), a checkpoint older than it goes on unaligned"},
 	{"exactly-once · unaligned", "barriers overtake the records in flight; a subtask snapshots at its first barrier and persists what they overtook: nothing waits, checkpoints grow"},
 	{"at-least-once", "barriers are counted, nothing waits or is persisted: a restore reads some records again (the duplicates)"},
 }
