@@ -185,11 +185,12 @@ func channelStateError(c *checkpoint.Completed, chans map[checkpoint.TaskID]task
 // printChannels lists the channel state of c's subtasks, in their order.
 func printChannels(out io.Writer, c *checkpoint.Completed, chans map[checkpoint.TaskID]taskChannels) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	header := false
+	header, read := false, false
 	for _, id := range c.SortedTasks() {
 		tc, ok := chans[id]
-		if !ok {
-			continue
+		read = read || ok
+		if !ok || len(tc.channels) == 0 && tc.err == nil {
+			continue // nothing was in flight into it
 		}
 		if !header {
 			fmt.Fprintln(out)
@@ -200,9 +201,6 @@ func printChannels(out io.Writer, c *checkpoint.Completed, chans map[checkpoint.
 		if len(tc.channels) == 0 && tc.err != nil {
 			fmt.Fprintf(tw, "→ %s\t\t\tunreadable: %v\n", id, tc.err)
 			continue
-		}
-		if len(tc.channels) == 0 {
-			fmt.Fprintf(tw, "→ %s\t0\t0B\tnone\n", id)
 		}
 		for _, ch := range tc.channels {
 			name := fmt.Sprintf("%s → %s, input %d", ch.From, id, ch.Input)
@@ -215,6 +213,10 @@ func printChannels(out io.Writer, c *checkpoint.Completed, chans map[checkpoint.
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t\n", name, thousands(int64(ch.Records)), bytesHuman(ch.Bytes))
 		}
+	}
+	if read && !header {
+		fmt.Fprintln(out)
+		fmt.Fprintln(out, "channel state: none (nothing was in flight at the snapshots)")
 	}
 	return tw.Flush()
 }
