@@ -403,8 +403,12 @@ func (s *soak) chaosSchedule(n int, gap time.Duration) []chaosFault {
 // same times counted from its own start. The input is written at a rate
 // that lasts past the last fault, and the last run goes on to the end of
 // it and checks the output.
-func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64) {
-	s := newSoak(t, fmt.Sprintf("chaos soak, %d faults", n))
+func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64, extra ...string) {
+	name := fmt.Sprintf("chaos soak, %d faults", n)
+	if len(extra) > 0 {
+		name += " " + strings.Join(extra, " ")
+	}
+	s := newSoak(t, name)
 	faults := s.chaosSchedule(n, gap)
 	end := faults[len(faults)-1].at
 	records := rate * int64((end + 4*time.Second).Seconds())
@@ -412,6 +416,7 @@ func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64) {
 		"--checkpoint-interval", "200ms", "--restart-strategy", "fixed-delay", "--restart-attempts", "1000000",
 		"--restart-delay", "50ms", "--retained-checkpoints", "5", "--retention-interval", "500ms",
 		"--listen", "0", "--state-dir", s.stateDir(), "--resume"}
+	common = append(common, extra...)
 	fired := map[string]int{}
 	restarts, savepoints := 0, 0
 	var report map[string]any
@@ -493,6 +498,17 @@ func TestSoakChaos(t *testing.T) {
 		return
 	}
 	chaosSoak(t, 12, 600*time.Millisecond, 5000)
+}
+
+// TestSoakChaosUnaligned is the chaos soak with unaligned checkpoints: the
+// slow faults fill queues for the barriers to overtake, and every other
+// fault restores checkpoints that hold records in flight.
+func TestSoakChaosUnaligned(t *testing.T) {
+	if *soakFull {
+		chaosSoak(t, 100, 800*time.Millisecond, 10000, "--unaligned")
+		return
+	}
+	chaosSoak(t, 12, 600*time.Millisecond, 5000, "--unaligned")
 }
 
 // dirBytes is the disk space the files under dir use (their blocks, as du
