@@ -40,7 +40,7 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	s.waitFor("join/0 selected", 5*time.Second, contains("▸join/0"))
 	s.inject("3", "slow", "join/0")
 	s.waitFor("join/0 marked slow", 15*time.Second, contains("SLOW"))
-	aligning := regexp.MustCompile(`ALIGN(?:ING)? #\d+ (\d+(?:\.\d+)?)(ms|s)\b`)
+	aligning := regexp.MustCompile(`COUNT(?:ING)? #\d+ (\d+(?:\.\d+)?)(ms|s)\b`)
 	s.waitFor("a barrier waited for over a second at the join", 60*time.Second, func(sc string) bool {
 		for _, m := range aligning.FindAllStringSubmatch(sc, -1) {
 			if v, _ := strconv.ParseFloat(m[1], 64); m[2] == "s" && v >= 1 {

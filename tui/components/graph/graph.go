@@ -465,6 +465,11 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 				shorter: "→UNALIGNED #" + id, pad: pad, style: st.Warning})
 		case a.Unaligned:
 			chips = append(chips, chip{text: "UNALIGNED #" + id + since, short: "UNALIGNED #" + id, pad: pad, style: st.Info})
+		case g.atLeastOnce(a.Checkpoint):
+			// Nothing aligns: the subtask counts the checkpoint's
+			// barriers and reads on from every channel (Flink's
+			// CheckpointBarrierTracker).
+			chips = append(chips, chip{text: "COUNTING #" + id + since, short: "COUNT #" + id + since, pad: pad, style: st.Muted})
 		default:
 			chips = append(chips, chip{text: "ALIGNING #" + id + since, short: "ALIGN #" + id + since, pad: pad, style: st.Warning})
 		}
@@ -629,4 +634,13 @@ func acked(cp *view.Checkpoint, task string) (done, waiting bool) {
 		return true, false
 	}
 	return false, slices.Contains(cp.WaitingFor, task)
+}
+
+// atLeastOnce reports whether checkpoint id is taken at-least-once (its
+// mode as the history knows it, else the job's current mode).
+func (g *Model) atLeastOnce(id int64) bool {
+	if cp := g.ctx.CheckpointByID(id); cp != nil {
+		return g.ctx.CheckpointMode(cp) == "at-least-once"
+	}
+	return g.ctx.Snap.Job.Mode == "at-least-once"
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
@@ -176,6 +177,20 @@ func TestSlowedSubtaskIsMarked(t *testing.T) {
 	j.SlowUntil = s.Now
 	if line := g.coreLine(s.Operators[4], 1, j, 46, nil); strings.Contains(line, "SLOW") {
 		t.Errorf("the slow fault is over: %q", line)
+	}
+}
+
+// In at-least-once mode nothing aligns: a subtask whose barriers have not
+// all come says it counts them.
+func TestAtLeastOnceSubtaskCountsBarriers(t *testing.T) {
+	s := fixture.AtLeastOnce()
+	j := s.Tasks["join/0"]
+	j.Alignment = view.AlignmentView{Checkpoint: 17, Since: s.Now.Add(-1200 * time.Millisecond)}
+	s.Tasks["join/0"] = j
+	g := sampled(s)
+	line := g.coreLine(s.Operators[4], 0, s.Tasks["join/0"], 46, g.ctx.PendingCheckpoint())
+	if got := strings.TrimRight(line, " "); !strings.Contains(got, "COUNTING #17 1.2s") || strings.Contains(got, "ALIGN") {
+		t.Fatalf("got %q, want COUNTING #17 1.2s", got)
 	}
 }
 

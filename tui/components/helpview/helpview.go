@@ -86,6 +86,7 @@ var legend = [][2]string{
 	{"SLOW ×10 4s", "a slow fault holds the subtask: a tenth of its rate, 4 s left"},
 	{"✓14 ○14", "acknowledged / still waiting: pending checkpoint 14"},
 	{"ALIGNING #14 38ms", "barrier 14 came in on some inputs 38ms ago"},
+	{"COUNTING #14 1.2s", "at-least-once: barrier 14 came in on some inputs 1.2s ago; the subtask counts them and reads on, blocking nothing"},
 	{"p0:1203", "a source's next offset to read in partition 0 of its topic"},
 	{"◂··▌14···", "input queue: next element leftmost, ▌14 is barrier 14"},
 	{"··· 1,264 ·=4", "1,264 elements queued; one · stands for 4 when the queue is longer than the strip"},
