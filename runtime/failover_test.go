@@ -117,16 +117,23 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 	cases := []struct {
 		name, fault string
 		mustLose    bool
+		unaligned   bool // with unaligned checkpoints and join/0 slowed: in-flight records in the restored state
 	}{
-		{"join", "after-records=20000,task=join/1,fault=panic", true},
-		{"sink", "after-records=9000,task=sink/0,fault=error", true},
-		{"revenue", "after-records=9000,task=revenue/0,fault=panic", false},
-		{"parse", "after-records=9000,task=parse-payments/1,fault=panic", false},
+		{"join", "after-records=20000,task=join/1,fault=panic", true, false},
+		{"join, unaligned", "after-records=20000,task=join/1,fault=panic", true, true},
+		{"sink, unaligned", "after-records=9000,task=sink/0,fault=error", true, true},
+		{"sink", "after-records=9000,task=sink/0,fault=error", true, false},
+		{"revenue", "after-records=9000,task=revenue/0,fault=panic", false, false},
+		{"parse", "after-records=9000,task=parse-payments/1,fault=panic", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			faults := []string{tc.fault}
+			if tc.unaligned {
+				faults = append(faults, "after-records=3000,task=join/0,fault=slow,factor=5,for=2s")
+			}
 			r := (&run{records: 100000, rate: 50000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
-				faults: []string{tc.fault}}).do(t)
+				unaligned: tc.unaligned, faults: faults}).do(t)
 			if r.res.Status != JobFinished || r.res.Restarts != 1 {
 				t.Fatalf("status %s restarts %d", r.res.Status, r.res.Restarts)
 			}
