@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/restart"
+	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
@@ -28,7 +30,7 @@ func TestUnalignedCheckpointsThroughFailures(t *testing.T) {
 		faults: []string{
 			"after-records=1000,task=join/0,fault=slow,factor=20,for=2s",
 			"after-records=6000,task=join/1,fault=panic",
-			"after-records=9000,task=revenue/0,fault=panic",
+			"after-records=4000,task=revenue/0,fault=panic",
 		}}).do(t)
 	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.verify.Lost != 0 {
 		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
@@ -58,7 +60,7 @@ func TestUnalignedCheckpointsThroughFailures(t *testing.T) {
 // on their way, the others complete aligned, and the output is exactly
 // once through a failure.
 func TestAlignedTimeoutSwitchesSlowCheckpoints(t *testing.T) {
-	r := (&run{records: 40000, rate: 20000, interval: 100 * time.Millisecond, alignedTimeout: 30 * time.Millisecond,
+	r := (&run{records: 40000, rate: 20000, interval: 100 * time.Millisecond, alignedTimeout: 100 * time.Millisecond,
 		faults: []string{
 			"after-records=8000,task=join/0,fault=slow,factor=20,for=1s",
 			"after-records=12000,task=join/1,fault=panic",
@@ -122,4 +124,31 @@ func TestSavepointIsAlwaysAligned(t *testing.T) {
 		}
 	}
 	t.Fatalf("savepoint %d never completed", sp)
+}
+
+// Region failover on the pipeline job with unaligned checkpoints: the
+// restarted region's channels get the in-flight records of the restored
+// checkpoint back, the other regions run on, and the output is exact.
+func TestRegionFailoverReplaysTheRegionsInFlightRecords(t *testing.T) {
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := (&run{job: job, records: 40000, rate: 20000, interval: 50 * time.Millisecond, failover: restart.FailoverRegion, unaligned: true,
+		faults: []string{"after-records=500,task=sink/2,fault=slow,factor=10,for=2s", "after-records=2500,task=enrich/2,fault=panic"}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.verify.Lost != 0 {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+	if len(r.res.RestoredFrom) != 1 {
+		t.Fatalf("restored from %v, want one checkpoint", r.res.RestoredFrom)
+	}
+	for _, c := range completedCheckpoints(r.events) {
+		if c.ID == r.res.RestoredFrom[0] {
+			if c.PersistedInFlightBytes == 0 {
+				t.Fatalf("the restored checkpoint %d held nothing in flight: %+v", c.ID, c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no checkpoint_completed for the restored checkpoint %d", r.res.RestoredFrom[0])
 }
