@@ -211,7 +211,14 @@ func TestStorageFailDeclinesAndFailsOver(t *testing.T) {
 // output holds since the checkpoint it restored, writes none of it twice.
 func TestFallbackPastADamagedCheckpointDuplicatesNothing(t *testing.T) {
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "12000", "--checkpoint-interval", "1s",
-		"--inject", "after=2500ms,fault=corrupt-checkpoint", "--inject", "after=2700ms,task=join/0,fault=panic",
+		// Counted in checkpoints, not seconds (on a busy machine the first
+		// checkpoint was sometimes the newest, and the only one): the
+		// second is damaged as it completes; the third too, and join/0
+		// fails right then. The restore falls back past both to the
+		// first, past output that the second's completion certainly
+		// committed (the third's commit races the failure).
+		"--inject", "after-checkpoints=2,fault=corrupt-checkpoint",
+		"--inject", "after-checkpoints=3,fault=corrupt-checkpoint", "--inject", "after-checkpoints=3,task=join/0,fault=panic",
 		"--restart-delay", "50ms")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s\n%v", r.code, r.stderr, r.report)
