@@ -1,0 +1,66 @@
+package runtime
+
+// The checkpointing mode: aligned or unaligned exactly-once, or
+// at-least-once, and switching it while the job runs.
+
+import (
+	"time"
+
+	"faultline/runtime/barrier"
+	"faultline/runtime/view"
+)
+
+// Mode is the checkpointing mode of the checkpoints triggered now.
+func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
+
+// Unaligned reports whether the exactly-once checkpoints triggered now
+// are unaligned.
+func (j *Job) Unaligned() bool { return j.unaligned.Load() }
+
+// Checkpointing modes by name, as the UI and the report show them.
+const (
+	ModeAligned     = "exactly-once"
+	ModeUnaligned   = "exactly-once unaligned"
+	ModeAtLeastOnce = "at-least-once"
+)
+
+// ModeName names a checkpointing mode.
+func ModeName(m barrier.Mode, unaligned bool) string {
+	switch {
+	case m == barrier.AtLeastOnce:
+		return ModeAtLeastOnce
+	case unaligned:
+		return ModeUnaligned
+	}
+	return ModeAligned
+}
+
+// ModeNameNow names the mode of the checkpoints triggered now.
+func (j *Job) ModeNameNow() string { return ModeName(j.Mode(), j.Unaligned()) }
+
+// SetMode switches the checkpointing mode for the checkpoints triggered
+// from now on (exactly-once aligns barriers, at-least-once does not); each
+// subtask changes its barrier handler when the first barrier of such a
+// checkpoint reaches it. unaligned makes exactly-once checkpoints
+// unaligned.
+func (j *Job) SetMode(m barrier.Mode, unaligned bool) {
+	unaligned = unaligned && m == barrier.ExactlyOnce
+	before := j.ModeNameNow()
+	j.unaligned.Store(unaligned)
+	if barrier.Mode(j.mode.Swap(int32(m))) != m && m == barrier.AtLeastOnce {
+		j.lenient(j.cfg.AtLeastOnce.Open)
+	}
+	if now := ModeName(m, unaligned); now != before {
+		j.coord.SetMode(now)
+		j.obs.Emit(view.ModeChanged{Mode: now})
+	}
+}
+
+// lenient opens or closes (f) an at-least-once period now; the oracle
+// would read the output too strictly without it, so a failure to keep it
+// is logged.
+func (j *Job) lenient(f func(time.Time) error) {
+	if err := f(j.clk.Now()); err != nil {
+		j.logf("keep the at-least-once periods: %v", err)
+	}
+}
