@@ -173,21 +173,21 @@ func (j *Job) CommittedCheckpoint() (id int64, offsets checkpoint.Offsets, inFli
 	return 0, nil, nil, false
 }
 
-// completedOffsets returns the source offsets of completed checkpoint id.
-func (j *Job) completedOffsets(id int64) (checkpoint.Offsets, bool) {
+// completed returns completed checkpoint id.
+func (j *Job) completed(id int64) (*checkpoint.Completed, bool) {
 	j.lastCommitted.Lock()
 	if c := j.lastCommitted.c; c != nil && c.ID == id {
 		j.lastCommitted.Unlock()
-		return c.SourceOffsets(), true
+		return c, true
 	}
 	j.lastCommitted.Unlock()
-	all, err := j.cfg.Store.All(context.Background()) // the sink's OperatorContext.CompletedOffsets: none either
+	all, err := j.cfg.Store.All(context.Background()) // the sink's OperatorContext.Completed: none either
 	if err != nil {
 		return nil, false
 	}
 	for _, c := range all {
 		if c.ID == id {
-			return c.SourceOffsets(), true
+			return c, true
 		}
 	}
 	return nil, false

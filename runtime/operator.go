@@ -39,9 +39,8 @@ type OperatorContext struct {
 	// the source offsets of the newest of them. The sink's output already
 	// holds what the job emits again until its sources pass them.
 	Replay checkpoint.Offsets
-	// CompletedOffsets returns the source offsets of a completed
-	// checkpoint, by id.
-	CompletedOffsets func(id int64) (checkpoint.Offsets, bool)
+	// Completed returns a completed checkpoint, by id.
+	Completed func(id int64) (*checkpoint.Completed, bool)
 	// clk is the job's clock (nil outside a subtask: the wall clock).
 	clk clock.Clock
 	// batchStart is when the subtask began the batch of input it is

@@ -424,8 +424,33 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 		if err := s.restoreSkip(ctx); err != nil {
 			return fmt.Errorf("%s: %w", ctx.Task, err)
 		}
+		// What recovery just committed is now the last transaction this
+		// subtask committed: a later fallback to a checkpoint taken
+		// before this subtask commits again reads the output from there.
+		if a := lastPending(ctx.RestoredState(sinkStateName), ctx.RestoredState, func(owner int) bool { return owner%p == idx }); a != "" {
+			s.anchor = a
+		}
 	}
 	return nil
+}
+
+// lastPending is the committable of the newest transaction pre-committed in
+// the restored sink states of the owners given, "" when there is none.
+func lastPending(states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool) string {
+	var last string
+	newest := int64(-1)
+	for _, b := range states {
+		st, err := decodeSinkState(b, redo)
+		if err != nil || !owners(st.owner) {
+			continue // recoverSink has refused a state it cannot read
+		}
+		for _, t := range st.pending {
+			if t.checkpoint > newest {
+				last, newest = t.committable, t.checkpoint
+			}
+		}
+	}
+	return last
 }
 
 // committedReader is a TxnOutput that can read its committed output from
@@ -469,9 +494,12 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 			}
 		}
 	}
-	if s.skip != nil || ctx.Replay == nil {
+	if ctx.Replay == nil {
 		return nil
 	}
+	// The restore went back past damaged checkpoints: what they committed
+	// is held too, beside what the restored checkpoint still skipped (a
+	// second fallback while the job was skipping after a first).
 	reader, ok := s.out.(committedReader)
 	if !ok {
 		return nil
@@ -520,11 +548,19 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 	if err != nil {
 		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)
 	}
-	s.skip, s.skipUntil = map[string]struct{}{}, ctx.Replay
-	if len(ctx.Replay) == 0 {
+	restored := s.skip != nil
+	if !restored {
+		s.skip = map[string]struct{}{}
+	}
+	switch {
+	case len(ctx.Replay) == 0 || restored && s.skipUntil == nil:
 		// Where the newer checkpoints ended is not known: every id is
 		// dropped once, and the set goes when it is empty.
 		s.skipUntil = nil
+	case restored:
+		s.skipUntil = furthest(s.skipUntil, ctx.Replay)
+	default:
+		s.skipUntil = ctx.Replay
 	}
 	for _, r := range recs {
 		if id, ok := flatjson.OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
@@ -670,14 +706,45 @@ func (s *sinkOp) NotifyCheckpointComplete(id int64) error {
 	s.pending = append(s.pending[:0], s.pending[i:]...)
 	s.progress.committed(s.ctx.Task.String(), id)
 	if s.skip != nil && s.skipUntil != nil {
-		if offs, ok := s.ctx.CompletedOffsets(id); ok && covers(offs, s.skipUntil) {
-			s.skip, s.skipUntil = nil, nil // the job is past what it emits again
+		if c, ok := s.ctx.Completed(id); ok && covers(c.SourceOffsets(), s.skipUntil) && !s.skipsAny(c.InFlightIDs()) {
+			// The job is past what it emits again, and no record that
+			// would emit one of those is still in flight (an unaligned
+			// checkpoint's barrier overtakes records it has not processed).
+			s.skip, s.skipUntil = nil, nil
 		}
 	}
 	if s.skip != nil && len(s.skip) == 0 {
 		s.skip, s.skipUntil = nil, nil
 	}
 	return nil
+}
+
+// skipsAny reports whether the skip set holds any of ids.
+func (s *sinkOp) skipsAny(ids []string) bool {
+	for _, id := range ids {
+		if _, held := s.skip[id]; held {
+			return true
+		}
+	}
+	return false
+}
+
+// furthest is, per topic and partition, the further of a's and b's offsets.
+func furthest(a, b checkpoint.Offsets) checkpoint.Offsets {
+	out := checkpoint.Offsets{}
+	for _, o := range []checkpoint.Offsets{a, b} {
+		for topic, parts := range o {
+			if out[topic] == nil {
+				out[topic] = map[int32]int64{}
+			}
+			for p, off := range parts {
+				if cur, ok := out[topic][p]; !ok || off > cur {
+					out[topic][p] = off
+				}
+			}
+		}
+	}
+	return out
 }
 
 // covers reports whether offsets are at or past until in every partition

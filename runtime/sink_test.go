@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime/flatjson"
 	"faultline/runtime/spec"
 )
 
@@ -337,17 +338,30 @@ func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	}
 }
 
+// completedAt is a checkpoint whose source subtask read up to offsets, with
+// the records of order ids inFlight in flight.
+func completedAt(id int64, offsets checkpoint.Offsets, inFlight ...string) *checkpoint.Completed {
+	return &checkpoint.Completed{ID: id, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{
+		{Operator: "orders", Index: 0}: {Offsets: offsets},
+		{Operator: "join", Index: 0}:   {InFlightIDs: inFlight},
+	}}
+}
+
 // The skip set a fallback made survives a checkpoint taken during the
 // replay (every subtask restored from it gets it), and goes once a
-// completed checkpoint's sources are past the damaged one's offsets.
+// completed checkpoint's sources are past the damaged one's offsets and
+// none of the records it skips is still in flight.
 func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	until := checkpoint.Offsets{"orders": {0: 100, 1: 50}}
-	at := map[int64]checkpoint.Offsets{
-		7: {"orders": {0: 120, 1: 40}},
-		8: {"orders": {0: 120, 1: 50}},
+	at := map[int64]*checkpoint.Completed{
+		7: completedAt(7, checkpoint.Offsets{"orders": {0: 120, 1: 40}}),
+		// Past the damaged offsets, but an unaligned barrier overtook the
+		// record that emits o-000002 again: it reaches the sink later.
+		8: completedAt(8, checkpoint.Offsets{"orders": {0: 120, 1: 50}}, "o-000002", "o-000009"),
+		9: completedAt(9, checkpoint.Offsets{"orders": {0: 130, 1: 60}}, "o-000009"),
 	}
 	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1,
-		CompletedOffsets: func(id int64) (checkpoint.Offsets, bool) { o, ok := at[id]; return o, ok }}
+		Completed: func(id int64) (*checkpoint.Completed, bool) { c, ok := at[id]; return c, ok }}
 	s := &sinkOp{out: NewMemoryOutput(), ctx: ctx, skip: map[string]struct{}{"o-000001": {}, "o-000002": {}}, skipUntil: until}
 	entries, err := s.SnapshotState(6)
 	if err != nil {
@@ -372,7 +386,119 @@ func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	if err := r.NotifyCheckpointComplete(7); err != nil || r.skip == nil {
 		t.Fatalf("checkpoint 7 is not past partition 1 yet: %v, set %v", err, r.skip)
 	}
-	if err := r.NotifyCheckpointComplete(8); err != nil || r.skip != nil {
-		t.Fatalf("checkpoint 8 is past the damaged one: %v, set %v", err, r.skip)
+	if err := r.NotifyCheckpointComplete(8); err != nil || r.skip == nil {
+		t.Fatalf("checkpoint 8 holds a skipped record in flight: %v, set %v", err, r.skip)
+	}
+	if err := r.NotifyCheckpointComplete(9); err != nil || r.skip != nil {
+		t.Fatalf("checkpoint 9 is past the damaged one with nothing skipped in flight: %v, set %v", err, r.skip)
+	}
+}
+
+// positionedOutput is a MemoryOutput that can read its committed output
+// from a committable's position on, as the Kafka output can: a
+// transaction's position is the committed length when it was prepared.
+type positionedOutput struct {
+	*MemoryOutput
+	at map[string]int64
+}
+
+func (p *positionedOutput) Prepare(txn string) (string, error) {
+	c, err := p.MemoryOutput.Prepare(txn)
+	if c != "" {
+		p.at[c] = int64(p.Len())
+	}
+	return c, err
+}
+
+func (p *positionedOutput) PositionOf(c string) (string, map[int32]int64, bool) {
+	at, ok := p.at[c]
+	return "revenue", map[int32]int64{0: at}, ok
+}
+
+func (p *positionedOutput) CommittedFrom(from map[int32]int64) ([]OutputRecord, error) {
+	return p.Committed()[from[0]:], nil
+}
+
+// A second fallback past a damaged checkpoint, restored from a checkpoint
+// taken while the sink still skipped after a first one, holds what the
+// newly damaged checkpoint committed as well as what was still skipped:
+// nothing is written twice.
+func TestSinkSecondFallbackSkipsBoth(t *testing.T) {
+	out := &positionedOutput{MemoryOutput: NewMemoryOutput(), at: map[string]int64{}}
+	task := checkpoint.TaskID{Operator: "sink", Index: 0}
+	rec := func(id string) *Record {
+		return &Record{Value: &Revenue{PaidOrder: PaidOrder{OrderID: id, Customer: "c-1", AmountCents: 100}}}
+	}
+	state := func(entries map[string][]byte) map[string][][]byte {
+		restored := map[string][][]byte{}
+		for name, v := range entries {
+			restored[name] = [][]byte{append([]byte(nil), v...)}
+		}
+		return restored
+	}
+	// checkpoint completes id: the sink pre-commits what it wrote, then
+	// commits it, and the state it snapshotted is returned.
+	checkpointDone := func(s *sinkOp, id int64, ids ...string) map[string][][]byte {
+		t.Helper()
+		for _, o := range ids {
+			if err := s.Process(rec(o), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries, err := s.SnapshotState(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.NotifyCheckpointComplete(id); err != nil {
+			t.Fatal(err)
+		}
+		return state(entries)
+	}
+	open := func(restored map[string][][]byte, from int64, replay checkpoint.Offsets) *sinkOp {
+		t.Helper()
+		s := &sinkOp{out: out, topic: "revenue", txnPrefix: "p"}
+		ctx := &OperatorContext{Task: task, Parallelism: 1, Restored: restored != nil, RestoredFrom: from, Replay: replay, restored: restored,
+			Completed: func(int64) (*checkpoint.Completed, bool) { return nil, false }}
+		if restored == nil {
+			ctx.restored = map[string][][]byte{}
+		}
+		if err := s.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	s1 := open(nil, 0, nil)
+	cp1 := checkpointDone(s1, 1, "o-1", "o-2")
+	checkpointDone(s1, 2, "o-3") // damaged: the job falls back to 1
+
+	s2 := open(cp1, 1, checkpoint.Offsets{"orders": {0: 30}})
+	if _, ok := s2.skip["o-3"]; !ok {
+		t.Fatalf("first fallback skips %v, want o-3 among them", s2.skip)
+	}
+	cp3 := checkpointDone(s2, 3) // taken while o-3 is still to come again
+	checkpointDone(s2, 4, "o-4") // damaged too: the job falls back to 3
+
+	s3 := open(cp3, 3, checkpoint.Offsets{"orders": {0: 40}})
+	for _, o := range []string{"o-3", "o-4", "o-5"} {
+		if err := s3.Process(rec(o), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s3.SnapshotState(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.NotifyCheckpointComplete(5); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range out.Committed() {
+		id, _ := flatjson.OrderIDOf(r.Value)
+		count[string(id)]++
+	}
+	for _, o := range []string{"o-1", "o-2", "o-3", "o-4", "o-5"} {
+		if count[o] != 1 {
+			t.Fatalf("committed %v, want each order once", count)
+		}
 	}
 }

@@ -325,7 +325,7 @@ func (t *task) open() error {
 		InputChannels:  len(t.inputs),
 		channel:        &t.channel,
 	}
-	oc.CompletedOffsets = t.a.job.completedOffsets
+	oc.Completed = t.a.job.completed
 	if t.restored != nil {
 		oc.Restored = true
 		oc.RestoredFrom = t.restored.from

@@ -502,15 +502,13 @@ func TestSoakChaos(t *testing.T) {
 
 // TestSoakChaosUnaligned is the chaos soak with unaligned checkpoints: the
 // slow faults fill queues for the barriers to overtake, and every other
-// fault restores checkpoints that hold records in flight. It runs in make
-// soak only for now: one seed (789485869, 12 faults) ended with 15
-// duplicates after falling back past damaged checkpoints, an open defect
-// of that fallback that an aligned run also showed once.
+// fault restores checkpoints that hold records in flight.
 func TestSoakChaosUnaligned(t *testing.T) {
-	if !*soakFull {
-		t.Skip("make soak runs it (see the doc comment: an open defect)")
+	if *soakFull {
+		chaosSoak(t, 100, 800*time.Millisecond, 10000, "--unaligned")
+		return
 	}
-	chaosSoak(t, 100, 800*time.Millisecond, 10000, "--unaligned")
+	chaosSoak(t, 12, 600*time.Millisecond, 5000, "--unaligned")
 }
 
 // dirBytes is the disk space the files under dir use (their blocks, as du
