@@ -57,6 +57,11 @@ type Controller interface {
 	SetRate(recordsPerSecond float64) error
 	// Faults lists the fault catalogue for the fault menu, in menu order.
 	Faults() []FaultChoice
+	// TourKey hands a guided tour's key to the tour: "n" next, "b" back
+	// to the previous step's narration, "r" restart the tour. It reports
+	// false when no tour runs (the key then means what it means outside
+	// a tour).
+	TourKey(key string) bool
 }
 
 // The view the UI draws is plain data of runtime/view (which imports
@@ -73,6 +78,9 @@ type (
 	Input        = view.Input
 	FaultChoice  = view.FaultChoice
 	Tempo        = view.Tempo
+	Tour         = view.Tour
+	TourCheck    = view.TourCheck
+	Highlight    = view.Highlight
 )
 
 // Back-pressure levels and tempos, as view names them.

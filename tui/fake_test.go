@@ -114,6 +114,16 @@ func (f *fakeController) SetRate(r float64) error {
 	return f.rateErr
 }
 
+func (f *fakeController) TourKey(k string) bool {
+	f.mu.Lock()
+	touring := f.snap.Tour != nil
+	f.mu.Unlock()
+	if touring {
+		f.record("TourKey(%s)", k)
+	}
+	return touring
+}
+
 func (f *fakeController) Faults() []FaultChoice {
 	f.mu.Lock()
 	defer f.mu.Unlock()

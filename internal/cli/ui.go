@@ -27,8 +27,19 @@ type uiController struct {
 	live    *kafka.LiveVerifier // nil when the output cannot be verified live
 	broker  *kafka.Embedded     // nil with --brokers
 
+	// tour is the guided tour running on the job, nil outside a tour.
+	tour tourGuide
+
 	mu   sync.Mutex
 	prev map[string]taskSample // the previous sample of each subtask
+}
+
+// tourGuide is a guided tour as the UI's controller sees it.
+type tourGuide interface {
+	// Panel is what the tour shows now.
+	Panel() *view.Tour
+	// Key takes n, b or r; it reports whether the key was the tour's.
+	Key(k string) bool
 }
 
 // taskSample is what rates and ratios are computed from.
@@ -111,6 +122,9 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	if u.writer != nil {
 		s.Input.Generator = true
 		s.Input.Rate = u.writer.Rate()
+	}
+	if u.tour != nil {
+		s.Tour = u.tour.Panel()
 	}
 	return s
 }
@@ -232,6 +246,9 @@ func (u *uiController) SetRate(r float64) error {
 	u.writer.SetRate(min(max(r, 1), 1e6))
 	return nil
 }
+
+// TourKey implements tui.Controller.
+func (u *uiController) TourKey(k string) bool { return u.tour != nil && u.tour.Key(k) }
 
 // Faults implements tui.Controller: the fault catalogue in menu order.
 func (u *uiController) Faults() []tui.FaultChoice {

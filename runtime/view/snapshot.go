@@ -67,6 +67,8 @@ type Snapshot struct {
 	Restart     Restart
 	Verify      Verify
 	Input       Input
+	// Tour is the guided tour running on the job, nil when none.
+	Tour *Tour
 }
 
 // JobInfo is the header line's content.
