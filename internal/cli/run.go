@@ -245,7 +245,7 @@ func (r *runState) watch(ctx context.Context) context.Context {
 	r.obs = runtime.NewObserver(clock.Real{}, 8192)
 	r.enc = json.NewEncoder(r.stdout)
 	printed := make(chan struct{})
-	if r.o.headless {
+	if r.o.headless && r.o.front == nil {
 		go func() {
 			defer close(printed)
 			for e := range r.obs.Events() {
@@ -566,7 +566,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	// The UI's live verifier goes on from the ledger, as the final
 	// verification does.
 	var live *kafka.LiveVerifier
-	if !o.headless && len(r.outputStart) == 1 {
+	if (!o.headless || o.front != nil) && len(r.outputStart) == 1 {
 		for topic, start := range r.outputStart {
 			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, StateTTL: r.expect.StateTTL, Lenient: r.ledger.Lenient}
 			if r.continues {
@@ -586,7 +586,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 
 	var res *runtime.Result
 	var runErr error
-	if o.headless {
+	if o.headless && o.front == nil {
 		res, runErr = r.job.Run(ctx, runOpts)
 	} else {
 		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval, AlignedTimeout: o.alignedTimeout,

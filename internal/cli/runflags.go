@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"faultline/runtime/barrier"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // runOptions are the flags of `faultline run`, named after Flink's options
@@ -77,6 +79,12 @@ type runOptions struct {
 	setRate bool
 
 	kafka kafkaOptions
+
+	// front, when set, stands in front of the running job in place of the
+	// terminal UI and the headless printer (a guided tour): it gets the
+	// UI's controller and the job's events, and the job stops when it
+	// returns.
+	front func(ctx context.Context, ctrl *uiController, events <-chan view.Stamped) error
 }
 
 // kafkaOptions are the flags that say which Kafka to use and how.
@@ -117,6 +125,13 @@ func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
 }
 
 func newRunCmd() *cobra.Command {
+	cmd, _ := newRunCmdOptions()
+	return cmd
+}
+
+// newRunCmdOptions is the run command and the options its flags fill in
+// (a tour runs its job with run's flags).
+func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	o := &runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -179,7 +194,7 @@ func newRunCmd() *cobra.Command {
 	f.StringVar(&o.deadLetterTopic, "dead-letter-topic", "dead-letter", "with --on-bad-record dead-letter: the topic unparseable records go to")
 	f.DurationVar(&o.stateTTL, "state-ttl", 0, "how long the join keeps an order or a payment waiting for the other, in event time (the records' Kafka timestamps): an order and a payment further apart are not joined, and the verification expects exactly that; 0 keeps them for ever (default: the job spec's state_ttl, 1m for the default job)")
 	o.kafka.addFlags(f)
-	return cmd
+	return cmd, o
 }
 
 // defaultStateDir is faultline's folder under the user's data directory.

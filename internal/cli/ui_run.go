@@ -118,12 +118,21 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 	// on with nobody to see it, holding the state dir and the port.
 	uiCtx, stopUI := context.WithCancel(ctx)
 	defer stopUI()
-	go watchTerminal(uiCtx, stdout, time.Second, func() {
-		logger.Printf("the terminal went away: stopping the job")
-		stopUI()
-	})
-	uiErr := tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{})
-	fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
+	if !o.headless {
+		go watchTerminal(uiCtx, stdout, time.Second, func() {
+			logger.Printf("the terminal went away: stopping the job")
+			stopUI()
+		})
+	}
+	var uiErr error
+	if o.front != nil {
+		uiErr = o.front(uiCtx, ctrl, obs.Events())
+	} else {
+		uiErr = tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{})
+	}
+	if !o.headless {
+		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
+	}
 	cancel()
 	r := <-done
 	<-liveDone

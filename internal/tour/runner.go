@@ -1,0 +1,745 @@
+package tour
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"faultline/runtime/view"
+)
+
+// Driver is the running job as a tour drives it: what the terminal UI's
+// keys do, and the snapshot the UI draws.
+type Driver interface {
+	Snapshot() view.Snapshot
+	Inject(fault, task string) error
+	TriggerCheckpoint() (int64, error)
+	TriggerSavepoint() (int64, error)
+	SetMode(mode string) error
+	SetTempo(t view.Tempo)
+	Step()
+	ResetRestarts()
+	SetRate(recordsPerSecond float64) error
+}
+
+// Mode is how a tour is run.
+type Mode int
+
+const (
+	// Interactive waits for the learner: n after each narration, the key
+	// a step asks for.
+	Interactive Mode = iota
+	// Autoplay runs unattended in front of the screen: it reads each
+	// narration for a while and presses the keys itself.
+	Autoplay
+	// Headless runs without a screen, as fast as the job allows.
+	Headless
+)
+
+// ErrRestart is returned by Run when the learner asked to start the tour
+// again (r).
+var ErrRestart = errors.New("the tour starts again")
+
+// StepResult is one step as it ended: a headless tour prints each as a
+// JSON line.
+type StepResult struct {
+	Tour  string `json:"tour"`
+	Step  int    `json:"step"`
+	Of    int    `json:"of"`
+	Kind  string `json:"kind"`
+	Text  string `json:"text,omitempty"`
+	OK    bool   `json:"ok"`
+	Claim string `json:"claim,omitempty"`
+	// Detail says what was seen: the event waited for, why a check did
+	// not hold.
+	Detail string `json:"detail,omitempty"`
+	Ms     int64  `json:"ms"`
+}
+
+// Runner runs a tour's steps on a job, one run (segment) of the job at a
+// time. Feed it the job's events; the UI reads Panel and hands it keys.
+type Runner struct {
+	t      *Tour
+	mode   Mode
+	report func(StepResult)
+	// ReadTime is how long autoplay shows a narration of n words.
+	ReadTime func(words int) time.Duration
+
+	keys    chan string
+	changed chan struct{}
+
+	mu       sync.Mutex
+	panel    view.Tour
+	current  int // the step whose narration is shown, from 0
+	back     int // how many narrations back b went
+	said     []int
+	failed   int
+	seq      int64
+	recent   []seenEvent // the newest events, oldest first
+	counts   map[string]int
+	done     []int64 // completed checkpoint ids, in order
+	restores []restore
+	savepnt  int64
+	// mark and markDone are the event and the completed checkpoints a
+	// wait counts from.
+	mark     int64
+	markDone int
+}
+
+type seenEvent struct {
+	seq    int64
+	name   string
+	fields map[string]string
+}
+
+type restore struct {
+	from, newest int64 // the checkpoint restored, the newest completed before
+	seq          int64
+}
+
+const recentEvents = 4096
+
+// NewRunner runs t in mode; report (may be nil) gets every step's result.
+func NewRunner(t *Tour, mode Mode, report func(StepResult)) *Runner {
+	r := &Runner{t: t, mode: mode, report: report, keys: make(chan string, 16), changed: make(chan struct{}, 1),
+		counts: map[string]int{}}
+	r.ReadTime = func(words int) time.Duration {
+		return min(max(time.Duration(words)*300*time.Millisecond, 4*time.Second), 14*time.Second)
+	}
+	r.panel = view.Tour{Title: t.Title, Steps: len(t.Steps), Autoplay: mode != Interactive}
+	return r
+}
+
+// Failed is how many checks did not hold and waits ran out so far.
+func (r *Runner) Failed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// Panel is what the tour shows now.
+func (r *Runner) Panel() *view.Tour {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.panel
+	if r.back > 0 && r.back <= len(r.said) {
+		i := r.said[len(r.said)-r.back]
+		s := r.t.Steps[i]
+		p.Step, p.Text, p.Link, p.Earlier = i+1, s.Say, s.Link, true
+	}
+	return &p
+}
+
+// Key takes n (next), b (back to the previous narration) and r (restart);
+// it reports whether the key was the tour's.
+func (r *Runner) Key(k string) bool {
+	switch k {
+	case "b":
+		r.mu.Lock()
+		if r.back < len(r.said)-1 || (r.back < len(r.said) && !r.showsSay()) {
+			r.back++
+		}
+		r.mu.Unlock()
+		return true
+	case "n":
+		r.mu.Lock()
+		if r.back > 0 {
+			r.back = 0 // back to the current step first
+			r.mu.Unlock()
+			return true
+		}
+		r.mu.Unlock()
+	case "r":
+	default:
+		return false
+	}
+	select {
+	case r.keys <- k:
+	default:
+	}
+	return true
+}
+
+// showsSay reports whether the current step is a narration (r.mu held).
+func (r *Runner) showsSay() bool {
+	return len(r.said) > 0 && r.said[len(r.said)-1] == r.current
+}
+
+// Feed hands the runner one of the job's events. It never blocks long.
+func (r *Runner) Feed(e view.Stamped) {
+	fields := map[string]string{}
+	if raw, err := view.Fields(e.Event); err == nil {
+		for k, v := range raw {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				s = string(v)
+			}
+			fields[k] = s
+		}
+	}
+	name := e.Event.Name()
+	r.mu.Lock()
+	r.seq++
+	r.counts[name]++
+	r.recent = append(r.recent, seenEvent{seq: r.seq, name: name, fields: fields})
+	if len(r.recent) > recentEvents {
+		r.recent = append(r.recent[:0], r.recent[len(r.recent)-recentEvents/2:]...)
+	}
+	switch ev := e.Event.(type) {
+	case view.CheckpointCompleted:
+		r.done = append(r.done, ev.ID)
+	case view.SavepointCompleted:
+		r.done = append(r.done, ev.ID)
+		r.savepnt = ev.ID
+	case view.Restored:
+		if len(ev.Tasks) == 0 {
+			var newest int64
+			for _, id := range r.done {
+				newest = max(newest, id)
+			}
+			r.restores = append(r.restores, restore{from: ev.Checkpoint, newest: newest, seq: r.seq})
+		}
+	}
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Savepoint is the id of the newest savepoint the tour's job took.
+func (r *Runner) Savepoint() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.savepnt
+}
+
+// Run runs the steps from index from on d until the tour ends (next is
+// len(steps)) or a step asks for another run of the job (next is the step
+// after it, flags its run flags). It returns ErrRestart when the learner
+// pressed r, and ctx's error when ctx ended.
+func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags []string, err error) {
+	for i := from; i < len(r.t.Steps); i++ {
+		s := r.t.Steps[i]
+		if s.Run != nil && i > from {
+			return i + 1, r.expand(s.Run), nil
+		}
+		if s.Run != nil {
+			continue
+		}
+		start := time.Now()
+		r.mu.Lock()
+		// A wait right after a key or an action (highlights between
+		// them aside) counts what the action set off from its start:
+		// its first consequences may come before the wait begins.
+		if !(s.Wait != nil && r.afterAction(i, from)) {
+			r.mark, r.markDone = r.seq, len(r.done)
+		}
+		r.current, r.back = i, 0
+		r.panel.Step = i + 1
+		r.panel.Waiting, r.panel.Key, r.panel.Next = "", "", false
+		r.mu.Unlock()
+		res := StepResult{Tour: r.t.Name, Step: i + 1, Of: len(r.t.Steps), Kind: s.Kind(), OK: true}
+		if err := r.do(ctx, d, s, &res); err != nil {
+			return i, nil, err
+		}
+		res.Ms = time.Since(start).Milliseconds()
+		if !res.OK {
+			r.mu.Lock()
+			r.failed++
+			r.mu.Unlock()
+		}
+		if r.report != nil {
+			r.report(res)
+		}
+	}
+	r.mu.Lock()
+	r.panel.Done, r.panel.Passed = true, r.failed == 0
+	r.panel.Waiting, r.panel.Key, r.panel.Next = "", "", false
+	r.mu.Unlock()
+	return len(r.t.Steps), nil, nil
+}
+
+// afterAction reports whether step i follows a press or a do, with only
+// highlights between them, within this run of the job (which began at
+// from).
+func (r *Runner) afterAction(i, from int) bool {
+	for j := i - 1; j >= from; j-- {
+		switch r.t.Steps[j].Kind() {
+		case "highlight":
+			continue
+		case "press", "do":
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// expand puts the newest savepoint's id in for {savepoint}.
+func (r *Runner) expand(flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = strings.ReplaceAll(f, "{savepoint}", strconv.FormatInt(r.Savepoint(), 10))
+	}
+	return out
+}
+
+// do runs one step.
+func (r *Runner) do(ctx context.Context, d Driver, s Step, res *StepResult) error {
+	switch {
+	case s.Say != "":
+		res.Text = s.Say
+		r.mu.Lock()
+		r.said = append(r.said, r.current)
+		r.panel.Text, r.panel.Link = s.Say, s.Link
+		r.mu.Unlock()
+		switch {
+		case r.mode == Headless:
+		case r.mode == Autoplay || s.Auto:
+			return r.pause(ctx, r.ReadTime(len(strings.Fields(s.Say))))
+		default:
+			r.setPanel(func(p *view.Tour) { p.Next = true })
+			return r.waitKey(ctx, "n")
+		}
+	case s.Wait != nil:
+		return r.wait(ctx, d, s.Wait, res)
+	case s.Tempo != "":
+		d.SetTempo(map[string]view.Tempo{"normal": view.TempoNormal, "slow": view.TempoSlow, "slower": view.TempoSlower, "frozen": view.TempoFrozen}[s.Tempo])
+		res.Detail = s.Tempo
+	case s.StepTo > 0:
+		for range s.StepTo {
+			if err := r.step(ctx, d); err != nil {
+				return err
+			}
+		}
+	case s.Highlight != nil:
+		h := *s.Highlight
+		if s.CheckpointLatest {
+			r.mu.Lock()
+			for _, id := range r.done {
+				h.Checkpoint = max(h.Checkpoint, id)
+			}
+			r.mu.Unlock()
+		}
+		r.setPanel(func(p *view.Tour) { p.Highlight = h })
+	case s.Press != nil:
+		return r.press(ctx, d, s.Press, res)
+	case s.Do != nil:
+		if err := act(d, *s.Do); err != nil {
+			res.OK, res.Detail = false, err.Error()
+		}
+	case s.Check != nil:
+		return r.check(ctx, d, s.Check, res)
+	}
+	return nil
+}
+
+func (r *Runner) setPanel(f func(p *view.Tour)) {
+	r.mu.Lock()
+	f(&r.panel)
+	r.mu.Unlock()
+}
+
+// pause waits for d, or for n or r.
+func (r *Runner) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		case k := <-r.keys:
+			if k == "r" {
+				return ErrRestart
+			}
+			return nil
+		}
+	}
+}
+
+// waitKey waits for key (or r).
+func (r *Runner) waitKey(ctx context.Context, key string) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case k := <-r.keys:
+			if k == "r" {
+				return ErrRestart
+			}
+			if k == key {
+				return nil
+			}
+		}
+	}
+}
+
+// step steps the frozen world once and waits until the step ended.
+func (r *Runner) step(ctx context.Context, d Driver) error {
+	d.Step()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := r.pause(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+		if !d.Snapshot().Input.Stepping {
+			return nil
+		}
+	}
+	return nil
+}
+
+const defaultTimeout = 30 * time.Second
+
+// wait waits until c holds, its timeout passes (the step did not hold),
+// or, interactively, the learner presses n.
+func (r *Runner) wait(ctx context.Context, d Driver, c *Cond, res *StepResult) error {
+	r.mu.Lock()
+	since, ids := r.mark, r.markDone
+	r.mu.Unlock()
+	r.setPanel(func(p *view.Tour) { p.Waiting = c.says() })
+	defer r.setPanel(func(p *view.Tour) { p.Waiting = "" })
+	ok, detail, err := r.until(ctx, d, c.timeout(), func(s view.Snapshot) (bool, string) { return r.holds(c, s, since, ids) })
+	res.OK, res.Detail = ok, detail
+	if !ok && detail == "" {
+		res.Detail = "timed out waiting for " + c.says()
+	}
+	return err
+}
+
+// until evaluates f on every event and every 100 ms until it holds or
+// timeout passes. Interactively, n ends the wait (as held).
+func (r *Runner) until(ctx context.Context, d Driver, timeout time.Duration, f func(view.Snapshot) (bool, string)) (bool, string, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, detail := f(d.Snapshot()); ok {
+			return true, detail, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-deadline.C:
+			_, detail := f(d.Snapshot())
+			return false, detail, nil
+		case k := <-r.keys:
+			switch {
+			case k == "r":
+				return false, "", ErrRestart
+			case k == "n" && r.mode == Interactive:
+				return true, "skipped (n)", nil
+			}
+		case <-r.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cond) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return defaultTimeout
+}
+
+// says is what the panel says the tour waits for.
+func (c *Cond) says() string {
+	switch {
+	case c.Says != "":
+		return c.Says
+	case c.Event != "":
+		return strings.ReplaceAll(c.Event, "_", " ")
+	case c.Aligning != "":
+		return c.Aligning + " to align"
+	case c.Slowed != "":
+		return c.Slowed + " to slow down"
+	case c.JobStatus != "":
+		return "the job to be " + c.JobStatus
+	case c.Checkpoints == 1:
+		return "the next checkpoint"
+	}
+	return fmt.Sprintf("%d checkpoints", c.Checkpoints)
+}
+
+// holds reports whether c holds on s, for a wait that began at event since
+// with ids checkpoints completed.
+func (r *Runner) holds(c *Cond, s view.Snapshot, since int64, ids int) (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	detail := ""
+	if c.Event != "" {
+		e, ok := r.seenSince(c.Event, c.Where, since)
+		if !ok {
+			return false, ""
+		}
+		detail = describeEvent(e)
+	}
+	if c.Checkpoints > 0 {
+		if len(r.done)-ids < c.Checkpoints {
+			return false, ""
+		}
+		detail = fmt.Sprintf("checkpoint %d completed", r.done[len(r.done)-1])
+	}
+	if c.Aligning != "" {
+		t, ok := s.Tasks[c.Aligning]
+		if !ok || t.Alignment.Checkpoint == 0 {
+			return false, ""
+		}
+		detail = fmt.Sprintf("%s aligning checkpoint %d", c.Aligning, t.Alignment.Checkpoint)
+	}
+	if c.Slowed != "" {
+		if t, ok := s.Tasks[c.Slowed]; !ok || t.SlowFactor == 0 {
+			return false, ""
+		}
+	}
+	if c.JobStatus != "" && s.Job.Status != c.JobStatus {
+		return false, "the job is " + s.Job.Status
+	}
+	return true, detail
+}
+
+// seenSince finds an event named name with fields where that came after
+// event since (r.mu held).
+func (r *Runner) seenSince(name string, where map[string]string, since int64) (seenEvent, bool) {
+	for i := len(r.recent) - 1; i >= 0 && r.recent[i].seq > since; i-- {
+		e := r.recent[i]
+		if e.name != name {
+			continue
+		}
+		match := true
+		for k, v := range where {
+			if e.fields[k] != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			return e, true
+		}
+	}
+	return seenEvent{}, false
+}
+
+func describeEvent(e seenEvent) string {
+	var parts []string
+	for _, k := range []string{"id", "checkpoint", "task", "status", "fault", "mode"} {
+		if v, ok := e.fields[k]; ok && v != "" {
+			parts = append(parts, k+" "+v)
+		}
+	}
+	return strings.TrimSpace(e.name + " " + strings.Join(parts, " "))
+}
+
+// press asks for keys and waits for what they do; autoplay and headless
+// do it themselves, and so does n interactively.
+func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult) error {
+	until := p.Until
+	if until == nil {
+		until = p.Do.effect()
+	}
+	r.mu.Lock()
+	since, ids := r.seq, len(r.done)
+	r.mu.Unlock()
+	res.Text = p.Keys
+	r.setPanel(func(pn *view.Tour) { pn.Key = p.Keys })
+	defer r.setPanel(func(pn *view.Tour) { pn.Key = "" })
+	if r.mode != Interactive {
+		if r.mode == Autoplay {
+			if err := r.pause(ctx, 2*time.Second); err != nil {
+				return err
+			}
+		}
+		if err := act(d, p.Do); err != nil {
+			res.OK, res.Detail = false, err.Error()
+			return nil
+		}
+	}
+	for {
+		timeout := until.timeout()
+		if r.mode == Interactive {
+			timeout = 10 * time.Minute // the learner takes the time it takes
+		}
+		ok, detail, err := r.until(ctx, d, timeout, func(s view.Snapshot) (bool, string) { return r.holds(until, s, since, ids) })
+		if err != nil || ok && detail != "skipped (n)" {
+			res.OK, res.Detail = ok, detail
+			return err
+		}
+		if !ok {
+			res.OK, res.Detail = false, "timed out waiting for "+until.says()
+			return nil
+		}
+		// n: the tour presses the keys for the learner.
+		if err := act(d, p.Do); err != nil {
+			res.OK, res.Detail = false, err.Error()
+			return nil
+		}
+	}
+}
+
+// effect is the moment that shows an action took effect.
+func (a Action) effect() *Cond {
+	switch {
+	case a.Inject != "":
+		return &Cond{Event: "fault_injected", Where: map[string]string{"fault": a.Inject}, Says: "the fault"}
+	case a.Mode != "":
+		return &Cond{Event: "mode_changed", Where: map[string]string{"mode": a.Mode}, Says: "the mode to change"}
+	case a.Checkpoint:
+		return &Cond{Event: "checkpoint_triggered", Says: "a checkpoint"}
+	case a.Savepoint:
+		return &Cond{Event: "savepoint_completed", Says: "the savepoint"}
+	case a.ResetRestarts:
+		return &Cond{Event: "restarts_reset", Says: "the restart attempts to reset"}
+	}
+	return &Cond{JobStatus: "RUNNING", Says: "the job"}
+}
+
+// act does a on the job.
+func act(d Driver, a Action) error {
+	switch {
+	case a.Inject != "":
+		return d.Inject(a.Inject, a.Task)
+	case a.Mode != "":
+		return d.SetMode(a.Mode)
+	case a.Checkpoint:
+		_, err := d.TriggerCheckpoint()
+		return err
+	case a.Savepoint:
+		_, err := d.TriggerSavepoint()
+		return err
+	case a.ResetRestarts:
+		d.ResetRestarts()
+	case a.Rate > 0:
+		return d.SetRate(a.Rate)
+	}
+	return nil
+}
+
+// check evaluates c until it holds or its time is up.
+func (r *Runner) check(ctx context.Context, d Driver, c *Check, res *StepResult) error {
+	res.Claim = c.Claim
+	within := c.Within
+	if within == 0 {
+		within = defaultTimeout
+	}
+	r.setPanel(func(p *view.Tour) { p.Waiting = "checking: " + c.Claim })
+	ok, why, err := r.until(ctx, d, within, func(s view.Snapshot) (bool, string) { return r.claim(c, s) })
+	if err != nil {
+		return err
+	}
+	if ok && why == "skipped (n)" {
+		ok, why = r.claim(c, d.Snapshot())
+	}
+	if !ok && c.Explain != "" {
+		why = strings.TrimSpace(why + " — " + c.Explain)
+	}
+	res.OK, res.Detail = ok, why
+	r.setPanel(func(p *view.Tour) {
+		p.Waiting = ""
+		p.Check = &view.TourCheck{Claim: c.Claim, Held: ok, Why: why}
+	})
+	return nil
+}
+
+// claim reports whether c holds on s and, when not, what was seen.
+func (r *Runner) claim(c *Check, s view.Snapshot) (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.Duplicates != "" || c.Lost != "" {
+		v := s.Verify
+		if !v.Available {
+			return false, "the live verification has no result yet"
+		}
+		// After a restore, the verification must be as of a checkpoint
+		// completed after it: only then does it cover the replay.
+		if n := len(r.restores); n > 0 {
+			last := r.restores[n-1]
+			if v.AsOf <= last.from || !r.completedAfter(last.seq, v.AsOf) {
+				return false, fmt.Sprintf("the verification is as of checkpoint %d, from before the newest restore", v.AsOf)
+			}
+		}
+		if c.Duplicates != "" && !compare(int64(v.Duplicates), c.Duplicates) {
+			return false, fmt.Sprintf("duplicates %d", v.Duplicates)
+		}
+		if c.Lost != "" && !compare(int64(v.Lost), c.Lost) {
+			return false, fmt.Sprintf("lost %d", v.Lost)
+		}
+	}
+	if c.Restarts != "" && !compare(int64(s.Restart.Restarts), c.Restarts) {
+		return false, fmt.Sprintf("%d restarts", s.Restart.Restarts)
+	}
+	if c.RestoredFrom != "" {
+		if len(r.restores) == 0 {
+			return false, "no restore yet"
+		}
+		last := r.restores[len(r.restores)-1]
+		held := false
+		switch c.RestoredFrom {
+		case "newest":
+			held = last.from == last.newest
+		case "older":
+			held = last.from < last.newest
+		default:
+			held = compare(last.from, c.RestoredFrom)
+		}
+		if !held {
+			return false, fmt.Sprintf("restored from checkpoint %d, the newest completed was %d", last.from, last.newest)
+		}
+	}
+	if c.JobStatus != "" && s.Job.Status != c.JobStatus {
+		return false, "the job is " + s.Job.Status
+	}
+	if c.Event != "" {
+		if _, ok := r.seenSince(c.Event, c.Where, 0); !ok {
+			return false, "no " + strings.ReplaceAll(c.Event, "_", " ") + " event"
+		}
+	}
+	return true, ""
+}
+
+// completedAfter reports whether a checkpoint up to id completed after
+// event seq (r.mu held): a verification as of id then covers what
+// happened before seq.
+func (r *Runner) completedAfter(seq, id int64) bool {
+	for i := len(r.recent) - 1; i >= 0 && r.recent[i].seq > seq; i-- {
+		e := r.recent[i]
+		if e.name == "checkpoint_completed" || e.name == "savepoint_completed" {
+			if n, err := strconv.ParseInt(e.fields["id"], 10, 64); err == nil && n <= id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// compare reports whether n meets cmp ("0", ">0", ">=2", "<5").
+func compare(n int64, cmp string) bool {
+	op := strings.TrimRight(cmp, "0123456789")
+	v, err := strconv.ParseInt(cmp[len(op):], 10, 64)
+	if err != nil {
+		return false
+	}
+	switch op {
+	case ">":
+		return n > v
+	case ">=":
+		return n >= v
+	case "<":
+		return n < v
+	case "<=":
+		return n <= v
+	}
+	return n == v
+}
+
+// Steps are the tour's steps.
+func (r *Runner) Steps() []Step { return r.t.Steps }
