@@ -175,8 +175,18 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 // promises (runtime.MenuFault); poison goes into the partition the chosen
 // subtask reads, or orders/0.
 func (u *uiController) Inject(fault string, task string) error {
+	return u.InjectFor(fault, task, 0)
+}
+
+// InjectFor injects fault as the menu does, lasting d instead of the
+// menu's time when d > 0 (a tour's slow input, a tour's broker outage).
+func (u *uiController) InjectFor(fault string, task string, d time.Duration) error {
 	topic, partition := u.poisonTarget(task)
-	return u.job.Inject(runtime.MenuFault(runtime.FaultKind(fault), task, topic, partition))
+	f := runtime.MenuFault(runtime.FaultKind(fault), task, topic, partition)
+	if d > 0 && f.For > 0 {
+		f.For = d
+	}
+	return u.job.Inject(f)
 }
 
 // poisonTarget is where a poison record aimed at task goes: the partition

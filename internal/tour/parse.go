@@ -56,7 +56,7 @@ var (
 	condKeys      = []string{"event", "where", "aligning", "slowed", "job_status", "checkpoints", "says", "timeout"}
 	highlightKeys = []string{"task", "inputs", "checkpoint", "verify", "restart", "header"}
 	pressKeys     = []string{"keys", "do", "until"}
-	actionKeys    = []string{"inject", "task", "mode", "checkpoint", "savepoint", "reset_restarts", "rate"}
+	actionKeys    = []string{"inject", "task", "for", "mode", "checkpoint", "savepoint", "reset_restarts", "rate"}
 	checkKeys     = []string{"claim", "duplicates", "lost", "restarts", "restored_from", "job_status", "event", "where", "within", "explain"}
 
 	tempos    = []string{"normal", "slow", "slower", "frozen"}
@@ -511,6 +511,12 @@ func (p *parser) action(n *yaml.Node, path string) (Action, error) {
 	}
 	if a.Inject != "" && !runtime.FaultKind(a.Inject).JobLevel() && a.Task == "" {
 		return a, p.errf(f.keyLine("inject"), join(path, "task"), "required: the subtask the %s fault hits, e.g. task: join/1", a.Inject)
+	}
+	if a.For, err = p.duration(f.get("for"), join(path, "for")); err != nil {
+		return a, err
+	}
+	if a.For > 0 && a.Inject != "slow" && a.Inject != "broker-down" {
+		return a, p.errf(f.keyLine("for"), join(path, "for"), "only a slow or a broker-down fault lasts a while")
 	}
 	if a.Mode, err = p.oneOf(f.get("mode"), join(path, "mode"), modes); err != nil {
 		return a, err

@@ -17,7 +17,9 @@ import (
 // keys do, and the snapshot the UI draws.
 type Driver interface {
 	Snapshot() view.Snapshot
-	Inject(fault, task string) error
+	// InjectFor injects a fault of the catalogue as the UI's menu does,
+	// lasting d instead of the menu's time when d > 0.
+	InjectFor(fault, task string, d time.Duration) error
 	TriggerCheckpoint() (int64, error)
 	TriggerSavepoint() (int64, error)
 	SetMode(mode string) error
@@ -607,7 +609,7 @@ func (a Action) effect() *Cond {
 func act(d Driver, a Action) error {
 	switch {
 	case a.Inject != "":
-		return d.Inject(a.Inject, a.Task)
+		return d.InjectFor(a.Inject, a.Task, a.For)
 	case a.Mode != "":
 		return d.SetMode(a.Mode)
 	case a.Checkpoint:

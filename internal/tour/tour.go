@@ -99,8 +99,11 @@ type Press struct {
 
 // Action is something the tour does to the job, as a key would.
 type Action struct {
-	Inject        string // a fault of the catalogue
-	Task          string // the subtask of a task fault
+	Inject string // a fault of the catalogue
+	Task   string // the subtask of a task fault
+	// For is how long a slow or broker-down fault lasts (0: as the
+	// menu's).
+	For           time.Duration
 	Mode          string // exactly-once, exactly-once unaligned, at-least-once
 	Checkpoint    bool
 	Savepoint     bool

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Every tour passes headless: each step held and the last line says ok.
+// The tours run all at once: they wait on the job far more than they
+// work, so the machine's two cores carry them together.
+func TestEveryTourPassesHeadless(t *testing.T) {
+	needProgram(t)
+	t.Parallel()
+	all, err := allTours()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 12 {
+		t.Fatalf("%d tours", len(all))
+	}
+	var wg sync.WaitGroup
+	results := make([]result, len(all))
+	for i, tr := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = faultline(t, "tour", tr.Name, "--headless")
+		}()
+	}
+	wg.Wait()
+	for i, tr := range all {
+		r := results[i]
+		var steps int
+		var last map[string]any
+		sc := bufio.NewScanner(strings.NewReader(r.stdout))
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("tour %s: a line that is not JSON: %q", tr.Name, sc.Text())
+			}
+			if _, ok := m["step"]; ok {
+				steps++
+				if m["ok"] != true {
+					t.Errorf("tour %s: step %v (%v) did not hold: %v", tr.Name, m["step"], m["kind"], m["detail"])
+				}
+			}
+			last = m
+		}
+		if r.code != 0 || last == nil || last["ok"] != true || steps != len(tr.Steps)-countRuns(tr.Steps) {
+			t.Errorf("tour %s: exit %d, %d step lines of %d, last line %v: %s", tr.Name, r.code, steps, len(tr.Steps), last, r.stderr)
+		}
+		t.Logf("tour %s: %v ms", tr.Name, last["elapsed_ms"])
+	}
+}
+
+func countRuns[S ~[]E, E interface{ Kind() string }](steps S) int {
+	n := 0
+	for _, s := range steps {
+		if s.Kind() == "run" {
+			n++
+		}
+	}
+	return n
+}
+
+// faultline tour lists every tour with its length; an unknown one and a
+// malformed tour file are refused with exit 2, the latter in one line
+// with its file, line and field.
+func TestTourCommandListsAndRefuses(t *testing.T) {
+	needProgram(t)
+	t.Parallel()
+	list := faultline(t, "tour")
+	all, err := allTours()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range all {
+		if list.code != 0 || !strings.Contains(list.stdout, tr.Name) || !strings.Contains(list.stdout, tr.Summary) {
+			t.Fatalf("faultline tour: exit %d, does not list %s: %s", list.code, tr.Name, list.stdout)
+		}
+	}
+	unknown := faultline(t, "tour", "nosuch")
+	if unknown.code != 2 || !strings.Contains(unknown.stderr, `no tour called "nosuch"`) {
+		t.Fatalf("unknown tour: exit %d: %s", unknown.code, unknown.stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("title: T\nsummary: S\nminutes: 2\nsteps:\n  - say: hello\n  - wait: {event: checkpoint_completed, timeout: soon}\n"), 0o644)
+	r := faultline(t, "tour", bad, "--headless")
+	want := bad + ":6: steps[1].wait.timeout: must be a duration"
+	if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("malformed tour: exit %d, stderr %q, want one line with %q", r.code, r.stderr, want)
+	}
+}

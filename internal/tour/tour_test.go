@@ -1,0 +1,141 @@
+package tour
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"faultline/runtime/view"
+)
+
+// A malformed tour is refused in one line naming the file, the line and
+// the field.
+func TestMalformedToursAreRefusedWithFileLineAndField(t *testing.T) {
+	head := "title: T\nsummary: S\nminutes: 2\n"
+	for _, c := range []struct{ name, body, want string }{
+		{"unknown step key", head + "steps:\n  - say: hi\n  - wiat: {event: x}\n", "t.yaml:6: steps[1].wiat: unknown key \"wiat\""},
+		{"two actions", head + "steps:\n  - say: hi\n    tempo: slow\n", "t.yaml:6: steps[0].tempo: a step does one thing, but this one also has say"},
+		{"bad duration", head + "steps:\n  - wait: {event: checkpoint_completed, timeout: soon}\n", "t.yaml:5: steps[0].wait.timeout: must be a duration"},
+		{"unknown fault", head + "steps:\n  - do: {inject: meteor, task: join/1}\n", "t.yaml:5: steps[0].do.inject: unknown fault \"meteor\""},
+		{"task fault without task", head + "steps:\n  - do: {inject: panic}\n", "steps[0].do.task: required"},
+		{"bad comparison", head + "steps:\n  - check: {claim: c, duplicates: some}\n", "t.yaml:5: steps[0].check.duplicates: \"some\" is not a comparison"},
+		{"no claim", head + "steps:\n  - check: {duplicates: \"0\"}\n", "t.yaml:5: steps[0].check.claim: required"},
+		{"missing steps", head, "t.yaml:1: steps: required"},
+		{"bad tempo", head + "steps:\n  - tempo: fast\n", "t.yaml:5: steps[0].tempo: \"fast\" is not one of normal, slow, slower, frozen"},
+		{"syntax", head + "steps:\n  - say: [unclosed\n", "t.yaml:"},
+		{"bad task", head + "steps:\n  - highlight: {task: join}\n", "t.yaml:5: steps[0].highlight.task: \"join\" is not a subtask"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(c.body))
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v, want one line with %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestComparisons(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		cmp  string
+		want bool
+	}{{0, "0", true}, {1, "0", false}, {3, ">0", true}, {0, ">0", false}, {2, ">=2", true}, {4, "<5", true}, {5, "<5", false}, {5, "<=5", true}, {7, "=7", true}} {
+		if got := compare(c.n, c.cmp); got != c.want {
+			t.Errorf("compare(%d, %q) = %v", c.n, c.cmp, got)
+		}
+	}
+}
+
+// fakeDriver is a job that does what it is told and says so in events.
+type fakeDriver struct {
+	mu     sync.Mutex
+	snap   view.Snapshot
+	r      *Runner
+	called []string
+}
+
+func (f *fakeDriver) Snapshot() view.Snapshot { f.mu.Lock(); defer f.mu.Unlock(); return f.snap }
+func (f *fakeDriver) InjectFor(fault, task string, _ time.Duration) error {
+	f.mu.Lock()
+	f.called = append(f.called, "inject "+fault+" "+task)
+	f.mu.Unlock()
+	f.r.Feed(view.Stamped{Event: view.FaultInjected{Task: task, Fault: fault}})
+	return nil
+}
+func (f *fakeDriver) TriggerCheckpoint() (int64, error) { return 1, nil }
+func (f *fakeDriver) TriggerSavepoint() (int64, error)  { return 1, nil }
+func (f *fakeDriver) SetMode(string) error              { return nil }
+func (f *fakeDriver) SetTempo(view.Tempo)               {}
+func (f *fakeDriver) Step()                             {}
+func (f *fakeDriver) ResetRestarts()                    {}
+func (f *fakeDriver) SetRate(float64) error             { return nil }
+
+// A headless tour presses its keys itself, waits for the events they set
+// off, and judges its checks by the verification as of a checkpoint that
+// completed after the newest restore.
+func TestHeadlessRunnerWaitsAndChecks(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - press: {keys: x then 1, do: {inject: panic, task: join/1}}
+  - wait: {event: restored, timeout: 5s}
+  - check: {claim: exact, duplicates: "0", lost: "0", within: 5s}
+  - check: {claim: restored from the newest, restored_from: newest}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []StepResult
+	r := NewRunner(tr, Headless, func(s StepResult) { results = append(results, s) })
+	d := &fakeDriver{r: r}
+	d.snap.Verify = view.Verify{Available: true, AsOf: 1}
+	r.Feed(view.Stamped{Event: view.CheckpointCompleted{ID: 1}})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		r.Feed(view.Stamped{Event: view.Restored{Checkpoint: 1}})
+		time.Sleep(300 * time.Millisecond)
+		// Until a checkpoint after the restore, the verification does not
+		// cover the replay: the check waits for it.
+		r.Feed(view.Stamped{Event: view.CheckpointCompleted{ID: 2}})
+		d.mu.Lock()
+		d.snap.Verify = view.Verify{Available: true, AsOf: 2}
+		d.mu.Unlock()
+	}()
+	next, _, err := r.Run(context.Background(), d, 0)
+	if err != nil || next != 4 || r.Failed() != 0 {
+		t.Fatalf("run: next %d, %v, %d failed: %+v", next, err, r.Failed(), results)
+	}
+	if len(d.called) != 1 || d.called[0] != "inject panic join/1" {
+		t.Fatalf("the tour did %v", d.called)
+	}
+	if results[2].Ms < 200 {
+		t.Fatalf("the check held after %d ms, before the verification covered the restore", results[2].Ms)
+	}
+	if p := r.Panel(); !p.Done || !p.Passed || p.Check == nil || !p.Check.Held {
+		t.Fatalf("panel %+v", p)
+	}
+}
+
+// A claim that does not hold fails its step and says what was seen.
+func TestAFailedCheckSaysWhy(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte("title: T\nsummary: S\nminutes: 2\nsteps:\n  - check: {claim: no duplicates, duplicates: \"0\", within: 200ms, explain: because}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StepResult
+	r := NewRunner(tr, Headless, func(s StepResult) { res = s })
+	d := &fakeDriver{r: r}
+	d.snap.Verify = view.Verify{Available: true, AsOf: 3, Duplicates: 12}
+	if _, _, err := r.Run(context.Background(), d, 0); err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || r.Failed() != 1 || res.Detail != "duplicates 12 — because" {
+		t.Fatalf("result %+v", res)
+	}
+	if p := r.Panel(); p.Passed || p.Check.Held {
+		t.Fatalf("panel %+v", p)
+	}
+}
