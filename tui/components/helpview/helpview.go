@@ -48,7 +48,7 @@ func (o *Model) ShortHelp() []key.Binding {
 
 // FullHelp implements help.KeyMap.
 func (o *Model) FullHelp() [][]key.Binding {
-	_, groups := o.ctx.Keys.HelpGroups()
+	_, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil)
 	return groups
 }
 
@@ -140,7 +140,7 @@ func (o *Model) View() string {
 func (o *Model) lines() []string {
 	st := o.ctx.Styles
 	var lines []string
-	titles, groups := o.ctx.Keys.HelpGroups()
+	titles, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil)
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
 		blocks[i] = st.Bold.Render(titles[i]) + "\n" + o.help.FullHelpView([][]key.Binding{g})
