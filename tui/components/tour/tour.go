@@ -105,6 +105,8 @@ func (p *Model) View() string {
 		if room > 0 {
 			narr[room-1] = common.TruncateWords(narr[room-1]+" …", w)
 		}
+	} else if room > len(narr) && len(tail) > 0 {
+		tail = append([]string{""}, tail...) // room to set the status apart
 	}
 	for _, group := range [][]string{narr, link, tail} {
 		for _, l := range group {

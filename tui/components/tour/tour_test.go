@@ -66,6 +66,13 @@ func TestPanelSays(t *testing.T) {
 		{"a check failed", fixture.TourFailed(), 80, 8, []string{
 			"step 7/9",
 			" n next ", "n next · b back · r restart · q quit\n",
+			" ✗ nothing lost, nothing duplicated — 12 records committed twice\n",
+		}},
+		{"a check failed, and why wraps", func() *view.Tour {
+			t := fixture.TourFailed()
+			t.Check.Why = "the verifier saw 12 records twice after the restore from checkpoint 13"
+			return t
+		}(), 80, 8, []string{
 			" ✗ nothing lost, nothing duplicated — the verifier saw 12 records twice after",
 			"   the restore from checkpoint 13",
 		}},
@@ -128,6 +135,7 @@ func TestPanelNeverCutsANumberOrAKey(t *testing.T) {
 	for _, w := range []int{30, 40, 80} {
 		tour := fixture.TourFailed()
 		tour.Title = "A rather long title for a tour about barriers and alignment"
+		tour.Check.Why = "the verifier saw 12 records twice after the restore from checkpoint 13"
 		text := strings.Join(panel(t, tour, w, 20), "\n")
 		flat := strings.Join(strings.Fields(text), " ")
 		for _, s := range []string{"step 7/9", "n next", "b back", "r restart", "q quit", "12 records", "checkpoint 13"} {
