@@ -146,6 +146,12 @@ func step(ctrl Controller) tea.Cmd {
 	}
 }
 
+// tourKey hands a guided tour's key to the tour: "n", "b" or "r", as
+// Controller.TourKey names them.
+func tourKey(ctrl Controller, k string) tea.Cmd {
+	return func() tea.Msg { return TourKeyMsg{Key: k, Handled: ctrl.TourKey(k)} }
+}
+
 func resetRestarts(ctrl Controller) tea.Cmd {
 	return func() tea.Msg {
 		ctrl.ResetRestarts()

@@ -107,11 +107,43 @@ var goldenScenes = []goldenScene{
 		want:  []string{"exactly-once · aligned", "UNALIGNED #14", "timeout → unaligned", "▌14«•••••", "•2", "REC 3", "timed out"},
 	},
 	{
+		// A guided tour: its panel in the events' place (they are not
+		// drawn, so none are sent: the final view does not depend on when
+		// they come), join/1's cell marked.
+		name: "tour-step", snap: tourSnap(fixture.TourStep), events: noEvents,
+		ready: "waiting for: join/1 to align…",
+		want: []string{"── tour · Barriers and alignment · step 3/9 ─", "»1 RUN", "reached join/1 on three of its four",
+			"waiting for: join/1 to align…", "n next · b back · r restart · q quit", "▸0 RUN", "verify  committed 18,204"},
+	},
+	{
+		name: "tour-held", snap: tourSnap(fixture.TourHeld), events: noEvents,
+		ready: "✓ join/1 took its snapshot",
+		want: []string{"step 4/9", "pressing x then 1 (autoplay)", "✓ join/1 took its snapshot once barrier 14 came on all 4 inputs",
+			"»◂···▌14", "»◂······▌14"},
+	},
+	{
+		name: "tour-failed", snap: tourSnap(fixture.TourFailed), events: noEvents,
+		ready: "✗ nothing lost",
+		want:  []string{"step 7/9", " n next ", "✗ nothing lost, nothing duplicated — 12 records committed twice", "»verify  committed 18,204"},
+	},
+	{
+		name: "tour-done", snap: tourSnap(fixture.TourDone), events: noEvents,
+		ready: "tour complete",
+		want:  []string{"step 9/9", "tour complete: a check did not hold ✗", "r restart · q quit", "✗ nothing lost"},
+	},
+	{
 		name: "help", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"?"},
 		ready: "fault tolerance",
 		want:  []string{"checkpoint", "savepoint", "freeze", "step to the next moment", "R", "reset restart attempts"},
 	},
 }
+
+// tourSnap is the default job running with the tour tour makes.
+func tourSnap(tour func() *Tour) func() Snapshot {
+	return func() Snapshot { return fixture.Touring(fixture.Running(), tour()) }
+}
+
+func noEvents() []view.Stamped { return nil }
 
 // TestGolden runs the program with teatest at 80×24 and 120×40 and keeps
 // the final model's view in testdata/TestGolden (regenerate with

@@ -28,9 +28,9 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	case key.Matches(k, keys.Help):
 		m.overlay = overlayHelp
 	case key.Matches(k, keys.NextPane):
-		m.focus = (m.focus + 1) % paneCount
+		m.cycleFocus(+1)
 	case key.Matches(k, keys.PrevPane):
-		m.focus = (m.focus + paneCount - 1) % paneCount
+		m.cycleFocus(-1)
 	case key.Matches(k, keys.Fault):
 		task := m.graph.Selected()
 		if task == "" {
@@ -61,6 +61,12 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return m.changeRate(rateFactor), true
 	case key.Matches(k, keys.RateDown):
 		return m.changeRate(1 / rateFactor), true
+	case key.Matches(k, keys.TourNext):
+		return tourKey(m.ctrl, "n"), true
+	case key.Matches(k, keys.TourBack):
+		return tourKey(m.ctrl, "b"), true
+	case key.Matches(k, keys.TourRestart):
+		return tourKey(m.ctrl, "r"), true
 	default:
 		return nil, false
 	}

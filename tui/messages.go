@@ -67,6 +67,14 @@ type SteppedMsg struct{}
 // RestartsResetMsg reports that Controller.ResetRestarts returned.
 type RestartsResetMsg struct{}
 
+// TourKeyMsg reports Controller.TourKey's result: Handled is false when no
+// tour ran, and the key then meant what it means outside a tour (n, b
+// and r: nothing in the main mode).
+type TourKeyMsg struct {
+	Key     string
+	Handled bool
+}
+
 // SourcesPausedMsg reports that Controller.SetSourcesPaused returned.
 type SourcesPausedMsg struct {
 	Paused bool

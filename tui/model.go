@@ -18,6 +18,7 @@ import (
 	"faultline/tui/components/helpview"
 	"faultline/tui/components/restarts"
 	"faultline/tui/components/status"
+	"faultline/tui/components/tour"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
@@ -82,6 +83,7 @@ type model struct {
 	menu     *faultmenu.Model
 	detail   *detail.Model
 	helpView *helpview.Model
+	tour     *tour.Model // in the events' place while a guided tour runs
 
 	focus   pane
 	overlay overlayKind
@@ -142,6 +144,7 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 		menu:     faultmenu.New(ctx),
 		detail:   detail.New(ctx),
 		helpView: helpview.New(ctx, h),
+		tour:     tour.New(ctx),
 	}
 }
 
@@ -256,9 +259,13 @@ func (m *model) handleEvents(msg EventsMsg) tea.Cmd {
 }
 
 // sync writes the shown settings and the selection into the Context, tells
-// the panes about the focus and lays them out.
+// the panes about the focus and lays them out. The events are not drawn
+// during a guided tour: the focus leaves them.
 func (m *model) sync() {
 	s := &m.ctx.Snap
+	if !m.drawn(m.focus) {
+		m.focus = paneGraph
+	}
 	m.ctx.Tempo = m.tempo.value(s.Input.Tempo)
 	m.ctx.Paused = m.paused.value(s.Input.SourcesPaused)
 	m.ctx.Mode = m.mode.value(s.Job.Mode)
@@ -370,6 +377,9 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		m.tempo.done(msg.done)
 	case SteppedMsg:
 		// The flash already said what a step does.
+	case TourKeyMsg:
+		// The panel shows the tour's answer with the next sample; a key
+		// no tour took means nothing else.
 	case RestartsResetMsg:
 		m.flash("restart attempts reset: the strategy starts afresh, as for a new job", common.LevelSuccess)
 	case common.OpenDetailMsg:
@@ -398,8 +408,11 @@ func where(task string) string {
 
 // layoutSizes are the heights and widths the panes get.
 type layoutSizes struct {
-	graphH, midH, eventsH int // each counts its rule line
+	graphH, midH, eventsH int // each counts its rule line; a tour's panel gets eventsH
 	cpW, restartsW        int
+	// tourHelpRow is set when the short help's line went to the tour's
+	// panel (counted in eventsH).
+	tourHelpRow bool
 }
 
 // Heights the lower panes keep at least (rule line included), what they
@@ -433,7 +446,39 @@ func (m *model) sizes() layoutSizes {
 		mid = rest - ev
 	}
 	cpW := m.width * 3 / 5
-	return layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
+	s := layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
+	if m.ctx.Tour() != nil {
+		fitTour(&s)
+	}
+	return s
+}
+
+// tourMidH is the least the checkpoints and restarts keep (rule line
+// included) to give a guided tour's panel its rows.
+const tourMidH = 4
+
+// fitTour lays out a guided tour: its panel takes the events' place, and
+// when that is shorter than tour.MinHeight (80×24 gives the events four
+// lines), it takes the short help's line (the panel lists the tour's
+// keys), then lines of the checkpoints and restarts down to tourMidH (the
+// history keeps its newest rows and the restarts pane its most urgent
+// lines), then of the graph. The layout depends on the terminal and the
+// job only, never on what a step says.
+func fitTour(s *layoutSizes) {
+	need := tour.MinHeight - s.eventsH
+	if need <= 0 {
+		return
+	}
+	s.tourHelpRow = true
+	s.eventsH++
+	need--
+	take := min(need, max(s.midH-tourMidH, 0))
+	s.midH -= take
+	s.eventsH += take
+	need -= take
+	take = min(need, max(s.graphH-2, 0))
+	s.graphH -= take
+	s.eventsH += take
 }
 
 // layout hands every component its size.
@@ -447,6 +492,7 @@ func (m *model) layout() {
 	m.cps.SetSize(s.cpW, s.midH)
 	m.restarts.SetSize(s.restartsW, s.midH)
 	m.log.SetSize(m.width, s.eventsH)
+	m.tour.SetSize(m.width, s.eventsH)
 	m.status.SetSize(m.width, 1)
 	body := m.height - 3
 	m.detail.SetSize(m.width, body)
@@ -463,27 +509,38 @@ func (m *model) View() string {
 		return m.tooSmall()
 	}
 	var body []string
+	withHelp := true
 	switch m.overlay {
 	case overlayHelp:
 		body = common.SplitLines(m.helpView.View())
 	case overlayDetail:
 		body = common.SplitLines(m.detail.View())
 	default:
+		s := m.sizes()
 		body = m.panes()
+		if s.tourHelpRow {
+			// The tour's panel has the help's line, but for the menu's
+			// keys while it is open.
+			if withHelp = m.overlay == overlayMenu; withHelp {
+				body = body[:len(body)-1]
+			}
+		}
 		if m.overlay == overlayMenu {
 			box := common.SplitLines(m.menu.View())
-			s := m.sizes()
 			y := max(s.graphH, len(body)-len(box))
 			body = overlay(body, box, max((m.width-common.Width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
 		}
 	}
 	lines := append([]string{m.header.View()}, body...)
-	lines = append(lines, m.status.View(), m.helpLine())
+	lines = append(lines, m.status.View())
+	if withHelp {
+		lines = append(lines, m.helpLine())
+	}
 	return strings.Join(common.FitLines(lines, m.width, m.height), "\n")
 }
 
 // panes draws the job graph, the checkpoints beside the restarts, and the
-// events.
+// events, or during a guided tour its panel.
 func (m *model) panes() []string {
 	st := m.ctx.Styles
 	s := m.sizes()
@@ -494,7 +551,25 @@ func (m *model) panes() []string {
 		sep[i] = st.Rule.Render("│")
 	}
 	lines = append(lines, joinSideBySide(common.SplitLines(m.cps.View()), common.SplitLines(m.restarts.View()), sep)...)
+	if m.ctx.Tour() != nil {
+		return append(lines, common.SplitLines(m.tour.View())...)
+	}
 	return append(lines, common.SplitLines(m.log.View())...)
+}
+
+// drawn reports whether pane p is on the screen: the events are not
+// during a guided tour (they are kept, and come back after it).
+func (m *model) drawn(p pane) bool { return p != paneEvents || m.ctx.Tour() == nil }
+
+// cycleFocus moves the focus to the next pane on the screen in direction
+// d (tab: +1, shift+tab: -1).
+func (m *model) cycleFocus(d int) {
+	for range paneCount {
+		m.focus = pane((int(m.focus) + d + int(paneCount)) % int(paneCount))
+		if m.drawn(m.focus) {
+			return
+		}
+	}
 }
 
 // helpLine is the short help of what has the keys now, with "? help  q

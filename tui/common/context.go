@@ -117,6 +117,27 @@ func (c *Context) TaskNames() []string {
 // TaskName names a subtask as Flink does: "operator/index".
 func TaskName(op string, index int) string { return fmt.Sprintf("%s/%d", op, index) }
 
+// Tour is the guided tour running on the job (`faultline tour NAME`), nil
+// outside a tour.
+func (c *Context) Tour() *view.Tour { return c.Snap.Tour }
+
+// Highlight is the part of the screen the tour's step points at; the zero
+// Highlight (nothing) outside a tour.
+func (c *Context) Highlight() view.Highlight {
+	if c.Snap.Tour == nil {
+		return view.Highlight{}
+	}
+	return c.Snap.Tour.Highlight
+}
+
+// HighlightMarker goes before what a guided tour points at (»join/1's
+// cell, its strips, a checkpoint's row, the verify line, the restarts
+// pane's title, the header's status and mode). It always takes the place
+// of a space or a marker already there, so that the layout never shifts,
+// and shows in a capture without colours; the Highlight style adds
+// reverse video.
+const HighlightMarker = "»"
+
 // NoKeys is embedded by components without key bindings of their own.
 type NoKeys struct{}
 

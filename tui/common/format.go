@@ -284,11 +284,25 @@ func SplitLines(s string) []string {
 // Rule draws a pane's top line, "── title ───── info ──", heavy ("━━")
 // when the pane has the focus so that focus shows without colour too.
 func Rule(st *Styles, title, info string, w int, focused bool) string {
+	return rule(st, title, info, w, focused, false)
+}
+
+// MarkedRule is Rule for a pane a guided tour points at: the space before
+// the title is the HighlightMarker, and the title is highlighted
+// ("──»restarts ───").
+func MarkedRule(st *Styles, title, info string, w int, focused bool) string {
+	return rule(st, title, info, w, focused, true)
+}
+
+func rule(st *Styles, title, info string, w int, focused, marked bool) string {
 	line, lineStyle, titleStyle := "─", st.Rule, st.RuleTitle
 	if focused {
 		line, lineStyle, titleStyle = "━", st.RuleFocused, st.RuleTitleFocused
 	}
 	head := lineStyle.Render(strings.Repeat(line, 2)) + " " + titleStyle.Render(title) + " "
+	if marked {
+		head = lineStyle.Render(strings.Repeat(line, 2)) + st.Highlight.Render(HighlightMarker+title) + " "
+	}
 	tail := ""
 	if info != "" {
 		tail = " " + info + " " + lineStyle.Render(strings.Repeat(line, 2))

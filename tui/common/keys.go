@@ -38,6 +38,10 @@ type KeyMap struct {
 	RateUp        key.Binding
 	RateDown      key.Binding
 
+	// The guided tour's keys (Controller.TourKey), in the main mode
+	// only: n inside the fault confirmation still cancels.
+	TourNext, TourBack, TourRestart key.Binding
+
 	Help      key.Binding
 	Quit      key.Binding
 	ForceQuit key.Binding
@@ -84,6 +88,10 @@ func DefaultKeyMap() KeyMap {
 		RateUp:        key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "rate ×1.5")),
 		RateDown:      key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "rate ÷1.5")),
 
+		TourNext:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next")),
+		TourBack:    key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "back")),
+		TourRestart: key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "restart")),
+
 		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		ForceQuit: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
@@ -96,12 +104,24 @@ func (k KeyMap) CommandHelp() []key.Binding {
 	return []key.Binding{k.Fault, k.Checkpoint, k.Freeze, k.ShortStep, k.Slow, k.Pause, k.Mode, k.Savepoint, k.Rate, k.NextPane}
 }
 
-// HelpGroups are the columns of the full help overlay.
-func (k KeyMap) HelpGroups() (titles []string, groups [][]key.Binding) {
-	return []string{"move", "fault tolerance", "tempo, input, general"},
-		[][]key.Binding{
-			{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Back},
-			{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode, k.ResetRestarts},
-			{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
-		}
+// HelpGroups are the columns of the full help overlay; tour adds the
+// guided tour's keys, for while one runs.
+func (k KeyMap) HelpGroups(tour bool) (titles []string, groups [][]key.Binding) {
+	titles = []string{"move", "fault tolerance", "tempo, input, general"}
+	groups = [][]key.Binding{
+		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Back},
+		{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode, k.ResetRestarts},
+		{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
+	}
+	if tour {
+		titles = append(titles, "tour")
+		groups = append(groups, k.TourHelp())
+	}
+	return titles, groups
+}
+
+// TourHelp is the guided tour's keys, as the tour panel and the help list
+// them.
+func (k KeyMap) TourHelp() []key.Binding {
+	return []key.Binding{k.TourNext, k.TourBack, k.TourRestart}
 }

@@ -62,6 +62,10 @@ type Styles struct {
 	// as in-flight data (its gate and REC count).
 	Persisted, Recording lipgloss.Style
 
+	// Highlight is what a guided tour's step points at, after its »
+	// marker (HighlightMarker).
+	Highlight lipgloss.Style
+
 	TableHeader lipgloss.Style
 	Disabled    lipgloss.Style // an unavailable fault
 
@@ -110,6 +114,8 @@ func NewStyles(r *lipgloss.Renderer, t Theme) *Styles {
 
 		Persisted: fg(t.Info).Bold(true),
 		Recording: fg(t.Info),
+
+		Highlight: fg(t.Accent).Bold(true).Reverse(true),
 
 		TableHeader: fg(t.Muted).Underline(true),
 		Disabled:    fg(t.Muted).Faint(true),

@@ -56,7 +56,21 @@ func (p *Model) SetSize(w, h int) {
 // scroll keeps the selected row in view.
 func (p *Model) scroll() {
 	cols, noteW := p.columns(p.width)
-	p.top = scrollTop(p.top, p.selected(), p.rows(), p.heights(cols, noteW))
+	p.top = p.topRow(cols, noteW)
+}
+
+// topRow is the first row to show: the selected row stays in view or,
+// while the table follows the newest, the newest and, below it when it
+// must be, the row a guided tour points at.
+func (p *Model) topRow(cols []cpCol, noteW int) int {
+	top, keep := p.top, p.selected()
+	if id := p.ctx.Highlight().Checkpoint; id != 0 && p.Following() {
+		h := p.ctx.Snap.Checkpoints.History
+		if i := slices.IndexFunc(h, func(c view.Checkpoint) bool { return c.ID == id }); i >= 0 {
+			top, keep = 0, i
+		}
+	}
+	return scrollTop(top, keep, p.rows(), p.heights(cols, noteW))
 }
 
 // scrollTop is the first row to show so that row sel shows whole in a
@@ -325,7 +339,7 @@ func (p *Model) View() string {
 		return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
 	}
 	sel := p.selected()
-	top := scrollTop(p.top, sel, p.rows(), p.heights(cols, noteW))
+	top := p.topRow(cols, noteW)
 	for i := top; i < len(h) && len(lines) < p.height; i++ {
 		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel, p.height-len(lines))...)
 	}
@@ -383,9 +397,15 @@ func reasonAt(cols []cpCol, noteW int) (at, w int) {
 func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool, most int) []string {
 	st := p.ctx.Styles
 	var b strings.Builder
-	if sel {
+	marked := c.ID == p.ctx.Highlight().Checkpoint
+	switch {
+	case marked:
+		// The row a guided tour points at: its marker takes the
+		// selection's column.
+		b.WriteString(st.Highlight.Render(common.HighlightMarker))
+	case sel:
 		b.WriteString(st.Selected.Render("▸"))
-	} else {
+	default:
 		b.WriteString(" ")
 	}
 	alo := p.ctx.CheckpointMode(c) == common.AtLeastOnce
@@ -402,6 +422,9 @@ func (p *Model) row(c *view.Checkpoint, cols []cpCol, noteW int, sel bool, most 
 			return out
 		}
 		text, style := col.cell(c, alo)
+		if marked && col.title == "id" {
+			style = st.Highlight
+		}
 		b.WriteString(style.Render(align(text, col.w, col.right)) + " ")
 	}
 	if note := common.CheckpointNote(c); noteW >= 4 && note != "" {

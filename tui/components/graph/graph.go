@@ -248,7 +248,8 @@ func (g *Model) View() string {
 	return strings.Join(common.FitLines(lines, g.width, g.height), "\n")
 }
 
-// body renders the rows in h lines, scrolled so the selected row shows.
+// body renders the rows in h lines, scrolled so the selected row shows
+// (in a tour, the row of the subtask the tour points at).
 func (g *Model) body(h int) []string {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
@@ -258,12 +259,21 @@ func (g *Model) body(h int) []string {
 	_, roomy := g.Heights()
 	all := h >= roomy
 	pend := g.ctx.PendingCheckpoint()
+	// The row whose strips show when not all do, and that stays in view:
+	// the selected one, or the one whose subtask the tour points at.
+	shown, stripped := g.selOp, g.selOp
+	if hl := g.ctx.Highlight(); hl.Task != "" && slices.ContainsFunc(ops, func(o view.Operator) bool { return o.Name == taskOperator(hl.Task) }) {
+		shown = taskOperator(hl.Task)
+		if hl.Inputs {
+			stripped = shown
+		}
+	}
 	var lines []string
 	selEnd := 0
 	for _, op := range ops {
-		strips := len(op.Inputs) > 0 && (all || op.Name == g.selOp)
+		strips := len(op.Inputs) > 0 && (all || op.Name == stripped)
 		lines = append(lines, g.row(op, geo, strips, pend)...)
-		if op.Name == g.selOp {
+		if op.Name == shown {
 			selEnd = len(lines)
 		}
 	}
@@ -372,6 +382,14 @@ func edgeKinds(edges []view.Edge, long bool) string {
 	return strings.Join(parts, ",")
 }
 
+// taskOperator is the operator of a subtask named "operator/index".
+func taskOperator(task string) string {
+	if i := strings.LastIndexByte(task, '/'); i >= 0 {
+		return task[:i]
+	}
+	return task
+}
+
 // channelLabels names the strip lines of a row. When every subtask of the
 // row has the same upstream subtasks in the same order (hash, rebalance
 // and broadcast edges) the label column names them and inline is false;
@@ -420,7 +438,11 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 	sel := g.chosen && name == g.Selected()
 	head := " " + strconv.Itoa(idx)
 	headStyle := st.Bold
-	if sel {
+	switch hl := g.ctx.Highlight(); {
+	case hl.Task == name && !hl.Inputs:
+		// What the tour points at takes the selection's column.
+		head, headStyle = common.HighlightMarker+strconv.Itoa(idx), st.Highlight
+	case sel:
 		head, headStyle = "▸"+strconv.Itoa(idx), st.Selected
 	}
 	if t.Name == "" {
@@ -545,6 +567,10 @@ func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	}
 	prefixW, stripW, scale, long := g.stripGeometry(t, w, suffixW, inline)
 	prefix := " "
+	if hl := g.ctx.Highlight(); hl.Inputs && hl.Task == t.Name {
+		// The strips the tour points at, in the space before them.
+		prefix = st.Highlight.Render(common.HighlightMarker)
+	}
 	if inline {
 		_, from, _ := strings.Cut(in.From, "/")
 		prefix += st.Muted.Render("/" + from + " ")

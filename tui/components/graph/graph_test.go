@@ -253,3 +253,53 @@ func TestUnalignedStrips(t *testing.T) {
 		}
 	}
 }
+
+// A guided tour's highlight marks a subtask's cell, or with Inputs its
+// strips, with » in place of a space (or of the selection's ▸): the
+// layout does not move. When only one row's strips fit, the highlighted
+// subtask's row shows them.
+func TestTourHighlight(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hl     view.Highlight
+		roomy  bool
+		want   []string
+		absent []string
+		under  string // what the marker stands in place of
+	}{
+		{"a cell", view.Highlight{Task: "join/1"}, false, []string{"▸0 RUN", "»1 RUN"}, []string{"»◂"}, " "},
+		{"the selected cell", view.Highlight{Task: "join/0"}, false, []string{"»0 RUN"}, []string{"▸0 RUN"}, "▸"},
+		{"join/1's strips", view.Highlight{Task: "join/1", Inputs: true}, false,
+			[]string{"9         »◂···▌14", "12        »◂·····▌14", "5         »◂···  ", "10        »◂······▌14"}, []string{"»1 RUN"}, " "},
+		{"revenue/0's strips, at 80×24", view.Highlight{Task: "revenue/0", Inputs: true}, false,
+			[]string{"join/0»◂···", "join/1»◂··"}, []string{"parse-orders/0"}, ""},
+		{"revenue/0's strips, roomy", view.Highlight{Task: "revenue/0", Inputs: true}, true,
+			[]string{"join/0»◂···", "parse-orders/0 ◂"}, nil, " "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plain := sampled(fixture.Running())
+			g := sampled(fixture.Touring(fixture.Running(), &view.Tour{Highlight: tc.hl}))
+			compact, roomy := g.Heights()
+			h := compact + 1
+			if tc.roomy {
+				h = roomy + 1
+			}
+			g.SetSize(80, h)
+			plain.SetSize(80, h)
+			got := g.View()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("no %q in\n%s", w, got)
+				}
+			}
+			for _, w := range tc.absent {
+				if strings.Contains(got, w) {
+					t.Errorf("%q in\n%s", w, got)
+				}
+			}
+			if tc.under != "" && strings.ReplaceAll(got, "»", tc.under) != plain.View() {
+				t.Errorf("the marker moved the layout:\n%s\nwas\n%s", got, plain.View())
+			}
+		})
+	}
+}

@@ -107,6 +107,9 @@ func (h *Model) SetSize(w, _ int) { h.width = w }
 type segment struct {
 	text, short string
 	keep        int
+	// marked is set on what a guided tour points at: the marker takes the
+	// place of the space before it ("»RUNNING").
+	marked bool
 }
 
 // View implements tea.Model.
@@ -199,6 +202,9 @@ func (h *Model) View() string {
 	if kafka == "" {
 		segs[5].text = ""
 	}
+	if h.ctx.Highlight().Header {
+		segs[1].marked, segs[2].marked = true, true // the status and the mode
+	}
 	var badges []string
 	if t := h.ctx.Tempo; t != view.TempoNormal {
 		label, style := strings.ToUpper(t.String()), st.Badge
@@ -220,16 +226,29 @@ func (h *Model) View() string {
 	right := strings.Join(badges, " ")
 	room := h.width - common.Width(app) - common.Width(right) - 1
 
-	render := func() string {
-		var parts []string
+	// render joins the segments two spaces apart; lead goes before the
+	// first.
+	mark := st.Highlight.Render(common.HighlightMarker)
+	render := func() (left, lead string) {
+		var b strings.Builder
+		lead = "  "
 		for _, s := range segs {
-			if s.text != "" {
-				parts = append(parts, s.text)
+			switch {
+			case s.text == "":
+				continue
+			case b.Len() == 0 && s.marked:
+				lead = " " + mark
+			case b.Len() == 0:
+			case s.marked:
+				b.WriteString(" " + mark)
+			default:
+				b.WriteString("  ")
 			}
+			b.WriteString(s.text)
 		}
-		return strings.Join(parts, "  ")
+		return b.String(), lead
 	}
-	left := render()
+	left, lead := render()
 	for common.Width(left)+2 > room {
 		worst := -1
 		for i, s := range segs {
@@ -248,9 +267,9 @@ func (h *Model) View() string {
 		} else {
 			segs[worst].text = ""
 		}
-		left = render()
+		left, lead = render()
 	}
-	line := app + "  " + common.TruncateWords(left, max(room-2, 0))
+	line := app + lead + common.TruncateWords(left, max(room-2, 0))
 	if right != "" {
 		line = common.PadRight(line, h.width-common.Width(right)) + right
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // Model lists every key binding, grouped, explains the glyphs and words
-// of the screen and the checkpointing modes the mode key goes through. ↑/↓ scroll it when it is taller than the
-// terminal; ? or esc closes it.
+// of the screen and the checkpointing modes the mode key goes through,
+// and while a guided tour runs, its keys and marks. ↑/↓ scroll it when it
+// is taller than the terminal; ? or esc closes it.
 type Model struct {
 	ctx           *common.Context
 	width, height int
@@ -48,7 +49,7 @@ func (o *Model) ShortHelp() []key.Binding {
 
 // FullHelp implements help.KeyMap.
 func (o *Model) FullHelp() [][]key.Binding {
-	_, groups := o.ctx.Keys.HelpGroups()
+	_, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil)
 	return groups
 }
 
@@ -120,6 +121,14 @@ var legendMore = [][2]string{
 	{"dup 23 (at-least-once)", "duplicates committed while the job ran at-least-once: expected there, not a fault"},
 }
 
+// tourLegend explains the marks of a guided tour, for while one runs.
+var tourLegend = [][2]string{
+	{"»1 »◂·· »14", "what the step points at: a subtask, its input strips, a checkpoint's row; also »verify, ──»restarts and the header's »status and »mode"},
+	{"✓ claim", "the tour's last check held"},
+	{"✗ claim — why", "it did not hold, and what was seen instead"},
+	{"(earlier step — n to return)", "b showed an earlier step's narration; n goes back to the current step"},
+}
+
 // View implements tea.Model.
 func (o *Model) View() string {
 	st := o.ctx.Styles
@@ -140,7 +149,7 @@ func (o *Model) View() string {
 func (o *Model) lines() []string {
 	st := o.ctx.Styles
 	var lines []string
-	titles, groups := o.ctx.Keys.HelpGroups()
+	titles, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil)
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
 		blocks[i] = st.Bold.Render(titles[i]) + "\n" + o.help.FullHelpView([][]key.Binding{g})
@@ -171,6 +180,10 @@ func (o *Model) lines() []string {
 	lines = append(lines, o.legendLines(legend)...)
 	lines = append(lines, "", st.Bold.Render("reading the rest"))
 	lines = append(lines, o.legendLines(legendMore)...)
+	if o.ctx.Tour() != nil {
+		lines = append(lines, "", st.Bold.Render("reading a guided tour"))
+		lines = append(lines, o.legendLines(tourLegend)...)
+	}
 	for i, l := range lines {
 		if !strings.HasPrefix(l, " ") {
 			lines[i] = " " + l

@@ -75,7 +75,11 @@ func (p *Model) View() string {
 	if r.Restarts > 0 {
 		info = st.Muted.Render(common.Plural(r.Restarts, "restart", "restarts"))
 	}
-	lines := []string{common.Rule(st, "restarts", info, p.width, false)}
+	rule := common.Rule
+	if p.ctx.Highlight().Restart {
+		rule = common.MarkedRule // "──»restarts": a guided tour points at the pane
+	}
+	lines := []string{rule(st, "restarts", info, p.width, false)}
 	body := p.lines()
 	w := p.width - 1
 	// Keep the most urgent lines that fit, in their order.

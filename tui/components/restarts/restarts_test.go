@@ -1,10 +1,23 @@
 package restarts
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 )
+
+func TestMain(m *testing.M) {
+	// The checks compare plain text: no colour, no bold.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
 
 func TestRestartBudget(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,5 +31,24 @@ func TestRestartBudget(t *testing.T) {
 		if got := restartBudget(tc.r); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.r.Strategy, got, tc.want)
 		}
+	}
+}
+
+// The pane a guided tour points at says so in its rule, in place of the
+// space before its title.
+func TestTourHighlight(t *testing.T) {
+	draw := func(tour *view.Tour) string {
+		ctx := common.NewContext(nil)
+		ctx.Snap, ctx.HasSnap = fixture.Touring(fixture.Running(), tour), true
+		p := New(ctx)
+		p.SetSize(31, 5)
+		return p.View()
+	}
+	got := draw(&view.Tour{Highlight: view.Highlight{Restart: true}})
+	if !strings.HasPrefix(got, "──»restarts ───") {
+		t.Fatalf("no marker:\n%s", got)
+	}
+	if plain := draw(nil); strings.Replace(got, "»", " ", 1) != plain {
+		t.Errorf("the marker moved the layout:\n%s\nwas\n%s", got, plain)
 	}
 }

@@ -68,13 +68,18 @@ func (s *Model) Flash() string {
 // View implements tea.Model.
 func (s *Model) View() string {
 	st := s.ctx.Styles
-	left := " " + s.verifyText(true)
+	lead := " "
+	if s.ctx.Highlight().Verify {
+		// A guided tour points at the line: "»verify".
+		lead = st.Highlight.Render(common.HighlightMarker)
+	}
+	left := lead + s.verifyText(true)
 	flash := s.Flash()
 	if flash == "" {
 		return common.PadRight(left, s.width)
 	}
 	if s.width-common.Width(left)-3 < common.Width(flash) {
-		left = " " + s.verifyText(false)
+		left = lead + s.verifyText(false)
 	}
 	room := s.width - common.Width(left) - 3
 	if room < 12 {
@@ -93,6 +98,9 @@ func (s *Model) verifyText(asOf bool) string {
 	st := s.ctx.Styles
 	v := s.ctx.Snap.Verify
 	label := st.Bold.Render("verify")
+	if s.ctx.Highlight().Verify {
+		label = st.Highlight.Render("verify")
+	}
 	switch {
 	case v.Err != "":
 		return label + "  " + st.Warning.Render("cannot check: "+v.Err)

@@ -78,3 +78,22 @@ func TestVerifyLineSaysWhatIsInFlight(t *testing.T) {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }
+
+// The verify line a guided tour points at starts with », in place of
+// its leading space.
+func TestTourHighlight(t *testing.T) {
+	draw := func(tour *view.Tour) string {
+		ctx := common.NewContext(nil)
+		ctx.Snap, ctx.HasSnap = fixture.Touring(fixture.Running(), tour), true
+		s := New(ctx)
+		s.SetSize(80, 1)
+		return s.View()
+	}
+	got := draw(&view.Tour{Highlight: view.Highlight{Verify: true}})
+	if !strings.HasPrefix(got, "»verify  committed 18,204") {
+		t.Fatalf("no marker: %q", got)
+	}
+	if plain := draw(nil); strings.Replace(got, "»", " ", 1) != plain {
+		t.Errorf("the marker moved the line: %q, was %q", got, plain)
+	}
+}

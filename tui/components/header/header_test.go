@@ -1,0 +1,42 @@
+package header
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"faultline/runtime/view"
+	"faultline/tui/common"
+	"faultline/tui/internal/fixture"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
+
+func TestMain(m *testing.M) {
+	// The checks compare plain text: no colour, no bold.
+	lipgloss.SetColorProfile(termenv.Ascii)
+	os.Exit(m.Run())
+}
+
+// When a guided tour points at the header, its status and its mode are
+// marked, each in place of a space before it.
+func TestTourHighlight(t *testing.T) {
+	for _, w := range []int{80, 120} {
+		draw := func(tour *view.Tour) string {
+			ctx := common.NewContext(nil)
+			ctx.Snap, ctx.HasSnap = fixture.Touring(fixture.Running(), tour), true
+			ctx.Mode = ctx.Snap.Job.Mode
+			h := New(ctx)
+			h.SetSize(w, 1)
+			return h.View()
+		}
+		got := draw(&view.Tour{Highlight: view.Highlight{Header: true}})
+		if !strings.Contains(got, "payments »RUNNING »exactly-once · aligned") {
+			t.Fatalf("%d: no markers: %q", w, got)
+		}
+		if plain := draw(nil); strings.ReplaceAll(got, "»", " ") != plain {
+			t.Errorf("%d: the markers moved the line: %q, was %q", w, got, plain)
+		}
+	}
+}
