@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"faultline/runtime"
 	"faultline/runtime/view"
 )
 
@@ -591,8 +592,11 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 // effect is the moment that shows an action took effect.
 func (a Action) effect() *Cond {
 	switch {
+	case a.Inject != "" && !runtime.FaultKind(a.Inject).JobLevel():
+		// The fault must hit the subtask the tour names.
+		return &Cond{Event: "fault_injected", Where: map[string]string{"fault": a.Inject, "task": a.Task}, Says: "the " + a.Inject + " fault in " + a.Task}
 	case a.Inject != "":
-		return &Cond{Event: "fault_injected", Where: map[string]string{"fault": a.Inject}, Says: "the fault"}
+		return &Cond{Event: "fault_injected", Where: map[string]string{"fault": a.Inject}, Says: "the " + a.Inject + " fault"}
 	case a.Mode != "":
 		return &Cond{Event: "mode_changed", Where: map[string]string{"mode": a.Mode}, Says: "the mode to change"}
 	case a.Checkpoint:
