@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -176,13 +177,13 @@ func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.W
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for {
-		failed, again, err := o.once(ctx, t, stdout, stderr)
+		failed, end, err := o.once(ctx, t, stdout, stderr)
 		switch {
 		case err != nil:
 			return err
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || end == tourQuit:
 			return nil
-		case again || o.loop && o.autoplay:
+		case end == tourAgain || o.loop && o.autoplay:
 			continue
 		case failed > 0:
 			return exitError{code: 4, err: fmt.Errorf("tour %s: %d of its checks did not hold", t.Name, failed)}
@@ -191,14 +192,22 @@ func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.W
 	}
 }
 
+// tourEnding is how one pass of a tour ended.
+type tourEnding int
+
+const (
+	tourEnded tourEnding = iota // every step ran
+	tourAgain                   // the learner asked to start again (r)
+	tourQuit                    // the learner quit (q)
+)
+
 // once runs the tour from its start on a fresh state dir: each of its job
-// runs in turn. It returns how many checks did not hold, and whether the
-// learner asked to start again.
-func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) (failed int, again bool, err error) {
+// runs in turn. It returns how many checks did not hold, and how it ended.
+func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) (failed int, end tourEnding, err error) {
 	dir := o.stateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "faultline-tour-"+t.Name+"-"); err != nil {
-			return 0, false, err
+			return 0, tourEnded, err
 		}
 		defer os.RemoveAll(dir)
 	}
@@ -226,7 +235,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 		cmd, ro := newRunCmdOptions()
 		runFlags, written, err := builtInJobs(flags, dir)
 		if err != nil {
-			return 0, false, err
+			return 0, tourEnded, err
 		}
 		for _, f := range written {
 			defer os.Remove(f)
@@ -236,7 +245,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 			args = append(args, "--fresh")
 		}
 		if err := cmd.ParseFlags(args); err != nil {
-			return 0, false, usagef("tour %s: its run flags %q: %v", t.Name, strings.Join(flags, " "), err)
+			return 0, tourEnded, usagef("tour %s: its run flags %q: %v", t.Name, strings.Join(flags, " "), err)
 		}
 		ro.setTTL = cmd.Flags().Changed("state-ttl")
 		ro.setRate = cmd.Flags().Changed("rate")
@@ -258,22 +267,22 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 			if o.headless {
 				enc.Encode(tourEnd{Tour: t.Name, Steps: len(t.Steps), Failed: r.Failed() + 1, ElapsedMs: time.Since(started).Milliseconds(), Error: err.Error()})
 			}
-			return 0, false, err
+			return 0, tourEnded, err
 		}
 		switch {
 		case errors.Is(runErr, tour.ErrRestart):
-			return r.Failed(), true, nil
+			return r.Failed(), tourAgain, nil
 		case quit || ctx.Err() != nil:
-			return r.Failed(), false, nil
+			return r.Failed(), tourQuit, nil
 		case runErr != nil:
-			return 0, false, runErr
+			return 0, tourEnded, runErr
 		}
 		flags, from, first = nextFlags, next, false
 	}
 	if o.headless {
 		enc.Encode(tourEnd{Tour: t.Name, OK: r.Failed() == 0, Steps: len(t.Steps), Failed: r.Failed(), ElapsedMs: time.Since(started).Milliseconds()})
 	}
-	return r.Failed(), false, nil
+	return r.Failed(), tourEnded, nil
 }
 
 // front stands in front of one run of the tour's job: headless, it runs
@@ -305,23 +314,24 @@ func (o *tourOptions) front(ctx context.Context, r *tour.Runner, ctrl *uiControl
 	uiCtx, stopUI := context.WithCancel(ctx)
 	defer stopUI()
 	ran := make(chan struct{})
-	ended := false
+	var byTour atomic.Bool // the tour, not the learner, closed the UI
 	go func() {
 		defer close(ran)
 		next, flags, err = r.Run(uiCtx, ctrl, from)
-		if err != nil && !errors.Is(err, tour.ErrRestart) {
+		switch {
+		case err != nil && !errors.Is(err, tour.ErrRestart):
 			return // the learner quit
-		}
-		ended = true
-		if err == nil && next >= len(r.Steps()) {
+		case err == nil && next >= len(r.Steps()):
 			if !o.autoplay {
 				return // the panel says the tour is complete; q quits
 			}
 			select {
 			case <-uiCtx.Done():
+				return
 			case <-time.After(8 * time.Second):
 			}
 		}
+		byTour.Store(true)
 		stopUI()
 	}()
 	uiErr := tui.Run(uiCtx, ctrl, uiEvents, tui.Options{})
@@ -330,8 +340,5 @@ func (o *tourOptions) front(ctx context.Context, r *tour.Runner, ctrl *uiControl
 	if uiErr != nil {
 		return next, flags, uiErr, true
 	}
-	if !ended || next >= len(r.Steps()) && !o.autoplay && err == nil {
-		return next, flags, err, true
-	}
-	return next, flags, err, false
+	return next, flags, err, !byTour.Load()
 }

@@ -88,10 +88,8 @@ type Runner struct {
 	done     []int64 // completed checkpoint ids, in order
 	restores []restore
 	savepnt  int64
-	// mark and markDone are the event and the completed checkpoints a
-	// wait counts from.
-	mark     int64
-	markDone int
+	// mark is the event a wait for an event counts from (see Run).
+	mark int64
 }
 
 type seenEvent struct {
@@ -237,11 +235,11 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 		}
 		start := time.Now()
 		r.mu.Lock()
-		// A wait right after a key or an action (highlights between
-		// them aside) counts what the action set off from its start:
-		// its first consequences may come before the wait begins.
-		if !(s.Wait != nil && r.afterAction(i, from)) {
-			r.mark, r.markDone = r.seq, len(r.done)
+		// A wait for an event counts from the start of the newest key or
+		// action of this run of the job: its first consequences may come
+		// while a narration is read, before the wait begins.
+		if i == from || s.Press != nil || s.Do != nil || s.Tempo != "" || s.StepTo > 0 {
+			r.mark = r.seq
 		}
 		r.current, r.back = i, 0
 		r.panel.Step = i + 1
@@ -266,22 +264,6 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 	r.panel.Waiting, r.panel.Key, r.panel.Next = "", "", false
 	r.mu.Unlock()
 	return len(r.t.Steps), nil, nil
-}
-
-// afterAction reports whether step i follows a press or a do, with only
-// highlights between them, within this run of the job (which began at
-// from).
-func (r *Runner) afterAction(i, from int) bool {
-	for j := i - 1; j >= from; j-- {
-		switch r.t.Steps[j].Kind() {
-		case "highlight":
-			continue
-		case "press", "do":
-			return true
-		}
-		return false
-	}
-	return false
 }
 
 // expand puts the newest savepoint's id in for {savepoint}.
@@ -406,7 +388,7 @@ const defaultTimeout = 30 * time.Second
 // or, interactively, the learner presses n.
 func (r *Runner) wait(ctx context.Context, d Driver, c *Cond, res *StepResult) error {
 	r.mu.Lock()
-	since, ids := r.mark, r.markDone
+	since, ids := r.mark, len(r.done)
 	r.mu.Unlock()
 	r.setPanel(func(p *view.Tour) { p.Waiting = c.says() })
 	defer r.setPanel(func(p *view.Tour) { p.Waiting = "" })

@@ -139,3 +139,31 @@ func TestAFailedCheckSaysWhy(t *testing.T) {
 		t.Fatalf("panel %+v", p)
 	}
 }
+
+// In autoplay a narration takes its reading time: an event its key set
+// off during it still ends the wait that follows.
+func TestAWaitSeesWhatTheKeySetOffDuringTheNarration(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - press: {keys: x then 1, do: {inject: panic, task: join/1}}
+  - wait: {job_status: RESTARTING, timeout: 5s}
+  - say: the restart strategy waits
+  - wait: {event: restored, timeout: 1s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(tr, Autoplay, nil)
+	r.ReadTime = func(int) time.Duration { return 300 * time.Millisecond }
+	d := &fakeDriver{r: r}
+	d.snap.Job.Status = "RESTARTING"
+	go func() {
+		time.Sleep(2100 * time.Millisecond) // autoplay presses after 2 s
+		r.Feed(view.Stamped{Event: view.Restored{Checkpoint: 1}})
+	}()
+	if _, _, err := r.Run(context.Background(), d, 0); err != nil || r.Failed() != 0 {
+		t.Fatalf("run: %v, %d failed", err, r.Failed())
+	}
+}
