@@ -12,9 +12,15 @@ import (
 // at the largest screen the tours are written for and the smallest the UI
 // takes: the narration of each moment, the join's input strips marked
 // while they align, and the check's result on screen.
+//
+// It runs beside the other tours' tests, and both sizes at once: a tour
+// mostly waits for the job.
 func TestTUITourAlignmentWithKeys(t *testing.T) {
+	needProgram(t)
+	t.Parallel()
 	for _, size := range [][2]int{{120, 40}, {80, 24}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			cmd := fmt.Sprintf("%s%s tour alignment --state-dir %s 2>%s; echo faultline exited $?; sleep 600",
 				shellEnv(t), binary, filepath.Join(dir, "state"), filepath.Join(dir, "stderr"))
