@@ -711,7 +711,11 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 	} else {
 		b, _ := json.Marshal(report)
 		r.logger.Printf("%s", b)
-		printSummary(r.stdout, report, r.stateDir, badWhat, badAdvice)
+		stateDir := r.stateDir
+		if r.o.front != nil {
+			stateDir = "" // a tour's own, deleted when it ends
+		}
+		printSummary(r.stdout, report, stateDir, badWhat, badAdvice)
 	}
 	err := r.exit(ctx, res, v)
 	if badWhat != "" && r.o.headless {

@@ -154,7 +154,8 @@ func watchTerminal(ctx context.Context, w io.Writer, interval time.Duration, gon
 
 // printSummary tells, after the UI has closed, how the run ended, and what
 // the next run meets: with badWhat, a bad record ahead of the last
-// checkpoint, and badAdvice what to do about it.
+// checkpoint, and badAdvice what to do about it. stateDir is "" for a
+// tour's run, whose state dir goes with the tour.
 func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice string) {
 	v := r.Verify
 	verdict := "✓ exactly once"
@@ -184,6 +185,7 @@ func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice st
 		fmt.Fprintf(&b, "  gave up: %s\n", r.GaveUp)
 	}
 	switch {
+	case stateDir == "":
 	case dirGone(checkpointDir(stateDir)):
 		fmt.Fprintf(&b, "  state dir %s is gone, and its checkpoints with it\n", stateDir)
 	case badWhat != "":
