@@ -277,7 +277,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 		case runErr != nil:
 			return 0, tourEnded, runErr
 		}
-		flags, from, first = nextFlags, next, false
+		flags, from, first = r.Expand(nextFlags), next, false
 	}
 	if o.headless {
 		enc.Encode(tourEnd{Tour: t.Name, OK: r.Failed() == 0, Steps: len(t.Steps), Failed: r.Failed(), ElapsedMs: time.Since(started).Milliseconds()})
@@ -290,6 +290,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 // while the steps run. It returns where the tour goes on and whether the
 // learner quit.
 func (o *tourOptions) front(ctx context.Context, r *tour.Runner, ctrl *uiController, events <-chan view.Stamped, from int) (next int, flags []string, err error, quit bool) {
+	r.NewRun()
 	if o.headless {
 		go func() {
 			for e := range events {

@@ -222,13 +222,13 @@ func (r *Runner) Savepoint() int64 {
 
 // Run runs the steps from index from on d until the tour ends (next is
 // len(steps)) or a step asks for another run of the job (next is the step
-// after it, flags its run flags). It returns ErrRestart when the learner
+// after it, flags its run flags, to Expand once this run stopped). It returns ErrRestart when the learner
 // pressed r, and ctx's error when ctx ended.
 func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags []string, err error) {
 	for i := from; i < len(r.t.Steps); i++ {
 		s := r.t.Steps[i]
 		if s.Run != nil && i > from {
-			return i + 1, r.expand(s.Run), nil
+			return i + 1, s.Run, nil
 		}
 		if s.Run != nil {
 			continue
@@ -238,7 +238,7 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 		// A wait for an event counts from the start of the newest key or
 		// action of this run of the job: its first consequences may come
 		// while a narration is read, before the wait begins.
-		if i == from || s.Press != nil || s.Do != nil || s.Tempo != "" || s.StepTo > 0 {
+		if s.Press != nil || s.Do != nil || s.Tempo != "" || s.StepTo > 0 {
 			r.mark = r.seq
 		}
 		r.current, r.back = i, 0
@@ -266,8 +266,18 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 	return len(r.t.Steps), nil, nil
 }
 
-// expand puts the newest savepoint's id in for {savepoint}.
-func (r *Runner) expand(flags []string) []string {
+// NewRun tells the runner that another run of the job starts: waits for
+// events count from here until the next key or action. Call it before the
+// run's first event is fed.
+func (r *Runner) NewRun() {
+	r.mu.Lock()
+	r.mark = r.seq
+	r.mu.Unlock()
+}
+
+// Expand puts the newest savepoint's id in for {savepoint}: call it once
+// the run before has stopped (it may take a savepoint as it stops).
+func (r *Runner) Expand(flags []string) []string {
 	out := make([]string, len(flags))
 	for i, f := range flags {
 		out[i] = strings.ReplaceAll(f, "{savepoint}", strconv.FormatInt(r.Savepoint(), 10))
@@ -316,6 +326,9 @@ func (r *Runner) do(ctx context.Context, d Driver, s Step, res *StepResult) erro
 	case s.Press != nil:
 		return r.press(ctx, d, s.Press, res)
 	case s.Do != nil:
+		if err := r.running(ctx, d); err != nil {
+			return err
+		}
 		if err := act(d, *s.Do); err != nil {
 			res.OK, res.Detail = false, err.Error()
 		}
@@ -544,6 +557,9 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 				return err
 			}
 		}
+		if err := r.running(ctx, d); err != nil {
+			return err
+		}
 		if err := act(d, p.Do); err != nil {
 			res.OK, res.Detail = false, err.Error()
 			return nil
@@ -569,6 +585,13 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 			return nil
 		}
 	}
+}
+
+// running waits (at most 30 s) until the job runs: a key pressed while it
+// starts or restarts would find nothing to act on.
+func (r *Runner) running(ctx context.Context, d Driver) error {
+	_, _, err := r.until(ctx, d, defaultTimeout, func(s view.Snapshot) (bool, string) { return s.Job.Status == "RUNNING", "" })
+	return err
 }
 
 // effect is the moment that shows an action took effect.

@@ -54,12 +54,24 @@ type fakeDriver struct {
 	snap   view.Snapshot
 	r      *Runner
 	called []string
+	// afterInject is the job's status once a fault was injected ("":
+	// it stays RUNNING).
+	afterInject string
 }
 
-func (f *fakeDriver) Snapshot() view.Snapshot { f.mu.Lock(); defer f.mu.Unlock(); return f.snap }
+func (f *fakeDriver) Snapshot() view.Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.snap
+	if s.Job.Status == "" {
+		s.Job.Status = "RUNNING"
+	}
+	return s
+}
 func (f *fakeDriver) InjectFor(fault, task string, _ time.Duration) error {
 	f.mu.Lock()
 	f.called = append(f.called, "inject "+fault+" "+task)
+	f.snap.Job.Status = f.afterInject
 	f.mu.Unlock()
 	f.r.Feed(view.Stamped{Event: view.FaultInjected{Task: task, Fault: fault}})
 	return nil
@@ -157,8 +169,7 @@ steps:
 	}
 	r := NewRunner(tr, Autoplay, nil)
 	r.ReadTime = func(int) time.Duration { return 300 * time.Millisecond }
-	d := &fakeDriver{r: r}
-	d.snap.Job.Status = "RESTARTING"
+	d := &fakeDriver{r: r, afterInject: "RESTARTING"}
 	go func() {
 		time.Sleep(2100 * time.Millisecond) // autoplay presses after 2 s
 		r.Feed(view.Stamped{Event: view.Restored{Checkpoint: 1}})
