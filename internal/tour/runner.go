@@ -516,7 +516,7 @@ func (r *Runner) seenSince(name string, where map[string]string, since int64) (s
 		}
 		match := true
 		for k, v := range where {
-			if e.fields[k] != v {
+			if !fieldMatches(e.fields[k], v) {
 				match = false
 				break
 			}
@@ -526,6 +526,16 @@ func (r *Runner) seenSince(name string, where map[string]string, since int64) (s
 		}
 	}
 	return seenEvent{}, false
+}
+
+// fieldMatches reports whether an event's field has the value want, or,
+// when want is a comparison (">20", "<=3"), a number that meets it.
+func fieldMatches(got, want string) bool {
+	if want == "" || !strings.ContainsAny(want[:1], "<>") {
+		return got == want
+	}
+	n, err := strconv.ParseInt(got, 10, 64)
+	return err == nil && compare(n, want)
 }
 
 func describeEvent(e seenEvent) string {
