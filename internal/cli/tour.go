@@ -50,8 +50,9 @@ Keys: n next, b back to the previous explanation, r restart the tour, q quit.
 a JSON line. Each tour runs on a fresh state dir of its own, deleted at the
 end, unless --state-dir names one (emptied first).
 
-Exit codes: 0 every check held; 1 the tour could not run; 2 unknown tour or a
-malformed tour file; 4 a check did not hold.`,
+Exit codes: 0 every check held; 1 the tour could not run, or a headless tour
+was stopped before its end; 2 unknown tour or a malformed tour file; 4 a check
+did not hold.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -181,6 +182,8 @@ func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.W
 		switch {
 		case err != nil:
 			return err
+		case ctx.Err() != nil && o.headless:
+			return exitError{code: 1, err: fmt.Errorf("tour %s: stopped before its end (%d of its checks did not hold so far)", t.Name, failed)}
 		case ctx.Err() != nil || end == tourQuit:
 			return nil
 		case end == tourAgain || o.loop && o.autoplay:
