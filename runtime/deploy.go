@@ -243,7 +243,7 @@ func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 			all[i] = i
 		}
 		redo := func(name string) [][]byte { return ops[name] }
-		if _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo, func(int) bool { return true }, all); err != nil {
+		if _, _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo, func(int) bool { return true }, all); err != nil {
 			return err
 		}
 	}

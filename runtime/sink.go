@@ -296,14 +296,15 @@ func restoreRedo(txn string, redo func(name string) [][]byte) (*redoLog, error) 
 // states would: every pre-committed transaction committed, every later one
 // aborted. states are the sink operator's states in that checkpoint (none
 // when starting without one); owners are the subtasks to recover, with the
-// sequence number to abort from when no state names it.
-func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, err error) {
+// sequence number to abort from when no state names it. newest is the
+// committable of the newest transaction it committed ("" when none).
+func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
 	nextSeq = map[int]int64{}
 	var pending []sinkState
 	for _, b := range states {
 		st, err := decodeSinkState(b, redo)
 		if err != nil {
-			return nil, fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
+			return nil, "", fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
 		}
 		if !owners(st.owner) {
 			continue
@@ -321,24 +322,28 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 	// read_committed readers, and a redo looks for its records.
 	for o, from := range nextSeq {
 		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
-			return nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
+			return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
 		}
 	}
 	for _, st := range pending {
 		for _, t := range st.pending {
 			if err := out.AbortLingering(strings.TrimSuffix(redoName(t.txn), "0"), 0); err != nil {
-				return nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, st.owner, err)
+				return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, st.owner, err)
 			}
 		}
 	}
+	newestAt := int64(-1)
 	for _, st := range pending {
 		for _, t := range st.pending {
 			if err := commitOrRedo(out, t); err != nil {
-				return nil, fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+			}
+			if t.checkpoint > newestAt {
+				newest, newestAt = t.committable, t.checkpoint
 			}
 		}
 	}
-	return nextSeq, nil
+	return nextSeq, newest, nil
 }
 
 // redoName names the transaction that writes again what the output lost of
@@ -405,7 +410,7 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 	}
 	// This subtask recovers its own transactions and those of old subtasks
 	// that no longer exist at this parallelism.
-	next, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName), ctx.RestoredState,
+	next, newest, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName), ctx.RestoredState,
 		func(owner int) bool { return owner%p == idx }, []int{idx})
 	if err != nil {
 		return fmt.Errorf("%s: %w", ctx.Task, err)
@@ -419,8 +424,8 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 		// What recovery just committed is now the last transaction this
 		// subtask committed: a later fallback to a checkpoint taken
 		// before this subtask commits again reads the output from there.
-		if a := lastPending(ctx.RestoredState(sinkStateName), ctx.RestoredState, func(owner int) bool { return owner%p == idx }); a != "" {
-			s.anchor = a
+		if newest != "" {
+			s.anchor = newest
 		}
 	}
 	return nil

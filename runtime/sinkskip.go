@@ -142,25 +142,6 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 	return nil
 }
 
-// lastPending is the committable of the newest transaction pre-committed in
-// the restored sink states of the owners given, "" when there is none.
-func lastPending(states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool) string {
-	var last string
-	newest := int64(-1)
-	for _, b := range states {
-		st, err := decodeSinkState(b, redo)
-		if err != nil || !owners(st.owner) {
-			continue // recoverSink has refused a state it cannot read
-		}
-		for _, t := range st.pending {
-			if t.checkpoint > newest {
-				last, newest = t.committable, t.checkpoint
-			}
-		}
-	}
-	return last
-}
-
 // skipping reports whether the record with value v is one the output holds
 // already (see skip), and drops it from the set.
 func (s *sinkOp) skipping(v any) bool {

@@ -234,7 +234,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 		var next int
 		var nextFlags []string
 		var runErr error
-		quit := false
+		quit, fronted := false, false
 		cmd, ro := newRunCmdOptions()
 		runFlags, written, err := builtInJobs(flags, dir)
 		if err != nil {
@@ -254,6 +254,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 		ro.setRate = cmd.Flags().Changed("rate")
 		ro.headless = o.headless
 		ro.front = func(ctx context.Context, ctrl *uiController, events <-chan view.Stamped) error {
+			fronted = true
 			next, nextFlags, runErr, quit = o.front(ctx, r, ctrl, events, from)
 			return nil
 		}
@@ -273,9 +274,14 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 			return 0, tourEnded, err
 		}
 		switch {
+		case !fronted:
+			return 0, tourEnded, fmt.Errorf("tour %s: its job ended before the tour could start on it", t.Name)
 		case errors.Is(runErr, tour.ErrRestart):
 			return r.Failed(), tourAgain, nil
 		case quit || ctx.Err() != nil:
+			if o.headless {
+				enc.Encode(tourEnd{Tour: t.Name, Steps: len(t.Steps), Failed: r.Failed(), ElapsedMs: time.Since(started).Milliseconds(), Error: "stopped before its end"})
+			}
 			return r.Failed(), tourQuit, nil
 		case runErr != nil:
 			return 0, tourEnded, runErr

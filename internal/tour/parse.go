@@ -114,6 +114,9 @@ func Parse(file string, data []byte) (*Tour, error) {
 		if err != nil {
 			return nil, err
 		}
+		if i == 0 && s.Run != nil {
+			return nil, p.errf(n.Line, "steps[0].run", "the first run's flags go in run at the top of the tour")
+		}
 		t.Steps = append(t.Steps, s)
 	}
 	return t, nil

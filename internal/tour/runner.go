@@ -84,8 +84,7 @@ type Runner struct {
 	failed   int
 	seq      int64
 	recent   []seenEvent // the newest events, oldest first
-	counts   map[string]int
-	done     []int64 // completed checkpoint ids, in order
+	done     []int64     // completed checkpoint ids, in order
 	restores []restore
 	savepnt  int64
 	// mark is the event a wait for an event counts from (see Run).
@@ -107,8 +106,7 @@ const recentEvents = 4096
 
 // NewRunner runs t in mode; report (may be nil) gets every step's result.
 func NewRunner(t *Tour, mode Mode, report func(StepResult)) *Runner {
-	r := &Runner{t: t, mode: mode, report: report, keys: make(chan string, 16), changed: make(chan struct{}, 1),
-		counts: map[string]int{}}
+	r := &Runner{t: t, mode: mode, report: report, keys: make(chan string, 16), changed: make(chan struct{}, 1)}
 	r.ReadTime = func(words int) time.Duration {
 		return min(max(time.Duration(words)*300*time.Millisecond, 4*time.Second), 14*time.Second)
 	}
@@ -142,8 +140,14 @@ func (r *Runner) Key(k string) bool {
 	switch k {
 	case "b":
 		r.mu.Lock()
-		if r.back < len(r.said)-1 || (r.back < len(r.said) && !r.showsSay()) {
-			r.back++
+		// On a narration the current one is on screen already: b starts
+		// with the one before it.
+		first := 1
+		if r.showsSay() {
+			first = 2
+		}
+		if back := max(r.back+1, first); back <= len(r.said) {
+			r.back = back
 		}
 		r.mu.Unlock()
 		return true
@@ -186,7 +190,6 @@ func (r *Runner) Feed(e view.Stamped) {
 	name := e.Event.Name()
 	r.mu.Lock()
 	r.seq++
-	r.counts[name]++
 	r.recent = append(r.recent, seenEvent{seq: r.seq, name: name, fields: fields})
 	if len(r.recent) > recentEvents {
 		r.recent = append(r.recent[:0], r.recent[len(r.recent)-recentEvents/2:]...)
@@ -227,11 +230,8 @@ func (r *Runner) Savepoint() int64 {
 func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags []string, err error) {
 	for i := from; i < len(r.t.Steps); i++ {
 		s := r.t.Steps[i]
-		if s.Run != nil && i > from {
-			return i + 1, s.Run, nil
-		}
 		if s.Run != nil {
-			continue
+			return i + 1, s.Run, nil
 		}
 		start := time.Now()
 		r.mu.Lock()

@@ -26,6 +26,7 @@ func TestMalformedToursAreRefusedWithFileLineAndField(t *testing.T) {
 		{"bad tempo", head + "steps:\n  - tempo: fast\n", "t.yaml:5: steps[0].tempo: \"fast\" is not one of normal, slow, slower, frozen"},
 		{"syntax", head + "steps:\n  - say: [unclosed\n", "t.yaml:"},
 		{"bad task", head + "steps:\n  - highlight: {task: join}\n", "t.yaml:5: steps[0].highlight.task: \"join\" is not a subtask"},
+		{"run first", head + "steps:\n  - run: [--resume]\n", "t.yaml:5: steps[0].run: the first run's flags go in run at the top"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(c.body))
@@ -176,5 +177,64 @@ steps:
 	}()
 	if _, _, err := r.Run(context.Background(), d, 0); err != nil || r.Failed() != 0 {
 		t.Fatalf("run: %v, %d failed", err, r.Failed())
+	}
+}
+
+// b shows the narration before the one on screen, and n returns: on a
+// narration step that is the one before it, on a key step the last one.
+func TestBackShowsTheEarlierNarrations(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - say: one
+  - say: two
+  - press: {keys: c, do: {checkpoint: true}}
+  - say: three
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(tr, Interactive, nil)
+	d := &fakeDriver{r: r}
+	done := make(chan error, 1)
+	go func() { _, _, err := r.Run(context.Background(), d, 0); done <- err }()
+	shows := func(step int, text string, earlier bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			p := r.Panel()
+			if p.Step == step && p.Text == text && p.Earlier == earlier {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("panel shows step %d %q (earlier %v), want step %d %q (earlier %v)", p.Step, p.Text, p.Earlier, step, text, earlier)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	shows(1, "one", false)
+	r.Key("b") // nothing before the first narration
+	shows(1, "one", false)
+	r.Key("n")
+	shows(2, "two", false)
+	r.Key("b")
+	shows(1, "one", true)
+	r.Key("b") // no further back
+	shows(1, "one", true)
+	r.Key("n") // returns to the current step, does not go on
+	shows(2, "two", false)
+	r.Key("n")
+	shows(3, "two", false) // the key step keeps the narration before it
+	r.Key("b")
+	shows(2, "two", true)
+	r.Key("b")
+	shows(1, "one", true)
+	r.Key("n")
+	r.Feed(view.Stamped{Event: view.CheckpointTriggered{ID: 1}})
+	shows(4, "three", false)
+	r.Key("n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
