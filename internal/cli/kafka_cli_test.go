@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -85,6 +86,23 @@ func TestKcatAgainstFaultlineBroker(t *testing.T) {
 	got := kcat(t, "", "-b", addr, "-C", "-t", "revenue", "-e", "-q", "-X", "isolation.level=read_committed")
 	if !strings.Contains(got, `"order_id":"o-kcat-1"`) || !strings.Contains(got, `"customer_total_cents":4200`) {
 		t.Fatalf("kcat reads %q from revenue", got)
+	}
+
+	// A topic no one created is created on first use, as Kafka's default
+	// auto.create.topics.enable does, with one partition (num.partitions):
+	// kcat used to wait for it for ever.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	produce := exec.CommandContext(ctx, "kcat", "-b", addr, "-P", "-t", "scratch", "-k", "k1")
+	produce.Stdin = strings.NewReader("hello\n")
+	if out, err := produce.CombinedOutput(); err != nil {
+		t.Fatalf("kcat producing to a new topic: %v (%v)\n%s", err, ctx.Err(), out)
+	}
+	if meta := kcat(t, "", "-b", addr, "-L", "-t", "scratch"); !strings.Contains(meta, `topic "scratch" with 1 partitions`) {
+		t.Fatalf("the new topic is not listed with one partition:\n%s", meta)
+	}
+	if got := kcat(t, "", "-b", addr, "-C", "-t", "scratch", "-e", "-q", "-f", "%k=%s\n"); got != "k1=hello\n" {
+		t.Fatalf("kcat reads %q back from the new topic", got)
 	}
 }
 

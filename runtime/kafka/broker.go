@@ -44,7 +44,11 @@ const (
 // topics are created with their partition counts if they do not exist.
 func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded, error) {
 	opts := func(p int) []kfake.Opt {
-		o := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p), kfake.ClusterID("faultline")}
+		// Like Kafka by default (auto.create.topics.enable, num.partitions
+		// 1), a topic a client asks for by name is created on first use:
+		// kcat producing to a new topic works.
+		o := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(p), kfake.ClusterID("faultline"),
+			kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1)}
 		segment := memorySegmentBytes
 		if dataDir != "" {
 			o = append(o, kfake.DataDir(dataDir), kfake.SyncWrites())

@@ -71,6 +71,9 @@ func (c Client) Config() (*sarama.Config, error) {
 	cfg.Net.WriteTimeout = 10 * time.Second
 	cfg.Metadata.Retry.Max = 1
 	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
+	// faultline creates the topics it needs itself (EnsureTopics); asking
+	// a broker about a misspelt topic must not create it.
+	cfg.Metadata.AllowAutoTopicCreation = false
 	cfg.Consumer.Return.Errors = true
 	cfg.Consumer.Fetch.Default = 1 << 20
 	if c.FetchBytes > 0 {
