@@ -41,8 +41,9 @@ func ParseOnBadRecord(s string) (string, error) {
 // queue). Its writes are at least once: a record met again after a restart
 // is written again.
 type DeadLetters interface {
-	// DeadLetter writes record, which task could not parse for reason.
-	DeadLetter(task string, record []byte, reason string) error
+	// DeadLetter writes record, which task could not parse for reason;
+	// from is where the source read it (Topic "": not known).
+	DeadLetter(task string, record []byte, from Origin, reason string) error
 	// Topic names where they go, for messages.
 	Topic() string
 }
@@ -71,7 +72,8 @@ func newBadRecords(mode string, dlq DeadLetters, obs *Observer) *badRecords {
 // when the record is skipped or dead-lettered, the error (failing the
 // task) otherwise. A record of the other schema means the operator reads
 // the wrong topic: no restart can help, so the error is unrecoverable.
-func (b *badRecords) handle(task string, record []byte, err error) error {
+func (b *badRecords) handle(task string, rec *Record, err error) error {
+	record := rec.Bytes
 	var bad *ErrBadRecord
 	if !errors.As(err, &bad) {
 		return err
@@ -87,7 +89,7 @@ func (b *badRecords) handle(task string, record []byte, err error) error {
 		if b.dlq == nil {
 			return fmt.Errorf("%w (and there is no dead-letter topic to write it to)", err)
 		}
-		if derr := b.dlq.DeadLetter(task, record, bad.Reason); derr != nil {
+		if derr := b.dlq.DeadLetter(task, record, eventTimeOf(rec).Origin, bad.Reason); derr != nil {
 			return fmt.Errorf("%w; writing it to dead-letter topic %s: %w", err, b.dlq.Topic(), derr)
 		}
 		action = "dead-lettered"

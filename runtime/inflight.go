@@ -45,7 +45,8 @@ const (
 	tagPaidOrder
 	tagRevenue
 	tagEnriched
-	tagCount // the number of tags
+	tagEventTimeFrom // *EventTime with its origin
+	tagCount         // the number of tags
 
 	flagKey   byte = 0x40
 	flagBytes byte = 0x80
@@ -102,6 +103,9 @@ func inFlightTag(v any) (byte, error) {
 		return tagNil, nil
 	case *EventTime:
 		tag, nilPtr = tagEventTime, v == nil
+		if !nilPtr && v.Origin.Topic != "" {
+			tag = tagEventTimeFrom
+		}
 	case *Order:
 		tag, nilPtr = tagOrder, v == nil
 	case *Payment:
@@ -128,6 +132,11 @@ func appendInFlightValue(dst []byte, v any) []byte {
 	case *EventTime:
 		dst = binary.AppendVarint(dst, v.Time)
 		dst = binary.AppendVarint(dst, v.Watermark)
+		if v.Origin.Topic != "" {
+			dst = appendString(dst, v.Origin.Topic)
+			dst = binary.AppendVarint(dst, int64(v.Origin.Partition))
+			dst = binary.AppendVarint(dst, v.Origin.Offset)
+		}
 	case *Order:
 		dst = appendInFlightOrder(dst, v)
 	case *Payment:
@@ -178,6 +187,9 @@ func inFlightSize(rec *Record) int {
 	case *EventTime:
 		if v != nil {
 			n += varintSize(v.Time) + varintSize(v.Watermark)
+			if v.Origin.Topic != "" {
+				n += lenSize(len(v.Origin.Topic)) + varintSize(int64(v.Origin.Partition)) + varintSize(v.Origin.Offset)
+			}
 		}
 	case *Order:
 		if v != nil {
@@ -314,6 +326,7 @@ func (r *inFlightReader) field() []byte {
 type inFlightDecoder struct {
 	left     int // records left to decode, this one included
 	text     text
+	topic    string // the last origin's topic
 	times    slab[EventTime]
 	orders   slab[Order]
 	payments slab[Payment]
@@ -345,9 +358,16 @@ func (d *inFlightDecoder) record(r *inFlightReader, rec *Record) {
 		rec.Bytes = r.field()
 	}
 	switch tag & tagMask {
-	case tagEventTime:
+	case tagEventTime, tagEventTimeFrom:
 		v := take(&d.times, d.left)
 		v.Time, v.Watermark = r.varint(), r.varint()
+		if tag&tagMask == tagEventTimeFrom {
+			topic := r.field()
+			if string(topic) != d.topic { // the records of a channel share it
+				d.topic = string(topic)
+			}
+			v.Origin = Origin{Topic: d.topic, Partition: int32(r.varint()), Offset: r.varint()}
+		}
 		rec.Value = v
 	case tagOrder:
 		v := take(&d.orders, d.left)

@@ -20,6 +20,8 @@ func inFlightSamples() []Record {
 		{Bytes: []byte(`{"order_id":"o-1","customer":"c-7","amount_cents":1250}`), Value: &EventTime{Time: 1764660000123, Watermark: 1764659999000}},
 		{Bytes: []byte(`{"order_id":"o-2"}`)},  // a generated record: no event time
 		{Bytes: []byte{}, Value: &EventTime{}}, // empty, not nil
+		{Bytes: []byte(`{"order_id":"o-2"}`), Value: &EventTime{Time: 1, Watermark: 0, Origin: Origin{Topic: "shop.orders", Partition: 3, Offset: 1 << 40}}},
+		{Bytes: []byte(`x`), Value: &EventTime{Time: 2, Origin: Origin{Topic: "payments", Partition: 0, Offset: 0}}},
 		{Key: "o-1", Value: &Order{OrderID: "o-1", Customer: "c-7", AmountCents: 1250, EventTime: 1764660000123, Watermark: 1764659999000}},
 		{Key: "o-1", Value: &Payment{OrderID: "o-1", PaymentID: "p-1", AmountCents: 1250, EventTime: 1764660000200, Watermark: -1}},
 		{Key: "c-7", Value: &PaidOrder{OrderID: "o-1", Customer: "c-7", AmountCents: 1250}},
@@ -72,6 +74,8 @@ func fillFields(t *testing.T, v reflect.Value, n *int) {
 			f.SetString(strings.Repeat("x", *n))
 		case reflect.Int64:
 			f.SetInt(int64(*n) * -1e12)
+		case reflect.Int32:
+			f.SetInt(int64(*n) * -1e6)
 		case reflect.Struct:
 			fillFields(t, f, n)
 		default:

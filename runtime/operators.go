@@ -74,7 +74,7 @@ func (p *parseOp) Process(rec *Record, out Collector) error {
 		o.EventTime, o.Watermark = et.Time, wm
 	}
 	if err != nil {
-		return p.bad.handle(p.task, rec.Bytes, err)
+		return p.bad.handle(p.task, rec, err)
 	}
 	out.Collect(Record{Value: v})
 	return nil
@@ -92,7 +92,7 @@ func (e *enrichOp) Close() error                    { return nil }
 func (e *enrichOp) Process(rec *Record, out Collector) error {
 	o, err := DecodeOrder(rec.Bytes)
 	if err != nil {
-		return e.bad.handle(e.task, rec.Bytes, err)
+		return e.bad.handle(e.task, rec, err)
 	}
 	tier := "small"
 	switch {

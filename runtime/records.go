@@ -303,16 +303,28 @@ type EventTime struct {
 	// it emits later is older only as far as one partition's timestamps
 	// are out of order, which the join's TTL slack tolerates (see joinOp).
 	Watermark int64
+	// Origin is where the source read the record, for the dead-letter
+	// topic's headers (Topic "": not read from Kafka).
+	Origin Origin
+}
+
+// Origin is where a source read a record: its topic, partition and offset
+// (as Kafka Connect's error headers name a failed record).
+type Origin struct {
+	Topic     string
+	Partition int32
+	Offset    int64
 }
 
 // EventTimes hands out *EventTime values from blocks, so that a source
 // stamps its records without an allocation each; a value is never reused.
 type EventTimes struct{ s slab[EventTime] }
 
-// New returns a new *EventTime holding event time ms and watermark wm.
-func (e *EventTimes) New(ms, wm int64) *EventTime {
+// New returns a new *EventTime holding event time ms, watermark wm and
+// the record's origin.
+func (e *EventTimes) New(ms, wm int64, from Origin) *EventTime {
 	v := e.s.new()
-	*v = EventTime{Time: ms, Watermark: wm}
+	*v = EventTime{Time: ms, Watermark: wm, Origin: from}
 	return v
 }
 

@@ -111,6 +111,15 @@ func TestPoisonToDeadLetterTopic(t *testing.T) {
 	if !strings.Contains(got, "poison") || !strings.Contains(got, "faultline-task=parse-payments/") {
 		t.Fatalf("dead-letter topic holds %q, want the poison record with its task header", got)
 	}
+	// Where the source read it, as Kafka Connect's error headers say.
+	poison := r.eventsNamed("poison_written")
+	if len(poison) != 1 {
+		t.Fatalf("poison_written events %v", poison)
+	}
+	origin := fmt.Sprintf("faultline-topic=payments,faultline-partition=2,faultline-offset=%.0f", poison[0]["offset"])
+	if !strings.Contains(got, origin) {
+		t.Fatalf("dead-letter topic holds %q, want the headers %s", got, origin)
+	}
 }
 
 // A source that reads payments from the orders topic meets a schema that

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,8 +43,10 @@ func WritePoison(c Client, topic string, partition int32) (int64, error) {
 }
 
 // DeadLetters writes the records a job cannot parse to a dead-letter topic
-// (runtime.DeadLetters), each with headers naming the subtask and the
-// reason. Writes are at least once.
+// (runtime.DeadLetters), each with headers naming the subtask, the reason,
+// and the topic, partition and offset the source read it at (as Kafka
+// Connect's error headers do, their values as text). Writes are at least
+// once.
 type DeadLetters struct {
 	c     Client
 	topic string
@@ -59,7 +62,7 @@ func NewDeadLetters(c Client, topic string) *DeadLetters { return &DeadLetters{c
 func (d *DeadLetters) Topic() string { return d.topic }
 
 // DeadLetter implements runtime.DeadLetters.
-func (d *DeadLetters) DeadLetter(task string, record []byte, reason string) error {
+func (d *DeadLetters) DeadLetter(task string, record []byte, from runtime.Origin, reason string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.p == nil {
@@ -69,12 +72,18 @@ func (d *DeadLetters) DeadLetter(task string, record []byte, reason string) erro
 		}
 		d.p = p
 	}
+	headers := []sarama.RecordHeader{
+		{Key: []byte("faultline-task"), Value: []byte(task)},
+		{Key: []byte("faultline-reason"), Value: []byte(reason)},
+	}
+	if from.Topic != "" {
+		headers = append(headers,
+			sarama.RecordHeader{Key: []byte("faultline-topic"), Value: []byte(from.Topic)},
+			sarama.RecordHeader{Key: []byte("faultline-partition"), Value: strconv.AppendInt(nil, int64(from.Partition), 10)},
+			sarama.RecordHeader{Key: []byte("faultline-offset"), Value: strconv.AppendInt(nil, from.Offset, 10)})
+	}
 	_, _, err := d.p.SendMessage(&sarama.ProducerMessage{
-		Topic: d.topic, Partition: 0, Value: sarama.ByteEncoder(append([]byte(nil), record...)),
-		Headers: []sarama.RecordHeader{
-			{Key: []byte("faultline-task"), Value: []byte(task)},
-			{Key: []byte("faultline-reason"), Value: []byte(reason)},
-		},
+		Topic: d.topic, Partition: 0, Value: sarama.ByteEncoder(append([]byte(nil), record...)), Headers: headers,
 	})
 	return err
 }

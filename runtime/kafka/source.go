@@ -341,7 +341,8 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 			// The record's event time is its Kafka timestamp; the
 			// watermark stamped on it counts it.
 			t := m.Timestamp.UnixMilli()
-			dst = append(dst, runtime.Record{Bytes: m.Value, Value: r.times.New(t, r.wm.Advance(i, t))})
+			from := runtime.Origin{Topic: r.s.topic, Partition: m.Partition, Offset: m.Offset}
+			dst = append(dst, runtime.Record{Bytes: m.Value, Value: r.times.New(t, r.wm.Advance(i, t), from)})
 		}
 		r.next[last.Partition] = last.Offset + 1
 		if bounded && last.Offset+1 >= r.s.endOf(last.Partition) {
