@@ -201,7 +201,10 @@ type TxnOutput interface {
 	// already committed is a no-op; one that was aborted is an error.
 	Commit(committable string) error
 	// AbortLingering aborts the open transactions named prefix+N for every
-	// N ≥ from: what a failed attempt or process left behind.
+	// N ≥ from: what a failed attempt or process left behind. An output
+	// may abort every open transaction of the prefix (the Kafka output's
+	// ids come from a pool): the sink commits the restored checkpoint's
+	// pre-committed transactions before it calls this.
 	AbortLingering(prefix string, from int64) error
 }
 

@@ -317,8 +317,31 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 			nextSeq[o] = 0
 		}
 	}
-	// Abort what the failed attempt left open first, a redo of an
-	// earlier recovery included: an open transaction holds back
+	// Commit what the checkpoint pre-committed first: an output may draw
+	// its transactions' ids from a pool (Kafka), and aborting what the
+	// failed attempt left open initialises those ids too.
+	type lostTxn struct {
+		owner int
+		t     pendingTxn
+		err   error
+	}
+	var lost []lostTxn
+	newestAt := int64(-1)
+	for _, st := range pending {
+		for _, t := range st.pending {
+			err := out.Commit(t.committable)
+			if err != nil && errors.Is(err, ErrTxnLost) && t.redo != nil && t.redo.n > 0 {
+				lost = append(lost, lostTxn{st.owner, t, err})
+			} else if err != nil {
+				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+			}
+			if t.checkpoint > newestAt {
+				newest, newestAt = t.committable, t.checkpoint
+			}
+		}
+	}
+	// Then abort what the failed attempt left open, a redo of an earlier
+	// recovery included, before a redo: an open transaction holds back
 	// read_committed readers, and a redo looks for its records.
 	for o, from := range nextSeq {
 		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
@@ -332,15 +355,9 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 			}
 		}
 	}
-	newestAt := int64(-1)
-	for _, st := range pending {
-		for _, t := range st.pending {
-			if err := commitOrRedo(out, t); err != nil {
-				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
-			}
-			if t.checkpoint > newestAt {
-				newest, newestAt = t.committable, t.checkpoint
-			}
+	for _, l := range lost {
+		if err := redoLost(out, l.t, l.err); err != nil {
+			return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, l.owner, l.t.checkpoint, err)
 		}
 	}
 	return nextSeq, newest, nil
@@ -358,21 +375,19 @@ type committedChecker interface {
 	Missing(committable string, recs []OutputRecord) ([]OutputRecord, error)
 }
 
-// commitOrRedo commits a transaction the restored checkpoint pre-committed.
-// When the output has lost it (an embedded broker that died with the
-// process aborts the transactions open at that moment; Kafka does the same
-// to a transaction older than its timeout), the sink asks the output which
-// of the transaction's records its committed output lacks (none, when it
-// committed just before the crash or by an earlier redo; some, when a
-// commit reached only some partitions) and writes exactly those again from
-// the redo log in the checkpoint, in a transaction of its own
-// (redoName). A crash during the redo aborts it, and the next recovery
+// redoLost writes again what the output lacks of a transaction the restored
+// checkpoint pre-committed and whose commit failed with err (ErrTxnLost):
+// the output has lost it (an embedded broker that died with the process
+// aborts the transactions open at that moment; Kafka does the same to a
+// transaction older than its timeout, and a pooled transactional id that
+// a later transaction used again no longer knows it). The sink asks the
+// output which of the transaction's records its committed output lacks
+// (none, when it committed just before the crash or by an earlier redo;
+// some, when a commit reached only some partitions) and writes exactly
+// those again from the redo log in the checkpoint, in a transaction of its
+// own (redoName). A crash during the redo aborts it, and the next recovery
 // finds those records missing again: nothing is lost or written twice.
-func commitOrRedo(out TxnOutput, t pendingTxn) error {
-	err := out.Commit(t.committable)
-	if err == nil || !errors.Is(err, ErrTxnLost) || t.redo == nil || t.redo.n == 0 {
-		return err
-	}
+func redoLost(out TxnOutput, t pendingTxn, err error) error {
 	records, derr := t.redo.records()
 	if derr != nil {
 		return fmt.Errorf("%w; its redo log: %w", err, derr)

@@ -43,6 +43,17 @@ func (l *losingOutput) Missing(_ string, recs []OutputRecord) ([]OutputRecord, e
 	return missing, nil
 }
 
+// commitOrRedo is recoverSink's handling of one pre-committed transaction
+// when nothing else lingers: commit it, or write again what a lost one
+// left out.
+func commitOrRedo(out TxnOutput, t pendingTxn) error {
+	err := out.Commit(t.committable)
+	if err == nil || !errors.Is(err, ErrTxnLost) || t.redo == nil || t.redo.n == 0 {
+		return err
+	}
+	return redoLost(out, t, err)
+}
+
 func TestCommitOrRedo(t *testing.T) {
 	recs := []OutputRecord{{Value: []byte(`{"order_id":"o-1"}`)}, {Value: []byte(`{"order_id":"o-2"}`)}}
 	prepare := func(out *losingOutput, name string) pendingTxn {

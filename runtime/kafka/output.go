@@ -57,6 +57,11 @@ type Output struct {
 
 	mu   sync.Mutex
 	txns map[string]*txnWriter // exactly-once and at-least-once
+	// pools are the sink subtasks' transactional ids (exactly-once), idem
+	// their idempotent producers not in use (at-least-once), both by
+	// poolKey (see txnpool.go).
+	pools map[string]*idPool
+	idem  map[string]*idempotent
 	none *asyncOut             // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
@@ -122,9 +127,12 @@ func (a *asyncOut) wait() error {
 // (at-least-once).
 type txnWriter struct {
 	w     *recordWriter
+	id    string // the Kafka transactional id (exactly-once)
 	pid   int64
 	epoch int16
 	from  map[int32]int64 // the topic's end when the transaction began
+	idem  *idempotent     // the idempotent producer (at-least-once)
+	key   string          // its pool key
 }
 
 // DefaultTransactionTimeout is how long the broker lets an exactly-once
@@ -137,7 +145,8 @@ const DefaultTransactionTimeout = 15 * time.Minute
 // NewOutput returns the output for topic; cl is a client of the same
 // cluster, which the writers of exactly-once and at-least-once send with.
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
-	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout}
+	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout,
+		pools: map[string]*idPool{}, idem: map[string]*idempotent{}}
 	if g != None {
 		return o, nil
 	}
@@ -168,27 +177,42 @@ func (o *Output) WithTransactionTimeout(d time.Duration) *Output {
 	return o
 }
 
-// begin opens transaction txn: for exactly-once, it initialises the
-// transactional id and notes where the transaction's records can be: at or
-// after the topic's end now, kept in the committable so that a recovery can
-// look for them.
+// begin opens transaction txn. For exactly-once, it takes a transactional
+// id from the subtask's pool, initialises it and notes where the
+// transaction's records can be: at or after the topic's end now, kept in
+// the committable so that a recovery can look for them. For at-least-once,
+// it writes with the subtask's idempotent producer. o.mu is held.
 func (o *Output) begin(txn string) (*txnWriter, error) {
-	t := &txnWriter{pid: -1, epoch: -1}
+	t := &txnWriter{pid: -1, epoch: -1, key: poolKey(txn)}
 	var id *string
-	if o.guarantee == ExactlyOnce {
-		pid, epoch, err := o.initProducerID(txn)
-		if err != nil {
-			return nil, fmt.Errorf("begin transaction %s: %w", txn, err)
+	switch o.guarantee {
+	case ExactlyOnce:
+		kid := o.takeID(txn)
+		pid, epoch, err := o.initProducerID(kid)
+		if err == nil {
+			t.from, err = EndOffsets(o.cl, o.topic)
 		}
-		from, err := EndOffsets(o.cl, o.topic)
 		if err != nil {
-			return nil, fmt.Errorf("begin transaction %s: %w", txn, err)
+			o.releaseID(kid)
+			return nil, fmt.Errorf("begin transaction %s (transactional id %s): %w", txn, kid, err)
 		}
-		t.pid, t.epoch, t.from, id = pid, epoch, from, &txn
+		t.pid, t.epoch, t.id, id = pid, epoch, kid, &kid
+	case AtLeastOnce:
+		p, err := o.takeIdempotent(t.key)
+		if err != nil {
+			return nil, err
+		}
+		t.pid, t.epoch, t.idem = p.pid, p.epoch, p
 	}
 	w, err := newRecordWriter(o.cl, o.topic, id, t.pid, t.epoch)
 	if err != nil {
+		if id != nil {
+			o.releaseID(*id)
+		}
 		return nil, err
+	}
+	if t.idem != nil {
+		copy(w.seq, t.idem.seq)
 	}
 	t.w = w
 	return t, nil
@@ -250,12 +274,16 @@ func (o *Output) Prepare(txn string) (string, error) {
 	err := t.w.flush()
 	t.w.close()
 	if err != nil {
+		// Its id stays held: the transaction is open until aborted.
 		return "", fmt.Errorf("pre-commit transaction %s: %w", txn, err)
+	}
+	if t.idem != nil {
+		o.putIdempotent(t.key, t.idem, t.w.seq)
 	}
 	if o.guarantee != ExactlyOnce {
 		return "", nil
 	}
-	return fmt.Sprintf("%s|%d|%d|%s", txn, t.pid, t.epoch, encodeFrom(t.from)), nil
+	return fmt.Sprintf("%s|%d|%d|%s", t.id, t.pid, t.epoch, encodeFrom(t.from)), nil
 }
 
 // Commit implements runtime.TxnOutput: EndTxn with the committable's
@@ -274,7 +302,13 @@ func (o *Output) Commit(c string) error {
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("committable %q: bad producer id or epoch", c)
 	}
-	return o.commitTxn(txn, pid, int16(epoch))
+	if err := o.commitTxn(txn, pid, int16(epoch)); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.releaseID(txn)
+	o.mu.Unlock()
+	return nil
 }
 
 // commitTxn commits a pre-committed transaction by sending EndTxn with its
@@ -315,23 +349,26 @@ func (o *Output) commitTxn(txn string, pid int64, epoch int16) error {
 	return fmt.Errorf("commit transaction %s: %w", txn, last)
 }
 
-// AbortLingering implements runtime.TxnOutput: every transactional id
-// prefix+N from N = from up is initialised, which aborts an open
-// transaction, until one turns out never to have been used (epoch 0).
-// The writers this process still has open for them stop first, without
-// sending what they hold (at-least-once too).
+// AbortLingering implements runtime.TxnOutput for the sink subtask whose
+// transactions prefix names: the writers this process still has open for
+// it stop, without sending what they hold (at-least-once too, whose
+// idempotent producer goes with them); then every transactional id of
+// the subtask's pool that was ever used is initialised, which aborts an
+// open transaction (see txnpool.go). The transactions pre-committed for
+// the restored checkpoint must be committed before: their ids are in the
+// pool too.
 func (o *Output) AbortLingering(prefix string, from int64) error {
+	key := poolKey(prefix)
 	var stale []*txnWriter
 	o.mu.Lock()
 	for name, t := range o.txns {
-		if rest, ok := strings.CutPrefix(name, prefix); ok {
-			if n, err := strconv.ParseInt(rest, 10, 64); err == nil && n >= from {
-				stale = append(stale, t)
-				delete(o.txns, name)
-				o.last = nil
-			}
+		if poolKey(name) == key {
+			stale = append(stale, t)
+			delete(o.txns, name)
+			o.last = nil
 		}
 	}
+	delete(o.idem, key)
 	o.mu.Unlock()
 	for _, t := range stale {
 		t.w.abandon()
@@ -339,16 +376,7 @@ func (o *Output) AbortLingering(prefix string, from int64) error {
 	if o.guarantee != ExactlyOnce {
 		return nil
 	}
-	for n := from; ; n++ {
-		id := prefix + strconv.FormatInt(n, 10)
-		_, epoch, err := o.initProducerID(id)
-		if err != nil {
-			return fmt.Errorf("abort lingering transaction %s: %w", id, err)
-		}
-		if epoch == 0 {
-			return nil
-		}
-	}
+	return o.abortPool(key)
 }
 
 // initProducerID initialises transactional id txn and returns its

@@ -1,0 +1,198 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// The sink names its transactions <prefix>/<operator>/<subtask>/<n>, with n
+// counting up for every checkpoint (and <…>/<n>/redo/0 for a lost one it
+// writes again). A Kafka transactional id per name would leave a new id on
+// the cluster at every checkpoint, each kept by the broker until
+// transactional.id.expiration.ms (7 days). Instead each sink subtask draws
+// its transactional ids from a pool of its own (Flink's KafkaSink: the
+// POOLING transaction naming strategy): <prefix>/<operator>/<subtask>/<k>,
+// k the lowest slot whose last transaction has ended. A slot is held from
+// the transaction's first record until its commit; one open transaction
+// and the pre-committed ones waiting for their checkpoint need a slot
+// each, so a subtask uses two or three ids, more only while checkpoints
+// fail in a row.
+//
+// Recovery finds the slots a failed attempt or process left open by
+// initialising them in order (which aborts what is open) up to the first
+// that was never used: slots are taken lowest first, so the used ones
+// come before it.
+
+// idPool is a sink subtask's transactional ids.
+type idPool struct {
+	held []bool // per slot: its transaction is open or waits for its commit
+	// clean: every slot was initialised (aborted) since the pool last
+	// handed one out, so aborting again has nothing to do.
+	clean bool
+}
+
+// take returns the lowest free slot and holds it.
+func (p *idPool) take() int {
+	p.clean = false
+	for k, h := range p.held {
+		if !h {
+			p.held[k] = true
+			return k
+		}
+	}
+	p.held = append(p.held, true)
+	return len(p.held) - 1
+}
+
+// release frees slot k (its transaction ended).
+func (p *idPool) release(k int) {
+	if k >= 0 && k < len(p.held) {
+		p.held[k] = false
+	}
+}
+
+// poolKey is the sink subtask's part of a transaction name, or of a
+// prefix that AbortLingering gets: what precedes the sequence number, a
+// redo's suffix left out ("p/sink/0/17/redo/0" and "p/sink/0/" give
+// "p/sink/0/").
+func poolKey(name string) string {
+	if i := strings.Index(name, "/redo/"); i >= 0 {
+		name = name[:i]
+	}
+	return strings.TrimRight(name, "0123456789")
+}
+
+// slotOf is the pool key and slot of a transactional id the pool handed
+// out (ok false for another).
+func slotOf(id string) (key string, slot int, ok bool) {
+	key = strings.TrimRight(id, "0123456789")
+	n, err := strconv.Atoi(id[len(key):])
+	return key, n, err == nil && !strings.Contains(id, "/redo/")
+}
+
+// pool is the pool of key; o.mu is held.
+func (o *Output) pool(key string) *idPool {
+	p := o.pools[key]
+	if p == nil {
+		p = &idPool{}
+		o.pools[key] = p
+	}
+	return p
+}
+
+// takeID holds a free transactional id for transaction name; o.mu is
+// held.
+func (o *Output) takeID(name string) string {
+	key := poolKey(name)
+	return key + strconv.Itoa(o.pool(key).take())
+}
+
+// releaseID frees the transactional id of a transaction that ended; o.mu
+// is held.
+func (o *Output) releaseID(id string) {
+	if key, slot, ok := slotOf(id); ok {
+		if p := o.pools[key]; p != nil {
+			p.release(slot)
+		}
+	}
+}
+
+// abortPool initialises every transactional id of key's pool that was
+// ever used, which aborts any transaction still open under one, and frees
+// them all.
+func (o *Output) abortPool(key string) error {
+	o.mu.Lock()
+	clean := o.pool(key).clean
+	o.mu.Unlock()
+	if clean {
+		return nil
+	}
+	for k := 0; ; k++ {
+		id := key + strconv.Itoa(k)
+		_, epoch, err := o.initProducerID(id)
+		if err != nil {
+			return fmt.Errorf("abort lingering transaction %s: %w", id, err)
+		}
+		if epoch == 0 { // never used: neither is any later slot
+			break
+		}
+	}
+	o.mu.Lock()
+	p := o.pool(key)
+	clear(p.held)
+	p.clean = true
+	o.mu.Unlock()
+	return nil
+}
+
+// idempotent is an at-least-once sink subtask's idempotent producer: a
+// producer id whose batches the broker deduplicates by sequence number, so
+// that a batch sent again after a lost answer is not written twice. Its
+// sequence numbers go on from one barrier's writer to the next; a writer
+// that did not flush cleanly may have sent batches past them, so its
+// producer is dropped and the next writer asks for a new one.
+type idempotent struct {
+	pid   int64
+	epoch int16
+	seq   []int32 // per partition, the next sequence number
+}
+
+// takeIdempotent hands out key's idempotent producer, asking the broker for
+// one when there is none; it is the caller's until putIdempotent gives it
+// back. o.mu is held.
+func (o *Output) takeIdempotent(key string) (*idempotent, error) {
+	p := o.idem[key]
+	delete(o.idem, key)
+	if p != nil {
+		return p, nil
+	}
+	pid, epoch, err := o.initIdempotent()
+	if err != nil {
+		return nil, fmt.Errorf("idempotent producer for %s: %w", o.topic, err)
+	}
+	return &idempotent{pid: pid, epoch: epoch}, nil
+}
+
+// putIdempotent gives a producer back after a clean flush, with the
+// sequence numbers its writer reached.
+func (o *Output) putIdempotent(key string, p *idempotent, seq []int32) {
+	p.seq = append(p.seq[:0], seq...)
+	o.mu.Lock()
+	o.idem[key] = p
+	o.mu.Unlock()
+}
+
+// initIdempotent asks a broker for a producer id without a transactional
+// id (an idempotent producer).
+func (o *Output) initIdempotent() (int64, int16, error) {
+	var last error
+	for try := 0; try < 5; try++ {
+		if try > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		b := o.cl.LeastLoadedBroker()
+		if b == nil {
+			return 0, 0, sarama.ErrClosedClient
+		}
+		resp, err := b.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionTimeout: o.txnTimeout, ProducerID: -1, ProducerEpoch: -1})
+		if err != nil {
+			last = err
+			_ = b.Close() // the client opens it again
+			continue
+		}
+		if !errors.Is(resp.Err, sarama.ErrNoError) {
+			last = resp.Err
+			if retriable(resp.Err) {
+				continue
+			}
+			return 0, 0, resp.Err
+		}
+		return resp.ProducerID, resp.ProducerEpoch, nil
+	}
+	return 0, 0, last
+}
