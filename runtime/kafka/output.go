@@ -54,6 +54,7 @@ type Output struct {
 	topic      string
 	guarantee  Guarantee
 	txnTimeout time.Duration // the transactions' timeout (Kafka: transaction.timeout.ms)
+	env        *requestEnv   // the writers' and the transactions' retries, the brokers' versions
 
 	mu   sync.Mutex
 	txns map[string]*txnWriter // exactly-once and at-least-once
@@ -62,7 +63,7 @@ type Output struct {
 	// poolKey (see txnpool.go).
 	pools map[string]*idPool
 	idem  map[string]*idempotent
-	none *asyncOut             // none
+	none  *asyncOut // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
 	// last is the transaction the last Write wrote into (named lastName),
@@ -146,7 +147,7 @@ const DefaultTransactionTimeout = 15 * time.Minute
 // cluster, which the writers of exactly-once and at-least-once send with.
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
 	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout,
-		pools: map[string]*idPool{}, idem: map[string]*idempotent{}}
+		env: newRequestEnv(), pools: map[string]*idPool{}, idem: map[string]*idempotent{}}
 	if g != None {
 		return o, nil
 	}
@@ -157,7 +158,7 @@ func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, 
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
-	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	cfg.Producer.Partitioner = newKafkaPartitioner
 	// Both are needed: Flush.Messages alone makes the producer hang.
 	cfg.Producer.Flush.Messages = 1000
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
@@ -174,6 +175,16 @@ func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, 
 // before the first Write.
 func (o *Output) WithTransactionTimeout(d time.Duration) *Output {
 	o.txnTimeout = d
+	return o
+}
+
+// WithRetryTimeout sets how long a request to Kafka that fails with an
+// error that may pass is retried before the write, pre-commit or commit
+// fails (DefaultRetryTimeout unless set); call it before the first Write.
+// A broker that cannot be connected to fails it after two tries whatever
+// the timeout.
+func (o *Output) WithRetryTimeout(d time.Duration) *Output {
+	o.env.retry.timeout = d
 	return o
 }
 
@@ -211,6 +222,7 @@ func (o *Output) begin(txn string) (*txnWriter, error) {
 		}
 		return nil, err
 	}
+	w.env = o.env
 	if t.idem != nil {
 		copy(w.seq, t.idem.seq)
 	}
@@ -312,23 +324,25 @@ func (o *Output) Commit(c string) error {
 }
 
 // commitTxn commits a pre-committed transaction by sending EndTxn with its
-// producer id and epoch.
+// producer id and epoch, retried by the output's policy.
 func (o *Output) commitTxn(txn string, pid int64, epoch int16) error {
-	var last error
-	for try := 0; try < 5; try++ {
-		coord, err := o.cl.TransactionCoordinator(txn)
+	most := endTxnVersion(o.cl.Config().Version)
+	return o.env.retry.do(fmt.Sprintf("commit transaction %s (producer %d, epoch %d)", txn, pid, epoch), nil, func() error {
+		coord, err := o.env.coordinator(o.cl, txn, nil)
 		if err != nil {
-			last = err
-			time.Sleep(100 * time.Millisecond)
-			continue
+			return err
 		}
-		resp, err := coord.EndTxn(&sarama.EndTxnRequest{Version: 1, TransactionalID: txn, ProducerID: pid, ProducerEpoch: epoch, TransactionResult: true})
+		v, err := o.env.version(coord, apiEndTxn, endTxnLeast, most)
 		if err != nil {
-			last = err
-			o.cl.RefreshTransactionCoordinator(txn)
-			time.Sleep(100 * time.Millisecond)
-			continue
+			return err
 		}
+		resp, err := coord.EndTxn(&sarama.EndTxnRequest{Version: v, TransactionalID: txn, ProducerID: pid, ProducerEpoch: epoch, TransactionResult: true})
+		if err != nil {
+			o.env.broke(coord)
+			_ = o.cl.RefreshTransactionCoordinator(txn)
+			return err
+		}
+		o.env.throttled(coord, resp.ThrottleTime)
 		switch {
 		case errors.Is(resp.Err, sarama.ErrNoError):
 			return nil
@@ -336,17 +350,13 @@ func (o *Output) commitTxn(txn string, pid int64, epoch int16) error {
 			errors.Is(resp.Err, sarama.ErrInvalidProducerEpoch), errors.Is(resp.Err, sarama.ErrInvalidProducerIDMapping):
 			// The coordinator no longer has it open: aborted (the broker
 			// died with it, or it timed out) or never there.
-			return fmt.Errorf("commit transaction %s (producer %d, epoch %d): %w: %w", txn, pid, epoch, runtime.ErrTxnLost, resp.Err)
-		case errors.Is(resp.Err, sarama.ErrConcurrentTransactions), errors.Is(resp.Err, sarama.ErrOffsetsLoadInProgress), errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer):
-			last = resp.Err
-			o.cl.RefreshTransactionCoordinator(txn)
-			time.Sleep(100 * time.Millisecond)
-			continue
-		default:
-			return fmt.Errorf("commit transaction %s (producer %d, epoch %d): %w", txn, pid, epoch, resp.Err)
+			return fmt.Errorf("%w: %w", runtime.ErrTxnLost, resp.Err)
 		}
-	}
-	return fmt.Errorf("commit transaction %s: %w", txn, last)
+		if needsCoordinatorRefresh(resp.Err) {
+			_ = o.cl.RefreshTransactionCoordinator(txn)
+		}
+		return resp.Err
+	})
 }
 
 // AbortLingering implements runtime.TxnOutput for the sink subtask whose
@@ -380,45 +390,60 @@ func (o *Output) AbortLingering(prefix string, from int64) error {
 }
 
 // initProducerID initialises transactional id txn and returns its
-// producer id and epoch.
+// producer id and epoch, retried by the output's policy (also while the
+// broker finishes aborting the id's earlier transaction:
+// CONCURRENT_TRANSACTIONS).
 func (o *Output) initProducerID(txn string) (int64, int16, error) {
-	var last error
-	// Up to ten tries while the broker finishes an earlier abort, but only
-	// two when it cannot be reached: a failover must not wait long on a
-	// broker that went away (the restart strategy retries instead).
-	unreachable := 0
-	for try := 0; try < 10 && unreachable < 2; try++ {
-		coord, err := o.cl.TransactionCoordinator(txn)
-		if err != nil {
-			last = err
-			unreachable++
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		id := txn
-		resp, err := coord.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionalID: &id, TransactionTimeout: o.txnTimeout, ProducerID: -1, ProducerEpoch: -1})
-		if err != nil {
-			last = err
-			unreachable++
-			o.cl.RefreshTransactionCoordinator(txn)
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if errors.Is(resp.Err, sarama.ErrConcurrentTransactions) || errors.Is(resp.Err, sarama.ErrOffsetsLoadInProgress) || errors.Is(resp.Err, sarama.ErrNotCoordinatorForConsumer) {
-			// The abort of the old transaction is still being written.
-			last = resp.Err
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if errors.Is(resp.Err, sarama.ErrInvalidTransactionTimeout) {
-			return 0, 0, fmt.Errorf("the broker refuses a transaction timeout of %s, more than its transaction.max.timeout.ms allows: lower --sink-transaction-timeout: %w", o.txnTimeout, resp.Err)
-		}
-		if !errors.Is(resp.Err, sarama.ErrNoError) {
-			return 0, 0, resp.Err
-		}
-		return resp.ProducerID, resp.ProducerEpoch, nil
+	return o.initProducer(&txn)
+}
+
+// initProducer asks for a producer id and epoch: of transactional id *txn
+// from its coordinator, or, with txn nil, of an idempotent producer from
+// any broker.
+func (o *Output) initProducer(txn *string) (int64, int16, error) {
+	var pid int64
+	var epoch int16
+	most := initProducerIDVersion(o.cl.Config().Version)
+	what, refresh := "initialise an idempotent producer", func() {}
+	if txn != nil {
+		what = "initialise transactional id " + *txn
+		refresh = func() { _ = o.cl.RefreshTransactionCoordinator(*txn) }
 	}
-	return 0, 0, last
+	err := o.env.retry.do(what, nil, func() error {
+		var b *sarama.Broker
+		var err error
+		if txn != nil {
+			b, err = o.env.coordinator(o.cl, *txn, nil)
+		} else {
+			b, err = o.env.anyBroker(o.cl, nil)
+		}
+		if err != nil {
+			return err
+		}
+		v, err := o.env.version(b, apiInitProducerID, initProducerLeast, most)
+		if err != nil {
+			return err
+		}
+		resp, err := b.InitProducerID(&sarama.InitProducerIDRequest{Version: v, TransactionalID: txn, TransactionTimeout: o.txnTimeout, ProducerID: -1, ProducerEpoch: -1})
+		if err != nil {
+			o.env.broke(b)
+			refresh()
+			return err
+		}
+		o.env.throttled(b, resp.ThrottleTime)
+		switch {
+		case errors.Is(resp.Err, sarama.ErrNoError):
+			pid, epoch = resp.ProducerID, resp.ProducerEpoch
+			return nil
+		case errors.Is(resp.Err, sarama.ErrInvalidTransactionTimeout):
+			return fmt.Errorf("the broker refuses a transaction timeout of %s, more than its transaction.max.timeout.ms allows: lower --sink-transaction-timeout: %w", o.txnTimeout, resp.Err)
+		}
+		if needsCoordinatorRefresh(resp.Err) {
+			refresh()
+		}
+		return resp.Err
+	})
+	return pid, epoch, err
 }
 
 func encodeFrom(from map[int32]int64) string {

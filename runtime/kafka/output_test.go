@@ -114,8 +114,9 @@ func TestOutputTransactions(t *testing.T) {
 }
 
 // One transaction of more records than a batch holds, over three
-// partitions: each record is committed once, in the partition Sarama's hash
-// partitioner picks for its key, and a read_committed reader sees none of
+// partitions: each record is committed once, in the partition Kafka's Java
+// producer picks for its key (murmur2; Sarama's NewMurmur2Partitioner is
+// the independent check), and a read_committed reader sees none of
 // them before the commit. The batches of a partition carry consecutive
 // sequence numbers; the broker refuses any gap.
 func TestOutputBatchesAcrossPartitions(t *testing.T) {
@@ -160,7 +161,7 @@ func TestOutputBatchesAcrossPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	partitioner := sarama.NewHashPartitioner(topic)
+	partitioner := sarama.NewMurmur2Partitioner(topic)
 	seen := map[string]bool{}
 	for p := int32(0); p < parts; p++ {
 		recs, err := read(context.Background(), c, topic, nil, map[int32]int64{p: ends[p]}, true)
@@ -170,7 +171,7 @@ func TestOutputBatchesAcrossPartitions(t *testing.T) {
 		for _, r := range recs {
 			want, _ := partitioner.Partition(&sarama.ProducerMessage{Key: sarama.ByteEncoder(r.Key)}, parts)
 			if want != p {
-				t.Fatalf("key %s in partition %d, Sarama's partitioner picks %d", r.Key, p, want)
+				t.Fatalf("key %s in partition %d, the Java producer's partitioner picks %d", r.Key, p, want)
 			}
 			if seen[string(r.Value)] {
 				t.Fatalf("%s committed twice", r.Value)
@@ -275,18 +276,23 @@ func TestOutputWithoutTransactions(t *testing.T) {
 	}
 }
 
-// The writer's requests go in the versions Sarama's own producer and
-// transaction manager send for the configured Kafka version.
+// The newest version of each request the writer sends that Sarama lets it
+// send for the configured Kafka version (Sarama refuses a version newer
+// than the configured release had, and encodes Produce up to v10,
+// InitProducerId up to v4, AddPartitionsToTxn and EndTxn up to v3).
 func TestRequestVersions(t *testing.T) {
 	for _, c := range []struct {
-		kafka                  sarama.KafkaVersion
-		produce, addPartitions int16
+		kafka                                sarama.KafkaVersion
+		produce, addPartitions, init, endTxn int16
 	}{
-		{sarama.V0_11_0_0, 3, 0}, {sarama.V1_0_0_0, 5, 0}, {sarama.V2_0_0_0, 6, 1}, {sarama.V2_1_0_0, 7, 1},
-		{sarama.V2_4_0_0, 8, 1}, {sarama.V2_7_0_0, 8, 2}, {sarama.V2_8_0_0, 9, 3}, {sarama.V3_7_0_0, 10, 3},
+		{sarama.V0_11_0_0, 3, 0, 0, 0}, {sarama.V1_0_0_0, 5, 0, 0, 0}, {sarama.V2_0_0_0, 6, 1, 1, 1}, {sarama.V2_1_0_0, 7, 1, 1, 1},
+		{sarama.V2_4_0_0, 8, 1, 2, 1}, {sarama.V2_5_0_0, 8, 1, 3, 1}, {sarama.V2_7_0_0, 8, 2, 4, 2}, {sarama.V2_8_0_0, 9, 3, 4, 3},
+		{sarama.V3_7_0_0, 10, 3, 4, 3}, {sarama.V4_0_0_0, 10, 3, 4, 3},
 	} {
-		if p, a := produceVersion(c.kafka), addPartitionsVersion(c.kafka); p != c.produce || a != c.addPartitions {
-			t.Errorf("Kafka %s: produce v%d, AddPartitionsToTxn v%d; want v%d, v%d", c.kafka, p, a, c.produce, c.addPartitions)
+		p, a, i, e := produceVersion(c.kafka), addPartitionsVersion(c.kafka), initProducerIDVersion(c.kafka), endTxnVersion(c.kafka)
+		if p != c.produce || a != c.addPartitions || i != c.init || e != c.endTxn {
+			t.Errorf("Kafka %s: Produce v%d, AddPartitionsToTxn v%d, InitProducerId v%d, EndTxn v%d; want v%d, v%d, v%d, v%d",
+				c.kafka, p, a, i, e, c.produce, c.addPartitions, c.init, c.endTxn)
 		}
 	}
 }

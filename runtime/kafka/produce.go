@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -24,23 +25,40 @@ import (
 // caller's EndTxn with the writer's producer id and epoch. Without txnID
 // the batches carry no producer id (at-least-once).
 //
+// A record with a key goes to the partition Kafka's Java producer picks
+// for it (murmur2 of the key, keyPartition); records without one fill one
+// partition's batch, then the next (the Java producer's sticky
+// partitioning).
+//
+// Every request goes in the newest version that both its broker (its
+// ApiVersions answer) and Sarama can use, and is retried with a growing
+// backoff for as long as the output's retry timeout allows while it
+// fails with an error that may pass (a leader or coordinator that moved,
+// a broken connection, not enough replicas, …); a broker that cannot be
+// connected to twice in a row fails it at once (requestEnv, retryPolicy).
+// A broker that throttles this client gets no request until the time it
+// asked for is over (KIP-219). A batch larger than the topic accepts is
+// split in two and sent again.
+//
 // write and flush are for one goroutine (the sink subtask's); the sender
 // is the writer's own, and close waits for it.
 type recordWriter struct {
 	cl      sarama.Client
 	topic   string
 	parts   int32
-	part    sarama.Partitioner
+	sticky  int32 // where records without a key go
 	txnID   *string
 	pid     int64
 	epoch   int16
-	version int16 // of the produce request
+	version int16 // the newest produce request version Sarama sends here
+	// env is the output's retry policy and what it knows of the brokers:
+	// set before the first write, read by the sender.
+	env *requestEnv
 
 	open []*sarama.RecordBatch // per partition, the batch being filled
 	size []int                 // its estimated size in bytes
 	seq  []int32               // per partition, the next sequence number
-	msg  sarama.ProducerMessage
-	recs []sarama.Record // allocated in blocks, handed out one by one
+	recs []sarama.Record       // allocated in blocks, handed out one by one
 
 	sendq  chan writeBatch // to the sender, in order
 	stop   chan struct{}   // closed by abandon: drop what is queued
@@ -61,14 +79,12 @@ const (
 	// Per record on the wire at most: attributes, varint lengths and
 	// deltas.
 	recordOverhead = 24
-	// A batch that failed is sent again this many times, backoff apart,
-	// before the write fails (and the sink subtask with it).
-	sendTries   = 6
-	sendBackoff = 100 * time.Millisecond
 )
 
 // newRecordWriter starts a writer for topic; txnID, pid and epoch are
-// those of an initialised transactional producer, or nil, -1, -1.
+// those of an initialised transactional producer, or nil, -1, -1. It
+// retries by the default policy and learns the brokers' versions for
+// itself unless its env is replaced before the first write.
 func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, epoch int16) (*recordWriter, error) {
 	parts, err := cl.Partitions(topic)
 	if err != nil {
@@ -79,18 +95,18 @@ func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, e
 	}
 	n := int32(len(parts))
 	w := &recordWriter{
-		cl: cl, topic: topic, parts: n, part: sarama.NewHashPartitioner(topic),
+		cl: cl, topic: topic, parts: n, env: newRequestEnv(),
 		txnID: txnID, pid: pid, epoch: epoch, version: produceVersion(cl.Config().Version),
 		open: make([]*sarama.RecordBatch, n), size: make([]int, n), seq: make([]int32, n),
 		sendq: make(chan writeBatch, 2), stop: make(chan struct{}), done: make(chan struct{}), flight: newInFlight(),
 	}
-	w.msg.Topic = topic
 	go w.run()
 	return w, nil
 }
 
-// produceVersion is the produce request version Sarama's own producer
-// uses for a configured Kafka version (at least 3: record batches).
+// produceVersion is the newest produce request version Sarama sends for a
+// configured Kafka version (it refuses to send a version newer than that
+// release had; it encodes up to v10); at least 3, record batches.
 func produceVersion(v sarama.KafkaVersion) int16 {
 	return requestVersion(v, 3, versionStep{sarama.V3_7_0_0, 10}, versionStep{sarama.V2_8_0_0, 9},
 		versionStep{sarama.V2_4_0_0, 8}, versionStep{sarama.V2_1_0_0, 7}, versionStep{sarama.V2_0_0_0, 6},
@@ -114,20 +130,16 @@ func requestVersion(v sarama.KafkaVersion, oldest int16, newestFirst ...versionS
 	return oldest
 }
 
-// write appends a record with timestamp now to its partition's batch (the
-// partition Sarama's hash partitioner picks for key), sending the batch
-// once it is full. key and value must not change afterwards.
+// write appends a record with timestamp now to its partition's batch
+// (keyPartition for a key, the sticky partition without one), sending the
+// batch once it is full. key and value must not change afterwards.
 func (w *recordWriter) write(key, value []byte, now time.Time) error {
 	if err := w.flight.failed(); err != nil {
 		return err
 	}
-	p := int32(0)
-	if w.parts > 1 {
-		w.msg.Key = sarama.ByteEncoder(key)
-		var err error
-		if p, err = w.part.Partition(&w.msg, w.parts); err != nil {
-			return fmt.Errorf("partition for key %q: %w", key, err)
-		}
+	p := w.sticky
+	if key != nil && w.parts > 1 {
+		p = keyPartition(key, w.parts)
 	}
 	b := w.open[p]
 	if b == nil {
@@ -160,6 +172,9 @@ func (w *recordWriter) send(p int32) {
 		return
 	}
 	w.open[p] = nil
+	if p == w.sticky {
+		w.sticky = (p + 1) % w.parts
+	}
 	b.LastOffsetDelta = int32(len(b.Records) - 1)
 	if w.pid >= 0 {
 		b.FirstSequence = w.seq[p]
@@ -222,62 +237,37 @@ func (w *recordWriter) run() {
 	}
 }
 
-// retriable reports whether a request that failed with err may succeed
-// when sent again, after a metadata refresh.
-func retriable(err error) bool {
-	var kerr sarama.KError
-	if !errors.As(err, &kerr) {
-		return true // the connection broke
-	}
-	switch kerr {
-	case sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable, sarama.ErrRequestTimedOut,
-		sarama.ErrNotEnoughReplicas, sarama.ErrNotEnoughReplicasAfterAppend, sarama.ErrNetworkException,
-		sarama.ErrUnknownTopicOrPartition, sarama.ErrKafkaStorageError, sarama.ErrConcurrentTransactions,
-		sarama.ErrNotCoordinatorForConsumer, sarama.ErrConsumerCoordinatorNotAvailable, sarama.ErrOffsetsLoadInProgress:
-		return true
-	}
-	return false
-}
-
-// retry runs f until it succeeds, fails for good, or sendTries ran out;
-// between tries it waits, unless the writer is abandoned.
-func (w *recordWriter) retry(what string, f func() error) error {
-	var err error
-	for try := 1; ; try++ {
-		if err = f(); err == nil {
-			return nil
-		}
-		if !retriable(err) || try == sendTries {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		select {
-		case <-w.stop:
-			return fmt.Errorf("%s: %w", what, errWriterClosed)
-		case <-time.After(sendBackoff):
-		}
-	}
-}
+// ErrRecordTooLarge means a single record is larger than the topic's
+// max.message.bytes (or the broker's message.max.bytes): no batch can
+// carry it. Raise the topic's limit or make the record smaller.
+var ErrRecordTooLarge = errors.New("a record is larger than the topic accepts")
 
 func (w *recordWriter) addPartition(p int32) error {
 	txn := *w.txnID
-	return w.retry(fmt.Sprintf("add %s/%d to transaction %s", w.topic, p, txn), func() error {
-		coord, err := w.cl.TransactionCoordinator(txn)
+	conf := w.cl.Config()
+	return w.env.retry.do(fmt.Sprintf("add %s/%d to transaction %s", w.topic, p, txn), w.stop, func() error {
+		coord, err := w.env.coordinator(w.cl, txn, w.stop)
+		if err != nil {
+			return err
+		}
+		v, err := w.env.version(coord, apiAddPartitionsToTxn, addPartitionsLeast, addPartitionsVersion(conf.Version))
 		if err != nil {
 			return err
 		}
 		req := &sarama.AddPartitionsToTxnRequest{
-			Version: addPartitionsVersion(w.cl.Config().Version), TransactionalID: txn,
+			Version: v, TransactionalID: txn,
 			ProducerID: w.pid, ProducerEpoch: w.epoch, TopicPartitions: map[string][]int32{w.topic: {p}},
 		}
 		resp, err := coord.AddPartitionsToTxn(req)
 		if err != nil {
-			_ = coord.Close()
+			w.env.broke(coord)
 			_ = w.cl.RefreshTransactionCoordinator(txn)
 			return err
 		}
+		w.env.throttled(coord, resp.ThrottleTime)
 		for _, pe := range resp.Errors[w.topic] {
 			if pe.Err != sarama.ErrNoError {
-				if pe.Err == sarama.ErrNotCoordinatorForConsumer || pe.Err == sarama.ErrConsumerCoordinatorNotAvailable {
+				if needsCoordinatorRefresh(pe.Err) {
 					_ = w.cl.RefreshTransactionCoordinator(txn)
 				}
 				return pe.Err
@@ -287,40 +277,143 @@ func (w *recordWriter) addPartition(p int32) error {
 	})
 }
 
-// addPartitionsVersion is the AddPartitionsToTxn version Sarama's own
-// transaction manager uses.
+// addPartitionsVersion is the newest AddPartitionsToTxn version Sarama
+// sends for a configured Kafka version (and encodes: up to v3; v4 and
+// later are for brokers only).
 func addPartitionsVersion(v sarama.KafkaVersion) int16 {
 	return requestVersion(v, 0, versionStep{sarama.V2_8_0_0, 3}, versionStep{sarama.V2_7_0_0, 2}, versionStep{sarama.V2_0_0_0, 1})
 }
 
+// produce sends a batch, retried by the writer's policy. A batch the
+// broker finds too large is split in two halves, each sent in turn (and
+// split again if need be); the halves take the failed batch's sequence
+// numbers in order, since the broker wrote none of it.
 func (w *recordWriter) produce(wb writeBatch) error {
-	return w.retry(fmt.Sprintf("write to %s/%d", w.topic, wb.partition), func() error {
-		b, err := w.cl.Leader(w.topic, wb.partition)
-		if err != nil {
-			_ = w.cl.RefreshMetadata(w.topic)
+	err := w.env.retry.do(fmt.Sprintf("write to %s/%d", w.topic, wb.partition), w.stop, func() error { return w.produceOnce(wb) })
+	if !errors.Is(err, sarama.ErrMessageSizeTooLarge) && !errors.Is(err, sarama.ErrMessageSetSizeTooLarge) {
+		return err
+	}
+	if len(wb.batch.Records) == 1 {
+		return w.recordTooLarge(wb, err)
+	}
+	first, second := splitBatch(wb.batch)
+	if err := w.produce(writeBatch{partition: wb.partition, batch: first}); err != nil {
+		return err
+	}
+	return w.produce(writeBatch{partition: wb.partition, batch: second})
+}
+
+func (w *recordWriter) produceOnce(wb writeBatch) error {
+	b, err := w.cl.Leader(w.topic, wb.partition)
+	if err != nil {
+		_ = w.cl.RefreshMetadata(w.topic)
+		var kerr sarama.KError
+		if errors.As(err, &kerr) || errors.Is(err, sarama.ErrClosedClient) {
 			return err
 		}
-		req := &sarama.ProduceRequest{
-			RequiredAcks: sarama.WaitForAll, Timeout: int32(10 * time.Second / time.Millisecond),
-			Version: w.version, TransactionalID: w.txnID,
+		return &unreachableError{what: fmt.Sprintf("the leader of %s/%d", w.topic, wb.partition), err: err}
+	}
+	if err := w.env.ready(w.cl.Config(), b, w.stop); err != nil {
+		_ = w.cl.RefreshMetadata(w.topic)
+		return err
+	}
+	v, err := w.env.version(b, apiProduce, produceLeast, w.version)
+	if err != nil {
+		return err
+	}
+	req := &sarama.ProduceRequest{
+		RequiredAcks: sarama.WaitForAll, Timeout: int32(10 * time.Second / time.Millisecond),
+		Version: v, TransactionalID: w.txnID,
+	}
+	req.AddBatch(w.topic, wb.partition, wb.batch)
+	resp, err := b.Produce(req)
+	if err != nil {
+		w.env.broke(b)
+		_ = w.cl.RefreshMetadata(w.topic)
+		return err
+	}
+	w.env.throttled(b, resp.ThrottleTime)
+	blk := resp.GetBlock(w.topic, wb.partition)
+	switch {
+	case blk == nil:
+		return fmt.Errorf("the broker did not answer for partition %d", wb.partition)
+	case blk.Err == sarama.ErrNoError, blk.Err == sarama.ErrDuplicateSequenceNumber:
+		return nil
+	}
+	if needsMetadataRefresh(blk.Err) {
+		_ = w.cl.RefreshMetadata(w.topic)
+	}
+	return blk.Err
+}
+
+// splitBatch splits a batch that was not written into two halves, with
+// its producer id, epoch and sequence numbers in order. The records are
+// copied, their offset and timestamp deltas counted from their half.
+func splitBatch(b *sarama.RecordBatch) (*sarama.RecordBatch, *sarama.RecordBatch) {
+	half := len(b.Records) / 2
+	second := b.FirstSequence
+	if second >= 0 {
+		second += int32(half)
+	}
+	return subBatch(b, b.Records[:half], b.FirstSequence), subBatch(b, b.Records[half:], second)
+}
+
+func subBatch(b *sarama.RecordBatch, recs []*sarama.Record, firstSeq int32) *sarama.RecordBatch {
+	first := b.FirstTimestamp.Add(recs[0].TimestampDelta)
+	out := &sarama.RecordBatch{
+		Version: 2, FirstTimestamp: first, MaxTimestamp: first, ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch,
+		FirstSequence: firstSeq, IsTransactional: b.IsTransactional, LastOffsetDelta: int32(len(recs) - 1),
+		Records: make([]*sarama.Record, len(recs)),
+	}
+	copies := make([]sarama.Record, len(recs))
+	for i, r := range recs {
+		at := b.FirstTimestamp.Add(r.TimestampDelta)
+		copies[i] = *r
+		copies[i].TimestampDelta = at.Sub(first)
+		copies[i].OffsetDelta = int64(i)
+		out.Records[i] = &copies[i]
+		if at.After(out.MaxTimestamp) {
+			out.MaxTimestamp = at
 		}
-		req.AddBatch(w.topic, wb.partition, wb.batch)
-		resp, err := b.Produce(req)
-		if err != nil {
-			_ = b.Close() // the client opens it again
-			_ = w.cl.RefreshMetadata(w.topic)
-			return err
-		}
-		blk := resp.GetBlock(w.topic, wb.partition)
-		switch {
-		case blk == nil:
-			return fmt.Errorf("the broker did not answer for partition %d", wb.partition)
-		case blk.Err == sarama.ErrNoError, blk.Err == sarama.ErrDuplicateSequenceNumber:
-			return nil
-		}
-		if retriable(blk.Err) {
-			_ = w.cl.RefreshMetadata(w.topic)
-		}
-		return blk.Err
+	}
+	return out
+}
+
+// recordTooLarge is the error for a batch of one record that the broker
+// refused as too large: it names the record's size and, if the broker
+// tells, the topic's max.message.bytes.
+func (w *recordWriter) recordTooLarge(wb writeBatch, err error) error {
+	r := wb.batch.Records[0]
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		err = kerr
+	}
+	limit := ""
+	if m, ok := w.maxMessageBytes(); ok {
+		limit = fmt.Sprintf(" (its max.message.bytes is %d)", m)
+	}
+	return fmt.Errorf("write to %s/%d: a record of %d bytes (key and value) does not fit in a batch topic %s accepts%s: %w: %w",
+		w.topic, wb.partition, len(r.Key)+len(r.Value), w.topic, limit, ErrRecordTooLarge, err)
+}
+
+// maxMessageBytes asks a broker for the topic's max.message.bytes.
+func (w *recordWriter) maxMessageBytes() (int, bool) {
+	b, err := w.cl.Leader(w.topic, 0)
+	if err != nil {
+		return 0, false
+	}
+	resp, err := b.DescribeConfigs(&sarama.DescribeConfigsRequest{
+		Version:   1,
+		Resources: []*sarama.ConfigResource{{Type: sarama.TopicResource, Name: w.topic, ConfigNames: []string{"max.message.bytes"}}},
 	})
+	if err != nil || len(resp.Resources) == 0 {
+		return 0, false
+	}
+	for _, c := range resp.Resources[0].Configs {
+		if c.Name == "max.message.bytes" {
+			n, err := strconv.Atoi(c.Value)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }

@@ -1,13 +1,9 @@
 package kafka
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/IBM/sarama"
 )
 
 // The sink names its transactions <prefix>/<operator>/<subtask>/<n>, with n
@@ -169,30 +165,4 @@ func (o *Output) putIdempotent(key string, p *idempotent, seq []int32) {
 
 // initIdempotent asks a broker for a producer id without a transactional
 // id (an idempotent producer).
-func (o *Output) initIdempotent() (int64, int16, error) {
-	var last error
-	for try := 0; try < 5; try++ {
-		if try > 0 {
-			time.Sleep(100 * time.Millisecond)
-		}
-		b := o.cl.LeastLoadedBroker()
-		if b == nil {
-			return 0, 0, sarama.ErrClosedClient
-		}
-		resp, err := b.InitProducerID(&sarama.InitProducerIDRequest{Version: 1, TransactionTimeout: o.txnTimeout, ProducerID: -1, ProducerEpoch: -1})
-		if err != nil {
-			last = err
-			_ = b.Close() // the client opens it again
-			continue
-		}
-		if !errors.Is(resp.Err, sarama.ErrNoError) {
-			last = resp.Err
-			if retriable(resp.Err) {
-				continue
-			}
-			return 0, 0, resp.Err
-		}
-		return resp.ProducerID, resp.ProducerEpoch, nil
-	}
-	return 0, 0, last
-}
+func (o *Output) initIdempotent() (int64, int16, error) { return o.initProducer(nil) }
