@@ -473,7 +473,9 @@ func (r *runState) buildEnv() error {
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			out.WithTransactionTimeout(o.kafka.txnTimeout)
+			// A request that fails with an error that may pass is retried
+			// for as long as a checkpoint may take.
+			out.WithTransactionTimeout(o.kafka.txnTimeout).WithRetryTimeout(o.timeout)
 			r.onClose(func() { out.Close() })
 			r.outputs[topic] = out
 		}
