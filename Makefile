@@ -63,7 +63,7 @@ KAFKA_LIB     := $(CURDIR)/build/kafka/$(KAFKA_VERSION)/lib
 test-kafka:
 	@if [ ! -d $(KAFKA_LIB) ]; then \
 		echo "fetching Apache Kafka $(KAFKA_VERSION) into $(KAFKA_LIB)"; \
-		mvn -q -f .ci/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
+		rm -rf $(KAFKA_LIB).partial && mvn -q -f .ci/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
 			-DoutputDirectory=$(KAFKA_LIB).partial && mv $(KAFKA_LIB).partial $(KAFKA_LIB); \
 	fi
 	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m ./internal/kafkalane/
