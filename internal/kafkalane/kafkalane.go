@@ -401,13 +401,18 @@ rootLogger.appenderRef.err.ref = err
 `
 
 // clusterID is a new KRaft cluster id: 16 random bytes, base64url without
-// padding, as kafka-storage random-uuid prints.
+// padding, as kafka-storage random-uuid prints, and like Kafka's never one
+// that starts with '-' (the storage tool would read it as an option).
 func clusterID() string {
-	var u [16]byte
-	rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	return base64.RawURLEncoding.EncodeToString(u[:])
+	for {
+		var u [16]byte
+		rand.Read(u[:])
+		u[6] = u[6]&0x0f | 0x40
+		u[8] = u[8]&0x3f | 0x80
+		if id := base64.RawURLEncoding.EncodeToString(u[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // freePort is a loopback TCP port nothing listens on now.

@@ -38,6 +38,11 @@ func (b *Broker) ReadCommitted(t testing.TB, topic string) []Record {
 	return b.ReadCommittedTopics(t, topic)
 }
 
+// The tools' options are those every Kafka 4.x takes: 4.2 renamed
+// --consumer-property, --property and the producer's --property
+// (--command-property, --formatter-property, --reader-property) and keeps
+// the old names, deprecated; 4.1 knows only the old ones.
+
 // ReadCommittedTopics is ReadCommitted of several topics at once, with one
 // console consumer (which prints no topic names: tell the records apart by
 // their values).
@@ -57,10 +62,10 @@ func (b *Broker) ReadCommittedTopics(t testing.TB, topics ...string) []Record {
 	out, errOut, _ := b.javaBoth(classConsumer, nil, append(which,
 		"--bootstrap-server", b.Addr(), "--from-beginning",
 		"--isolation-level", "read_committed", "--timeout-ms", strconv.FormatInt(Idle.Milliseconds(), 10),
-		"--command-property", "max.partition.fetch.bytes=4194304",
-		"--formatter-property", "print.timestamp=true", "--formatter-property", "print.partition=true",
-		"--formatter-property", "print.key=true", "--formatter-property", "print.value=true",
-		"--formatter-property", "key.separator="+sep, "--formatter-property", "null.literal=")...)
+		"--consumer-property", "max.partition.fetch.bytes=4194304",
+		"--property", "print.timestamp=true", "--property", "print.partition=true",
+		"--property", "print.key=true", "--property", "print.value=true",
+		"--property", "key.separator="+sep, "--property", "null.literal=")...)
 	// The console consumer ends on its timeout with a TimeoutException and
 	// exit code 1; what it read and the count it printed are what count.
 	m := regexp.MustCompile(`Processed a total of (\d+) messages`).FindStringSubmatch(errOut)
@@ -147,7 +152,7 @@ func (b *Broker) ProduceRecords(t testing.TB, topic string, recs []Record) {
 		fmt.Fprintf(&in, "%s\t%s\n", r.Key, r.Value)
 	}
 	if _, err := b.java(classProducer, []byte(in.String()), "--bootstrap-server", b.Addr(), "--topic", topic,
-		"--reader-property", "parse.key=true", "--reader-property", "key.separator=\t",
+		"--property", "parse.key=true", "--property", "key.separator=\t",
 		"--request-required-acks", "all", "--timeout", "5"); err != nil {
 		t.Fatalf("kafka-console-producer: %v", err)
 	}
