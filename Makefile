@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-short soak bench lint clean deps
+.PHONY: build run test test-short test-kafka soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -52,6 +52,22 @@ soak: deps
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/
 	$(GO) test -run '^$$' -fuzz '^FuzzOrderIDOfAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME) ./runtime/flatjson/
+
+# The Kafka lane: faultline's Kafka tests against a real Apache Kafka
+# broker (KRaft, one node) started from the published jars, counted with
+# Kafka's own console tools (internal/kafkalane). Needs Java 17 and Maven,
+# which fetches the jars once into build/kafka/<version>/lib; `make test`
+# and `make run` never need them. KAFKA_VERSION=4.1.1 picks another 4.x.
+KAFKA_VERSION ?= 4.4.0
+KAFKA_LIB     := $(CURDIR)/build/kafka/$(KAFKA_VERSION)/lib
+test-kafka:
+	@if [ ! -d $(KAFKA_LIB) ]; then \
+		echo "fetching Apache Kafka $(KAFKA_VERSION) into $(KAFKA_LIB)"; \
+		rm -rf $(KAFKA_LIB).partial && mvn -q -f .ci/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
+			-DoutputDirectory=$(KAFKA_LIB).partial && mv $(KAFKA_LIB).partial $(KAFKA_LIB); \
+	fi
+	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m ./internal/kafkalane/
+	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -run RealKafka -v ./internal/cli/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

@@ -77,6 +77,7 @@ var rules = []rule{
 	{"faultline/internal/diskroom", []string{"faultline"}, "the disk check is a leaf", nil},
 	{"faultline/internal/dbclose", []string{"faultline"}, "closing Badger is a leaf", nil},
 	{"faultline/internal/atomicfile", []string{"faultline"}, "writing a file whole is a leaf", nil},
+	{"faultline/internal/kafkalane", []string{"faultline"}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
 	{"faultline/runtime/view", []string{"faultline"}, "the UI's view is plain data: it imports nothing of the engine", nil},
 	{"faultline/internal/tour", []string{"faultline/tui", "faultline/internal/cli"}, "a tour drives the job through its Driver, as the UI's keys do: it knows nothing of the UI or the commands", nil},
 	{"faultline/fixtures", []string{"faultline"}, "fixtures are files, built in", nil},

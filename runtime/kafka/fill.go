@@ -42,7 +42,11 @@ func MissingTopics(cl sarama.Client, names []string) ([]string, error) {
 	return missing, nil
 }
 
-// EnsureTopics creates the topics that do not exist yet.
+// EnsureTopics creates the topics that do not exist yet, and waits until
+// every partition of those it created answers at its leader: a Kafka
+// cluster answers CreateTopics once its controller has recorded them, a
+// moment before a broker leads their partitions, and a request there in
+// between fails with NOT_LEADER_OR_FOLLOWER.
 func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 	admin, err := sarama.NewClusterAdminFromClient(cl)
 	if err != nil {
@@ -52,6 +56,7 @@ func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 	if err != nil {
 		return fmt.Errorf("list topics: %w", err)
 	}
+	var created []string
 	for name, parts := range topics {
 		if d, ok := existing[name]; ok {
 			if name != "" && d.NumPartitions < parts && (name == runtime.TopicOrders || name == runtime.TopicPayments) {
@@ -64,6 +69,49 @@ func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 			if te, ok := err.(*sarama.TopicError); !ok || te.Err != sarama.ErrTopicAlreadyExists {
 				return fmt.Errorf("create topic %s: %w", name, err)
 			}
+		}
+		created = append(created, name)
+	}
+	return awaitLeaders(cl, created, topicReadyTimeout)
+}
+
+// topicReadyTimeout is how long a new topic's partitions may take to get a
+// leader that answers.
+const topicReadyTimeout = 30 * time.Second
+
+// awaitLeaders waits until every partition of topics has a leader that
+// answers a ListOffsets request, or the timeout has passed.
+func awaitLeaders(cl sarama.Client, topics []string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, t := range topics {
+		for {
+			err := answersAtLeaders(cl, t)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("topic %s was created, but its partitions had no leader that answers after %s: %w", t, timeout, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			cl.RefreshMetadata(t)
+		}
+	}
+	return nil
+}
+
+// answersAtLeaders asks the leader of every partition of topic for its end
+// offset.
+func answersAtLeaders(cl sarama.Client, topic string) error {
+	parts, err := cl.Partitions(topic)
+	if err != nil {
+		return err
+	}
+	if len(parts) == 0 {
+		return fmt.Errorf("no partitions yet")
+	}
+	for _, p := range parts {
+		if _, err := cl.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
+			return fmt.Errorf("partition %d: %w", p, err)
 		}
 	}
 	return nil

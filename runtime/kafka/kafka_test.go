@@ -256,3 +256,46 @@ func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
 		}
 	}
 }
+
+// The offsets handed to CommitOffsets just before Close are committed
+// still: a bounded source commits its final checkpoint's offsets and
+// closes at once, and its group used to keep older offsets (lag > 0 after
+// the run had read everything) when the committer saw the close first.
+func TestCloseCommitsTheLastOffsets(t *testing.T) {
+	_, c := embedded(t)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	gen := runtime.NewGenerator(3, 2000, runtime.GeneratorPartitions)
+	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := EndOffsets(cl, runtime.TopicOrders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(20) {
+		src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "close", ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := src.Reader([]int32{0, 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.(*reader).CommitOffsets(map[int32]int64{0: 100 + i, 1: 200 + i})
+		r.Close()
+		src2, _ := NewSource(c, cl, runtime.TopicOrders, StartCommitted, "close", ends)
+		r2, err := src2.Reader([]int32{0, 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := r2.Offsets()
+		r2.Close()
+		if o[0] != 100+i || o[1] != 200+i {
+			t.Fatalf("round %d: committed %v after Close, want 0:%d 1:%d", i, o, 100+i, 200+i)
+		}
+	}
+}

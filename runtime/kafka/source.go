@@ -443,14 +443,28 @@ func (r *reader) committer() {
 	for {
 		select {
 		case offs := <-r.commits:
-			err := r.commit(offs)
-			r.commitMu.Lock()
-			r.commitErr = err
-			r.commitMu.Unlock()
+			r.commitKeepingError(offs)
 		case <-r.stop:
+			// Offsets handed over just before Close are committed still:
+			// a bounded source commits its final checkpoint's offsets and
+			// closes at once, and select may see the stop first.
+			select {
+			case offs := <-r.commits:
+				r.commitKeepingError(offs)
+			default:
+			}
 			return
 		}
 	}
+}
+
+// commitKeepingError commits offsets and keeps the error for
+// LastCommitError.
+func (r *reader) commitKeepingError(offsets map[int32]int64) {
+	err := r.commit(offsets)
+	r.commitMu.Lock()
+	r.commitErr = err
+	r.commitMu.Unlock()
 }
 
 // commit sends one offset commit to the group's coordinator.
