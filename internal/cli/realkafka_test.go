@@ -366,18 +366,18 @@ func TestRealKafkaKeyedRecordsLandWhereJavaPutsThem(t *testing.T) {
 	t.Logf("all %d keys in the partition the Java producer picks", len(sink))
 }
 
-// An unbounded exactly-once run of a few minutes
-// ($FAULTLINE_KAFKA_TXN_DURATION, 2m by default; run it for 10m by hand)
-// leaves the broker's transaction coordinator with few transactional ids of
-// the job's prefix: at most 4 per sink subtask, since a sink that reuses
-// its ids needs no more (Flink's KafkaSink keeps a small pool), whereas a
-// new id per checkpoint leaves one entry per checkpoint on the broker
-// until transactional.id.expiration.ms (7 days) has passed.
+// An unbounded exactly-once run ($FAULTLINE_KAFKA_TXN_DURATION, 45s by
+// default, some 150 checkpoints; run it for 10m by hand) leaves the
+// broker's transaction coordinator with few transactional ids of the job's
+// prefix: at most 4 per sink subtask, since a sink that reuses its ids
+// needs no more (Flink's KafkaSink keeps a small pool), whereas a new id
+// per checkpoint leaves one entry per checkpoint on the broker until
+// transactional.id.expiration.ms (7 days) has passed.
 func TestRealKafkaTransactionalIDsStayBounded(t *testing.T) {
-	d := laneDuration(t, "FAULTLINE_KAFKA_TXN_DURATION", 2*time.Minute)
+	d := laneDuration(t, "FAULTLINE_KAFKA_TXN_DURATION", 45*time.Second)
 	b := kafkalane.Start(t, kafkalane.Options{})
-	const sinkParallelism = 1
-	cmd, stderr, lines := startRun(t, laneArgs(t, b.Addr(), "--rate", "1000", "--checkpoint-interval", "1s",
+	const sinkParallelism = 2
+	cmd, stderr, lines := startRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "250ms",
 		"--parallelism", fmt.Sprintf("sink=%d", sinkParallelism))...)
 	completed := make(chan int, 1)
 	go func() {

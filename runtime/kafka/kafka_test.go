@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"faultline/runtime"
 )
@@ -37,7 +38,7 @@ func embeddedClient(t *testing.T) (*Embedded, Client, sarama.Client) {
 }
 
 func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
-	_, c := embedded(t)
+	e, c := embedded(t)
 	cl, err := c.NewClient()
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +108,11 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	if offs[1] != gen.EndOffset(runtime.TopicPayments, 1) || offs[3] != gen.EndOffset(runtime.TopicPayments, 3) {
 		t.Fatalf("offsets at the end: %v", offs)
 	}
-	// Committed offsets reach the group, and a committed start resumes there.
-	if err := r.(*reader).commit(map[int32]int64{1: 25, 3: 30}); err != nil {
+	// Committed offsets reach the group, and a committed start resumes
+	// there. The commit is retried while the coordinator is not ready, as
+	// on a cluster whose offsets topic the first commit creates.
+	inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrConsumerCoordinatorNotAvailable), 0)
+	if err := r.(*reader).commit(map[int32]int64{1: 25, 3: 30}, commitRetryTimeout, nil); err != nil {
 		t.Fatal(err)
 	}
 	src2, _ := NewSource(c, cl, runtime.TopicPayments, StartCommitted, "g", ends)

@@ -443,14 +443,14 @@ func (r *reader) committer() {
 	for {
 		select {
 		case offs := <-r.commits:
-			r.commitKeepingError(offs)
+			r.commitKeepingError(offs, commitRetryTimeout, r.stop)
 		case <-r.stop:
 			// Offsets handed over just before Close are committed still:
 			// a bounded source commits its final checkpoint's offsets and
 			// closes at once, and select may see the stop first.
 			select {
 			case offs := <-r.commits:
-				r.commitKeepingError(offs)
+				r.commitKeepingError(offs, lastCommitTimeout, nil)
 			default:
 			}
 			return
@@ -460,21 +460,29 @@ func (r *reader) committer() {
 
 // commitKeepingError commits offsets and keeps the error for
 // LastCommitError.
-func (r *reader) commitKeepingError(offsets map[int32]int64) {
-	err := r.commit(offsets)
+func (r *reader) commitKeepingError(offsets map[int32]int64, timeout time.Duration, stop <-chan struct{}) {
+	err := r.commit(offsets, timeout, stop)
 	r.commitMu.Lock()
 	r.commitErr = err
 	r.commitMu.Unlock()
 }
 
-// commit sends one offset commit to the group's coordinator.
-func (r *reader) commit(offsets map[int32]int64) error {
+// commitRetryTimeout bounds the retries of one offset commit (a newer
+// checkpoint's offsets follow soon), and lastCommitTimeout those of the
+// commit of offsets handed over as the reader closes, which Close waits
+// for.
+const (
+	commitRetryTimeout = 10 * time.Second
+	lastCommitTimeout  = 3 * time.Second
+)
+
+// commit commits offsets to the group's coordinator, retrying while the
+// coordinator is not ready: on a cluster that never had a consumer group,
+// the first commit creates the offsets topic and is answered "coordinator
+// not available" until it has loaded.
+func (r *reader) commit(offsets map[int32]int64, timeout time.Duration, stop <-chan struct{}) error {
 	if r.s.group == "" || len(offsets) == 0 {
 		return nil
-	}
-	coord, err := r.s.cl.Coordinator(r.s.group)
-	if err != nil {
-		return fmt.Errorf("coordinator of group %s: %w", r.s.group, err)
 	}
 	req := &sarama.OffsetCommitRequest{Version: 2, ConsumerGroup: r.s.group, ConsumerGroupGeneration: -1, RetentionTime: -1}
 	parts := make([]int32, 0, len(offsets))
@@ -485,16 +493,29 @@ func (r *reader) commit(offsets map[int32]int64) error {
 	for _, p := range parts {
 		req.AddBlock(r.s.topic, p, offsets[p], 0, "")
 	}
-	resp, err := coord.CommitOffset(req)
-	if err != nil {
-		return fmt.Errorf("commit offsets of group %s: %w", r.s.group, err)
-	}
-	for _, p := range parts {
-		if e := resp.Errors[r.s.topic][p]; e != sarama.ErrNoError {
-			return fmt.Errorf("commit offset of %s/%d for group %s: %w", r.s.topic, p, r.s.group, e)
+	policy := defaultRetryPolicy()
+	policy.timeout = timeout
+	return policy.do("commit offsets of group "+r.s.group, stop, func() error {
+		coord, err := r.s.cl.Coordinator(r.s.group)
+		if err != nil {
+			return fmt.Errorf("coordinator of group %s: %w", r.s.group, err)
 		}
-	}
-	return nil
+		resp, err := coord.CommitOffset(req)
+		if err != nil {
+			_ = coord.Close() // the client opens it again
+			_ = r.s.cl.RefreshCoordinator(r.s.group)
+			return err
+		}
+		for _, p := range parts {
+			if e := resp.Errors[r.s.topic][p]; e != sarama.ErrNoError {
+				if needsCoordinatorRefresh(e) {
+					_ = r.s.cl.RefreshCoordinator(r.s.group)
+				}
+				return fmt.Errorf("commit offset of %s/%d: %w", r.s.topic, p, e)
+			}
+		}
+		return nil
+	})
 }
 
 // Close implements runtime.SourceReader.

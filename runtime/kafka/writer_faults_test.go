@@ -151,6 +151,20 @@ func errorAnswer(req kmsg.Request, code int16, throttleMs int32) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 		resp.ThrottleMillis, resp.ErrorCode = throttleMs, code
 		return resp
+	case *kmsg.OffsetCommitRequest:
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.ThrottleMillis = throttleMs
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
 	}
 	panic(fmt.Sprintf("no error answer for %T", req))
 }
