@@ -198,7 +198,11 @@ type TxnOutput interface {
 	// transaction with nothing written gives "" (nothing to commit).
 	Prepare(txn string) (committable string, err error)
 	// Commit finishes a prepared transaction. Committing one that is
-	// already committed is a no-op; one that was aborted is an error.
+	// already committed is a no-op, or ErrTxnLost when the output can no
+	// longer tell (the Kafka output's pooled transactional id began a
+	// newer transaction since); one that was aborted is an error
+	// (ErrTxnLost). On ErrTxnLost the sink asks the output what of the
+	// transaction it lacks (see redoLost).
 	Commit(committable string) error
 	// AbortLingering aborts the open transactions named prefix+N for every
 	// N ≥ from: what a failed attempt or process left behind. An output
