@@ -182,7 +182,15 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 // stdout.
 func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan map[string]any) {
 	t.Helper()
+	return startRunWith(t, nil, args...)
+}
+
+// startRunWith is startRun with env (KEY=value) added to the program's
+// environment.
+func startRunWith(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan map[string]any) {
+	t.Helper()
 	cmd := command(t, args...)
+	cmd.Env = append(cmd.Env, env...)
 	stderr := &bytes.Buffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()

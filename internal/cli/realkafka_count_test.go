@@ -181,8 +181,15 @@ func laneArgs(t *testing.T, brokers string, extra ...string) []string {
 // report and its stderr; it gives up after limit.
 func runToEnd(t *testing.T, limit time.Duration, args ...string) (int, map[string]any, string) {
 	t.Helper()
+	return runToEndWith(t, limit, nil, args...)
+}
+
+// runToEndWith is runToEnd with env (KEY=value) added to faultline's
+// environment.
+func runToEndWith(t *testing.T, limit time.Duration, env []string, args ...string) (int, map[string]any, string) {
+	t.Helper()
 	start := time.Now()
-	cmd, stderr, lines := startRun(t, args...)
+	cmd, stderr, lines := startRunWith(t, env, args...)
 	reported := make(chan map[string]any, 1)
 	go func() { reported <- reportOf(lines) }()
 	var report map[string]any

@@ -22,6 +22,7 @@ import (
 // the same log dir) ends with every paid order in the committed output
 // exactly once.
 func TestRealKafkaExactlyOnceSurvivesPanicsAndABrokerKill(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
 	args := laneArgs(t, b.Addr(), "--records", "120000", "--rate", "3000", "--checkpoint-interval", "500ms",
 		"--restart-attempts", "1000", "--restart-delay", "200ms",
@@ -100,6 +101,7 @@ func lastLines(s string, n int) string {
 // the end of the input: the committed output holds every paid order
 // exactly once. The seed is printed; FAULTLINE_KAFKA_SEED=N replays it.
 func TestRealKafkaKillSoak(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
 	seed := time.Now().UnixNano() % 1_000_000_007
 	if s := os.Getenv("FAULTLINE_KAFKA_SEED"); s != "" {
@@ -188,6 +190,7 @@ func TestRealKafkaKillSoak(t *testing.T) {
 // kafka-consumer-groups shows a committed offset and the lag for every
 // partition of both input topics, moving on with the checkpoints.
 func TestRealKafkaConsumerGroupLag(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
 	cmd, stderr, lines := startRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "500ms")...)
 	waitEvents(t, lines, "checkpoint_completed", 3)
@@ -213,6 +216,7 @@ func TestRealKafkaConsumerGroupLag(t *testing.T) {
 // of every input partition, lag 0, as Flink's KafkaSource does with the
 // final checkpoint of its finished tasks.
 func TestRealKafkaConsumerGroupAfterABoundedRun(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
 	tp := laneTopics{"orders-bounded", "payments-bounded", "revenue-bounded"}
 	args := laneArgs(t, b.Addr(), append([]string{"--records", "20000", "--checkpoint-interval", "300ms", "--group", "lane-bounded"}, tp.args()...)...)
@@ -258,6 +262,7 @@ type groupView struct{ Committed, Lag int64 }
 // panic loses nothing (duplicates are its price); none without faults
 // loses nothing either (a failure could lose what it had in flight).
 func TestRealKafkaAtLeastOnceAndNone(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
 	for _, tc := range []struct {
 		guarantee string
@@ -289,6 +294,7 @@ func TestRealKafkaAtLeastOnceAndNone(t *testing.T) {
 // SCRAM-SHA-256 with the password from $FAULTLINE_SASL_PASSWORD) and the
 // TLS listener (its CA given with --tls-ca) end exactly once.
 func TestRealKafkaSCRAMAndTLS(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{SCRAM: true, TLS: true})
 	for _, tc := range []struct {
 		name, brokers string
@@ -302,11 +308,7 @@ func TestRealKafkaSCRAMAndTLS(t *testing.T) {
 			tp := laneTopics{"orders-" + tc.name, "payments-" + tc.name, "revenue-" + tc.name}
 			args := laneArgs(t, tc.brokers, append(append([]string{"--records", "20000", "--checkpoint-interval", "300ms",
 				"--group", "lane-" + tc.name, "--txn-prefix", "lane-" + tc.name}, tp.args()...), tc.flags...)...)
-			for _, kv := range tc.env {
-				k, v, _ := strings.Cut(kv, "=")
-				t.Setenv(k, v)
-			}
-			code, report, stderr := runToEnd(t, 3*time.Minute, args...)
+			code, report, stderr := runToEndWith(t, 3*time.Minute, tc.env, args...)
 			if code != 0 || report == nil {
 				t.Fatalf("exit %d, report %v; stderr:\n%s", code, report, stderr)
 			}
@@ -323,6 +325,7 @@ func TestRealKafkaSCRAMAndTLS(t *testing.T) {
 // key of its output is then produced with the console producer to a
 // second topic of the same partition count, and the partitions compared.
 func TestRealKafkaKeyedRecordsLandWhereJavaPutsThem(t *testing.T) {
+	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
 	const partitions = 6
 	tp := laneTopics{"orders", "payments", "revenue-keyed"}
@@ -374,6 +377,7 @@ func TestRealKafkaKeyedRecordsLandWhereJavaPutsThem(t *testing.T) {
 // per checkpoint leaves one entry per checkpoint on the broker until
 // transactional.id.expiration.ms (7 days) has passed.
 func TestRealKafkaTransactionalIDsStayBounded(t *testing.T) {
+	t.Parallel()
 	d := laneDuration(t, "FAULTLINE_KAFKA_TXN_DURATION", 45*time.Second)
 	b := kafkalane.Start(t, kafkalane.Options{})
 	const sinkParallelism = 2

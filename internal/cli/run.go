@@ -620,6 +620,10 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 // verify is the oracle: what a read_committed consumer of the output sees,
 // against the inputs read straight from Kafka, from where the ledger left
 // off. Over a large input it takes seconds: it says so before.
+// commitVisibleTimeout bounds the wait for the output's last commit
+// markers before the verification reads it.
+const commitVisibleTimeout = 30 * time.Second
+
 func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 	o, p := r.o, r.p
 	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
@@ -673,6 +677,13 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 	}
 	var committed []runtime.OutputRecord
 	for topic, start := range outputStart {
+		// The commit markers of the last transactions may still be on
+		// their way into the output's partitions.
+		if out := r.outputs[topic]; out != nil {
+			if err := out.AwaitCommitted(commitVisibleTimeout); err != nil {
+				fmt.Fprintf(r.stderr, "faultline: verify: the output's last commits are not visible yet: %v\n", err)
+			}
+		}
 		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
 		if err != nil {
 			return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}

@@ -63,7 +63,12 @@ type Output struct {
 	// poolKey (see txnpool.go).
 	pools map[string]*idPool
 	idem  map[string]*idempotent
-	none  *asyncOut // none
+	// prepared holds, per committable of this output's transactions, the
+	// offsets after their records; committedEnd is, per partition, the
+	// furthest of those that committed (see AwaitCommitted).
+	prepared     map[string]map[int32]int64
+	committedEnd map[int32]int64
+	none         *asyncOut // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
 	// last is the transaction the last Write wrote into (named lastName),
@@ -147,7 +152,8 @@ const DefaultTransactionTimeout = 15 * time.Minute
 // cluster, which the writers of exactly-once and at-least-once send with.
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
 	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout,
-		env: newRequestEnv(), pools: map[string]*idPool{}, idem: map[string]*idempotent{}}
+		env: newRequestEnv(), pools: map[string]*idPool{}, idem: map[string]*idempotent{},
+		prepared: map[string]map[int32]int64{}, committedEnd: map[int32]int64{}}
 	if g != None {
 		return o, nil
 	}
@@ -295,7 +301,17 @@ func (o *Output) Prepare(txn string) (string, error) {
 	if o.guarantee != ExactlyOnce {
 		return "", nil
 	}
-	return fmt.Sprintf("%s|%d|%d|%s", t.id, t.pid, t.epoch, encodeFrom(t.from)), nil
+	c := fmt.Sprintf("%s|%d|%d|%s", t.id, t.pid, t.epoch, encodeFrom(t.from))
+	ends := map[int32]int64{}
+	for p, e := range t.w.end {
+		if e > 0 {
+			ends[int32(p)] = e
+		}
+	}
+	o.mu.Lock()
+	o.prepared[c] = ends
+	o.mu.Unlock()
+	return c, nil
 }
 
 // Commit implements runtime.TxnOutput: EndTxn with the committable's
@@ -319,6 +335,10 @@ func (o *Output) Commit(c string) error {
 	}
 	o.mu.Lock()
 	o.releaseID(txn)
+	for p, e := range o.prepared[c] {
+		o.committedEnd[p] = max(o.committedEnd[p], e)
+	}
+	delete(o.prepared, c)
 	o.mu.Unlock()
 	return nil
 }

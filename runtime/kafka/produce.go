@@ -58,7 +58,10 @@ type recordWriter struct {
 	open []*sarama.RecordBatch // per partition, the batch being filled
 	size []int                 // its estimated size in bytes
 	seq  []int32               // per partition, the next sequence number
-	recs []sarama.Record       // allocated in blocks, handed out one by one
+	// end is, per partition, the offset after the last record the broker
+	// acknowledged (written by the sender; read once flush returned).
+	end  []int64
+	recs []sarama.Record // allocated in blocks, handed out one by one
 
 	sendq  chan writeBatch // to the sender, in order
 	stop   chan struct{}   // closed by abandon: drop what is queued
@@ -97,7 +100,7 @@ func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, e
 	w := &recordWriter{
 		cl: cl, topic: topic, parts: n, env: newRequestEnv(),
 		txnID: txnID, pid: pid, epoch: epoch, version: produceVersion(cl.Config().Version),
-		open: make([]*sarama.RecordBatch, n), size: make([]int, n), seq: make([]int32, n),
+		open: make([]*sarama.RecordBatch, n), size: make([]int, n), seq: make([]int32, n), end: make([]int64, n),
 		sendq: make(chan writeBatch, 2), stop: make(chan struct{}), done: make(chan struct{}), flight: newInFlight(),
 	}
 	go w.run()
@@ -337,8 +340,11 @@ func (w *recordWriter) produceOnce(wb writeBatch) error {
 	switch {
 	case blk == nil:
 		return fmt.Errorf("the broker did not answer for partition %d", wb.partition)
-	case blk.Err == sarama.ErrNoError, blk.Err == sarama.ErrDuplicateSequenceNumber:
+	case blk.Err == sarama.ErrNoError:
+		w.end[wb.partition] = max(w.end[wb.partition], blk.Offset+int64(len(wb.batch.Records)))
 		return nil
+	case blk.Err == sarama.ErrDuplicateSequenceNumber:
+		return nil // an earlier send of it was written
 	}
 	if needsMetadataRefresh(blk.Err) {
 		_ = w.cl.RefreshMetadata(w.topic)

@@ -2,8 +2,12 @@ package kafka
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
 )
 
 // The sink names its transactions <prefix>/<operator>/<subtask>/<n>, with n
@@ -122,6 +126,11 @@ func (o *Output) abortPool(key string) error {
 	p := o.pool(key)
 	clear(p.held)
 	p.clean = true
+	for c := range o.prepared { // aborted now: never committed
+		if poolKey(strings.SplitN(c, "|", 2)[0]) == key {
+			delete(o.prepared, c)
+		}
+	}
 	o.mu.Unlock()
 	return nil
 }
@@ -166,3 +175,58 @@ func (o *Output) putIdempotent(key string, p *idempotent, seq []int32) {
 // initIdempotent asks a broker for a producer id without a transactional
 // id (an idempotent producer).
 func (o *Output) initIdempotent() (int64, int16, error) { return o.initProducer(nil) }
+
+// AwaitCommitted waits until a read_committed consumer of the output topic
+// can read everything this output's committed transactions wrote, or
+// timeout has passed. Kafka answers EndTxn once a commit is decided and
+// writes the commit markers into the partitions after that, so a read right
+// after the last commit (the run's verification) could stop short at a
+// partition's last stable offset and call the newest records lost. The
+// embedded broker writes the markers before it answers.
+func (o *Output) AwaitCommitted(timeout time.Duration) error {
+	o.mu.Lock()
+	want := maps.Clone(o.committedEnd)
+	o.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	for p, end := range want {
+		for {
+			stable, err := o.stableOffset(p)
+			if err == nil && stable >= end {
+				break
+			}
+			if time.Now().After(deadline) {
+				if err == nil {
+					err = fmt.Errorf("its last stable offset is %d, before %d where the committed transactions end", stable, end)
+				}
+				return fmt.Errorf("%s/%d after %s: %w", o.topic, p, timeout, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// stableOffset asks partition p's leader for its last stable offset (the
+// end a read_committed consumer reads to).
+func (o *Output) stableOffset(p int32) (int64, error) {
+	b, err := o.cl.Leader(o.topic, p)
+	if err != nil {
+		_ = o.cl.RefreshMetadata(o.topic)
+		return 0, err
+	}
+	req := &sarama.OffsetRequest{Version: 2, IsolationLevel: sarama.ReadCommitted}
+	req.AddBlock(o.topic, p, sarama.OffsetNewest, 1)
+	resp, err := b.GetAvailableOffsets(req)
+	if err != nil {
+		_ = o.cl.RefreshMetadata(o.topic)
+		return 0, err
+	}
+	blk := resp.GetBlock(o.topic, p)
+	switch {
+	case blk == nil:
+		return 0, fmt.Errorf("no answer for partition %d", p)
+	case blk.Err != sarama.ErrNoError:
+		return 0, blk.Err
+	}
+	return blk.Offset, nil
+}

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"faultline/runtime"
 )
@@ -185,5 +189,56 @@ func TestAtLeastOnceWritesAreIdempotent(t *testing.T) {
 	got := committedValues(t, c, topic)
 	if len(got) != 31 {
 		t.Fatalf("%d records in %s, want 31: %v", len(got), topic, got)
+	}
+}
+
+// staleStableOffsets answers the next n ListOffsets requests with offset 0,
+// as a Kafka broker does while the commit markers of a transaction are still
+// being written into the partition.
+func staleStableOffsets(c *kfake.Cluster, n int, asked *atomic.Int32) {
+	for range n {
+		c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			asked.Add(1)
+			r := req.(*kmsg.ListOffsetsRequest)
+			resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+			for _, t := range r.Topics {
+				rt := kmsg.NewListOffsetsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewListOffsetsResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.Timestamp, rp.LeaderEpoch = p.Partition, 0, -1, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil, true
+		})
+	}
+}
+
+// The run's verification reads the output only once the commit markers of
+// the output's last transactions are in: until then a read_committed
+// consumer stops at the last stable offset, before their records.
+func TestAwaitCommittedWaitsForTheMarkers(t *testing.T) {
+	e, c, cl := embeddedClient(t)
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := transact(o, "job/sink/0/0", "a", "b", "c"); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	staleStableOffsets(e.cluster, 3, &asked)
+	if err := o.AwaitCommitted(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := asked.Load(); n != 3 {
+		t.Fatalf("the stale last stable offset was asked %d times, want 3 before the wait ended", n)
+	}
+	staleStableOffsets(e.cluster, 1000, &asked)
+	if err := o.AwaitCommitted(200 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "last stable offset is 0, before 3") {
+		t.Fatalf("markers that never come: %v", err)
 	}
 }
