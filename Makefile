@@ -66,7 +66,7 @@ test-kafka:
 		rm -rf $(KAFKA_LIB).partial && mvn -q -f .ci/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
 			-DoutputDirectory=$(KAFKA_LIB).partial && mv $(KAFKA_LIB).partial $(KAFKA_LIB); \
 	fi
-	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -parallel 4 \
+	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 1 -parallel 4 \
 		-run 'RealKafka|BrokerWithEveryListener' -v ./internal/kafkalane/ ./internal/cli/
 
 bench:

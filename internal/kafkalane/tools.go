@@ -27,8 +27,10 @@ type GroupOffset struct {
 }
 
 // Idle is how long the console consumer waits for another record before
-// ReadCommitted takes what it read as everything.
-var Idle = 4 * time.Second
+// ReadCommitted takes what it read as everything. The wait includes the
+// consumer's start (joining its group, the first fetch), which on a
+// machine running four lane tests side by side took over 4 s.
+var Idle = 8 * time.Second
 
 // ReadCommitted reads topic from its beginning with Kafka's console
 // consumer at isolation.level read_committed, until no record came for
