@@ -47,14 +47,15 @@ func (f *inFlight) settle(err error) {
 }
 
 // wait waits until everything sent is settled, or until stop, and returns
-// the first failure (errWriterClosed when stopped with items unsettled).
+// the first failure (errWriterClosed once stopped: what was written after
+// the stop was never sent, even when nothing sent before is unsettled).
 func (f *inFlight) wait() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.n > 0 && !f.stopped {
 		f.idle.Wait()
 	}
-	if f.err == nil && f.n > 0 {
+	if f.err == nil && f.stopped {
 		return errWriterClosed
 	}
 	return f.err
