@@ -181,7 +181,8 @@ type supervision struct {
 // checkpoint while the rest of the attempt keeps running (region and
 // individual failover; Flink: the scheduler's restartTasks for a failover
 // region). The coordinator was stopped by decide; it starts again, at a new
-// epoch, once the new instances run, under actx, the attempt's context. It
+// epoch, once the new instances are wired in, before the restore is told
+// and they start under actx, the attempt's context. It
 // returns false when ctx, the run's, ended during the restart.
 func (j *Job) restartPart(ctx, actx context.Context, a *attempt, d restart.Decision, res *Result, sv *supervision, failed string) (bool, error) {
 	olds := make([]*task, len(d.Tasks))
@@ -259,6 +260,16 @@ func (j *Job) restartPart(ctx, actx context.Context, a *attempt, d restart.Decis
 		delete(sv.finished, old.name)
 		delete(sv.atEnd, old.name)
 	}
+	// Checkpoints are taken again before the restore is told: whoever
+	// asks for one on seeing it gets one. A trigger reaches a new source
+	// through its mailbox, which it reads once started.
+	epoch := a.epoch.Load()
+	j.coord.Start(epoch, a.taskIDs())
+	for _, t := range a.taskList() {
+		if sv.finished[t.name] {
+			j.coord.TaskFinished(epoch, t.id)
+		}
+	}
 	why := fmt.Sprintf("%s failover after the failure of %s", j.handler.Failover(), failed)
 	j.markRestored(res, restore, why, d.Tasks...)
 	j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
@@ -274,13 +285,6 @@ func (j *Job) restartPart(ctx, actx context.Context, a *attempt, d restart.Decis
 		}
 	}
 	sv.queued = again
-	epoch := a.epoch.Load()
-	j.coord.Start(epoch, a.taskIDs())
-	for _, t := range a.taskList() {
-		if sv.finished[t.name] {
-			j.coord.TaskFinished(epoch, t.id)
-		}
-	}
 	j.maybeFinalCheckpoint(a, sv)
 	return true, nil
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"faultline/checkpoint"
 	"faultline/restart"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
@@ -239,5 +241,81 @@ func TestResetRestartsGivesTheAttemptsBack(t *testing.T) {
 	}
 	if r.count("restarts_reset") != 1 {
 		t.Fatalf("%d restarts_reset events, want 1", r.count("restarts_reset"))
+	}
+}
+
+// A checkpoint can be triggered the moment the job says it runs again: a
+// trainer (or a tour) who presses c on seeing that gets a checkpoint, not
+// "job is not running". A region failover keeps the job RUNNING, so there
+// the restore is the sign; a full restart goes RESTARTING, restores, and
+// then says RUNNING.
+func TestACheckpointCanBeTriggeredOnceTheJobRunsAgain(t *testing.T) {
+	pipeline, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		job      *spec.Job
+		failover restart.FailoverStrategy
+		faults   []string
+	}{
+		{"region", pipeline, restart.FailoverRegion, []string{
+			"after-records=2500,task=enrich/2,fault=panic",
+			"after-records=5000,task=enrich/0,fault=panic",
+			"after-records=7500,task=enrich/3,fault=panic",
+		}},
+		{"full", spec.Default(), restart.FailoverFull, []string{
+			"after-records=12000,task=join/1,fault=panic",
+			"after-records=14000,task=revenue/0,fault=error",
+			"after-records=16000,task=parse-orders/1,fault=panic",
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex // events come from more than one goroutine
+			var tried int
+			var refused []string
+			restored := false
+			// runsAgain says whether e tells that the job runs again.
+			runsAgain := func(e Event) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				switch ev := e.Event.(type) {
+				case view.Restored:
+					restored = true
+					return tc.failover == restart.FailoverRegion
+				case view.JobStatus:
+					again := restored && ev.Status == string(JobRunning)
+					restored = restored && !again
+					return again
+				}
+				return false
+			}
+			r := (&run{job: tc.job, records: 100000, rate: 50000, interval: 50 * time.Millisecond,
+				failover: tc.failover, faults: tc.faults,
+				onEvent: func(j *Job, e Event) {
+					if !runsAgain(e) {
+						return
+					}
+					// Not under mu: the trigger emits events of its own.
+					_, err := j.Coordinator().Trigger(checkpoint.KindCheckpoint)
+					mu.Lock()
+					defer mu.Unlock()
+					tried++
+					if err != nil {
+						refused = append(refused, err.Error())
+					}
+				}}).do(t)
+			if r.res.Restarts != 3 || tried != 3 {
+				t.Fatalf("%d restarts, %d checkpoints asked for as the job ran again, want 3 and 3", r.res.Restarts, tried)
+			}
+			if len(refused) > 0 {
+				t.Fatalf("a checkpoint asked for as the job ran again was refused: %v", refused)
+			}
+			if !r.verify.OK || r.verify.Duplicates != 0 {
+				t.Fatalf("verify %+v", r.verify)
+			}
+		})
 	}
 }

@@ -453,12 +453,13 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			j.status(JobFailed, err.Error())
 			return nil, err
 		}
-		j.status(JobRunning, reason)
 		for _, f := range queued {
 			j.deliver(ctx, a, f)
 		}
 		queued = nil
+		// RUNNING is told once checkpoints can be triggered.
 		j.coord.Start(a.epoch.Load(), a.taskIDs())
+		j.status(JobRunning, reason)
 		out := j.supervise(ctx, actx, a, res)
 		if out.kind == outCanceled && opts.SavepointOnExit {
 			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)

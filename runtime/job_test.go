@@ -37,6 +37,9 @@ type run struct {
 	failover       restart.FailoverStrategy
 	// during, when set, runs in its own goroutine while the job runs.
 	during func(j *Job)
+	// onEvent, when set, sees each event on the goroutine that emits it,
+	// as it is emitted.
+	onEvent func(j *Job, e Event)
 	// clk, when set, is the job's clock and the observer's (nil: the wall
 	// clock); the test moves it.
 	clk *clock.Fake
@@ -90,6 +93,10 @@ func (r *run) do(t *testing.T) *run {
 	}
 	obs := NewObserver(clk, 1<<16)
 	collected := make(chan []Event)
+	var j *Job // set before the run emits its first event
+	if r.onEvent != nil {
+		obs.tap = func(e Event) { r.onEvent(j, e) }
+	}
 	go func() {
 		var evs []Event
 		for e := range obs.Events() {

@@ -22,6 +22,9 @@ type Observer struct {
 	dropped atomic.Int64
 	mu      sync.RWMutex // Emit holds it shared, Close exclusively
 	closed  bool
+	// tap, set before the run, sees each event on the goroutine that
+	// emits it, before Emit returns (tests: what holds at that moment).
+	tap func(Event)
 }
 
 // NewObserver returns an observer whose event times count from now on clk
@@ -46,8 +49,12 @@ func (o *Observer) Emit(e view.Event) {
 	if o.closed {
 		return
 	}
+	ev := Event{At: o.Since(), Event: e}
+	if o.tap != nil {
+		o.tap(ev)
+	}
 	select {
-	case o.ch <- Event{At: o.Since(), Event: e}:
+	case o.ch <- ev:
 	default:
 		o.dropped.Add(1)
 	}
