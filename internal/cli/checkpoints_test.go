@@ -22,6 +22,7 @@ import (
 // A bounded run leaves its checkpoints in the state dir; the checkpoints
 // command lists, inspects, verifies and deletes them.
 func TestCheckpointsCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := faultline(t, "run", "--headless", "--records", "20000", "--checkpoint-interval", "50ms", "--state-dir", dir)
 	if r.code != 0 {
@@ -117,6 +118,7 @@ func flipNewestState(t *testing.T, stateDir string) (newest, previous int64) {
 // Damaged bytes in the newest checkpoint on disk: the resumed run falls back
 // to the one before, says so, and loses nothing.
 func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	broker := startBroker(t)
 	base := []string{"run", "--headless", "--records", "200000", "--rate", "50000", "--checkpoint-interval", "100ms",
@@ -151,6 +153,7 @@ func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
 
 // A second process on the same state dir is told which process holds it.
 func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
 	if err != nil {
@@ -166,6 +169,7 @@ func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
 // Stop with a savepoint (SIGTERM with --savepoint-on-exit), then go on from
 // it at other parallelisms, on Kafka: the output ends up exact.
 func TestStopWithSavepointAndRescale(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	broker := startBroker(t)
 	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "100ms",
@@ -253,6 +257,7 @@ func cutAtRecord(t *testing.T, stateDir string, id int64) string {
 // A value log cut short loses the newest checkpoint's metadata: list and
 // verify say so instead of showing only what is left.
 func TestCheckpointsShowDamagedRecords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// At most 20,000 records a second: a second of input, at least three
 	// checkpoints.
@@ -300,6 +305,7 @@ func TestCheckpointsShowDamagedRecords(t *testing.T) {
 // it says which file is damaged and what to do, in one line, and none
 // panics.
 func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if r := faultline(t, "run", "--headless", "--records", "30000", "--checkpoint-interval", "100ms", "--state-dir", dir); r.code != 0 {
 		t.Fatalf("run: exit %d %s", r.code, r.stderr)
@@ -343,6 +349,7 @@ func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
 
 // A mistyped state dir is an error, and nothing is created there.
 func TestCheckpointsCommandsOnAMissingStore(t *testing.T) {
+	t.Parallel()
 	typo := filepath.Join(t.TempDir(), "typo")
 	for _, args := range [][]string{{"list"}, {"inspect", "1"}, {"verify"}, {"delete", "1"}} {
 		r := faultline(t, append(append([]string{"checkpoints"}, args...), "--state-dir", typo)...)
@@ -358,6 +365,7 @@ func TestCheckpointsCommandsOnAMissingStore(t *testing.T) {
 // The commands that only look at the store are turned away, with the name
 // of the process, while a run has it open.
 func TestCheckpointsListWhileARunHoldsTheStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
 	if err != nil {
@@ -385,6 +393,7 @@ func sourceRecords(c map[string]any) map[string]float64 {
 // Deleting the newest checkpoint says what it costs and asks: without a
 // terminal it refuses unless --yes is given. Older ones go without a word.
 func TestCheckpointsDeleteNewestAsks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Stopped part way, so that the newest checkpoint committed output
 	// the one before did not; stopped cleanly, so that it is committed.

@@ -112,6 +112,7 @@ func num(m map[string]any, path ...string) float64 {
 }
 
 func TestHeadlessRunWithFailureIsExact(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "100000",
 		"--inject", "after-records=20000,task=join/1,fault=panic",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
@@ -153,6 +154,7 @@ func TestHeadlessRunWithFailureIsExact(t *testing.T) {
 // counted from the committed output topic as a read_committed consumer sees
 // it.
 func TestFailureRunsOnKafkaAreExact(t *testing.T) {
+	t.Parallel()
 	cases := map[string][]string{
 		"revenue panics": {"after-records=8000,task=revenue/0,fault=panic"},
 		"parse panics":   {"after-records=10000,task=parse-orders/1,fault=panic"},
@@ -184,6 +186,7 @@ func TestFailureRunsOnKafkaAreExact(t *testing.T) {
 // Without transactions the sink's output shows the replay after a failure:
 // duplicates may appear, records never go missing.
 func TestAtLeastOnceSinkDuplicatesButNeverLoses(t *testing.T) {
+	t.Parallel()
 	dups := 0.0
 	for _, seed := range []string{"1", "2", "3"} {
 		r := faultline(t, "run", "--headless", "--records", "60000", "--seed", seed, "--sink-guarantee", "at-least-once",
@@ -201,6 +204,7 @@ func TestAtLeastOnceSinkDuplicatesButNeverLoses(t *testing.T) {
 }
 
 func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "100000", "--mode", "at-least-once",
 		"--inject", "after-records=20000,task=join/1,fault=panic",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
@@ -213,6 +217,7 @@ func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
 // its join let out past the last checkpoint as after_checkpoint: nothing
 // unexpected, exit 0.
 func TestStoppedAtLeastOnceRunExitsZero(t *testing.T) {
+	t.Parallel()
 	cmd, stderr, lines := startRun(t, "run", "--headless", "--mode", "at-least-once", "--rate", "5000",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms", "--inject", "after=1s,task=join/1,fault=panic",
 		"--listen", "0", "--state-dir", t.TempDir())
@@ -228,6 +233,7 @@ func TestStoppedAtLeastOnceRunExitsZero(t *testing.T) {
 }
 
 func TestBadInputExitsTwoWithOneLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("name: x\noperators:\n  - name: src\n    type: source\n    topic: orders\n    parallelism: two\n"), 0o644)
@@ -284,6 +290,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 }
 
 func TestRestartStrategyNoneFailsWithExitThree(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "20000", "--restart-strategy", "none",
 		"--inject", "after-records=3000,task=revenue/1,fault=error")
 	if r.code != 3 || r.report["status"] != "FAILED" {
@@ -292,6 +299,7 @@ func TestRestartStrategyNoneFailsWithExitThree(t *testing.T) {
 }
 
 func TestFailureRateGivesUpWithExitThree(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "failure-rate", "--failure-rate-max-failures", "1", "--failure-rate-interval", "1m", "--failure-rate-delay", "20ms",
 		"--inject", "after-records=3000,task=join/0,fault=panic", "--inject", "after-records=5000,task=join/1,fault=panic")
@@ -307,6 +315,7 @@ func TestFailureRateGivesUpWithExitThree(t *testing.T) {
 }
 
 func TestExponentialDelayGrowsItsBackoff(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "exponential-delay", "--backoff-initial", "20ms", "--backoff-jitter", "0",
 		"--inject", "after-records=3000,task=join/0,fault=panic", "--inject", "after-records=5000,task=join/1,fault=panic")
@@ -329,6 +338,7 @@ func TestExponentialDelayGrowsItsBackoff(t *testing.T) {
 // exactly the others: the oracle, reading the Kafka timestamps on its own,
 // finds as many pairs too far apart as the join counted, and nothing lost.
 func TestStateTTLVerifiesWhatItLetsThrough(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "5000", "--state-ttl", "20ms",
 		"--checkpoint-interval", "200ms", "--inject", "after-records=3000,task=join/1,fault=panic", "--restart-delay", "50ms")
 	if r.code != 0 {
@@ -356,6 +366,7 @@ func TestStateTTLVerifiesWhatItLetsThrough(t *testing.T) {
 // hold back, so no restored side is dropped before its partner comes.
 // Sweeping goes on all the same once every input has caught up.
 func TestResumeAfterABreakLongerThanTheTTLLosesNothing(t *testing.T) {
+	t.Parallel()
 	const ttl = 500 * time.Millisecond
 	const slack = 5 * time.Second // runtime's ttlSlack: max(TTL, 5 s)
 	args := []string{"run", "--headless", "--listen", "0", "--state-dir", t.TempDir(), "--rate", "2000",

@@ -68,6 +68,7 @@ func TestSlowJoinContrastsTheGuarantees(t *testing.T) {
 // period: a later exactly-once run on the same state dir lists them apart
 // and passes.
 func TestAtLeastOnceDuplicatesDoNotFailALaterRun(t *testing.T) {
+	t.Parallel()
 	needProgram(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	first := contrastRun(t, "at-least-once", 1, dir)

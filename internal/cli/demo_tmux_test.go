@@ -30,6 +30,7 @@ func startDemo(t *testing.T, flags ...string) *tmuxSession {
 // waiting for its barriers for over a second, then a panic in join/1: the
 // verify line counts duplicates, as at-least-once duplicates.
 func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
+	t.Parallel()
 	s := startDemo(t, "--checkpoint-interval 1s")
 	// m goes from aligned to unaligned, then to at-least-once.
 	s.keys("m")
@@ -79,6 +80,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(strings.ReplaceAll(s, ",", "")); 
 // Keys that arrive in one read all count: "zz" in one write slows the world
 // twice (SLOWER), "x1" in one write opens the panic confirmation.
 func TestTUIKeysInOneWriteAllCount(t *testing.T) {
+	t.Parallel()
 	s := startDemo(t)
 	s.tmux("send-keys", "-t", "ui", "-l", "zz")
 	s.waitFor("SLOWER after zz in one write", 10*time.Second, contains("SLOWER"))

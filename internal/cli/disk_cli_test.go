@@ -51,6 +51,7 @@ func fillTo(t *testing.T, dir string, free int64) string {
 // runs out, after which the run stops cleanly and a resumed one, with room
 // again, is exact.
 func TestFullDiskStopsTheRunCleanly(t *testing.T) {
+	t.Parallel()
 	disk := smallDisk(t, "150m")
 	state := filepath.Join(disk, "state")
 

@@ -10,6 +10,7 @@ import (
 // only its pipeline (source/2, enrich/2, sink/2) restarts — the report and
 // the events name them — and the committed output is still exact.
 func TestRegionFailoverOnThePipelineJob(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--job", "../../fixtures/jobs/pipeline.yaml", "--records", "40000", "--rate", "20000",
 		"--checkpoint-interval", "100ms", "--restart-delay", "50ms", "--failover-strategy", "region",
 		"--inject", "after-records=2500,task=enrich/2,fault=panic")
@@ -47,6 +48,7 @@ func TestRegionFailoverOnThePipelineJob(t *testing.T) {
 // lost_by_failover equals the oracle's lost, counted from the committed
 // output topic, and the run exits 4 because the output is not complete.
 func TestIndividualFailoverReportsWhatItLost(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "100000", "--rate", "50000",
 		"--checkpoint-interval", "300ms", "--restart-delay", "50ms", "--failover-strategy", "individual",
 		"--inject", "after-records=20000,task=join/1,fault=panic")
@@ -76,6 +78,7 @@ func TestIndividualFailoverReportsWhatItLost(t *testing.T) {
 // lost_by_failover then drops what was replayed, and agrees with the
 // oracle's lost (here both 0).
 func TestFullRestartTakesBackWhatIndividualFailoverLost(t *testing.T) {
+	t.Parallel()
 	// The panic comes long before the first checkpoint (3s); the storage
 	// failure fails that checkpoint, which fails the whole job over, back
 	// to the beginning.

@@ -27,6 +27,7 @@ func (r result) eventsNamed(name string) []map[string]any {
 // A poison record makes parse fail again after every restart; failure-rate
 // ends that loop and says why.
 func TestPoisonEndsInFailureRateGivingUp(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "30000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "failure-rate", "--failure-rate-max-failures", "2", "--failure-rate-interval", "1m", "--failure-rate-delay", "20ms",
 		"--inject", "after=500ms,fault=poison")
@@ -56,6 +57,7 @@ func TestPoisonEndsInFailureRateGivingUp(t *testing.T) {
 // With fixed-delay and many attempts the same poison restarts the job
 // again and again: the run is stopped by hand (SIGTERM) while still at it.
 func TestPoisonLoopsUnderFixedDelay(t *testing.T) {
+	t.Parallel()
 	cmd := command(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "fixed-delay", "--restart-attempts", "1000", "--restart-delay", "10ms",
 		"--inject", "after=300ms,fault=poison", "--listen", "0", "--state-dir", t.TempDir())
@@ -93,6 +95,7 @@ func TestPoisonLoopsUnderFixedDelay(t *testing.T) {
 // --on-bad-record dead-letter: the poison record goes to the dead-letter
 // topic, the job finishes and nothing is lost.
 func TestPoisonToDeadLetterTopic(t *testing.T) {
+	t.Parallel()
 	addr := startBroker(t)
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "30000", "--checkpoint-interval", "100ms",
 		"--brokers", addr, "--generate", "--on-bad-record", "dead-letter",
@@ -126,6 +129,7 @@ func TestPoisonToDeadLetterTopic(t *testing.T) {
 // can never parse: unrecoverable, the job fails at once whatever the
 // restart strategy allows.
 func TestWrongSchemaIsUnrecoverable(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "20000", "--topic", "orders-source=payments", "--restart-attempts", "100")
 	if r.code != 3 || r.report["status"] != "FAILED" || num(r.report, "restarts") != 0 {
 		t.Fatalf("exit %d report %v", r.code, r.report)
@@ -138,6 +142,7 @@ func TestWrongSchemaIsUnrecoverable(t *testing.T) {
 // broker-down: the sources lose the broker, the job fails over, the restart
 // strategy retries, and once the broker is back the job finishes exactly.
 func TestBrokerDownAndBack(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "15000", "--checkpoint-interval", "200ms",
 		"--restart-delay", "300ms", "--inject", "after=1s,fault=broker-down,for=3s")
 	if r.code != 0 || r.report["status"] != "FINISHED" {
@@ -164,6 +169,7 @@ func TestBrokerDownAndBack(t *testing.T) {
 // full speed again and finishes exactly. (The timeout leaves a race-built
 // binary on a busy machine ample time for a checkpoint at full speed.)
 func TestSlowTaskExpiresCheckpoints(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "15000", "--checkpoint-interval", "200ms",
 		"--checkpoint-timeout", "1s", "--tolerable-failed-checkpoints", "1", "--restart-delay", "50ms",
 		"--inject", "after=1s,task=join/0,fault=slow,factor=1000,for=4s")
@@ -187,6 +193,7 @@ func TestSlowTaskExpiresCheckpoints(t *testing.T) {
 // storage-fail: the next checkpoint writes fail, the checkpoints are
 // declined, and past the tolerable failures the job fails over.
 func TestStorageFailDeclinesAndFailsOver(t *testing.T) {
+	t.Parallel()
 	// Up to 40 checkpoints fail (one per failed write, on a loaded
 	// machine), and every second one fails the job over: 20 restarts must
 	// be allowed for the run to finish however the writes fall.
@@ -219,6 +226,7 @@ func TestStorageFailDeclinesAndFailsOver(t *testing.T) {
 // committed: the job emits it again, and the sink, which reads what the
 // output holds since the checkpoint it restored, writes none of it twice.
 func TestFallbackPastADamagedCheckpointDuplicatesNothing(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "12000", "--checkpoint-interval", "1s",
 		// Counted in checkpoints, not seconds (on a busy machine the first
 		// checkpoint was sometimes the newest, and the only one): the

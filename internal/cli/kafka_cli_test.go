@@ -66,6 +66,7 @@ func kcat(t *testing.T, stdin string, args ...string) string {
 // produces an order and its payment that the job then processes, and reads
 // the job's committed output.
 func TestKcatAgainstFaultlineBroker(t *testing.T) {
+	t.Parallel()
 	addr := startBroker(t)
 	meta := kcat(t, "", "-b", addr, "-L")
 	for _, topic := range []string{`topic "orders" with 4 partitions`, `topic "payments" with 4 partitions`, `topic "revenue" with 1 partitions`} {
@@ -107,6 +108,7 @@ func TestKcatAgainstFaultlineBroker(t *testing.T) {
 }
 
 func TestUnreachableBrokersFailFast(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	r := faultline(t, "run", "--headless", "--brokers", "127.0.0.1:1", "--records", "10")
 	if r.code != 1 {
@@ -125,6 +127,7 @@ func TestUnreachableBrokersFailFast(t *testing.T) {
 // created on the cluster: a misspelt --topic used to be created empty, read
 // to its end at once, and the run reported success.
 func TestMissingSourceTopicIsAnError(t *testing.T) {
+	t.Parallel()
 	addr := startBroker(t)
 	r := faultline(t, "run", "--headless", "--brokers", addr, "--records", "10", "--topic", "orders-source=shop.orders")
 	if r.code != 1 {
@@ -149,6 +152,7 @@ func TestMissingSourceTopicIsAnError(t *testing.T) {
 // producer would retry each record it still holds, and the outputs that
 // cannot be settled are named.
 func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
+	t.Parallel()
 	broker, addr := startBrokerProcess(t)
 	run, stderr, lines := startRun(t, "run", "--headless", "--brokers", addr, "--generate", "--rate", "1000",
 		"--checkpoint-interval", "200ms", "--restart-attempts", "2", "--restart-delay", "100ms", "--state-dir", t.TempDir())
@@ -186,6 +190,7 @@ func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
 // reports its progress every second (input_progress), and Ctrl-C in the
 // middle of it stops the run there, saying how far it got.
 func TestInputFillShowsProgressAndStops(t *testing.T) {
+	t.Parallel()
 	run, stderr, lines := startRun(t, "run", "--headless", "--records", "20000000", "--listen", "0", "--state-dir", t.TempDir())
 	var last float64
 	for seen := 0; seen < 2; {
@@ -224,6 +229,7 @@ func TestInputFillShowsProgressAndStops(t *testing.T) {
 // A broker log whose meta.json is gone or damaged is refused at once and
 // named, never read as an empty broker beside the old data.
 func TestDamagedLogDirIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "2000", "--state-dir", dir}
 	if r := faultline(t, args...); r.code != 0 {
@@ -259,6 +265,7 @@ func TestDamagedLogDirIsRefused(t *testing.T) {
 // A listener that accepts connections and never answers is reported within
 // seconds, and Ctrl-C while waiting for it stops the run at once.
 func TestSilentBrokerIsReportedInSecondsAndCtrlCStopsTheWait(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,7 @@ func killWhen(t *testing.T, until func(line map[string]any) bool, args ...string
 // damages the newest checkpoint just before, so the resumed run falls back to
 // the one before it and still loses and duplicates nothing.
 func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	broker := startBroker(t)
 	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "500ms",
@@ -127,6 +128,7 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 // never exited: Badger's Close retries writing into a directory that is
 // gone for good.
 func TestRemovedStateDirStopsTheRun(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
 	cmd, stderr, lines := startRun(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "200ms",
 		"--state-backend", "badger", "--listen", "0", "--state-dir", dir)
@@ -236,6 +238,7 @@ func jsonLines(r io.Reader) <-chan map[string]any {
 // exit 1 and a line that says what it left; the resumed run then goes on
 // from the last checkpoint and ends exact.
 func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "500000", "--checkpoint-interval", "300ms", "--state-dir", dir, "--listen", "0"}
 	cmd, stderr, lines := startRun(t, args...)

@@ -29,6 +29,7 @@ func stateDirEntries(t *testing.T, dir string) []string {
 // terminal only with --yes), and the next run starts from nothing: no
 // checkpoint restored, its output one run's worth.
 func TestResetEmptiesTheStateDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "6000", "--checkpoint-interval", "100ms", "--state-dir", dir}
 	first := faultline(t, args...)
@@ -83,6 +84,7 @@ func TestResetEmptiesTheStateDir(t *testing.T) {
 // reset leaves a state dir that a running faultline holds as it is, and
 // names the process; a state dir that is not there is nothing to reset.
 func TestResetLeavesAHeldStateDirAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
 	if err != nil {
@@ -112,6 +114,7 @@ func TestResetLeavesAHeldStateDirAlone(t *testing.T) {
 // On a terminal reset says what it deletes and asks: anything but y keeps
 // everything (exit 1), y deletes it.
 func TestResetAsksOnATerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	input := filepath.Join(dir, inputFile)
 	if err := os.WriteFile(input, []byte(`{"job":"orders","seed":1,"records":0}`), 0o644); err != nil {
@@ -142,6 +145,7 @@ func TestResetAsksOnATerminal(t *testing.T) {
 // the next one before it starts, until a run with skip gets past the
 // record.
 func TestPoisonWithFailWarnsTheNextRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "20000", "--rate", "10000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "none", "--state-dir", dir}

@@ -34,6 +34,7 @@ func waitEvents(t *testing.T, lines <-chan map[string]any, name string, n int) {
 // and a resumed run, and the resumed run's verdict still covers everything
 // from the first record: nothing lost, nothing duplicated.
 func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--rate", "20000", "--checkpoint-interval", "200ms",
 		"--retention-interval", "300ms", "--listen", "0", "--state-dir", dir}

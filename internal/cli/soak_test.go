@@ -321,6 +321,7 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 // checkpoint is taken, while the sink commits, between checkpoints, while
 // a resumed run recovers, and while the final run verifies.
 func TestKillSoakEmbeddedBroker(t *testing.T) {
+	t.Parallel()
 	if *soakFull {
 		killSoak(t, "kill soak, embedded broker", "", 20, 1_000_000, 20000)
 		return
@@ -333,6 +334,7 @@ func TestKillSoakEmbeddedBroker(t *testing.T) {
 // the barriers overtake full queues and checkpoints hold in-flight
 // records: every resumed run replays them into their channels.
 func TestKillSoakUnaligned(t *testing.T) {
+	t.Parallel()
 	slow := []string{"--unaligned", "--inject", "after=300ms,task=join/0,fault=slow,factor=10,for=2s"}
 	if *soakFull {
 		killSoak(t, "kill soak, unaligned", "", 20, 1_000_000, 20000, slow...)
@@ -344,6 +346,7 @@ func TestKillSoakUnaligned(t *testing.T) {
 // TestKillSoakBrokerProcess is the same with the broker in a process of its
 // own, which outlives every kill, as a Kafka cluster would.
 func TestKillSoakBrokerProcess(t *testing.T) {
+	t.Parallel()
 	broker := startBroker(t)
 	if *soakFull {
 		killSoak(t, "kill soak, broker process", broker, 20, 1_000_000, 20000)
@@ -493,6 +496,7 @@ func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64, extra ...stri
 // TestSoakChaos is the chaos soak: 100 faults with make soak, 12 in make
 // test.
 func TestSoakChaos(t *testing.T) {
+	t.Parallel()
 	if *soakFull {
 		chaosSoak(t, 100, 800*time.Millisecond, 10000)
 		return
@@ -504,6 +508,7 @@ func TestSoakChaos(t *testing.T) {
 // slow faults fill queues for the barriers to overtake, and every other
 // fault restores checkpoints that hold records in flight.
 func TestSoakChaosUnaligned(t *testing.T) {
+	t.Parallel()
 	if *soakFull {
 		chaosSoak(t, 100, 800*time.Millisecond, 10000, "--unaligned")
 		return
@@ -581,6 +586,7 @@ func vmRSS(pid int) int64 {
 // overall mean, the highest below 300 MB, and the state dir no larger at
 // the end than it was in minutes 2 to 5 (plus 25 %).
 func TestSoakMemory(t *testing.T) {
+	t.Parallel()
 	if !*soakFull {
 		t.Skip("make soak runs it (ten minutes)")
 	}

@@ -24,6 +24,7 @@ func oneLine(t *testing.T, r result, want ...string) {
 // a second time: the second is refused with the two ways on, --resume and
 // --fresh, and each of them works.
 func TestSecondRunOnAStateDirIsRefusedWithTheWaysOn(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir}
 	first := faultline(t, args...)
@@ -49,6 +50,7 @@ func TestSecondRunOnAStateDirIsRefusedWithTheWaysOn(t *testing.T) {
 // Going on from a state dir with another input than the one its broker
 // log holds is refused, naming the stored value; more records are fine.
 func TestResumeWithOtherInputIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--checkpoint-interval", "100ms", "--state-dir", dir, "--resume"}
 	if r := faultline(t, append(args, "--records", "20000")...); r.code != 0 {

@@ -106,6 +106,7 @@ func headerStatus(screen string) string {
 // panic with the keys a user would press, and read from the screen that
 // the job went RESTARTING and back to RUNNING, restored from a checkpoint.
 func TestTUIInjectPanicAndRecover(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// The shell around it stays, so that what faultline printed last can be
 	// read after it exits.
@@ -158,6 +159,7 @@ func alive(pid int) bool {
 // job ran on with nobody to see it, holding the state dir and the port.
 // SIGTERM stops it cleanly too.
 func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, prefix string
 		term         bool // SIGTERM the process instead of closing its terminal
@@ -259,6 +261,7 @@ func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string
 // will fail over and why; the job goes on when space is pressed again, with
 // no failure, no restart and an exact output.
 func TestTUIFreezeWarnsAndGoesOnWithoutFailure(t *testing.T) {
+	t.Parallel()
 	warned := false
 	summary, report := freezeAndGoOn(t, 8*time.Second, func(sc string) error {
 		if strings.Contains(sc, "FAILS OVER AT 10s") {
@@ -286,6 +289,7 @@ func checkFreezeResult(t *testing.T, summary, report string) {
 // minutes to explain a screen, at the default timeouts: nothing fails.
 // It runs with make soak only (two minutes of a frozen screen).
 func TestSoakTUIFreezeTwoMinutes(t *testing.T) {
+	t.Parallel()
 	if !*soakFull {
 		t.Skip("make soak runs it")
 	}

@@ -33,6 +33,7 @@ func persistedMost(events []map[string]any) (most float64, unaligned int) {
 // a join and a revenue subtask: the restores replay the stored in-flight
 // records, and the committed output is exactly once.
 func TestUnalignedRunsAreExact(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, unalignedArgs("60000",
 		"--inject", "after-records=14000,task=join/1,fault=panic",
 		"--inject", "after-records=9000,task=revenue/0,fault=panic")...)
@@ -70,6 +71,7 @@ func killAfterInFlight(t *testing.T, args ...string) {
 // replays them into their channels and loses and duplicates nothing; the
 // same checkpoint cannot be restored at another parallelism.
 func TestUnalignedCheckpointSurvivesAKill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	killAfterInFlight(t, unalignedArgs("60000", "--state-dir", dir, "--listen", "0")...)
 	rescaled := faultline(t, "run", "--headless", "--records", "60000", "--resume", "--state-dir", dir, "--parallelism", "join=3")
@@ -93,6 +95,7 @@ func TestUnalignedCheckpointSurvivesAKill(t *testing.T) {
 // checkpoints switch to unaligned on their way; they say which subtasks
 // switched, and the output is exactly once.
 func TestAlignedTimeoutRunIsExact(t *testing.T) {
+	t.Parallel()
 	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--aligned-checkpoint-timeout", "100ms",
 		"--checkpoint-interval", "100ms", "--restart-delay", "50ms",
 		"--inject", "after-records=16000,task=join/0,fault=slow,factor=10,for=2s",
@@ -119,6 +122,7 @@ func TestAlignedTimeoutRunIsExact(t *testing.T) {
 
 // The flags are checked before anything starts.
 func TestUnalignedFlagsAreChecked(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--aligned-checkpoint-timeout", "-1s"},
 		{"--unaligned", "--mode", "at-least-once"},
@@ -135,6 +139,7 @@ func TestUnalignedFlagsAreChecked(t *testing.T) {
 // output is settled as that checkpoint left it, without them, and the
 // oracle counts them as in flight, not lost.
 func TestStoppedUnalignedRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	args := unalignedArgs("0", "--listen", "0", "--state-dir", t.TempDir())
 	for i, a := range args {
 		if a == "for=3s" || strings.HasSuffix(a, "for=3s") {
