@@ -330,7 +330,7 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 	for _, st := range pending {
 		for _, t := range st.pending {
 			err := out.Commit(t.committable)
-			if err != nil && errors.Is(err, ErrTxnLost) && t.redo != nil && t.redo.n > 0 {
+			if t.redoable(err) {
 				lost = append(lost, lostTxn{st.owner, t, err})
 			} else if err != nil {
 				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
@@ -361,6 +361,12 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 		}
 	}
 	return nextSeq, newest, nil
+}
+
+// redoable says whether a commit of t that failed with err is written
+// again from its redo log: the output lost it, and the log holds records.
+func (t pendingTxn) redoable(err error) bool {
+	return errors.Is(err, ErrTxnLost) && t.redo != nil && t.redo.n > 0
 }
 
 // redoName names the transaction that writes again what the output lost of

@@ -48,7 +48,7 @@ func (l *losingOutput) Missing(_ string, recs []OutputRecord) ([]OutputRecord, e
 // left out.
 func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	err := out.Commit(t.committable)
-	if err == nil || !errors.Is(err, ErrTxnLost) || t.redo == nil || t.redo.n == 0 {
+	if !t.redoable(err) {
 		return err
 	}
 	return redoLost(out, t, err)

@@ -221,16 +221,16 @@ func (o *Output) begin(txn string) (*txnWriter, error) {
 		}
 		t.pid, t.epoch, t.idem = p.pid, p.epoch, p
 	}
-	w, err := newRecordWriter(o.cl, o.topic, id, t.pid, t.epoch)
+	var seq []int32
+	if t.idem != nil {
+		seq = t.idem.seq
+	}
+	w, err := newRecordWriter(o.cl, o.topic, id, t.pid, t.epoch, o.env, seq)
 	if err != nil {
 		if id != nil {
 			o.releaseID(*id)
 		}
 		return nil, err
-	}
-	w.env = o.env
-	if t.idem != nil {
-		copy(w.seq, t.idem.seq)
 	}
 	t.w = w
 	return t, nil

@@ -189,7 +189,7 @@ func TestOutputBatchesAcrossPartitions(t *testing.T) {
 // of blocking them.
 func TestRecordWriterAbandoned(t *testing.T) {
 	_, _, cl := embeddedClient(t)
-	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
+	w, err := newRecordWriter(cl, "revenue", nil, -1, -1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestRecordWriterAbandoned(t *testing.T) {
 // with the partition named, instead of hanging the sink.
 func TestRecordWriterBrokerDown(t *testing.T) {
 	e, _, cl := embeddedClient(t)
-	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
+	w, err := newRecordWriter(cl, "revenue", nil, -1, -1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,10 +85,12 @@ const (
 )
 
 // newRecordWriter starts a writer for topic; txnID, pid and epoch are
-// those of an initialised transactional producer, or nil, -1, -1. It
-// retries by the default policy and learns the brokers' versions for
-// itself unless its env is replaced before the first write.
-func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, epoch int16) (*recordWriter, error) {
+// those of an initialised transactional producer, or nil, -1, -1. env is
+// the output's request environment (nil: one of its own, with the default
+// retry policy, that learns the brokers' versions for itself); seq, when
+// not nil, is where each partition's sequence numbers go on from (an
+// idempotent producer's, carried over from its last writer).
+func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, epoch int16, env *requestEnv, seq []int32) (*recordWriter, error) {
 	parts, err := cl.Partitions(topic)
 	if err != nil {
 		return nil, fmt.Errorf("partitions of %s: %w", topic, err)
@@ -96,13 +98,17 @@ func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, e
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("topic %s has no partitions", topic)
 	}
+	if env == nil {
+		env = newRequestEnv()
+	}
 	n := int32(len(parts))
 	w := &recordWriter{
-		cl: cl, topic: topic, parts: n, env: newRequestEnv(),
+		cl: cl, topic: topic, parts: n, env: env,
 		txnID: txnID, pid: pid, epoch: epoch, version: produceVersion(cl.Config().Version),
 		open: make([]*sarama.RecordBatch, n), size: make([]int, n), seq: make([]int32, n), end: make([]int64, n),
 		sendq: make(chan writeBatch, 2), stop: make(chan struct{}), done: make(chan struct{}), flight: newInFlight(),
 	}
+	copy(w.seq, seq)
 	go w.run()
 	return w, nil
 }

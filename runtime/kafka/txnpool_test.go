@@ -167,12 +167,11 @@ func TestAtLeastOnceWritesAreIdempotent(t *testing.T) {
 	// The writer's retry of a batch whose answer was lost sends it again
 	// with the same sequence numbers; the broker keeps one copy.
 	p := o.idem["job/sink/0/"]
-	w, err := newRecordWriter(cl, topic, nil, p.pid, p.epoch)
+	w, err := newRecordWriter(cl, topic, nil, p.pid, p.epoch, nil, p.seq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.close()
-	copy(w.seq, p.seq)
 	if err := w.write([]byte("k"), []byte("again"), time.Now()); err != nil {
 		t.Fatal(err)
 	}

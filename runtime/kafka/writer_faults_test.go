@@ -512,7 +512,7 @@ func TestNoCommonRequestVersionFailsAtOnce(t *testing.T) {
 		return resp, nil, true
 	})
 	log := observe(e.cluster, nil, kmsg.Produce)
-	w, err := newRecordWriter(cl, "revenue", nil, -1, -1)
+	w, err := newRecordWriter(cl, "revenue", nil, -1, -1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
