@@ -209,10 +209,14 @@ const (
 func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) (failed int, end tourEnding, err error) {
 	dir := o.stateDir
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "faultline-tour-"+t.Name+"-"); err != nil {
-			return 0, tourEnded, err
+		if note := sweptNote(sweepTourDirs(os.TempDir(), time.Now())); note != "" {
+			fmt.Fprintln(stderr, "faultline:", note)
 		}
-		defer os.RemoveAll(dir)
+		var release func()
+		if dir, release, err = newTourDir(os.TempDir(), t.Name); err != nil {
+			return 0, tourEnded, fmt.Errorf("tour %s: a state dir of its own: %w", t.Name, err)
+		}
+		defer release()
 	}
 	mode := tour.Interactive
 	switch {
