@@ -64,7 +64,7 @@ func lockTourDir(dir string) (unlock func(), err error) {
 }
 
 // removeTourDir deletes a tour's state dir and the job files written next
-// to it, and returns how many bytes they held.
+// to it, and returns the disk space they took.
 func removeTourDir(dir string) int64 {
 	size := treeSize(dir)
 	os.RemoveAll(dir)
@@ -78,7 +78,7 @@ func removeTourDir(dir string) int64 {
 
 // sweepTourDirs deletes the state dirs in tmp that tours which are gone
 // left behind: those no live tour holds, older than tourDirGrace at now. It
-// returns how many it deleted and the bytes they held.
+// returns how many it deleted and the disk space they took.
 func sweepTourDirs(tmp string, now time.Time) (n int, size int64) {
 	entries, err := os.ReadDir(tmp)
 	if err != nil {
@@ -119,14 +119,21 @@ func storeHeld(dir string) bool {
 	return false
 }
 
-// treeSize is the bytes of the regular files under path.
+// treeSize is the disk space the regular files under path take: the blocks
+// allocated to them, not their length (Badger's value logs are sparse).
 func treeSize(path string) int64 {
 	var n int64
 	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // gone meanwhile, or unreadable: not counted
 		}
-		if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
+		info, err := d.Info()
+		if err != nil || !info.Mode().IsRegular() {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		} else {
 			n += info.Size()
 		}
 		return nil
