@@ -35,7 +35,15 @@ func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 // then kills it (SIGKILL) as a crash would. It reports whether one came.
 func killWhen(t *testing.T, until func(line map[string]any) bool, args ...string) bool {
 	t.Helper()
+	return killWhenWith(t, nil, until, args...)
+}
+
+// killWhenWith is killWhen with env (KEY=value) added to the program's
+// environment.
+func killWhenWith(t *testing.T, env []string, until func(line map[string]any) bool, args ...string) bool {
+	t.Helper()
 	cmd := command(t, args...)
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,23 +86,16 @@ func TestTourKilledOnTheSpotLeavesNothingForLong(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	env := "TMPDIR=" + tmp
-	cmd := command(t, "tour", "recovery", "--headless")
-	cmd.Env = append(cmd.Env, env)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	for steps := 0; steps < 3 && sc.Scan(); {
-		if strings.Contains(sc.Text(), `"step"`) {
+	steps := 0
+	came := killWhenWith(t, []string{env}, func(line map[string]any) bool {
+		if _, ok := line["step"]; ok {
 			steps++
 		}
+		return steps == 3
+	}, "tour", "recovery", "--headless")
+	if !came {
+		t.Fatal("the tour ended before its third step")
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
 	left, _ := filepath.Glob(filepath.Join(tmp, "faultline-tour-recovery-*"))
 	if len(left) != 1 {
 		t.Fatalf("the killed tour left %v, want its state dir", left)
