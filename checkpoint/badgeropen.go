@@ -316,6 +316,17 @@ func lockDir(dir string, exclusive bool) (unlock func(), err error) {
 	}, nil
 }
 
+// InUse says whether a process has the checkpoint store in dir open (holds
+// Badger's lock on it); false when there is no store there.
+func InUse(dir string) bool {
+	unlock, err := lockDir(dir, false)
+	if err != nil {
+		return errors.Is(err, ErrLocked)
+	}
+	unlock()
+	return false
+}
+
 // lockedError says that another process holds the store in dir.
 func lockedError(dir string) error {
 	return fmt.Errorf("%w: %s is in use by %s", ErrLocked, dir, describeHolder(dir))

@@ -7,7 +7,6 @@ package cli
 // tour is gone.
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"faultline/checkpoint"
 	"faultline/internal/diskroom"
 )
 
@@ -97,7 +97,7 @@ func sweepTourDirs(tmp string, now time.Time) (n int, size int64) {
 		if err != nil {
 			continue // a live tour's, or not ours to judge
 		}
-		if storeHeld(dir) {
+		if checkpoint.InUse(checkpointDir(dir)) {
 			unlock()
 			continue // a run (of a tour that took no lock) still uses it
 		}
@@ -106,17 +106,6 @@ func sweepTourDirs(tmp string, now time.Time) (n int, size int64) {
 		n++
 	}
 	return n, size
-}
-
-// storeHeld says whether a process has the checkpoint store of state dir
-// dir open.
-func storeHeld(dir string) bool {
-	unlock, err := lockTourDir(checkpointDir(dir))
-	if err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
-	}
-	unlock()
-	return false
 }
 
 // treeSize is the disk space the regular files under path take: the blocks
