@@ -132,6 +132,11 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 		t.restored = r
 	}
+	if restore == nil && j.skipCommitted {
+		// Nothing to restore, over output the runs before committed: the
+		// job emits all of it again (see OperatorContext.Replay).
+		t.replayAll = true
+	}
 	t.resumeSlow()
 	for _, f := range j.faults {
 		if f.Task == t.name && !f.fired.Load() {

@@ -146,9 +146,11 @@ type Job struct {
 	// completed checkpoint whose state cannot be read: that one's source
 	// offsets (see OperatorContext.Replay); nil otherwise.
 	replayUntil checkpoint.Offsets
-	jobStatus   atomic.Value // JobStatus
-	mode        atomic.Int32 // barrier.Mode of the checkpoints triggered now
-	unaligned   atomic.Bool  // exactly-once checkpoints triggered now are unaligned
+	// skipCommitted is RunOptions.SkipCommitted of the run.
+	skipCommitted bool
+	jobStatus     atomic.Value // JobStatus
+	mode          atomic.Int32 // barrier.Mode of the checkpoints triggered now
+	unaligned     atomic.Bool  // exactly-once checkpoints triggered now are unaligned
 	// usedUnaligned is set once a checkpoint completed unaligned.
 	usedUnaligned atomic.Bool
 	tempo         tempo
@@ -397,6 +399,13 @@ type RunOptions struct {
 	SavepointOnExit bool
 	// SavepointTimeout bounds that savepoint (default 30s).
 	SavepointTimeout time.Duration
+	// SkipCommitted says that the sinks' outputs hold what earlier runs
+	// committed (a run that goes on from its state dir): a start with no
+	// checkpoint to restore (every one deleted or lost, or a fresh start
+	// past damaged ones) reads the input again from its beginning, and the
+	// sinks skip, once each, the records their committed output already
+	// holds, as after a fallback past a damaged checkpoint.
+	SkipCommitted bool
 }
 
 // Run runs the job until it finishes, fails for good, or ctx ends
@@ -404,6 +413,7 @@ type RunOptions struct {
 func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	start := j.clk.Now()
 	res := &Result{}
+	j.skipCommitted = opts.SkipCommitted
 	j.status(JobCreated, "")
 	var restore *checkpoint.Completed
 	var states map[string][]*backend.SubtaskState

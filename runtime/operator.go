@@ -36,8 +36,11 @@ type OperatorContext struct {
 	TrackRollback bool
 	// Replay is set when the restore went back past newer completed
 	// checkpoints whose state could not be read (a damaged checkpoint):
-	// the source offsets of the newest of them. The sink's output already
-	// holds what the job emits again until its sources pass them.
+	// the source offsets of the newest of them, or empty when they are not
+	// known. The sink's output already holds what the job emits again
+	// until its sources pass them. Set without Restored, on a start with
+	// no checkpoint at all (RunOptions.SkipCommitted), it is empty: the
+	// whole committed output is emitted again.
 	Replay checkpoint.Offsets
 	// Completed returns a completed checkpoint, by id.
 	Completed func(id int64) (*checkpoint.Completed, bool)

@@ -437,6 +437,12 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 		return fmt.Errorf("%s: %w", ctx.Task, err)
 	}
 	s.nextSeq = next[idx]
+	if !ctx.Restored && ctx.Replay != nil {
+		// No checkpoint to restore over output earlier runs committed.
+		if err := s.restoreSkip(ctx); err != nil {
+			return fmt.Errorf("%s: %w", ctx.Task, err)
+		}
+	}
 	if ctx.Restored {
 		s.progress.committed(ctx.Task.String(), ctx.RestoredFrom)
 		if err := s.restoreSkip(ctx); err != nil {

@@ -32,7 +32,9 @@ type committedReader interface {
 // checkpoint; on a restore past a damaged checkpoint (ctx.Replay) it makes
 // the skip set: every order id the committed output holds after the
 // anchors of the restored checkpoint, except those of its own pre-committed
-// transactions, which the job does not emit again. Every subtask gets the
+// transactions, which the job does not emit again. On a start with no
+// checkpoint over committed output (ctx.Replay without ctx.Restored) the
+// set is every order id the committed output holds. Every subtask gets the
 // whole set (a record may reach any of them); what one drops, the others
 // keep until the sources pass the damaged checkpoint's offsets.
 func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
@@ -109,9 +111,10 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 			}
 		}
 	}
-	if len(from) == 0 {
+	if len(from) == 0 && ctx.Restored {
 		return nil // nothing committed to go back past
 	}
+	// Without a checkpoint (from empty) the whole committed output is read.
 	recs, err := reader.CommittedFrom(from)
 	if err != nil {
 		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)

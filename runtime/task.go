@@ -181,9 +181,12 @@ type task struct {
 	channel int
 
 	restored *restoredState
-	faults   []*faultEntry
-	faultAt  int64       // lowest AfterRecords among unfired faults of this task
-	fired    *faultEntry // the injected fault this task is failing with
+	// replayAll is set on a start with no checkpoint to restore over
+	// output earlier runs committed (RunOptions.SkipCommitted).
+	replayAll bool
+	faults    []*faultEntry
+	faultAt   int64       // lowest AfterRecords among unfired faults of this task
+	fired     *faultEntry // the injected fault this task is failing with
 
 	// local counters flushed to m once per batch
 	in, out int64
@@ -326,6 +329,9 @@ func (t *task) open() error {
 		channel:        &t.channel,
 	}
 	oc.Completed = t.a.job.completed
+	if t.replayAll {
+		oc.Replay = checkpoint.Offsets{}
+	}
 	if t.restored != nil {
 		oc.Restored = true
 		oc.RestoredFrom = t.restored.from

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"faultline/checkpoint"
+	"faultline/runtime/verify"
 )
 
 // checkpointDir is where a state dir keeps its checkpoints.
@@ -191,7 +192,7 @@ many and asks first, on a terminal, or needs --yes.`,
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}
-			if cost := deleteCost(all, id); cost != "" {
+			if cost := deleteCost(all, id, mayBeTrimmed(filepath.Dir(s.Dir()))); cost != "" {
 				in := cmd.InOrStdin()
 				ok, err := confirm(cmd.ErrOrStderr(), in, isTerminalReader(in), yes, cost)
 				if err != nil {
@@ -220,8 +221,10 @@ many and asks first, on a terminal, or needs --yes.`,
 // record of its job that a resumed run would go on from, and "" when it
 // costs nothing (an older checkpoint, a savepoint, a damaged record, an
 // unknown id): how many input records a resumed run reads again, from the
-// record before it of the same job, or from the beginning.
-func deleteCost(all []*checkpoint.Completed, id int64) string {
+// record before it of the same job, or from the beginning. trimmed says
+// that the embedded broker may have deleted the start of the input, which
+// a start from the beginning needs (see checkInputWhole).
+func deleteCost(all []*checkpoint.Completed, id int64, trimmed bool) string {
 	var c, prev *checkpoint.Completed
 	for _, x := range all {
 		if x.ID == id {
@@ -241,12 +244,35 @@ func deleteCost(all []*checkpoint.Completed, id int64) string {
 		}
 	}
 	n := recordsAfter(prev, c)
+	if prev == nil && trimmed {
+		return fmt.Sprintf("checkpoint %d is the last of job %s: a resumed run would start from the beginning, "+
+			"and the embedded broker may have deleted the first of the %s input records before it; if it has, "+
+			"the run is refused (nothing is written twice) and only --fresh goes on.", id, c.Job, thousands(n))
+	}
 	if prev == nil {
 		return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will start from the beginning "+
 			"and read again all the %s input records before it (the output they made is not written twice).", id, c.Job, thousands(n))
 	}
 	return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will go back to %s %d "+
 		"and read again the %s input records after it (the output they made is not written twice).", id, c.Job, prev.Kind, prev.ID, thousands(n))
+}
+
+// mayBeTrimmed reports whether the broker's retention may have deleted
+// records of the state dir's input: it saves the verification ledger, with
+// an input position above 0, before it deletes below it.
+func mayBeTrimmed(stateDir string) bool {
+	l, err := verify.Load(filepath.Join(stateDir, "verify", "ledger"))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) // damaged: say the worst
+	}
+	for _, parts := range l.Positions {
+		for _, o := range parts {
+			if o > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recordsAfter is how many input records c read after prev (from the

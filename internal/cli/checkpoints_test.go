@@ -509,11 +509,11 @@ func TestDeleteCost(t *testing.T) {
 		5: "", // a savepoint of its job is newer
 		9: "", // unknown
 	} {
-		if got := deleteCost(all, id); !strings.HasPrefix(got, want) || (want == "") != (got == "") {
+		if got := deleteCost(all, id, false); !strings.HasPrefix(got, want) || (want == "") != (got == "") {
 			t.Errorf("deleteCost(%d) = %q, want %q…", id, got, want)
 		}
 	}
-	if got := deleteCost(all[:1], 3); !strings.Contains(got, "from the beginning and read again all the 300 input records") {
+	if got := deleteCost(all[:1], 3, false); !strings.Contains(got, "from the beginning and read again all the 300 input records") {
 		t.Errorf("deleteCost of the only checkpoint = %q", got)
 	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 60396: "60,396", 1234567: "1,234,567"} {

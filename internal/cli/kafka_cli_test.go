@@ -24,7 +24,15 @@ func startBroker(t *testing.T) string {
 // and returns it with its address.
 func startBrokerProcess(t *testing.T) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := command(t, "broker", "--in-memory", "--listen", "0")
+	return startBrokerWith(t, "--in-memory")
+}
+
+// startBrokerWith starts `faultline broker` with args (--in-memory, or
+// --state-dir DIR), stopped when the test ends, and returns it with its
+// address.
+func startBrokerWith(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := command(t, append([]string{"broker", "--listen", "0"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,22 +56,13 @@ func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	}
 
 	// The log no longer starts at 0, for the input and the output.
-	b := command(t, "broker", "--state-dir", dir, "--listen", "0")
-	out, _ := b.StdoutPipe()
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { b.Process.Signal(syscall.SIGTERM); b.Wait() }()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	_, rest, _ := strings.Cut(line, "listening on ")
-	addr, _, _ := strings.Cut(rest, " ")
+	b, addr := startBrokerWith(t, "--state-dir", dir)
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_8_0_0
 	cl, err := sarama.NewClient([]string{addr}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
 	for _, topic := range []string{"orders", "payments", "revenue"} {
 		start, err := cl.GetOffset(topic, 0, sarama.OffsetOldest)
 		if err != nil {
@@ -81,5 +71,20 @@ func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 		if start == 0 {
 			t.Errorf("%s/0 still starts at offset 0", topic)
 		}
+	}
+	cl.Close()
+	b.Process.Signal(syscall.SIGTERM)
+	b.Wait()
+
+	// With every checkpoint deleted, a resumed run would read the input
+	// from its beginning, which the broker has deleted: it is refused, in
+	// one line, and --fresh goes on.
+	deleteAllCheckpoints(t, dir)
+	r := faultline(t, append(args, "--resume")...)
+	if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "holds no checkpoint of job orders") || !strings.Contains(r.stderr, "--fresh") {
+		t.Fatalf("resume with no checkpoint over a trimmed log: exit %d, stderr %q; want exit 1 and one line naming --fresh", r.code, r.stderr)
+	}
+	if r := faultline(t, "run", "--headless", "--records", "5000", "--fresh", "--state-dir", dir); r.code != 0 || num(r.report, "verify", "duplicates") != 0 {
+		t.Fatalf("--fresh after the refusal: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -79,7 +79,9 @@ type runState struct {
 	expect                     verify.Expect
 	ledger                     *verify.Ledger
 	ledgerPath                 string
-	continues                  bool // the run goes on from the state dir's checkpoints
+	// continues: the run goes on from the runs before it on the state
+	// dir (see goesOn); restorable: a checkpoint of the job is there.
+	continues, restorable bool
 	// watch
 	stopRun     context.CancelCauseFunc
 	obs         *runtime.Observer
@@ -153,18 +155,16 @@ func (r *runState) prepare(ctx context.Context) error {
 	r.store = store
 	r.onClose(func() { store.Close() })
 	embeddedBroker := len(p.client.Brokers) == 0
+	held, err := earlierRuns(ctx, store, stateDir, embeddedBroker)
+	if err != nil {
+		return exitError{code: 1, err: err}
+	}
 	if o.fresh {
 		fmt.Fprintf(r.stderr, "faultline: --fresh: deleted the checkpoints, savepoints, the embedded broker's log and the verification ledger in %s\n", stateDir)
-	} else if o.headless && !o.resume && o.fromSavepoint == 0 {
+	} else if o.headless && !o.resume && o.fromSavepoint == 0 && len(held) > 0 {
 		// The terminal UI goes on from the state dir by default; a
 		// headless run is told to.
-		held, err := earlierRuns(ctx, store, stateDir, embeddedBroker)
-		if err != nil {
-			return exitError{code: 1, err: err}
-		}
-		if len(held) > 0 {
-			return refuseSecondCopy(stateDir, held)
-		}
+		return refuseSecondCopy(stateDir, held)
 	}
 	input, err := o.checkInput(stateDir, p.job.Name, embeddedBroker || o.kafka.generate)
 	if err != nil {
@@ -201,14 +201,31 @@ func (r *runState) prepare(ctx context.Context) error {
 	// job's checkpoints goes on from it; any other starts a new one.
 	r.expect = verify.ExpectOf(p.job)
 	r.ledgerPath = filepath.Join(stateDir, "verify", "ledger")
-	r.continues = o.fromSavepoint != 0
-	if !r.continues && (o.resume || !o.headless) {
-		if c, err := store.Latest(ctx); err == nil && c != nil && c.Job == p.job.Name {
-			r.continues = true
-		}
+	if err := r.goesOn(ctx, len(held) > 0); err != nil {
+		return exitError{code: 1, err: err}
 	}
 	r.ledger, err = openLedger(r.ledgerPath, r.expect, r.continues, stateDir)
 	return err
+}
+
+// goesOn decides whether the run continues the runs before it on the state
+// dir (their output, their ledger): a run from a savepoint does, and so does
+// a resumed run (the terminal UI's too) on a state dir that holds anything
+// of earlier runs, whether a checkpoint is left to restore or not. held
+// says whether it holds anything.
+func (r *runState) goesOn(ctx context.Context, held bool) error {
+	o, p := r.o, r.p
+	r.continues = o.fromSavepoint != 0
+	if r.continues || !o.resume && o.headless {
+		return nil
+	}
+	c, err := r.store.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	r.restorable = c != nil && c.Job == p.job.Name
+	r.continues = r.restorable || held
+	return nil
 }
 
 // mappedDirs are the folders of the state dir whose files Badger maps into
@@ -300,6 +317,9 @@ func (r *runState) startKafka(ctx context.Context) error {
 	}
 	if err := kafka.EnsureTopics(cl, topics); err != nil {
 		return exitError{code: 1, err: err}
+	}
+	if err := r.checkInputWhole(); err != nil {
+		return err
 	}
 	r.gen = runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
 	if !r.generate {
@@ -559,7 +579,8 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		r.obs.Emit(n) // the UI shows them, which hides what went to stderr
 	}
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
-		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit}
+		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit,
+		SkipCommitted: r.continues}
 	if !o.headless && o.fromSavepoint == 0 {
 		// The UI goes on from where the state dir left off, as after a
 		// crash, unless told where to start.
@@ -648,9 +669,9 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 		from[topic] = s.StartOffsets()
 	}
 	outputStart := r.outputStart
-	if res.Resumed != 0 {
-		// A resumed run continues the runs before it: check the output
-		// from the beginning of the topic, as the input is.
+	if r.continues || res.Resumed != 0 {
+		// A run that goes on from the runs before it checks their output
+		// too: from the beginning of the topic, as the input is.
 		for topic := range outputStart {
 			outputStart[topic] = nil
 		}

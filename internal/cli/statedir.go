@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"faultline/checkpoint"
 	"faultline/internal/atomicfile"
+	"faultline/runtime/kafka"
+	"faultline/runtime/spec"
 )
 
 // inputFile is the file in the state dir that says which input the runs on
@@ -176,4 +180,36 @@ func openStoreFresh(dir string, retained int) (*checkpoint.BadgerStore, error) {
 		return nil, fmt.Errorf("%w; and it cannot be removed: %v", err, rerr)
 	}
 	return openStore(dir, retained)
+}
+
+// checkInputWhole refuses a run that goes on from the runs before it with
+// no checkpoint of the job left to restore (every one deleted or lost)
+// when its input or output no longer starts at its beginning: such a run
+// reads the input again from the start and skips what the output already
+// holds, and the records the broker deleted could neither be read again
+// nor be skipped.
+func (r *runState) checkInputWhole() error {
+	if !r.continues || r.restorable || r.o.fromSavepoint != 0 {
+		return nil
+	}
+	topics := slices.Collect(maps.Values(r.p.logicalTopics()))
+	for _, op := range r.p.job.Operators {
+		if op.Type == spec.TypeSink {
+			topics = append(topics, r.p.topicMap[op.Name])
+		}
+	}
+	slices.Sort(topics)
+	for _, topic := range slices.Compact(topics) {
+		starts, err := kafka.StartOffsets(r.cl, topic)
+		if err != nil {
+			return exitError{code: 1, err: err}
+		}
+		for _, part := range slices.Sorted(maps.Keys(starts)) {
+			if at := starts[part]; at > 0 {
+				return exitError{code: 1, err: fmt.Errorf("the state dir %s holds no checkpoint of job %s to go on from, and the broker has deleted the first %s records of %s/%d: a start from the beginning could neither read them again nor tell what output they made; start again from nothing with --fresh",
+					r.stateDir, r.p.job.Name, thousands(at), topic, part)}
+			}
+		}
+	}
+	return nil
 }

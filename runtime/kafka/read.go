@@ -34,14 +34,24 @@ func ReadCommitted(ctx context.Context, c Client, topic string, from map[int32]i
 
 // EndOffsets returns the next offset of every partition of topic.
 func EndOffsets(cl sarama.Client, topic string) (map[int32]int64, error) {
+	return offsetsOf(cl, topic, sarama.OffsetNewest, "end")
+}
+
+// StartOffsets returns the first offset every partition of topic still
+// holds (above 0 once records were deleted).
+func StartOffsets(cl sarama.Client, topic string) (map[int32]int64, error) {
+	return offsetsOf(cl, topic, sarama.OffsetOldest, "start")
+}
+
+func offsetsOf(cl sarama.Client, topic string, which int64, what string) (map[int32]int64, error) {
 	parts, err := cl.Partitions(topic)
 	if err != nil {
 		return nil, fmt.Errorf("topic %s: %w", topic, err)
 	}
 	out := map[int32]int64{}
 	for _, p := range parts {
-		if out[p], err = cl.GetOffset(topic, p, sarama.OffsetNewest); err != nil {
-			return nil, fmt.Errorf("end offset of %s/%d: %w", topic, p, err)
+		if out[p], err = cl.GetOffset(topic, p, which); err != nil {
+			return nil, fmt.Errorf("%s offset of %s/%d: %w", what, topic, p, err)
 		}
 	}
 	return out, nil

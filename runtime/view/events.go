@@ -280,6 +280,8 @@ type Restored struct {
 // checkpoints, whose sink transactions were committed already (a committed
 // transaction cannot be taken back): the output holds Records order ids
 // the job emits again, and the sink Task does not write them a second time.
+// Checkpoint 0: a start with no checkpoint left over output the runs before
+// committed, all of which the job emits again.
 type ReplayHeld struct {
 	Task       string `json:"task"`
 	Records    int    `json:"records"`

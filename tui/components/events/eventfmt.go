@@ -185,8 +185,11 @@ func describeEvent(e view.Event) (string, common.Level) {
 		return text, common.LevelSuccess
 
 	case view.ReplayHeld:
-		return e.Task + ": the output already holds " + common.Plural(e.Records, "record", "records") +
-			" committed after checkpoint " + id(e.Checkpoint) +
+		after := " committed after checkpoint " + id(e.Checkpoint)
+		if e.Checkpoint == 0 {
+			after = " committed by the runs before, and no checkpoint is left to start from"
+		}
+		return e.Task + ": the output already holds " + common.Plural(e.Records, "record", "records") + after +
 			" — a committed transaction cannot be taken back; they are not written again", common.LevelWarning
 
 	case view.RestartsReset:
