@@ -55,8 +55,11 @@ type Config struct {
 // CheckpointFailureManager's FailJobCallback). Implementations never block
 // and never call back into the Coordinator synchronously.
 type Gateway interface {
-	// TriggerSources injects barrier id at every source subtask still running.
-	TriggerSources(attempt, id int64, kind Kind, at time.Time)
+	// TriggerSources injects barrier id at every source subtask still
+	// running, in mode: the checkpointing mode the coordinator recorded in
+	// it (Config.Mode, then SetMode), so that a checkpoint's barriers and
+	// its record never disagree.
+	TriggerSources(attempt, id int64, kind Kind, mode string, at time.Time)
 	// NotifyComplete tells every subtask that checkpoint id completed.
 	NotifyComplete(attempt, id int64)
 	// NotifyAborted tells every subtask that checkpoint id was aborted.
@@ -67,10 +70,10 @@ type Gateway interface {
 
 type nopGateway struct{}
 
-func (nopGateway) TriggerSources(int64, int64, Kind, time.Time) {}
-func (nopGateway) NotifyComplete(int64, int64)                  {}
-func (nopGateway) NotifyAborted(int64, int64)                   {}
-func (nopGateway) FailJob(int64, error)                         {}
+func (nopGateway) TriggerSources(int64, int64, Kind, string, time.Time) {}
+func (nopGateway) NotifyComplete(int64, int64)                          {}
+func (nopGateway) NotifyAborted(int64, int64)                           {}
+func (nopGateway) FailJob(int64, error)                                 {}
 
 // ErrThresholdExceeded is wrapped by the error given to Gateway.FailJob when
 // more consecutive checkpoints failed than Config.TolerableFailures allows
@@ -406,7 +409,8 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 
 	attempt := c.attempt
 	c.emitLocked(Event{Type: EventTriggered, ID: id, Kind: kind, At: now})
-	c.outbox = append(c.outbox, func() { c.gw.TriggerSources(attempt, id, kind, now) })
+	mode := p.mode
+	c.outbox = append(c.outbox, func() { c.gw.TriggerSources(attempt, id, kind, mode, now) })
 	if len(p.waiting) == 0 {
 		c.completeLocked(p) // every subtask has finished
 	}

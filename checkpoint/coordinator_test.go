@@ -46,7 +46,7 @@ func (g *fakeGateway) add(c call) {
 	g.calls = append(g.calls, c)
 }
 
-func (g *fakeGateway) TriggerSources(attempt, id int64, kind Kind, at time.Time) {
+func (g *fakeGateway) TriggerSources(attempt, id int64, kind Kind, mode string, at time.Time) {
 	g.add(call{op: "trigger", attempt: attempt, id: id, kind: kind, at: at})
 }
 func (g *fakeGateway) NotifyComplete(attempt, id int64) {

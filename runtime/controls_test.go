@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"faultline/checkpoint"
 	"faultline/runtime/barrier"
+	"faultline/runtime/verify"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -98,4 +100,72 @@ func TestTaskTimesAreCounted(t *testing.T) {
 	if idle == 0 || bp == 0 {
 		t.Fatalf("idle %v back-pressured %v", time.Duration(idle), time.Duration(bp))
 	}
+}
+
+// A switch to at-least-once while an exactly-once checkpoint is pending:
+// that checkpoint, triggered before the switch, completes after it and
+// must not end the at-least-once period; the duplicates a failure then
+// brings (restoring an at-least-once checkpoint) are at-least-once's, and
+// the verdict holds. Switching back, the first exactly-once checkpoint
+// triggered after the switch ends the period.
+func TestAtLeastOncePeriodIsEndedByTheCheckpointsTriggeredAfter(t *testing.T) {
+	periods, _ := verify.LoadPeriods("")
+	open := func() bool {
+		s := periods.Spans()
+		return len(s) > 0 && s[len(s)-1].To == 0
+	}
+	r := (&run{records: 60000, rate: 20000, interval: 100 * time.Millisecond, periods: periods,
+		faults: []string{"after-records=1000,task=join/0,fault=slow,factor=10,for=3s"},
+		during: func(j *Job) {
+			var pending int64
+			waitFor(t, "a checkpoint pending at the slowed join", func() bool {
+				for _, c := range j.coord.Stats().History {
+					if c.Status == checkpoint.StatusPending && c.Acked > 0 {
+						pending = c.ID
+						return true
+					}
+				}
+				return false
+			})
+			j.SetMode(barrier.AtLeastOnce, false)
+			waitFor(t, "the pending checkpoint to complete", func() bool { return j.coord.Stats().LastCompleted >= pending })
+			if !open() {
+				t.Errorf("checkpoint %d, triggered exactly-once before the switch, ended the at-least-once period: %v", pending, periods.Spans())
+			}
+			from := j.coord.NextID()
+			waitFor(t, "an at-least-once checkpoint with records past its barrier", func() bool {
+				for _, c := range j.coord.Stats().History {
+					if c.ID >= from && c.Status == checkpoint.StatusCompleted && afterBarrier(c) > 0 {
+						return true
+					}
+				}
+				return false
+			})
+			if err := j.Inject(Fault{Kind: FaultPanic, Task: "join/1"}); err != nil {
+				t.Error(err)
+			}
+			waitFor(t, "the restart", func() bool { return j.RestartView().Restarts >= 1 })
+			j.SetMode(barrier.ExactlyOnce, false)
+			back := j.coord.NextID()
+			waitFor(t, "an exactly-once checkpoint again", func() bool { return j.coord.Stats().LastCompleted >= back })
+			if open() {
+				t.Errorf("checkpoint %d, triggered exactly-once after the switch back, did not end the period: %v", back, periods.Spans())
+			}
+		}}).do(t)
+	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Lost != 0 {
+		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
+	}
+	if r.verify.Duplicates == 0 || r.verify.Duplicates != r.verify.DuplicatesAtLeastOnce {
+		t.Fatalf("verify %+v: want the failure's duplicates, all at-least-once's", r.verify)
+	}
+	t.Logf("verify %+v, periods %v", r.verify, periods.Spans())
+}
+
+// afterBarrier adds up the records c's subtasks handled past its barrier.
+func afterBarrier(c checkpoint.CheckpointStats) int64 {
+	var n int64
+	for _, a := range c.AckedTasks {
+		n += a.AfterBarrier
+	}
+	return n
 }

@@ -19,8 +19,8 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
 	case checkpoint.EventCompleted:
 		j.endStep()
-		if e.Completed.Mode != ModeAtLeastOnce {
-			// From here on a failure restores an aligned checkpoint.
+		if j.endsAtLeastOnce(e.Completed) {
+			// From here on a failure restores an exactly-once checkpoint.
 			j.lenient(j.cfg.AtLeastOnce.Close)
 		}
 		if e.Kind != checkpoint.KindSavepoint {
@@ -97,11 +97,14 @@ func (j *Job) current(n int64) *attempt {
 	return nil
 }
 
-// TriggerSources implements checkpoint.Gateway.
-func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, at time.Time) {
+// TriggerSources implements checkpoint.Gateway: the barriers carry the
+// mode the coordinator recorded for the checkpoint, decided once, when it
+// was triggered.
+func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, name string, at time.Time) {
 	if a := j.current(n); a != nil {
+		mode, unaligned := modeNamed(name)
 		// A savepoint is always aligned (as in Flink).
-		mode, unaligned := j.Mode(), j.Unaligned() && kind != checkpoint.KindSavepoint
+		unaligned = unaligned && kind != checkpoint.KindSavepoint
 		for _, t := range a.sourceList() {
 			t.mb.post(mail{kind: mailTrigger, id: id, triggerNs: at.UnixNano(), savepoint: kind == checkpoint.KindSavepoint, mode: mode, unaligned: unaligned})
 		}

@@ -153,7 +153,11 @@ type Job struct {
 	unaligned     atomic.Bool  // exactly-once checkpoints triggered now are unaligned
 	// usedUnaligned is set once a checkpoint completed unaligned.
 	usedUnaligned atomic.Bool
-	tempo         tempo
+	// exactlyOnceSince is when checkpoints began to be triggered
+	// exactly-once (Unix ns), 0 while they are triggered at-least-once: a
+	// completed checkpoint triggered since ends the at-least-once period.
+	exactlyOnceSince atomic.Int64
+	tempo            tempo
 
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
@@ -285,6 +289,8 @@ func New(cfg Config) (*Job, error) {
 	j.steps = newStepWatch(cfg.Job)
 	if cfg.Mode == barrier.AtLeastOnce {
 		j.lenient(cfg.AtLeastOnce.Open)
+	} else {
+		j.exactlyOnceSince.Store(j.clk.Now().UnixNano())
 	}
 	j.tempo.init()
 	j.restarts.v = RestartView{

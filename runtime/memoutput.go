@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"faultline/runtime/verify"
 )
@@ -43,6 +44,16 @@ func committable(txn string, gen int) string { return txn + "#" + strconv.Itoa(g
 
 // Write implements TxnOutput.
 func (m *MemoryOutput) Write(txn string, key, value []byte) error {
+	return m.WriteAt(txn, key, value, time.Time{})
+}
+
+// WriteAt implements TimedWriter: the record's timestamp is at, as a
+// Kafka producer's is (the zero time: none).
+func (m *MemoryOutput) WriteAt(txn string, key, value []byte, at time.Time) error {
+	var ms int64
+	if !at.IsZero() {
+		ms = at.UnixMilli()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.open[txn]
@@ -54,7 +65,7 @@ func (m *MemoryOutput) Write(txn string, key, value []byte) error {
 	if t.prepared {
 		return fmt.Errorf("write to pre-committed transaction %s", txn)
 	}
-	t.recs = append(t.recs, OutputRecord{Key: key, Value: value})
+	t.recs = append(t.recs, OutputRecord{Key: key, Value: value, Time: ms})
 	return nil
 }
 

@@ -6,6 +6,7 @@ package runtime
 import (
 	"time"
 
+	"faultline/checkpoint"
 	"faultline/runtime/barrier"
 	"faultline/runtime/view"
 )
@@ -35,6 +36,17 @@ func ModeName(m barrier.Mode, unaligned bool) string {
 	return ModeAligned
 }
 
+// modeNamed is the mode named name (ModeName's inverse).
+func modeNamed(name string) (m barrier.Mode, unaligned bool) {
+	switch name {
+	case ModeAtLeastOnce:
+		return barrier.AtLeastOnce, false
+	case ModeUnaligned:
+		return barrier.ExactlyOnce, true
+	}
+	return barrier.ExactlyOnce, false
+}
+
 // ModeNameNow names the mode of the checkpoints triggered now.
 func (j *Job) ModeNameNow() string { return ModeName(j.Mode(), j.Unaligned()) }
 
@@ -47,13 +59,30 @@ func (j *Job) SetMode(m barrier.Mode, unaligned bool) {
 	unaligned = unaligned && m == barrier.ExactlyOnce
 	before := j.ModeNameNow()
 	j.unaligned.Store(unaligned)
-	if barrier.Mode(j.mode.Swap(int32(m))) != m && m == barrier.AtLeastOnce {
-		j.lenient(j.cfg.AtLeastOnce.Open)
+	if barrier.Mode(j.mode.Swap(int32(m))) != m {
+		// Before the coordinator records the new mode in the checkpoints
+		// it triggers: none is recorded exactly-once before it counts.
+		if m == barrier.AtLeastOnce {
+			j.exactlyOnceSince.Store(0)
+			j.lenient(j.cfg.AtLeastOnce.Open)
+		} else {
+			j.exactlyOnceSince.Store(j.clk.Now().UnixNano())
+		}
 	}
 	if now := ModeName(m, unaligned); now != before {
 		j.coord.SetMode(now)
 		j.obs.Emit(view.ModeChanged{Mode: now})
 	}
+}
+
+// endsAtLeastOnce reports whether completed checkpoint c ends an
+// at-least-once period: it was triggered exactly-once after the job last
+// switched to exactly-once, so no failure will restore an at-least-once
+// checkpoint again. One triggered exactly-once before a switch to
+// at-least-once, or while the job still runs at-least-once, does not.
+func (j *Job) endsAtLeastOnce(c *checkpoint.Completed) bool {
+	since := j.exactlyOnceSince.Load()
+	return c.Mode != ModeAtLeastOnce && since != 0 && c.TriggerTime.UnixNano() >= since
 }
 
 // lenient opens or closes (f) an at-least-once period now; the oracle
