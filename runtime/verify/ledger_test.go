@@ -261,3 +261,50 @@ func TestInFlightIsNeitherExpectedNorLost(t *testing.T) {
 		t.Fatalf("%+v: want two in flight, nothing lost", v)
 	}
 }
+
+// An exactly-once run stopped while it ran at-least-once: output made from
+// input past the last checkpoint is forgiven as the at-least-once period's
+// (the next run reads that input again), and only that; the same output
+// written outside any period is unexpected.
+func TestOutputPastTheCheckpointIsForgivenInAnAtLeastOncePeriod(t *testing.T) {
+	rec := func(id string) []byte { return []byte(`{"order_id":"` + id + `"}`) }
+	in := afterInput{
+		before: memInput{TopicOrders: {rec("o-000001")}, TopicPayments: {rec("o-000001")}},
+		after:  memInput{TopicOrders: {rec("o-000002")}, TopicPayments: {rec("o-000002")}},
+	}
+	bounds := map[string]map[int32]int64{TopicOrders: {0: 1}, TopicPayments: {0: 1}}
+	for _, tc := range []struct {
+		name    string
+		written int64 // ms of the output record made past the checkpoint
+		ok      bool
+	}{
+		{"written in the period", 150, true},
+		{"written before it", 50, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := New(PaidOrders, 0)
+			l.Lenient, _ = LoadPeriods("")
+			l.Lenient.Open(time.UnixMilli(100))
+			out := []Record{{Value: rec("o-000001"), Time: 20}, {Value: rec("o-000002"), Time: tc.written}}
+			v, err := VerifyInFlight(l, in, "exactly-once", bounds, nil, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK != tc.ok || tc.ok && (v.AfterCheckpoint != 1 || v.Unexpected != 0) || !tc.ok && v.Unexpected != 1 {
+				t.Fatalf("%+v", v)
+			}
+		})
+	}
+}
+
+// afterInput is an InputReader with input up to a checkpoint's bounds
+// (before) and past them (after).
+type afterInput struct{ before, after memInput }
+
+func (a afterInput) ReadInput(topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+	return a.before.ReadInput(topic, nil, f)
+}
+
+func (a afterInput) ReadInputAfter(topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+	return a.after.ReadInput(topic, nil, f)
+}

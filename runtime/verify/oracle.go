@@ -141,8 +141,11 @@ func VerifyInFlight(l *Ledger, in InputReader, guarantee string, bounds map[stri
 	}
 	v.Expected -= v.InFlight
 	v.Lost -= v.InFlight
-	if v.Unexpected > 0 && bounds != nil && guarantee == "at-least-once" {
-		after, err := afterCheckpoint(l, in, topics, bounds)
+	// Output an at-least-once job let out before a checkpoint covered its
+	// input: the whole run's, or, in an exactly-once run, what was written
+	// in an at-least-once period (a run that ended while it lasted).
+	if v.Unexpected > 0 && bounds != nil && (guarantee == "at-least-once" || len(l.Lenient.Spans()) > 0) {
+		after, err := afterCheckpoint(l, in, topics, bounds, guarantee != "at-least-once")
 		if err != nil {
 			return Verification{}, err
 		}
@@ -155,13 +158,18 @@ func VerifyInFlight(l *Ledger, in InputReader, guarantee string, bounds map[stri
 
 // afterCheckpoint counts the ids l finds unexpected that the input after
 // bounds (the last completed checkpoint's offsets) does expect: output an
-// at-least-once job let out before a checkpoint covered its input. l is
-// left as it was: the next run accounts for that input itself.
-func afterCheckpoint(l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64) (int, error) {
+// at-least-once job let out before a checkpoint covered its input; with
+// lenientOnly, only those with a copy written in an at-least-once period.
+// l is left as it was: the next run accounts for that input itself.
+func afterCheckpoint(l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64, lenientOnly bool) (int, error) {
 	const order, payment = 1, 2
 	sides := map[string]byte{}
 	l.EachUnexpected(func(id string) { sides[id] = 0 })
-	l.Each(func(id string, o, p, _ bool, _ int, _ bool) {
+	l.Each(func(id string, o, p, _ bool, _ int, lenientCopy bool) {
+		if lenientOnly && !lenientCopy {
+			delete(sides, id)
+			return
+		}
 		if b, ok := sides[id]; ok {
 			if o {
 				b |= order
