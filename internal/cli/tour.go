@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,14 +161,40 @@ func builtInJobs(flags []string, stateDir string) (out, written []string, err er
 	return out, written, nil
 }
 
-// tourEnd is a headless tour's last line.
+// tourEnd is a headless tour's last line: the tour's verdict, and the
+// job's (the exit code and error of a run of it that FAILED where no check
+// said it would, or whose output did not verify; the last run's report).
 type tourEnd struct {
-	Tour      string `json:"tour"`
-	OK        bool   `json:"ok"`
-	Steps     int    `json:"steps"`
-	Failed    int    `json:"failed"`
-	ElapsedMs int64  `json:"elapsed_ms"`
-	Error     string `json:"error,omitempty"`
+	Tour      string          `json:"tour"`
+	OK        bool            `json:"ok"`
+	Steps     int             `json:"steps"`
+	Failed    int             `json:"failed"`
+	ElapsedMs int64           `json:"elapsed_ms"`
+	Error     string          `json:"error,omitempty"`
+	JobExit   int             `json:"job_exit,omitempty"`
+	JobError  string          `json:"job_error,omitempty"`
+	Report    json.RawMessage `json:"report,omitempty"`
+}
+
+// tourPass is how one pass of a tour went.
+type tourPass struct {
+	failed int // checks that did not hold and waits that ran out
+	end    tourEnding
+	job    *exitError // the job's verdict, when it counts against the tour
+}
+
+// verdict is the pass's exit: its failed checks (exit 4), else the job's
+// verdict, else none.
+func (p tourPass) verdict(name string) error {
+	switch {
+	case p.failed > 0 && p.job != nil:
+		return exitError{code: 4, err: fmt.Errorf("tour %s: %d of its checks did not hold, and %v", name, p.failed, p.job.err)}
+	case p.failed > 0:
+		return exitError{code: 4, err: fmt.Errorf("tour %s: %d of its checks did not hold", name, p.failed)}
+	case p.job != nil:
+		return exitError{code: p.job.code, err: fmt.Errorf("tour %s: %v", name, p.job.err)}
+	}
+	return nil
 }
 
 // run runs t until it ends (once, or for ever with --loop).
@@ -178,21 +205,44 @@ func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.W
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for {
-		failed, end, err := o.once(ctx, t, stdout, stderr)
+		pass, err := o.once(ctx, t, stdout, stderr)
 		switch {
 		case err != nil:
 			return err
 		case ctx.Err() != nil && o.headless:
-			return exitError{code: 1, err: fmt.Errorf("tour %s: stopped before its end (%d of its checks did not hold so far)", t.Name, failed)}
-		case ctx.Err() != nil || end == tourQuit:
-			return nil
-		case end == tourAgain || o.loop && o.autoplay:
+			return exitError{code: 1, err: fmt.Errorf("tour %s: stopped before its end (%d of its checks did not hold so far)", t.Name, pass.failed)}
+		case ctx.Err() == nil && (pass.end == tourAgain || pass.end == tourEnded && o.loop && o.autoplay):
 			continue
-		case failed > 0:
-			return exitError{code: 4, err: fmt.Errorf("tour %s: %d of its checks did not hold", t.Name, failed)}
 		}
+		return pass.verdict(t.Name)
+	}
+}
+
+// lastLine is a writer that keeps the last whole line written to it: a
+// headless run's report.
+type lastLine struct{ partial, last []byte }
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.last = append(l.last[:0], l.partial[:i]...)
+		l.partial = l.partial[i+1:]
+	}
+}
+
+// report is the report in the last line, if it is one.
+func (l *lastLine) report() json.RawMessage {
+	var r struct {
+		Report json.RawMessage `json:"report"`
+	}
+	if json.Unmarshal(l.last, &r) != nil {
 		return nil
 	}
+	return r.Report
 }
 
 // tourEnding is how one pass of a tour ended.
@@ -205,8 +255,9 @@ const (
 )
 
 // once runs the tour from its start on a fresh state dir: each of its job
-// runs in turn. It returns how many checks did not hold, and how it ended.
-func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) (failed int, end tourEnding, err error) {
+// runs in turn. It says how many checks did not hold, how it ended, and
+// the job's verdict where it counts against the tour.
+func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) (pass tourPass, err error) {
 	dir := o.stateDir
 	if dir == "" {
 		if note := sweptNote(sweepTourDirs(os.TempDir(), time.Now())); note != "" {
@@ -214,7 +265,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 		}
 		var release func()
 		if dir, release, err = newTourDir(os.TempDir(), t.Name); err != nil {
-			return 0, tourEnded, fmt.Errorf("tour %s: a state dir of its own: %w", t.Name, err)
+			return pass, fmt.Errorf("tour %s: a state dir of its own: %w", t.Name, err)
 		}
 		defer release()
 	}
@@ -232,70 +283,108 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 	}
 	started := time.Now()
 	r := tour.NewRunner(t, mode, report)
-	flags, from := t.Run, 0
-	first := true
+	var last lastLine
+	end := func(p tourPass, why string) {
+		if !o.headless {
+			return
+		}
+		e := tourEnd{Tour: t.Name, OK: p.failed == 0 && p.job == nil && why == "", Steps: len(t.Steps), Failed: p.failed,
+			ElapsedMs: time.Since(started).Milliseconds(), Error: why, Report: last.report()}
+		if p.job != nil {
+			e.JobExit, e.JobError = p.job.code, p.job.err.Error()
+		}
+		enc.Encode(e)
+	}
+	flags, from, first := t.Run, 0, true
 	for from < len(t.Steps) {
-		var next int
-		var nextFlags []string
-		var runErr error
-		quit, fronted := false, false
-		cmd, ro := newRunCmdOptions()
-		runFlags, written, err := builtInJobs(flags, dir)
-		if err != nil {
-			return 0, tourEnded, err
+		step, err := o.runJob(ctx, r, t, dir, flags, from, first, &last, stdout, stderr)
+		if step.job != nil {
+			pass.job = step.job
 		}
-		for _, f := range written {
-			defer os.Remove(f)
-		}
-		args := append([]string{"--state-dir", dir}, runFlags...)
-		if first && o.stateDir != "" {
-			args = append(args, "--fresh")
-		}
-		if err := cmd.ParseFlags(args); err != nil {
-			return 0, tourEnded, usagef("tour %s: its run flags %q: %v", t.Name, strings.Join(flags, " "), err)
-		}
-		ro.setTTL = cmd.Flags().Changed("state-ttl")
-		ro.setRate = cmd.Flags().Changed("rate")
-		ro.headless = o.headless
-		ro.front = func(ctx context.Context, ctrl *uiController, events <-chan view.Stamped) error {
-			fronted = true
-			next, nextFlags, runErr, quit = o.front(ctx, r, ctrl, events, from)
-			return nil
-		}
-		out := stdout
-		if o.headless {
-			out = io.Discard
-		}
-		err = ro.run(ctx, out, stderr)
-		var ee exitError
-		if err != nil && !(errors.As(err, &ee) && (ee.code == 3 || ee.code == 4)) {
-			// The job FAILED or its output did not verify: a tour may
-			// show just that, and its checks judge it. Anything else
-			// stops the tour.
-			if o.headless {
-				enc.Encode(tourEnd{Tour: t.Name, Steps: len(t.Steps), Failed: r.Failed() + 1, ElapsedMs: time.Since(started).Milliseconds(), Error: err.Error()})
-			}
-			return 0, tourEnded, err
-		}
+		pass.failed = r.Failed()
 		switch {
-		case !fronted:
-			return 0, tourEnded, fmt.Errorf("tour %s: its job ended before the tour could start on it", t.Name)
-		case errors.Is(runErr, tour.ErrRestart):
-			return r.Failed(), tourAgain, nil
-		case quit || ctx.Err() != nil:
-			if o.headless {
-				enc.Encode(tourEnd{Tour: t.Name, Steps: len(t.Steps), Failed: r.Failed(), ElapsedMs: time.Since(started).Milliseconds(), Error: "stopped before its end"})
-			}
-			return r.Failed(), tourQuit, nil
-		case runErr != nil:
-			return 0, tourEnded, runErr
+		case err != nil:
+			pass.failed++
+			end(pass, err.Error())
+			return pass, err
+		case step.end == tourAgain:
+			return tourPass{failed: pass.failed, end: tourAgain}, nil
+		case step.end == tourQuit:
+			pass.end = tourQuit
+			end(pass, "stopped before its end")
+			return pass, nil
 		}
-		flags, from, first = r.Expand(nextFlags), next, false
+		flags, from, first = r.Expand(step.flags), step.next, false
 	}
+	end(pass, "")
+	return pass, nil
+}
+
+// tourStep is how one run of a tour's job ended: where the tour goes on,
+// with which flags, or how it ended early.
+type tourStep struct {
+	next  int
+	flags []string
+	end   tourEnding
+	job   *exitError
+}
+
+// runJob runs the tour's job once, with flags, the tour in front of it
+// from step from on. A run that FAILED where no check said it would, or
+// whose output did not verify, is the job's verdict (tourStep.job): the
+// tour goes on and its end carries it.
+func (o *tourOptions) runJob(ctx context.Context, r *tour.Runner, t *tour.Tour, dir string, flags []string, from int, first bool, last *lastLine, stdout, stderr io.Writer) (tourStep, error) {
+	var step tourStep
+	var runErr error
+	quit, fronted := false, false
+	cmd, ro := newRunCmdOptions()
+	runFlags, written, err := builtInJobs(flags, dir)
+	if err != nil {
+		return step, err
+	}
+	for _, f := range written {
+		defer os.Remove(f)
+	}
+	args := append([]string{"--state-dir", dir}, runFlags...)
+	if first && o.stateDir != "" {
+		args = append(args, "--fresh")
+	}
+	if err := cmd.ParseFlags(args); err != nil {
+		return step, usagef("tour %s: its run flags %q: %v", t.Name, strings.Join(flags, " "), err)
+	}
+	ro.setTTL = cmd.Flags().Changed("state-ttl")
+	ro.setRate = cmd.Flags().Changed("rate")
+	ro.headless = o.headless
+	ro.front = func(ctx context.Context, ctrl *uiController, events <-chan view.Stamped) error {
+		fronted = true
+		step.next, step.flags, runErr, quit = o.front(ctx, r, ctrl, events, from)
+		return nil
+	}
+	out := stdout
 	if o.headless {
-		enc.Encode(tourEnd{Tour: t.Name, OK: r.Failed() == 0, Steps: len(t.Steps), Failed: r.Failed(), ElapsedMs: time.Since(started).Milliseconds()})
+		*last = lastLine{}
+		out = last
 	}
-	return r.Failed(), tourEnded, nil
+	err = ro.run(ctx, out, stderr)
+	var ee exitError
+	switch {
+	case err != nil && !(errors.As(err, &ee) && (ee.code == 3 || ee.code == 4)):
+		// Anything but the job's own verdict stops the tour.
+		return step, err
+	case err != nil && !(ee.code == 3 && r.FailedAsClaimed()):
+		step.job = &ee
+	}
+	switch {
+	case !fronted:
+		return step, fmt.Errorf("tour %s: its job ended before the tour could start on it", t.Name)
+	case errors.Is(runErr, tour.ErrRestart):
+		step.end = tourAgain
+	case quit || ctx.Err() != nil:
+		step.end = tourQuit
+	case runErr != nil:
+		return step, runErr
+	}
+	return step, nil
 }
 
 // front stands in front of one run of the tour's job: headless, it runs

@@ -97,3 +97,46 @@ func TestTourCommandListsAndRefuses(t *testing.T) {
 		t.Fatalf("malformed tour: exit %d, stderr %q, want one line with %q", r.code, r.stderr, want)
 	}
 }
+
+// A tour carries the job's verdict: a run of its job that FAILED where no
+// check said it would ends the tour with exit 3 and the job's error and
+// report in its last line; where a check claims it, the tour passes.
+func TestTourCarriesTheJobsVerdict(t *testing.T) {
+	needProgram(t)
+	t.Parallel()
+	const body = `title: T
+summary: S
+minutes: 1
+run: [--checkpoint-interval, 300ms, --rate, "400", --restart-strategy, none]
+steps:
+  - wait: {checkpoints: 1, timeout: 30s}
+  - do: {inject: panic, task: join/1}
+  - wait: {job_status: FAILED, timeout: 30s}
+`
+	for _, tc := range []struct {
+		name, extra string
+		code        int
+	}{
+		{"failed unclaimed", "", 3},
+		{"failed as claimed", "  - check: {claim: the job fails, job_status: FAILED}\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "verdict.yaml")
+			os.WriteFile(file, []byte(body+tc.extra), 0o644)
+			r := faultline(t, "tour", file, "--headless")
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			var end map[string]any
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil {
+				t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+			}
+			report, _ := end["report"].(map[string]any)
+			if r.code != tc.code || end["ok"] != (tc.code == 0) || report == nil || report["status"] != "FAILED" {
+				t.Fatalf("exit %d (want %d), last line %v\nstderr %s", r.code, tc.code, end, r.stderr)
+			}
+			if tc.code != 0 && (num(end, "job_exit") != 3 || !strings.Contains(r.stderr, "the job FAILED")) {
+				t.Fatalf("last line %v, stderr %q: want the job's exit 3 and its error", end, r.stderr)
+			}
+		})
+	}
+}

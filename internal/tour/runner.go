@@ -89,6 +89,8 @@ type Runner struct {
 	savepnt  int64
 	// mark is the event a wait for an event counts from (see Run).
 	mark int64
+	// failedAsClaimed: a check held that this run of the job FAILED.
+	failedAsClaimed bool
 }
 
 type seenEvent struct {
@@ -272,7 +274,16 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 func (r *Runner) NewRun() {
 	r.mu.Lock()
 	r.mark = r.seq
+	r.failedAsClaimed = false
 	r.mu.Unlock()
+}
+
+// FailedAsClaimed reports whether a check held that the current run of the
+// job FAILED (its restart strategy gave up): the tour meant it to.
+func (r *Runner) FailedAsClaimed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failedAsClaimed
 }
 
 // Expand puts the newest savepoint's id in for {savepoint}: call it once
@@ -664,6 +675,11 @@ func (r *Runner) check(ctx context.Context, d Driver, c *Check, res *StepResult)
 		why = strings.TrimSpace(why + " — " + c.Explain)
 	}
 	res.OK, res.Detail = ok, why
+	if ok && c.JobStatus == "FAILED" {
+		r.mu.Lock()
+		r.failedAsClaimed = true
+		r.mu.Unlock()
+	}
 	r.setPanel(func(p *view.Tour) {
 		p.Waiting = ""
 		p.Check = &view.TourCheck{Claim: c.Claim, Held: ok, Why: why}
@@ -690,6 +706,11 @@ func (r *Runner) claim(c *Check, s view.Snapshot) (bool, string) {
 		}
 		if c.Duplicates != "" && !compare(int64(v.Duplicates), c.Duplicates) {
 			return false, fmt.Sprintf("duplicates %d", v.Duplicates)
+		}
+		// The claim is about the verify line the tour points at: it does
+		// not hold while that line shows duplicates beyond at-least-once's.
+		if beyond := v.Duplicates - v.DuplicatesAtLeastOnce; c.Duplicates != "" && beyond > 0 {
+			return false, fmt.Sprintf("duplicates %d, %d of them beyond at-least-once's (✗ DUPLICATES on the verify line)", v.Duplicates, beyond)
 		}
 		if c.Lost != "" && !compare(int64(v.Lost), c.Lost) {
 			return false, fmt.Sprintf("lost %d", v.Lost)
