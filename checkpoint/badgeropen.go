@@ -239,7 +239,10 @@ func prepare(dir string, existing bool) error {
 // damaged to open (`faultline run --fresh`). It refuses with an error
 // wrapping ErrLocked while a process has the store open, and deletes only a
 // store: when dir holds a file that is not one of a store's, it deletes
-// nothing and says which. A dir that does not exist is not an error.
+// nothing and says which. An empty folder where a file of the store belongs
+// (a LOCK or a table file replaced by a folder) goes too; a folder with
+// something in it is not a store's. A dir that does not exist is not an
+// error.
 func Remove(dir string) error {
 	if dir == "" {
 		return errors.New("remove checkpoint store: no directory given")
@@ -257,7 +260,13 @@ func Remove(dir string) error {
 		return fmt.Errorf("remove checkpoint store: %w", err)
 	}
 	for _, e := range entries {
-		if !isStoreFile(e) {
+		switch {
+		case isStoreFile(e):
+		case e.IsDir() && isStoreName(e.Name()) && isEmptyDir(filepath.Join(dir, e.Name())):
+		case e.IsDir():
+			return fmt.Errorf("remove checkpoint store: %s holds the folder %s, with files in it, which is not a checkpoint store's: remove it yourself if it should go",
+				dir, e.Name())
+		default:
 			return fmt.Errorf("remove checkpoint store: %s holds %s, which is not a checkpoint store's: remove it yourself if it should go",
 				dir, e.Name())
 		}
@@ -276,11 +285,20 @@ func Remove(dir string) error {
 // isStoreFile tells the files Badger and the store keep in a store's
 // directory.
 func isStoreFile(e fs.DirEntry) bool {
-	if e.IsDir() {
-		return false
-	}
-	switch name := e.Name(); name {
-	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, "LOCK", ownerFile, ownerFile + ".tmp":
+	return !e.IsDir() && isStoreName(e.Name())
+}
+
+// isEmptyDir reports whether path is a folder with nothing in it.
+func isEmptyDir(path string) bool {
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
+}
+
+// isStoreName tells the names of the files Badger and the store keep in a
+// store's directory.
+func isStoreName(name string) bool {
+	switch name {
+	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, lockFile, ownerFile, ownerFile + ".tmp":
 		return true
 	default:
 		ext := filepath.Ext(name)
