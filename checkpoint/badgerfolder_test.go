@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,40 @@ import (
 	"strings"
 	"testing"
 )
+
+// TestLockFileReplacedByAFolder: a folder where Badger writes its lock
+// file (LOCK) keeps the store from opening to write; the error names it
+// and says to remove it, not to start from nothing, since the store is
+// intact. Reading works meanwhile, and once the folder is gone the store
+// opens with every checkpoint it had.
+func TestLockFileReplacedByAFolder(t *testing.T) {
+	fixture, newest := damageFixture(t)
+	dir := copyDir(t, fixture)
+	lock := filepath.Join(dir, "LOCK")
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenBadgerStore(dir, 3)
+	if msg := errString(err); !errors.Is(err, ErrLockFileInTheWay) || errors.Is(err, ErrDamaged) || strings.Contains(msg, "\n") ||
+		!strings.Contains(msg, lock+" is a folder") || !strings.Contains(msg, "remove that folder") || strings.Contains(msg, "--fresh") {
+		t.Fatalf("open with a folder as LOCK: %q; want one line naming %s and saying to remove it, no --fresh", msg, lock)
+	}
+	ro, err := OpenBadgerStoreReadOnly(dir)
+	if err != nil {
+		t.Fatalf("read-only open with a folder as LOCK: %v", err)
+	}
+	closeStore(t, ro)
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	s := openBadger(t, dir, 3)
+	defer closeStore(t, s)
+	all, err := s.All(context.Background())
+	if err != nil || !slices.Contains(ids(all), newest) {
+		t.Fatalf("after removing the folder: checkpoints %v, %v; want %d among them", ids(all), err, newest)
+	}
+	putAndAdd(t, s, newest+1, KindCheckpoint, 3000, sink)
+}
 
 // TestDataFileReplacedByAFolder: a folder where a table, a value log or
 // the MANIFEST belongs is damage: both opens say so in one line that

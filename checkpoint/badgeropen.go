@@ -32,6 +32,13 @@ var ErrReadOnly = errors.New("checkpoint store is open read-only")
 // open the copy.
 var ErrNeedsRecovery = errors.New("checkpoint store needs recovery")
 
+// ErrLockFileInTheWay means something other than a file (a folder, a named
+// pipe) stands where Badger writes its lock file (LOCK, which holds only the
+// pid of the process that has the store open), so the store cannot be
+// opened to write. The store itself is intact: remove what stands there and
+// it opens again, with every checkpoint.
+var ErrLockFileInTheWay = errors.New("checkpoint store cannot write its lock file")
+
 // OpenOption changes how OpenBadgerStore opens a store.
 type OpenOption func(*openConfig)
 
@@ -217,6 +224,9 @@ func prepare(dir string, existing bool) error {
 		return err
 	}
 	defer unlock()
+	if err := checkLockFile(dir); err != nil {
+		return err
+	}
 	in, err := inspect(dir)
 	if err != nil {
 		return openError(dir, err)
@@ -233,6 +243,23 @@ func prepare(dir string, existing bool) error {
 		}
 	}
 	return nil
+}
+
+// checkLockFile returns an error wrapping ErrLockFileInTheWay when
+// something other than a regular file stands where Badger writes its lock
+// file in dir (a read-write open writes it; a read-only one does not).
+func checkLockFile(dir string) error {
+	path := filepath.Join(dir, lockFile)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // Badger makes a missing one
+	}
+	what := "it"
+	if fi.IsDir() {
+		what = "that folder"
+	}
+	return fmt.Errorf("%w: %s is %s, where the store writes the pid of the process that opens it (no checkpoint is kept there): remove %s and try again",
+		ErrLockFileInTheWay, path, fileKind(fi.Mode()), what)
 }
 
 // Remove deletes the checkpoint store in dir and dir itself, for a store too

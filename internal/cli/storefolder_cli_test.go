@@ -19,6 +19,50 @@ func copyStateDir(t *testing.T, src string) string {
 	return dst
 }
 
+// A folder where the checkpoint store's lock file belongs: the commands
+// that write to the store say in one line that it is in the way and to
+// remove it, without advising --fresh (the store is intact); list reads on;
+// once the folder is gone, --resume goes on from the last checkpoint.
+func TestLockFileReplacedByAFolder(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	args := []string{"run", "--headless", "--records", "20000", "--checkpoint-interval", "100ms"}
+	if r := faultline(t, append(args, "--state-dir", base)...); r.code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	dir := copyStateDir(t, base)
+	lock := filepath.Join(checkpointDir(dir), "LOCK")
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A run, with or without --resume, writes to the store.
+	for _, cmd := range [][]string{append(args, "--resume"), args} {
+		d := copyStateDir(t, dir)
+		want := filepath.Join(checkpointDir(d), "LOCK") + " is a folder"
+		r := faultline(t, append(cmd, "--state-dir", d)...)
+		line := strings.TrimRight(r.stderr, "\n")
+		if r.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, want) || !strings.Contains(line, "remove that folder and try again") ||
+			strings.Contains(line, "--fresh") || strings.Contains(line, "cannot be repaired") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line saying %q and to remove it", strings.Join(cmd, " "), r.code, r.stderr, want)
+		}
+	}
+	// reset deletes everything anyway: the folder with it.
+	if r := faultline(t, "reset", "--yes", "--state-dir", copyStateDir(t, dir)); r.code != 0 {
+		t.Errorf("reset --yes: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := faultline(t, "checkpoints", "list", "--state-dir", dir); r.code != 0 || !strings.Contains(r.stdout, "checkpoint  orders") {
+		t.Errorf("checkpoints list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	r := faultline(t, append(args, "--resume", "--state-dir", dir)...)
+	if from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any); r.code != 0 || len(from) == 0 ||
+		num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("--resume after removing the folder: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	}
+}
+
 // A folder where a table file of the checkpoint store belongs: every
 // command that opens the store says so in one line naming the file, with
 // the way on (--fresh), and that way on works.
