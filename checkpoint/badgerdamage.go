@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,7 +24,9 @@ import (
 // ErrDamaged means files of the checkpoint store are damaged so that it
 // cannot be opened without losing checkpoints or crashing: a table (.sst)
 // fails its checksums, the MANIFEST that lists the tables is unreadable or
-// cut short, or a table it lists is missing. The error names the file. The
+// cut short, a table it lists is missing, or a folder (anything but a
+// regular file) stands where one of these belongs. The error names the
+// file. The
 // store cannot be repaired: `faultline run --fresh` starts the job again from
 // nothing (and deletes the store).
 var ErrDamaged = errors.New("checkpoint store damaged")
@@ -33,6 +36,7 @@ const (
 	manifestFile    = "MANIFEST"
 	keyRegistryFile = "KEYREGISTRY"
 	discardFile     = "DISCARD"
+	lockFile        = "LOCK"
 	tableExt        = ".sst"
 	valueLogExt     = ".vlog"
 	memLogExt       = ".mem"
@@ -69,6 +73,40 @@ func damaged(dir, file, format string, args ...any) error {
 		ErrDamaged, filepath.Join(dir, file), fmt.Sprintf(format, args...))
 }
 
+// dataFile names the kind of the store's file called name that holds
+// checkpoints, or is "" for any other name.
+func dataFile(name string) string {
+	switch {
+	case name == manifestFile:
+		return "the MANIFEST (the list of its tables)"
+	case strings.HasSuffix(name, tableExt):
+		return "a table file"
+	case strings.HasSuffix(name, valueLogExt):
+		return "a value log file"
+	case strings.HasSuffix(name, memLogExt):
+		return "a memtable log file"
+	}
+	return ""
+}
+
+// fileKind names the kind of a file that is not a regular file, for
+// messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a regular file (" + m.String() + ")"
+}
+
 // inspect checks the Badger files in dir before Badger opens them, because
 // Badger panics on a damaged table in goroutines of its own, where nothing
 // can recover, and silently drops tables that fail their checksum or that a
@@ -84,6 +122,11 @@ func inspect(dir string) (inspection, error) {
 	hasManifest := false
 	for _, e := range entries {
 		name := e.Name()
+		if what := dataFile(name); what != "" && !e.Type().IsRegular() {
+			// Opening it would wait (a named pipe) or fail in two lines
+			// of Badger's (a folder is no file to map).
+			return in, damaged(dir, name, "%s where %s belongs", fileKind(e.Type()), what)
+		}
 		switch {
 		case name == manifestFile:
 			hasManifest = true

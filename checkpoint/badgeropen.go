@@ -32,6 +32,13 @@ var ErrReadOnly = errors.New("checkpoint store is open read-only")
 // open the copy.
 var ErrNeedsRecovery = errors.New("checkpoint store needs recovery")
 
+// ErrLockFileInTheWay means something other than a file (a folder, a named
+// pipe) stands where Badger writes its lock file (LOCK, which holds only the
+// pid of the process that has the store open), so the store cannot be
+// opened to write. The store itself is intact: remove what stands there and
+// it opens again, with every checkpoint.
+var ErrLockFileInTheWay = errors.New("checkpoint store cannot write its lock file")
+
 // OpenOption changes how OpenBadgerStore opens a store.
 type OpenOption func(*openConfig)
 
@@ -217,6 +224,9 @@ func prepare(dir string, existing bool) error {
 		return err
 	}
 	defer unlock()
+	if err := checkLockFile(dir); err != nil {
+		return err
+	}
 	in, err := inspect(dir)
 	if err != nil {
 		return openError(dir, err)
@@ -235,11 +245,31 @@ func prepare(dir string, existing bool) error {
 	return nil
 }
 
+// checkLockFile returns an error wrapping ErrLockFileInTheWay when
+// something other than a regular file stands where Badger writes its lock
+// file in dir (a read-write open writes it; a read-only one does not).
+func checkLockFile(dir string) error {
+	path := filepath.Join(dir, lockFile)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // Badger makes a missing one
+	}
+	what := "it"
+	if fi.IsDir() {
+		what = "that folder"
+	}
+	return fmt.Errorf("%w: %s is %s, where the store writes the pid of the process that opens it (no checkpoint is kept there): remove %s and try again",
+		ErrLockFileInTheWay, path, fileKind(fi.Mode()), what)
+}
+
 // Remove deletes the checkpoint store in dir and dir itself, for a store too
 // damaged to open (`faultline run --fresh`). It refuses with an error
 // wrapping ErrLocked while a process has the store open, and deletes only a
 // store: when dir holds a file that is not one of a store's, it deletes
-// nothing and says which. A dir that does not exist is not an error.
+// nothing and says which. An empty folder where a file of the store belongs
+// (a LOCK or a table file replaced by a folder) goes too; a folder with
+// something in it is not a store's. A dir that does not exist is not an
+// error.
 func Remove(dir string) error {
 	if dir == "" {
 		return errors.New("remove checkpoint store: no directory given")
@@ -257,7 +287,13 @@ func Remove(dir string) error {
 		return fmt.Errorf("remove checkpoint store: %w", err)
 	}
 	for _, e := range entries {
-		if !isStoreFile(e) {
+		switch {
+		case isStoreFile(e):
+		case e.IsDir() && isStoreName(e.Name()) && isEmptyDir(filepath.Join(dir, e.Name())):
+		case e.IsDir():
+			return fmt.Errorf("remove checkpoint store: %s holds the folder %s, with files in it, which is not a checkpoint store's: remove it yourself if it should go",
+				dir, e.Name())
+		default:
 			return fmt.Errorf("remove checkpoint store: %s holds %s, which is not a checkpoint store's: remove it yourself if it should go",
 				dir, e.Name())
 		}
@@ -276,11 +312,20 @@ func Remove(dir string) error {
 // isStoreFile tells the files Badger and the store keep in a store's
 // directory.
 func isStoreFile(e fs.DirEntry) bool {
-	if e.IsDir() {
-		return false
-	}
-	switch name := e.Name(); name {
-	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, "LOCK", ownerFile, ownerFile + ".tmp":
+	return !e.IsDir() && isStoreName(e.Name())
+}
+
+// isEmptyDir reports whether path is a folder with nothing in it.
+func isEmptyDir(path string) bool {
+	entries, err := os.ReadDir(path)
+	return err == nil && len(entries) == 0
+}
+
+// isStoreName tells the names of the files Badger and the store keep in a
+// store's directory.
+func isStoreName(name string) bool {
+	switch name {
+	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, lockFile, ownerFile, ownerFile + ".tmp":
 		return true
 	default:
 		ext := filepath.Ext(name)

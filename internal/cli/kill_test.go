@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -275,4 +276,66 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	if r.code != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
 		t.Fatalf("resume: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
 	}
+}
+
+// A SIGKILL of the faultline process alone, the supervisor's child (as
+// the OOM killer or a kill -9 of the wrong pid does): the supervisor says
+// so in one line, with what the state dir is left as, and ends by the same
+// signal, so that a shell sees the kill; --resume then goes on from the
+// last checkpoint, as the line says.
+func TestChildKilledAloneIsSaidAndEndsTheSupervisorTheSameWay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	args := []string{"run", "--headless", "--records", "100000", "--checkpoint-interval", "200ms", "--listen", "0", "--state-dir", dir}
+	cmd, stderr, lines := startRun(t, append(args, "--rate", "20000")...)
+	waitEvents(t, lines, "checkpoint_completed", 2)
+	child := childOf(t, cmd.Process.Pid)
+	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	err := cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatalf("wait: %v, want the supervisor killed by SIGKILL", err)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the supervisor ended %v, want killed by SIGKILL", ws)
+	}
+	want := fmt.Sprintf("faultline: the faultline process (pid %d) was killed by SIGKILL; the state dir is as a crash leaves it: "+
+		"the next `faultline run --resume`, or the terminal UI, goes on from its last completed checkpoint\n", child)
+	if stderr.String() != want {
+		t.Fatalf("stderr %q, want %q", stderr.String(), want)
+	}
+	r := faultline(t, append(args, "--resume")...)
+	if from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any); r.code != 0 || len(from) == 0 ||
+		num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("--resume after the kill: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	}
+}
+
+// childOf is the one child process of pid.
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	var children []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		var state string
+		var self, ppid int
+		fmt.Sscan(filepath.Base(filepath.Dir(p)), &self)
+		fmt.Sscan(string(b)[strings.LastIndexByte(string(b), ')')+1:], &state, &ppid)
+		if ppid == pid {
+			children = append(children, self)
+		}
+	}
+	if len(children) != 1 {
+		t.Fatalf("process %d has children %v, want one", pid, children)
+	}
+	return children[0]
 }

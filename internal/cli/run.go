@@ -82,6 +82,7 @@ type runState struct {
 	// continues: the run goes on from the runs before it on the state
 	// dir (see goesOn); restorable: a checkpoint of the job is there.
 	continues, restorable bool
+	recordInput           func() error // writes inputFile, once (see inputRecorder)
 	// watch
 	stopRun     context.CancelCauseFunc
 	obs         *runtime.Observer
@@ -170,9 +171,7 @@ func (r *runState) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := writeInputRecord(stateDir, input); err != nil {
-		return exitError{code: 1, err: err}
-	}
+	r.recordInput = inputRecorder(stateDir, input)
 	// The badger state backend's databases: one per subtask and attempt,
 	// left over only by a killed process, so emptied at start.
 	r.workDir = filepath.Join(stateDir, "work")
@@ -324,6 +323,13 @@ func (r *runState) startKafka(ctx context.Context) error {
 	r.gen = runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
 	if !r.generate {
 		return nil
+	}
+	if r.embedded != nil {
+		// From the writer's first record on, the state dir's broker log
+		// holds this input.
+		if err := r.recordInput(); err != nil {
+			return exitError{code: 1, err: err}
+		}
 	}
 	w := kafka.NewWriter(p.client, cl, r.gen).WithTopics(p.logicalTopics())
 	if o.records > 0 && p.rate == 0 {
@@ -542,7 +548,7 @@ func (r *runState) buildEnv() error {
 			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
 			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
 		},
-		Store:           r.store,
+		Store:           inputStore{r.store, r.recordInput},
 		StateBackend:    o.stateBackend,
 		Incremental:     o.incremental,
 		WorkDir:         r.workDir,

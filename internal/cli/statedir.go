@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"faultline/checkpoint"
 	"faultline/internal/atomicfile"
@@ -56,6 +57,36 @@ func writeInputRecord(stateDir string, r inputRecord) error {
 		return fmt.Errorf("write %s: %w", inputFile, err)
 	}
 	return nil
+}
+
+// inputRecorder returns what writes r into the state dir's inputFile, once:
+// later calls return what the first one did. A run calls it at the first
+// moment the state dir holds something of its input, just before: the
+// input writer's first record into the embedded broker's log (startKafka),
+// or else the job's first completed checkpoint, whose offsets point into
+// the input (inputStore). A run that fails before then (an unreachable
+// --brokers) leaves no record, so the next run is not refused for one.
+func inputRecorder(stateDir string, r inputRecord) func() error {
+	return sync.OnceValue(func() error { return writeInputRecord(stateDir, r) })
+}
+
+// inputStore is the checkpoint store as the job sees it: the first
+// checkpoint or savepoint it adds records the run's input first. Every
+// other method is the BadgerStore's, so that the engine still finds the
+// store's optional abilities.
+type inputStore struct {
+	*checkpoint.BadgerStore
+	recordInput func() error
+}
+
+var _ checkpoint.Store = inputStore{}
+
+// Add records the run's input, then adds c.
+func (s inputStore) Add(ctx context.Context, c *checkpoint.Completed) error {
+	if err := s.recordInput(); err != nil {
+		return err
+	}
+	return s.BadgerStore.Add(ctx, c)
 }
 
 // checkInput refuses to go on from a state dir whose input is not the one

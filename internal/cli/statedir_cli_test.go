@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -64,4 +68,32 @@ func TestResumeWithOtherInputIsRefused(t *testing.T) {
 	if more.code != 0 || num(more.report, "verify", "duplicates") != 0 || num(more.report, "verify", "lost") != 0 {
 		t.Fatalf("--records 30000: exit %d, verify %v, stderr %q", more.code, more.report["verify"], more.stderr)
 	}
+}
+
+// A run that fails before it wrote anything (its --brokers unreachable)
+// leaves no record of its input behind, so the corrected run is not
+// refused; a run that did write records its input, and going on from it
+// with another input is still refused.
+func TestFailedRunLeavesNoRecordOfItsInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := faultline(t, "run", "--headless", "--brokers", "127.0.0.1:1", "--records", "1000", "--state-dir", dir)
+	if r.code != 1 {
+		t.Fatalf("unreachable broker: exit %d, stderr %q; want 1", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, inputFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after a run that wrote nothing, %s: %v; want none", inputFile, err)
+	}
+	addr := startBroker(t)
+	args := []string{"run", "--headless", "--brokers", addr, "--generate", "--records", "1000", "--state-dir", dir}
+	r = faultline(t, args...)
+	if r.code != 0 || num(r.report, "verify", "expected") == 0 || num(r.report, "verify", "lost") != 0 {
+		t.Fatalf("corrected run: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	}
+	rec, err := readInputRecord(dir)
+	if err != nil || rec == nil || *rec != (inputRecord{Job: "orders", Seed: 1, Records: 1000}) {
+		t.Fatalf("after a run that wrote: %s holds %+v, %v", inputFile, rec, err)
+	}
+	oneLine(t, faultline(t, append(args, "--resume", "--seed", "2")...), "--seed 1", "--seed 2")
+	oneLine(t, faultline(t, append(args, "--resume", "--records", "500")...), "--records 1000", "only 500")
 }

@@ -2,12 +2,15 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Every tour passes headless: each step held and the last line says ok.
@@ -138,5 +141,55 @@ steps:
 				t.Fatalf("last line %v, stderr %q: want the job's exit 3 and its error", end, r.stderr)
 			}
 		})
+	}
+}
+
+// A tour file given on the command line is read as a job file is: a named
+// pipe, a folder or a file of more than 1 MiB is refused at once, exit 2,
+// in one line that names the file and says what it is; nothing waits on
+// the pipe or reads the big file into memory.
+func TestTourFileMustBeASmallRegularFile(t *testing.T) {
+	needProgram(t)
+	t.Parallel()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(dir, "folder.yaml")
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, nil, 0o644); err != nil || os.Truncate(big, 200<<20) != nil {
+		t.Fatal("cannot make a 200 MiB file: ", err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "not a regular file (a named pipe)"},
+		{folder, "is a folder"},
+		{big, "209715200 bytes, more than the 1048576 a tour may have"},
+	} {
+		cmd := command(t, "tour", tc.path, "--headless")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("faultline tour %s still runs after 20 s", tc.path)
+			continue
+		}
+		line := strings.TrimRight(stderr.String(), "\n")
+		if code := cmd.ProcessState.ExitCode(); code != 2 || strings.Contains(line, "\n") ||
+			!strings.Contains(line, "read tour "+tc.path+": ") || !strings.Contains(line, tc.want) {
+			t.Errorf("faultline tour %s: exit %d, stderr %q; want exit 2 and one line naming the file and saying %q",
+				tc.path, code, stderr.String(), tc.want)
+		}
 	}
 }

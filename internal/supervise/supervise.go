@@ -14,6 +14,8 @@
 // process group, forwards the stop signals sent to it alone (a terminal's
 // Ctrl-C reaches both, see Again), and when it dies, even by SIGKILL, the
 // child dies with it at once, as if the whole program had been killed.
+// When a signal it was not sent kills the child (a SIGKILL of the child's
+// pid alone), it says so in one line and dies by the same signal.
 package supervise
 
 import (
@@ -25,11 +27,13 @@ import (
 	"os/signal"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/charmbracelet/x/term"
+	"golang.org/x/sys/unix"
 )
 
 // Exit codes the supervisor translates.
@@ -162,26 +166,20 @@ func supervise(name string) (int, error) {
 		return 0, err
 	}
 	r.Close()
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				cmd.Process.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
+	got := forward(cmd.Process, sigs)
 	cmd.Wait()
-	close(done)
+	sent := got()
 
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
-		// Killed (SIGKILL by the crash fault, the OOM killer): end the
-		// same way, so that whoever started faultline sees what happened.
+		// Killed (SIGKILL by the crash fault, the OOM killer, kill -9):
+		// end the same way, so that whoever started faultline sees what
+		// happened, after saying so unless it was sent to this process.
 		removeCrashFile()
 		restoreTerminal(tty)
+		if !wasSent(ws.Signal(), sent, sigs) {
+			reportKilled(name, cmd.Process.Pid, ws.Signal())
+		}
 		signal.Reset(ws.Signal())
 		syscall.Kill(os.Getpid(), ws.Signal())
 		time.Sleep(time.Second)
@@ -199,6 +197,71 @@ func supervise(name string) (int, error) {
 		removeCrashFile()
 		return code, nil
 	}
+}
+
+// forward passes the signals that arrive on sigs on to p until the
+// returned function is called; that function returns the signals passed
+// on.
+func forward(p *os.Process, sigs <-chan os.Signal) func() map[os.Signal]bool {
+	sent := map[os.Signal]bool{}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case s := <-sigs:
+				sent[s] = true
+				p.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() map[os.Signal]bool {
+		close(done)
+		<-stopped
+		return sent
+	}
+}
+
+// sentGrace is how long the supervisor waits for its own copy of a signal
+// that killed the child before it says the signal was sent to the child
+// alone.
+const sentGrace = 250 * time.Millisecond
+
+// wasSent reports whether sig was sent to the supervisor: passed on already
+// (in sent), or arriving on sigs now. A terminal's Ctrl-C or hang-up
+// reaches the child and the supervisor at once, and the child may die of
+// it before the supervisor's copy is delivered.
+func wasSent(sig syscall.Signal, sent map[os.Signal]bool, sigs <-chan os.Signal) bool {
+	if sent[sig] {
+		return true
+	}
+	if !slices.Contains(forwarded(), os.Signal(sig)) {
+		return false // never passed on (SIGKILL): the child's alone
+	}
+	deadline := time.After(sentGrace)
+	for {
+		select {
+		case s := <-sigs:
+			if s == sig {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// reportKilled says in one line that the child, pid, was killed by sig
+// that the supervisor was not sent, and what that leaves.
+func reportKilled(name string, pid int, sig syscall.Signal) {
+	sigName := unix.SignalName(sig)
+	if sigName == "" {
+		sigName = fmt.Sprintf("signal %d", int(sig))
+	}
+	fmt.Fprintf(os.Stderr, "%s: the %s process (pid %d) was killed by %s; the state dir is as a crash leaves it: the next `%s run --resume`, or the terminal UI, goes on from its last completed checkpoint\n",
+		name, name, pid, sigName, name)
 }
 
 // restoreTerminal gives the terminal back as the supervisor found it when

@@ -32,6 +32,12 @@ var behaviours = map[string]func() int{
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	},
+	// Writes its pid and waits, with Go's default handling of signals:
+	// SIGTERM kills it.
+	"wait": func() int {
+		os.WriteFile(os.Getenv("SUPERVISE_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		select {}
+	},
 	// Writes its pid, then counts the SIGTERMs it gets in a second after
 	// the first and exits with the count.
 	"count": func() int {
@@ -128,16 +134,70 @@ func TestPanicExitsWithTheCrashCode(t *testing.T) {
 }
 
 // A child killed by a signal (the crash fault's SIGKILL) kills the
-// supervisor with the same signal.
+// supervisor with the same signal, and the supervisor says so in one line
+// first: which process, which signal, and what the state dir is left as.
 func TestKilledChildEndsTheSupervisorTheSameWay(t *testing.T) {
-	err := program(t, "sigkill").Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("run: %v", err)
-	}
-	ws := ee.Sys().(syscall.WaitStatus)
+	cmd := program(t, "sigkill")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ws := signaled(t, cmd.Run())
 	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("supervisor ended %v, want killed by SIGKILL", ws)
+	}
+	checkKilledLine(t, stderr.String(), "SIGKILL")
+}
+
+// A signal sent to the child alone that kills it (here SIGTERM, which the
+// child does not handle) is said and passed on as SIGKILL is; the same
+// signal sent to the supervisor, which passes it on, is not said: whoever
+// sent it knows.
+func TestSignalThatKillsTheChildIsSaidUnlessTheSupervisorGotIt(t *testing.T) {
+	for _, to := range []string{"child", "supervisor"} {
+		t.Run(to, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			cmd := program(t, "wait", "SUPERVISE_PIDFILE="+pidFile)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			child, _ := strconv.Atoi(waitFile(t, pidFile))
+			pid := cmd.Process.Pid
+			if to == "child" {
+				pid = child
+			}
+			syscall.Kill(pid, syscall.SIGTERM)
+			ws := signaled(t, cmd.Wait())
+			if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+				t.Fatalf("supervisor ended %v, want killed by SIGTERM", ws)
+			}
+			if to == "child" {
+				checkKilledLine(t, stderr.String(), "SIGTERM")
+			} else if stderr.Len() != 0 {
+				t.Fatalf("SIGTERM sent to the supervisor: stderr %q, want nothing", stderr.String())
+			}
+		})
+	}
+}
+
+// signaled is the wait status in err, the end of a program.
+func signaled(t *testing.T, err error) syscall.WaitStatus {
+	t.Helper()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("run: %v, want an end by a signal", err)
+	}
+	return ee.Sys().(syscall.WaitStatus)
+}
+
+// checkKilledLine fails t unless stderr is the one line that says the
+// child was killed by sig, and what that leaves.
+func checkKilledLine(t *testing.T, stderr, sig string) {
+	t.Helper()
+	line := strings.TrimSuffix(stderr, "\n")
+	if strings.Contains(line, "\n") || !strings.HasPrefix(line, "faultline: the faultline process (pid ") ||
+		!strings.Contains(line, ") was killed by "+sig+"; the state dir is as a crash leaves it") || !strings.Contains(line, "the next `faultline run --resume`, or the terminal UI, goes on from its last completed checkpoint") {
+		t.Fatalf("stderr %q; want one line saying the faultline process was killed by %s and what the state dir is left as", stderr, sig)
 	}
 }
 

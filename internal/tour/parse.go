@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,15 +15,23 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"faultline/internal/smallfile"
 	"faultline/runtime"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
+// MaxFileSize is the largest tour file Load reads. A tour is a few
+// kilobytes; the limit keeps a wrong path (a log, a disk image) from being
+// read into memory.
+const MaxFileSize = 1 << 20
+
 // Load reads and checks the tour in file. A malformed tour is refused with
-// a *spec.Error naming the file, the line and the field.
+// a *spec.Error naming the file, the line and the field. Only a regular
+// file of at most MaxFileSize is read: a named pipe, a device or a folder
+// is refused at once instead of waited on or read for ever.
 func Load(file string) (*Tour, error) {
-	data, err := os.ReadFile(file)
+	data, err := smallfile.Read(file, "tour", MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

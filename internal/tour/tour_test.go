@@ -2,8 +2,11 @@ package tour
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,5 +239,35 @@ steps:
 	r.Key("n")
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A tour file is read as a job spec is: a named pipe or a file of more
+// than MaxFileSize is refused at once with the file's name, never waited
+// on or read into memory.
+func TestLoadReadsOnlyRegularFilesOfASaneSize(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, nil, 0o644); err != nil || os.Truncate(big, 200<<20) != nil {
+		t.Fatal("cannot make a 200 MiB file: ", err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "read tour " + fifo + ": not a regular file (a named pipe)"},
+		{big, "read tour " + big + ": 209715200 bytes, more than the 1048576 a tour may have"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(tc.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("Load(%s) = %v; want %q", tc.path, err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Load(%s) still runs after 5s", tc.path)
+		}
 	}
 }

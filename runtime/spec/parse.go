@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"faultline/internal/smallfile"
 )
 
 // Keys each mapping of a spec may have, in the order messages list them.
@@ -38,64 +39,11 @@ const MaxFileSize = 1 << 20
 // most MaxFileSize is read: a device such as /dev/zero, a FIFO or a folder
 // is refused at once instead of read for ever or waited on.
 func Load(path string) (*Job, error) {
-	// Look before opening: opening a FIFO waits for a writer.
-	fi, err := os.Stat(path)
+	data, err := smallfile.Read(path, "job spec", MaxFileSize)
 	if err != nil {
-		return nil, fmt.Errorf("read job spec: %w", err)
-	}
-	if err := checkSpecFile(path, fi); err != nil {
 		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read job spec: %w", err)
-	}
-	defer f.Close()
-	// What was opened may not be what was looked at.
-	if fi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("read job spec: %w", err)
-	}
-	if err := checkSpecFile(path, fi); err != nil {
-		return nil, err
-	}
-	// The file may grow after Stat: read one byte more than allowed.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read job spec: %w", err)
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("read job spec %s: more than the %d bytes a job spec may have; is it the right file?", path, MaxFileSize)
 	}
 	return Parse(path, data)
-}
-
-// checkSpecFile refuses what Load must not read: anything but a regular
-// file of at most MaxFileSize.
-func checkSpecFile(path string, fi os.FileInfo) error {
-	switch {
-	case fi.IsDir():
-		return fmt.Errorf("read job spec %s: is a folder; give the path of a .yaml file", path)
-	case !fi.Mode().IsRegular():
-		return fmt.Errorf("read job spec %s: not a regular file (%s); give the path of a .yaml file", path, fileKind(fi.Mode()))
-	case fi.Size() > MaxFileSize:
-		return fmt.Errorf("read job spec %s: %d bytes, more than the %d a job spec may have; is it the right file?", path, fi.Size(), MaxFileSize)
-	}
-	return nil
-}
-
-// fileKind names a file mode that is not a regular file, for messages.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "mode " + m.String()
 }
 
 // Parse parses and validates a job spec. file names the spec in messages.
