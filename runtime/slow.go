@@ -2,9 +2,13 @@ package runtime
 
 // The slow fault: a subtask that falls behind its input. It holds each
 // record for a fixed time, chosen when the fault begins so that the subtask
-// handles about 1/factor of the records per second it was handling then,
-// at any input rate (ten times the few microseconds a record costs would
-// change nothing at 400 records/s). Its input queues fill, back-pressure
+// handles about 1/factor of its normal rate, at any input rate (ten times
+// the few microseconds a record costs would change nothing at 400
+// records/s). The normal rate is the one of the last full second in which
+// the subtask kept up with its input (it waited for some) and no slow fault
+// held it: a fault that begins while the subtask catches up on the backlog
+// of an earlier one (working flat out, faster than normal) slows it as much
+// as the first did. Its input queues fill, back-pressure
 // reaches upstream, barriers wait behind the queued records, and alignment
 // at the slowed subtask takes visibly longer; in at-least-once mode the
 // records it processes past a barrier become the duplicates of the next
@@ -26,32 +30,47 @@ const slowFloorRate = 100.0
 // checkpoint's trigger waits behind a few held records only.
 const slowBatch = 8
 
+// keptUp is the share of a second a subtask must have waited for input in
+// for its rate then to be its normal one: one that never waited worked
+// flat out, on a backlog or at its limit.
+const keptUp = 0.05
+
 // slowing is a subtask's slow fault while it lasts, and the measure of its
-// recent rate that the fault starts from. The task goroutine owns it.
+// normal rate that the fault starts from. The task goroutine owns it.
 type slowing struct {
 	until     time.Time     // the fault's end (zero: not slowed)
 	perRecord time.Duration // how long each record is held
 
-	// rate is the records per second handled over the last full second,
-	// measured from mark on.
-	rate          float64
-	markAt        time.Time
-	markProcessed int64
+	// rate is the normal rate, in records per second (0: not measured).
+	rate float64
+	// The second being measured: from when, the records handled and the
+	// idle time until then, and whether a slow fault held it meanwhile.
+	markAt                  time.Time
+	markProcessed, markIdle int64
+	disturbed               bool
 }
 
-// measure updates the recent rate from processed, the subtask's records so
-// far; it is called once per batch.
-func (s *slowing) measure(now time.Time, processed int64) {
+// measure updates the normal rate from processed, the subtask's records so
+// far, and idle, its idle time so far (ns); it is called once per batch.
+func (s *slowing) measure(now time.Time, processed, idle int64) {
+	if !s.until.IsZero() {
+		s.disturbed = true
+	}
 	if s.markAt.IsZero() {
-		s.markAt, s.markProcessed = now, processed
+		s.markAt, s.markProcessed, s.markIdle = now, processed, idle
 		return
 	}
 	// The first measure comes after a fifth of a second, so that a fault
 	// early in a run starts from a rate too.
-	if d := now.Sub(s.markAt); d >= time.Second || s.rate == 0 && d >= time.Second/5 {
-		s.rate = float64(processed-s.markProcessed) / d.Seconds()
-		s.markAt, s.markProcessed = now, processed
+	d := now.Sub(s.markAt)
+	if d < time.Second && !(s.rate == 0 && d >= time.Second/5) {
+		return
 	}
+	waited := float64(idle-s.markIdle) >= keptUp*float64(d)
+	if !s.disturbed && (waited || s.rate == 0) {
+		s.rate = float64(processed-s.markProcessed) / d.Seconds()
+	}
+	s.markAt, s.markProcessed, s.markIdle, s.disturbed = now, processed, idle, !s.until.IsZero()
 }
 
 // begin starts a slow fault of factor for d at now.
@@ -60,7 +79,7 @@ func (s *slowing) begin(now time.Time, factor float64, d time.Duration) {
 	if rate < slowFloorRate {
 		rate = slowFloorRate
 	}
-	s.until = now.Add(d)
+	s.until, s.disturbed = now.Add(d), true
 	s.perRecord = time.Duration(math.Min(float64(time.Second)*factor/rate, float64(time.Second)))
 }
 
@@ -79,6 +98,7 @@ func (s *slowing) active(now time.Time) bool {
 // resumeSlow carries a slow fault that outlasted the subtask's previous
 // attempt over to this one.
 func (t *task) resumeSlow() {
+	t.slow.rate = math.Float64frombits(t.m.normalRate.Load())
 	if u := t.m.slowUntil.Load(); u != 0 {
 		t.slow.until, t.slow.perRecord = time.Unix(0, int64(u)), time.Duration(t.m.slowPer.Load())
 	}
@@ -87,7 +107,11 @@ func (t *task) resumeSlow() {
 // measureRate notes the batch begun at began, just handled, for the slow
 // fault's measure.
 func (t *task) measureRate(began time.Time) {
-	t.slow.measure(began, t.m.RecordsIn.Load()+t.in)
+	before := t.slow.rate
+	t.slow.measure(began, t.m.RecordsIn.Load()+t.in, t.m.IdleNanos.Load())
+	if t.slow.rate != before {
+		t.m.normalRate.Store(math.Float64bits(t.slow.rate))
+	}
 }
 
 // slowed reports whether a slow fault holds the task now; the UI's view of

@@ -40,6 +40,9 @@ type TaskMetrics struct {
 	// it holds each record (ns). A subtask deployed again while the fault
 	// lasts goes on slowly: the fault is the machine's, not the attempt's.
 	slowUntil, slowFactor, slowPer atomic.Uint64
+	// normalRate is the subtask's normal rate the slow fault measures
+	// (math.Float64bits), kept for the instances deployed after this one.
+	normalRate atomic.Uint64
 	// offsets are a source subtask's next offsets per partition, published
 	// after each read (map[int32]int64, never changed once stored).
 	offsets atomic.Value
