@@ -25,54 +25,60 @@ func startDemo(t *testing.T, flags ...string) *tmuxSession {
 	return s
 }
 
-// The at-least-once lesson from the keyboard, as a trainer gives it: m m
-// (at-least-once), a slow fault on join/0, which the graph marks, the join
-// waiting for its barriers for over a second, then a panic in join/1: the
-// verify line counts duplicates, as at-least-once duplicates.
+// The at-least-once lesson from the keyboard, as a trainer gives it: a
+// slow fault on join/0, which the graph marks, and while its aligned
+// checkpoint is still pending, m m (at-least-once); that checkpoint
+// completes, the join counts records past the barriers of the next ones,
+// then a panic in join/1: the verify line counts duplicates, as
+// at-least-once duplicates (the aligned checkpoint triggered before the
+// switch does not end the at-least-once period), and q exits 0.
 func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	t.Parallel()
 	s := startDemo(t, "--checkpoint-interval 1s")
-	// m goes from aligned to unaligned, then to at-least-once.
-	s.keys("m")
-	s.waitFor("unaligned mode", 10*time.Second, contains("exactly-once · unaligned"))
-	s.keys("m")
-	s.waitFor("at-least-once mode", 10*time.Second, contains("at-least-once · no alignment"))
 	// The selection starts on join/0.
 	s.waitFor("join/0 selected", 5*time.Second, contains("▸join/0"))
 	s.inject("3", "slow", "join/0")
 	s.waitFor("join/0 marked slow", 15*time.Second, contains("SLOW"))
-	aligning := regexp.MustCompile(`COUNT(?:ING)? #\d+ (\d+(?:\.\d+)?)(ms|s)\b`)
-	s.waitFor("a barrier waited for over a second at the join", 60*time.Second, func(sc string) bool {
-		for _, m := range aligning.FindAllStringSubmatch(sc, -1) {
-			if v, _ := strconv.ParseFloat(m[1], 64); m[2] == "s" && v >= 1 {
-				return true
-			}
-		}
-		return false
-	})
-	completed := regexp.MustCompile(`checkpoint (\d+) completed in`)
-	sc := s.screen()
-	last := 0
-	for _, m := range completed.FindAllStringSubmatch(sc, -1) {
-		last = max(last, atoi(m[1]))
+	aligning := regexp.MustCompile(`ALIGN(?:ING)? #(\d+)`)
+	sc := s.waitFor("an aligned checkpoint pending at the join", 60*time.Second, aligning.MatchString)
+	pending := atoi(aligning.FindStringSubmatch(sc)[1])
+	// m goes from aligned to unaligned, then to at-least-once: pressed
+	// fast, as a trainer does.
+	s.keys("m")
+	s.keys("m")
+	s.waitFor("at-least-once mode", 10*time.Second, contains("at-least-once · no alignment"))
+	completedNo := func(id int) func(string) bool {
+		return contains(fmt.Sprintf("checkpoint %d completed in", id))
 	}
-	s.waitFor("a checkpoint completed while join/0 is slow", 60*time.Second, func(sc string) bool {
-		for _, m := range completed.FindAllStringSubmatch(sc, -1) {
-			if atoi(m[1]) > last {
+	s.waitFor(fmt.Sprintf("the aligned checkpoint %d to complete", pending), 60*time.Second, completedNo(pending))
+	counting := regexp.MustCompile(`COUNT(?:ING)? #(\d+) (\d+(?:\.\d+)?)(ms|s)\b`)
+	var after int
+	s.waitFor("a barrier waited for over a second at the join", 60*time.Second, func(sc string) bool {
+		for _, m := range counting.FindAllStringSubmatch(sc, -1) {
+			if v, _ := strconv.ParseFloat(m[2], 64); m[3] == "s" && v >= 1 {
+				after = atoi(m[1])
 				return true
 			}
 		}
 		return false
 	})
+	s.waitFor(fmt.Sprintf("at-least-once checkpoint %d to complete", after), 60*time.Second, completedNo(after))
 	s.keys("Right")
 	s.waitFor("join/1 selected", 5*time.Second, contains("▸join/1"))
 	s.inject("1", "panic", "join/1")
 	dup := regexp.MustCompile(`dup ([\d,]+) \(at-least-once\)`)
-	s.waitFor("duplicates on the verify line, as at-least-once's", 90*time.Second, func(sc string) bool {
+	sc = s.waitFor("duplicates on the verify line, as at-least-once's", 90*time.Second, func(sc string) bool {
 		m := dup.FindStringSubmatch(sc)
-		return m != nil && m[1] != "0"
+		return m != nil && m[1] != "0" || strings.Contains(sc, "✗ DUPLICATES")
 	})
+	if strings.Contains(sc, "✗ DUPLICATES") {
+		t.Fatalf("the verify line calls at-least-once's duplicates a failure:\n%s", sc)
+	}
 	s.keys("q")
+	sc = s.waitFor("the summary", 60*time.Second, contains("faultline exited"))
+	if !strings.Contains(sc, "faultline exited 0") {
+		t.Fatalf("q after the at-least-once lesson:\n%s", sc)
+	}
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(strings.ReplaceAll(s, ",", "")); return n }
