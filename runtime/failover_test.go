@@ -121,20 +121,22 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 		mustLose    bool
 		unaligned   bool // with unaligned checkpoints and join/0 slowed: in-flight records in the restored state
 	}{
-		{"join", "after-records=20000,task=join/1,fault=panic", true, false},
-		{"join, unaligned", "after-records=20000,task=join/1,fault=panic", true, true},
-		{"sink, unaligned", "after-records=9000,task=sink/0,fault=error", true, true},
-		{"sink", "after-records=9000,task=sink/0,fault=error", true, false},
-		{"revenue", "after-records=9000,task=revenue/0,fault=panic", false, false},
-		{"parse", "after-records=9000,task=parse-payments/1,fault=panic", false, false},
+		// Of 50,000 records join/1 handles about 25,000, the sink and
+		// each subtask of revenue and parse about 12,000.
+		{"join", "after-records=10000,task=join/1,fault=panic", true, false},
+		{"join, unaligned", "after-records=10000,task=join/1,fault=panic", true, true},
+		{"sink, unaligned", "after-records=4500,task=sink/0,fault=error", true, true},
+		{"sink", "after-records=4500,task=sink/0,fault=error", true, false},
+		{"revenue", "after-records=4500,task=revenue/0,fault=panic", false, false},
+		{"parse", "after-records=4500,task=parse-payments/1,fault=panic", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			faults := []string{tc.fault}
 			if tc.unaligned {
-				faults = append(faults, "after-records=3000,task=join/0,fault=slow,factor=5,for=2s")
+				faults = append(faults, "after-records=1500,task=join/0,fault=slow,factor=5,for=2s")
 			}
-			r := (&run{records: 100000, rate: 50000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
+			r := (&run{records: 50000, rate: 25000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
 				unaligned: tc.unaligned, faults: faults}).do(t)
 			if r.res.Status != JobFinished || r.res.Restarts != 1 {
 				t.Fatalf("status %s restarts %d", r.res.Status, r.res.Restarts)
@@ -261,14 +263,14 @@ func TestACheckpointCanBeTriggeredOnceTheJobRunsAgain(t *testing.T) {
 		faults   []string
 	}{
 		{"region", pipeline, restart.FailoverRegion, []string{
-			"after-records=2500,task=enrich/2,fault=panic",
-			"after-records=5000,task=enrich/0,fault=panic",
-			"after-records=7500,task=enrich/3,fault=panic",
+			"after-records=1250,task=enrich/2,fault=panic",
+			"after-records=2500,task=enrich/0,fault=panic",
+			"after-records=3750,task=enrich/3,fault=panic",
 		}},
 		{"full", spec.Default(), restart.FailoverFull, []string{
-			"after-records=12000,task=join/1,fault=panic",
-			"after-records=14000,task=revenue/0,fault=error",
-			"after-records=16000,task=parse-orders/1,fault=panic",
+			"after-records=6000,task=join/1,fault=panic",
+			"after-records=7000,task=revenue/0,fault=error",
+			"after-records=8000,task=parse-orders/1,fault=panic",
 		}},
 	}
 	for _, tc := range cases {
@@ -292,7 +294,7 @@ func TestACheckpointCanBeTriggeredOnceTheJobRunsAgain(t *testing.T) {
 				}
 				return false
 			}
-			r := (&run{job: tc.job, records: 100000, rate: 50000, interval: 50 * time.Millisecond,
+			r := (&run{job: tc.job, records: 50000, rate: 25000, interval: 50 * time.Millisecond,
 				failover: tc.failover, faults: tc.faults,
 				onEvent: func(j *Job, e Event) {
 					if !runsAgain(e) {

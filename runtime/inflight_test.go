@@ -172,8 +172,19 @@ func TestDecodeInFlightRejectsDamage(t *testing.T) {
 		"number missing":   {inFlightFormat, 1, tagEventTime, 2},
 		"number overlong":  {inFlightFormat, 1, tagEventTime, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0},
 	}
+	// Cut at every byte but inside the last sample's 70,000 bytes of
+	// payload, where every 997th cut and the last 64 stand for the rest
+	// (each cut decodes a copy: all of them cost seconds under -race).
+	samples := inFlightSamples()
+	small, err := encodeInFlight(nil, samples[:len(samples)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := len(small) + 400 // the last sample's tag, key and lengths
 	for i := 0; i < len(good); i++ {
-		bad[fmt.Sprintf("truncated to %d bytes", i)] = good[:i]
+		if i < header || len(good)-i <= 64 || i%997 == 0 {
+			bad[fmt.Sprintf("truncated to %d bytes", i)] = good[:i]
+		}
 	}
 	for name, b := range bad {
 		got, err := decodeInFlight(b)

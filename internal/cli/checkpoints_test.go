@@ -121,7 +121,7 @@ func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	broker := startBroker(t)
-	base := []string{"run", "--headless", "--records", "200000", "--rate", "50000", "--checkpoint-interval", "100ms",
+	base := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
 	// Stop the first run part way (as a crash would) so that the job has
 	// work left when it resumes.
@@ -172,7 +172,7 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	broker := startBroker(t)
-	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "100ms",
+	base := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
 	cmd := command(t, append(base, "--savepoint-on-exit", "--inject", "after=200ms,fault=savepoint")...)
 	var stdout bytes.Buffer

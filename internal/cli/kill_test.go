@@ -75,7 +75,7 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	broker := startBroker(t)
-	base := []string{"run", "--headless", "--records", "200000", "--rate", "40000", "--checkpoint-interval", "500ms",
+	base := []string{"run", "--headless", "--records", "100000", "--rate", "30000", "--checkpoint-interval", "500ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
 	// Checkpoints are triggered every 500 ms: the damage falls between the
 	// third and the fourth, with two older ones to fall back on; the crash
@@ -245,14 +245,38 @@ func jsonLines(r io.Reader) <-chan map[string]any {
 
 // A second Ctrl-C while the output is being checked quits at once, with
 // exit 1 and a line that says what it left; the resumed run then goes on
-// from the last checkpoint and ends exact.
+// from the last checkpoint and ends exact. The check is held where a user
+// loses patience with it: on a broker that stops answering (the broker
+// process stopped with SIGSTOP as the job finishes).
 func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	args := []string{"run", "--headless", "--records", "500000", "--checkpoint-interval", "300ms", "--state-dir", dir, "--listen", "0"}
+	b := command(t, "broker", "--state-dir", filepath.Join(dir, "broker"), "--listen", "0")
+	b.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // SIGSTOP goes to its process group alone
+	out, err := b.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-b.Process.Pid, syscall.SIGCONT)
+		b.Process.Signal(syscall.SIGTERM)
+		b.Wait()
+	})
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	_, rest, _ := strings.Cut(line, "listening on ")
+	addr, _, _ := strings.Cut(rest, " ")
+	args := []string{"run", "--headless", "--records", "20000", "--checkpoint-interval", "300ms",
+		"--state-dir", filepath.Join(dir, "state"), "--brokers", addr, "--generate"}
 	cmd, stderr, lines := startRun(t, args...)
-	// The job finishes; checking 500,000 input records and what they made
-	// takes seconds, and that is when the user loses patience.
+	for m := range lines {
+		if m["event"] == "job_status" && m["status"] == "FINISHED" {
+			break // the check comes next, and needs the broker
+		}
+	}
+	syscall.Kill(-b.Process.Pid, syscall.SIGSTOP)
 	waitEvents(t, lines, "verify_started", 1)
 	cmd.Process.Signal(syscall.SIGINT)
 	// Later than supervise.Again, so that it is a second Ctrl-C and not
@@ -261,7 +285,7 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGINT)
 	second := time.Now()
 	report := reportOf(lines)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	took := time.Since(second)
 	if code := cmd.ProcessState.ExitCode(); code != 1 || report != nil {
 		t.Fatalf("exit %d (%v), report %v; want exit 1 and no report; stderr %q", code, err, report, stderr)
@@ -272,6 +296,7 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	if took > 3*time.Second {
 		t.Fatalf("quit %s after the second Ctrl-C", took)
 	}
+	syscall.Kill(-b.Process.Pid, syscall.SIGCONT)
 	r := faultline(t, append(args, "--resume")...)
 	if r.code != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
 		t.Fatalf("resume: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
