@@ -33,6 +33,9 @@ import (
 //   - other readers (the live verifier of the terminal UI) say how far they
 //     have read.
 //
+// A partition's last record always stays, and with it the end of the
+// partition's log (see keepLast).
+//
 // Run owns the ledger while it runs; the caller uses it again once Run has
 // returned.
 type Retention struct {
@@ -168,6 +171,9 @@ func (r *Retention) Round(ctx context.Context) error {
 			want[topic][p] = min(to, f)
 		}
 	}
+	if err := keepLast(cl, want); err != nil {
+		return err
+	}
 	for topic, parts := range want {
 		for p, to := range parts {
 			if rp, ok := readers[topic][p]; ok {
@@ -182,6 +188,32 @@ func (r *Retention) Round(ctx context.Context) error {
 	}
 	r.cfg.Logf("broker retention: output floor %v, ledger %v, deleting below %v", outFloor, r.cfg.Ledger.Positions, want)
 	return r.delete(cl, want)
+}
+
+// keepLast lowers want so that each partition keeps its last record. The
+// broker deletes whole segments, the last one too once all of it lies
+// below the new start, and reads a partition without a segment back as
+// empty from offset 0: the end it had is written nowhere else. After a
+// crash the input would be written again from 0, and the output would go
+// on at offsets the ledger has counted already.
+func keepLast(cl sarama.Client, want checkpoint.Offsets) error {
+	for topic, parts := range want {
+		var ps []int32
+		for p := range parts {
+			ps = append(ps, p)
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		ends, err := listOffsets(cl, topic, ps, sarama.ReadUncommitted)
+		if err != nil {
+			return err
+		}
+		for p, to := range parts {
+			parts[p] = min(to, ends[p]-1)
+		}
+	}
+	return nil
 }
 
 // floorOf is, per partition of parts, the lowest offset offsets gives over
