@@ -211,6 +211,38 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 	readAtEveryFetchSize(t, c, "revenue", want)
 }
 
+// A topic the broker creates on first use (a client asking for it by name,
+// as kcat producing to a new topic does) is in topics.json at once: a
+// process killed before it stops cleanly leaves a log the broker reads
+// back with the topic and its records.
+func TestTopicCreatedOnFirstUseOutlivesAKill(t *testing.T) {
+	dir := t.TempDir()
+	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// A client of its own, as kcat is: faultline's never creates topics
+	// on first use.
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Producer.Return.Successes = true
+	p, err := sarama.NewSyncProducer([]string{e.Addr}, cfg)
+	must(t, err)
+	_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: "new-topic", Value: sarama.StringEncoder("first")})
+	must(t, err)
+	p.Close()
+	killed := crashImage(t, dir)
+	e2, c := startOn(t, killed, 1)
+	cl, err := c.NewClient()
+	must(t, err)
+	defer cl.Close()
+	if end, err := cl.GetOffset("new-topic", 0, sarama.OffsetNewest); err != nil || end != 1 {
+		t.Fatalf("new-topic/0 after the kill ends at %d (%v), want 1", end, err)
+	}
+	e2.Close()
+}
+
 // A process killed between a batch's write and its index entry's, or in
 // the middle of the entry, leaves the segment's index short of its
 // batches. The broker completes the index when it reads the log back, so
