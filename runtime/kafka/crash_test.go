@@ -213,8 +213,8 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 
 // A topic the broker creates on first use (a client asking for it by name,
 // as kcat producing to a new topic does) is in topics.json at once: a
-// process killed before it stops cleanly leaves a log the broker reads
-// back with the topic and its records.
+// process killed before it stops cleanly leaves a log the check passes and
+// the broker reads back with the topic and its records.
 func TestTopicCreatedOnFirstUseOutlivesAKill(t *testing.T) {
 	dir := t.TempDir()
 	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
@@ -233,6 +233,9 @@ func TestTopicCreatedOnFirstUseOutlivesAKill(t *testing.T) {
 	must(t, err)
 	p.Close()
 	killed := crashImage(t, dir)
+	if err := checkLog(killed, LogNeeds{}); err != nil {
+		t.Fatalf("the log a kill left: %v", err)
+	}
 	e2, c := startOn(t, killed, 1)
 	cl, err := c.NewClient()
 	must(t, err)

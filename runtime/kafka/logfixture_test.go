@@ -24,8 +24,9 @@ type brokerLog struct {
 }
 
 // writeBrokerLog writes a brokerLog: 7,000 records of 1 KiB into orders/0
-// (four segments or more), 200 into each other input partition, and two
-// committed transactions of 500 records into revenue.
+// (four segments or more) and five batches of one record, 200 records into
+// each other input partition, and two committed transactions of 500
+// records into revenue.
 func writeBrokerLog(t *testing.T) brokerLog {
 	t.Helper()
 	dir := t.TempDir()
@@ -53,6 +54,13 @@ func writeBrokerLog(t *testing.T) brokerLog {
 			if err := p.SendMessages(msgs); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	// Five batches of one record each close orders/0: its last segment
+	// holds several batches whatever Sarama made of the rounds.
+	for i := range 5 {
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("last-", i))}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	p.Close()

@@ -255,6 +255,9 @@ func TestRetentionKeepsTheEndOfAPartitionItEmpties(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := crashImage(t, dir)
+	if err := checkLog(killed, LogNeeds{}); err != nil {
+		t.Fatal(err)
+	}
 	_, c = startOn(t, killed, 1)
 	cl, err := c.NewClient()
 	if err != nil {
