@@ -153,8 +153,8 @@ func BenchmarkJobVersusBareConsumer(b *testing.B) {
 
 // BenchmarkCheckLog checks a log of 400,000 input records (about 34 MiB in
 // 8 partitions of 1 MiB segments), as a run does before the embedded
-// broker reads it; it reports the check's time per record and the time
-// the broker itself then takes to start on the log.
+// broker reads it; it also reports how long the broker's whole start on
+// that log takes, the check included (start-ms).
 func BenchmarkCheckLog(b *testing.B) {
 	dir := b.TempDir()
 	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
@@ -184,6 +184,6 @@ func BenchmarkCheckLog(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "broker-start-ms")
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "start-ms")
 	e.Close()
 }
