@@ -37,6 +37,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 				return usagef("--listen %d: want a port from 0 to 65535", listen)
 			}
 			dir := ""
+			var needs kafka.LogNeeds
 			if !inMemory {
 				if stateDir == "" {
 					d, err := defaultStateDir()
@@ -53,10 +54,15 @@ state dir, so topics, offsets and committed transactions survive a restart.
 					return exitError{code: 1, err: err}
 				}
 				defer store.Close()
+				// The log must hold what the state dir's runs need of
+				// it, as it must for a run.
+				if needs, err = brokerNeeds(cmd.Context(), store, stateDir); err != nil {
+					return exitError{code: 1, err: err}
+				}
 			}
 			job := spec.Default()
 			topics := kafka.Topics(job.Op("sink").Topic, 1)
-			b, err := kafka.StartEmbedded(listen, dir, topics)
+			b, err := kafka.StartEmbedded(listen, dir, topics, kafka.WithLogNeeds(needs))
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}

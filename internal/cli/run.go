@@ -83,6 +83,7 @@ type runState struct {
 	// dir (see goesOn); restorable: a checkpoint of the job is there.
 	continues, restorable bool
 	recordInput           func() error // writes inputFile, once (see inputRecorder)
+	input                 inputRecord
 	// watch
 	stopRun     context.CancelCauseFunc
 	obs         *runtime.Observer
@@ -172,6 +173,7 @@ func (r *runState) prepare(ctx context.Context) error {
 		return err
 	}
 	r.recordInput = inputRecorder(stateDir, input)
+	r.input = input
 	// The badger state backend's databases: one per subtask and attempt,
 	// left over only by a killed process, so emptied at start.
 	r.workDir = filepath.Join(stateDir, "work")
@@ -199,7 +201,7 @@ func (r *runState) prepare(ctx context.Context) error {
 	// records the embedded broker deleted. A run that goes on from this
 	// job's checkpoints goes on from it; any other starts a new one.
 	r.expect = verify.ExpectOf(p.job)
-	r.ledgerPath = filepath.Join(stateDir, "verify", "ledger")
+	r.ledgerPath = filepath.Join(stateDir, ledgerFile)
 	if err := r.goesOn(ctx, len(held) > 0); err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -287,7 +289,7 @@ func (r *runState) startKafka(ctx context.Context) error {
 	o, p := r.o, r.p
 	r.generate = o.kafka.generate
 	if len(p.client.Brokers) == 0 {
-		if err := r.startEmbedded(); err != nil {
+		if err := r.startEmbedded(ctx); err != nil {
 			return err
 		}
 	}
@@ -355,41 +357,6 @@ func (r *runState) startKafka(ctx context.Context) error {
 	return nil
 }
 
-// startEmbedded starts the embedded broker with its log in the state dir.
-func (r *runState) startEmbedded() error {
-	o, p := r.o, r.p
-	topics := map[string]int32{}
-	for _, t := range p.logicalTopics() {
-		topics[t] = runtime.GeneratorPartitions
-	}
-	for _, op := range p.job.Operators {
-		if op.Type == spec.TypeSink {
-			topics[p.topicMap[op.Name]] = 1
-		}
-	}
-	logDir := filepath.Join(r.stateDir, "kafka")
-	broker, err := kafka.StartEmbedded(o.kafka.listen, logDir, topics)
-	if err != nil {
-		return exitError{code: 1, err: err}
-	}
-	r.onClose(broker.Close)
-	r.embedded = broker
-	obs := r.obs
-	r.brokerDown = func(d time.Duration) error {
-		broker.Down(d)
-		time.AfterFunc(d, func() { obs.Emit(view.BrokerUp{Address: broker.Addr}) })
-		return nil
-	}
-	p.client.Brokers = []string{broker.Addr}
-	p.client.Embedded = true
-	r.generate = true
-	if broker.Note != "" {
-		fmt.Fprintln(r.stderr, "faultline:", broker.Note)
-	}
-	r.obs.Emit(view.BrokerStarted{Address: broker.Addr, Embedded: true, LogDir: logDir, Note: broker.Note})
-	return nil
-}
-
 // checkSourceTopics refuses source topics that do not exist when faultline
 // writes no input: nothing would write into a topic faultline created, and
 // a misspelt --topic would read nothing and look like success.
@@ -449,6 +416,14 @@ func (r *runState) fill(ctx context.Context, w *kafka.Writer) error {
 		return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
 	}
 	r.obs.Emit(view.InputWritten{Records: n, DurationMs: time.Since(start).Milliseconds()})
+	// The log holds the whole input now: the next run checks that it
+	// still does.
+	if r.embedded != nil && r.input.Written != o.records {
+		r.input.Written = o.records
+		if err := writeInputRecord(r.stateDir, r.input); err != nil {
+			return exitError{code: 1, err: err}
+		}
+	}
 	return nil
 }
 

@@ -28,6 +28,10 @@ type inputRecord struct {
 	Job     string `json:"job"`
 	Seed    int64  `json:"seed"`
 	Records int64  `json:"records"` // 0: unbounded (until stopped)
+	// Written is how many of the records (of an input of --records
+	// Written) the broker's log is known to hold whole: set once a bounded
+	// input has been written, so that the log can be checked for them.
+	Written int64 `json:"written,omitempty"`
 }
 
 // readInputRecord reads the state dir's inputFile; nil when there is none
@@ -99,6 +103,7 @@ func (o *runOptions) checkInput(stateDir, job string, generated bool) (inputReco
 	if err != nil || had == nil {
 		return want, err
 	}
+	want.Written = had.Written
 	fresh := "or start again from nothing with --fresh"
 	switch {
 	case had.Job != job:

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -39,10 +38,27 @@ const (
 	diskSegmentBytes   = 1 << 20
 )
 
+// EmbeddedOpt is an option of StartEmbedded.
+type EmbeddedOpt func(*embeddedCfg)
+
+type embeddedCfg struct {
+	needs LogNeeds
+}
+
+// WithLogNeeds has StartEmbedded check that the log holds what a state dir
+// needs of it (see LogNeeds) before the broker reads it.
+func WithLogNeeds(n LogNeeds) EmbeddedOpt { return func(c *embeddedCfg) { c.needs = n } }
+
 // StartEmbedded starts the broker on port (0: any free port), falling back
-// to a free port when port is taken. dataDir "" keeps everything in memory.
-// topics are created with their partition counts if they do not exist.
-func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded, error) {
+// to a free port when port is taken. dataDir "" keeps everything in memory;
+// a log in dataDir is checked first (checkLog), and a damaged one is
+// refused with ErrLogDamaged. topics are created with their partition
+// counts if they do not exist.
+func StartEmbedded(port int, dataDir string, topics map[string]int32, options ...EmbeddedOpt) (*Embedded, error) {
+	var cfg embeddedCfg
+	for _, o := range options {
+		o(&cfg)
+	}
 	opts := func(p int) []kfake.Opt {
 		// Like Kafka by default (auto.create.topics.enable, num.partitions
 		// 1), a topic a client asks for by name is created on first use:
@@ -56,7 +72,11 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 		}
 		return append(o, kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(segment)}))
 	}
-	if err := checkLogDir(dataDir); err != nil {
+	if err := checkLog(dataDir, cfg.needs); err != nil {
+		var d *logDamage
+		if errors.As(err, &d) {
+			return nil, fmt.Errorf("%w: %v; start again from nothing with --fresh or faultline reset", ErrLogDamaged, d)
+		}
 		return nil, err
 	}
 	e := &Embedded{}
@@ -67,7 +87,7 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 	}
 	if err != nil {
 		if dataDir != "" && !isAddrInUse(err) {
-			return nil, fmt.Errorf("%w: %s cannot be read back (%v): its topics, offsets and transactions are lost; start again from nothing with --fresh", ErrLogDamaged, dataDir, err)
+			return nil, fmt.Errorf("%w: %s cannot be read back (%v): its topics, offsets and transactions are lost; start again from nothing with --fresh or faultline reset", ErrLogDamaged, dataDir, err)
 		}
 		if dataDir != "" {
 			return nil, fmt.Errorf("start the embedded Kafka broker (log in %s): %w", dataDir, err)
@@ -98,36 +118,10 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32) (*Embedded
 }
 
 // ErrLogDamaged means the embedded broker's log in the state dir cannot be
-// read back: a file of it is missing or damaged. Nothing in it can be
-// trusted; `faultline run --fresh` starts again from nothing.
+// read back, or does not hold what the state dir needs of it: a file of it
+// is missing or damaged. Nothing in it can be trusted; `faultline run
+// --fresh` or `faultline reset` starts again from nothing.
 var ErrLogDamaged = errors.New("the embedded Kafka broker's log is damaged")
-
-// checkLogDir refuses a log dir that holds a broker's data without the
-// meta.json that the broker reads first: without it the broker would
-// start empty beside the old data, and the job would read only part of
-// its input.
-func checkLogDir(dir string) error {
-	if dir == "" {
-		return nil
-	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) || err == nil && len(entries) == 0 {
-		return nil // a new log
-	}
-	if err != nil {
-		return fmt.Errorf("the embedded Kafka broker's log %s: %w", dir, err)
-	}
-	fi, err := os.Stat(filepath.Join(dir, "meta.json"))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%w: %s has no meta.json, so its topics, offsets and transactions cannot be read back; start again from nothing with --fresh", ErrLogDamaged, dir)
-	case err != nil:
-		return fmt.Errorf("%w: %s: %v; start again from nothing with --fresh", ErrLogDamaged, dir, err)
-	case fi.Size() == 0:
-		return fmt.Errorf("%w: %s has an empty meta.json, so its topics, offsets and transactions cannot be read back; start again from nothing with --fresh", ErrLogDamaged, dir)
-	}
-	return nil
-}
 
 func isAddrInUse(err error) bool {
 	var se *os.SyscallError

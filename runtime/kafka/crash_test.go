@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/IBM/sarama"
+
 	"faultline/runtime"
 )
 
@@ -19,11 +21,18 @@ import (
 func crashImage(t *testing.T, dir string) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	copyTree(t, dir, dst)
+	return dst
+}
+
+// copyTree copies the folder src, with everything in it, to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, path)
+		rel, _ := filepath.Rel(src, path)
 		to := filepath.Join(dst, rel)
 		if d.IsDir() {
 			return os.MkdirAll(to, 0o755)
@@ -46,7 +55,6 @@ func crashImage(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dst
 }
 
 // startOn starts a broker on the log folder dir (the default job's topics;
@@ -201,4 +209,72 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 	crashedAgain := crashImage(t, crashed)
 	_, c = startOn(t, crashedAgain, 1)
 	readAtEveryFetchSize(t, c, "revenue", want)
+}
+
+// A topic the broker creates on first use (a client asking for it by name,
+// as kcat producing to a new topic does) is in topics.json at once: a
+// process killed before it stops cleanly leaves a log the check passes and
+// the broker reads back with the topic and its records.
+func TestTopicCreatedOnFirstUseOutlivesAKill(t *testing.T) {
+	dir := t.TempDir()
+	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// A client of its own, as kcat is: faultline's never creates topics
+	// on first use.
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Producer.Return.Successes = true
+	p, err := sarama.NewSyncProducer([]string{e.Addr}, cfg)
+	must(t, err)
+	_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: "new-topic", Value: sarama.StringEncoder("first")})
+	must(t, err)
+	p.Close()
+	killed := crashImage(t, dir)
+	if err := checkLog(killed, LogNeeds{}); err != nil {
+		t.Fatalf("the log a kill left: %v", err)
+	}
+	e2, c := startOn(t, killed, 1)
+	cl, err := c.NewClient()
+	must(t, err)
+	defer cl.Close()
+	if end, err := cl.GetOffset("new-topic", 0, sarama.OffsetNewest); err != nil || end != 1 {
+		t.Fatalf("new-topic/0 after the kill ends at %d (%v), want 1", end, err)
+	}
+	e2.Close()
+}
+
+// A process killed between a batch's write and its index entry's, or in
+// the middle of the entry, leaves the segment's index short of its
+// batches. The broker completes the index when it reads the log back, so
+// that the entries it writes next describe their own batches, and the next
+// crash of that kind leaves it one entry short again, never two.
+func TestEmbeddedBrokerCompletesAnIndexACrashLeftShort(t *testing.T) {
+	log := writeBrokerLog(t)
+	for _, cut := range []int64{kfakeIndexEntry, 8} {
+		t.Run(fmt.Sprintf("%d bytes cut", cut), func(t *testing.T) {
+			dir := crashImage(t, log.dir)
+			noSnapshots(t, dir)
+			truncate(t, segPath(t, dir, "orders-0", -1, "idx"), cut)
+			e, c := startOn(t, dir, 1)
+			p, err := c.syncProducer()
+			must(t, err)
+			for i := range 10 {
+				_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})
+				must(t, err)
+			}
+			p.Close()
+			e.Close()
+			for i := range segments(t, dir, "orders-0") {
+				batches := len(batchStarts(t, segPath(t, dir, "orders-0", i, "dat")))
+				fi, err := os.Stat(segPath(t, dir, "orders-0", i, "idx"))
+				must(t, err)
+				if fi.Size() != int64(batches*kfakeIndexEntry) {
+					t.Errorf("segment %d: index of %d bytes for %d batches", i, fi.Size(), batches)
+				}
+			}
+		})
+	}
 }

@@ -33,6 +33,9 @@ import (
 //   - other readers (the live verifier of the terminal UI) say how far they
 //     have read.
 //
+// A partition's last record always stays, and with it the end of the
+// partition's log (see keepLast).
+//
 // Run owns the ledger while it runs; the caller uses it again once Run has
 // returned.
 type Retention struct {
@@ -114,7 +117,7 @@ func (r *Retention) Round(ctx context.Context) error {
 	}
 	defer cl.Close()
 
-	inFloor := map[string]map[int32]int64{}
+	inFloor := checkpoint.Offsets{}
 	for gen, topic := range r.cfg.Inputs {
 		parts, err := cl.Partitions(topic)
 		if err != nil {
@@ -151,22 +154,9 @@ func (r *Retention) Round(ctx context.Context) error {
 			return nil
 		}
 	}
-	// A checkpoint with nothing pre-committed reads no output on recovery.
-	outFloor := floorOf(cps, outParts, func(c *checkpoint.Completed) map[int32]int64 { return c.OutputFloor()[r.cfg.Output] })
-	want := checkpoint.Offsets{r.cfg.Output: {}}
-	for _, p := range outParts {
-		to, _ := r.cfg.Ledger.Position(r.cfg.Output, p)
-		if f, ok := outFloor[p]; ok {
-			to = min(to, f)
-		}
-		want[r.cfg.Output][p] = to
-	}
-	for topic, floor := range inFloor {
-		want[topic] = map[int32]int64{}
-		for p, f := range floor {
-			to, _ := r.cfg.Ledger.Position(topic, p)
-			want[topic][p] = min(to, f)
-		}
+	want, outFloor := r.below(cps, outParts, inFloor)
+	if err := keepLast(cl, want); err != nil {
+		return err
 	}
 	for topic, parts := range want {
 		for p, to := range parts {
@@ -182,6 +172,57 @@ func (r *Retention) Round(ctx context.Context) error {
 	}
 	r.cfg.Logf("broker retention: output floor %v, ledger %v, deleting below %v", outFloor, r.cfg.Ledger.Positions, want)
 	return r.delete(cl, want)
+}
+
+// below is, per partition, what the job and the ledger let go: the input
+// below both the retained checkpoints' offsets (inFloor) and the ledger,
+// the output below both the ledger and where the retained checkpoints'
+// pre-committed transactions began (outFloor; a checkpoint with nothing
+// pre-committed reads no output on recovery).
+func (r *Retention) below(cps []*checkpoint.Completed, outParts []int32, inFloor checkpoint.Offsets) (want checkpoint.Offsets, outFloor map[int32]int64) {
+	outFloor = floorOf(cps, outParts, func(c *checkpoint.Completed) map[int32]int64 { return c.OutputFloor()[r.cfg.Output] })
+	want = checkpoint.Offsets{r.cfg.Output: {}}
+	for _, p := range outParts {
+		to, _ := r.cfg.Ledger.Position(r.cfg.Output, p)
+		if f, ok := outFloor[p]; ok {
+			to = min(to, f)
+		}
+		want[r.cfg.Output][p] = to
+	}
+	for topic, floor := range inFloor {
+		want[topic] = map[int32]int64{}
+		for p, f := range floor {
+			to, _ := r.cfg.Ledger.Position(topic, p)
+			want[topic][p] = min(to, f)
+		}
+	}
+	return want, outFloor
+}
+
+// keepLast lowers want so that each partition keeps its last record. The
+// broker deletes whole segments, the last one too once all of it lies
+// below the new start, and reads a partition without a segment back as
+// empty from offset 0: the end it had is written nowhere else. After a
+// crash the input would be written again from 0, and the output would go
+// on at offsets the ledger has counted already.
+func keepLast(cl sarama.Client, want checkpoint.Offsets) error {
+	for topic, parts := range want {
+		var ps []int32
+		for p := range parts {
+			ps = append(ps, p)
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		ends, err := listOffsets(cl, topic, ps, sarama.ReadUncommitted)
+		if err != nil {
+			return err
+		}
+		for p, to := range parts {
+			parts[p] = min(to, ends[p]-1)
+		}
+	}
+	return nil
 }
 
 // floorOf is, per partition of parts, the lowest offset offsets gives over

@@ -99,6 +99,12 @@ func (c *Cluster) handleMetadata(creq *clientReq) (kmsg.Response, error) {
 	}
 
 	allowAuto := req.AllowAutoTopicCreation && c.cfg.allowAutoTopic
+	created := false
+	defer func() {
+		if created {
+			c.persistTopicsState()
+		}
+	}()
 	// Dedupe after name resolution so a request that specifies both a
 	// topic name and its TopicID produces one response entry with one
 	// set of partitions (not a merged entry with partitions duplicated).
@@ -132,6 +138,10 @@ func (c *Cluster) handleMetadata(creq *clientReq) (kmsg.Response, error) {
 			}
 			c.data.mkt(topic, -1, -1, nil)
 			ps, _ = c.data.tps.gett(topic)
+			// Written down at once, as CreateTopics does: a crash
+			// before the next clean stop would otherwise leave the
+			// topic's partitions on disk unknown to topics.json.
+			created = true
 		}
 
 		if seenTopic[topic] {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -544,8 +545,10 @@ func (c *Cluster) loadSegmentBatches(pd *partData, fsys fs, pdir string, base in
 
 		// Read metadata from index file (if available). The stored
 		// maxEarlierTimestamp is not used: rebuildMaxTimestampMeta
-		// recomputes it once every segment is loaded.
-		var epoch int32
+		// recomputes it once every segment is loaded. A batch whose
+		// entry is missing (a crash between the two writes) has the
+		// epoch pushBatch stamped on it.
+		epoch := rb.PartitionLeaderEpoch
 		idxOff := batchIdx * indexEntrySize
 		if idxOff+indexEntrySize <= len(idxRaw) {
 			epoch, _, _, _ = decodeIndexEntry(idxRaw[idxOff : idxOff+indexEntrySize])
@@ -588,16 +591,54 @@ func (c *Cluster) loadSegmentBatches(pd *partData, fsys fs, pdir string, base in
 		}
 	}
 
-	// Truncate orphaned index entries that may remain from a prior
-	// crash where the index write succeeded but the segment did not.
-	expectedIdxBytes := int64(batchIdx * indexEntrySize)
-	if int64(len(idxRaw)) > expectedIdxBytes {
-		idxPath := filepath.Join(pdir, indexFileName(base))
-		if f, err := fsys.OpenFile(idxPath, os.O_WRONLY, 0o644); err == nil {
-			f.Truncate(expectedIdxBytes)
-			f.Close()
-		}
+	// Make the index file list exactly the batches loaded: cut
+	// orphaned entries that may remain from a prior crash where the
+	// index write succeeded but the segment did not, and a crash
+	// between a batch's write and its entry's (or in the middle of the
+	// entry) leaves the index short or cut off. The entries written
+	// after it on the next run would then describe the batch before
+	// theirs, and the next crash of that kind would add to the
+	// difference.
+	if len(idxRaw) != batchIdx*indexEntrySize {
+		c.completeIndex(pd, fsys, pdir, base, result, len(idxRaw)/indexEntrySize)
 	}
 
 	return result, nil
+}
+
+// completeIndex rewrites a segment's index file to list its batches
+// exactly: it keeps the first whole entries (at most one per batch) and
+// writes the rest from the loaded batches (the max earlier timestamp is
+// recomputed on load, so each batch's own max timestamp will do).
+func (c *Cluster) completeIndex(pd *partData, fsys fs, pdir string, base int64, batches []*partBatch, whole int) {
+	keep := min(whole, len(batches))
+	idxPath := filepath.Join(pdir, indexFileName(base))
+	f, err := fsys.OpenFile(idxPath, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.cfg.logger.Logf(LogLevelWarn, "partition %s-%d segment %d: open index: %v", pd.t, pd.p, base, err)
+		return
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(keep * indexEntrySize)); err != nil {
+		c.cfg.logger.Logf(LogLevelWarn, "partition %s-%d segment %d: truncate index: %v", pd.t, pd.p, base, err)
+		return
+	}
+	var entries []byte
+	for _, b := range batches[keep:] {
+		e := encodeIndexEntry(b.epoch, b.MaxTimestamp, b.inTx)
+		entries = append(entries, e[:]...)
+	}
+	if len(entries) > 0 {
+		if _, err := f.Seek(int64(keep*indexEntrySize), io.SeekStart); err != nil {
+			c.cfg.logger.Logf(LogLevelWarn, "partition %s-%d segment %d: seek index: %v", pd.t, pd.p, base, err)
+			return
+		}
+		if _, err := f.Write(entries); err != nil {
+			c.cfg.logger.Logf(LogLevelWarn, "partition %s-%d segment %d: complete index: %v", pd.t, pd.p, base, err)
+			return
+		}
+	}
+	if c.cfg.syncWrites {
+		f.Sync()
+	}
 }
