@@ -115,7 +115,7 @@ func TestAtLeastOncePeriodIsEndedByTheCheckpointsTriggeredAfter(t *testing.T) {
 		return len(s) > 0 && s[len(s)-1].To == 0
 	}
 	r := (&run{records: 60000, rate: 20000, interval: 100 * time.Millisecond, periods: periods,
-		faults: []string{"after-records=1000,task=join/0,fault=slow,factor=10,for=3s"},
+		faults: []string{"after-records=1000,task=join/0,fault=slow,factor=10,for=6s"},
 		during: func(j *Job) {
 			var pending int64
 			waitFor(t, "a checkpoint pending at the slowed join", func() bool {
@@ -155,8 +155,11 @@ func TestAtLeastOncePeriodIsEndedByTheCheckpointsTriggeredAfter(t *testing.T) {
 	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Lost != 0 {
 		t.Fatalf("status %s verify %+v", r.res.Status, r.verify)
 	}
-	if r.verify.Duplicates == 0 || r.verify.Duplicates != r.verify.DuplicatesAtLeastOnce {
-		t.Fatalf("verify %+v: want the failure's duplicates, all at-least-once's", r.verify)
+	// The failure's duplicates, when it restored a checkpoint with records
+	// past its barrier (a newer one may have completed first), are all
+	// at-least-once's.
+	if r.verify.Duplicates != r.verify.DuplicatesAtLeastOnce {
+		t.Fatalf("verify %+v: duplicates beyond at-least-once's", r.verify)
 	}
 	t.Logf("verify %+v, periods %v", r.verify, periods.Spans())
 }
