@@ -172,7 +172,7 @@ func damagedFiles(t *testing.T, dir string) []string {
 	}
 	files := []string{filepath.Base(tables[0]), filepath.Base(tables[len(tables)-1]),
 		filepath.Base(vlogs[0]), filepath.Base(vlogs[len(vlogs)-1]), // Badger reads the newest one through when it opens
-		manifestFile, keyRegistryFile, discardFile}
+		manifestFile, keyRegistryFile, discardFile, heldFile}
 	return slices.Compact(files)
 }
 
