@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // removeMemtableLogs deletes the checkpoint store's memtable logs (*.mem)
@@ -77,4 +79,45 @@ func TestDeletedMemtableLogLosesTheNewestCheckpoints(t *testing.T) {
 	if from := res.report["checkpoints"].(map[string]any)["restored_from"].([]any); len(from) == 0 || int64(from[0].(float64)) >= last {
 		t.Fatalf("restored from %v, want a checkpoint before %d", from, last)
 	}
+}
+
+// A run killed at random moments — while a checkpoint is being written,
+// between its commit and the store's record of it, anywhere — never leaves
+// a store that reports a checkpoint lost or damaged.
+func TestKilledRunsNeverReportALoss(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// 40 s of input: every run is killed long before its end.
+	args := []string{"run", "--headless", "--records", "200000", "--rate", "5000", "--checkpoint-interval", "100ms",
+		"--state-dir", dir, "--listen", "0", "--resume"}
+	for round := range 20 {
+		// Kill after the nth checkpoint triggered, and a random time into
+		// its writing and the next.
+		nth, wait := 1+rand.IntN(3), time.Duration(rand.IntN(150_000))*time.Microsecond
+		seen := 0
+		came := killWhen(t, func(m map[string]any) bool {
+			if m["event"] == "checkpoint_triggered" {
+				seen++
+			}
+			if seen < nth {
+				return false
+			}
+			time.Sleep(wait)
+			return true
+		}, args...)
+		if !came {
+			t.Fatalf("round %d: the run ended before checkpoint %d was triggered", round, nth)
+		}
+		v := faultline(t, "checkpoints", "verify", "--state-dir", dir)
+		t.Logf("round %d: killed %v after trigger %d: %s", round, wait.Round(time.Millisecond), nth, finalLine(v.stdout))
+		if v.code != 0 || strings.Contains(v.stdout, "DAMAGED") {
+			t.Fatalf("round %d: verify after a kill: exit %d\n%s%s", round, v.code, v.stdout, v.stderr)
+		}
+	}
+}
+
+// finalLine is the last line of s.
+func finalLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
