@@ -26,10 +26,11 @@ var ErrLocked = errors.New("checkpoint store locked")
 var ErrClosed = errors.New("checkpoint store is closed")
 
 // ErrLost means a checkpoint the store completed is gone: its metadata record
-// is missing, though the store still records it as the newest it holds (see
-// BadgerStore.Newest). Its files were damaged or lost. A resumed run goes back
-// to the newest intact checkpoint before it; `faultline checkpoints delete`
-// of its id acknowledges the loss.
+// is missing, though the store still records that it holds it (in HELD, or
+// as the newest, see BadgerStore.Newest). Its files were damaged or lost (a
+// deleted memtable log takes the newest records with it). A resumed run
+// goes back to the newest intact checkpoint before it; `faultline
+// checkpoints delete` of its id acknowledges the loss.
 var ErrLost = errors.New("checkpoint lost")
 
 // Badger tuning: see OpenBadgerStore and badgerOptions.
@@ -58,10 +59,12 @@ const MaxStateSize = 1 << 30
 // never removes a damaged record (it cannot tell a damaged savepoint from a
 // damaged checkpoint), nor the state blobs of its own id; Delete does.
 //
-// The store also records the newest id it must still hold (Newest): when that
-// record is missing altogether, the checkpoint is "lost" (ErrLost) and
-// Damaged lists it too, so that damage that takes a record away with its key
-// is seen as well as damage that leaves a record unreadable.
+// The store also records the ids of the records it holds, in a file beside
+// Badger's (HELD, see held), and the newest id it must still hold (Newest):
+// when one of those records is missing altogether, the checkpoint is "lost"
+// (ErrLost) and Damaged lists it too, so that damage that takes a record
+// away with its key (a deleted memtable log) is seen as well as damage that
+// leaves a record unreadable.
 //
 // It is safe for concurrent use. Locks are taken in this order: life (read
 // for every operation, write for Close and Clear), then writeMu (Add and
@@ -79,6 +82,11 @@ type BadgerStore struct {
 	writeMu sync.Mutex // serialises Add and Delete: metadata and retention
 	maxID   atomic.Int64
 	newest  atomic.Int64 // written under writeMu
+	// must holds the ids the store must hold, ascending (see held): written
+	// under writeMu, raised after Badger adds a record and lowered before
+	// it deletes one, so that a reader that loads it before reading Badger
+	// never takes a record being added or deleted for a lost one.
+	must atomic.Pointer[[]int64]
 
 	// gcMu keeps value log GC apart from writes: Badger v4.9.6's GC reads
 	// the memtable's max version unsynchronised with the write goroutine
@@ -106,45 +114,41 @@ var (
 	_ PartsStorage = (*BadgerStore)(nil)
 )
 
-// init reads the highest id and the newest and deletes orphan state blobs.
-// Nothing else uses the store yet, so every blob no checkpoint refers to is
-// an orphan.
+// init reads the highest id, the newest and the ids the store must hold
+// (see settle), and deletes orphan state blobs. Nothing else uses the store
+// yet, so every blob no checkpoint refers to is an orphan. Opened to write,
+// it brings HELD up to what the store holds (see held).
 func (s *BadgerStore) init() error {
-	var maxID, newest int64
-	var maxOK, newestOK bool
+	var in storeIDs
 	err := s.db.View(func(txn *badger.Txn) (err error) {
-		if maxID, maxOK, err = readID(txn, maxIDKey); err != nil {
+		if in.sysMax, in.sysMaxOK, err = readID(txn, maxIDKey); err != nil {
 			return err
 		}
-		newest, newestOK, err = readID(txn, newestKey)
+		in.sysNewest, in.sysNewestOK, err = readID(txn, newestKey)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("read max id: %w", err)
 	}
+	if in.held, in.heldOK, err = readHeld(s.dir); err != nil {
+		return fmt.Errorf("read %s: %w", heldFile, err)
+	}
 	entries, err := s.list()
 	if err != nil {
 		return err
 	}
-	// A damaged max id is recovered from the metadata; a store written
-	// before sys/newest existed, or whose newest is damaged, must hold its
-	// highest id.
-	for _, e := range entries {
-		maxID = max(maxID, e.id)
-	}
-	if !maxOK {
-		maxID = max(maxID, newest)
-	}
-	if !newestOK {
-		newest = maxID
-	}
-	for _, e := range entries {
-		newest = max(newest, e.id)
-	}
+	in.present = presentIDs(entries)
+	maxID, newest, must := settle(in)
 	s.maxID.Store(maxID)
 	s.newest.Store(newest)
+	s.must.Store(&must)
 	if s.readOnly {
 		return nil
+	}
+	if !in.heldOK || in.held.maxID != maxID || !slices.Equal(in.held.ids, must) {
+		// Behind the store after a crash, or missing: a failure leaves
+		// it so, which reports nothing falsely.
+		_ = writeHeld(s.dir, held{maxID: maxID, ids: must})
 	}
 	if err := s.sweep(entries, math.MaxInt64, 0); err != nil {
 		return fmt.Errorf("delete orphan state: %w", err)
@@ -219,9 +223,10 @@ func (s *BadgerStore) enterWrite() error {
 //
 // The metadata of c, the new highest id and the removal of the dropped
 // checkpoints' metadata are one Badger transaction, on disk when Add returns.
-// The state blobs are deleted afterwards; when that fails (or the process
-// dies first) the next Add or the next open deletes them, so Add still
-// succeeds.
+// HELD (see held) is written without the dropped ids before it and with c's
+// after it. The state blobs are deleted afterwards; when that fails (or the
+// process dies first) the next Add or the next open deletes them, so Add
+// still succeeds.
 func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 	if c == nil {
 		return errors.New("add checkpoint: nil")
@@ -252,24 +257,62 @@ func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 	if slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == c.ID }) {
 		return fmt.Errorf("add checkpoint %d: already in the store", c.ID)
 	}
-	entries = append(entries, metaEntry{id: c.ID, c: c})
-	slices.SortFunc(entries, func(a, b metaEntry) int { return cmp.Compare(a.id, b.id) })
+	entries, dropped := retention(append(entries, metaEntry{id: c.ID, c: c}), s.retained)
+	maxID := max(s.maxID.Load(), c.ID)
+	newest := max(s.newest.Load(), c.ID)
+	must := *s.must.Load()
+	if len(dropped) > 0 {
+		// Their ids leave HELD before Badger deletes their records (see held).
+		must = without(must, dropped...)
+		if err := writeHeld(s.dir, held{maxID: s.maxID.Load(), ids: must}); err != nil {
+			return fmt.Errorf("add checkpoint %d: record in %s the checkpoints retention drops: %w", c.ID, heldFile, err)
+		}
+		s.must.Store(&must)
+	}
+	if err := s.commitAdd(c.ID, rec, maxID, newest, dropped); err != nil {
+		return fmt.Errorf("add checkpoint %d: %w", c.ID, err)
+	}
+	s.maxID.Store(maxID)
+	s.newest.Store(newest)
+	if !slices.Contains(dropped, c.ID) {
+		must = with(must, c.ID)
+	}
+	s.must.Store(&must)
+	// Its id enters HELD now that Badger holds its record. A failure
+	// leaves HELD behind the store, which reports nothing falsely; the
+	// next Add or open writes it.
+	_ = writeHeld(s.dir, held{maxID: maxID, ids: must})
 
+	// A failed sweep leaves orphans that the next sweep deletes.
+	_ = s.sweep(entries, maxID, 0)
+	s.kickGC()
+	return nil
+}
+
+// retention sorts entries by id and splits off the oldest checkpoints
+// beyond the newest retained ones: it returns the entries kept and the ids
+// dropped. Savepoints and damaged records are always kept.
+func retention(entries []metaEntry, retained int) (kept []metaEntry, dropped []int64) {
+	slices.SortFunc(entries, func(a, b metaEntry) int { return cmp.Compare(a.id, b.id) })
 	var checkpoints []int64
 	for _, e := range entries {
 		if e.c != nil && e.c.Kind == KindCheckpoint {
 			checkpoints = append(checkpoints, e.id)
 		}
 	}
-	var dropped []int64
-	if n := len(checkpoints) - s.retained; n > 0 {
+	if n := len(checkpoints) - retained; n > 0 {
 		dropped = checkpoints[:n]
 	}
-	maxID := max(s.maxID.Load(), c.ID)
-	newest := max(s.newest.Load(), c.ID)
+	kept = slices.DeleteFunc(entries, func(e metaEntry) bool { return slices.Contains(dropped, e.id) })
+	return kept, dropped
+}
 
-	err = s.db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(metaKey(c.ID), rec); err != nil {
+// commitAdd is Add's Badger transaction: the record rec of checkpoint id,
+// the highest id and the newest, and the deletion of the records of the
+// checkpoints dropped.
+func (s *BadgerStore) commitAdd(id int64, rec []byte, maxID, newest int64, dropped []int64) error {
+	return s.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(metaKey(id), rec); err != nil {
 			return err
 		}
 		if err := txn.Set([]byte(maxIDKey), encodeID(maxID)); err != nil {
@@ -278,26 +321,15 @@ func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
 		if err := txn.Set([]byte(newestKey), encodeID(newest)); err != nil {
 			return err
 		}
-		for _, id := range dropped {
-			// After the Set above when c itself is dropped: the last write
-			// of a key in a transaction wins.
-			if err := txn.Delete(metaKey(id)); err != nil {
+		for _, d := range dropped {
+			// After the Set above when the checkpoint itself is dropped:
+			// the last write of a key in a transaction wins.
+			if err := txn.Delete(metaKey(d)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("add checkpoint %d: %w", c.ID, err)
-	}
-	s.maxID.Store(maxID)
-	s.newest.Store(newest)
-
-	entries = slices.DeleteFunc(entries, func(e metaEntry) bool { return slices.Contains(dropped, e.id) })
-	// A failed sweep leaves orphans that the next sweep deletes.
-	_ = s.sweep(entries, maxID, 0)
-	s.kickGC()
-	return nil
 }
 
 // Delete removes checkpoint or savepoint id and the state blobs that only it
@@ -323,22 +355,33 @@ func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
 	}
-	newest := s.newest.Load()
-	held := slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == id })
-	if !held && (id != newest || id < 1) {
+	must := *s.must.Load()
+	present := slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == id })
+	if !present && !slices.Contains(must, id) {
 		return fmt.Errorf("delete checkpoint %d: %w", id, ErrNotFound)
 	}
 	entries = slices.DeleteFunc(entries, func(e metaEntry) bool { return e.id == id })
+	must = without(must, id)
+	newest := s.newest.Load()
 	if id == newest {
 		newest = 0
-		for _, e := range entries {
-			if e.id < id {
-				newest = max(newest, e.id)
+		for _, m := range must {
+			if m < id {
+				newest = max(newest, m)
 			}
 		}
 	}
+	// Its id leaves HELD before Badger deletes its record (see held).
+	if err := writeHeld(s.dir, held{maxID: s.maxID.Load(), ids: must}); err != nil {
+		return fmt.Errorf("delete checkpoint %d: record it in %s: %w", id, heldFile, err)
+	}
+	s.must.Store(&must)
+	maxID := s.maxID.Load()
 	err = s.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Delete(metaKey(id)); err != nil {
+			return err
+		}
+		if err := txn.Set([]byte(maxIDKey), encodeID(maxID)); err != nil { // back, if it was lost
 			return err
 		}
 		return txn.Set([]byte(newestKey), encodeID(newest))
@@ -372,6 +415,11 @@ func (s *BadgerStore) Clear(ctx context.Context) error {
 	}
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
+	// HELD is emptied before Badger drops the records (see held).
+	if err := writeHeld(s.dir, held{}); err != nil {
+		return fmt.Errorf("clear checkpoint store %s: %w", s.dir, err)
+	}
+	s.must.Store(&[]int64{})
 	if err := s.db.DropAll(); err != nil {
 		return fmt.Errorf("clear checkpoint store %s: %w", s.dir, err)
 	}
@@ -450,9 +498,9 @@ func (s *BadgerStore) All(ctx context.Context) ([]*Completed, error) {
 }
 
 // Damaged returns the ids of the metadata records that cannot be read or fail
-// their checksum, and the newest id when its record is lost (ErrLost),
-// ascending. All and Latest skip them; Verify says what is wrong; Delete
-// removes them.
+// their checksum, and of those the store must hold whose record is missing
+// (lost, see ErrLost), ascending. All and Latest skip them; Verify says what
+// is wrong; Delete removes them.
 func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
@@ -461,19 +509,18 @@ func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
 	}
 	defer s.life.RUnlock()
+	must := *s.must.Load() // before Badger is read: see BadgerStore.must
 	entries, err := s.list()
 	if err != nil {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
 	}
-	var out []int64
+	out := lostIDs(must, presentIDs(entries))
 	for _, e := range entries {
 		if e.err != nil {
 			out = append(out, e.id)
 		}
 	}
-	if n := s.newest.Load(); n > 0 && !slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == n }) {
-		out = append(out, n) // above every record
-	}
+	slices.Sort(out)
 	return out, nil
 }
 
@@ -484,12 +531,13 @@ func (s *BadgerStore) MaxID() int64 { return s.maxID.Load() }
 // Newest is the newest checkpoint or savepoint id the store must still hold,
 // 0 when none: set by Add, lowered only by Delete of that id. When its
 // metadata record is missing, the checkpoint is lost (ErrLost). A store
-// written before the store kept it takes MaxID.
+// written before the store kept it (in sys/newest or HELD) takes MaxID.
 func (s *BadgerStore) Newest() int64 { return s.newest.Load() }
 
 // Verify reads the metadata of checkpoint id and every state blob it refers
 // to, and checks their checksums. It returns nil when all are intact, an
-// error wrapping ErrLost when id is the newest and its record is missing, an
+// error wrapping ErrLost when the store must hold id and its record is
+// missing (see held), an
 // error wrapping ErrNotFound when id is not in the store otherwise, and an
 // error that names each damaged part (the metadata, or a subtask and its
 // blob) and wraps ErrChecksum or ErrNotFound.
@@ -501,11 +549,12 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 		return fmt.Errorf("verify checkpoint %d: %w", id, err)
 	}
 	var e metaEntry
+	must := *s.must.Load() // before Badger is read: see BadgerStore.must
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(metaKey(id))
-		if errors.Is(err, badger.ErrKeyNotFound) && id == s.newest.Load() {
+		if errors.Is(err, badger.ErrKeyNotFound) && slices.Contains(must, id) {
 			return fmt.Errorf("the store completed it, but its metadata record is gone "+
-				"(a resumed run goes back to the checkpoint before it): %w", ErrLost)
+				"(a file of the store that held it, such as a memtable log *%s, was deleted or lost): %w", memLogExt, ErrLost)
 		}
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return ErrNotFound

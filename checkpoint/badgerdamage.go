@@ -165,7 +165,7 @@ func inspect(dir string) (inspection, error) {
 		name := table.IDToFilename(id)
 		tm := listed[id]
 		if !slices.Contains(tables, name) {
-			return in, damaged(dir, manifestFile, "lists %s, which is missing", name)
+			return in, damaged(dir, name, "missing, though the MANIFEST lists it")
 		}
 		if tm.KeyID != 0 {
 			return in, damaged(dir, manifestFile, "says %s is encrypted, which this store never is", name)

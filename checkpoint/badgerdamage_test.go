@@ -85,8 +85,13 @@ type damage struct {
 
 // damages are the kinds of damage the store must survive: a file cut short
 // (as a disk that lost its end), zeroed (as a lost block) or overwritten
-// with random bytes, at several offsets.
+// with random bytes, at several offsets, or deleted (as a careless copy).
 var damages = []damage{
+	{"deleted", func(t *testing.T, path string) {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+	}},
 	{"truncated to 0", truncateAt(func(int64) int64 { return 0 })},
 	{"truncated to 10", truncateAt(func(int64) int64 { return 10 })},
 	{"truncated to half", truncateAt(func(n int64) int64 { return n / 2 })},
@@ -167,7 +172,7 @@ func damagedFiles(t *testing.T, dir string) []string {
 	}
 	files := []string{filepath.Base(tables[0]), filepath.Base(tables[len(tables)-1]),
 		filepath.Base(vlogs[0]), filepath.Base(vlogs[len(vlogs)-1]), // Badger reads the newest one through when it opens
-		manifestFile, keyRegistryFile, discardFile}
+		manifestFile, keyRegistryFile, discardFile, heldFile}
 	return slices.Compact(files)
 }
 
@@ -270,4 +275,31 @@ func dirNames(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A table the MANIFEST lists that is gone is named itself, read-only and
+// to write: the MANIFEST is not what is damaged.
+func TestDeletedTableIsNamed(t *testing.T) {
+	fixture, _ := damageFixture(t)
+	dir := copyDir(t, fixture)
+	tables, _ := filepath.Glob(filepath.Join(dir, "*"+tableExt))
+	if len(tables) == 0 {
+		t.Fatal("no table in the fixture")
+	}
+	if err := os.Remove(tables[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, open := range []func() (*BadgerStore, error){
+		func() (*BadgerStore, error) { return OpenBadgerStoreReadOnly(dir) },
+		func() (*BadgerStore, error) { return OpenBadgerStore(dir, 3) },
+	} {
+		s, err := open()
+		if err == nil {
+			s.Close()
+		}
+		t.Log(err)
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), tables[0]+": missing") {
+			t.Errorf("open without %s: %v, want ErrDamaged naming it", filepath.Base(tables[0]), err)
+		}
+	}
 }

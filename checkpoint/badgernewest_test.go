@@ -74,7 +74,7 @@ func TestBadgerStoreNewest(t *testing.T) {
 	}
 }
 
-// A store written before sys/newest existed holds its highest id.
+// A store written before sys/newest and HELD existed holds its highest id.
 func TestBadgerStoreNewestOfAnOlderStore(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
@@ -82,6 +82,9 @@ func TestBadgerStoreNewestOfAnOlderStore(t *testing.T) {
 	putAndAdd(t, s, 2, KindCheckpoint, 100, sink)
 	dropKey(t, s, []byte(newestKey))
 	closeStore(t, s)
+	if err := os.Remove(filepath.Join(dir, heldFile)); err != nil {
+		t.Fatal(err)
+	}
 	s = openBadger(t, dir, 3)
 	if got := s.Newest(); got != 2 {
 		t.Errorf("Newest without sys/newest = %d, want the max id 2", got)

@@ -39,6 +39,13 @@ var ErrNeedsRecovery = errors.New("checkpoint store needs recovery")
 // it opens again, with every checkpoint.
 var ErrLockFileInTheWay = errors.New("checkpoint store cannot write its lock file")
 
+// ErrHeldFileInTheWay means something other than a file (a folder, a named
+// pipe) stands where the store writes HELD, its list of the checkpoints it
+// holds (see BadgerStore), so the store cannot be opened to write. The
+// store itself is intact: remove what stands there and it opens again, with
+// every checkpoint.
+var ErrHeldFileInTheWay = errors.New("checkpoint store cannot write its list of checkpoints")
+
 // OpenOption changes how OpenBadgerStore opens a store.
 type OpenOption func(*openConfig)
 
@@ -92,7 +99,7 @@ func OpenBadgerStore(dir string, retained int, opts ...OpenOption) (*BadgerStore
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
-	if err := prepare(dir, cfg.existing); err != nil {
+	if err := prepare(dir, cfg); err != nil {
 		return nil, err
 	}
 	db, err := openDB(badgerOptions(dir))
@@ -216,9 +223,9 @@ func noStore(dir string) error {
 
 // prepare inspects the store in dir for a read-write open, under dir's lock,
 // and makes the repairs Badger cannot: it removes empty value log files and
-// damaged DISCARD and KEYREGISTRY files. With existing, a dir without a
+// damaged DISCARD and KEYREGISTRY files. With cfg.existing, a dir without a
 // store is an error wrapping ErrNoStore.
-func prepare(dir string, existing bool) error {
+func prepare(dir string, cfg openConfig) error {
 	unlock, err := lockDir(dir, true)
 	if err != nil {
 		return err
@@ -227,11 +234,16 @@ func prepare(dir string, existing bool) error {
 	if err := checkLockFile(dir); err != nil {
 		return err
 	}
+	if !cfg.readOnly { // a store that refuses writes never writes HELD
+		if err := checkHeldFile(dir); err != nil {
+			return err
+		}
+	}
 	in, err := inspect(dir)
 	if err != nil {
 		return openError(dir, err)
 	}
-	if in.empty && existing {
+	if in.empty && cfg.existing {
 		return noStore(dir)
 	}
 	if _, err := removeEmptyValueLogs(dir); err != nil {
@@ -249,17 +261,30 @@ func prepare(dir string, existing bool) error {
 // something other than a regular file stands where Badger writes its lock
 // file in dir (a read-write open writes it; a read-only one does not).
 func checkLockFile(dir string) error {
-	path := filepath.Join(dir, lockFile)
+	return inTheWay(dir, lockFile, ErrLockFileInTheWay, "the pid of the process that opens it")
+}
+
+// checkHeldFile returns an error wrapping ErrHeldFileInTheWay when
+// something other than a regular file stands where the store writes HELD
+// in dir (a read-write open writes it; a read-only one does not).
+func checkHeldFile(dir string) error {
+	return inTheWay(dir, heldFile, ErrHeldFileInTheWay, "the ids of the checkpoints it holds")
+}
+
+// inTheWay returns an error wrapping sentinel when something other than a
+// regular file stands at name in dir, where the store writes what.
+func inTheWay(dir, name string, sentinel error, what string) error {
+	path := filepath.Join(dir, name)
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().IsRegular() {
-		return nil // Badger makes a missing one
+		return nil // the store makes a missing one
 	}
-	what := "it"
+	it := "it"
 	if fi.IsDir() {
-		what = "that folder"
+		it = "that folder"
 	}
-	return fmt.Errorf("%w: %s is %s, where the store writes the pid of the process that opens it (no checkpoint is kept there): remove %s and try again",
-		ErrLockFileInTheWay, path, fileKind(fi.Mode()), what)
+	return fmt.Errorf("%w: %s is %s, where the store writes %s (no checkpoint is kept there): remove %s and try again",
+		sentinel, path, fileKind(fi.Mode()), what, it)
 }
 
 // Remove deletes the checkpoint store in dir and dir itself, for a store too
@@ -298,6 +323,15 @@ func Remove(dir string) error {
 				dir, e.Name())
 		}
 	}
+	// HELD goes first: a store it outlived would list every checkpoint as
+	// lost (see held).
+	rank := func(e fs.DirEntry) int {
+		if e.Name() == heldFile {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(entries, func(a, b fs.DirEntry) int { return rank(a) - rank(b) })
 	for _, e := range entries {
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("remove checkpoint store: %w", err)
@@ -325,7 +359,8 @@ func isEmptyDir(path string) bool {
 // store's directory.
 func isStoreName(name string) bool {
 	switch name {
-	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, lockFile, ownerFile, ownerFile + ".tmp":
+	case manifestFile, "MANIFEST-REWRITE", keyRegistryFile, "REWRITE-KEYREGISTRY", discardFile, lockFile, ownerFile, ownerFile + ".tmp",
+		heldFile, heldFile + ".tmp":
 		return true
 	default:
 		ext := filepath.Ext(name)

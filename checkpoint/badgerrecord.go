@@ -28,7 +28,9 @@ import (
 //	                       in the same format
 //
 // Beside Badger's own files the directory holds OWNER (JSON: pid and command
-// line of the process that has the store open), removed by Close.
+// line of the process that has the store open), removed by Close, and HELD
+// (the ids of the metadata records the store holds and its highest id, see
+// held).
 const (
 	metaPrefix  = "meta/"
 	statePrefix = "state/"
