@@ -430,86 +430,105 @@ func (p *positionedOutput) CommittedFrom(from map[int32]int64) ([]OutputRecord, 
 	return p.Committed()[from[0]:], nil
 }
 
+// sinkHarness is a sink subtask over out, opened on a restored state (nil:
+// none) with Replay replay, and what a checkpoint of it does.
+type sinkHarness struct {
+	t   *testing.T
+	out *positionedOutput
+}
+
+func (h sinkHarness) rec(id string) *Record {
+	return &Record{Value: &Revenue{PaidOrder: PaidOrder{OrderID: id, Customer: "c-1", AmountCents: 100}}}
+}
+
+// open opens a sink subtask restored from restored (nil: nothing).
+func (h sinkHarness) open(restored map[string][][]byte, from int64, replay checkpoint.Offsets) *sinkOp {
+	h.t.Helper()
+	s := &sinkOp{out: h.out, topic: "revenue", txnPrefix: "p"}
+	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1, Restored: restored != nil,
+		RestoredFrom: from, Replay: replay, restored: restored, Completed: func(int64) (*checkpoint.Completed, bool) { return nil, false }}
+	if restored == nil {
+		ctx.restored = map[string][][]byte{}
+	}
+	if err := s.Open(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// checkpoint has s write ids, snapshot as checkpoint id and commit it; it
+// returns the state it snapshotted, as a restore reads it.
+func (h sinkHarness) checkpoint(s *sinkOp, id int64, ids ...string) map[string][][]byte {
+	h.t.Helper()
+	for _, o := range ids {
+		if err := s.Process(h.rec(o), nil); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	entries, err := s.SnapshotState(id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := s.NotifyCheckpointComplete(id); err != nil {
+		h.t.Fatal(err)
+	}
+	restored := map[string][][]byte{}
+	for name, v := range entries {
+		restored[name] = [][]byte{append([]byte(nil), v...)}
+	}
+	return restored
+}
+
+// once fails unless the committed output holds each of ids exactly once.
+func (h sinkHarness) once(ids ...string) {
+	h.t.Helper()
+	count := map[string]int{}
+	for _, r := range h.out.Committed() {
+		id, _ := flatjson.OrderIDOf(r.Value)
+		count[string(id)]++
+	}
+	for _, o := range ids {
+		if count[o] != 1 {
+			h.t.Fatalf("committed %v, want each of %v once", count, ids)
+		}
+	}
+}
+
+// A fallback to a checkpoint taken before the sink first committed (its
+// state names no position in the output), and a start with no checkpoint
+// at all over committed output, skip everything the output holds.
+func TestSinkFallbackBeforeItsFirstCommitSkipsTheWholeOutput(t *testing.T) {
+	h := sinkHarness{t: t, out: &positionedOutput{MemoryOutput: NewMemoryOutput(), at: map[string]int64{}}}
+	s1 := h.open(nil, 0, nil)
+	cp1 := h.checkpoint(s1, 1)        // before any output
+	h.checkpoint(s1, 2, "o-1", "o-2") // deleted: the job falls back to 1
+
+	s2 := h.open(cp1, 1, checkpoint.Offsets{})
+	h.checkpoint(s2, 3, "o-1", "o-2", "o-3") // deleted too, and 1 with it
+
+	s3 := h.open(nil, 0, checkpoint.Offsets{})
+	h.checkpoint(s3, 4, "o-1", "o-2", "o-3", "o-4")
+	h.once("o-1", "o-2", "o-3", "o-4")
+}
+
 // A second fallback past a damaged checkpoint, restored from a checkpoint
 // taken while the sink still skipped after a first one, holds what the
 // newly damaged checkpoint committed as well as what was still skipped:
 // nothing is written twice.
 func TestSinkSecondFallbackSkipsBoth(t *testing.T) {
-	out := &positionedOutput{MemoryOutput: NewMemoryOutput(), at: map[string]int64{}}
-	task := checkpoint.TaskID{Operator: "sink", Index: 0}
-	rec := func(id string) *Record {
-		return &Record{Value: &Revenue{PaidOrder: PaidOrder{OrderID: id, Customer: "c-1", AmountCents: 100}}}
-	}
-	state := func(entries map[string][]byte) map[string][][]byte {
-		restored := map[string][][]byte{}
-		for name, v := range entries {
-			restored[name] = [][]byte{append([]byte(nil), v...)}
-		}
-		return restored
-	}
-	// checkpoint completes id: the sink pre-commits what it wrote, then
-	// commits it, and the state it snapshotted is returned.
-	checkpointDone := func(s *sinkOp, id int64, ids ...string) map[string][][]byte {
-		t.Helper()
-		for _, o := range ids {
-			if err := s.Process(rec(o), nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		entries, err := s.SnapshotState(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.NotifyCheckpointComplete(id); err != nil {
-			t.Fatal(err)
-		}
-		return state(entries)
-	}
-	open := func(restored map[string][][]byte, from int64, replay checkpoint.Offsets) *sinkOp {
-		t.Helper()
-		s := &sinkOp{out: out, topic: "revenue", txnPrefix: "p"}
-		ctx := &OperatorContext{Task: task, Parallelism: 1, Restored: restored != nil, RestoredFrom: from, Replay: replay, restored: restored,
-			Completed: func(int64) (*checkpoint.Completed, bool) { return nil, false }}
-		if restored == nil {
-			ctx.restored = map[string][][]byte{}
-		}
-		if err := s.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	h := sinkHarness{t: t, out: &positionedOutput{MemoryOutput: NewMemoryOutput(), at: map[string]int64{}}}
+	s1 := h.open(nil, 0, nil)
+	cp1 := h.checkpoint(s1, 1, "o-1", "o-2")
+	h.checkpoint(s1, 2, "o-3") // damaged: the job falls back to 1
 
-	s1 := open(nil, 0, nil)
-	cp1 := checkpointDone(s1, 1, "o-1", "o-2")
-	checkpointDone(s1, 2, "o-3") // damaged: the job falls back to 1
-
-	s2 := open(cp1, 1, checkpoint.Offsets{"orders": {0: 30}})
+	s2 := h.open(cp1, 1, checkpoint.Offsets{"orders": {0: 30}})
 	if _, ok := s2.skip["o-3"]; !ok {
 		t.Fatalf("first fallback skips %v, want o-3 among them", s2.skip)
 	}
-	cp3 := checkpointDone(s2, 3) // taken while o-3 is still to come again
-	checkpointDone(s2, 4, "o-4") // damaged too: the job falls back to 3
+	cp3 := h.checkpoint(s2, 3) // taken while o-3 is still to come again
+	h.checkpoint(s2, 4, "o-4") // damaged too: the job falls back to 3
 
-	s3 := open(cp3, 3, checkpoint.Offsets{"orders": {0: 40}})
-	for _, o := range []string{"o-3", "o-4", "o-5"} {
-		if err := s3.Process(rec(o), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s3.SnapshotState(5); err != nil {
-		t.Fatal(err)
-	}
-	if err := s3.NotifyCheckpointComplete(5); err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, r := range out.Committed() {
-		id, _ := flatjson.OrderIDOf(r.Value)
-		count[string(id)]++
-	}
-	for _, o := range []string{"o-1", "o-2", "o-3", "o-4", "o-5"} {
-		if count[o] != 1 {
-			t.Fatalf("committed %v, want each order once", count)
-		}
-	}
+	s3 := h.open(cp3, 3, checkpoint.Offsets{"orders": {0: 40}})
+	h.checkpoint(s3, 5, "o-3", "o-4", "o-5")
+	h.once("o-1", "o-2", "o-3", "o-4", "o-5")
 }

@@ -111,10 +111,9 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 			}
 		}
 	}
-	if len(from) == 0 && ctx.Restored {
-		return nil // nothing committed to go back past
-	}
-	// Without a checkpoint (from empty) the whole committed output is read.
+	// With no position to read from (no checkpoint restored, or one taken
+	// before this sink first committed) the whole committed output is
+	// read: everything in it came after.
 	recs, err := reader.CommittedFrom(from)
 	if err != nil {
 		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)

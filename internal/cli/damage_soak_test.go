@@ -36,6 +36,7 @@ func damages() []damage {
 		{name: "the broker's log removed", apply: func(s *soak) bool { return s.remove("kafka") }, names: "kafka", mend: fresh},
 		{name: "a byte of a log segment changed", apply: func(s *soak) bool { return s.damageSegment(false) }, names: ".dat", mend: fresh},
 		{name: "a log segment cut short", apply: func(s *soak) bool { return s.damageSegment(true) }, names: ".dat", mend: fresh},
+		{name: "the store's memtable logs removed", apply: func(s *soak) bool { return s.removeAll("checkpoints", "*.mem") }, names: "--fresh", mend: fresh},
 		{name: "the store's LOCK a folder", apply: func(s *soak) bool { return s.folderFor("checkpoints", "LOCK") }, names: "LOCK",
 			mend: func(s *soak) []string { os.Remove(filepath.Join(s.stateDir(), "checkpoints", "LOCK")); return nil }},
 		{name: "a table of the store a folder", apply: func(s *soak) bool { return s.folderFor("checkpoints", "*.sst") }, names: ".sst", mend: fresh},
@@ -53,6 +54,18 @@ func (s *soak) remove(path ...string) bool {
 		s.t.Fatal(err)
 	}
 	return true
+}
+
+// removeAll removes the files of the state dir matching pattern in dir;
+// false when there are none.
+func (s *soak) removeAll(dir, pattern string) bool {
+	files, _ := filepath.Glob(filepath.Join(s.stateDir(), dir, pattern))
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return len(files) > 0
 }
 
 // folderFor replaces the first file of the state dir matching pattern in
