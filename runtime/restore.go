@@ -139,7 +139,7 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		if len(damaged) > 1 {
 			what = "checkpoints " + strings.Join(damaged, ", ") + " are"
 		}
-		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v); start again from nothing with --fresh, or read the input again from its beginning, beside the output already written, with --allow-fresh-start",
+		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v); start again from nothing with --fresh, or read the input again from its beginning, skipping what the output already holds, with --allow-fresh-start",
 			ErrNoValidCheckpoint, j.spec.Name, what, firstErr)
 	}
 	return nil, nil, nil

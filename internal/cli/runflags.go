@@ -182,7 +182,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.IntVar(&o.batchSize, "batch-size", 256, "most elements in one batch on a channel")
 	f.BoolVar(&o.resume, "resume", false, "start from the newest valid checkpoint of this job in the state dir (as after a crash)")
 	f.BoolVar(&o.fresh, "fresh", false, "delete everything earlier runs left in the state dir (checkpoints, savepoints, the embedded broker's log, the verification ledger) and start from nothing")
-	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning instead of failing")
+	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning, skipping what the output already holds, instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
 	f.DurationVar(&o.retention, "retention-interval", 10*time.Second, "how often the embedded broker's log is trimmed of the records no recovery and no verification needs any more; 0 keeps every record")
 	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir)")
