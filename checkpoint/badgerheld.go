@@ -119,7 +119,9 @@ func readHeld(dir string) (h held, ok bool, err error) {
 
 // writeHeld replaces HELD in dir with h, whole.
 func writeHeld(dir string, h held) error {
-	return atomicfile.Write(filepath.Join(dir, heldFile), encodeHeld(h))
+	// The store's folder must be there: one removed under a run must
+	// stay removed for the run to see it.
+	return atomicfile.Replace(filepath.Join(dir, heldFile), encodeHeld(h))
 }
 
 // storeIDs is what a store says of its ids when it opens: sys/max-id and

@@ -59,7 +59,14 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	v, err := r.verify(res)
 	if err != nil {
-		return err
+		cause := context.Cause(ctx)
+		if cause == nil || errors.Is(cause, context.Canceled) {
+			return err
+		}
+		// What stopped the run (its state dir gone, its disk full) may
+		// keep the output from being read: the report says so, and the
+		// exit gives the cause.
+		v = verify.Verification{Guarantee: r.o.mode, NotDone: err.Error()}
 	}
 	return r.report(ctx, res, v)
 }
@@ -229,6 +236,11 @@ func (r *runState) goesOn(ctx context.Context, held bool) error {
 	return nil
 }
 
+// stateDirGone is why a run stops whose state dir was removed under it.
+func (r *runState) stateDirGone() error {
+	return fmt.Errorf("the state dir %s was removed while the job ran: its checkpoints and the embedded broker's log are gone", r.stateDir)
+}
+
 // mappedDirs are the folders of the state dir whose files Badger maps into
 // memory: the checkpoint store and the Badger state backend's databases.
 func mappedDirs(stateDir string) []string {
@@ -249,9 +261,7 @@ func (r *runState) watch(ctx context.Context) context.Context {
 	// A state dir removed under the run takes its checkpoints, its log and
 	// the embedded broker's data with it: nothing the run writes from then
 	// on can be recovered, so it stops and says why.
-	go watchStateDir(ctx, checkpointDir(stateDir), time.Second, func() {
-		stopRun(fmt.Errorf("the state dir %s was removed while the job ran: its checkpoints and the embedded broker's log are gone", stateDir))
-	})
+	go watchStateDir(ctx, checkpointDir(stateDir), time.Second, func() { stopRun(r.stateDirGone()) })
 	var short error
 	go watchFor(ctx, 250*time.Millisecond, func() bool {
 		short = diskroom.Check(stateDir, 0, diskroom.Free, mappedDirs(stateDir)...)
@@ -347,7 +357,8 @@ func (r *runState) startKafka(ctx context.Context) error {
 	go func() {
 		err := w.Run(wctx, p.rate)
 		if err != nil {
-			// Without its input the job cannot go on: stop the run.
+			// Without its input the job cannot go on: stop the run. A
+			// broker whose log went with the state dir fails first.
 			err = fmt.Errorf("the input writer failed: %w", err)
 			r.obs.Emit(view.InputWriterFailed{Error: err.Error()})
 			r.stopRun(err)
@@ -749,6 +760,11 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 // exit turns the run's end into its exit code.
 func (r *runState) exit(ctx context.Context, res *runtime.Result, v verify.Verification) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		if dirGone(checkpointDir(r.stateDir)) {
+			// Whatever failed first (the embedded broker writing into
+			// its log) failed because the state dir went.
+			cause = r.stateDirGone()
+		}
 		return exitError{code: 1, err: cause}
 	}
 	switch {

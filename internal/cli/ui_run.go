@@ -177,7 +177,11 @@ func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice st
 	if v.DuplicatesAtLeastOnce > 0 {
 		dups += fmt.Sprintf(" (%d from at-least-once periods)", v.DuplicatesAtLeastOnce)
 	}
-	fmt.Fprintf(&b, "  verify: committed %d of %d expected, %s duplicates, %d lost — %s\n", v.Committed, v.Expected, dups, v.Lost, verdict)
+	if v.NotDone != "" {
+		fmt.Fprintf(&b, "  verify: not done, the output could not be read: %s\n", v.NotDone)
+	} else {
+		fmt.Fprintf(&b, "  verify: committed %d of %d expected, %s duplicates, %d lost — %s\n", v.Committed, v.Expected, dups, v.Lost, verdict)
+	}
 	if r.LostByFailover > 0 {
 		fmt.Fprintf(&b, "  individual failover lost %d records\n", r.LostByFailover)
 	}

@@ -44,6 +44,10 @@ type Verification struct {
 	// nothing lost) or at-least-once (nothing lost; duplicates are the
 	// expected price of not aligning barriers).
 	Guarantee string `json:"guarantee"`
+	// NotDone says why the output could not be checked at all (the state
+	// dir with the broker's log was removed under the run): the counts are
+	// then not known, and OK is false.
+	NotDone string `json:"not_done,omitempty"`
 }
 
 // InputReader yields a job's raw input records, read directly from where
