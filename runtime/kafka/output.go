@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -505,52 +504,6 @@ func (o *Output) PositionOf(committable string) (string, map[int32]int64, bool) 
 		return "", nil, false
 	}
 	return o.topic, from, true
-}
-
-// CommittedFrom reads the committed output from the given offsets (missing
-// partitions: the start) to its end.
-func (o *Output) CommittedFrom(from map[int32]int64) ([]runtime.OutputRecord, error) {
-	return ReadCommitted(context.Background(), o.c, o.topic, from)
-}
-
-// Missing returns the records of recs that the committed output lacks at
-// or after where the transaction of committable began, in every partition:
-// what a transaction the broker no longer knows left unwritten. None when it
-// committed after all (just before a crash, or as a redo); all when it was
-// aborted; some when a commit reached only some of its partitions. Records
-// are matched by key and value, each as often as it occurs.
-func (o *Output) Missing(committable string, recs []runtime.OutputRecord) ([]runtime.OutputRecord, error) {
-	parts := strings.Split(committable, "|")
-	if len(parts) != 4 {
-		return nil, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
-	}
-	from, err := decodeFrom(parts[3])
-	if err != nil {
-		return nil, err
-	}
-	there, err := ReadCommitted(context.Background(), o.c, o.topic, from)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]int, len(there))
-	for _, x := range there {
-		seen[recordKey(x)]++
-	}
-	var missing []runtime.OutputRecord
-	for _, r := range recs {
-		k := recordKey(r)
-		if seen[k] > 0 {
-			seen[k]--
-			continue
-		}
-		missing = append(missing, r)
-	}
-	return missing, nil
-}
-
-// recordKey is a record's key and value as one map key.
-func recordKey(r runtime.OutputRecord) string {
-	return strconv.Itoa(len(r.Key)) + ":" + string(r.Key) + string(r.Value)
 }
 
 // PreparedMayBeLost says the sink must keep a redo log: a Kafka

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/kafka"
+	"faultline/runtime/verify"
+	"faultline/runtime/view"
+)
+
+// commitVisibleTimeout bounds the wait for the output's last commit
+// markers before the verification reads it.
+const commitVisibleTimeout = 30 * time.Second
+
+// verify is the oracle: what a read_committed consumer of the output sees,
+// against the inputs read straight from Kafka, from where the ledger left
+// off. Over a large input it takes seconds: it says so before.
+func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
+	o, p := r.o, r.p
+	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
+	bounds := checkpoint.Offsets{}
+	if res.Status != runtime.JobFinished || !r.bounded {
+		if res.Latest != nil {
+			for topic, offs := range res.Latest.SourceOffsets() {
+				for logical, actual := range p.logicalTopics() {
+					if actual == topic {
+						bounds[logical] = offs
+					}
+				}
+			}
+		}
+	} else {
+		for logical, actual := range p.logicalTopics() {
+			bounds[logical] = r.sources[actual].EndOffsets()
+		}
+	}
+	from := map[string]map[int32]int64{}
+	for topic, s := range r.sources {
+		from[topic] = s.StartOffsets()
+	}
+	outputStart := r.outputStart
+	if r.continues || res.Resumed != 0 {
+		// A run that goes on from the runs before it checks their output
+		// too: from the beginning of the topic, as the input is.
+		for topic := range outputStart {
+			outputStart[topic] = nil
+		}
+	}
+	// What the ledger accounted for is read from where it stopped: the
+	// broker may have deleted what lies before.
+	for topic := range r.sources {
+		for part, off := range r.ledger.Positions[topic] {
+			if from[topic] == nil {
+				from[topic] = map[int32]int64{}
+			}
+			from[topic][part] = off
+		}
+	}
+	for topic, start := range outputStart {
+		if pos := r.ledger.Positions[topic]; len(pos) > 0 {
+			m := maps.Clone(start)
+			if m == nil {
+				m = map[int32]int64{}
+			}
+			maps.Copy(m, pos)
+			outputStart[topic] = m
+		}
+	}
+	var committed []runtime.OutputRecord
+	for topic, start := range outputStart {
+		// The commit markers of the last transactions may still be on
+		// their way into the output's partitions.
+		if out := r.outputs[topic]; out != nil {
+			if err := out.AwaitCommitted(commitVisibleTimeout); err != nil {
+				fmt.Fprintf(r.stderr, "faultline: verify: the output's last commits are not visible yet: %v\n", err)
+			}
+		}
+		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
+		if err != nil {
+			return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
+		}
+		committed = append(committed, recs...)
+	}
+	guarantee := o.mode
+	if p.sinkG != kafka.ExactlyOnce {
+		guarantee = "at-least-once"
+	}
+	var inFlight []string
+	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
+		inFlight = res.Latest.InFlightIDs()
+	}
+	v, err := verify.VerifyInFlight(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
+	if err != nil {
+		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
+	}
+	return v, nil
+}
