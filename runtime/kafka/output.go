@@ -67,7 +67,9 @@ type Output struct {
 	// furthest of those that committed (see AwaitCommitted).
 	prepared     map[string]map[int32]int64
 	committedEnd map[int32]int64
-	none         *asyncOut // none
+	committed    map[string]string // transactional id → the committable last committed with it
+	whole        map[string]bool   // committables Missing found whole (see committedAlready)
+	none         *asyncOut         // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
 	// last is the transaction the last Write wrote into (named lastName),
@@ -152,7 +154,7 @@ const DefaultTransactionTimeout = 15 * time.Minute
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
 	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout,
 		env: newRequestEnv(), pools: map[string]*idPool{}, idem: map[string]*idempotent{},
-		prepared: map[string]map[int32]int64{}, committedEnd: map[int32]int64{}}
+		prepared: map[string]map[int32]int64{}, committedEnd: map[int32]int64{}, committed: map[string]string{}, whole: map[string]bool{}}
 	if g != None {
 		return o, nil
 	}
@@ -324,6 +326,9 @@ func (o *Output) Commit(c string) error {
 		return fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", c)
 	}
 	txn := parts[0]
+	if o.committedAlready(txn, c) {
+		return nil
+	}
 	pid, err1 := strconv.ParseInt(parts[1], 10, 64)
 	epoch, err2 := strconv.ParseInt(parts[2], 10, 16)
 	if err1 != nil || err2 != nil {
@@ -333,6 +338,7 @@ func (o *Output) Commit(c string) error {
 		return err
 	}
 	o.mu.Lock()
+	o.committed[txn] = c
 	o.releaseID(txn)
 	for p, e := range o.prepared[c] {
 		o.committedEnd[p] = max(o.committedEnd[p], e)

@@ -50,10 +50,31 @@ func (o *Output) Missing(committable string, recs []runtime.OutputRecord) ([]run
 		}
 		missing = append(missing, r)
 	}
+	if len(missing) == 0 {
+		o.noteWhole(committable)
+	}
 	return missing, nil
 }
 
 // recordKey is a record's key and value as one map key.
 func recordKey(r runtime.OutputRecord) string {
 	return strconv.Itoa(len(r.Key)) + ":" + string(r.Key) + string(r.Value)
+}
+
+// maxWhole bounds how many committables an output remembers as whole: a
+// recovery adds those of the checkpoint it restores, one per sink subtask
+// and transaction, and forgetting one costs only a read of the output.
+const maxWhole = 4096
+
+// noteWhole remembers that the committed output holds every record of c,
+// so that committing c again (a stopped run settling its outputs after it
+// restored them) is nothing to do: the broker would answer that it no
+// longer knows the transaction, and the sink would read the output again.
+func (o *Output) noteWhole(c string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.whole) >= maxWhole {
+		clear(o.whole)
+	}
+	o.whole[c] = true
 }
