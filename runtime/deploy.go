@@ -237,8 +237,10 @@ func (j *Job) start(ctx context.Context, t *task) {
 // covers. Each sink subtask's transactions are settled as the subtask's
 // own recovery would (recoverSink), all of them at once: a lost
 // transaction's recovery reads the output, which one subtask after another
-// made a stop of 32 sink subtasks take 10 s.
-func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
+// made a stop of 32 sink subtasks take 10 s. It gives up, between the
+// steps of each, when ctx ends: the next run settles the outputs as it
+// restores.
+func (j *Job) settleOutputs(ctx context.Context, states map[string][]*backend.SubtaskState) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -257,7 +259,7 @@ func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 			go func() {
 				defer wg.Done()
 				p := op.Parallelism
-				_, _, err := recoverSink(out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo,
+				_, _, err := recoverSink(ctx.Done(), out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo,
 					func(owner int) bool { return owner%p == i }, []int{i})
 				mu.Lock()
 				if err != nil && first == nil {
@@ -268,6 +270,9 @@ func (j *Job) settleOutputs(states map[string][]*backend.SubtaskState) error {
 		}
 	}
 	wg.Wait()
+	if first != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	return first
 }
 

@@ -554,7 +554,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 		res.Latest = latest
-		if err := j.settleOutputs(states); err != nil {
+		if err := j.settleOutputs(after, states); err != nil {
 			how := string(res.Status)
 			if res.GaveUp != "" {
 				how += " (" + res.GaveUp + ")"

@@ -299,7 +299,7 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 	}
 	// This subtask recovers its own transactions and those of old subtasks
 	// that no longer exist at this parallelism.
-	next, newest, err := recoverSink(s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName), ctx.RestoredState,
+	next, newest, err := recoverSink(ctx.stop, s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName), ctx.RestoredState,
 		func(owner int) bool { return owner%p == idx }, []int{idx})
 	if err != nil {
 		return fmt.Errorf("%s: %w", ctx.Task, err)

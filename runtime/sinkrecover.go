@@ -1,18 +1,26 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 )
+
+// errRecoveryStopped is why a sink's recovery gave up: it was stopped (its
+// subtask cancelled, a stopped run out of time) between two requests to
+// its output. The next recovery does what is left.
+var errRecoveryStopped = errors.New("the sink's recovery was stopped")
 
 // recoverSink leaves out as a restart from a checkpoint with these sink
 // states would: every pre-committed transaction committed, every later one
 // aborted. states are the sink operator's states in that checkpoint (none
 // when starting without one); owners are the subtasks to recover, with the
 // sequence number to abort from when no state names it. newest is the
-// committable of the newest transaction it committed ("" when none).
-func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
+// committable of the newest transaction it committed ("" when none). It
+// gives up with errRecoveryStopped between two requests to out once stop
+// is closed (the subtask cancelled, a stopped run out of time).
+func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
 	nextSeq = map[int]int64{}
 	var pending []sinkState
 	for _, b := range states {
@@ -43,6 +51,9 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 	newestAt := int64(-1)
 	for _, st := range pending {
 		for _, t := range st.pending {
+			if stopped(stop) {
+				return nil, "", errRecoveryStopped
+			}
 			err := out.Commit(t.committable)
 			if t.redoable(err) {
 				lost = append(lost, lostTxn{st.owner, t, err})
@@ -58,6 +69,9 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 	// recovery included, before a redo: an open transaction holds back
 	// read_committed readers, and a redo looks for its records.
 	for o, from := range nextSeq {
+		if stopped(stop) {
+			return nil, "", errRecoveryStopped
+		}
 		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
 			return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
 		}
@@ -70,7 +84,10 @@ func recoverSink(out TxnOutput, prefix, op string, states [][]byte, redo func(na
 		}
 	}
 	for _, l := range lost {
-		if err := redoLost(out, l.t, l.err); err != nil {
+		if stopped(stop) {
+			return nil, "", errRecoveryStopped
+		}
+		if err := redoLost(stop, out, l.t, l.err); err != nil {
 			return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, l.owner, l.t.checkpoint, err)
 		}
 	}
@@ -92,7 +109,7 @@ func redoName(txn string) string { return txn + "/redo/0" }
 // transaction's records its committed output lacks (the Kafka output reads
 // the output topic from where the transaction began).
 type committedChecker interface {
-	Missing(committable string, recs []OutputRecord) ([]OutputRecord, error)
+	Missing(ctx context.Context, committable string, recs []OutputRecord) ([]OutputRecord, error)
 }
 
 // redoLost writes again what the output lacks of a transaction the restored
@@ -107,7 +124,8 @@ type committedChecker interface {
 // those again from the redo log in the checkpoint, in a transaction of its
 // own (redoName). A crash during the redo aborts it, and the next recovery
 // finds those records missing again: nothing is lost or written twice.
-func redoLost(out TxnOutput, t pendingTxn, err error) error {
+// Looking for the records gives up when stop is closed.
+func redoLost(stop <-chan struct{}, out TxnOutput, t pendingTxn, err error) error {
 	records, derr := t.redo.records()
 	if derr != nil {
 		return fmt.Errorf("%w; its redo log: %w", err, derr)
@@ -116,7 +134,9 @@ func redoLost(out TxnOutput, t pendingTxn, err error) error {
 	if !ok {
 		return err
 	}
-	missing, ferr := checker.Missing(t.committable, records)
+	ctx, cancel := contextOf(stop)
+	defer cancel()
+	missing, ferr := checker.Missing(ctx, t.committable, records)
 	if ferr != nil {
 		return fmt.Errorf("%w; looking for its records: %w", err, ferr)
 	}

@@ -51,7 +51,7 @@ func (r *runState) startKafka(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := kafka.EnsureTopics(cl, topics); err != nil {
+	if err := kafka.EnsureTopics(ctx, cl, topics); err != nil {
 		return exitError{code: 1, err: err}
 	}
 	if err := r.checkInputWhole(); err != nil {

@@ -21,8 +21,9 @@ const commitVisibleTimeout = 30 * time.Second
 
 // verify is the oracle: what a read_committed consumer of the output sees,
 // against the inputs read straight from Kafka, from where the ledger left
-// off. Over a large input it takes seconds: it says so before.
-func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
+// off. Over a large input it takes seconds: it says so before. It gives up
+// when ctx ends.
+func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Verification, error) {
 	o, p := r.o, r.p
 	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
 	bounds := checkpoint.Offsets{}
@@ -73,7 +74,7 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 			outputStart[topic] = m
 		}
 	}
-	committed, err := r.readOutputs(context.Background(), outputStart)
+	committed, err := r.readOutputs(ctx, outputStart)
 	if err != nil {
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
@@ -85,7 +86,7 @@ func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
 	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
 		inFlight = res.Latest.InFlightIDs()
 	}
-	v, err := verify.VerifyInFlight(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
+	v, err := verify.VerifyInFlight(ctx, r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
 	if err != nil {
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
@@ -128,7 +129,10 @@ func (r *runState) readOutputs(ctx context.Context, starts map[string]map[int32]
 // are there.
 func (r *runState) readOutput(ctx context.Context, topic string, start map[int32]int64) ([]runtime.OutputRecord, error) {
 	if out := r.outputs[topic]; out != nil {
-		if err := out.AwaitCommitted(commitVisibleTimeout); err != nil {
+		if err := out.AwaitCommitted(ctx, commitVisibleTimeout); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
 			fmt.Fprintf(r.stderr, "faultline: verify: the output's last commits are not visible yet: %v\n", err)
 		}
 	}

@@ -23,8 +23,9 @@ func (o *Output) CommittedFrom(from map[int32]int64) ([]runtime.OutputRecord, er
 // what a transaction the broker no longer knows left unwritten. None when it
 // committed after all (just before a crash, or as a redo); all when it was
 // aborted; some when a commit reached only some of its partitions. Records
-// are matched by key and value, each as often as it occurs.
-func (o *Output) Missing(committable string, recs []runtime.OutputRecord) ([]runtime.OutputRecord, error) {
+// are matched by key and value, each as often as it occurs. It gives up
+// when ctx ends.
+func (o *Output) Missing(ctx context.Context, committable string, recs []runtime.OutputRecord) ([]runtime.OutputRecord, error) {
 	parts := strings.Split(committable, "|")
 	if len(parts) != 4 {
 		return nil, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
@@ -33,7 +34,7 @@ func (o *Output) Missing(committable string, recs []runtime.OutputRecord) ([]run
 	if err != nil {
 		return nil, err
 	}
-	there, err := ReadCommitted(context.Background(), o.c, o.topic, from)
+	there, err := ReadCommitted(ctx, o.c, o.topic, from)
 	if err != nil {
 		return nil, err
 	}

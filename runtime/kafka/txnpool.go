@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strconv"
@@ -192,12 +193,12 @@ func (o *Output) initIdempotent() (int64, int16, error) { return o.initProducer(
 
 // AwaitCommitted waits until a read_committed consumer of the output topic
 // can read everything this output's committed transactions wrote, or
-// timeout has passed. Kafka answers EndTxn once a commit is decided and
+// timeout has passed, or ctx ended. Kafka answers EndTxn once a commit is decided and
 // writes the commit markers into the partitions after that, so a read right
 // after the last commit (the run's verification) could stop short at a
 // partition's last stable offset and call the newest records lost. The
 // embedded broker writes the markers before it answers.
-func (o *Output) AwaitCommitted(timeout time.Duration) error {
+func (o *Output) AwaitCommitted(ctx context.Context, timeout time.Duration) error {
 	o.mu.Lock()
 	want := maps.Clone(o.committedEnd)
 	o.mu.Unlock()
@@ -214,7 +215,11 @@ func (o *Output) AwaitCommitted(timeout time.Duration) error {
 				}
 				return fmt.Errorf("%s/%d after %s: %w", o.topic, p, timeout, err)
 			}
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -123,7 +124,7 @@ func TestRecoveryAfterAPooledIDWasUsedAgain(t *testing.T) {
 	if err := o2.AbortLingering("job/sink/0/", 8); err != nil {
 		t.Fatal(err)
 	}
-	missing, err := o2.Missing(first, []runtime.OutputRecord{{Value: []byte("a")}})
+	missing, err := o2.Missing(context.Background(), first, []runtime.OutputRecord{{Value: []byte("a")}})
 	if err != nil || len(missing) != 0 {
 		t.Fatalf("Missing: %v, %v; want nothing", missing, err)
 	}
@@ -138,7 +139,7 @@ func TestRecoveryAfterAPooledIDWasUsedAgain(t *testing.T) {
 func TestAtLeastOnceWritesAreIdempotent(t *testing.T) {
 	_, c, cl := embeddedClient(t)
 	const topic = "alo"
-	if err := EnsureTopics(cl, map[string]int32{topic: 3}); err != nil {
+	if err := EnsureTopics(context.Background(), cl, map[string]int32{topic: 3}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := NewOutput(c, cl, topic, AtLeastOnce)
@@ -230,15 +231,22 @@ func TestAwaitCommittedWaitsForTheMarkers(t *testing.T) {
 	}
 	var asked atomic.Int32
 	staleStableOffsets(e.cluster, 3, &asked)
-	if err := o.AwaitCommitted(10 * time.Second); err != nil {
+	if err := o.AwaitCommitted(context.Background(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n := asked.Load(); n != 3 {
 		t.Fatalf("the stale last stable offset was asked %d times, want 3 before the wait ended", n)
 	}
 	staleStableOffsets(e.cluster, 1000, &asked)
-	if err := o.AwaitCommitted(200 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "last stable offset is 0, before 3") {
+	if err := o.AwaitCommitted(context.Background(), 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "last stable offset is 0, before 3") {
 		t.Fatalf("markers that never come: %v", err)
+	}
+	// A stopped run waits no longer than it may.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := o.AwaitCommitted(ctx, 10*time.Second); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("waiting under a context that ended: %v after %s, want its end at once", err, time.Since(start))
 	}
 }
 
@@ -319,7 +327,7 @@ func TestCommittingAgainWhatMissingFoundWhole(t *testing.T) {
 	if err := o2.Commit(first); !errors.Is(err, runtime.ErrTxnLost) {
 		t.Fatalf("committing the first transaction in the next process: %v, want ErrTxnLost", err)
 	}
-	missing, err := o2.Missing(first, []runtime.OutputRecord{{Value: []byte("a")}})
+	missing, err := o2.Missing(context.Background(), first, []runtime.OutputRecord{{Value: []byte("a")}})
 	if err != nil || len(missing) != 0 {
 		t.Fatalf("Missing: %v, %v; want nothing", missing, err)
 	}
