@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"faultline/runtime/spec"
 )
 
 // pipelinesSpec writes a job spec of n pipelines shaped like
@@ -82,6 +85,109 @@ func TestJobTooBigIsRefusedBeforeAnythingStarts(t *testing.T) {
 			}
 			if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 				t.Errorf("the state dir was made (%v): the run started", err)
+			}
+		})
+	}
+}
+
+// nearLimitSpec writes a job spec just under faultline's limits, in the
+// tester's shape: 21 pipelines source[4] → enrich[4] → sink[1] (63
+// operators of the 64; 189 subtasks, 21 sink subtasks), the sinks writing
+// seven topics (eight with orders, the limit).
+func nearLimitSpec(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("name: near-limit\nverify: orders\noperators:\n")
+	for i := range 21 {
+		fmt.Fprintf(&b, "  - {name: source-%d, type: source, topic: orders, parallelism: 4}\n", i)
+		fmt.Fprintf(&b, "  - {name: enrich-%d, type: enrich, parallelism: 4, inputs: [{from: source-%d, edge: forward}]}\n", i, i)
+		fmt.Fprintf(&b, "  - {name: sink-%d, type: sink, topic: out-%d, inputs: [{from: enrich-%d, edge: rebalance}]}\n", i, i%7, i)
+	}
+	path := filepath.Join(t.TempDir(), "near-limit.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := spec.SizeOf(j); s.Operators != spec.MaxOperators-1 || s.Topics != spec.MaxTopics {
+		t.Fatalf("the spec is %+v, not just under the limits", s)
+	}
+	return path
+}
+
+// SIGTERM and Ctrl-C end a run of a job just under the limits within 5 s
+// wherever the run is — writing the input, deploying its subtasks,
+// restoring them from a checkpoint, running — with a line on stderr that
+// says it stopped: the supervisor and its child are gone. Before, a stop
+// while the job restored took 10 s under -race, settling the outputs.
+func TestStopEndsARunOfABigJobWithinFiveSeconds(t *testing.T) {
+	t.Parallel()
+	job := nearLimitSpec(t)
+	event := func(name string) func(map[string]any) bool {
+		return func(m map[string]any) bool { return m["event"] == name }
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		sig    syscall.Signal
+		when   func(map[string]any) bool
+		before []string // a run killed after its first checkpoint, to go on from
+	}{
+		{"writing the input", []string{"--records", "2000000"}, syscall.SIGTERM, event("input_progress"), nil},
+		{"deploying", []string{"--records", "10000"}, syscall.SIGTERM, func(m map[string]any) bool {
+			return m["event"] == "task_status" && m["status"] == "DEPLOYING"
+		}, nil},
+		{"restoring", []string{"--rate", "200", "--resume"}, syscall.SIGTERM, event("restored"), []string{"--rate", "200"}},
+		{"running", []string{"--rate", "200"}, syscall.SIGINT, event("checkpoint_completed"), nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			base := []string{"run", "--headless", "--job", job, "--state-dir", dir, "--listen", "0", "--checkpoint-interval", "500ms"}
+			if tc.before != nil {
+				faultlineUntil(t, "checkpoint_completed", 1, append(base, tc.before...)...)
+			}
+			cmd, stderr, lines := startRun(t, append(base, tc.args...)...)
+			came := false
+			for m := range lines {
+				if came = tc.when(m); came {
+					break
+				}
+			}
+			if !came {
+				cmd.Wait()
+				t.Fatalf("the run ended before the moment to stop it; stderr %q", stderr)
+			}
+			child := childOf(t, cmd.Process.Pid)
+			sent := time.Now()
+			cmd.Process.Signal(tc.sig)
+			go func() {
+				for range lines {
+				}
+			}()
+			waited := make(chan struct{})
+			go func() {
+				cmd.Wait()
+				close(waited)
+			}()
+			select {
+			case <-waited:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("faultline still runs 30 s after %s; stderr %q", signalName(tc.sig), stderr)
+			}
+			took := time.Since(sent)
+			t.Logf("gone %s after %s (exit %d)", took.Round(time.Millisecond), signalName(tc.sig), cmd.ProcessState.ExitCode())
+			if took > 5*time.Second {
+				t.Errorf("faultline ended %s after %s, want within 5 s; stderr %q", took.Round(time.Millisecond), signalName(tc.sig), stderr)
+			}
+			if err := syscall.Kill(child, 0); err != syscall.ESRCH {
+				t.Errorf("the supervised child %d is still there (%v)", child, err)
+			}
+			if want := "faultline: stopped by " + signalName(tc.sig); !strings.HasPrefix(stderr.String(), want) && !strings.Contains(stderr.String(), "\n"+want) {
+				t.Errorf("stderr %q does not say %q", stderr, want)
 			}
 		})
 	}

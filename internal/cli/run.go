@@ -31,34 +31,44 @@ import (
 // build the job's environment, run it (headless or with the terminal UI),
 // verify its output and report. Each step leaves in r what the next ones
 // need; what a step opens, r closes at the end, newest first.
-func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+//
+// A stop signal ends the run wherever it is, within 5 s (see stopBudget);
+// one line on stderr says so.
+func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	p, err := o.check()
-	if err != nil {
+	r := &runState{o: o, stdout: stdout, stderr: stderr}
+	defer r.close()
+	ctx, stopSignals := notifyStop(ctx, stderr)
+	r.onClose(stopSignals)
+	defer func() { err = saidStopped(ctx, stderr, o.headless && o.front == nil, err) }()
+	if r.p, err = o.check(); err != nil {
 		return err
 	}
-	r := &runState{o: o, p: p, stdout: stdout, stderr: stderr}
-	defer r.close()
 	if err := r.prepare(ctx); err != nil {
 		return err
 	}
 	ctx = r.watch(ctx)
+	// What the run does once stopped has the stop's budget from the stop.
+	wind, windDone := windDown(ctx)
+	defer windDone()
 	if err := r.startKafka(ctx); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return exitError{code: 1, err: fmt.Errorf("%w before the job started", context.Cause(ctx))}
 	}
 	if err := r.buildEnv(); err != nil {
 		return err
 	}
 	res, err := r.runJob(ctx)
 	if err != nil {
-		return err
+		return stoppedEarly(wind, err, "the job's outputs were left as its last checkpoint had them", "the next run does it as it restores")
 	}
-	// The output of a stopped run is checked too.
-	v, err := r.verify(context.WithoutCancel(ctx), res)
+	v, err := r.verify(wind, res)
 	if err != nil {
-		return err
+		return stoppedEarly(wind, err, "the output was checked", "the next run that goes on from the state dir (--resume, or the terminal UI) checks it")
 	}
 	return r.report(ctx, res, v)
 }
@@ -237,8 +247,6 @@ func mappedDirs(stateDir string) []string {
 // full, the input writer failed. It starts the events on their way: to
 // stdout as JSON lines when headless, to the terminal UI otherwise.
 func (r *runState) watch(ctx context.Context) context.Context {
-	ctx, stop := notifyStop(ctx, r.stderr)
-	r.onClose(stop)
 	ctx, stopRun := context.WithCancelCause(ctx)
 	r.stopRun = stopRun
 	r.onClose(func() { stopRun(nil) })
@@ -413,7 +421,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	}
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit,
-		SkipCommitted: r.continues}
+		SavepointTimeout: exitSavepointTimeout, StopBudget: stopBudget, SkipCommitted: r.continues}
 	if !o.headless && o.fromSavepoint == 0 {
 		// The UI goes on from where the state dir left off, as after a
 		// crash, unless told where to start.
@@ -451,7 +459,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
 		info.StateTTL = r.expect.StateTTL
 		ctrl := newUIController(r.job, p.job, info, r.uiWriter, live, r.embedded)
-		res, runErr = o.runUI(ctx, r.job, ctrl, live, r.obs, p, runOpts, r.stdout, r.logger)
+		res, runErr = r.runUI(ctx, ctrl, live, runOpts)
 	}
 	// The ledger is the oracle's again once retention has stopped.
 	stopRetention()

@@ -22,7 +22,7 @@ const commitVisibleTimeout = 30 * time.Second
 // verify is the oracle: what a read_committed consumer of the output sees,
 // against the inputs read straight from Kafka, from where the ledger left
 // off. Over a large input it takes seconds: it says so before. It gives up
-// when ctx ends.
+// when ctx ends (a stopped run out of time: see stopBudget).
 func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Verification, error) {
 	o, p := r.o, r.p
 	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
