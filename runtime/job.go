@@ -405,6 +405,11 @@ type RunOptions struct {
 	SavepointOnExit bool
 	// SavepointTimeout bounds that savepoint (default 30s).
 	SavepointTimeout time.Duration
+	// StopBudget bounds what a run does once ctx has ended: its subtasks
+	// ending aside, settling its outputs as the last checkpoint had them.
+	// What is not done when it is up is left to the next run, which
+	// settles the outputs as it restores (0: no bound).
+	StopBudget time.Duration
 	// SkipCommitted says that the sinks' outputs hold what earlier runs
 	// committed (a run that goes on from its state dir): a start with no
 	// checkpoint to restore (every one deleted or lost, or a fresh start
@@ -538,8 +543,10 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		break
 	}
 	// What follows must happen however the run ended, a cancelled ctx
-	// included: it keeps ctx's values, not its end.
-	after := context.WithoutCancel(ctx)
+	// included: it keeps ctx's values, not its end, and has the stop's
+	// budget from that end.
+	after, windDown := WindDown(ctx, j.clk, opts.StopBudget)
+	defer windDown()
 	if res.Status == JobFinished {
 		latest, err := j.store.Latest(after)
 		if err != nil {
@@ -554,7 +561,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			return nil, err
 		}
 		res.Latest = latest
-		if err := j.settleOutputs(states); err != nil {
+		if err := j.settleOutputs(after, states); err != nil {
 			how := string(res.Status)
 			if res.GaveUp != "" {
 				how += " (" + res.GaveUp + ")"

@@ -152,7 +152,7 @@ func (r *run) do(t *testing.T) *run {
 	expect := verify.ExpectOf(r.job)
 	l := verify.New(expect.Kind, expect.StateTTL)
 	l.Lenient = r.periods
-	r.verify, err = verify.VerifyOn(l, gen, r.mode.String(), bounds, committed)
+	r.verify, err = verify.VerifyOn(context.Background(), l, gen, r.mode.String(), bounds, committed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestCancelLeavesExactOutput(t *testing.T) {
 	if res.Status != JobCanceled || res.Latest == nil {
 		t.Fatalf("status %s latest %v", res.Status, res.Latest)
 	}
-	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", res.Latest.SourceOffsets(), out.Committed())
+	v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(job), "exactly-once", res.Latest.SourceOffsets(), out.Committed())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	if !marked {
 		t.Fatalf("checkpoint %d is not marked damaged in the history", damaged)
 	}
-	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
+	v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 	if err != nil || v.Lost != 0 || v.Unexpected != 0 {
 		t.Fatalf("verify %+v %v", v, err)
 	}
@@ -507,7 +507,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 			if res2.RecordsIn == 0 || res2.RecordsIn >= 30000 {
 				t.Fatalf("the second run read %d records; it should go on from the savepoint, not start over", res2.RecordsIn)
 			}
-			v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
+			v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 			if err != nil || !v.OK {
 				t.Fatalf("verify %+v %v", v, err)
 			}
@@ -595,7 +595,7 @@ func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 	if !chained {
 		t.Fatal("the checkpoint restored from had no incremental snapshot of revenue")
 	}
-	v, err := verify.Verify(gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
+	v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(job), "exactly-once", nil, out.Committed())
 	if err != nil || !v.OK {
 		t.Fatalf("verify %+v %v", v, err)
 	}
@@ -692,7 +692,7 @@ func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
 	if expired == 0 {
 		t.Fatal("no checkpoint expired while join/1 was slow")
 	}
-	v, err := verify.Verify(gen, verify.ExpectOf(spec.Default()), "exactly-once", nil, out.Committed())
+	v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(spec.Default()), "exactly-once", nil, out.Committed())
 	if err != nil || !v.OK {
 		t.Fatalf("verify %+v %v", v, err)
 	}

@@ -57,6 +57,9 @@ type OperatorContext struct {
 	// subtask is processing (nil outside a subtask); inputWatermarks reads
 	// it.
 	channel *int
+	// stop is closed when the subtask is cancelled (nil outside a
+	// subtask): what Open waits on gives up then.
+	stop <-chan struct{}
 }
 
 // BatchStart is when the subtask began the batch of input records it is

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -125,7 +126,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 }
 
 // ReadInputAfter implements InputReader for the generator.
-func (g *Generator) ReadInputAfter(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	for p := 0; p < g.partitions; p++ {
 		for off := bounds[int32(p)]; off < g.EndOffset(topic, p); off++ {
 			b, ok := g.Read(topic, p, off)
@@ -141,7 +142,7 @@ func (g *Generator) ReadInputAfter(topic string, bounds map[int32]int64, f func(
 }
 
 // ReadInput implements InputReader for the generator.
-func (g *Generator) ReadInput(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	for p := 0; p < g.partitions; p++ {
 		n := g.EndOffset(topic, p)
 		if bounds != nil {

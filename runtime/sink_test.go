@@ -27,7 +27,7 @@ func (l *losingOutput) Commit(c string) error {
 	return l.MemoryOutput.Commit(c)
 }
 
-func (l *losingOutput) Missing(_ string, recs []OutputRecord) ([]OutputRecord, error) {
+func (l *losingOutput) Missing(_ context.Context, _ string, recs []OutputRecord) ([]OutputRecord, error) {
 	seen := map[string]int{}
 	for _, x := range l.MemoryOutput.Committed() {
 		seen[string(x.Key)+"|"+string(x.Value)]++
@@ -51,7 +51,7 @@ func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	if !t.redoable(err) {
 		return err
 	}
-	return redoLost(out, t, err)
+	return redoLost(nil, out, t, err)
 }
 
 func TestCommitOrRedo(t *testing.T) {

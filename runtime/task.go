@@ -302,7 +302,7 @@ func (t *task) run(ctx context.Context) {
 		}
 	}()
 	t.setStatus(TaskDeploying, "")
-	if err = t.open(); err != nil {
+	if err = t.open(ctx); err != nil {
 		return
 	}
 	t.setStatus(TaskRunning, "")
@@ -316,8 +316,9 @@ func (t *task) run(ctx context.Context) {
 	}
 }
 
-func (t *task) open() error {
+func (t *task) open(ctx context.Context) error {
 	oc := &OperatorContext{
+		stop:           ctx.Done(),
 		Task:           t.id,
 		Parallelism:    t.op.Parallelism,
 		MaxParallelism: t.a.job.spec.MaxParallelism,

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,40 +31,51 @@ import (
 // build the job's environment, run it (headless or with the terminal UI),
 // verify its output and report. Each step leaves in r what the next ones
 // need; what a step opens, r closes at the end, newest first.
-func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+//
+// A stop signal ends the run wherever it is, within 5 s (see stopBudget);
+// one line on stderr says so.
+func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	p, err := o.check()
-	if err != nil {
+	r := &runState{o: o, stdout: stdout, stderr: stderr}
+	defer r.close()
+	ctx, stopSignals := notifyStop(ctx, stderr)
+	r.onClose(stopSignals)
+	defer func() { err = saidStopped(ctx, stderr, o.headless && o.front == nil, err) }()
+	if r.p, err = o.check(); err != nil {
 		return err
 	}
-	r := &runState{o: o, p: p, stdout: stdout, stderr: stderr}
-	defer r.close()
 	if err := r.prepare(ctx); err != nil {
 		return err
 	}
 	ctx = r.watch(ctx)
+	// What the run does once stopped has the stop's budget from the stop.
+	wind, windDone := windDown(ctx)
+	defer windDone()
 	if err := r.startKafka(ctx); err != nil {
 		return err
+	}
+	if ctx.Err() != nil {
+		return exitError{code: 1, err: fmt.Errorf("%w before the job started", context.Cause(ctx))}
 	}
 	if err := r.buildEnv(); err != nil {
 		return err
 	}
 	res, err := r.runJob(ctx)
 	if err != nil {
-		return err
+		return stoppedEarly(wind, err, "the job's outputs were left as its last checkpoint had them", "the next run does it as it restores")
 	}
-	v, err := r.verify(res)
+	v, err := r.verify(wind, res)
 	if err != nil {
-		cause := context.Cause(ctx)
-		if cause == nil || errors.Is(cause, context.Canceled) {
-			return err
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			// What stopped the run (its state dir gone, its disk full)
+			// may keep the output from being read: the report says so,
+			// and the exit gives the cause.
+			v = verify.Verification{Guarantee: r.o.mode, NotDone: err.Error()}
+		} else {
+			return stoppedEarly(wind, err, "the output was checked", "the next run that goes on from the state dir (--resume, or the terminal UI) checks it")
 		}
-		// What stopped the run (its state dir gone, its disk full) may
-		// keep the output from being read: the report says so, and the
-		// exit gives the cause.
-		v = verify.Verification{Guarantee: r.o.mode, NotDone: err.Error()}
 	}
 	return r.report(ctx, res, v)
 }
@@ -252,8 +261,6 @@ func mappedDirs(stateDir string) []string {
 // full, the input writer failed. It starts the events on their way: to
 // stdout as JSON lines when headless, to the terminal UI otherwise.
 func (r *runState) watch(ctx context.Context) context.Context {
-	ctx, stop := notifyStop(ctx, r.stderr)
-	r.onClose(stop)
 	ctx, stopRun := context.WithCancelCause(ctx)
 	r.stopRun = stopRun
 	r.onClose(func() { stopRun(nil) })
@@ -290,152 +297,6 @@ func (r *runState) watch(ctx context.Context) context.Context {
 	})
 	r.onClose(r.closeEvents)
 	return ctx
-}
-
-// startKafka starts the embedded broker unless --brokers names a cluster,
-// connects, makes sure of the topics, and writes the generator's input:
-// all of it before the job with --records, or at --rate while it runs.
-func (r *runState) startKafka(ctx context.Context) error {
-	o, p := r.o, r.p
-	r.generate = o.kafka.generate
-	if len(p.client.Brokers) == 0 {
-		if err := r.startEmbedded(ctx); err != nil {
-			return err
-		}
-	}
-	cl, err := p.client.NewClientContext(ctx)
-	if err != nil {
-		return exitError{code: 1, err: err}
-	}
-	r.cl = cl
-	r.onClose(func() { cl.Close() })
-	topics := map[string]int32{}
-	for _, op := range p.job.Operators {
-		switch op.Type {
-		case spec.TypeSource:
-			topics[p.topicMap[op.Name]] = runtime.GeneratorPartitions
-		case spec.TypeSink:
-			topics[p.topicMap[op.Name]] = 1
-		}
-	}
-	if o.onBadRecord == runtime.BadRecordDeadLetter {
-		topics[o.deadLetterTopic] = 1
-	}
-	if !r.generate {
-		if err := r.checkSourceTopics(); err != nil {
-			return err
-		}
-	}
-	if err := kafka.EnsureTopics(cl, topics); err != nil {
-		return exitError{code: 1, err: err}
-	}
-	if err := r.checkInputWhole(); err != nil {
-		return err
-	}
-	r.gen = runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
-	if !r.generate {
-		return nil
-	}
-	if r.embedded != nil {
-		// From the writer's first record on, the state dir's broker log
-		// holds this input.
-		if err := r.recordInput(); err != nil {
-			return exitError{code: 1, err: err}
-		}
-	}
-	w := kafka.NewWriter(p.client, cl, r.gen).WithTopics(p.logicalTopics())
-	if o.records > 0 && p.rate == 0 {
-		return r.fill(ctx, w)
-	}
-	writerDone := make(chan error, 1)
-	wctx, wcancel := context.WithCancel(ctx)
-	r.onClose(func() {
-		wcancel()
-		<-writerDone
-	})
-	r.uiWriter = w
-	go func() {
-		err := w.Run(wctx, p.rate)
-		if err != nil {
-			// Without its input the job cannot go on: stop the run. A
-			// broker whose log went with the state dir fails first.
-			err = fmt.Errorf("the input writer failed: %w", err)
-			r.obs.Emit(view.InputWriterFailed{Error: err.Error()})
-			r.stopRun(err)
-		}
-		writerDone <- err
-	}()
-	return nil
-}
-
-// checkSourceTopics refuses source topics that do not exist when faultline
-// writes no input: nothing would write into a topic faultline created, and
-// a misspelt --topic would read nothing and look like success.
-func (r *runState) checkSourceTopics() error {
-	p := r.p
-	readBy := map[string]string{} // source topic → its operator
-	for _, op := range p.job.Operators {
-		if op.Type == spec.TypeSource {
-			readBy[p.topicMap[op.Name]] = op.Name
-		}
-	}
-	missing, err := kafka.MissingTopics(r.cl, slices.Collect(maps.Keys(readBy)))
-	if err != nil {
-		return exitError{code: 1, err: err}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	var names []string
-	for _, m := range missing {
-		names = append(names, fmt.Sprintf("%s (read by %s)", m, readBy[m]))
-	}
-	topic, it := "topic", "it"
-	if len(missing) > 1 {
-		topic, it = "topics", "them"
-	}
-	return exitError{code: 1, err: fmt.Errorf("no %s %s at %s: create %s, name another with --topic, or add --generate to have faultline create %s and write the generator's records into %s",
-		topic, strings.Join(names, ", "), strings.Join(p.client.Brokers, ","), it, it, it)}
-}
-
-// fill writes a bounded input into Kafka before the job starts, showing
-// how far it got.
-func (r *runState) fill(ctx context.Context, w *kafka.Writer) error {
-	o := r.o
-	start := time.Now()
-	var shown, total int64
-	w.WithProgress(time.Second, func(written, of int64) {
-		shown, total = written, of
-		if o.headless {
-			r.obs.Emit(view.InputProgress{Records: written, Of: of})
-		} else {
-			// Before the UI takes the screen: one line, rewritten.
-			fmt.Fprintf(r.stdout, "\rfaultline: writing the input into Kafka: %s of %s records (%d%%)", tui.Thousands(written), tui.Thousands(of), written*100/max(of, 1))
-		}
-	})
-	n, err := w.Fill(ctx)
-	if shown > 0 && !o.headless {
-		fmt.Fprintln(r.stdout)
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			return exitError{code: 1, err: fmt.Errorf("%w (while writing the input into Kafka, with about %s of its %s records written)", cause, tui.Thousands(n), tui.Thousands(max(total, n)))}
-		}
-		if ctx.Err() != nil {
-			return exitError{code: 1, err: fmt.Errorf("stopped while writing the input into Kafka, with about %s of its %s records written (the next run writes the rest)", tui.Thousands(n), tui.Thousands(max(total, n)))}
-		}
-		return exitError{code: 1, err: fmt.Errorf("fill the input topics: %w", err)}
-	}
-	r.obs.Emit(view.InputWritten{Records: n, DurationMs: time.Since(start).Milliseconds()})
-	// The log holds the whole input now: the next run checks that it
-	// still does.
-	if r.embedded != nil && r.input.Written != o.records {
-		r.input.Written = o.records
-		if err := writeInputRecord(r.stateDir, r.input); err != nil {
-			return exitError{code: 1, err: err}
-		}
-	}
-	return nil
 }
 
 // buildEnv makes the job's environment (its Kafka sources and outputs, the
@@ -572,7 +433,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	}
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit,
-		SkipCommitted: r.continues}
+		SavepointTimeout: exitSavepointTimeout, StopBudget: stopBudget, SkipCommitted: r.continues}
 	if !o.headless && o.fromSavepoint == 0 {
 		// The UI goes on from where the state dir left off, as after a
 		// crash, unless told where to start.
@@ -610,7 +471,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
 		info.StateTTL = r.expect.StateTTL
 		ctrl := newUIController(r.job, p.job, info, r.uiWriter, live, r.embedded)
-		res, runErr = o.runUI(ctx, r.job, ctrl, live, r.obs, p, runOpts, r.stdout, r.logger)
+		res, runErr = r.runUI(ctx, ctrl, live, runOpts)
 	}
 	// The ledger is the oracle's again once retention has stopped.
 	stopRetention()
@@ -628,94 +489,6 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		}
 	}
 	return res, nil
-}
-
-// verify is the oracle: what a read_committed consumer of the output sees,
-// against the inputs read straight from Kafka, from where the ledger left
-// off. Over a large input it takes seconds: it says so before.
-// commitVisibleTimeout bounds the wait for the output's last commit
-// markers before the verification reads it.
-const commitVisibleTimeout = 30 * time.Second
-
-func (r *runState) verify(res *runtime.Result) (verify.Verification, error) {
-	o, p := r.o, r.p
-	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
-	bounds := checkpoint.Offsets{}
-	if res.Status != runtime.JobFinished || !r.bounded {
-		if res.Latest != nil {
-			for topic, offs := range res.Latest.SourceOffsets() {
-				for logical, actual := range p.logicalTopics() {
-					if actual == topic {
-						bounds[logical] = offs
-					}
-				}
-			}
-		}
-	} else {
-		for logical, actual := range p.logicalTopics() {
-			bounds[logical] = r.sources[actual].EndOffsets()
-		}
-	}
-	from := map[string]map[int32]int64{}
-	for topic, s := range r.sources {
-		from[topic] = s.StartOffsets()
-	}
-	outputStart := r.outputStart
-	if r.continues || res.Resumed != 0 {
-		// A run that goes on from the runs before it checks their output
-		// too: from the beginning of the topic, as the input is.
-		for topic := range outputStart {
-			outputStart[topic] = nil
-		}
-	}
-	// What the ledger accounted for is read from where it stopped: the
-	// broker may have deleted what lies before.
-	for topic := range r.sources {
-		for part, off := range r.ledger.Positions[topic] {
-			if from[topic] == nil {
-				from[topic] = map[int32]int64{}
-			}
-			from[topic][part] = off
-		}
-	}
-	for topic, start := range outputStart {
-		if pos := r.ledger.Positions[topic]; len(pos) > 0 {
-			m := maps.Clone(start)
-			if m == nil {
-				m = map[int32]int64{}
-			}
-			maps.Copy(m, pos)
-			outputStart[topic] = m
-		}
-	}
-	var committed []runtime.OutputRecord
-	for topic, start := range outputStart {
-		// The commit markers of the last transactions may still be on
-		// their way into the output's partitions.
-		if out := r.outputs[topic]; out != nil {
-			if err := out.AwaitCommitted(commitVisibleTimeout); err != nil {
-				fmt.Fprintf(r.stderr, "faultline: verify: the output's last commits are not visible yet: %v\n", err)
-			}
-		}
-		recs, err := kafka.ReadCommitted(context.Background(), p.client, topic, start)
-		if err != nil {
-			return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: read %s: %w", topic, err)}
-		}
-		committed = append(committed, recs...)
-	}
-	guarantee := o.mode
-	if p.sinkG != kafka.ExactlyOnce {
-		guarantee = "at-least-once"
-	}
-	var inFlight []string
-	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
-		inFlight = res.Latest.InFlightIDs()
-	}
-	v, err := verify.VerifyInFlight(r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
-	if err != nil {
-		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
-	}
-	return v, nil
 }
 
 // report prints the report (the last JSON line headless, a summary after

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"strconv"
 	"strings"
@@ -68,10 +67,11 @@ func jobTitle(j *spec.Job) string {
 
 // runUI runs the job with the terminal UI in front of it: the job and the
 // live verifier in goroutines of their own, the UI in this one. When the
-// user quits (or ctx ends) the job is cancelled, and runUI returns once it
-// has stopped and settled its outputs.
-func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiController, live *kafka.LiveVerifier,
-	obs *runtime.Observer, p *prepared, opts runtime.RunOptions, stdout io.Writer, logger *log.Logger) (*runtime.Result, error) {
+// user quits (or ctx ends) the run is stopped, as a stop signal stops it
+// (see stopBudget), and runUI returns once the job has stopped and settled
+// its outputs.
+func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.LiveVerifier, opts runtime.RunOptions) (*runtime.Result, error) {
+	o, job, obs, p, stdout, logger := r.o, r.job, r.obs, r.p, r.stdout, r.logger
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type ran struct {
@@ -133,16 +133,18 @@ func (o *runOptions) runUI(ctx context.Context, job *runtime.Job, ctrl *uiContro
 	if !o.headless {
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
 	}
+	// The stop's budget counts from here, as from a stop signal.
+	r.stopRun(nil)
 	cancel()
-	r := <-done
+	ended := <-done
 	<-liveDone
 	if uiErr != nil {
 		logger.Printf("terminal UI: %v", uiErr)
-		if r.err == nil {
-			r.err = fmt.Errorf("terminal UI: %w", uiErr)
+		if ended.err == nil {
+			ended.err = fmt.Errorf("terminal UI: %w", uiErr)
 		}
 	}
-	return r.res, r.err
+	return ended.res, ended.err
 }
 
 // watchTerminal calls gone, once, when w stops being a terminal (a hung-up

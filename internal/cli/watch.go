@@ -3,14 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"faultline/checkpoint"
@@ -28,42 +24,6 @@ func watchStateDir(ctx context.Context, dir string, interval time.Duration, gone
 func dirGone(path string) bool {
 	fi, err := os.Stat(path)
 	return errors.Is(err, os.ErrNotExist) || err == nil && !fi.IsDir()
-}
-
-// notifyStop returns a context that a stop signal (Ctrl-C, SIGTERM, SIGHUP)
-// ends: the run then stops, settles its outputs and verifies them. A second
-// stop signal quits at once, without the verification, leaving the state
-// dir as a crash would (the next run goes on from its last completed
-// checkpoint). Two copies of one Ctrl-C, the terminal's and the one the
-// supervisor passes on, arrive within supervise.Again and count once.
-func notifyStop(parent context.Context, stderr io.Writer) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, stopSignals()...)
-	done := make(chan struct{})
-	go func() {
-		var first time.Time
-		for {
-			select {
-			case <-done:
-				return
-			case sig := <-sigs:
-				switch {
-				case first.IsZero():
-					first = time.Now()
-					cancel()
-				case time.Since(first) >= supervise.Again:
-					fmt.Fprintf(stderr, "faultline: %s again: quitting now, without checking the output; the state dir is as a crash leaves it, and the next run goes on from its last completed checkpoint\n", sig)
-					os.Exit(1)
-				}
-			}
-		}
-	}()
-	return ctx, sync.OnceFunc(func() {
-		signal.Stop(sigs)
-		close(done)
-		cancel()
-	})
 }
 
 // openStore opens the checkpoint store in dir, which holds the state dir's

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -186,7 +187,7 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 	// The sink's recovery asks what of the lost transaction is missing:
 	// all of it, whatever the fetch size.
 	lost := testRecords("prepared", 3000)
-	if missing, err := o.Missing(c1, lost); err != nil || len(missing) != len(lost) {
+	if missing, err := o.Missing(context.Background(), c1, lost); err != nil || len(missing) != len(lost) {
 		t.Fatalf("Missing of the aborted transaction: %d of %d, %v", len(missing), len(lost), err)
 	}
 	for v, n := range writeRecords(t, o, "t/1", "again", 300) {

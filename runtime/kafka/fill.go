@@ -47,7 +47,7 @@ func MissingTopics(cl sarama.Client, names []string) ([]string, error) {
 // cluster answers CreateTopics once its controller has recorded them, a
 // moment before a broker leads their partitions, and a request there in
 // between fails with NOT_LEADER_OR_FOLLOWER.
-func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
+func EnsureTopics(ctx context.Context, cl sarama.Client, topics map[string]int32) error {
 	admin, err := sarama.NewClusterAdminFromClient(cl)
 	if err != nil {
 		return err
@@ -58,6 +58,9 @@ func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 	}
 	var created []string
 	for name, parts := range topics {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		if d, ok := existing[name]; ok {
 			if name != "" && d.NumPartitions < parts && (name == runtime.TopicOrders || name == runtime.TopicPayments) {
 				return fmt.Errorf("topic %s has %d partitions; the generator writes %d", name, d.NumPartitions, parts)
@@ -72,7 +75,7 @@ func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 		}
 		created = append(created, name)
 	}
-	return awaitLeaders(cl, created, topicReadyTimeout)
+	return awaitLeaders(ctx, cl, created, topicReadyTimeout)
 }
 
 // topicReadyTimeout is how long a new topic's partitions may take to get a
@@ -80,8 +83,8 @@ func EnsureTopics(cl sarama.Client, topics map[string]int32) error {
 const topicReadyTimeout = 30 * time.Second
 
 // awaitLeaders waits until every partition of topics has a leader that
-// answers a ListOffsets request, or the timeout has passed.
-func awaitLeaders(cl sarama.Client, topics []string, timeout time.Duration) error {
+// answers a ListOffsets request, or the timeout has passed, or ctx ended.
+func awaitLeaders(ctx context.Context, cl sarama.Client, topics []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for _, t := range topics {
 		for {
@@ -92,7 +95,11 @@ func awaitLeaders(cl sarama.Client, topics []string, timeout time.Duration) erro
 			if time.Now().After(deadline) {
 				return fmt.Errorf("topic %s was created, but its partitions had no leader that answers after %s: %w", t, timeout, err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 			cl.RefreshMetadata(t)
 		}
 	}
@@ -267,7 +274,11 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	allowed, last := 0.0, time.Now()
 	defer func() {
 		if !closed {
-			closeProducer(prod, producerCloseWait)
+			wait := producerCloseWait
+			if ctx.Err() != nil {
+				wait = stoppedCloseWait
+			}
+			closeProducer(prod, wait)
 		}
 	}()
 	// Payments wait for their block of orders (Generator.PaymentDue), so
@@ -332,9 +343,13 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	return written, nil
 }
 
-// producerCloseWait bounds how long a writer that stops early (its run
-// ends, or a write failed) waits for the records its producer still holds.
-const producerCloseWait = 5 * time.Second
+// producerCloseWait bounds how long a writer whose write failed waits for
+// the records its producer still holds; stoppedCloseWait, one whose run
+// was stopped, which must end within a few seconds (Ctrl-C, SIGTERM).
+const (
+	producerCloseWait = 5 * time.Second
+	stoppedCloseWait  = 500 * time.Millisecond
+)
 
 // closeProducer closes p, waiting at most d for the records it still holds:
 // with the broker gone, Sarama would retry each of them for a minute (see

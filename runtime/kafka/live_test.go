@@ -439,7 +439,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := verify.Verify(Inputs{C: c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", b4, recs)
+	ver, err := verify.Verify(context.Background(), Inputs{C: c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", b4, recs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -68,7 +67,9 @@ type Output struct {
 	// furthest of those that committed (see AwaitCommitted).
 	prepared     map[string]map[int32]int64
 	committedEnd map[int32]int64
-	none         *asyncOut // none
+	committed    map[string]string // transactional id → the committable last committed with it
+	whole        map[string]bool   // committables Missing found whole (see committedAlready)
+	none         *asyncOut         // none
 	// noneClosed is set by Close (under mu): none itself never changes.
 	noneClosed bool
 	// last is the transaction the last Write wrote into (named lastName),
@@ -153,7 +154,7 @@ const DefaultTransactionTimeout = 15 * time.Minute
 func NewOutput(c Client, cl sarama.Client, topic string, g Guarantee) (*Output, error) {
 	o := &Output{c: c, cl: cl, topic: topic, guarantee: g, txns: map[string]*txnWriter{}, txnTimeout: DefaultTransactionTimeout,
 		env: newRequestEnv(), pools: map[string]*idPool{}, idem: map[string]*idempotent{},
-		prepared: map[string]map[int32]int64{}, committedEnd: map[int32]int64{}}
+		prepared: map[string]map[int32]int64{}, committedEnd: map[int32]int64{}, committed: map[string]string{}, whole: map[string]bool{}}
 	if g != None {
 		return o, nil
 	}
@@ -325,6 +326,9 @@ func (o *Output) Commit(c string) error {
 		return fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", c)
 	}
 	txn := parts[0]
+	if o.committedAlready(txn, c) {
+		return nil
+	}
 	pid, err1 := strconv.ParseInt(parts[1], 10, 64)
 	epoch, err2 := strconv.ParseInt(parts[2], 10, 16)
 	if err1 != nil || err2 != nil {
@@ -334,6 +338,7 @@ func (o *Output) Commit(c string) error {
 		return err
 	}
 	o.mu.Lock()
+	o.committed[txn] = c
 	o.releaseID(txn)
 	for p, e := range o.prepared[c] {
 		o.committedEnd[p] = max(o.committedEnd[p], e)
@@ -505,52 +510,6 @@ func (o *Output) PositionOf(committable string) (string, map[int32]int64, bool) 
 		return "", nil, false
 	}
 	return o.topic, from, true
-}
-
-// CommittedFrom reads the committed output from the given offsets (missing
-// partitions: the start) to its end.
-func (o *Output) CommittedFrom(from map[int32]int64) ([]runtime.OutputRecord, error) {
-	return ReadCommitted(context.Background(), o.c, o.topic, from)
-}
-
-// Missing returns the records of recs that the committed output lacks at
-// or after where the transaction of committable began, in every partition:
-// what a transaction the broker no longer knows left unwritten. None when it
-// committed after all (just before a crash, or as a redo); all when it was
-// aborted; some when a commit reached only some of its partitions. Records
-// are matched by key and value, each as often as it occurs.
-func (o *Output) Missing(committable string, recs []runtime.OutputRecord) ([]runtime.OutputRecord, error) {
-	parts := strings.Split(committable, "|")
-	if len(parts) != 4 {
-		return nil, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
-	}
-	from, err := decodeFrom(parts[3])
-	if err != nil {
-		return nil, err
-	}
-	there, err := ReadCommitted(context.Background(), o.c, o.topic, from)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]int, len(there))
-	for _, x := range there {
-		seen[recordKey(x)]++
-	}
-	var missing []runtime.OutputRecord
-	for _, r := range recs {
-		k := recordKey(r)
-		if seen[k] > 0 {
-			seen[k]--
-			continue
-		}
-		missing = append(missing, r)
-	}
-	return missing, nil
-}
-
-// recordKey is a record's key and value as one map key.
-func recordKey(r runtime.OutputRecord) string {
-	return strconv.Itoa(len(r.Key)) + ":" + string(r.Key) + string(r.Value)
 }
 
 // PreparedMayBeLost says the sink must keep a redo log: a Kafka

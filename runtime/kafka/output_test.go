@@ -122,7 +122,7 @@ func TestOutputTransactions(t *testing.T) {
 func TestOutputBatchesAcrossPartitions(t *testing.T) {
 	_, c, cl := embeddedClient(t)
 	const topic, parts, n = "multi", 3, 3*batchRecords + 100
-	if err := EnsureTopics(cl, map[string]int32{topic: parts}); err != nil {
+	if err := EnsureTopics(context.Background(), cl, map[string]int32{topic: parts}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := NewOutput(c, cl, topic, ExactlyOnce)
@@ -240,7 +240,7 @@ func TestRecordWriterBrokerDown(t *testing.T) {
 // guarantee g writing to it, closed when the test ends.
 func newTopicOutput(t *testing.T, c Client, cl sarama.Client, topic string, g Guarantee) *Output {
 	t.Helper()
-	if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
+	if err := EnsureTopics(context.Background(), cl, map[string]int32{topic: 1}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := NewOutput(c, cl, topic, g)

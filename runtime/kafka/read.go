@@ -208,7 +208,7 @@ type Inputs struct {
 }
 
 // ReadInput implements verify.InputReader.
-func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (in Inputs) ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {
 		actual = t
@@ -217,7 +217,7 @@ func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, 
 	if to != nil {
 		// Bounds name only the partitions a checkpoint covered; those it
 		// does not name were not read at all.
-		cl, err := in.C.NewClient()
+		cl, err := in.C.NewClientContext(ctx)
 		if err != nil {
 			return err
 		}
@@ -234,11 +234,11 @@ func (in Inputs) ReadInput(topic string, bounds map[int32]int64, f func([]byte, 
 			}
 		}
 	}
-	return in.each(actual, in.From[actual], to, f)
+	return in.each(ctx, actual, in.From[actual], to, f)
 }
 
 // ReadInputAfter implements verify.InputReader.
-func (in Inputs) ReadInputAfter(topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (in Inputs) ReadInputAfter(ctx context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {
 		actual = t
@@ -250,13 +250,13 @@ func (in Inputs) ReadInputAfter(topic string, bounds map[int32]int64, f func([]b
 	for p, o := range bounds {
 		from[p] = max(o, from[p])
 	}
-	return in.each(actual, from, nil, f)
+	return in.each(ctx, actual, from, nil, f)
 }
 
 // each calls f with every record of Kafka topic from from to to (nil: the
 // end there is now).
-func (in Inputs) each(topic string, from, to map[int32]int64, f func([]byte, int64) error) error {
-	recs, err := read(context.Background(), in.C, topic, from, to, false)
+func (in Inputs) each(ctx context.Context, topic string, from, to map[int32]int64, f func([]byte, int64) error) error {
+	recs, err := read(ctx, in.C, topic, from, to, false)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	defer func(n int64) { roundRecords = n }(roundRecords)
 	roundRecords = 700
 	f := newRetentionFixture(t)
-	want, err := verify.Verify(Inputs{C: f.c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
+	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
 		from[topic] = saved.Positions[topic]
 	}
-	got, err := verify.VerifyOn(saved, Inputs{C: f.c, From: from}, "exactly-once", f.quarter, mustRead(t, f.c, saved.Positions["revenue"]))
+	got, err := verify.VerifyOn(context.Background(), saved, Inputs{C: f.c, From: from}, "exactly-once", f.quarter, mustRead(t, f.c, saved.Positions["revenue"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestReadCommittedStopsAtItsBound(t *testing.T) {
 // everything.
 func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 	f := newRetentionFixture(t)
-	want, err := verify.Verify(Inputs{C: f.c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
+	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -123,7 +124,7 @@ func TestRecoveryAfterAPooledIDWasUsedAgain(t *testing.T) {
 	if err := o2.AbortLingering("job/sink/0/", 8); err != nil {
 		t.Fatal(err)
 	}
-	missing, err := o2.Missing(first, []runtime.OutputRecord{{Value: []byte("a")}})
+	missing, err := o2.Missing(context.Background(), first, []runtime.OutputRecord{{Value: []byte("a")}})
 	if err != nil || len(missing) != 0 {
 		t.Fatalf("Missing: %v, %v; want nothing", missing, err)
 	}
@@ -138,7 +139,7 @@ func TestRecoveryAfterAPooledIDWasUsedAgain(t *testing.T) {
 func TestAtLeastOnceWritesAreIdempotent(t *testing.T) {
 	_, c, cl := embeddedClient(t)
 	const topic = "alo"
-	if err := EnsureTopics(cl, map[string]int32{topic: 3}); err != nil {
+	if err := EnsureTopics(context.Background(), cl, map[string]int32{topic: 3}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := NewOutput(c, cl, topic, AtLeastOnce)
@@ -230,14 +231,107 @@ func TestAwaitCommittedWaitsForTheMarkers(t *testing.T) {
 	}
 	var asked atomic.Int32
 	staleStableOffsets(e.cluster, 3, &asked)
-	if err := o.AwaitCommitted(10 * time.Second); err != nil {
+	if err := o.AwaitCommitted(context.Background(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n := asked.Load(); n != 3 {
 		t.Fatalf("the stale last stable offset was asked %d times, want 3 before the wait ended", n)
 	}
 	staleStableOffsets(e.cluster, 1000, &asked)
-	if err := o.AwaitCommitted(200 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "last stable offset is 0, before 3") {
+	if err := o.AwaitCommitted(context.Background(), 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "last stable offset is 0, before 3") {
 		t.Fatalf("markers that never come: %v", err)
+	}
+	// A stopped run waits no longer than it may.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := o.AwaitCommitted(ctx, 10*time.Second); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("waiting under a context that ended: %v after %s, want its end at once", err, time.Since(start))
+	}
+}
+
+// A transaction committed by this process and committed again (a stopped
+// run settling its outputs after its pooled id began a newer transaction)
+// is known committed: the output asks the broker nothing, so the sink need
+// not read the output to find out what it holds.
+func TestCommittingAgainWhatThisOutputCommitted(t *testing.T) {
+	_, c, cl := embeddedClient(t)
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := o.Write("job/sink/0/7", nil, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := o.Prepare("job/sink/0/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(first); err != nil {
+		t.Fatal(err)
+	}
+	// The next transaction takes the same pooled id, at a newer epoch.
+	if err := o.Write("job/sink/0/8", nil, []byte("open")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := o.Prepare("job/sink/0/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idOf(second) != idOf(first) {
+		t.Fatalf("the second transaction has id %s, want the first's, %s", idOf(second), idOf(first))
+	}
+	if err := o.Commit(first); err != nil {
+		t.Fatalf("committing the first transaction again: %v, want nothing to do", err)
+	}
+	if err := o.AbortLingering("job/sink/0/", 8); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedValues(t, c, "revenue"); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("committed %v, want [a]", got)
+	}
+}
+
+// A transaction a process before this one committed, found whole in the
+// output when this one restored it (Missing finds nothing lacking), is
+// known committed: committing it again as this run stops asks the broker
+// nothing, whose answer would be that it no longer knows it.
+func TestCommittingAgainWhatMissingFoundWhole(t *testing.T) {
+	_, c, cl := embeddedClient(t)
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if err := o.Write("job/sink/0/7", nil, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := o.Prepare("job/sink/0/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(first); err != nil {
+		t.Fatal(err)
+	}
+	// The next process restores the checkpoint that pre-committed it,
+	// after its id began a newer transaction.
+	o2, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o2.Close()
+	if err := o2.AbortLingering("job/sink/0/", 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := o2.Commit(first); !errors.Is(err, runtime.ErrTxnLost) {
+		t.Fatalf("committing the first transaction in the next process: %v, want ErrTxnLost", err)
+	}
+	missing, err := o2.Missing(context.Background(), first, []runtime.OutputRecord{{Value: []byte("a")}})
+	if err != nil || len(missing) != 0 {
+		t.Fatalf("Missing: %v, %v; want nothing", missing, err)
+	}
+	if err := o2.Commit(first); err != nil {
+		t.Fatalf("committing it again once found whole: %v, want nothing to do", err)
 	}
 }

@@ -238,7 +238,7 @@ func TestTransactionRequestsRetryWhatMayPass(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			topic := fmt.Sprintf("retried-%d", i)
-			if err := EnsureTopics(cl, map[string]int32{topic: 1}); err != nil {
+			if err := EnsureTopics(context.Background(), cl, map[string]int32{topic: 1}); err != nil {
 				t.Fatal(err)
 			}
 			clock := newTestClock()

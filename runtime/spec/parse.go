@@ -148,11 +148,20 @@ func (p *parser) parse() (*Job, error) {
 	if len(opsNode.Content) == 0 {
 		return nil, p.errf(opsNode.Line, "operators", "the list is empty; a job needs at least a source and a sink")
 	}
+	opsLine := top.entries["operators"].key.Line
+	// Too many operators is refused before each is read: reading checks
+	// every operator against those before it.
+	if n := len(opsNode.Content); n > MaxOperators {
+		return nil, p.errf(opsLine, "operators", "%s", Size{Operators: n}.TooBig())
+	}
 	if err := p.operators(job, opsNode); err != nil {
 		return nil, err
 	}
-	if err := p.checkJob(job, top.entries["operators"].key.Line, verifyNode); err != nil {
+	if err := p.checkJob(job, opsLine, verifyNode); err != nil {
 		return nil, err
+	}
+	if msg := SizeOf(job).TooBig(); msg != "" {
+		return nil, p.errf(opsLine, "operators", "%s", msg)
 	}
 	return job, nil
 }

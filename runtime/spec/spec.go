@@ -5,6 +5,8 @@
 // Parse checks everything a user can get wrong and reports the first problem
 // as an *Error that names the file, the line and the field, so that
 // `faultline run --job my.yaml` can print one line that says what to fix.
+// A valid job too big for one machine is refused too: past MaxOperators,
+// MaxSubtasks, MaxSinkSubtasks, MaxChannels or MaxTopics (size.go).
 package spec
 
 import (
@@ -183,7 +185,8 @@ func (j *Job) SetParallelism(name string, p int) error {
 
 // SetParallelisms overrides the parallelism of several operators at once and
 // then checks every forward edge, so that a chain of forward edges can be
-// rescaled in one step. On error the job is unchanged.
+// rescaled in one step, and that the job stays within the limits of its
+// size (see MaxSubtasks). On error the job is unchanged.
 func (j *Job) SetParallelisms(ps map[string]int) error {
 	names := make([]string, 0, len(ps))
 	for name := range ps {
@@ -219,6 +222,9 @@ func (j *Job) SetParallelisms(ps map[string]int) error {
 			return fmt.Errorf("parallelism of %s: forward edge %s[%d] → %s[%d] needs equal parallelism; give %s parallelism %d too, or use a rebalance or hash edge",
 				changed.Name, up.Name, par(up), op.Name, par(op), other.Name, par(changed))
 		}
+	}
+	if msg := sizeOf(j, par).TooBig(); msg != "" {
+		return fmt.Errorf("parallelism of %s: %s", strings.Join(names, ", "), msg)
 	}
 	for _, name := range names {
 		j.Op(name).Parallelism = ps[name]

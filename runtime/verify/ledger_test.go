@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -222,7 +223,7 @@ func TestPeriodsAreKeptInTheStateDir(t *testing.T) {
 // memInput is an InputReader over records held in memory, by topic.
 type memInput map[string][][]byte
 
-func (m memInput) ReadInput(topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+func (m memInput) ReadInput(_ context.Context, topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
 	for _, v := range m[topic] {
 		if err := f(v, 0); err != nil {
 			return err
@@ -231,7 +232,7 @@ func (m memInput) ReadInput(topic string, _ map[int32]int64, f func(v []byte, t 
 	return nil
 }
 
-func (m memInput) ReadInputAfter(string, map[int32]int64, func(v []byte, t int64) error) error {
+func (m memInput) ReadInputAfter(context.Context, string, map[int32]int64, func(v []byte, t int64) error) error {
 	return nil
 }
 
@@ -246,14 +247,14 @@ func TestInFlightIsNeitherExpectedNorLost(t *testing.T) {
 	}
 	out := []Record{{Key: []byte("o-000001"), Value: rec("o-000001")}}
 	bounds := map[string]map[int32]int64{TopicOrders: {0: 3}, TopicPayments: {0: 3}}
-	v, err := VerifyInFlight(New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000009"}, out)
+	v, err := VerifyInFlight(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000009"}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.InFlight != 1 || v.Lost != 1 || v.Expected != 2 || v.OK {
 		t.Fatalf("%+v: want o-000002 in flight, o-000003 lost, 2 expected", v)
 	}
-	v, err = VerifyInFlight(New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000003"}, out)
+	v, err = VerifyInFlight(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000003"}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestOutputPastTheCheckpointIsForgivenInAnAtLeastOncePeriod(t *testing.T) {
 			l.Lenient, _ = LoadPeriods("")
 			l.Lenient.Open(time.UnixMilli(100))
 			out := []Record{{Value: rec("o-000001"), Time: 20}, {Value: rec("o-000002"), Time: tc.written}}
-			v, err := VerifyInFlight(l, in, "exactly-once", bounds, nil, out)
+			v, err := VerifyInFlight(context.Background(), l, in, "exactly-once", bounds, nil, out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -301,10 +302,10 @@ func TestOutputPastTheCheckpointIsForgivenInAnAtLeastOncePeriod(t *testing.T) {
 // (before) and past them (after).
 type afterInput struct{ before, after memInput }
 
-func (a afterInput) ReadInput(topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
-	return a.before.ReadInput(topic, nil, f)
+func (a afterInput) ReadInput(ctx context.Context, topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+	return a.before.ReadInput(ctx, topic, nil, f)
 }
 
-func (a afterInput) ReadInputAfter(topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
-	return a.after.ReadInput(topic, nil, f)
+func (a afterInput) ReadInputAfter(ctx context.Context, topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+	return a.after.ReadInput(ctx, topic, nil, f)
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -51,16 +52,16 @@ type Verification struct {
 }
 
 // InputReader yields a job's raw input records, read directly from where
-// the job reads them.
+// the job reads them. A read gives up with ctx's error when ctx ends.
 type InputReader interface {
 	// ReadInput calls f with every record of topic below bounds (partition
 	// → offset; nil: everything there is) and its event time in Unix
 	// milliseconds (0: not known).
-	ReadInput(topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
+	ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
 	// ReadInputAfter calls f with every record of topic from bounds on
 	// (partition → offset; a partition not named: from its start) to the
 	// end there is now.
-	ReadInputAfter(topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
+	ReadInputAfter(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
 }
 
 // Expect is what the committed output of a job must hold.
@@ -90,22 +91,22 @@ func ExpectOf(job *spec.Job) Expect {
 // operators. guarantee is "exactly-once" or "at-least-once". bounds limits
 // the input to the offsets a checkpoint covered; nil means the whole
 // (bounded) input.
-func Verify(in InputReader, expect Expect, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
-	return VerifyOn(New(expect.Kind, expect.StateTTL), in, guarantee, bounds, out)
+func Verify(ctx context.Context, in InputReader, expect Expect, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
+	return VerifyOn(ctx, New(expect.Kind, expect.StateTTL), in, guarantee, bounds, out)
 }
 
 // VerifyOn is Verify going on from what ledger l has accounted for already
 // (records an earlier run read before the embedded broker deleted them): in
 // reads the input from where l stopped, out is the output after l's
 // position. It adds everything to l.
-func VerifyOn(l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
-	return VerifyInFlight(l, in, guarantee, bounds, nil, out)
+func VerifyOn(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
+	return VerifyInFlight(ctx, l, in, guarantee, bounds, nil, out)
 }
 
 // VerifyInFlight is VerifyOn for output committed as of a checkpoint that
 // holds records in flight: inFlight are their order ids, which the output
 // cannot hold yet and which are not counted as expected or lost.
-func VerifyInFlight(l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, inFlight []string, out []Record) (Verification, error) {
+func VerifyInFlight(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, inFlight []string, out []Record) (Verification, error) {
 	topics := []string{TopicOrders}
 	if l.Kind() == PaidOrders {
 		topics = append(topics, TopicPayments)
@@ -118,7 +119,7 @@ func VerifyInFlight(l *Ledger, in InputReader, guarantee string, bounds map[stri
 				b = map[int32]int64{}
 			}
 		}
-		err := in.ReadInput(topic, b, func(v []byte, t int64) error {
+		err := in.ReadInput(ctx, topic, b, func(v []byte, t int64) error {
 			id, _ := flatjson.OrderIDOf(v) // not JSON or no order id: bad input
 			l.Input(topic, id, t)
 			return nil
@@ -149,7 +150,7 @@ func VerifyInFlight(l *Ledger, in InputReader, guarantee string, bounds map[stri
 	// input: the whole run's, or, in an exactly-once run, what was written
 	// in an at-least-once period (a run that ended while it lasted).
 	if v.Unexpected > 0 && bounds != nil && (guarantee == "at-least-once" || len(l.Lenient.Spans()) > 0) {
-		after, err := afterCheckpoint(l, in, topics, bounds, guarantee != "at-least-once")
+		after, err := afterCheckpoint(ctx, l, in, topics, bounds, guarantee != "at-least-once")
 		if err != nil {
 			return Verification{}, err
 		}
@@ -165,7 +166,7 @@ func VerifyInFlight(l *Ledger, in InputReader, guarantee string, bounds map[stri
 // at-least-once job let out before a checkpoint covered its input; with
 // lenientOnly, only those with a copy written in an at-least-once period.
 // l is left as it was: the next run accounts for that input itself.
-func afterCheckpoint(l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64, lenientOnly bool) (int, error) {
+func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64, lenientOnly bool) (int, error) {
 	const order, payment = 1, 2
 	sides := map[string]byte{}
 	l.EachUnexpected(func(id string) { sides[id] = 0 })
@@ -189,7 +190,7 @@ func afterCheckpoint(l *Ledger, in InputReader, topics []string, bounds map[stri
 		if topic == TopicPayments {
 			side = payment
 		}
-		err := in.ReadInputAfter(topic, bounds[topic], func(v []byte, _ int64) error {
+		err := in.ReadInputAfter(ctx, topic, bounds[topic], func(v []byte, _ int64) error {
 			if id, ok := flatjson.OrderIDOf(v); ok {
 				if b, held := sides[string(id)]; held {
 					sides[string(id)] = b | side

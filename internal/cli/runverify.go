@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/kafka"
+	"faultline/runtime/verify"
+	"faultline/runtime/view"
+)
+
+// commitVisibleTimeout bounds the wait for the output's last commit
+// markers before the verification reads it.
+const commitVisibleTimeout = 30 * time.Second
+
+// verify is the oracle: what a read_committed consumer of the output sees,
+// against the inputs read straight from Kafka, from where the ledger left
+// off. Over a large input it takes seconds: it says so before. It gives up
+// when ctx ends (a stopped run out of time: see stopBudget).
+func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Verification, error) {
+	o, p := r.o, r.p
+	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
+	bounds := checkpoint.Offsets{}
+	if res.Status != runtime.JobFinished || !r.bounded {
+		if res.Latest != nil {
+			for topic, offs := range res.Latest.SourceOffsets() {
+				for logical, actual := range p.logicalTopics() {
+					if actual == topic {
+						bounds[logical] = offs
+					}
+				}
+			}
+		}
+	} else {
+		for logical, actual := range p.logicalTopics() {
+			bounds[logical] = r.sources[actual].EndOffsets()
+		}
+	}
+	from := map[string]map[int32]int64{}
+	for topic, s := range r.sources {
+		from[topic] = s.StartOffsets()
+	}
+	outputStart := r.outputStart
+	if r.continues || res.Resumed != 0 {
+		// A run that goes on from the runs before it checks their output
+		// too: from the beginning of the topic, as the input is.
+		for topic := range outputStart {
+			outputStart[topic] = nil
+		}
+	}
+	// What the ledger accounted for is read from where it stopped: the
+	// broker may have deleted what lies before.
+	for topic := range r.sources {
+		for part, off := range r.ledger.Positions[topic] {
+			if from[topic] == nil {
+				from[topic] = map[int32]int64{}
+			}
+			from[topic][part] = off
+		}
+	}
+	for topic, start := range outputStart {
+		if pos := r.ledger.Positions[topic]; len(pos) > 0 {
+			m := maps.Clone(start)
+			if m == nil {
+				m = map[int32]int64{}
+			}
+			maps.Copy(m, pos)
+			outputStart[topic] = m
+		}
+	}
+	committed, err := r.readOutputs(ctx, outputStart)
+	if err != nil {
+		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
+	}
+	guarantee := o.mode
+	if p.sinkG != kafka.ExactlyOnce {
+		guarantee = "at-least-once"
+	}
+	var inFlight []string
+	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
+		inFlight = res.Latest.InFlightIDs()
+	}
+	v, err := verify.VerifyInFlight(ctx, r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
+	if err != nil {
+		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
+	}
+	return v, nil
+}
+
+// readOutputs reads what a read_committed consumer sees of each output
+// topic from its start (partition → offset), all topics at once: each read
+// waits for its consumer's first fetch, about 0.4 s, which one topic after
+// another made 3 s for a job of seven.
+func (r *runState) readOutputs(ctx context.Context, starts map[string]map[int32]int64) ([]runtime.OutputRecord, error) {
+	type read struct {
+		recs []runtime.OutputRecord
+		err  error
+	}
+	reads := make(map[string]*read, len(starts))
+	var wg sync.WaitGroup
+	for topic, start := range starts {
+		rd := &read{}
+		reads[topic] = rd
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rd.recs, rd.err = r.readOutput(ctx, topic, start)
+		}()
+	}
+	wg.Wait()
+	var all []runtime.OutputRecord
+	for _, topic := range slices.Sorted(maps.Keys(reads)) {
+		if err := reads[topic].err; err != nil {
+			return nil, fmt.Errorf("read %s: %w", topic, err)
+		}
+		all = append(all, reads[topic].recs...)
+	}
+	return all, nil
+}
+
+// readOutput reads output topic from start, once the commit markers of the
+// last transactions, which may still be on their way into its partitions,
+// are there.
+func (r *runState) readOutput(ctx context.Context, topic string, start map[int32]int64) ([]runtime.OutputRecord, error) {
+	if out := r.outputs[topic]; out != nil {
+		if err := out.AwaitCommitted(ctx, commitVisibleTimeout); err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			fmt.Fprintf(r.stderr, "faultline: verify: the output's last commits are not visible yet: %v\n", err)
+		}
+	}
+	return kafka.ReadCommitted(ctx, r.p.client, topic, start)
+}

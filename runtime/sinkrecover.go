@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// errRecoveryStopped is why a sink's recovery gave up: it was stopped (its
+// subtask cancelled, a stopped run out of time) between two requests to
+// its output. The next recovery does what is left.
+var errRecoveryStopped = errors.New("the sink's recovery was stopped")
+
+// recoverSink leaves out as a restart from a checkpoint with these sink
+// states would: every pre-committed transaction committed, every later one
+// aborted. states are the sink operator's states in that checkpoint (none
+// when starting without one); owners are the subtasks to recover, with the
+// sequence number to abort from when no state names it. newest is the
+// committable of the newest transaction it committed ("" when none). It
+// gives up with errRecoveryStopped between two requests to out once stop
+// is closed (the subtask cancelled, a stopped run out of time).
+func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
+	nextSeq = map[int]int64{}
+	var pending []sinkState
+	for _, b := range states {
+		st, err := decodeSinkState(b, redo)
+		if err != nil {
+			return nil, "", fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
+		}
+		if !owners(st.owner) {
+			continue
+		}
+		pending = append(pending, st)
+		nextSeq[st.owner] = st.nextSeq
+	}
+	for _, o := range mine {
+		if _, ok := nextSeq[o]; !ok {
+			nextSeq[o] = 0
+		}
+	}
+	// Commit what the checkpoint pre-committed first: an output may draw
+	// its transactions' ids from a pool (Kafka), and aborting what the
+	// failed attempt left open initialises those ids too.
+	type lostTxn struct {
+		owner int
+		t     pendingTxn
+		err   error
+	}
+	var lost []lostTxn
+	newestAt := int64(-1)
+	for _, st := range pending {
+		for _, t := range st.pending {
+			if stopped(stop) {
+				return nil, "", errRecoveryStopped
+			}
+			err := out.Commit(t.committable)
+			if t.redoable(err) {
+				lost = append(lost, lostTxn{st.owner, t, err})
+			} else if err != nil {
+				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+			}
+			if t.checkpoint > newestAt {
+				newest, newestAt = t.committable, t.checkpoint
+			}
+		}
+	}
+	// Then abort what the failed attempt left open, a redo of an earlier
+	// recovery included, before a redo: an open transaction holds back
+	// read_committed readers, and a redo looks for its records.
+	for o, from := range nextSeq {
+		if stopped(stop) {
+			return nil, "", errRecoveryStopped
+		}
+		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
+			return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
+		}
+	}
+	for _, st := range pending {
+		for _, t := range st.pending {
+			if err := out.AbortLingering(strings.TrimSuffix(redoName(t.txn), "0"), 0); err != nil {
+				return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, st.owner, err)
+			}
+		}
+	}
+	for _, l := range lost {
+		if stopped(stop) {
+			return nil, "", errRecoveryStopped
+		}
+		if err := redoLost(stop, out, l.t, l.err); err != nil {
+			return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, l.owner, l.t.checkpoint, err)
+		}
+	}
+	return nextSeq, newest, nil
+}
+
+// redoable says whether a commit of t that failed with err is written
+// again from its redo log: the output lost it, and the log holds records.
+func (t pendingTxn) redoable(err error) bool {
+	return errors.Is(err, ErrTxnLost) && t.redo != nil && t.redo.n > 0
+}
+
+// redoName names the transaction that writes again what the output lost of
+// txn. Its number lets AbortLingering find a redo that a crash left open
+// (prefix txn+"/redo/").
+func redoName(txn string) string { return txn + "/redo/0" }
+
+// committedChecker is a TxnOutput that can say which of a prepared
+// transaction's records its committed output lacks (the Kafka output reads
+// the output topic from where the transaction began).
+type committedChecker interface {
+	Missing(ctx context.Context, committable string, recs []OutputRecord) ([]OutputRecord, error)
+}
+
+// redoLost writes again what the output lacks of a transaction the restored
+// checkpoint pre-committed and whose commit failed with err (ErrTxnLost):
+// the output has lost it (an embedded broker that died with the process
+// aborts the transactions open at that moment; Kafka does the same to a
+// transaction older than its timeout, and a pooled transactional id that
+// a later transaction used again no longer knows it). The sink asks the
+// output which of the transaction's records its committed output lacks
+// (none, when it committed just before the crash or by an earlier redo;
+// some, when a commit reached only some partitions) and writes exactly
+// those again from the redo log in the checkpoint, in a transaction of its
+// own (redoName). A crash during the redo aborts it, and the next recovery
+// finds those records missing again: nothing is lost or written twice.
+// Looking for the records gives up when stop is closed.
+func redoLost(stop <-chan struct{}, out TxnOutput, t pendingTxn, err error) error {
+	records, derr := t.redo.records()
+	if derr != nil {
+		return fmt.Errorf("%w; its redo log: %w", err, derr)
+	}
+	checker, ok := out.(committedChecker)
+	if !ok {
+		return err
+	}
+	ctx, cancel := contextOf(stop)
+	defer cancel()
+	missing, ferr := checker.Missing(ctx, t.committable, records)
+	if ferr != nil {
+		return fmt.Errorf("%w; looking for its records: %w", err, ferr)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	redo := redoName(t.txn)
+	for _, r := range missing {
+		if err := out.Write(redo, r.Key, r.Value); err != nil {
+			return fmt.Errorf("write %s again: %w", t.txn, err)
+		}
+	}
+	c, err := out.Prepare(redo)
+	if err != nil {
+		return fmt.Errorf("write %s again: %w", t.txn, err)
+	}
+	return out.Commit(c)
+}
