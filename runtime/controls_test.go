@@ -31,7 +31,7 @@ func recordsIn(j *Job) int64 { return j.in.Load() }
 // and the output stays complete.
 func TestSetModeSwitchesTheNextCheckpoints(t *testing.T) {
 	var modes []string
-	r := (&run{records: 80000, rate: 20000, interval: 50 * time.Millisecond, during: func(j *Job) {
+	r := (&run{records: 40000, rate: 20000, interval: 50 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "two checkpoints", func() bool { return j.coord.Stats().Completed >= 2 })
 		j.SetMode(barrier.AtLeastOnce, false)
 		from := j.coord.NextID()

@@ -557,9 +557,9 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 // stays exact.
 func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 	job := spec.Default()
-	gen, out, env := genEnv(2, 80000, 40000)
+	gen, out, env := genEnv(2, 40000, 40000)
 	store := checkpoint.NewMemoryStore(3)
-	fault, _ := ParseFault("after-records=14000,task=revenue/1,fault=panic")
+	fault, _ := ParseFault("after-records=7000,task=revenue/1,fault=panic")
 	obs := NewObserver(nil, 1<<16)
 	go func() {
 		for range obs.Events() {

@@ -9,7 +9,7 @@ import (
 // and a few of them bring a checkpoint's barrier from the sources to the
 // join; between steps the world stays frozen.
 func TestStepGoesToTheNextVisibleMoment(t *testing.T) {
-	r := (&run{records: 30000, rate: 3000, interval: 300 * time.Millisecond, during: func(j *Job) {
+	r := (&run{records: 15000, rate: 3000, interval: 300 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "a checkpoint", func() bool { return j.coord.Stats().Completed >= 1 })
 		j.SetTempo(TempoFrozen)
 		time.Sleep(200 * time.Millisecond) // batches already under way end
@@ -49,12 +49,12 @@ func TestStepGoesToTheNextVisibleMoment(t *testing.T) {
 // In slow motion the queues stay as short as at full speed: an operator
 // that fell behind is not held, and the sources set the pace.
 func TestSlowMotionKeepsQueuesShort(t *testing.T) {
-	r := (&run{records: 24000, rate: 2000, interval: 500 * time.Millisecond, during: func(j *Job) {
+	r := (&run{records: 12000, rate: 2000, interval: 500 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "records flowing", func() bool { return recordsIn(j) > 1000 })
 		mean := func() (float64, int64) {
 			var sum, most int64
 			n := 0
-			for k := 0; k < 150; k++ {
+			for k := 0; k < 75; k++ {
 				for _, name := range []string{"join/0", "join/1", "revenue/0", "revenue/1", "sink/0"} {
 					if in, _, ok := j.Inputs(name); ok {
 						for _, c := range in {
