@@ -1,0 +1,165 @@
+package tour
+
+// A tour's waits: for an event, a checkpoint, a subtask aligning or slowed,
+// a job status, until a timeout.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"faultline/runtime/view"
+)
+
+// wait waits until c holds, its timeout passes (the step did not hold),
+// or, interactively, the learner presses n.
+func (r *Runner) wait(ctx context.Context, d Driver, c *Cond, res *StepResult) error {
+	r.mu.Lock()
+	since, ids := r.mark, len(r.done)
+	r.mu.Unlock()
+	r.setPanel(func(p *view.Tour) { p.Waiting = c.says() })
+	defer r.setPanel(func(p *view.Tour) { p.Waiting = "" })
+	ok, detail, err := r.until(ctx, d, c.timeout(), func(s view.Snapshot) (bool, string) { return r.holds(c, s, since, ids) })
+	res.OK, res.Detail = ok, detail
+	if !ok && detail == "" {
+		res.Detail = "timed out waiting for " + c.says()
+	}
+	return err
+}
+
+// until evaluates f on every event and every 100 ms until it holds or
+// timeout passes. Interactively, n ends the wait (as held).
+func (r *Runner) until(ctx context.Context, d Driver, timeout time.Duration, f func(view.Snapshot) (bool, string)) (bool, string, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, detail := f(d.Snapshot()); ok {
+			return true, detail, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-deadline.C:
+			_, detail := f(d.Snapshot())
+			return false, detail, nil
+		case k := <-r.keys:
+			switch {
+			case k == "r":
+				return false, "", ErrRestart
+			case k == "n" && r.mode == Interactive:
+				return true, "skipped (n)", nil
+			}
+		case <-r.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Cond) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return defaultTimeout
+}
+
+// says is what the panel says the tour waits for.
+func (c *Cond) says() string {
+	switch {
+	case c.Says != "":
+		return c.Says
+	case c.Event != "":
+		return strings.ReplaceAll(c.Event, "_", " ")
+	case c.Aligning != "":
+		return c.Aligning + " to align"
+	case c.Slowed != "":
+		return c.Slowed + " to slow down"
+	case c.JobStatus != "":
+		return "the job to be " + c.JobStatus
+	case c.Checkpoints == 1:
+		return "the next checkpoint"
+	}
+	return fmt.Sprintf("%d checkpoints", c.Checkpoints)
+}
+
+// holds reports whether c holds on s, for a wait that began at event since
+// with ids checkpoints completed.
+func (r *Runner) holds(c *Cond, s view.Snapshot, since int64, ids int) (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	detail := ""
+	if c.Event != "" {
+		e, ok := r.seenSince(c.Event, c.Where, since)
+		if !ok {
+			return false, ""
+		}
+		detail = describeEvent(e)
+	}
+	if c.Checkpoints > 0 {
+		if len(r.done)-ids < c.Checkpoints {
+			return false, ""
+		}
+		detail = fmt.Sprintf("checkpoint %d completed", r.done[len(r.done)-1])
+	}
+	if c.Aligning != "" {
+		t, ok := s.Tasks[c.Aligning]
+		if !ok || t.Alignment.Checkpoint == 0 {
+			return false, ""
+		}
+		detail = fmt.Sprintf("%s aligning checkpoint %d", c.Aligning, t.Alignment.Checkpoint)
+	}
+	if c.Slowed != "" {
+		if t, ok := s.Tasks[c.Slowed]; !ok || t.SlowFactor == 0 {
+			return false, ""
+		}
+	}
+	if c.JobStatus != "" && s.Job.Status != c.JobStatus {
+		return false, "the job is " + s.Job.Status
+	}
+	return true, detail
+}
+
+// seenSince finds an event named name with fields where that came after
+// event since (r.mu held).
+func (r *Runner) seenSince(name string, where map[string]string, since int64) (seenEvent, bool) {
+	for i := len(r.recent) - 1; i >= 0 && r.recent[i].seq > since; i-- {
+		e := r.recent[i]
+		if e.name != name {
+			continue
+		}
+		match := true
+		for k, v := range where {
+			if !fieldMatches(e.fields[k], v) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return e, true
+		}
+	}
+	return seenEvent{}, false
+}
+
+// fieldMatches reports whether an event's field has the value want, or,
+// when want is a comparison (">20", "<=3"), a number that meets it.
+func fieldMatches(got, want string) bool {
+	if want == "" || !strings.ContainsAny(want[:1], "<>") {
+		return got == want
+	}
+	n, err := strconv.ParseInt(got, 10, 64)
+	return err == nil && compare(n, want)
+}
+
+func describeEvent(e seenEvent) string {
+	var parts []string
+	for _, k := range []string{"id", "checkpoint", "task", "status", "fault", "mode"} {
+		if v, ok := e.fields[k]; ok && v != "" {
+			parts = append(parts, k+" "+v)
+		}
+	}
+	return strings.TrimSpace(e.name + " " + strings.Join(parts, " "))
+}
