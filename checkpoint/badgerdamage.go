@@ -8,7 +8,6 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/ristretto/v2/z"
+
+	"faultline/internal/smallfile"
 )
 
 // ErrDamaged means files of the checkpoint store are damaged so that it
@@ -89,24 +90,6 @@ func dataFile(name string) string {
 	return ""
 }
 
-// fileKind names the kind of a file that is not a regular file, for
-// messages.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file (" + m.String() + ")"
-}
-
 // inspect checks the Badger files in dir before Badger opens them, because
 // Badger panics on a damaged table in goroutines of its own, where nothing
 // can recover, and silently drops tables that fail their checksum or that a
@@ -125,7 +108,7 @@ func inspect(dir string) (inspection, error) {
 		if what := dataFile(name); what != "" && !e.Type().IsRegular() {
 			// Opening it would wait (a named pipe) or fail in two lines
 			// of Badger's (a folder is no file to map).
-			return in, damaged(dir, name, "%s where %s belongs", fileKind(e.Type()), what)
+			return in, damaged(dir, name, "%s where %s belongs", smallfile.Kind(e.Type()), what)
 		}
 		switch {
 		case name == manifestFile:

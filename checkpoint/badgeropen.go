@@ -14,6 +14,8 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sys/unix"
+
+	"faultline/internal/smallfile"
 )
 
 // ErrNoStore means the directory holds no checkpoint store, or does not
@@ -284,7 +286,7 @@ func inTheWay(dir, name string, sentinel error, what string) error {
 		it = "that folder"
 	}
 	return fmt.Errorf("%w: %s is %s, where the store writes %s (no checkpoint is kept there): remove %s and try again",
-		sentinel, path, fileKind(fi.Mode()), what, it)
+		sentinel, path, smallfile.Kind(fi.Mode()), what, it)
 }
 
 // Remove deletes the checkpoint store in dir and dir itself, for a store too

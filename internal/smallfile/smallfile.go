@@ -54,16 +54,19 @@ func check(path, what string, max int64, fi os.FileInfo) error {
 	case fi.IsDir():
 		return fmt.Errorf("read %s %s: is a folder; give the path of a .yaml file", what, path)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("read %s %s: not a regular file (%s); give the path of a .yaml file", what, path, kind(fi.Mode()))
+		return fmt.Errorf("read %s %s: not a regular file (%s); give the path of a .yaml file", what, path, Kind(fi.Mode()))
 	case fi.Size() > max:
 		return fmt.Errorf("read %s %s: %d bytes, more than the %d a %s may have; is it the right file?", what, path, fi.Size(), max, what)
 	}
 	return nil
 }
 
-// kind names a file mode that is not a regular file, for messages.
-func kind(m os.FileMode) string {
+// Kind names the kind of a file that is not a regular file, for
+// messages: "a folder", "a named pipe", …
+func Kind(m os.FileMode) string {
 	switch {
+	case m.IsDir():
+		return "a folder"
 	case m&os.ModeNamedPipe != 0:
 		return "a named pipe"
 	case m&os.ModeSocket != 0:
@@ -73,5 +76,5 @@ func kind(m os.FileMode) string {
 	case m&os.ModeSymlink != 0:
 		return "a symbolic link"
 	}
-	return "mode " + m.String()
+	return "a file of mode " + m.String()
 }
