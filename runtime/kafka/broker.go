@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 // reaches it over TCP like any other broker.
 type Embedded struct {
 	cluster   *kfake.Cluster
+	dataDir   string       // the log's folder ("": in memory)
 	downUntil atomic.Int64 // unix ns; requests before then are refused
 	// Addr is host:port of the broker.
 	Addr string
@@ -79,7 +81,7 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32, options ..
 		}
 		return nil, err
 	}
-	e := &Embedded{}
+	e := &Embedded{dataDir: dataDir}
 	c, err := kfake.NewCluster(opts(port)...)
 	if err != nil && port != 0 && isAddrInUse(err) {
 		e.Note = fmt.Sprintf("port %d is taken; the embedded broker listens on a free port instead", port)
@@ -152,4 +154,19 @@ func (e *Embedded) Down(d time.Duration) {
 func (e *Embedded) IsDown() bool { return time.Now().UnixNano() < e.downUntil.Load() }
 
 // Close stops the broker, flushing its log.
-func (e *Embedded) Close() { e.cluster.Close() }
+//
+// A log folder removed while the broker ran (the state dir deleted under
+// a run) stays removed: kfake writes its state out as it closes, making
+// its folders again, and what it wrote then is taken away.
+func (e *Embedded) Close() {
+	gone := false
+	if e.dataDir != "" {
+		_, err := os.Stat(filepath.Join(e.dataDir, "meta.json"))
+		gone = errors.Is(err, os.ErrNotExist)
+	}
+	e.cluster.Close()
+	if gone {
+		os.RemoveAll(e.dataDir)
+		os.Remove(filepath.Dir(e.dataDir)) // the state dir, when kfake made it again empty
+	}
+}
