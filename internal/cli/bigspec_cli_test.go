@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"faultline/internal/e2e"
 	"faultline/runtime/spec"
 )
 
@@ -59,7 +60,7 @@ func TestJobTooBigIsRefusedBeforeAnythingStarts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			stateDir := filepath.Join(t.TempDir(), "state")
-			cmd := command(t, "run", "--headless", "--job", tc.spec, "--records", "10000", "--state-dir", stateDir, "--listen", "0")
+			cmd := e2e.Command(t, "run", "--headless", "--job", tc.spec, "--records", "10000", "--state-dir", stateDir, "--listen", "0")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
@@ -149,7 +150,7 @@ func TestStopEndsARunOfABigJobWithinFiveSeconds(t *testing.T) {
 			if tc.before != nil {
 				faultlineUntil(t, "checkpoint_completed", 1, append(base, tc.before...)...)
 			}
-			cmd, stderr, lines := startRun(t, append(base, tc.args...)...)
+			cmd, stderr, lines := e2e.StartRun(t, append(base, tc.args...)...)
 			came := false
 			for m := range lines {
 				if came = tc.when(m); came {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // copyDir copies the folder src, with everything in it, to dst.
@@ -24,8 +26,8 @@ func copyDir(t *testing.T, src, dst string) {
 func finishedRun(t *testing.T, records string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if r := faultline(t, "run", "--headless", "--records", records, "--checkpoint-interval", "100ms", "--state-dir", dir); r.code != 0 {
-		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, "run", "--headless", "--records", records, "--checkpoint-interval", "100ms", "--state-dir", dir); r.Code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	return dir
 }
@@ -36,7 +38,7 @@ func finishedRun(t *testing.T, records string) string {
 func trimmedRun(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd, stderr, lines := startRun(t, "run", "--headless", "--rate", "40000", "--checkpoint-interval", "100ms",
+	cmd, stderr, lines := e2e.StartRun(t, "run", "--headless", "--rate", "40000", "--checkpoint-interval", "100ms",
 		"--retention-interval", "200ms", "--listen", "0", "--state-dir", dir)
 	part := filepath.Join(dir, "kafka", "partitions", "revenue-0")
 	first := filepath.Join(part, "0.dat")
@@ -51,7 +53,7 @@ func trimmedRun(t *testing.T) string {
 		}
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	report := reportOf(lines)
+	report := e2e.ReportOf(lines)
 	if err := cmd.Wait(); err != nil || report == nil {
 		t.Fatalf("unbounded run: %v, report %v\n%s", err, report, stderr)
 	}
@@ -60,9 +62,9 @@ func trimmedRun(t *testing.T) string {
 
 // refused runs faultline with args, which must refuse to start: a run or a
 // broker that starts anyway is stopped after twenty seconds.
-func refused(t *testing.T, args ...string) result {
+func refused(t *testing.T, args ...string) e2e.Result {
 	t.Helper()
-	cmd := command(t, args...)
+	cmd := e2e.Command(t, args...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
@@ -71,7 +73,7 @@ func refused(t *testing.T, args ...string) result {
 	stop := time.AfterFunc(20*time.Second, func() { cmd.Process.Signal(syscall.SIGTERM) })
 	defer stop.Stop()
 	cmd.Wait()
-	return result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	return e2e.Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
 }
 
 // Damage to the embedded broker's log in a state dir is refused before the
@@ -108,23 +110,23 @@ func TestDamagedBrokerLogIsRefusedWithTheWayOn(t *testing.T) {
 				input = []string{"--rate", "40000"}
 			}
 			run := append([]string{"run", "--headless", "--checkpoint-interval", "100ms", "--listen", "0", "--state-dir", dir, "--resume"}, input...)
-			for _, r := range []result{refused(t, run...), refused(t, "broker", "--listen", "0", "--state-dir", dir)} {
-				line := strings.TrimRight(r.stderr, "\n")
-				if r.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "the embedded Kafka broker's log is damaged: ") ||
+			for _, r := range []e2e.Result{refused(t, run...), refused(t, "broker", "--listen", "0", "--state-dir", dir)} {
+				line := strings.TrimRight(r.Stderr, "\n")
+				if r.Code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "the embedded Kafka broker's log is damaged: ") ||
 					!strings.Contains(line, tc.where) || !strings.Contains(line, tc.want) || !strings.Contains(line, "--fresh or faultline reset") {
-					t.Fatalf("exit %d, stderr %q; want exit 1 and one line naming %s…%s…, and the way on", r.code, r.stderr, tc.where, tc.want)
+					t.Fatalf("exit %d, stderr %q; want exit 1 and one line naming %s…%s…, and the way on", r.Code, r.Stderr, tc.where, tc.want)
 				}
 			}
 			way := []string{"run", "--headless", "--records", "5000", "--checkpoint-interval", "100ms", "--state-dir", dir}
 			if tc.reset {
-				if r := faultline(t, "reset", "--yes", "--state-dir", dir); r.code != 0 {
-					t.Fatalf("reset: exit %d, stderr %q", r.code, r.stderr)
+				if r := e2e.Faultline(t, "reset", "--yes", "--state-dir", dir); r.Code != 0 {
+					t.Fatalf("reset: exit %d, stderr %q", r.Code, r.Stderr)
 				}
 			} else {
 				way = append(way, "--fresh")
 			}
-			if r := faultline(t, way...); r.code != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
-				t.Fatalf("the way on: exit %d, verify %v, stderr %q", r.code, r.report["verify"], r.stderr)
+			if r := e2e.Faultline(t, way...); r.Code != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+				t.Fatalf("the way on: exit %d, verify %v, stderr %q", r.Code, r.Report["verify"], r.Stderr)
 			}
 		})
 	}

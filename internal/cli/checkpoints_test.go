@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"faultline/checkpoint"
+	"faultline/internal/e2e"
 )
 
 // A bounded run leaves its checkpoints in the state dir; the checkpoints
@@ -24,46 +25,41 @@ import (
 func TestCheckpointsCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	r := faultline(t, "run", "--headless", "--records", "20000", "--checkpoint-interval", "50ms", "--state-dir", dir)
-	if r.code != 0 {
-		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	r := e2e.Faultline(t, "run", "--headless", "--records", "20000", "--checkpoint-interval", "50ms", "--state-dir", dir)
+	if r.Code != 0 {
+		t.Fatalf("run: exit %d %s", r.Code, r.Stderr)
 	}
-	last := int(num(r.report, "checkpoints", "last_completed"))
-	list := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	last := int(e2e.Num(r.Report, "checkpoints", "last_completed"))
+	list := e2e.Faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
 	var cps []map[string]any
-	if err := json.Unmarshal([]byte(list.stdout), &cps); err != nil || list.code != 0 {
-		t.Fatalf("list --json: %v %q", err, list.stdout)
+	if err := json.Unmarshal([]byte(list.Stdout), &cps); err != nil || list.Code != 0 {
+		t.Fatalf("list --json: %v %q", err, list.Stdout)
 	}
 	if len(cps) != 3 || int(cps[2]["id"].(float64)) != last || cps[2]["job"] != "orders" {
 		t.Fatalf("list: %v, want the newest three ending with %d", cps, last)
 	}
-	table := faultline(t, "checkpoints", "list", "--state-dir", dir)
-	if !strings.Contains(table.stdout, "INCREMENTAL") || !strings.Contains(table.stdout, "orders") {
-		t.Fatalf("list table:\n%s", table.stdout)
+	table := e2e.Faultline(t, "checkpoints", "list", "--state-dir", dir)
+	if !strings.Contains(table.Stdout, "INCREMENTAL") || !strings.Contains(table.Stdout, "orders") {
+		t.Fatalf("list table:\n%s", table.Stdout)
 	}
-	ins := faultline(t, "checkpoints", "inspect", strings.TrimSpace(jsonNum(cps[2]["id"])), "--state-dir", dir)
+	ins := e2e.Faultline(t, "checkpoints", "inspect", strings.TrimSpace(e2e.JSONNum(cps[2]["id"])), "--state-dir", dir)
 	for _, want := range []string{"join/1", "sink/0", "source offsets orders:", "ALIGNMENT"} {
-		if !strings.Contains(ins.stdout, want) {
-			t.Fatalf("inspect does not show %q:\n%s", want, ins.stdout)
+		if !strings.Contains(ins.Stdout, want) {
+			t.Fatalf("inspect does not show %q:\n%s", want, ins.Stdout)
 		}
 	}
-	if v := faultline(t, "checkpoints", "verify", "--state-dir", dir); v.code != 0 || strings.Count(v.stdout, ": ok") != 3 {
-		t.Fatalf("verify: exit %d\n%s", v.code, v.stdout)
+	if v := e2e.Faultline(t, "checkpoints", "verify", "--state-dir", dir); v.Code != 0 || strings.Count(v.Stdout, ": ok") != 3 {
+		t.Fatalf("verify: exit %d\n%s", v.Code, v.Stdout)
 	}
-	if d := faultline(t, "checkpoints", "delete", jsonNum(cps[0]["id"]), "--state-dir", dir); d.code != 0 {
-		t.Fatalf("delete: exit %d %s", d.code, d.stderr)
+	if d := e2e.Faultline(t, "checkpoints", "delete", e2e.JSONNum(cps[0]["id"]), "--state-dir", dir); d.Code != 0 {
+		t.Fatalf("delete: exit %d %s", d.Code, d.Stderr)
 	}
-	if d := faultline(t, "checkpoints", "delete", "999", "--state-dir", dir); d.code != 1 || !strings.Contains(d.stderr, "no checkpoint 999") {
-		t.Fatalf("delete of a missing id: exit %d %q", d.code, d.stderr)
+	if d := e2e.Faultline(t, "checkpoints", "delete", "999", "--state-dir", dir); d.Code != 1 || !strings.Contains(d.Stderr, "no checkpoint 999") {
+		t.Fatalf("delete of a missing id: exit %d %q", d.Code, d.Stderr)
 	}
-	if d := faultline(t, "checkpoints", "inspect", "banana", "--state-dir", dir); d.code != 2 {
-		t.Fatalf("inspect banana: exit %d", d.code)
+	if d := e2e.Faultline(t, "checkpoints", "inspect", "banana", "--state-dir", dir); d.Code != 2 {
+		t.Fatalf("inspect banana: exit %d", d.Code)
 	}
-}
-
-func jsonNum(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // flipNewestState damages, on disk, one state blob of the newest checkpoint
@@ -120,7 +116,7 @@ func flipNewestState(t *testing.T, stateDir string) (newest, previous int64) {
 func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	broker := startBroker(t)
+	broker := e2e.StartBroker(t)
 	base := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
 	// Stop the first run part way (as a crash would) so that the job has
@@ -128,26 +124,26 @@ func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
 	r := faultlineUntil(t, "checkpoint_completed", 4, base...)
 	_ = r
 	newest, previous := flipNewestState(t, dir)
-	if v := faultline(t, "checkpoints", "verify", "--state-dir", dir); v.code != 1 || !strings.Contains(v.stdout, "DAMAGED") {
-		t.Fatalf("verify after flipping bytes: exit %d\n%s", v.code, v.stdout)
+	if v := e2e.Faultline(t, "checkpoints", "verify", "--state-dir", dir); v.Code != 1 || !strings.Contains(v.Stdout, "DAMAGED") {
+		t.Fatalf("verify after flipping bytes: exit %d\n%s", v.Code, v.Stdout)
 	}
-	res := faultline(t, append(base, "--resume")...)
-	if res.report == nil {
-		t.Fatalf("resume: exit %d %s", res.code, res.stderr)
+	res := e2e.Faultline(t, append(base, "--resume")...)
+	if res.Report == nil {
+		t.Fatalf("resume: exit %d %s", res.Code, res.Stderr)
 	}
-	from := res.report["checkpoints"].(map[string]any)["restored_from"].([]any)
+	from := res.Report["checkpoints"].(map[string]any)["restored_from"].([]any)
 	if len(from) == 0 || int64(from[0].(float64)) != previous {
 		t.Fatalf("restored from %v, want %d (newest %d is damaged)", from, previous, newest)
 	}
 	invalid := false
-	for _, e := range res.events {
+	for _, e := range res.Events {
 		invalid = invalid || e["event"] == "checkpoint_invalid" && int64(e["id"].(float64)) == newest
 	}
 	if !invalid {
 		t.Fatal("no checkpoint_invalid event for the damaged checkpoint")
 	}
-	if num(res.report, "verify", "lost") != 0 {
-		t.Fatalf("lost records after the fallback: %v", res.report["verify"])
+	if e2e.Num(res.Report, "verify", "lost") != 0 {
+		t.Fatalf("lost records after the fallback: %v", res.Report["verify"])
 	}
 }
 
@@ -160,9 +156,9 @@ func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r := faultline(t, "run", "--headless", "--records", "1000", "--state-dir", dir)
-	if r.code != 1 || !strings.Contains(r.stderr, dir) || !strings.Contains(r.stderr, "pid") || strings.Contains(r.stderr, "Cannot acquire") {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	r := e2e.Faultline(t, "run", "--headless", "--records", "1000", "--state-dir", dir)
+	if r.Code != 1 || !strings.Contains(r.Stderr, dir) || !strings.Contains(r.Stderr, "pid") || strings.Contains(r.Stderr, "Cannot acquire") {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
 
@@ -171,10 +167,10 @@ func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
 func TestStopWithSavepointAndRescale(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	broker := startBroker(t)
+	broker := e2e.StartBroker(t)
 	base := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
-	cmd := command(t, append(base, "--savepoint-on-exit", "--inject", "after=200ms,fault=savepoint")...)
+	cmd := e2e.Command(t, append(base, "--savepoint-on-exit", "--inject", "after=200ms,fault=savepoint")...)
 	var stdout bytes.Buffer
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(&stdout, pw)
@@ -219,12 +215,12 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 	if report.Report.Status != "CANCELED" || report.Report.Savepoint == 0 || !report.Report.Verify.OK || injected == 0 {
 		t.Fatalf("stopped run: %+v, %d savepoints injected before", report.Report, injected)
 	}
-	r := faultline(t, append(base, "--from-savepoint", strconv.FormatInt(report.Report.Savepoint, 10), "--parallelism", "join=3,revenue=1")...)
-	if r.code != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
-		t.Fatalf("from savepoint %d at other parallelisms: exit %d %v %s", report.Report.Savepoint, r.code, r.report["verify"], r.stderr)
+	r := e2e.Faultline(t, append(base, "--from-savepoint", strconv.FormatInt(report.Report.Savepoint, 10), "--parallelism", "join=3,revenue=1")...)
+	if r.Code != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 {
+		t.Fatalf("from savepoint %d at other parallelisms: exit %d %v %s", report.Report.Savepoint, r.Code, r.Report["verify"], r.Stderr)
 	}
-	if bad := faultline(t, append(base, "--from-savepoint", "99999")...); bad.code != 2 || !strings.Contains(bad.stderr, "99999") {
-		t.Fatalf("unknown savepoint: exit %d %q", bad.code, bad.stderr)
+	if bad := e2e.Faultline(t, append(base, "--from-savepoint", "99999")...); bad.Code != 2 || !strings.Contains(bad.Stderr, "99999") {
+		t.Fatalf("unknown savepoint: exit %d %q", bad.Code, bad.Stderr)
 	}
 }
 
@@ -261,42 +257,42 @@ func TestCheckpointsShowDamagedRecords(t *testing.T) {
 	dir := t.TempDir()
 	// At most 20,000 records a second: a second of input, at least three
 	// checkpoints.
-	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
-	if r.code != 0 {
-		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	r := e2e.Faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir)
+	if r.Code != 0 {
+		t.Fatalf("run: exit %d %s", r.Code, r.Stderr)
 	}
-	last := int64(num(r.report, "checkpoints", "last_completed"))
+	last := int64(e2e.Num(r.Report, "checkpoints", "last_completed"))
 	t.Logf("cut %s", filepath.Base(cutAtRecord(t, dir, last)))
 
-	list := faultline(t, "checkpoints", "list", "--state-dir", dir)
+	list := e2e.Faultline(t, "checkpoints", "list", "--state-dir", dir)
 	want := fmt.Sprintf("checkpoint %d: DAMAGED: ", last)
-	if list.code != 0 || !strings.Contains(list.stdout, want) {
-		t.Fatalf("list: exit %d, no %q:\n%s%s", list.code, want, list.stdout, list.stderr)
+	if list.Code != 0 || !strings.Contains(list.Stdout, want) {
+		t.Fatalf("list: exit %d, no %q:\n%s%s", list.Code, want, list.Stdout, list.Stderr)
 	}
-	js := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	js := e2e.Faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
 	var cps []map[string]any
-	if err := json.Unmarshal([]byte(js.stdout), &cps); err != nil || len(cps) == 0 {
-		t.Fatalf("list --json: %v %q", err, js.stdout)
+	if err := json.Unmarshal([]byte(js.Stdout), &cps); err != nil || len(cps) == 0 {
+		t.Fatalf("list --json: %v %q", err, js.Stdout)
 	}
 	if newest := cps[len(cps)-1]; int64(newest["id"].(float64)) != last || newest["damaged"] != true || newest["error"] == "" {
 		t.Fatalf("list --json: newest %v, want %d marked damaged", newest, last)
 	}
-	v := faultline(t, "checkpoints", "verify", "--state-dir", dir)
-	t.Logf("verify:\n%s%s", v.stdout, v.stderr)
-	if v.code != 1 || !strings.Contains(v.stdout, want) || !strings.Contains(v.stderr, "of 3 checkpoints are damaged") {
-		t.Fatalf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	v := e2e.Faultline(t, "checkpoints", "verify", "--state-dir", dir)
+	t.Logf("verify:\n%s%s", v.Stdout, v.Stderr)
+	if v.Code != 1 || !strings.Contains(v.Stdout, want) || !strings.Contains(v.Stderr, "of 3 checkpoints are damaged") {
+		t.Fatalf("verify: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
 	}
 	// The resumed run says it passes the checkpoint over, goes back to the
 	// one before, and writes nothing twice of what the lost one committed.
-	res := faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir, "--resume")
+	res := e2e.Faultline(t, "run", "--headless", "--records", "20000", "--rate", "20000", "--checkpoint-interval", "100ms", "--state-dir", dir, "--resume")
 	invalid := false
-	for _, e := range res.eventsNamed("checkpoint_invalid") {
+	for _, e := range res.EventsNamed("checkpoint_invalid") {
 		invalid = invalid || int64(e["id"].(float64)) == last
 	}
-	if res.code != 0 || !invalid || num(res.report, "verify", "duplicates") != 0 || num(res.report, "verify", "lost") != 0 {
-		t.Fatalf("resume: exit %d, checkpoint_invalid for %d: %v, verify %v, stderr %q", res.code, last, invalid, res.report["verify"], res.stderr)
+	if res.Code != 0 || !invalid || e2e.Num(res.Report, "verify", "duplicates") != 0 || e2e.Num(res.Report, "verify", "lost") != 0 {
+		t.Fatalf("resume: exit %d, checkpoint_invalid for %d: %v, verify %v, stderr %q", res.Code, last, invalid, res.Report["verify"], res.Stderr)
 	}
-	if from := res.report["checkpoints"].(map[string]any)["restored_from"].([]any); len(from) == 0 || int64(from[0].(float64)) >= last {
+	if from := res.Report["checkpoints"].(map[string]any)["restored_from"].([]any); len(from) == 0 || int64(from[0].(float64)) >= last {
 		t.Fatalf("restored from %v, want a checkpoint before %d", from, last)
 	}
 }
@@ -307,8 +303,8 @@ func TestCheckpointsShowDamagedRecords(t *testing.T) {
 func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if r := faultline(t, "run", "--headless", "--records", "30000", "--checkpoint-interval", "100ms", "--state-dir", dir); r.code != 0 {
-		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	if r := e2e.Faultline(t, "run", "--headless", "--records", "30000", "--checkpoint-interval", "100ms", "--state-dir", dir); r.Code != 0 {
+		t.Fatalf("run: exit %d %s", r.Code, r.Stderr)
 	}
 	tables, _ := filepath.Glob(filepath.Join(checkpointDir(dir), "*.sst"))
 	if len(tables) == 0 {
@@ -333,17 +329,17 @@ func TestDamagedTableIsAnErrorNotAPanic(t *testing.T) {
 		{"run", "--headless", "--resume", "--records", "30000", "--state-dir", dir},
 		{"run", "--headless", "--records", "30000", "--state-dir", dir},
 	} {
-		r := faultline(t, args...)
-		line := strings.TrimSpace(r.stderr)
-		t.Logf("%s: exit %d: %s", strings.Join(args[:2], " "), r.code, line)
-		if r.code != 1 || strings.Count(line, "\n") != 0 || strings.Contains(line, "goroutine") || strings.Contains(line, "panic") ||
+		r := e2e.Faultline(t, args...)
+		line := strings.TrimSpace(r.Stderr)
+		t.Logf("%s: exit %d: %s", strings.Join(args[:2], " "), r.Code, line)
+		if r.Code != 1 || strings.Count(line, "\n") != 0 || strings.Contains(line, "goroutine") || strings.Contains(line, "panic") ||
 			!strings.Contains(line, "checkpoint store damaged") || !strings.Contains(line, tables[0]) || !strings.Contains(line, "faultline run --fresh") {
-			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming %s and the way on", strings.Join(args, " "), r.code, r.stderr, tables[0])
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line naming %s and the way on", strings.Join(args, " "), r.Code, r.Stderr, tables[0])
 		}
 	}
 	// The way on works: --fresh removes the damaged store and starts over.
-	if r := faultline(t, "run", "--headless", "--records", "30000", "--state-dir", dir, "--fresh"); r.code != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("--fresh on a damaged store: exit %d, verify %v, stderr %q", r.code, r.report["verify"], r.stderr)
+	if r := e2e.Faultline(t, "run", "--headless", "--records", "30000", "--state-dir", dir, "--fresh"); r.Code != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("--fresh on a damaged store: exit %d, verify %v, stderr %q", r.Code, r.Report["verify"], r.Stderr)
 	}
 }
 
@@ -352,9 +348,9 @@ func TestCheckpointsCommandsOnAMissingStore(t *testing.T) {
 	t.Parallel()
 	typo := filepath.Join(t.TempDir(), "typo")
 	for _, args := range [][]string{{"list"}, {"inspect", "1"}, {"verify"}, {"delete", "1"}} {
-		r := faultline(t, append(append([]string{"checkpoints"}, args...), "--state-dir", typo)...)
-		if r.code != 1 || !strings.Contains(r.stderr, "no checkpoint store in "+checkpointDir(typo)+": is --state-dir right?") {
-			t.Errorf("checkpoints %s: exit %d, stderr %q", args[0], r.code, r.stderr)
+		r := e2e.Faultline(t, append(append([]string{"checkpoints"}, args...), "--state-dir", typo)...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "no checkpoint store in "+checkpointDir(typo)+": is --state-dir right?") {
+			t.Errorf("checkpoints %s: exit %d, stderr %q", args[0], r.Code, r.Stderr)
 		}
 		if _, err := os.Stat(typo); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("checkpoints %s created %s: %v", args[0], typo, err)
@@ -372,9 +368,9 @@ func TestCheckpointsListWhileARunHoldsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r := faultline(t, "checkpoints", "list", "--state-dir", dir)
-	if r.code != 1 || !strings.Contains(r.stderr, "checkpoint store locked") || !strings.Contains(r.stderr, fmt.Sprintf("pid %d", os.Getpid())) {
-		t.Fatalf("list while held: exit %d, stderr %q", r.code, r.stderr)
+	r := e2e.Faultline(t, "checkpoints", "list", "--state-dir", dir)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "checkpoint store locked") || !strings.Contains(r.Stderr, fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("list while held: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
 
@@ -398,8 +394,8 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	// Stopped part way, so that the newest checkpoint committed output
 	// the one before did not; stopped cleanly, so that it is committed.
 	args := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms", "--listen", "0", "--state-dir", dir}
-	cmd, stderr, lines := startRun(t, args...)
-	waitEvents(t, lines, "checkpoint_completed", 5)
+	cmd, stderr, lines := e2e.StartRun(t, args...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 5)
 	cmd.Process.Signal(syscall.SIGINT)
 	for range lines {
 	}
@@ -407,10 +403,10 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 		t.Fatalf("run: %v %s", err, stderr)
 	}
 	list := func() []map[string]any {
-		l := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+		l := e2e.Faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
 		var cps []map[string]any
-		if err := json.Unmarshal([]byte(l.stdout), &cps); err != nil || len(cps) == 0 {
-			t.Fatalf("list --json: %v %q", err, l.stdout)
+		if err := json.Unmarshal([]byte(l.Stdout), &cps); err != nil || len(cps) == 0 {
+			t.Fatalf("list --json: %v %q", err, l.Stdout)
 		}
 		return cps
 	}
@@ -424,32 +420,32 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	for p, off := range sourceRecords(newest) {
 		want += off - from[p]
 	}
-	id := jsonNum(newest["id"])
+	id := e2e.JSONNum(newest["id"])
 	warning := fmt.Sprintf("checkpoint %s is the newest of job orders: a resumed run will go back to checkpoint %s and read again the %s input records after it",
-		id, jsonNum(previous["id"]), thousands(int64(want)))
+		id, e2e.JSONNum(previous["id"]), thousands(int64(want)))
 
-	d := faultline(t, "checkpoints", "delete", id, "--state-dir", dir)
-	if d.code != 2 || strings.Count(strings.TrimSpace(d.stderr), "\n") != 0 || !strings.Contains(d.stderr, warning) || !strings.Contains(d.stderr, "--yes") {
-		t.Fatalf("delete of the newest without a terminal: exit %d, stderr %q; want exit 2, one line with %q", d.code, d.stderr, warning)
+	d := e2e.Faultline(t, "checkpoints", "delete", id, "--state-dir", dir)
+	if d.Code != 2 || strings.Count(strings.TrimSpace(d.Stderr), "\n") != 0 || !strings.Contains(d.Stderr, warning) || !strings.Contains(d.Stderr, "--yes") {
+		t.Fatalf("delete of the newest without a terminal: exit %d, stderr %q; want exit 2, one line with %q", d.Code, d.Stderr, warning)
 	}
 	if got := list(); len(got) != len(cps) {
 		t.Fatalf("refused delete deleted something: %d checkpoints, had %d", len(got), len(cps))
 	}
-	if d := faultline(t, "checkpoints", "delete", jsonNum(cps[0]["id"]), "--state-dir", dir); d.code != 0 || d.stderr != "" {
-		t.Fatalf("delete of an older checkpoint: exit %d, stderr %q", d.code, d.stderr)
+	if d := e2e.Faultline(t, "checkpoints", "delete", e2e.JSONNum(cps[0]["id"]), "--state-dir", dir); d.Code != 0 || d.Stderr != "" {
+		t.Fatalf("delete of an older checkpoint: exit %d, stderr %q", d.Code, d.Stderr)
 	}
-	d = faultline(t, "checkpoints", "delete", id, "--yes", "--state-dir", dir)
-	if d.code != 0 || !strings.Contains(d.stderr, warning) || !strings.Contains(d.stdout, "deleted checkpoint "+id) {
-		t.Fatalf("delete --yes of the newest: exit %d, stdout %q, stderr %q", d.code, d.stdout, d.stderr)
+	d = e2e.Faultline(t, "checkpoints", "delete", id, "--yes", "--state-dir", dir)
+	if d.Code != 0 || !strings.Contains(d.Stderr, warning) || !strings.Contains(d.Stdout, "deleted checkpoint "+id) {
+		t.Fatalf("delete --yes of the newest: exit %d, stdout %q, stderr %q", d.Code, d.Stdout, d.Stderr)
 	}
-	if got := list(); jsonNum(got[len(got)-1]["id"]) != jsonNum(previous["id"]) {
-		t.Fatalf("after deleting %s the newest is %v, want %s", id, got[len(got)-1]["id"], jsonNum(previous["id"]))
+	if got := list(); e2e.JSONNum(got[len(got)-1]["id"]) != e2e.JSONNum(previous["id"]) {
+		t.Fatalf("after deleting %s the newest is %v, want %s", id, got[len(got)-1]["id"], e2e.JSONNum(previous["id"]))
 	}
 	// The resumed run goes back to the previous checkpoint, and what the
 	// deleted one committed is not written twice.
-	res := faultline(t, append(args, "--resume")...)
-	if res.code != 0 || num(res.report, "verify", "duplicates") != 0 || num(res.report, "verify", "lost") != 0 || num(res.report, "replay_skipped") == 0 {
-		t.Fatalf("resume after the delete: exit %d, verify %v, replay_skipped %v, stderr %q", res.code, res.report["verify"], res.report["replay_skipped"], res.stderr)
+	res := e2e.Faultline(t, append(args, "--resume")...)
+	if res.Code != 0 || e2e.Num(res.Report, "verify", "duplicates") != 0 || e2e.Num(res.Report, "verify", "lost") != 0 || e2e.Num(res.Report, "replay_skipped") == 0 {
+		t.Fatalf("resume after the delete: exit %d, verify %v, replay_skipped %v, stderr %q", res.Code, res.Report["verify"], res.Report["replay_skipped"], res.Stderr)
 	}
 }
 

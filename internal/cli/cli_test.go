@@ -1,139 +1,45 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // The tests here run the real binary as a user would and read what it
 // prints: JSON lines on stdout, one-line errors on stderr, exit codes.
 
-var binary string
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		// make test-short: the unit tests only; every test that needs the
-		// program says so and is skipped (see needProgram).
-		os.Exit(m.Run())
-	}
-	dir, err := os.MkdirTemp("", "faultline-bin")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "faultline")
-	// The program itself, as a user builds it (the module's root package).
-	args := []string{"build", "-o", binary, "faultline"}
-	if raceEnabled {
-		args = []string{"build", "-race", "-o", binary, "faultline"}
-	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		panic(string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// needProgram skips t in `make test-short`, which builds no program: the
-// end-to-end tests run in `make test`.
-func needProgram(t *testing.T) {
-	t.Helper()
-	if binary == "" {
-		t.Skip("an end-to-end test: make test runs it (make test-short builds no program)")
-	}
-}
-
-type result struct {
-	code   int
-	stdout string
-	stderr string
-	events []map[string]any
-	report map[string]any
-}
-
-func faultline(t *testing.T, args ...string) result {
-	t.Helper()
-	if len(args) > 0 && args[0] == "run" {
-		// Each run gets its own embedded broker on a free port, and its
-		// own state dir unless it names one.
-		args = append(args, "--listen", "0")
-		named := false
-		for _, a := range args {
-			named = named || a == "--state-dir"
-		}
-		if !named {
-			args = append(args, "--state-dir", t.TempDir())
-		}
-	}
-	cmd := command(t, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(cmd.Env, "XDG_DATA_HOME="+t.TempDir())
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(strings.NewReader(r.stdout))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() && len(args) > 0 && args[0] == "run" {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("stdout line is not JSON: %q", sc.Text())
-		}
-		if rep, ok := m["report"].(map[string]any); ok {
-			r.report = rep
-		} else {
-			r.events = append(r.events, m)
-		}
-	}
-	return r
-}
-
-func num(m map[string]any, path ...string) float64 {
-	var v any = m
-	for _, p := range path {
-		v = v.(map[string]any)[p]
-	}
-	f, _ := v.(float64)
-	return f
-}
+func TestMain(m *testing.M) { e2e.Main(m) }
 
 func TestHeadlessRunWithFailureIsExact(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "100000",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "100000",
 		"--inject", "after-records=20000,task=join/1,fault=panic",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
-	if r.code != 0 {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	if r.report == nil {
-		t.Fatalf("no report line; stdout ends %q", r.stdout[max(0, len(r.stdout)-300):])
+	if r.Report == nil {
+		t.Fatalf("no report line; stdout ends %q", r.Stdout[max(0, len(r.Stdout)-300):])
 	}
-	if num(r.report, "restarts") < 1 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
-		t.Fatalf("report %v", r.report)
+	if e2e.Num(r.Report, "restarts") < 1 || e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 {
+		t.Fatalf("report %v", r.Report)
 	}
-	if r.report["status"] != "FINISHED" || r.report["verify"].(map[string]any)["ok"] != true {
-		t.Fatalf("report %v", r.report)
+	if r.Report["status"] != "FINISHED" || r.Report["verify"].(map[string]any)["ok"] != true {
+		t.Fatalf("report %v", r.Report)
 	}
-	if v := r.eventsNamed("verify_started"); len(v) != 1 || v[0]["job_status"] != "FINISHED" {
+	if v := r.EventsNamed("verify_started"); len(v) != 1 || v[0]["job_status"] != "FINISHED" {
 		t.Fatalf("verify_started events %v, want one after the job FINISHED", v)
 	}
 	// Every event has a name and a time, as the headless contract says.
 	names := map[string]bool{}
-	for _, e := range r.events {
+	for _, e := range r.Events {
 		if _, ok := e["event"].(string); !ok {
 			t.Fatalf("event without a name: %v", e)
 		}
@@ -173,13 +79,13 @@ func TestFailureRunsOnKafkaAreExact(t *testing.T) {
 			for _, f := range faults {
 				args = append(args, "--inject", f)
 			}
-			r := faultline(t, args...)
-			if r.code != 0 || r.report == nil {
-				t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+			r := e2e.Faultline(t, args...)
+			if r.Code != 0 || r.Report == nil {
+				t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 			}
-			if num(r.report, "restarts") < float64(len(faults)) || num(r.report, "verify", "duplicates") != 0 ||
-				num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-				t.Fatalf("report %v", r.report)
+			if e2e.Num(r.Report, "restarts") < float64(len(faults)) || e2e.Num(r.Report, "verify", "duplicates") != 0 ||
+				e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+				t.Fatalf("report %v", r.Report)
 			}
 		})
 	}
@@ -191,13 +97,13 @@ func TestAtLeastOnceSinkDuplicatesButNeverLoses(t *testing.T) {
 	t.Parallel()
 	dups := 0.0
 	for _, seed := range []string{"1", "2", "3"} {
-		r := faultline(t, "run", "--headless", "--records", "60000", "--seed", seed, "--sink-guarantee", "at-least-once",
+		r := e2e.Faultline(t, "run", "--headless", "--records", "60000", "--seed", seed, "--sink-guarantee", "at-least-once",
 			"--checkpoint-interval", "100ms", "--restart-delay", "50ms",
 			"--inject", "after-records=6000,task=revenue/1,fault=panic")
-		if r.code != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-			t.Fatalf("seed %s: exit %d report %v stderr %s", seed, r.code, r.report, r.stderr)
+		if r.Code != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+			t.Fatalf("seed %s: exit %d report %v stderr %s", seed, r.Code, r.Report, r.Stderr)
 		}
-		dups += num(r.report, "verify", "duplicates")
+		dups += e2e.Num(r.Report, "verify", "duplicates")
 		if dups > 0 {
 			return
 		}
@@ -207,11 +113,11 @@ func TestAtLeastOnceSinkDuplicatesButNeverLoses(t *testing.T) {
 
 func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "100000", "--mode", "at-least-once",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "100000", "--mode", "at-least-once",
 		"--inject", "after-records=20000,task=join/1,fault=panic",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
-	if r.code != 0 || num(r.report, "verify", "lost") != 0 || r.report["mode"] != "at-least-once" {
-		t.Fatalf("exit %d report %v stderr %s", r.code, r.report, r.stderr)
+	if r.Code != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || r.Report["mode"] != "at-least-once" {
+		t.Fatalf("exit %d report %v stderr %s", r.Code, r.Report, r.Stderr)
 	}
 }
 
@@ -220,18 +126,18 @@ func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
 // unexpected, exit 0.
 func TestStoppedAtLeastOnceRunExitsZero(t *testing.T) {
 	t.Parallel()
-	cmd, stderr, lines := startRun(t, "run", "--headless", "--mode", "at-least-once", "--rate", "5000",
+	cmd, stderr, lines := e2e.StartRun(t, "run", "--headless", "--mode", "at-least-once", "--rate", "5000",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms", "--inject", "after=1s,task=join/1,fault=panic",
 		"--listen", "0", "--state-dir", t.TempDir())
-	waitEvents(t, lines, "restored", 1) // after the failover
-	waitEvents(t, lines, "checkpoint_completed", 5)
+	e2e.WaitEvents(t, lines, "restored", 1) // after the failover
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 5)
 	cmd.Process.Signal(syscall.SIGINT)
-	report := reportOf(lines)
+	report := e2e.ReportOf(lines)
 	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || num(report, "verify", "unexpected") != 0 || num(report, "verify", "lost") != 0 {
+	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || e2e.Num(report, "verify", "unexpected") != 0 || e2e.Num(report, "verify", "lost") != 0 {
 		t.Fatalf("exit %d, report %v, stderr %q", code, report, stderr)
 	}
-	t.Logf("after_checkpoint %v", num(report, "verify", "after_checkpoint"))
+	t.Logf("after_checkpoint %v", e2e.Num(report, "verify", "after_checkpoint"))
 }
 
 func TestBadInputExitsTwoWithOneLine(t *testing.T) {
@@ -271,13 +177,13 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := faultline(t, tc.args...)
-			if r.code != 2 {
-				t.Fatalf("exit %d, want 2; stderr %q", r.code, r.stderr)
+			r := e2e.Faultline(t, tc.args...)
+			if r.Code != 2 {
+				t.Fatalf("exit %d, want 2; stderr %q", r.Code, r.Stderr)
 			}
-			line := strings.TrimRight(r.stderr, "\n")
+			line := strings.TrimRight(r.Stderr, "\n")
 			if strings.Count(line, "\n") != 0 {
-				t.Fatalf("error is not one line: %q", r.stderr)
+				t.Fatalf("error is not one line: %q", r.Stderr)
 			}
 			if strings.Contains(line, "goroutine") || strings.Contains(line, ".go:") {
 				t.Fatalf("error looks like a stack trace: %q", line)
@@ -293,39 +199,39 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 
 func TestRestartStrategyNoneFailsWithExitThree(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "20000", "--restart-strategy", "none",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "20000", "--restart-strategy", "none",
 		"--inject", "after-records=3000,task=revenue/1,fault=error")
-	if r.code != 3 || r.report["status"] != "FAILED" {
-		t.Fatalf("exit %d report %v", r.code, r.report)
+	if r.Code != 3 || r.Report["status"] != "FAILED" {
+		t.Fatalf("exit %d report %v", r.Code, r.Report)
 	}
 }
 
 func TestFailureRateGivesUpWithExitThree(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "failure-rate", "--failure-rate-max-failures", "1", "--failure-rate-interval", "1m", "--failure-rate-delay", "20ms",
 		"--inject", "after-records=3000,task=join/0,fault=panic", "--inject", "after-records=5000,task=join/1,fault=panic")
-	if r.code != 3 || r.report["status"] != "FAILED" {
-		t.Fatalf("exit %d report %v", r.code, r.report)
+	if r.Code != 3 || r.Report["status"] != "FAILED" {
+		t.Fatalf("exit %d report %v", r.Code, r.Report)
 	}
-	if g, _ := r.report["gave_up"].(string); !strings.Contains(g, "failure-rate") || !strings.Contains(g, "more than the 1 allowed") {
+	if g, _ := r.Report["gave_up"].(string); !strings.Contains(g, "failure-rate") || !strings.Contains(g, "more than the 1 allowed") {
 		t.Fatalf("gave_up %q", g)
 	}
-	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("a failed job's committed output must still be exact up to its last checkpoint: %v", r.report["verify"])
+	if e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("a failed job's committed output must still be exact up to its last checkpoint: %v", r.Report["verify"])
 	}
 }
 
 func TestExponentialDelayGrowsItsBackoff(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "60000", "--checkpoint-interval", "100ms",
 		"--restart-strategy", "exponential-delay", "--backoff-initial", "20ms", "--backoff-jitter", "0",
 		"--inject", "after-records=3000,task=join/0,fault=panic", "--inject", "after-records=5000,task=join/1,fault=panic")
-	if r.code != 0 {
-		t.Fatalf("exit %d %s", r.code, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("exit %d %s", r.Code, r.Stderr)
 	}
 	var delays []float64
-	for _, e := range r.events {
+	for _, e := range r.Events {
 		if e["event"] == "restart_scheduled" {
 			delays = append(delays, e["delay_ms"].(float64))
 		}
@@ -341,23 +247,23 @@ func TestExponentialDelayGrowsItsBackoff(t *testing.T) {
 // finds as many pairs too far apart as the join counted, and nothing lost.
 func TestStateTTLVerifiesWhatItLetsThrough(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "20000", "--rate", "5000", "--state-ttl", "20ms",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "20000", "--rate", "5000", "--state-ttl", "20ms",
 		"--checkpoint-interval", "200ms", "--inject", "after-records=3000,task=join/1,fault=panic", "--restart-delay", "50ms")
-	if r.code != 0 {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	ttl, _ := r.report["state_ttl"].(map[string]any)
-	notJoined := num(r.report, "verify", "not_joined")
-	if ttl == nil || ttl["ttl_ms"] != 20.0 || notJoined == 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("report: state_ttl %v, verify %v", ttl, r.report["verify"])
+	ttl, _ := r.Report["state_ttl"].(map[string]any)
+	notJoined := e2e.Num(r.Report, "verify", "not_joined")
+	if ttl == nil || ttl["ttl_ms"] != 20.0 || notJoined == 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("report: state_ttl %v, verify %v", ttl, r.Report["verify"])
 	}
 	// After the restart the join meets some pairs twice; each time it
 	// counts them: at least as many as the oracle.
 	if ttl["not_joined"].(float64) < notJoined {
 		t.Fatalf("the join counted %v pairs too far apart, the oracle %v", ttl["not_joined"], notJoined)
 	}
-	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("verify %v", r.report["verify"])
+	if e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.Report["verify"])
 	}
 }
 
@@ -379,12 +285,12 @@ func TestResumeAfterABreakLongerThanTheTTLLosesNothing(t *testing.T) {
 	// returns its report and when the input writer stopped.
 	run := func(n int, extra ...string) (map[string]any, time.Time) {
 		t.Helper()
-		cmd, stderr, lines := startRun(t, append(args, extra...)...)
-		waitEvents(t, lines, "checkpoint_completed", n)
+		cmd, stderr, lines := e2e.StartRun(t, append(args, extra...)...)
+		e2e.WaitEvents(t, lines, "checkpoint_completed", n)
 		time.Sleep(250 * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGINT)
 		stopped := time.Now()
-		report := reportOf(lines)
+		report := e2e.ReportOf(lines)
 		// Exit code 4 is a verification that failed: the report says how.
 		if err := cmd.Wait(); report == nil || err != nil && cmd.ProcessState.ExitCode() != 4 {
 			t.Fatalf("%v: %v, report %v\n%s", extra, err, report, stderr)
@@ -392,7 +298,7 @@ func TestResumeAfterABreakLongerThanTheTTLLosesNothing(t *testing.T) {
 		return report, stopped
 	}
 	first, stopped := run(4)
-	if num(first, "verify", "lost") != 0 || num(first, "verify", "expected") == 0 {
+	if e2e.Num(first, "verify", "lost") != 0 || e2e.Num(first, "verify", "expected") == 0 {
 		t.Fatalf("first run: verify %v", first["verify"])
 	}
 	// The break: the records written after it are more than the TTL and
@@ -403,13 +309,13 @@ func TestResumeAfterABreakLongerThanTheTTLLosesNothing(t *testing.T) {
 		t.Fatalf("the second run did not resume: checkpoints %v", second["checkpoints"])
 	}
 	v := second["verify"].(map[string]any)
-	if num(second, "verify", "lost") != 0 || num(second, "verify", "duplicates") != 0 || v["ok"] != true ||
-		num(second, "verify", "expected") <= num(first, "verify", "expected") {
+	if e2e.Num(second, "verify", "lost") != 0 || e2e.Num(second, "verify", "duplicates") != 0 || v["ok"] != true ||
+		e2e.Num(second, "verify", "expected") <= e2e.Num(first, "verify", "expected") {
 		t.Fatalf("resumed run: verify %v (the first run's %v), state_ttl %v", v, first["verify"], second["state_ttl"])
 	}
 	// The sides left from before the break that never find a partner (the
 	// unpaid orders) are swept once every input is past them.
-	if num(second, "state_ttl", "expired") == 0 {
+	if e2e.Num(second, "state_ttl", "expired") == 0 {
 		t.Fatalf("the resumed run swept nothing: state_ttl %v", second["state_ttl"])
 	}
 }

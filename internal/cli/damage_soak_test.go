@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // A damage is what a careless copy, a full disk or a user's rm does to a
@@ -118,14 +120,14 @@ func (s *soak) damageSegment(cut bool) bool {
 // deleteCheckpoints deletes the newest checkpoint, or all of them, as a
 // user would with `faultline checkpoints delete ID --yes`.
 func (s *soak) deleteCheckpoints(all bool) bool {
-	l := faultline(s.t, "checkpoints", "list", "--json", "--state-dir", s.stateDir())
+	l := e2e.Faultline(s.t, "checkpoints", "list", "--json", "--state-dir", s.stateDir())
 	var cps []map[string]any
-	if l.code != 0 || json.Unmarshal([]byte(l.stdout), &cps) != nil || len(cps) == 0 {
+	if l.Code != 0 || json.Unmarshal([]byte(l.Stdout), &cps) != nil || len(cps) == 0 {
 		return false
 	}
 	for i := len(cps) - 1; i >= 0 && (all || i == len(cps)-1); i-- {
-		if d := faultline(s.t, "checkpoints", "delete", jsonNum(cps[i]["id"]), "--yes", "--state-dir", s.stateDir()); d.code != 0 {
-			s.t.Fatalf("delete checkpoint %v: exit %d %s", cps[i]["id"], d.code, d.stderr)
+		if d := e2e.Faultline(s.t, "checkpoints", "delete", e2e.JSONNum(cps[i]["id"]), "--yes", "--state-dir", s.stateDir()); d.Code != 0 {
+			s.t.Fatalf("delete checkpoint %v: exit %d %s", cps[i]["id"], d.Code, d.Stderr)
 		}
 	}
 	return true
@@ -205,7 +207,7 @@ func damageSoak(t *testing.T, rounds int, records, rate int64) {
 func checkWholeOutput(t *testing.T, s *soak, after string, report map[string]any) {
 	t.Helper()
 	v := report["verify"].(map[string]any)
-	ids := committedIDs(t, s.stateDir())
+	ids := e2e.CommittedIDs(t, s.stateDir())
 	twice := 0
 	for _, n := range ids {
 		if n > 1 {
@@ -222,7 +224,7 @@ func checkWholeOutput(t *testing.T, s *soak, after string, report map[string]any
 // on exact or is refused with the way on.
 func TestDamageSoak(t *testing.T) {
 	t.Parallel()
-	if *soakFull {
+	if e2e.Soak() {
 		damageSoak(t, 3*len(damages()), 300_000, 20000)
 		return
 	}

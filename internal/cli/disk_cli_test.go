@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"faultline/internal/diskroom"
+	"faultline/internal/e2e"
 )
 
 // smallDisk mounts a tmpfs of size bytes in a temporary folder; it is the
@@ -57,32 +58,32 @@ func TestFullDiskStopsTheRunCleanly(t *testing.T) {
 
 	fill := fillTo(t, disk, 20<<20)
 	start := time.Now()
-	r := faultline(t, "run", "--headless", "--records", "50000", "--state-dir", state)
-	if r.code != 1 || !strings.Contains(r.stderr, "disk is nearly full: "+state+" has") || time.Since(start) > 5*time.Second {
-		t.Fatalf("start on a full disk: exit %d after %s, stderr %q", r.code, time.Since(start), r.stderr)
+	r := e2e.Faultline(t, "run", "--headless", "--records", "50000", "--state-dir", state)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "disk is nearly full: "+state+" has") || time.Since(start) > 5*time.Second {
+		t.Fatalf("start on a full disk: exit %d after %s, stderr %q", r.Code, time.Since(start), r.Stderr)
 	}
 	os.Remove(fill)
 
 	args := []string{"run", "--headless", "--rate", "20000", "--checkpoint-interval", "300ms", "--listen", "0", "--state-dir", state}
-	cmd, stderr, lines := startRun(t, args...)
-	waitEvents(t, lines, "checkpoint_completed", 3)
+	cmd, stderr, lines := e2e.StartRun(t, args...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
 	fill = fillTo(t, disk, 30<<20)
-	report := reportOf(lines)
+	report := e2e.ReportOf(lines)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 1 || report == nil || !strings.Contains(stderr.String(), "stopped the job: the state dir's disk is nearly full") {
 		t.Fatalf("disk filled during the run: exit %d, report %v, stderr %q", code, report, stderr)
 	}
-	if num(report, "verify", "lost") != 0 || num(report, "verify", "duplicates") != 0 {
+	if e2e.Num(report, "verify", "lost") != 0 || e2e.Num(report, "verify", "duplicates") != 0 {
 		t.Fatalf("verify %v", report["verify"])
 	}
 	os.Remove(fill)
 
-	cmd, stderr, lines = startRun(t, append(args, "--resume")...)
-	waitEvents(t, lines, "checkpoint_completed", 3)
+	cmd, stderr, lines = e2e.StartRun(t, append(args, "--resume")...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
 	cmd.Process.Signal(syscall.SIGINT)
-	report = reportOf(lines)
+	report = e2e.ReportOf(lines)
 	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || num(report, "verify", "lost") != 0 || num(report, "verify", "duplicates") != 0 {
+	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || e2e.Num(report, "verify", "lost") != 0 || e2e.Num(report, "verify", "duplicates") != 0 {
 		t.Fatalf("resume: exit %d, report %v, stderr %q", code, report, stderr)
 	}
 }

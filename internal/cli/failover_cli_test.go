@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"faultline/internal/e2e"
 )
 
 // Region failover on the pipeline job, as a user runs it: enrich/2 fails,
@@ -11,25 +13,25 @@ import (
 // the events name them — and the committed output is still exact.
 func TestRegionFailoverOnThePipelineJob(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--job", "../../fixtures/jobs/pipeline.yaml", "--records", "40000", "--rate", "20000",
+	r := e2e.Faultline(t, "run", "--headless", "--job", "../../fixtures/jobs/pipeline.yaml", "--records", "40000", "--rate", "20000",
 		"--checkpoint-interval", "100ms", "--restart-delay", "50ms", "--failover-strategy", "region",
 		"--inject", "after-records=2500,task=enrich/2,fault=panic")
-	if r.code != 0 || r.report == nil {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != 0 || r.Report == nil {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
 	region := []string{"source/2", "enrich/2", "sink/2"}
-	fos, _ := r.report["failovers"].([]any)
-	if r.report["failover"] != "region" || len(fos) != 1 {
-		t.Fatalf("report failover %v failovers %v", r.report["failover"], r.report["failovers"])
+	fos, _ := r.Report["failovers"].([]any)
+	if r.Report["failover"] != "region" || len(fos) != 1 {
+		t.Fatalf("report failover %v failovers %v", r.Report["failover"], r.Report["failovers"])
 	}
 	if got := fmt.Sprint(fos[0].(map[string]any)["restarted"]); got != fmt.Sprint(region) {
 		t.Fatalf("report says %s restarted, want %v", got, region)
 	}
-	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("verify %v", r.report["verify"])
+	if e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("verify %v", r.Report["verify"])
 	}
 	named := false
-	for _, e := range r.events {
+	for _, e := range r.Events {
 		switch e["event"] {
 		case "failover", "restart_scheduled":
 			named = named || fmt.Sprint(e["tasks"]) == fmt.Sprint(region)
@@ -49,21 +51,21 @@ func TestRegionFailoverOnThePipelineJob(t *testing.T) {
 // output topic, and the run exits 4 because the output is not complete.
 func TestIndividualFailoverReportsWhatItLost(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "100000", "--rate", "50000",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "100000", "--rate", "50000",
 		"--checkpoint-interval", "300ms", "--restart-delay", "50ms", "--failover-strategy", "individual",
 		"--inject", "after-records=20000,task=join/1,fault=panic")
-	if r.code != 4 || r.report == nil {
-		t.Fatalf("exit %d, want 4 (records lost); stderr %s", r.code, r.stderr)
+	if r.Code != 4 || r.Report == nil {
+		t.Fatalf("exit %d, want 4 (records lost); stderr %s", r.Code, r.Stderr)
 	}
-	lost := num(r.report, "verify", "lost")
-	if lost == 0 || num(r.report, "lost_by_failover") != lost {
-		t.Fatalf("lost_by_failover %v, oracle's lost %v: want the same, above 0", r.report["lost_by_failover"], lost)
+	lost := e2e.Num(r.Report, "verify", "lost")
+	if lost == 0 || e2e.Num(r.Report, "lost_by_failover") != lost {
+		t.Fatalf("lost_by_failover %v, oracle's lost %v: want the same, above 0", r.Report["lost_by_failover"], lost)
 	}
-	if num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("verify %v", r.report["verify"])
+	if e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("verify %v", r.Report["verify"])
 	}
 	events := 0
-	for _, e := range r.events {
+	for _, e := range r.Events {
 		if e["event"] == "records_lost" {
 			events++
 		}
@@ -82,23 +84,23 @@ func TestFullRestartTakesBackWhatIndividualFailoverLost(t *testing.T) {
 	// The panic comes long before the first checkpoint (3s); the storage
 	// failure fails that checkpoint, which fails the whole job over, back
 	// to the beginning.
-	r := faultline(t, "run", "--headless", "--records", "100000", "--rate", "20000",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "100000", "--rate", "20000",
 		"--checkpoint-interval", "3s", "--restart-delay", "50ms", "--failover-strategy", "individual",
 		"--inject", "after-records=5000,task=join/1,fault=panic", "--inject", "after=1s,fault=storage-fail")
-	if r.code != 0 || r.report == nil {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != 0 || r.Report == nil {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
 	var lost, replayed float64
-	for _, e := range r.eventsNamed("records_lost") {
+	for _, e := range r.EventsNamed("records_lost") {
 		lost += e["records"].(float64)
 	}
-	for _, e := range r.eventsNamed("records_replayed") {
+	for _, e := range r.EventsNamed("records_replayed") {
 		replayed += e["records"].(float64)
 	}
 	if lost == 0 || replayed != lost {
 		t.Fatalf("records_lost %v, records_replayed %v: want the same, above 0", lost, replayed)
 	}
-	if num(r.report, "lost_by_failover") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("lost_by_failover %v, verify %v", r.report["lost_by_failover"], r.report["verify"])
+	if e2e.Num(r.Report, "lost_by_failover") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("lost_by_failover %v, verify %v", r.Report["lost_by_failover"], r.Report["verify"])
 	}
 }

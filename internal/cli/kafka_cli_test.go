@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
@@ -11,88 +10,33 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
-
-// startBroker runs `faultline broker` and returns its address.
-func startBroker(t *testing.T) string {
-	t.Helper()
-	_, addr := startBrokerProcess(t)
-	return addr
-}
-
-// startBrokerProcess starts `faultline broker`, stopped when the test ends,
-// and returns it with its address.
-func startBrokerProcess(t *testing.T) (*exec.Cmd, string) {
-	t.Helper()
-	return startBrokerWith(t, "--in-memory")
-}
-
-// startBrokerWith starts `faultline broker` with args (--in-memory, or
-// --state-dir DIR), stopped when the test ends, and returns it with its
-// address.
-func startBrokerWith(t *testing.T, args ...string) (*exec.Cmd, string) {
-	t.Helper()
-	cmd := command(t, append([]string{"broker", "--listen", "0"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("faultline broker printed nothing: %v", err)
-	}
-	_, rest, ok := strings.Cut(line, "listening on ")
-	addr, _, _ := strings.Cut(rest, " ")
-	if !ok || addr == "" {
-		t.Fatalf("no address in %q", line)
-	}
-	return cmd, addr
-}
-
-func kcat(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("kcat"); err != nil {
-		t.Fatal("kcat is not installed: `make deps` (or .ci/run) installs it from Debian's packages")
-	}
-	cmd := exec.Command("kcat", args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kcat %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
 
 // Any Kafka client can use the embedded broker: kcat lists its topics,
 // produces an order and its payment that the job then processes, and reads
 // the job's committed output.
 func TestKcatAgainstFaultlineBroker(t *testing.T) {
 	t.Parallel()
-	addr := startBroker(t)
-	meta := kcat(t, "", "-b", addr, "-L")
+	addr := e2e.StartBroker(t)
+	meta := e2e.Kcat(t, "", "-b", addr, "-L")
 	for _, topic := range []string{`topic "orders" with 4 partitions`, `topic "payments" with 4 partitions`, `topic "revenue" with 1 partitions`} {
 		if !strings.Contains(meta, topic) {
 			t.Fatalf("kcat -L does not list %s:\n%s", topic, meta)
 		}
 	}
-	kcat(t, `{"order_id":"o-kcat-1","customer":"c-42","amount_cents":4200}`+"\n", "-b", addr, "-P", "-t", "orders", "-p", "1", "-k", "o-kcat-1")
-	kcat(t, `{"order_id":"o-kcat-1","payment_id":"p-kcat-1","amount_cents":4200}`+"\n", "-b", addr, "-P", "-t", "payments", "-p", "3", "-k", "o-kcat-1")
+	e2e.Kcat(t, `{"order_id":"o-kcat-1","customer":"c-42","amount_cents":4200}`+"\n", "-b", addr, "-P", "-t", "orders", "-p", "1", "-k", "o-kcat-1")
+	e2e.Kcat(t, `{"order_id":"o-kcat-1","payment_id":"p-kcat-1","amount_cents":4200}`+"\n", "-b", addr, "-P", "-t", "payments", "-p", "3", "-k", "o-kcat-1")
 
-	r := faultline(t, "run", "--headless", "--brokers", addr, "--bounded", "--checkpoint-interval", "100ms")
-	if r.code != 0 {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	r := e2e.Faultline(t, "run", "--headless", "--brokers", addr, "--bounded", "--checkpoint-interval", "100ms")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	if num(r.report, "verify", "expected") != 1 || num(r.report, "verify", "committed") != 1 {
-		t.Fatalf("report %v", r.report)
+	if e2e.Num(r.Report, "verify", "expected") != 1 || e2e.Num(r.Report, "verify", "committed") != 1 {
+		t.Fatalf("report %v", r.Report)
 	}
-	got := kcat(t, "", "-b", addr, "-C", "-t", "revenue", "-e", "-q", "-X", "isolation.level=read_committed")
+	got := e2e.Kcat(t, "", "-b", addr, "-C", "-t", "revenue", "-e", "-q", "-X", "isolation.level=read_committed")
 	if !strings.Contains(got, `"order_id":"o-kcat-1"`) || !strings.Contains(got, `"customer_total_cents":4200`) {
 		t.Fatalf("kcat reads %q from revenue", got)
 	}
@@ -107,10 +51,10 @@ func TestKcatAgainstFaultlineBroker(t *testing.T) {
 	if out, err := produce.CombinedOutput(); err != nil {
 		t.Fatalf("kcat producing to a new topic: %v (%v)\n%s", err, ctx.Err(), out)
 	}
-	if meta := kcat(t, "", "-b", addr, "-L", "-t", "scratch"); !strings.Contains(meta, `topic "scratch" with 1 partitions`) {
+	if meta := e2e.Kcat(t, "", "-b", addr, "-L", "-t", "scratch"); !strings.Contains(meta, `topic "scratch" with 1 partitions`) {
 		t.Fatalf("the new topic is not listed with one partition:\n%s", meta)
 	}
-	if got := kcat(t, "", "-b", addr, "-C", "-t", "scratch", "-e", "-q", "-f", "%k=%s\n"); got != "k1=hello\n" {
+	if got := e2e.Kcat(t, "", "-b", addr, "-C", "-t", "scratch", "-e", "-q", "-f", "%k=%s\n"); got != "k1=hello\n" {
 		t.Fatalf("kcat reads %q back from the new topic", got)
 	}
 }
@@ -118,15 +62,15 @@ func TestKcatAgainstFaultlineBroker(t *testing.T) {
 func TestUnreachableBrokersFailFast(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	r := faultline(t, "run", "--headless", "--brokers", "127.0.0.1:1", "--records", "10")
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	r := e2e.Faultline(t, "run", "--headless", "--brokers", "127.0.0.1:1", "--records", "10")
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", r.Code, r.Stderr)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("took %s to give up", d)
 	}
-	if !strings.Contains(r.stderr, "127.0.0.1:1") {
-		t.Fatalf("the error does not name the address: %q", r.stderr)
+	if !strings.Contains(r.Stderr, "127.0.0.1:1") {
+		t.Fatalf("the error does not name the address: %q", r.Stderr)
 	}
 }
 
@@ -136,21 +80,21 @@ func TestUnreachableBrokersFailFast(t *testing.T) {
 // to its end at once, and the run reported success.
 func TestMissingSourceTopicIsAnError(t *testing.T) {
 	t.Parallel()
-	addr := startBroker(t)
-	r := faultline(t, "run", "--headless", "--brokers", addr, "--records", "10", "--topic", "orders-source=shop.orders")
-	if r.code != 1 {
-		t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	addr := e2e.StartBroker(t)
+	r := e2e.Faultline(t, "run", "--headless", "--brokers", addr, "--records", "10", "--topic", "orders-source=shop.orders")
+	if r.Code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", r.Code, r.Stderr)
 	}
-	if !strings.Contains(r.stderr, "no topic shop.orders (read by orders-source) at "+addr) || !strings.Contains(r.stderr, "--generate") {
-		t.Fatalf("stderr %q does not name the missing topic, its source and --generate", r.stderr)
+	if !strings.Contains(r.Stderr, "no topic shop.orders (read by orders-source) at "+addr) || !strings.Contains(r.Stderr, "--generate") {
+		t.Fatalf("stderr %q does not name the missing topic, its source and --generate", r.Stderr)
 	}
-	if meta := kcat(t, "", "-b", addr, "-L"); strings.Contains(meta, "shop.orders") {
+	if meta := e2e.Kcat(t, "", "-b", addr, "-L"); strings.Contains(meta, "shop.orders") {
 		t.Fatalf("the missing topic was created:\n%s", meta)
 	}
 	// --generate creates it and writes the generator's orders into it.
-	r = faultline(t, "run", "--headless", "--brokers", addr, "--records", "1000", "--generate", "--topic", "orders-source=shop.orders")
-	if r.code != 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("with --generate: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	r = e2e.Faultline(t, "run", "--headless", "--brokers", addr, "--records", "1000", "--generate", "--topic", "orders-source=shop.orders")
+	if r.Code != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("with --generate: exit %d, report %v, stderr %q", r.Code, r.Report, r.Stderr)
 	}
 }
 
@@ -161,8 +105,8 @@ func TestMissingSourceTopicIsAnError(t *testing.T) {
 // cannot be settled are named.
 func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
 	t.Parallel()
-	broker, addr := startBrokerProcess(t)
-	run, stderr, lines := startRun(t, "run", "--headless", "--brokers", addr, "--generate", "--rate", "1000",
+	broker, addr := e2e.StartBrokerProcess(t)
+	run, stderr, lines := e2e.StartRun(t, "run", "--headless", "--brokers", addr, "--generate", "--rate", "1000",
 		"--checkpoint-interval", "200ms", "--restart-attempts", "2", "--restart-delay", "100ms", "--state-dir", t.TempDir())
 	for m := range lines {
 		if m["event"] == "checkpoint_completed" {
@@ -199,7 +143,7 @@ func TestBrokerGoneForGoodEndsTheRun(t *testing.T) {
 // middle of it stops the run there, saying how far it got.
 func TestInputFillShowsProgressAndStops(t *testing.T) {
 	t.Parallel()
-	run, stderr, lines := startRun(t, "run", "--headless", "--records", "20000000", "--listen", "0", "--state-dir", t.TempDir())
+	run, stderr, lines := e2e.StartRun(t, "run", "--headless", "--records", "20000000", "--listen", "0", "--state-dir", t.TempDir())
 	var last float64
 	for seen := 0; seen < 2; {
 		m, ok := <-lines
@@ -214,7 +158,7 @@ func TestInputFillShowsProgressAndStops(t *testing.T) {
 			continue
 		}
 		seen++
-		n, of := num(m, "records"), num(m, "of")
+		n, of := e2e.Num(m, "records"), e2e.Num(m, "of")
 		if n <= last || n >= of || of < 20000000 {
 			t.Fatalf("input_progress %v after %v records", m, last)
 		}
@@ -240,8 +184,8 @@ func TestDamagedLogDirIsRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "2000", "--state-dir", dir}
-	if r := faultline(t, args...); r.code != 0 {
-		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, args...); r.Code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	meta := filepath.Join(dir, "kafka", "meta.json")
 	for _, damage := range []struct {
@@ -258,10 +202,10 @@ func TestDamagedLogDirIsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			r := faultline(t, append(args, "--resume")...)
-			if r.code != 1 || !strings.Contains(r.stderr, "the embedded Kafka broker's log is damaged") ||
-				!strings.Contains(r.stderr, damage.want) || !strings.Contains(r.stderr, "--fresh") {
-				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			r := e2e.Faultline(t, append(args, "--resume")...)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "the embedded Kafka broker's log is damaged") ||
+				!strings.Contains(r.Stderr, damage.want) || !strings.Contains(r.Stderr, "--fresh") {
+				t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
 			}
 			if took := time.Since(start); took > 5*time.Second {
 				t.Fatalf("refused after %s", took)
@@ -290,12 +234,12 @@ func TestSilentBrokerIsReportedInSecondsAndCtrlCStopsTheWait(t *testing.T) {
 	}()
 	args := []string{"run", "--headless", "--brokers", ln.Addr().String(), "--bounded"}
 	start := time.Now()
-	r := faultline(t, args...)
-	if took := time.Since(start); r.code != 1 || took > 15*time.Second ||
-		!strings.Contains(r.stderr, "accepted the connection but answered no request in 5s") {
-		t.Fatalf("exit %d after %s, stderr %q; want exit 1 within seconds, saying the broker answered nothing", r.code, took, r.stderr)
+	r := e2e.Faultline(t, args...)
+	if took := time.Since(start); r.Code != 1 || took > 15*time.Second ||
+		!strings.Contains(r.Stderr, "accepted the connection but answered no request in 5s") {
+		t.Fatalf("exit %d after %s, stderr %q; want exit 1 within seconds, saying the broker answered nothing", r.Code, took, r.Stderr)
 	}
-	cmd := command(t, append(args, "--state-dir", t.TempDir())...)
+	cmd := e2e.Command(t, append(args, "--state-dir", t.TempDir())...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // faultlineUntil runs faultline until it has printed the nth event named
@@ -20,7 +21,7 @@ import (
 func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 	t.Helper()
 	seen := 0
-	killWhen(t, func(m map[string]any) bool {
+	e2e.KillWhen(t, func(m map[string]any) bool {
 		if m["event"] == event {
 			seen++
 		}
@@ -32,55 +33,19 @@ func faultlineUntil(t *testing.T, event string, nth int, args ...string) int {
 	return seen
 }
 
-// killWhen runs faultline until it printed a line that until accepts,
-// then kills it (SIGKILL) as a crash would. It reports whether one came.
-func killWhen(t *testing.T, until func(line map[string]any) bool, args ...string) bool {
-	t.Helper()
-	return killWhenWith(t, nil, until, args...)
-}
-
-// killWhenWith is killWhen with env (KEY=value) added to the program's
-// environment.
-func killWhenWith(t *testing.T, env []string, until func(line map[string]any) bool, args ...string) bool {
-	t.Helper()
-	cmd := command(t, args...)
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	came := false
-	for !came && sc.Scan() {
-		var m map[string]any
-		came = json.Unmarshal(sc.Bytes(), &m) == nil && until(m)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	cmd.Wait()
-	return came
-}
-
 // The crash fault kills the process as SIGKILL does; corrupt-checkpoint
 // damages the newest checkpoint just before, so the resumed run falls back to
 // the one before it and still loses and duplicates nothing.
 func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	broker := startBroker(t)
+	broker := e2e.StartBroker(t)
 	base := []string{"run", "--headless", "--records", "100000", "--rate", "30000", "--checkpoint-interval", "500ms",
 		"--state-dir", dir, "--brokers", broker, "--generate"}
 	// Checkpoints are triggered every 500 ms: the damage falls between the
 	// third and the fourth, with two older ones to fall back on; the crash
 	// comes soon after (a fourth may complete in between under load).
-	cmd := command(t, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=2100ms,fault=crash")...)
+	cmd := e2e.Command(t, append(base, "--inject", "after=1800ms,fault=corrupt-checkpoint", "--inject", "after=2100ms,fault=crash")...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()
@@ -91,9 +56,9 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	// The events printed last may die with the process: ask the store
 	// which checkpoint is damaged.
 	var verified []map[string]any
-	v := faultline(t, "checkpoints", "verify", "--json", "--state-dir", dir)
-	if err := json.Unmarshal([]byte(v.stdout), &verified); err != nil {
-		t.Fatalf("checkpoints verify: %v %q", err, v.stdout)
+	v := e2e.Faultline(t, "checkpoints", "verify", "--json", "--state-dir", dir)
+	if err := json.Unmarshal([]byte(v.Stdout), &verified); err != nil {
+		t.Fatalf("checkpoints verify: %v %q", err, v.Stdout)
 	}
 	var corrupted float64
 	for _, c := range verified {
@@ -107,16 +72,16 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	// Under heavy load a newer checkpoint may still have completed between
 	// the damage and the crash; then that one is the one to restore.
 	var listed []map[string]any
-	l := faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
-	if err := json.Unmarshal([]byte(l.stdout), &listed); err != nil || len(listed) == 0 {
-		t.Fatalf("checkpoints list: %v %q", err, l.stdout)
+	l := e2e.Faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
+	if err := json.Unmarshal([]byte(l.Stdout), &listed); err != nil || len(listed) == 0 {
+		t.Fatalf("checkpoints list: %v %q", err, l.Stdout)
 	}
 	newest := listed[len(listed)-1]["id"].(float64)
-	r := faultline(t, append(base, "--resume")...)
-	if r.code != 0 && r.code != 4 {
-		t.Fatalf("resume: exit %d %s", r.code, r.stderr)
+	r := e2e.Faultline(t, append(base, "--resume")...)
+	if r.Code != 0 && r.Code != 4 {
+		t.Fatalf("resume: exit %d %s", r.Code, r.Stderr)
 	}
-	from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any)
+	from := r.Report["checkpoints"].(map[string]any)["restored_from"].([]any)
 	switch {
 	case len(from) == 0:
 		t.Fatal("the resumed run restored nothing")
@@ -125,8 +90,8 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 	case newest != corrupted && from[0].(float64) != newest:
 		t.Fatalf("restored from %v; the newest intact checkpoint is %v", from, newest)
 	}
-	if num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("after the fallback: %v", r.report["verify"])
+	if e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("after the fallback: %v", r.Report["verify"])
 	}
 }
 
@@ -139,7 +104,7 @@ func TestCrashAndCorruptCheckpointFaults(t *testing.T) {
 func TestRemovedStateDirStopsTheRun(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
-	cmd, stderr, lines := startRun(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "200ms",
+	cmd, stderr, lines := e2e.StartRun(t, "run", "--headless", "--rate", "2000", "--checkpoint-interval", "200ms",
 		"--state-backend", "badger", "--listen", "0", "--state-dir", dir)
 	var report map[string]any
 	removed := false
@@ -188,61 +153,6 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 	}
 }
 
-// startRun starts faultline with args; it returns the command, its stderr
-// (to read once the command has exited) and the JSON objects it prints on
-// stdout.
-func startRun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan map[string]any) {
-	t.Helper()
-	return startRunWith(t, nil, args...)
-}
-
-// startRunWith is startRun with env (KEY=value) added to the program's
-// environment.
-func startRunWith(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan map[string]any) {
-	t.Helper()
-	cmd := command(t, args...)
-	cmd.Env = append(cmd.Env, env...)
-	stderr := &bytes.Buffer{}
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd, stderr, jsonLines(out)
-}
-
-// reportOf reads lines to their end and returns the report among them
-// (nil when the run printed none).
-func reportOf(lines <-chan map[string]any) map[string]any {
-	var report map[string]any
-	for m := range lines {
-		if r, ok := m["report"].(map[string]any); ok {
-			report = r
-		}
-	}
-	return report
-}
-
-// jsonLines sends each line of r that is a JSON object, until r ends.
-func jsonLines(r io.Reader) <-chan map[string]any {
-	lines := make(chan map[string]any, 1024)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
-	return lines
-}
-
 // A second Ctrl-C while the output is being checked quits at once, with
 // exit 1 and a line that says what it left; the resumed run then goes on
 // from the last checkpoint and ends exact. The check is held where a user
@@ -251,7 +161,7 @@ func jsonLines(r io.Reader) <-chan map[string]any {
 func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b := command(t, "broker", "--state-dir", filepath.Join(dir, "broker"), "--listen", "0")
+	b := e2e.Command(t, "broker", "--state-dir", filepath.Join(dir, "broker"), "--listen", "0")
 	b.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // SIGSTOP goes to its process group alone
 	out, err := b.StdoutPipe()
 	if err != nil {
@@ -270,21 +180,21 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 	addr, _, _ := strings.Cut(rest, " ")
 	args := []string{"run", "--headless", "--records", "20000", "--checkpoint-interval", "300ms",
 		"--state-dir", filepath.Join(dir, "state"), "--brokers", addr, "--generate"}
-	cmd, stderr, lines := startRun(t, args...)
+	cmd, stderr, lines := e2e.StartRun(t, args...)
 	for m := range lines {
 		if m["event"] == "job_status" && m["status"] == "FINISHED" {
 			break // the check comes next, and needs the broker
 		}
 	}
 	syscall.Kill(-b.Process.Pid, syscall.SIGSTOP)
-	waitEvents(t, lines, "verify_started", 1)
+	e2e.WaitEvents(t, lines, "verify_started", 1)
 	cmd.Process.Signal(syscall.SIGINT)
 	// Later than supervise.Again, so that it is a second Ctrl-C and not
 	// the copy of the first.
 	time.Sleep(700 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
 	second := time.Now()
-	report := reportOf(lines)
+	report := e2e.ReportOf(lines)
 	err = cmd.Wait()
 	took := time.Since(second)
 	if code := cmd.ProcessState.ExitCode(); code != 1 || report != nil {
@@ -297,9 +207,9 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 		t.Fatalf("quit %s after the second Ctrl-C", took)
 	}
 	syscall.Kill(-b.Process.Pid, syscall.SIGCONT)
-	r := faultline(t, append(args, "--resume")...)
-	if r.code != 0 || num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
-		t.Fatalf("resume: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	r := e2e.Faultline(t, append(args, "--resume")...)
+	if r.Code != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 {
+		t.Fatalf("resume: exit %d, report %v, stderr %q", r.Code, r.Report, r.Stderr)
 	}
 }
 
@@ -312,8 +222,8 @@ func TestChildKilledAloneIsSaidAndEndsTheSupervisorTheSameWay(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "100000", "--checkpoint-interval", "200ms", "--listen", "0", "--state-dir", dir}
-	cmd, stderr, lines := startRun(t, append(args, "--rate", "20000")...)
-	waitEvents(t, lines, "checkpoint_completed", 2)
+	cmd, stderr, lines := e2e.StartRun(t, append(args, "--rate", "20000")...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 2)
 	child := childOf(t, cmd.Process.Pid)
 	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -333,10 +243,10 @@ func TestChildKilledAloneIsSaidAndEndsTheSupervisorTheSameWay(t *testing.T) {
 	if stderr.String() != want {
 		t.Fatalf("stderr %q, want %q", stderr.String(), want)
 	}
-	r := faultline(t, append(args, "--resume")...)
-	if from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any); r.code != 0 || len(from) == 0 ||
-		num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
-		t.Fatalf("--resume after the kill: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	r := e2e.Faultline(t, append(args, "--resume")...)
+	if from := r.Report["checkpoints"].(map[string]any)["restored_from"].([]any); r.Code != 0 || len(from) == 0 ||
+		e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 {
+		t.Fatalf("--resume after the kill: exit %d, report %v, stderr %q", r.Code, r.Report, r.Stderr)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // removeMemtableLogs deletes the checkpoint store's memtable logs (*.mem)
@@ -41,11 +43,11 @@ func TestDeletedMemtableLogLosesTheNewestCheckpoints(t *testing.T) {
 	// flushes them into a table. The resumed run, killed after one more,
 	// leaves the newest in the memtable log only.
 	faultlineUntil(t, "checkpoint_completed", 3, base...)
-	if l := faultline(t, "checkpoints", "list", "--state-dir", dir); l.code != 0 {
-		t.Fatalf("list: exit %d %s", l.code, l.stderr)
+	if l := e2e.Faultline(t, "checkpoints", "list", "--state-dir", dir); l.Code != 0 {
+		t.Fatalf("list: exit %d %s", l.Code, l.Stderr)
 	}
 	var last int64
-	killWhen(t, func(m map[string]any) bool {
+	e2e.KillWhen(t, func(m map[string]any) bool {
 		if m["event"] == "checkpoint_completed" {
 			last = int64(m["id"].(float64))
 		}
@@ -59,24 +61,24 @@ func TestDeletedMemtableLogLosesTheNewestCheckpoints(t *testing.T) {
 	}
 
 	lost := fmt.Sprintf("checkpoint %d: DAMAGED: the store completed it, but its metadata record is gone", last)
-	l := faultline(t, "checkpoints", "list", "--state-dir", dir)
-	t.Logf("list:\n%s%s", l.stdout, l.stderr)
-	if l.code != 0 || !strings.Contains(l.stdout, lost) || !strings.Contains(l.stdout, "orders") {
-		t.Fatalf("list: exit %d, no %q beside the older checkpoints:\n%s%s", l.code, lost, l.stdout, l.stderr)
+	l := e2e.Faultline(t, "checkpoints", "list", "--state-dir", dir)
+	t.Logf("list:\n%s%s", l.Stdout, l.Stderr)
+	if l.Code != 0 || !strings.Contains(l.Stdout, lost) || !strings.Contains(l.Stdout, "orders") {
+		t.Fatalf("list: exit %d, no %q beside the older checkpoints:\n%s%s", l.Code, lost, l.Stdout, l.Stderr)
 	}
-	v := faultline(t, "checkpoints", "verify", "--state-dir", dir)
-	if v.code != 1 || !strings.Contains(v.stdout, lost) || !strings.Contains(v.stderr, "checkpoints are damaged") {
-		t.Fatalf("verify: exit %d\n%s%s", v.code, v.stdout, v.stderr)
+	v := e2e.Faultline(t, "checkpoints", "verify", "--state-dir", dir)
+	if v.Code != 1 || !strings.Contains(v.Stdout, lost) || !strings.Contains(v.Stderr, "checkpoints are damaged") {
+		t.Fatalf("verify: exit %d\n%s%s", v.Code, v.Stdout, v.Stderr)
 	}
-	res := faultline(t, append(base, "--resume")...)
+	res := e2e.Faultline(t, append(base, "--resume")...)
 	invalid := false
-	for _, e := range res.eventsNamed("checkpoint_invalid") {
+	for _, e := range res.EventsNamed("checkpoint_invalid") {
 		invalid = invalid || int64(e["id"].(float64)) == last && strings.Contains(e["error"].(string), "metadata record is gone")
 	}
-	if res.code != 0 || !invalid || num(res.report, "verify", "duplicates") != 0 || num(res.report, "verify", "lost") != 0 {
-		t.Fatalf("resume: exit %d, checkpoint_invalid for %d: %v, verify %v, stderr %q", res.code, last, invalid, res.report["verify"], res.stderr)
+	if res.Code != 0 || !invalid || e2e.Num(res.Report, "verify", "duplicates") != 0 || e2e.Num(res.Report, "verify", "lost") != 0 {
+		t.Fatalf("resume: exit %d, checkpoint_invalid for %d: %v, verify %v, stderr %q", res.Code, last, invalid, res.Report["verify"], res.Stderr)
 	}
-	if from := res.report["checkpoints"].(map[string]any)["restored_from"].([]any); len(from) == 0 || int64(from[0].(float64)) >= last {
+	if from := res.Report["checkpoints"].(map[string]any)["restored_from"].([]any); len(from) == 0 || int64(from[0].(float64)) >= last {
 		t.Fatalf("restored from %v, want a checkpoint before %d", from, last)
 	}
 }
@@ -95,7 +97,7 @@ func TestKilledRunsNeverReportALoss(t *testing.T) {
 		// its writing and the next.
 		nth, wait := 1+rand.IntN(3), time.Duration(rand.IntN(150_000))*time.Microsecond
 		seen := 0
-		came := killWhen(t, func(m map[string]any) bool {
+		came := e2e.KillWhen(t, func(m map[string]any) bool {
 			if m["event"] == "checkpoint_triggered" {
 				seen++
 			}
@@ -108,10 +110,10 @@ func TestKilledRunsNeverReportALoss(t *testing.T) {
 		if !came {
 			t.Fatalf("round %d: the run ended before checkpoint %d was triggered", round, nth)
 		}
-		v := faultline(t, "checkpoints", "verify", "--state-dir", dir)
-		t.Logf("round %d: killed %v after trigger %d: %s", round, wait.Round(time.Millisecond), nth, finalLine(v.stdout))
-		if v.code != 0 || strings.Contains(v.stdout, "DAMAGED") {
-			t.Fatalf("round %d: verify after a kill: exit %d\n%s%s", round, v.code, v.stdout, v.stderr)
+		v := e2e.Faultline(t, "checkpoints", "verify", "--state-dir", dir)
+		t.Logf("round %d: killed %v after trigger %d: %s", round, wait.Round(time.Millisecond), nth, finalLine(v.Stdout))
+		if v.Code != 0 || strings.Contains(v.Stdout, "DAMAGED") {
+			t.Fatalf("round %d: verify after a kill: exit %d\n%s%s", round, v.Code, v.Stdout, v.Stderr)
 		}
 	}
 }

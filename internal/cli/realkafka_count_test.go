@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"faultline/internal/e2e"
 	"faultline/internal/kafkalane"
 )
 
@@ -189,9 +190,9 @@ func runToEnd(t *testing.T, limit time.Duration, args ...string) (int, map[strin
 func runToEndWith(t *testing.T, limit time.Duration, env []string, args ...string) (int, map[string]any, string) {
 	t.Helper()
 	start := time.Now()
-	cmd, stderr, lines := startRunWith(t, env, args...)
+	cmd, stderr, lines := e2e.StartRunWith(t, env, args...)
 	reported := make(chan map[string]any, 1)
-	go func() { reported <- reportOf(lines) }()
+	go func() { reported <- e2e.ReportOf(lines) }()
 	var report map[string]any
 	select {
 	case report = <-reported:

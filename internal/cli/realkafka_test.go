@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"faultline/internal/e2e"
 	"faultline/internal/kafkalane"
 )
 
@@ -30,7 +31,7 @@ func TestRealKafkaExactlyOnceSurvivesPanicsAndABrokerKill(t *testing.T) {
 		"--inject", "after=14s,task=revenue/0,fault=panic",
 		"--inject", "after=30s,task=sink/0,fault=panic")
 	start := time.Now()
-	cmd, stderr, lines := startRun(t, args...)
+	cmd, stderr, lines := e2e.StartRun(t, args...)
 	var mu sync.Mutex
 	seen := map[string]int{}
 	failures := map[string]int{} // what the tasks failed with, and how often
@@ -119,7 +120,7 @@ func TestRealKafkaKillSoak(t *testing.T) {
 	killed := 0
 	for i := range kills {
 		args := append(append([]string{}, common...), "--rate", "5000")
-		cmd, stderr, lines := startRun(t, args...)
+		cmd, stderr, lines := e2e.StartRun(t, args...)
 		start := time.Now()
 		var moment string
 		var timer <-chan time.Time
@@ -192,10 +193,10 @@ func TestRealKafkaKillSoak(t *testing.T) {
 func TestRealKafkaConsumerGroupLag(t *testing.T) {
 	t.Parallel()
 	b := kafkalane.Start(t, kafkalane.Options{})
-	cmd, stderr, lines := startRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "500ms")...)
-	waitEvents(t, lines, "checkpoint_completed", 3)
+	cmd, stderr, lines := e2e.StartRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "500ms")...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
 	first := groupOffsets(t, b, "faultline-orders", "after 3 checkpoints", defaultTopics)
-	waitEvents(t, lines, "checkpoint_completed", 3)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
 	second := groupOffsets(t, b, "faultline-orders", "3 checkpoints later", defaultTopics)
 	go func() {
 		for range lines {
@@ -283,7 +284,7 @@ func TestRealKafkaAtLeastOnceAndNone(t *testing.T) {
 			t.Logf("faultline's own verdict: restarts %v, %v", report["restarts"], report["verify"])
 			c := countRun(t, b, tp)
 			c.nothingLost(t, tc.guarantee)
-			if tc.extra != nil && num(report, "restarts") < 1 {
+			if tc.extra != nil && e2e.Num(report, "restarts") < 1 {
 				t.Errorf("the panic caused no restart: %v", report)
 			}
 		})
@@ -381,7 +382,7 @@ func TestRealKafkaTransactionalIDsStayBounded(t *testing.T) {
 	d := laneDuration(t, "FAULTLINE_KAFKA_TXN_DURATION", 45*time.Second)
 	b := kafkalane.Start(t, kafkalane.Options{})
 	const sinkParallelism = 2
-	cmd, stderr, lines := startRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "250ms",
+	cmd, stderr, lines := e2e.StartRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "250ms",
 		"--parallelism", fmt.Sprintf("sink=%d", sinkParallelism))...)
 	completed := make(chan int, 1)
 	go func() {

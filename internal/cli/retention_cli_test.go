@@ -4,29 +4,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/IBM/sarama"
-)
 
-// waitEvents reads lines until n events named name have come, or fails.
-func waitEvents(t *testing.T, lines <-chan map[string]any, name string, n int) {
-	t.Helper()
-	deadline := time.After(2 * time.Minute)
-	for seen := 0; seen < n; {
-		select {
-		case m, ok := <-lines:
-			if !ok {
-				t.Fatalf("the run ended after %d %s events, before %d", seen, name, n)
-			}
-			if m["event"] == name {
-				seen++
-			}
-		case <-deadline:
-			t.Fatalf("waited two minutes for %d %s events", n, name)
-		}
-	}
-}
+	"faultline/internal/e2e"
+)
 
 // An unbounded run on the embedded broker deletes from its log what no
 // recovery and no verification needs, across a crash of the whole process
@@ -37,26 +19,26 @@ func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--rate", "20000", "--checkpoint-interval", "200ms",
 		"--retention-interval", "300ms", "--listen", "0", "--state-dir", dir}
-	cmd, _, lines := startRun(t, args...)
-	waitEvents(t, lines, "checkpoint_completed", 15)
+	cmd, _, lines := e2e.StartRun(t, args...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 15)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	for range lines {
 	}
 
-	cmd, stderr, lines := startRun(t, append(args, "--resume")...)
-	waitEvents(t, lines, "checkpoint_completed", 15)
+	cmd, stderr, lines := e2e.StartRun(t, append(args, "--resume")...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 15)
 	cmd.Process.Signal(syscall.SIGINT)
-	report := reportOf(lines)
+	report := e2e.ReportOf(lines)
 	if err := cmd.Wait(); err != nil || report == nil {
 		t.Fatalf("resumed run: %v, report %v\n%s", err, report, stderr)
 	}
-	if num(report, "verify", "lost") != 0 || num(report, "verify", "duplicates") != 0 || num(report, "verify", "expected") < 10000 {
+	if e2e.Num(report, "verify", "lost") != 0 || e2e.Num(report, "verify", "duplicates") != 0 || e2e.Num(report, "verify", "expected") < 10000 {
 		t.Fatalf("verify %v", report["verify"])
 	}
 
 	// The log no longer starts at 0, for the input and the output.
-	b, addr := startBrokerWith(t, "--state-dir", dir)
+	b, addr := e2e.StartBrokerWith(t, "--state-dir", dir)
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V2_8_0_0
 	cl, err := sarama.NewClient([]string{addr}, cfg)
@@ -79,12 +61,12 @@ func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	// With every checkpoint deleted, a resumed run would read the input
 	// from its beginning, which the broker has deleted: it is refused, in
 	// one line, and --fresh goes on.
-	deleteAllCheckpoints(t, dir)
-	r := faultline(t, append(args, "--resume")...)
-	if r.code != 1 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "holds no checkpoint of job orders") || !strings.Contains(r.stderr, "--fresh") {
-		t.Fatalf("resume with no checkpoint over a trimmed log: exit %d, stderr %q; want exit 1 and one line naming --fresh", r.code, r.stderr)
+	e2e.DeleteAllCheckpoints(t, dir)
+	r := e2e.Faultline(t, append(args, "--resume")...)
+	if r.Code != 1 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, "holds no checkpoint of job orders") || !strings.Contains(r.Stderr, "--fresh") {
+		t.Fatalf("resume with no checkpoint over a trimmed log: exit %d, stderr %q; want exit 1 and one line naming --fresh", r.Code, r.Stderr)
 	}
-	if r := faultline(t, "run", "--headless", "--records", "5000", "--fresh", "--state-dir", dir); r.code != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("--fresh after the refusal: exit %d\n%s", r.code, r.stderr)
+	if r := e2e.Faultline(t, "run", "--headless", "--records", "5000", "--fresh", "--state-dir", dir); r.Code != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("--fresh after the refusal: exit %d\n%s", r.Code, r.Stderr)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // The soaks kill and break the default job again and again and then check
@@ -26,11 +27,8 @@ import (
 //
 // Each prints its seed first. A failing soak keeps its state dir and every
 // run's events and stderr (the path is in the failure), so that it can be
-// looked at and replayed with the same seed.
-var (
-	soakFull = flag.Bool("soak", false, "run the soaks at full length (make soak)")
-	soakSeed = flag.Int64("soak.seed", 0, "seed of the soaks' schedules (0: from the clock)")
-)
+// looked at and replayed with the same seed. (The flags -soak and
+// -soak.seed are e2e's: e2e.Soak, e2e.SoakSeed.)
 
 // soak is one soak's schedule, its folder and what it has seen.
 type soak struct {
@@ -45,7 +43,7 @@ type soak struct {
 
 func newSoak(t *testing.T, name string) *soak {
 	t.Helper()
-	seed := *soakSeed
+	seed := e2e.SoakSeed()
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000_007
 	}
@@ -88,7 +86,7 @@ func (s *soak) start(args ...string) *soakRun {
 		s.t.Fatal(err)
 	}
 	os.WriteFile(base+".args", []byte(strings.Join(args, "\n")+"\n"), 0o644)
-	cmd := command(s.t, args...)
+	cmd := e2e.Command(s.t, args...)
 	r := &soakRun{cmd: cmd, events: make(chan map[string]any, 4096), done: make(chan struct{}), stderr: &bytes.Buffer{}, out: out}
 	cmd.Stderr = r.stderr
 	pipe, err := cmd.StdoutPipe()
@@ -184,7 +182,7 @@ func (s *soak) killSchedule(kills int) []string {
 func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string {
 	jitter := func(d time.Duration) time.Duration { return time.Duration(s.rng.Int63n(int64(d) + 1)) }
 	nth := 1 + s.rng.Intn(4)
-	if *soakFull {
+	if e2e.Soak() {
 		nth = 1 + s.rng.Intn(20) // runs long enough for many retention rounds
 	}
 	var timer <-chan time.Time
@@ -322,7 +320,7 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 // a resumed run recovers, and while the final run verifies.
 func TestKillSoakEmbeddedBroker(t *testing.T) {
 	t.Parallel()
-	if *soakFull {
+	if e2e.Soak() {
 		killSoak(t, "kill soak, embedded broker", "", 20, 1_000_000, 20000)
 		return
 	}
@@ -336,7 +334,7 @@ func TestKillSoakEmbeddedBroker(t *testing.T) {
 func TestKillSoakUnaligned(t *testing.T) {
 	t.Parallel()
 	slow := []string{"--unaligned", "--inject", "after=300ms,task=join/0,fault=slow,factor=10,for=2s"}
-	if *soakFull {
+	if e2e.Soak() {
 		killSoak(t, "kill soak, unaligned", "", 20, 1_000_000, 20000, slow...)
 		return
 	}
@@ -347,8 +345,8 @@ func TestKillSoakUnaligned(t *testing.T) {
 // own, which outlives every kill, as a Kafka cluster would.
 func TestKillSoakBrokerProcess(t *testing.T) {
 	t.Parallel()
-	broker := startBroker(t)
-	if *soakFull {
+	broker := e2e.StartBroker(t)
+	if e2e.Soak() {
 		killSoak(t, "kill soak, broker process", broker, 20, 1_000_000, 20000)
 		return
 	}
@@ -497,7 +495,7 @@ func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64, extra ...stri
 // test.
 func TestSoakChaos(t *testing.T) {
 	t.Parallel()
-	if *soakFull {
+	if e2e.Soak() {
 		chaosSoak(t, 100, 800*time.Millisecond, 10000)
 		return
 	}
@@ -509,7 +507,7 @@ func TestSoakChaos(t *testing.T) {
 // fault restores checkpoints that hold records in flight.
 func TestSoakChaosUnaligned(t *testing.T) {
 	t.Parallel()
-	if *soakFull {
+	if e2e.Soak() {
 		chaosSoak(t, 100, 800*time.Millisecond, 10000, "--unaligned")
 		return
 	}
@@ -587,7 +585,7 @@ func vmRSS(pid int) int64 {
 // the end than it was in minutes 2 to 5 (plus 25 %).
 func TestSoakMemory(t *testing.T) {
 	t.Parallel()
-	if !*soakFull {
+	if !e2e.Soak() {
 		t.Skip("make soak runs it (ten minutes)")
 	}
 	s := newSoak(t, "memory soak")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"faultline/internal/e2e"
 )
 
 // copyStateDir copies the state dir src, as it is, into a new temporary
@@ -27,8 +29,8 @@ func TestLockFileReplacedByAFolder(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	args := []string{"run", "--headless", "--records", "20000", "--checkpoint-interval", "100ms"}
-	if r := faultline(t, append(args, "--state-dir", base)...); r.code != 0 {
-		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, append(args, "--state-dir", base)...); r.Code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	dir := copyStateDir(t, base)
 	lock := filepath.Join(checkpointDir(dir), "LOCK")
@@ -39,27 +41,27 @@ func TestLockFileReplacedByAFolder(t *testing.T) {
 	for _, cmd := range [][]string{append(args, "--resume"), args} {
 		d := copyStateDir(t, dir)
 		want := filepath.Join(checkpointDir(d), "LOCK") + " is a folder"
-		r := faultline(t, append(cmd, "--state-dir", d)...)
-		line := strings.TrimRight(r.stderr, "\n")
-		if r.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, want) || !strings.Contains(line, "remove that folder and try again") ||
+		r := e2e.Faultline(t, append(cmd, "--state-dir", d)...)
+		line := strings.TrimRight(r.Stderr, "\n")
+		if r.Code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, want) || !strings.Contains(line, "remove that folder and try again") ||
 			strings.Contains(line, "--fresh") || strings.Contains(line, "cannot be repaired") {
-			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line saying %q and to remove it", strings.Join(cmd, " "), r.code, r.stderr, want)
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line saying %q and to remove it", strings.Join(cmd, " "), r.Code, r.Stderr, want)
 		}
 	}
 	// reset deletes everything anyway: the folder with it.
-	if r := faultline(t, "reset", "--yes", "--state-dir", copyStateDir(t, dir)); r.code != 0 {
-		t.Errorf("reset --yes: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, "reset", "--yes", "--state-dir", copyStateDir(t, dir)); r.Code != 0 {
+		t.Errorf("reset --yes: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	if r := faultline(t, "checkpoints", "list", "--state-dir", dir); r.code != 0 || !strings.Contains(r.stdout, "checkpoint  orders") {
-		t.Errorf("checkpoints list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	if r := e2e.Faultline(t, "checkpoints", "list", "--state-dir", dir); r.Code != 0 || !strings.Contains(r.Stdout, "checkpoint  orders") {
+		t.Errorf("checkpoints list: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 	}
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
-	r := faultline(t, append(args, "--resume", "--state-dir", dir)...)
-	if from := r.report["checkpoints"].(map[string]any)["restored_from"].([]any); r.code != 0 || len(from) == 0 ||
-		num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 {
-		t.Fatalf("--resume after removing the folder: exit %d, report %v, stderr %q", r.code, r.report, r.stderr)
+	r := e2e.Faultline(t, append(args, "--resume", "--state-dir", dir)...)
+	if from := r.Report["checkpoints"].(map[string]any)["restored_from"].([]any); r.Code != 0 || len(from) == 0 ||
+		e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 {
+		t.Fatalf("--resume after removing the folder: exit %d, report %v, stderr %q", r.Code, r.Report, r.Stderr)
 	}
 }
 
@@ -70,8 +72,8 @@ func TestTableFileReplacedByAFolder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"run", "--headless", "--records", "20000", "--checkpoint-interval", "100ms"}
-	if r := faultline(t, append(args, "--state-dir", dir)...); r.code != 0 {
-		t.Fatalf("first run: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, append(args, "--state-dir", dir)...); r.Code != 0 {
+		t.Fatalf("first run: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	tables, _ := filepath.Glob(filepath.Join(checkpointDir(dir), "*.sst"))
 	if len(tables) == 0 {
@@ -85,19 +87,19 @@ func TestTableFileReplacedByAFolder(t *testing.T) {
 	}
 	want := "checkpoint store damaged: " + tables[0] + ": a folder where a table file belongs"
 	for _, cmd := range [][]string{append(args, "--resume"), {"checkpoints", "list"}} {
-		r := faultline(t, append(cmd, "--state-dir", dir)...)
-		line := strings.TrimRight(r.stderr, "\n")
-		if r.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, want) || !strings.Contains(line, "faultline run --fresh") {
-			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line saying %q and the way on", strings.Join(cmd, " "), r.code, r.stderr, want)
+		r := e2e.Faultline(t, append(cmd, "--state-dir", dir)...)
+		line := strings.TrimRight(r.Stderr, "\n")
+		if r.Code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, want) || !strings.Contains(line, "faultline run --fresh") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line saying %q and the way on", strings.Join(cmd, " "), r.Code, r.Stderr, want)
 		}
 	}
-	if r := faultline(t, "reset", "--state-dir", dir); r.code != 2 || !strings.Contains(r.stderr, "holds a damaged checkpoint store") {
-		t.Errorf("reset: exit %d, stderr %q; want it to name the damaged store and ask for --yes", r.code, r.stderr)
+	if r := e2e.Faultline(t, "reset", "--state-dir", dir); r.Code != 2 || !strings.Contains(r.Stderr, "holds a damaged checkpoint store") {
+		t.Errorf("reset: exit %d, stderr %q; want it to name the damaged store and ask for --yes", r.Code, r.Stderr)
 	}
-	if r := faultline(t, "reset", "--yes", "--state-dir", copyStateDir(t, dir)); r.code != 0 {
-		t.Errorf("reset --yes: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, "reset", "--yes", "--state-dir", copyStateDir(t, dir)); r.Code != 0 {
+		t.Errorf("reset --yes: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	if r := faultline(t, append(args, "--fresh", "--state-dir", dir)...); r.code != 0 || num(r.report, "verify", "duplicates") != 0 {
-		t.Fatalf("--fresh: exit %d, stderr %q", r.code, r.stderr)
+	if r := e2e.Faultline(t, append(args, "--fresh", "--state-dir", dir)...); r.Code != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("--fresh: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

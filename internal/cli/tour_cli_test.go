@@ -11,13 +11,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // Every tour passes headless: each step held and the last line says ok.
 // The tours run all at once: they wait on the job far more than they
 // work, so the machine's two cores carry them together.
 func TestEveryTourPassesHeadless(t *testing.T) {
-	needProgram(t)
+	e2e.NeedProgram(t)
 	t.Parallel()
 	all, err := allTours()
 	if err != nil {
@@ -27,12 +29,12 @@ func TestEveryTourPassesHeadless(t *testing.T) {
 		t.Fatalf("%d tours", len(all))
 	}
 	var wg sync.WaitGroup
-	results := make([]result, len(all))
+	results := make([]e2e.Result, len(all))
 	for i, tr := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = faultline(t, "tour", tr.Name, "--headless")
+			results[i] = e2e.Faultline(t, "tour", tr.Name, "--headless")
 		}()
 	}
 	wg.Wait()
@@ -40,7 +42,7 @@ func TestEveryTourPassesHeadless(t *testing.T) {
 		r := results[i]
 		var steps int
 		var last map[string]any
-		sc := bufio.NewScanner(strings.NewReader(r.stdout))
+		sc := bufio.NewScanner(strings.NewReader(r.Stdout))
 		sc.Buffer(make([]byte, 1<<20), 1<<22)
 		for sc.Scan() {
 			var m map[string]any
@@ -55,8 +57,8 @@ func TestEveryTourPassesHeadless(t *testing.T) {
 			}
 			last = m
 		}
-		if r.code != 0 || last == nil || last["ok"] != true || steps != len(tr.Steps)-countRuns(tr.Steps) {
-			t.Errorf("tour %s: exit %d, %d step lines of %d, last line %v: %s", tr.Name, r.code, steps, len(tr.Steps), last, r.stderr)
+		if r.Code != 0 || last == nil || last["ok"] != true || steps != len(tr.Steps)-countRuns(tr.Steps) {
+			t.Errorf("tour %s: exit %d, %d step lines of %d, last line %v: %s", tr.Name, r.Code, steps, len(tr.Steps), last, r.Stderr)
 		}
 		t.Logf("tour %s: %v ms", tr.Name, last["elapsed_ms"])
 	}
@@ -76,28 +78,28 @@ func countRuns[S ~[]E, E interface{ Kind() string }](steps S) int {
 // malformed tour file are refused with exit 2, the latter in one line
 // with its file, line and field.
 func TestTourCommandListsAndRefuses(t *testing.T) {
-	needProgram(t)
+	e2e.NeedProgram(t)
 	t.Parallel()
-	list := faultline(t, "tour")
+	list := e2e.Faultline(t, "tour")
 	all, err := allTours()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tr := range all {
-		if list.code != 0 || !strings.Contains(list.stdout, tr.Name) || !strings.Contains(list.stdout, tr.Summary) {
-			t.Fatalf("faultline tour: exit %d, does not list %s: %s", list.code, tr.Name, list.stdout)
+		if list.Code != 0 || !strings.Contains(list.Stdout, tr.Name) || !strings.Contains(list.Stdout, tr.Summary) {
+			t.Fatalf("faultline tour: exit %d, does not list %s: %s", list.Code, tr.Name, list.Stdout)
 		}
 	}
-	unknown := faultline(t, "tour", "nosuch")
-	if unknown.code != 2 || !strings.Contains(unknown.stderr, `no tour called "nosuch"`) {
-		t.Fatalf("unknown tour: exit %d: %s", unknown.code, unknown.stderr)
+	unknown := e2e.Faultline(t, "tour", "nosuch")
+	if unknown.Code != 2 || !strings.Contains(unknown.Stderr, `no tour called "nosuch"`) {
+		t.Fatalf("unknown tour: exit %d: %s", unknown.Code, unknown.Stderr)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("title: T\nsummary: S\nminutes: 2\nsteps:\n  - say: hello\n  - wait: {event: checkpoint_completed, timeout: soon}\n"), 0o644)
-	r := faultline(t, "tour", bad, "--headless")
+	r := e2e.Faultline(t, "tour", bad, "--headless")
 	want := bad + ":6: steps[1].wait.timeout: must be a duration"
-	if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-		t.Fatalf("malformed tour: exit %d, stderr %q, want one line with %q", r.code, r.stderr, want)
+	if r.Code != 2 || !strings.Contains(r.Stderr, want) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Fatalf("malformed tour: exit %d, stderr %q, want one line with %q", r.Code, r.Stderr, want)
 	}
 }
 
@@ -105,7 +107,7 @@ func TestTourCommandListsAndRefuses(t *testing.T) {
 // check said it would ends the tour with exit 3 and the job's error and
 // report in its last line; where a check claims it, the tour passes.
 func TestTourCarriesTheJobsVerdict(t *testing.T) {
-	needProgram(t)
+	e2e.NeedProgram(t)
 	t.Parallel()
 	const body = `title: T
 summary: S
@@ -127,18 +129,18 @@ steps:
 			t.Parallel()
 			file := filepath.Join(t.TempDir(), "verdict.yaml")
 			os.WriteFile(file, []byte(body+tc.extra), 0o644)
-			r := faultline(t, "tour", file, "--headless")
-			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			r := e2e.Faultline(t, "tour", file, "--headless")
+			lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 			var end map[string]any
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &end); err != nil {
 				t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
 			}
 			report, _ := end["report"].(map[string]any)
-			if r.code != tc.code || end["ok"] != (tc.code == 0) || report == nil || report["status"] != "FAILED" {
-				t.Fatalf("exit %d (want %d), last line %v\nstderr %s", r.code, tc.code, end, r.stderr)
+			if r.Code != tc.code || end["ok"] != (tc.code == 0) || report == nil || report["status"] != "FAILED" {
+				t.Fatalf("exit %d (want %d), last line %v\nstderr %s", r.Code, tc.code, end, r.Stderr)
 			}
-			if tc.code != 0 && (num(end, "job_exit") != 3 || !strings.Contains(r.stderr, "the job FAILED")) {
-				t.Fatalf("last line %v, stderr %q: want the job's exit 3 and its error", end, r.stderr)
+			if tc.code != 0 && (e2e.Num(end, "job_exit") != 3 || !strings.Contains(r.Stderr, "the job FAILED")) {
+				t.Fatalf("last line %v, stderr %q: want the job's exit 3 and its error", end, r.Stderr)
 			}
 		})
 	}
@@ -149,7 +151,7 @@ steps:
 // in one line that names the file and says what it is; nothing waits on
 // the pipe or reads the big file into memory.
 func TestTourFileMustBeASmallRegularFile(t *testing.T) {
-	needProgram(t)
+	e2e.NeedProgram(t)
 	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -169,7 +171,7 @@ func TestTourFileMustBeASmallRegularFile(t *testing.T) {
 		{folder, "is a folder"},
 		{big, "209715200 bytes, more than the 1048576 a tour may have"},
 	} {
-		cmd := command(t, "tour", tc.path, "--headless")
+		cmd := e2e.Command(t, "tour", tc.path, "--headless")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

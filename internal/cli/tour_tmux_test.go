@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // The alignment tour from start to end with the keys a learner presses,
@@ -16,41 +18,41 @@ import (
 // It runs beside the other tours' tests, and both sizes at once: a tour
 // mostly waits for the job.
 func TestTUITourAlignmentWithKeys(t *testing.T) {
-	needProgram(t)
+	e2e.NeedProgram(t)
 	t.Parallel()
 	for _, size := range [][2]int{{120, 40}, {80, 24}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cmd := fmt.Sprintf("%s%s tour alignment --state-dir %s 2>%s; echo faultline exited $?; sleep 600",
-				shellEnv(t), binary, filepath.Join(dir, "state"), filepath.Join(dir, "stderr"))
-			s := startTmux(t, size[0], size[1], cmd)
-			s.waitFor("the tour's panel and first narration", 60*time.Second, func(sc string) bool {
+				e2e.ShellEnv(t), e2e.Binary(t), filepath.Join(dir, "state"), filepath.Join(dir, "stderr"))
+			s := e2e.StartTmux(t, size[0], size[1], cmd)
+			s.WaitFor("the tour's panel and first narration", 60*time.Second, func(sc string) bool {
 				return strings.Contains(sc, "tour · Barrier alignment · step 1/19") && strings.Contains(sc, "The join reads four")
 			})
-			s.keys("n")
-			s.waitFor("the tour asking for the slow fault", 30*time.Second, contains("press select parse-orders/0"))
+			s.Keys("n")
+			s.WaitFor("the tour asking for the slow fault", 30*time.Second, e2e.Contains("press select parse-orders/0"))
 			// The selection starts on join/0; parse-payments and
 			// parse-orders are the rows above it.
-			s.keys("Up", "Up")
-			s.waitFor("parse-orders/0 selected", 5*time.Second, contains("▸parse-orders/0"))
-			s.inject("3", "slow", "parse-orders/0")
-			sc := s.waitFor("the alignment narration, frozen", 60*time.Second, func(sc string) bool {
+			s.Keys("Up", "Up")
+			s.WaitFor("parse-orders/0 selected", 5*time.Second, e2e.Contains("▸parse-orders/0"))
+			s.Inject("3", "slow", "parse-orders/0")
+			sc := s.WaitFor("the alignment narration, frozen", 60*time.Second, func(sc string) bool {
 				return strings.Contains(sc, "step 10/19") && strings.Contains(sc, "BLOCKED") && strings.Contains(sc, "FROZEN")
 			})
 			// The highlight marks join/0's input strips.
 			if !strings.Contains(sc, "»◂") && !strings.Contains(sc, "»▌") {
 				t.Fatalf("join/0's inputs are not marked:\n%s", sc)
 			}
-			s.keys("n")
-			s.waitFor("the narration after the steps", 60*time.Second, contains("step 12/19"))
-			s.keys("n")
-			sc = s.waitFor("the end of the tour", 90*time.Second, contains("tour complete"))
+			s.Keys("n")
+			s.WaitFor("the narration after the steps", 60*time.Second, e2e.Contains("step 12/19"))
+			s.Keys("n")
+			sc = s.WaitFor("the end of the tour", 90*time.Second, e2e.Contains("tour complete"))
 			if !strings.Contains(sc, "tour complete: every check held ✓") || !strings.Contains(sc, "✓ nothing lost, nothing duplicated") || !strings.Contains(sc, "»verify") {
 				t.Fatalf("the tour's end:\n%s", sc)
 			}
-			s.keys("q")
-			s.waitFor("faultline to exit", 60*time.Second, contains("faultline exited 0"))
+			s.Keys("q")
+			s.WaitFor("faultline to exit", 60*time.Second, e2e.Contains("faultline exited 0"))
 		})
 	}
 }

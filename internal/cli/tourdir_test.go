@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
 
 // The sweep deletes a tour's state dir that no live tour holds, with the
@@ -87,7 +89,7 @@ func TestTourKilledOnTheSpotLeavesNothingForLong(t *testing.T) {
 	tmp := t.TempDir()
 	env := "TMPDIR=" + tmp
 	steps := 0
-	came := killWhenWith(t, []string{env}, func(line map[string]any) bool {
+	came := e2e.KillWhenWith(t, []string{env}, func(line map[string]any) bool {
 		if _, ok := line["step"]; ok {
 			steps++
 		}
@@ -102,7 +104,7 @@ func TestTourKilledOnTheSpotLeavesNothingForLong(t *testing.T) {
 	}
 	// Past the grace a fresh folder gets before it counts as left behind.
 	time.Sleep(tourDirGrace + time.Second)
-	again := command(t, "tour", "recovery", "--headless")
+	again := e2e.Command(t, "tour", "recovery", "--headless")
 	again.Env = append(again.Env, env)
 	var stderr strings.Builder
 	again.Stderr = &stderr

@@ -10,97 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/internal/e2e"
 )
-
-// shellEnv is raceEnv as a shell command's prefix ("K='v' ").
-func shellEnv(t *testing.T) string {
-	needProgram(t)
-	env := ""
-	for _, kv := range raceEnv(t) {
-		k, v, _ := strings.Cut(kv, "=")
-		env += k + "='" + v + "' "
-	}
-	return env
-}
-
-// tmuxSession drives the real binary's terminal UI in a tmux session of its
-// own server, as a user at a terminal would.
-type tmuxSession struct {
-	t      *testing.T
-	socket string
-}
-
-func startTmux(t *testing.T, width, height int, command string) *tmuxSession {
-	t.Helper()
-	needProgram(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is not installed: `make deps` (or .ci/run) installs it from Debian's packages")
-	}
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("faultline-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
-	s.tmux("new-session", "-d", "-s", "ui", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), command)
-	t.Cleanup(func() { exec.Command("tmux", "-L", s.socket, "kill-server").Run() })
-	return s
-}
-
-func (s *tmuxSession) tmux(args ...string) string {
-	s.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
-
-func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", "ui") }
-
-func (s *tmuxSession) keys(keys ...string) {
-	s.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...)
-}
-
-// waitFor polls the screen until match finds something in it.
-func (s *tmuxSession) waitFor(what string, timeout time.Duration, match func(screen string) bool) string {
-	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		sc := s.screen()
-		if match(sc) {
-			return sc
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("waited %s for %s; the screen shows:\n%s", timeout, what, sc)
-		}
-		if strings.Contains(sc, "faultline exited") && !strings.Contains(what, "summary") {
-			s.t.Fatalf("faultline exited while waiting for %s:\n%s", what, sc)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// inject injects a fault into the selected subtask with the keys a user
-// presses: x, the menu's pick, y once asked about fault into task.
-func (s *tmuxSession) inject(pick, fault, task string) {
-	s.t.Helper()
-	s.keys("x")
-	s.waitFor("the fault menu", 5*time.Second, contains("inject a fault"))
-	s.keys(pick)
-	s.waitFor("the confirmation", 5*time.Second, contains("inject "+fault+" into "+task+"?"))
-	s.keys("y")
-}
-
-func contains(sub string) func(string) bool {
-	return func(s string) bool { return strings.Contains(s, sub) }
-}
-
-// headerStatus is the job status word in the header line.
-func headerStatus(screen string) string {
-	first, _, _ := strings.Cut(screen, "\n")
-	for _, w := range []string{"RESTARTING", "RUNNING", "FAILED", "FAILING", "FINISHED", "CANCELED", "CREATED"} {
-		if strings.Contains(first, " "+w) {
-			return w
-		}
-	}
-	return ""
-}
 
 // The real binary in tmux: wait for the graph, select join/1, inject a
 // panic with the keys a user would press, and read from the screen that
@@ -110,34 +22,34 @@ func TestTUIInjectPanicAndRecover(t *testing.T) {
 	dir := t.TempDir()
 	// The shell around it stays, so that what faultline printed last can be
 	// read after it exits.
-	env := shellEnv(t)
+	env := e2e.ShellEnv(t)
 	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms --restart-delay 1s 2>%s; echo faultline exited $?; sleep 600",
-		env, binary, dir, filepath.Join(dir, "stderr"))
-	s := startTmux(t, 120, 40, cmd)
+		env, e2e.Binary(t), dir, filepath.Join(dir, "stderr"))
+	s := e2e.StartTmux(t, 120, 40, cmd)
 	completed := regexp.MustCompile(`checkpoint \d+ completed in`)
-	s.waitFor("the job graph with a completed checkpoint", 60*time.Second, func(sc string) bool {
-		return headerStatus(sc) == "RUNNING" && strings.Contains(sc, "join ⋈") && completed.MatchString(sc)
+	s.WaitFor("the job graph with a completed checkpoint", 60*time.Second, func(sc string) bool {
+		return e2e.HeaderStatus(sc) == "RUNNING" && strings.Contains(sc, "join ⋈") && completed.MatchString(sc)
 	})
 	// The selection starts on the first subtask with several inputs,
 	// join/0; one step right is join/1.
-	s.keys("Right")
-	s.waitFor("join/1 selected", 5*time.Second, contains("▸join/1"))
-	s.inject("1", "panic", "join/1")
-	s.waitFor("RESTARTING", 15*time.Second, func(sc string) bool { return headerStatus(sc) == "RESTARTING" })
+	s.Keys("Right")
+	s.WaitFor("join/1 selected", 5*time.Second, e2e.Contains("▸join/1"))
+	s.Inject("1", "panic", "join/1")
+	s.WaitFor("RESTARTING", 15*time.Second, func(sc string) bool { return e2e.HeaderStatus(sc) == "RESTARTING" })
 	restored := regexp.MustCompile(`restored from checkpoint (\d+)`)
-	sc := s.waitFor("RUNNING again, restored from a checkpoint", 30*time.Second, func(sc string) bool {
-		return headerStatus(sc) == "RUNNING" && restored.MatchString(sc)
+	sc := s.WaitFor("RUNNING again, restored from a checkpoint", 30*time.Second, func(sc string) bool {
+		return e2e.HeaderStatus(sc) == "RUNNING" && restored.MatchString(sc)
 	})
 	id := restored.FindStringSubmatch(sc)[1]
 	if !strings.Contains(sc, "join/1") || id == "0" {
 		t.Fatalf("restored from checkpoint %s; screen:\n%s", id, sc)
 	}
 	// q quits cleanly: the job is cancelled and the summary printed.
-	s.keys("q")
-	s.waitFor("the summary after quitting", 60*time.Second, contains("state dir "+dir))
+	s.Keys("q")
+	s.WaitFor("the summary after quitting", 60*time.Second, e2e.Contains("state dir "+dir))
 	// It goes on closing the broker's log and the store after the summary;
 	// the state dir is removed only once it has exited.
-	s.waitFor("the process to exit after the summary", 60*time.Second, contains("faultline exited 0"))
+	s.WaitFor("the process to exit after the summary", 60*time.Second, e2e.Contains("faultline exited 0"))
 	if b, _ := os.ReadFile(filepath.Join(dir, "stderr")); len(b) > 0 {
 		t.Errorf("the UI wrote to stderr: %s", b)
 	}
@@ -171,18 +83,18 @@ func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			env := shellEnv(t)
-			s := startTmux(t, 120, 40, fmt.Sprintf("%sexec env %s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms", c.prefix, env, binary, dir))
-			s.waitFor("the job running", 60*time.Second, func(sc string) bool { return headerStatus(sc) == "RUNNING" })
+			env := e2e.ShellEnv(t)
+			s := e2e.StartTmux(t, 120, 40, fmt.Sprintf("%sexec env %s%s run --state-dir %s --listen 0 --checkpoint-interval 500ms", c.prefix, env, e2e.Binary(t), dir))
+			s.WaitFor("the job running", 60*time.Second, func(sc string) bool { return e2e.HeaderStatus(sc) == "RUNNING" })
 			var pid int
-			fmt.Sscan(s.tmux("list-panes", "-t", "ui", "-F", "#{pane_pid}"), &pid)
+			fmt.Sscan(s.Tmux("list-panes", "-t", "ui", "-F", "#{pane_pid}"), &pid)
 			if !alive(pid) {
 				t.Fatalf("pane process %d is not running", pid)
 			}
 			if c.term {
 				syscall.Kill(pid, syscall.SIGTERM)
 			} else {
-				exec.Command("tmux", "-L", s.socket, "kill-server").Run()
+				exec.Command("tmux", "-L", s.Socket(), "kill-server").Run()
 			}
 			deadline := time.Now().Add(60 * time.Second)
 			for alive(pid) {
@@ -212,20 +124,20 @@ func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
 func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string) error, flags ...string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	env := shellEnv(t)
+	env := e2e.ShellEnv(t)
 	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --rate 5000 --checkpoint-interval 500ms %s 2>%s; echo faultline exited $?; sleep 600",
-		env, binary, dir, strings.Join(flags, " "), filepath.Join(dir, "stderr"))
-	s := startTmux(t, 120, 40, cmd)
+		env, e2e.Binary(t), dir, strings.Join(flags, " "), filepath.Join(dir, "stderr"))
+	s := e2e.StartTmux(t, 120, 40, cmd)
 	completed := regexp.MustCompile(`checkpoint (\d+) completed in`)
-	s.waitFor("a completed checkpoint", 60*time.Second, func(sc string) bool {
-		return headerStatus(sc) == "RUNNING" && completed.MatchString(sc)
+	s.WaitFor("a completed checkpoint", 60*time.Second, func(sc string) bool {
+		return e2e.HeaderStatus(sc) == "RUNNING" && completed.MatchString(sc)
 	})
-	s.keys("Space")
-	s.waitFor("the world frozen", 10*time.Second, contains("FROZEN"))
+	s.Keys("Space")
+	s.WaitFor("the world frozen", 10*time.Second, e2e.Contains("FROZEN"))
 	end := time.Now().Add(freeze)
 	for time.Now().Before(end) {
-		sc := s.screen()
-		if headerStatus(sc) != "RUNNING" || !strings.Contains(sc, "FROZEN") {
+		sc := s.Screen()
+		if e2e.HeaderStatus(sc) != "RUNNING" || !strings.Contains(sc, "FROZEN") {
 			t.Fatalf("%s into the freeze the screen shows:\n%s", freeze-time.Until(end), sc)
 		}
 		if during != nil {
@@ -235,8 +147,8 @@ func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string
 		}
 		time.Sleep(time.Second)
 	}
-	s.keys("Space")
-	s.waitFor("the world moving", 10*time.Second, func(sc string) bool { return !strings.Contains(sc, "FROZEN") })
+	s.Keys("Space")
+	s.WaitFor("the world moving", 10*time.Second, func(sc string) bool { return !strings.Contains(sc, "FROZEN") })
 	last := func(sc string) int {
 		n := 0
 		for _, m := range completed.FindAllStringSubmatch(sc, -1) {
@@ -246,11 +158,11 @@ func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string
 		}
 		return n
 	}
-	before := last(s.screen())
-	s.waitFor("three more checkpoints", 60*time.Second, func(sc string) bool { return last(sc) >= before+3 })
-	s.keys("q")
-	summary := s.waitFor("the summary after quitting", 60*time.Second, contains("state dir "+dir))
-	s.waitFor("the process to exit", 60*time.Second, contains("faultline exited"))
+	before := last(s.Screen())
+	s.WaitFor("three more checkpoints", 60*time.Second, func(sc string) bool { return last(sc) >= before+3 })
+	s.Keys("q")
+	summary := s.WaitFor("the summary after quitting", 60*time.Second, e2e.Contains("state dir "+dir))
+	s.WaitFor("the process to exit", 60*time.Second, e2e.Contains("faultline exited"))
 	log, _ := os.ReadFile(filepath.Join(dir, "faultline.log"))
 	_, report, _ := strings.Cut(string(log), `{"report":`)
 	return summary, report
@@ -292,7 +204,7 @@ func checkFreezeResult(t *testing.T, summary, report string) {
 // It runs with make soak only (two minutes of a frozen screen).
 func TestSoakTUIFreezeTwoMinutes(t *testing.T) {
 	t.Parallel()
-	if !*soakFull {
+	if !e2e.Soak() {
 		t.Skip("make soak runs it")
 	}
 	summary, report := freezeAndGoOn(t, 2*time.Minute, nil)

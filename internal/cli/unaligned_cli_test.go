@@ -4,6 +4,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"faultline/internal/e2e"
 )
 
 // unalignedArgs run the default job unaligned with join/0 slowed tenfold
@@ -21,7 +23,7 @@ func persistedMost(events []map[string]any) (most float64, unaligned int) {
 		if e["event"] != "checkpoint_completed" {
 			continue
 		}
-		most = max(most, num(e, "persisted_in_flight_bytes"))
+		most = max(most, e2e.Num(e, "persisted_in_flight_bytes"))
 		if e["unaligned"] == true {
 			unaligned++
 		}
@@ -34,24 +36,24 @@ func persistedMost(events []map[string]any) (most float64, unaligned int) {
 // records, and the committed output is exactly once.
 func TestUnalignedRunsAreExact(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, unalignedArgs("60000",
+	r := e2e.Faultline(t, unalignedArgs("60000",
 		"--inject", "after-records=14000,task=join/1,fault=panic",
 		"--inject", "after-records=9000,task=revenue/0,fault=panic")...)
-	if r.code != 0 || r.report == nil {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != 0 || r.Report == nil {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	if num(r.report, "restarts") < 2 || num(r.report, "verify", "duplicates") != 0 ||
-		num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("report %v", r.report)
+	if e2e.Num(r.Report, "restarts") < 2 || e2e.Num(r.Report, "verify", "duplicates") != 0 ||
+		e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("report %v", r.Report)
 	}
-	if r.report["unaligned"] != true {
-		t.Fatalf("the report's unaligned is %v", r.report["unaligned"])
+	if r.Report["unaligned"] != true {
+		t.Fatalf("the report's unaligned is %v", r.Report["unaligned"])
 	}
-	most, n := persistedMost(r.events)
+	most, n := persistedMost(r.Events)
 	if most == 0 || n == 0 {
 		t.Fatalf("%d checkpoints completed unaligned, the most in-flight data one stored is %v bytes", n, most)
 	}
-	t.Logf("%d unaligned checkpoints, the most in-flight data %v bytes, %v restarts", n, most, r.report["restarts"])
+	t.Logf("%d unaligned checkpoints, the most in-flight data %v bytes, %v restarts", n, most, r.Report["restarts"])
 }
 
 // killAfterInFlight runs faultline until a checkpoint completed with
@@ -59,8 +61,8 @@ func TestUnalignedRunsAreExact(t *testing.T) {
 // it.
 func killAfterInFlight(t *testing.T, args ...string) {
 	t.Helper()
-	if !killWhen(t, func(m map[string]any) bool {
-		return m["event"] == "checkpoint_completed" && num(m, "persisted_in_flight_bytes") > 0
+	if !e2e.KillWhen(t, func(m map[string]any) bool {
+		return m["event"] == "checkpoint_completed" && e2e.Num(m, "persisted_in_flight_bytes") > 0
 	}, args...) {
 		t.Fatal("the run ended before a checkpoint stored in-flight records")
 	}
@@ -74,20 +76,20 @@ func TestUnalignedCheckpointSurvivesAKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	killAfterInFlight(t, unalignedArgs("60000", "--state-dir", dir, "--listen", "0")...)
-	rescaled := faultline(t, "run", "--headless", "--records", "60000", "--resume", "--state-dir", dir, "--parallelism", "join=3")
-	if rescaled.code == 0 || !strings.Contains(rescaled.stderr, "is unaligned") || !strings.Contains(rescaled.stderr, "savepoint") {
-		t.Fatalf("restoring at another parallelism: exit %d, stderr %s", rescaled.code, rescaled.stderr)
+	rescaled := e2e.Faultline(t, "run", "--headless", "--records", "60000", "--resume", "--state-dir", dir, "--parallelism", "join=3")
+	if rescaled.Code == 0 || !strings.Contains(rescaled.Stderr, "is unaligned") || !strings.Contains(rescaled.Stderr, "savepoint") {
+		t.Fatalf("restoring at another parallelism: exit %d, stderr %s", rescaled.Code, rescaled.Stderr)
 	}
-	r := faultline(t, unalignedArgs("60000", "--state-dir", dir, "--resume")...)
-	if r.code != 0 || r.report == nil {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	r := e2e.Faultline(t, unalignedArgs("60000", "--state-dir", dir, "--resume")...)
+	if r.Code != 0 || r.Report == nil {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	restored := r.eventsNamed("restored")
-	if len(restored) == 0 || num(restored[0], "checkpoint") == 0 {
+	restored := r.EventsNamed("restored")
+	if len(restored) == 0 || e2e.Num(restored[0], "checkpoint") == 0 {
 		t.Fatalf("the resumed run did not restore a checkpoint: %v", restored)
 	}
-	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("report %v", r.report)
+	if e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("report %v", r.Report)
 	}
 }
 
@@ -96,18 +98,18 @@ func TestUnalignedCheckpointSurvivesAKill(t *testing.T) {
 // switched, and the output is exactly once.
 func TestAlignedTimeoutRunIsExact(t *testing.T) {
 	t.Parallel()
-	r := faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--aligned-checkpoint-timeout", "100ms",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "60000", "--rate", "20000", "--aligned-checkpoint-timeout", "100ms",
 		"--checkpoint-interval", "100ms", "--restart-delay", "50ms",
 		"--inject", "after-records=16000,task=join/0,fault=slow,factor=10,for=2s",
 		"--inject", "after-records=30000,task=join/1,fault=panic")
-	if r.code != 0 || r.report == nil {
-		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	if r.Code != 0 || r.Report == nil {
+		t.Fatalf("exit %d, stderr %s", r.Code, r.Stderr)
 	}
-	if num(r.report, "verify", "duplicates") != 0 || num(r.report, "verify", "lost") != 0 || num(r.report, "verify", "expected") == 0 {
-		t.Fatalf("report %v", r.report)
+	if e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("report %v", r.Report)
 	}
 	timedOut, aligned := 0, 0
-	for _, e := range r.eventsNamed("checkpoint_completed") {
+	for _, e := range r.EventsNamed("checkpoint_completed") {
 		switch {
 		case e["timed_out"] != nil:
 			timedOut++
@@ -128,9 +130,9 @@ func TestUnalignedFlagsAreChecked(t *testing.T) {
 		{"--unaligned", "--mode", "at-least-once"},
 		{"--aligned-checkpoint-timeout", "1s", "--mode", "at-least-once"},
 	} {
-		r := faultline(t, append([]string{"run", "--headless", "--records", "10"}, args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, args[0]) && !strings.Contains(r.stderr, "at-least-once") {
-			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		r := e2e.Faultline(t, append([]string{"run", "--headless", "--records", "10"}, args...)...)
+		if r.Code != 2 || !strings.Contains(r.Stderr, args[0]) && !strings.Contains(r.Stderr, "at-least-once") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.Code, r.Stderr)
 		}
 	}
 }
@@ -146,16 +148,16 @@ func TestStoppedUnalignedRunLosesNothing(t *testing.T) {
 			args[i] = strings.Replace(a, "for=3s", "for=60s", 1)
 		}
 	}
-	cmd, stderr, lines := startRun(t, args...)
-	waitEvents(t, lines, "checkpoint_completed", 8)
+	cmd, stderr, lines := e2e.StartRun(t, args...)
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 8)
 	cmd.Process.Signal(syscall.SIGINT)
-	report := reportOf(lines)
+	report := e2e.ReportOf(lines)
 	cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || num(report, "verify", "lost") != 0 ||
-		num(report, "verify", "duplicates") != 0 || num(report, "verify", "unexpected") != 0 {
+	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil || e2e.Num(report, "verify", "lost") != 0 ||
+		e2e.Num(report, "verify", "duplicates") != 0 || e2e.Num(report, "verify", "unexpected") != 0 {
 		t.Fatalf("exit %d, report %v, stderr %q", code, report, stderr)
 	}
-	if num(report, "verify", "in_flight") == 0 {
+	if e2e.Num(report, "verify", "in_flight") == 0 {
 		t.Fatalf("the last checkpoint held nothing in flight, though join/0 was slowed: %v", report["verify"])
 	}
 	t.Logf("verify %v", report["verify"])

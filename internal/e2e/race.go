@@ -1,4 +1,4 @@
-package cli
+package e2e
 
 import (
 	"os"
@@ -8,16 +8,16 @@ import (
 	"testing"
 )
 
-// command is the faultline binary with args, as the tests run it. Built
+// Command is the faultline binary with args, as the tests run it. Built
 // with the race detector (make test), its race reports go to files that
 // are read when the test ends: a race in faultline's own code fails the
 // test; one wholly inside a dependency is logged, not failed, because it is
 // not ours to fix. (IBM/sarama issue #2913: its transaction manager reads
 // its state without the lock that writes take, which a transactional
 // producer meets when a broker goes away — the broker-down fault.)
-func command(t *testing.T, args ...string) *exec.Cmd {
+func Command(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	needProgram(t)
+	NeedProgram(t)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), raceEnv(t)...)
 	return cmd
@@ -51,7 +51,7 @@ func checkRaceReports(t *testing.T, dir string) {
 			if racesInOurCode(report) {
 				t.Errorf("data race in faultline's code:\n%s", report)
 			} else {
-				t.Logf("data race inside a dependency, not faultline's (see race_test.go):\n%s", firstLines(report, 6))
+				t.Logf("data race inside a dependency, not faultline's (see internal/e2e/race.go):\n%s", firstLines(report, 6))
 			}
 		}
 	}
@@ -77,39 +77,8 @@ func racesInOurCode(report string) bool {
 	return false
 }
 
+// firstLines is the first n lines of s.
 func firstLines(s string, n int) string {
 	lines := strings.SplitN(strings.TrimSpace(s), "\n", n+1)
 	return strings.Join(lines[:min(n, len(lines))], "\n")
-}
-
-func TestRaceReportsAreSorted(t *testing.T) {
-	sarama := `
-==================
-Write at 0x00c000103de0 by goroutine 1066:
-  github.com/IBM/sarama.(*transactionManager).transitionTo()
-      /x/transaction_manager.go:249 +0x30d
-
-Previous read at 0x00c000103de0 by goroutine 1960:
-  github.com/IBM/sarama.(*transactionManager).publishTxnPartitions()
-      /x/transaction_manager.go:884 +0x2f3
-
-Goroutine 1066 (running) created at:
-  faultline/runtime/kafka.(*Output).newTxnProducer()
-      /w/runtime/kafka/output.go:107 +0x1
-`
-	ours := `
-Read at 0x00c0001 by goroutine 7:
-  faultline/runtime.(*task).run()
-      /w/runtime/task.go:1 +0x1
-
-Previous write at 0x00c0001 by goroutine 8:
-  github.com/IBM/sarama.(*client).Close()
-      /x/client.go:1 +0x1
-`
-	if racesInOurCode(sarama) {
-		t.Error("a race between two Sarama frames counted as faultline's")
-	}
-	if !racesInOurCode(ours) {
-		t.Error("a race with a faultline frame not counted as faultline's")
-	}
 }

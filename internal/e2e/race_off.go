@@ -1,5 +1,5 @@
 //go:build !race
 
-package cli
+package e2e
 
 const raceEnabled = false
