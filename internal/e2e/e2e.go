@@ -8,8 +8,10 @@
 //
 // The end-to-end tests live in the packages below it, grouped by what they
 // exercise so that `go test` runs them side by side: runs (headless runs
-// and faults), crash (kills, damaged state dirs and the commands that
-// mend them), soak (the soaks) and tui (the terminal UI and the tours).
+// and the Kafka lane), faults (the fault catalogue, failover, unaligned
+// checkpoints, brokers that fail), crash (kills and the checkpoints they
+// leave), statedir (what a state dir carries from run to run), tour (the
+// guided tours), tui (the terminal UI in tmux) and soak (the soaks).
 package e2e
 
 import (
