@@ -48,7 +48,7 @@ test-short:
 SOAK_SEED ?= 0
 FUZZTIME ?= 60s
 soak: deps
-	$(GO) test -count=1 -timeout 90m -run 'Soak' -v ./internal/cli -args -soak -soak.seed=$(SOAK_SEED)
+	$(GO) test -count=1 -timeout 90m -p 1 -run 'Soak' -v ./internal/e2e/... -args -soak -soak.seed=$(SOAK_SEED)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/
 	$(GO) test -run '^$$' -fuzz '^FuzzOrderIDOfAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME) ./runtime/flatjson/
@@ -67,7 +67,7 @@ test-kafka:
 			-DoutputDirectory=$(KAFKA_LIB).partial && mv $(KAFKA_LIB).partial $(KAFKA_LIB); \
 	fi
 	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 1 -parallel 4 \
-		-run 'RealKafka|BrokerWithEveryListener' -v ./internal/kafkalane/ ./internal/cli/
+		-run 'RealKafka|BrokerWithEveryListener' -v ./internal/kafkalane/ ./internal/e2e/runs/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

@@ -79,6 +79,7 @@ var rules = []rule{
 	{"faultline/internal/atomicfile", []string{"faultline"}, "writing a file whole is a leaf", nil},
 	{"faultline/internal/smallfile", []string{"faultline"}, "reading a small file a user names is a leaf", nil},
 	{"faultline/internal/kafkalane", []string{"faultline"}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
+	{"faultline/internal/e2e", []string{"faultline"}, "the end-to-end tests drive the built program as a user does: their helpers import nothing of faultline", nil},
 	{"faultline/runtime/view", []string{"faultline"}, "the UI's view is plain data: it imports nothing of the engine", nil},
 	{"faultline/internal/tour", []string{"faultline/tui", "faultline/internal/cli"}, "a tour drives the job through its Driver, as the UI's keys do: it knows nothing of the UI or the commands", nil},
 	{"faultline/fixtures", []string{"faultline"}, "fixtures are files, built in", nil},
@@ -153,6 +154,16 @@ func TestUIBuildsWithoutTheEngine(t *testing.T) {
 		if strings.Contains(dep, "badger") || strings.Contains(dep, "sarama") || strings.Contains(dep, "franz-go") ||
 			strings.HasPrefix(dep, "faultline/") && !under(dep, "faultline/tui") && dep != "faultline/runtime/view" {
 			t.Errorf("the UI depends on %s", dep)
+		}
+	}
+}
+
+// Only tests import the end-to-end tests' helpers: no package's own code
+// does.
+func TestOnlyTestsImportTheEndToEndHelpers(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if slices.Contains(p.Imports, "faultline/internal/e2e") {
+			t.Errorf("%s imports faultline/internal/e2e: only tests may", p.ImportPath)
 		}
 	}
 }

@@ -1,0 +1,9 @@
+package runs
+
+import (
+	"testing"
+
+	"faultline/internal/e2e"
+)
+
+func TestMain(m *testing.M) { e2e.Main(m) }

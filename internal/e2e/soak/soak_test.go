@@ -1,0 +1,652 @@
+package soak
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"faultline/internal/e2e"
+)
+
+// The soaks kill and break the default job again and again and then check
+// that the committed output holds every paid order exactly once. `make
+// test` runs them short; `make soak` runs them at full length (-soak):
+//
+//	make soak                       # every soak, seeds from the clock
+//	make soak SOAK_SEED=42          # the same schedules again
+//
+// Each prints its seed first. A failing soak keeps its state dir and every
+// run's events and stderr (the path is in the failure), so that it can be
+// looked at and replayed with the same seed. (The flags -soak and
+// -soak.seed are e2e's: e2e.Soak, e2e.SoakSeed.)
+
+// soak is one soak's schedule, its folder and what it has seen.
+type soak struct {
+	t    *testing.T
+	name string
+	seed int64
+	rng  *rand.Rand
+	dir  string // kept when the soak fails
+	runs int
+	log  []string // what each run did, for the summary and a replay
+}
+
+func newSoak(t *testing.T, name string) *soak {
+	t.Helper()
+	seed := e2e.SoakSeed()
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_007
+	}
+	dir, err := os.MkdirTemp("", "faultline-soak-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &soak{t: t, name: name, seed: seed, rng: rand.New(rand.NewSource(seed)), dir: dir}
+	t.Logf("%s: seed %d (replay: make soak SOAK_SEED=%d)", name, seed, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s: the state dir and every run's events are kept in %s", name, dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return s
+}
+
+// stateDir is the job's state dir inside the soak's folder.
+func (s *soak) stateDir() string { return filepath.Join(s.dir, "state") }
+
+// soakRun is one faultline process of a soak.
+type soakRun struct {
+	cmd    *exec.Cmd
+	events chan map[string]any // every JSON line, the report included
+	done   chan struct{}       // closed when stdout ended
+	stderr *bytes.Buffer
+	out    *os.File
+}
+
+// start starts faultline with args, copying what it prints into the soak's
+// folder (run-NN.jsonl, run-NN.stderr).
+func (s *soak) start(args ...string) *soakRun {
+	s.t.Helper()
+	s.runs++
+	base := filepath.Join(s.dir, fmt.Sprintf("run-%02d", s.runs))
+	out, err := os.Create(base + ".jsonl")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	os.WriteFile(base+".args", []byte(strings.Join(args, "\n")+"\n"), 0o644)
+	cmd := e2e.Command(s.t, args...)
+	r := &soakRun{cmd: cmd, events: make(chan map[string]any, 4096), done: make(chan struct{}), stderr: &bytes.Buffer{}, out: out}
+	cmd.Stderr = r.stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	go func() {
+		defer close(r.done)
+		defer close(r.events)
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			out.Write(append(sc.Bytes(), '\n'))
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				select {
+				case r.events <- m:
+				default: // nobody is watching any more
+				}
+			}
+		}
+	}()
+	return r
+}
+
+// wait waits for the run to exit and returns its exit code (-9 when it was
+// killed) and its report, if it printed one.
+func (r *soakRun) wait(s *soak) (int, map[string]any) {
+	var report map[string]any
+	for m := range r.events {
+		if rep, ok := m["report"].(map[string]any); ok {
+			report = rep
+		}
+	}
+	return r.exit(s), report
+}
+
+// exit waits for the run to exit, once its events have been read, and
+// returns its exit code (-9 when it was killed).
+func (r *soakRun) exit(s *soak) int {
+	<-r.done
+	err := r.cmd.Wait()
+	r.out.Close()
+	os.WriteFile(strings.TrimSuffix(r.out.Name(), ".jsonl")+".stderr", r.stderr.Bytes(), 0o644)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = -int(ws.Signal())
+		}
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return code
+}
+
+// kill kills the whole process, as a crash would.
+func (r *soakRun) kill() { r.cmd.Process.Signal(syscall.SIGKILL) }
+
+// A kill's moment, named by what the job is doing.
+const (
+	phaseFill       = "input fill"
+	phaseCheckpoint = "checkpoint"
+	phaseCommit     = "commit"
+	phaseBetween    = "between checkpoints"
+	phaseRecovery   = "recovery"
+	phaseVerify     = "final verification"
+)
+
+// killSchedule is the order of the kills' moments: the input fill first
+// (only then is there input left to write), the final verification last
+// (only a finished job verifies), the others in a seeded order between.
+func (s *soak) killSchedule(kills int) []string {
+	fills := max(1, kills/6)
+	var middle []string
+	for i := 0; len(middle) < kills-fills-1; i++ {
+		middle = append(middle, []string{phaseCheckpoint, phaseCommit, phaseBetween, phaseRecovery}[i%4])
+	}
+	s.rng.Shuffle(len(middle), func(i, j int) { middle[i], middle[j] = middle[j], middle[i] })
+	var out []string
+	for range fills {
+		out = append(out, phaseFill)
+	}
+	return append(append(out, middle...), phaseVerify)
+}
+
+// killWhen watches a run's events and kills it at the moment phase names
+// (the nth such moment of the run, n chosen by the schedule's seed). It
+// returns the moment it killed at, "" when the run ended before.
+func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string {
+	jitter := func(d time.Duration) time.Duration { return time.Duration(s.rng.Int63n(int64(d) + 1)) }
+	nth := 1 + s.rng.Intn(4)
+	if e2e.Soak() {
+		nth = 1 + s.rng.Intn(20) // runs long enough for many retention rounds
+	}
+	var timer <-chan time.Time
+	armed := ""
+	arm := func(d time.Duration, in string) {
+		if timer == nil {
+			timer, armed = time.After(d), in
+		}
+	}
+	if phase == phaseFill {
+		// The fill starts once the broker is up: at broker_started with
+		// the embedded broker, a moment after the start with another.
+		arm(100*time.Millisecond+jitter(200*time.Millisecond), phaseFill)
+	}
+	seen := map[string]int{}
+	sinkRunning := false
+	for {
+		select {
+		case m, ok := <-r.events:
+			if !ok {
+				return ""
+			}
+			if m["report"] != nil {
+				return ""
+			}
+			name, _ := m["event"].(string)
+			seen[name]++
+			switch {
+			case name == "task_status" && m["task"] == "sink/0" && m["status"] == "RUNNING":
+				sinkRunning = true
+			case phase == phaseFill && name == "broker_started":
+				timer, armed = nil, ""
+				arm(jitter(100*time.Millisecond), phaseFill)
+			case phase == phaseFill && name == "input_written":
+				// Too late for the fill; the job must not run to its end
+				// here, or the later kills find nothing left to do.
+				r.kill()
+				return "just after the input fill"
+			case phase == phaseCheckpoint && name == "checkpoint_triggered" && seen[name] == nth:
+				arm(jitter(interval/2), phaseCheckpoint)
+			case phase == phaseCommit && name == "checkpoint_completed" && seen[name] == nth:
+				r.kill()
+				return phaseCommit
+			case phase == phaseBetween && name == "checkpoint_completed" && seen[name] == nth:
+				arm(interval/4+jitter(interval/2), phaseBetween)
+			case phase == phaseRecovery && name == "restored" && !sinkRunning:
+				arm(jitter(30*time.Millisecond), phaseRecovery)
+			case phase == phaseVerify && name == "verify_started":
+				arm(jitter(300*time.Millisecond), phaseVerify)
+			}
+		case <-timer:
+			if armed == phaseRecovery && sinkRunning {
+				armed = "just after recovery"
+			}
+			r.kill()
+			return armed
+		}
+	}
+}
+
+// killSoak runs the default job on one state dir, killing it (SIGKILL) at
+// kills moments of every kind and starting it again with --resume each
+// time, then lets a last run finish and checks its report. brokers "" is
+// the embedded broker, which dies with each kill.
+func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64, extra ...string) {
+	s := newSoak(t, name)
+	interval := 100 * time.Millisecond
+	// Retention runs often, so that kills also fall between its saving the
+	// ledger and deleting records, and the final verdict must go on from
+	// the ledger.
+	common := []string{"run", "--headless", "--records", fmt.Sprint(records),
+		"--checkpoint-interval", interval.String(), "--restart-delay", "20ms",
+		"--retention-interval", "100ms", "--state-dir", s.stateDir(), "--resume"}
+	common = append(common, extra...)
+	if brokers == "" {
+		common = append(common, "--listen", "0")
+	} else {
+		common = append(common, "--brokers", brokers, "--generate")
+	}
+	counts := map[string]int{}
+	schedule := s.killSchedule(kills)
+	for i, phase := range schedule {
+		args := append([]string{}, common...)
+		if phase != phaseFill && phase != phaseVerify {
+			// The input arrives while the job runs, so that every run has
+			// work in flight when it dies.
+			args = append(args, "--rate", fmt.Sprint(rate))
+		}
+		r := s.start(args...)
+		at := s.killWhen(r, phase, interval)
+		code, report := r.wait(s)
+		switch {
+		case at != "" && code == -int(syscall.SIGKILL):
+			counts[at]++
+			s.log = append(s.log, fmt.Sprintf("run %d: killed (%s)", s.runs, at))
+		case code == 0 || code == -int(syscall.SIGKILL):
+			s.log = append(s.log, fmt.Sprintf("run %d: meant to die during %s, ended first (exit %d)", s.runs, phase, code))
+		default:
+			t.Fatalf("%s: run %d (kill %d of %d, %s) exit %d, report %v\nstderr:\n%s", name, s.runs, i+1, kills, phase, code, report, r.stderr)
+		}
+	}
+	r := s.start(common...)
+	code, report := r.wait(s)
+	killed := 0
+	for _, n := range counts {
+		killed += n
+	}
+	var moments []string
+	for m, n := range counts {
+		moments = append(moments, fmt.Sprintf("%s %d", m, n))
+	}
+	sort.Strings(moments)
+	for _, l := range s.log {
+		t.Log(name + ": " + l)
+	}
+	if report == nil {
+		t.Fatalf("%s: the last run printed no report (exit %d):\n%s", name, code, r.stderr)
+	}
+	v := report["verify"].(map[string]any)
+	log, _ := os.ReadFile(filepath.Join(s.stateDir(), "faultline.log"))
+	rounds := strings.Count(string(log), "broker retention: output floor")
+	t.Logf("%s: seed %d, %d runs, %d kills (%s), %d retention rounds, verify: expected %.0f committed %.0f duplicates %.0f lost %.0f",
+		name, s.seed, s.runs, killed, strings.Join(moments, ", "), rounds, v["expected"], v["committed"], v["duplicates"], v["lost"])
+	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
+		t.Fatalf("%s: after %d kills the last run exited %d with %v", name, killed, code, v)
+	}
+	if killed < kills*3/4 {
+		t.Fatalf("%s: only %d of %d runs died at their moment; the schedule no longer fits the job's pace", name, killed, kills)
+	}
+}
+
+// TestKillSoakEmbeddedBroker kills the whole process, the embedded broker
+// with it, at every kind of moment: while the input is written, while a
+// checkpoint is taken, while the sink commits, between checkpoints, while
+// a resumed run recovers, and while the final run verifies.
+func TestKillSoakEmbeddedBroker(t *testing.T) {
+	t.Parallel()
+	if e2e.Soak() {
+		killSoak(t, "kill soak, embedded broker", "", 20, 1_000_000, 20000)
+		return
+	}
+	killSoak(t, "kill soak, embedded broker", "", 6, 150_000, 10000)
+}
+
+// TestKillSoakUnaligned kills the whole process, embedded broker and all,
+// while it takes unaligned checkpoints with a join subtask slowed, so that
+// the barriers overtake full queues and checkpoints hold in-flight
+// records: every resumed run replays them into their channels.
+func TestKillSoakUnaligned(t *testing.T) {
+	t.Parallel()
+	slow := []string{"--unaligned", "--inject", "after=300ms,task=join/0,fault=slow,factor=10,for=2s"}
+	if e2e.Soak() {
+		killSoak(t, "kill soak, unaligned", "", 20, 1_000_000, 20000, slow...)
+		return
+	}
+	killSoak(t, "kill soak, unaligned", "", 6, 150_000, 10000, slow...)
+}
+
+// TestKillSoakBrokerProcess is the same with the broker in a process of its
+// own, which outlives every kill, as a Kafka cluster would.
+func TestKillSoakBrokerProcess(t *testing.T) {
+	t.Parallel()
+	broker := e2e.StartBroker(t)
+	if e2e.Soak() {
+		killSoak(t, "kill soak, broker process", broker, 20, 1_000_000, 20000)
+		return
+	}
+	killSoak(t, "kill soak, broker process", broker, 6, 150_000, 10000)
+}
+
+// chaosFault is one fault of the chaos soak: at is its time since the soak's
+// first run started, counted over every run.
+type chaosFault struct {
+	at   time.Duration
+	kind string
+	spec string // --inject without after=
+}
+
+// The default job's subtasks, which task faults pick from.
+var chaosTasks = []string{"orders-source/0", "orders-source/1", "payments-source/0", "payments-source/1",
+	"parse-orders/0", "parse-orders/1", "parse-payments/0", "parse-payments/1",
+	"join/0", "join/1", "revenue/0", "revenue/1", "sink/0"}
+
+// chaosSchedule draws n faults of every kind of the catalogue but poison
+// (which fails a job on purpose), a gap of gap/2 to 3*gap/2 apart. Every
+// kind comes about as often; the first is never a crash (the job must
+// have started) and the seeded order is printed with the seed.
+func (s *soak) chaosSchedule(n int, gap time.Duration) []chaosFault {
+	kinds := []string{"panic", "error", "slow", "broker-down", "storage-fail", "corrupt-checkpoint", "crash", "savepoint"}
+	var out []chaosFault
+	at := 2 * time.Second
+	for i := range n {
+		at += gap/2 + time.Duration(s.rng.Int63n(int64(gap)))
+		kind := kinds[s.rng.Intn(len(kinds))]
+		if i == 0 && kind == "crash" {
+			kind = "panic"
+		}
+		f := chaosFault{at: at, kind: kind}
+		switch kind {
+		case "panic", "error":
+			f.spec = fmt.Sprintf("task=%s,fault=%s", chaosTasks[s.rng.Intn(len(chaosTasks))], kind)
+		case "slow":
+			f.spec = fmt.Sprintf("task=%s,fault=slow,factor=%d,for=%dms", chaosTasks[s.rng.Intn(len(chaosTasks))], 5+s.rng.Intn(20), 500+s.rng.Intn(1500))
+		case "broker-down":
+			f.spec = fmt.Sprintf("fault=broker-down,for=%dms", 300+s.rng.Intn(1200))
+		case "storage-fail":
+			f.spec = fmt.Sprintf("fault=storage-fail,count=%d", 1+s.rng.Intn(3))
+		default:
+			f.spec = "fault=" + kind
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// chaosSoak runs the default job, exactly-once, on the embedded broker
+// through n faults drawn from the whole catalogue. A crash fault kills the
+// process; the next run resumes with the faults still to come, at the
+// same times counted from its own start. The input is written at a rate
+// that lasts past the last fault, and the last run goes on to the end of
+// it and checks the output.
+func chaosSoak(t *testing.T, n int, gap time.Duration, rate int64, extra ...string) {
+	name := fmt.Sprintf("chaos soak, %d faults", n)
+	if len(extra) > 0 {
+		name += " " + strings.Join(extra, " ")
+	}
+	s := newSoak(t, name)
+	faults := s.chaosSchedule(n, gap)
+	end := faults[len(faults)-1].at
+	records := rate * int64((end + 4*time.Second).Seconds())
+	common := []string{"run", "--headless", "--records", fmt.Sprint(records), "--rate", fmt.Sprint(rate),
+		"--checkpoint-interval", "200ms", "--restart-strategy", "fixed-delay", "--restart-attempts", "1000000",
+		"--restart-delay", "50ms", "--retained-checkpoints", "5", "--retention-interval", "500ms",
+		"--listen", "0", "--state-dir", s.stateDir(), "--resume"}
+	common = append(common, extra...)
+	fired := map[string]int{}
+	restarts, savepoints := 0, 0
+	var report map[string]any
+	var code int
+	elapsed := time.Duration(0) // the soak's time when this run started
+	for next := 0; ; {
+		// This run's faults: up to and including the next crash.
+		args := append([]string{}, common...)
+		last := next
+		for last < len(faults) {
+			f := faults[last]
+			args = append(args, "--inject", fmt.Sprintf("after=%dms,%s", max(f.at-elapsed, 0).Milliseconds(), f.spec))
+			last++
+			if f.kind == "crash" {
+				break
+			}
+		}
+		started := time.Now()
+		r := s.start(args...)
+		seen := map[string]bool{}
+		for m := range r.events {
+			switch m["event"] {
+			case "fault_injected":
+				if spec, _ := m["spec"].(string); !seen[spec] {
+					seen[spec] = true
+					fired[m["fault"].(string)]++
+				}
+			case "restart_scheduled":
+				restarts++
+			case "savepoint_completed":
+				savepoints++
+			}
+			if rep, ok := m["report"].(map[string]any); ok {
+				report = rep
+			}
+		}
+		code = r.exit(s)
+		elapsed += time.Since(started)
+		crashed := code == -int(syscall.SIGKILL)
+		s.log = append(s.log, fmt.Sprintf("run %d: faults %d-%d, exit %d after %s", s.runs, next+1, last, code, time.Since(started).Round(time.Millisecond)))
+		if crashed {
+			if !seen[faults[last-1].spec] {
+				fired["crash"]++ // its event died with the process
+			}
+			next = last
+			continue
+		}
+		break
+	}
+	for _, l := range s.log {
+		t.Log(s.name + ": " + l)
+	}
+	total := 0
+	var kinds []string
+	for k, c := range fired {
+		total += c
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
+	}
+	sort.Strings(kinds)
+	if report == nil {
+		t.Fatalf("%s: the last run printed no report (exit %d)", s.name, code)
+	}
+	v := report["verify"].(map[string]any)
+	t.Logf("%s: seed %d, %d runs, %d faults fired (%s), %d restarts scheduled, %d savepoints, replay_skipped %v, verify: expected %.0f committed %.0f duplicates %.0f lost %.0f",
+		s.name, s.seed, s.runs, total, strings.Join(kinds, ", "), restarts, savepoints, report["replay_skipped"], v["expected"], v["committed"], v["duplicates"], v["lost"])
+	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
+		t.Fatalf("%s: the last run exited %d with %v", s.name, code, v)
+	}
+	if total < n*9/10 {
+		t.Fatalf("%s: only %d of %d faults fired", s.name, total, n)
+	}
+}
+
+// TestSoakChaos is the chaos soak: 100 faults with make soak, 12 in make
+// test.
+func TestSoakChaos(t *testing.T) {
+	t.Parallel()
+	if e2e.Soak() {
+		chaosSoak(t, 100, 800*time.Millisecond, 10000)
+		return
+	}
+	chaosSoak(t, 12, 600*time.Millisecond, 5000)
+}
+
+// TestSoakChaosUnaligned is the chaos soak with unaligned checkpoints: the
+// slow faults fill queues for the barriers to overtake, and every other
+// fault restores checkpoints that hold records in flight.
+func TestSoakChaosUnaligned(t *testing.T) {
+	t.Parallel()
+	if e2e.Soak() {
+		chaosSoak(t, 100, 800*time.Millisecond, 10000, "--unaligned")
+		return
+	}
+	chaosSoak(t, 12, 600*time.Millisecond, 5000, "--unaligned")
+}
+
+// dirBytes is the disk space the files under dir use (their blocks, as du
+// counts them: Badger's files are sparse).
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// rssBytes is the resident set size of process pid and its descendants:
+// faultline is a supervisor and the child that does the work.
+func rssBytes(pid int) int64 {
+	children := map[int][]int{}
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		_, rest, _ := strings.Cut(string(b)[strings.LastIndexByte(string(b), ')')+1:], " ")
+		var state string
+		var self, ppid int
+		fmt.Sscan(filepath.Base(filepath.Dir(p)), &self)
+		fmt.Sscan(rest, &state, &ppid)
+		children[ppid] = append(children[ppid], self)
+	}
+	var total int64
+	var walk func(int)
+	walk = func(p int) {
+		total += vmRSS(p)
+		for _, c := range children[p] {
+			walk(c)
+		}
+	}
+	walk(pid)
+	return total
+}
+
+// vmRSS is the resident set size of process pid alone.
+func vmRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(rest, &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestSoakMemory runs the default job unbounded at --rate 8000 for ten
+// minutes (make soak only) and prints, each minute, the process's RSS
+// (sampled every second: lowest, mean, highest) and the state dir's size.
+// From minute 3 on each minute's mean RSS must be within 20 % of their
+// overall mean, the highest below 300 MB, and the state dir no larger at
+// the end than it was in minutes 2 to 5 (plus 25 %).
+func TestSoakMemory(t *testing.T) {
+	t.Parallel()
+	if !e2e.Soak() {
+		t.Skip("make soak runs it (ten minutes)")
+	}
+	s := newSoak(t, "memory soak")
+	const minutes = 10
+	r := s.start("run", "--headless", "--rate", "8000", "--listen", "0", "--state-dir", s.stateDir())
+	reported := make(chan map[string]any, 1)
+	go func() {
+		var report map[string]any
+		for m := range r.events {
+			if rep, ok := m["report"].(map[string]any); ok {
+				report = rep
+			}
+		}
+		reported <- report
+	}()
+	type minute struct{ lo, hi, sum, n, disk int64 }
+	var per [minutes]minute
+	start := time.Now()
+	for i := range per {
+		m := &per[i]
+		m.lo = 1 << 62
+		for time.Since(start) < time.Duration(i+1)*time.Minute {
+			time.Sleep(time.Second)
+			rss := rssBytes(r.cmd.Process.Pid)
+			m.lo, m.hi, m.sum, m.n = min(m.lo, rss), max(m.hi, rss), m.sum+rss, m.n+1
+		}
+		m.disk = dirBytes(s.stateDir())
+		t.Logf("minute %2d: RSS %3d / %3d / %3d MB (lowest / mean / highest), state dir %3d MB",
+			i+1, m.lo>>20, m.sum/m.n>>20, m.hi>>20, m.disk>>20)
+	}
+	r.cmd.Process.Signal(syscall.SIGINT)
+	report := <-reported
+	code := r.exit(s)
+	if code != 0 || report == nil {
+		t.Fatalf("exit %d, report %v", code, report)
+	}
+	v := report["verify"].(map[string]any)
+	t.Logf("after %d minutes: verify expected %.0f committed %.0f duplicates %.0f lost %.0f", minutes, v["expected"], v["committed"], v["duplicates"], v["lost"])
+	var total, n, early int64
+	for _, m := range per[2:] {
+		total, n = total+m.sum/m.n, n+1
+	}
+	mean := total / n
+	for i, m := range per {
+		if i >= 1 && i <= 4 {
+			early = max(early, m.disk)
+		}
+		if i < 2 {
+			continue
+		}
+		if d := m.sum/m.n - mean; d > mean/5 || -d > mean/5 {
+			t.Errorf("minute %d: mean RSS %d MB, more than 20 %% from the mean of minutes 3-%d, %d MB", i+1, m.sum/m.n>>20, minutes, mean>>20)
+		}
+		if m.hi >= 300<<20 {
+			t.Errorf("minute %d: RSS reached %d MB", i+1, m.hi>>20)
+		}
+	}
+	if last := per[minutes-1].disk; last > early*5/4 {
+		t.Errorf("the state dir grew: %d MB at the end, %d MB at most in minutes 2-5", last>>20, early>>20)
+	}
+	if v["duplicates"] != 0.0 || v["lost"] != 0.0 {
+		t.Errorf("verify %v", v)
+	}
+}

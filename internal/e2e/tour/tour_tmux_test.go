@@ -1,0 +1,58 @@
+package tour
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"faultline/internal/e2e"
+)
+
+// The alignment tour from start to end with the keys a learner presses,
+// at the largest screen the tours are written for and the smallest the UI
+// takes: the narration of each moment, the join's input strips marked
+// while they align, and the check's result on screen.
+//
+// It runs beside the other tours' tests, and both sizes at once: a tour
+// mostly waits for the job.
+func TestTUITourAlignmentWithKeys(t *testing.T) {
+	e2e.NeedProgram(t)
+	t.Parallel()
+	for _, size := range [][2]int{{120, 40}, {80, 24}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cmd := fmt.Sprintf("%s%s tour alignment --state-dir %s 2>%s; echo faultline exited $?; sleep 600",
+				e2e.ShellEnv(t), e2e.Binary(t), filepath.Join(dir, "state"), filepath.Join(dir, "stderr"))
+			s := e2e.StartTmux(t, size[0], size[1], cmd)
+			s.WaitFor("the tour's panel and first narration", 60*time.Second, func(sc string) bool {
+				return strings.Contains(sc, "tour · Barrier alignment · step 1/19") && strings.Contains(sc, "The join reads four")
+			})
+			s.Keys("n")
+			s.WaitFor("the tour asking for the slow fault", 30*time.Second, e2e.Contains("press select parse-orders/0"))
+			// The selection starts on join/0; parse-payments and
+			// parse-orders are the rows above it.
+			s.Keys("Up", "Up")
+			s.WaitFor("parse-orders/0 selected", 5*time.Second, e2e.Contains("▸parse-orders/0"))
+			s.Inject("3", "slow", "parse-orders/0")
+			sc := s.WaitFor("the alignment narration, frozen", 60*time.Second, func(sc string) bool {
+				return strings.Contains(sc, "step 10/19") && strings.Contains(sc, "BLOCKED") && strings.Contains(sc, "FROZEN")
+			})
+			// The highlight marks join/0's input strips.
+			if !strings.Contains(sc, "»◂") && !strings.Contains(sc, "»▌") {
+				t.Fatalf("join/0's inputs are not marked:\n%s", sc)
+			}
+			s.Keys("n")
+			s.WaitFor("the narration after the steps", 60*time.Second, e2e.Contains("step 12/19"))
+			s.Keys("n")
+			sc = s.WaitFor("the end of the tour", 90*time.Second, e2e.Contains("tour complete"))
+			if !strings.Contains(sc, "tour complete: every check held ✓") || !strings.Contains(sc, "✓ nothing lost, nothing duplicated") || !strings.Contains(sc, "»verify") {
+				t.Fatalf("the tour's end:\n%s", sc)
+			}
+			s.Keys("q")
+			s.WaitFor("faultline to exit", 60*time.Second, e2e.Contains("faultline exited 0"))
+		})
+	}
+}
