@@ -114,7 +114,10 @@ func TestAtLeastOncePeriodIsEndedByTheCheckpointsTriggeredAfter(t *testing.T) {
 		s := periods.Spans()
 		return len(s) > 0 && s[len(s)-1].To == 0
 	}
-	r := (&run{records: 60000, rate: 20000, interval: 100 * time.Millisecond, periods: periods,
+	// Input for 8 s at full rate: the at-least-once checkpoint with records
+	// past its barrier and the failure after it need input still flowing,
+	// however busy the machine is.
+	r := (&run{records: 160000, rate: 20000, interval: 100 * time.Millisecond, periods: periods,
 		faults: []string{"after-records=1000,task=join/0,fault=slow,factor=10,for=6s"},
 		during: func(j *Job) {
 			var pending int64
