@@ -151,6 +151,16 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 	if report["status"] != "CANCELED" {
 		t.Fatalf("report %v", report)
 	}
+	// What was removed stays removed (nothing of the run, its embedded
+	// broker's log included, comes back as it closes), and a new run on
+	// the same path starts from nothing and ends exact.
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		left, _ := filepath.Glob(filepath.Join(dir, "*"))
+		t.Fatalf("the removed state dir is back after the run (%v): %v", err, left)
+	}
+	if r := e2e.Faultline(t, "run", "--headless", "--records", "3000", "--state-dir", dir); r.Code != 0 || e2e.Num(r.Report, "verify", "expected") == 0 {
+		t.Fatalf("a new run on the same path: exit %d, verify %v, stderr %q", r.Code, r.Report["verify"], r.Stderr)
+	}
 }
 
 // A second Ctrl-C while the output is being checked quits at once, with
