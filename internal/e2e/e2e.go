@@ -23,7 +23,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // binary is the program Main built; "" with -short.
@@ -107,8 +110,23 @@ func Faultline(t *testing.T, args ...string) Result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Env = append(cmd.Env, "XDG_DATA_HOME="+t.TempDir())
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// A run that hangs would hold its package to the -timeout and say
+	// nothing of where: past runLimit it gets SIGQUIT, which prints every
+	// goroutine's stack on its stderr, and the test fails with that.
+	var hung atomic.Bool
+	watchdog := time.AfterFunc(runLimit, func() {
+		hung.Store(true)
+		cmd.Process.Signal(syscall.SIGQUIT)
+	})
+	err := cmd.Wait()
+	watchdog.Stop()
 	r := Result{Stdout: out.String(), Stderr: errb.String()}
+	if hung.Load() {
+		t.Fatalf("faultline %s had not ended after %s; its stderr after SIGQUIT:\n%s", strings.Join(args, " "), runLimit, lastBytes(r.Stderr, 64<<10))
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.Code = ee.ExitCode()
 	} else if err != nil {
@@ -128,6 +146,19 @@ func Faultline(t *testing.T, args ...string) Result {
 		}
 	}
 	return r
+}
+
+// runLimit is how long Faultline lets one run of the program take: far
+// past what any test's run needs on a busy machine, well within a
+// package's -timeout.
+const runLimit = 4 * time.Minute
+
+// lastBytes is the end of s, at most n bytes of it.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
 
 // EventsNamed returns the events named name.

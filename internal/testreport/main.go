@@ -67,6 +67,7 @@ func run(in io.Reader, out io.Writer, n int) int {
 			if e.Test == "" {
 				verdicts++
 				failed = failed || e.Action == "fail"
+				cutShort(out, pending, e.Package)
 				continue
 			}
 			if e.Action == "fail" {
@@ -93,3 +94,22 @@ func run(in io.Reader, out io.Writer, n int) int {
 }
 
 func key(e event) string { return e.Package + " " + e.Test }
+
+// cutShort prints the output of pkg's tests that never ended, and forgets
+// it: a test binary that panicked or ran out of its -timeout ends with
+// its package's verdict while its tests are still running, and what they
+// printed (the panic and every goroutine's stack among it) is how to tell
+// why.
+func cutShort(out io.Writer, pending map[string]string, pkg string) {
+	var keys []string
+	for k := range pending {
+		if strings.HasPrefix(k, pkg+" ") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "--- cut short: %s\n%s", k, pending[k])
+		delete(pending, k)
+	}
+}

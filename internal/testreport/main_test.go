@@ -43,3 +43,25 @@ func TestReportShowsFailuresAndTheSlowest(t *testing.T) {
 		t.Errorf("no verdict at all: exit %d, want 1", code)
 	}
 }
+
+// A test binary that runs out of its -timeout panics while tests run: they
+// get no verdict of their own, and what they printed (the panic, the
+// goroutines) is shown with the package's.
+func TestReportShowsTestsCutShort(t *testing.T) {
+	const timedOut = `{"Action":"run","Package":"q","Test":"TestHangs"}
+{"Action":"output","Package":"q","Test":"TestHangs","Output":"=== RUN   TestHangs\n"}
+{"Action":"output","Package":"q","Test":"TestHangs","Output":"panic: test timed out after 10m0s\n"}
+{"Action":"output","Package":"q","Test":"TestHangs","Output":"goroutine 7 [select]:\n"}
+{"Action":"output","Package":"q","Output":"FAIL\tq\t600.1s\n"}
+{"Action":"fail","Package":"q","Elapsed":600.1}
+`
+	var out strings.Builder
+	if code := run(strings.NewReader(timedOut), &out, 10); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"--- cut short: q TestHangs", "panic: test timed out after 10m0s", "goroutine 7 [select]:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

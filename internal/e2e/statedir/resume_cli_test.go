@@ -46,6 +46,14 @@ func TestResumeWithNoCheckpointLeftWritesNothingTwice(t *testing.T) {
 		dir := t.TempDir()
 		args := []string{"run", "--headless", "--records", "40000", "--checkpoint-interval", "100ms", "--state-dir", dir}
 		cmd, _, lines := e2e.StartRun(t, append(args, "--rate", "10000", "--listen", "0")...)
+		// Killed once the output holds something: records reached the join
+		// (a checkpoint with its state in it), and three checkpoints later
+		// the sink has committed what the join made of them.
+		for m := range lines {
+			if m["event"] == "checkpoint_completed" && e2e.Num(m, "size_bytes") > 20000 {
+				break
+			}
+		}
 		e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
