@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,35 @@ type sampler struct {
 	count *atomic.Int64
 	// done is closed when Run returns: a tick waiting then takes no sample.
 	done <-chan struct{}
+	// settings puts the setters of one setting in the order of their
+	// requests (see newest).
+	settings *newest
+}
+
+// newest applies each setting's requests in the order they were made.
+// Bubble Tea runs every command in a goroutine of its own, so the commands
+// of two keys pressed fast (m m: unaligned, then at-least-once) may reach
+// the job in either order; a request older than one already applied is
+// dropped, so that the job ends with the last one asked for.
+type newest struct {
+	mu      sync.Mutex
+	applied map[string]int // the generation applied last, per setting
+}
+
+// apply runs set for generation gen of setting, unless a newer one has been
+// applied; it reports whether it ran.
+func (n *newest) apply(setting string, gen int, set func()) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if gen <= n.applied[setting] {
+		return false
+	}
+	if n.applied == nil {
+		n.applied = map[string]int{}
+	}
+	n.applied[setting] = gen
+	set()
+	return true
 }
 
 // sample is a command that takes one Snapshot now.
@@ -108,21 +138,23 @@ func triggerSavepoint(ctrl Controller) tea.Cmd {
 
 func setMode(s sampler, mode string, gen int) tea.Cmd {
 	return func() tea.Msg {
-		err := s.ctrl.SetMode(mode)
+		var err error
+		s.settings.apply("mode", gen, func() { err = s.ctrl.SetMode(mode) })
 		return ModeSetMsg{Mode: mode, Err: err, done: intentDone{gen, s.taken()}}
 	}
 }
 
 func setRate(s sampler, rate float64, gen int) tea.Cmd {
 	return func() tea.Msg {
-		err := s.ctrl.SetRate(rate)
+		var err error
+		s.settings.apply("rate", gen, func() { err = s.ctrl.SetRate(rate) })
 		return RateSetMsg{Rate: rate, Err: err, done: intentDone{gen, s.taken()}}
 	}
 }
 
 func setPaused(s sampler, paused bool, gen int) tea.Cmd {
 	return func() tea.Msg {
-		s.ctrl.SetSourcesPaused(paused)
+		s.settings.apply("paused", gen, func() { s.ctrl.SetSourcesPaused(paused) })
 		return SourcesPausedMsg{Paused: paused, done: intentDone{gen, s.taken()}}
 	}
 }
@@ -131,10 +163,12 @@ func setPaused(s sampler, paused bool, gen int) tea.Cmd {
 // after it (the "." key while not frozen: freeze, then step).
 func setTempo(s sampler, t Tempo, step bool, gen int) tea.Cmd {
 	return func() tea.Msg {
-		s.ctrl.SetTempo(t)
-		if step {
-			s.ctrl.Step()
-		}
+		s.settings.apply("tempo", gen, func() {
+			s.ctrl.SetTempo(t)
+			if step {
+				s.ctrl.Step()
+			}
+		})
 		return TempoSetMsg{Tempo: t, Stepped: step, done: intentDone{gen, s.taken()}}
 	}
 }

@@ -131,7 +131,7 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 		events:   stream,
 		done:     cfg.done,
 		period:   cfg.period,
-		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done},
+		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done, settings: &newest{}},
 		ctx:      ctx,
 		keys:     keys,
 		help:     h,

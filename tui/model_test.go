@@ -725,3 +725,27 @@ func TestRestartsPaneSaysWhatWasLostAndWhyItGaveUp(t *testing.T) {
 		t.Errorf("failure-rate:\n%s", v)
 	}
 }
+
+// Two keys pressed fast give two commands, which Bubble Tea runs in
+// goroutines of their own: whichever reaches the job last, the job ends
+// with the setting asked for last (m m: at-least-once, not unaligned).
+func TestSettingsReachTheJobInTheOrderAsked(t *testing.T) {
+	ctrl := newFake(fixture.Running())
+	s := sampler{ctrl: ctrl, count: new(atomic.Int64), settings: &newest{}}
+	first, second := setMode(s, "unaligned", 1), setMode(s, "at-least-once", 2)
+	second()
+	first()
+	pauseFirst, pauseSecond := setPaused(s, true, 1), setPaused(s, false, 2)
+	pauseSecond()
+	pauseFirst()
+	tempoFirst, tempoSecond := setTempo(s, TempoFrozen, false, 1), setTempo(s, TempoNormal, false, 2)
+	tempoSecond()
+	tempoFirst()
+	rateFirst, rateSecond := setRate(s, 800, 1), setRate(s, 200, 2)
+	rateSecond()
+	rateFirst()
+	snap := ctrl.Snapshot()
+	if snap.Job.Mode != "at-least-once" || snap.Input.SourcesPaused || snap.Input.Tempo != TempoNormal || snap.Input.Rate != 200 {
+		t.Fatalf("mode %s, paused %v, tempo %s, rate %v: the older requests overrode the newer", snap.Job.Mode, snap.Input.SourcesPaused, snap.Input.Tempo, snap.Input.Rate)
+	}
+}
