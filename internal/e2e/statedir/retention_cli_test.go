@@ -1,9 +1,13 @@
 package statedir
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -19,10 +23,22 @@ import (
 func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	args := []string{"run", "--headless", "--records", "120000", "--rate", "20000", "--checkpoint-interval", "200ms",
+	args := []string{"run", "--headless", "--records", "200000", "--rate", "20000", "--checkpoint-interval", "200ms",
 		"--retention-interval", "300ms", "--listen", "0", "--state-dir", dir}
 	cmd, _, lines := e2e.StartRun(t, args...)
 	e2e.WaitEvents(t, lines, "checkpoint_completed", 15)
+	// Killed once retention has deleted something (its rounds say what in
+	// the state dir's log), however slow the machine made them.
+	deleted := regexp.MustCompile(`broker retention: .* deleting below map\[\S`)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		log, _ := os.ReadFile(filepath.Join(dir, "faultline.log"))
+		if deleted.Match(log) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retention deleted nothing in a minute; the log:\n%s", log)
+		}
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	for range lines {
