@@ -228,5 +228,5 @@ func TestDamageSoak(t *testing.T) {
 		damageSoak(t, 3*len(damages()), 300_000, 20000)
 		return
 	}
-	damageSoak(t, len(damages()), 40_000, 15000)
+	damageSoak(t, len(damages()), 25_000, 15000)
 }

@@ -324,7 +324,7 @@ func TestKillSoakEmbeddedBroker(t *testing.T) {
 		killSoak(t, "kill soak, embedded broker", "", 20, 1_000_000, 20000)
 		return
 	}
-	killSoak(t, "kill soak, embedded broker", "", 6, 150_000, 10000)
+	killSoak(t, "kill soak, embedded broker", "", 6, 60_000, 10000)
 }
 
 // TestKillSoakUnaligned kills the whole process, embedded broker and all,
@@ -338,7 +338,7 @@ func TestKillSoakUnaligned(t *testing.T) {
 		killSoak(t, "kill soak, unaligned", "", 20, 1_000_000, 20000, slow...)
 		return
 	}
-	killSoak(t, "kill soak, unaligned", "", 6, 150_000, 10000, slow...)
+	killSoak(t, "kill soak, unaligned", "", 6, 60_000, 10000, slow...)
 }
 
 // TestKillSoakBrokerProcess is the same with the broker in a process of its
