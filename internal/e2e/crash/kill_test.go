@@ -231,7 +231,7 @@ func TestSecondCtrlCCutsTheVerificationShort(t *testing.T) {
 func TestChildKilledAloneIsSaidAndEndsTheSupervisorTheSameWay(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	args := []string{"run", "--headless", "--records", "100000", "--checkpoint-interval", "200ms", "--listen", "0", "--state-dir", dir}
+	args := []string{"run", "--headless", "--records", "50000", "--checkpoint-interval", "200ms", "--listen", "0", "--state-dir", dir}
 	cmd, stderr, lines := e2e.StartRun(t, append(args, "--rate", "20000")...)
 	e2e.WaitEvents(t, lines, "checkpoint_completed", 2)
 	child := childOf(t, cmd.Process.Pid)

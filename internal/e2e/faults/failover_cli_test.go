@@ -51,7 +51,7 @@ func TestRegionFailoverOnThePipelineJob(t *testing.T) {
 // output topic, and the run exits 4 because the output is not complete.
 func TestIndividualFailoverReportsWhatItLost(t *testing.T) {
 	t.Parallel()
-	r := e2e.Faultline(t, "run", "--headless", "--records", "100000", "--rate", "50000",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "50000", "--rate", "50000",
 		"--checkpoint-interval", "300ms", "--restart-delay", "50ms", "--failover-strategy", "individual",
 		"--inject", "after-records=20000,task=join/1,fault=panic")
 	if r.Code != 4 || r.Report == nil {

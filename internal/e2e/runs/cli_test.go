@@ -17,7 +17,7 @@ import (
 
 func TestHeadlessRunWithFailureIsExact(t *testing.T) {
 	t.Parallel()
-	r := e2e.Faultline(t, "run", "--headless", "--records", "100000",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "50000",
 		"--inject", "after-records=20000,task=join/1,fault=panic",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
 	if r.Code != 0 {
@@ -111,7 +111,7 @@ func TestAtLeastOnceSinkDuplicatesButNeverLoses(t *testing.T) {
 
 func TestAtLeastOnceExitsZeroWithoutLoss(t *testing.T) {
 	t.Parallel()
-	r := e2e.Faultline(t, "run", "--headless", "--records", "100000", "--mode", "at-least-once",
+	r := e2e.Faultline(t, "run", "--headless", "--records", "50000", "--mode", "at-least-once",
 		"--inject", "after-records=20000,task=join/1,fault=panic",
 		"--checkpoint-interval", "200ms", "--restart-delay", "50ms")
 	if r.Code != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || r.Report["mode"] != "at-least-once" {
