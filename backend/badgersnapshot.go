@@ -4,10 +4,48 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
+
+// Snapshot implements KeyedBackend: it flushes the overlay and opens a
+// read-only transaction. Encode writes the full state (FLK1). The change set
+// restarts empty.
+func (b *Badger) Snapshot() Snapshot { return b.snapshot(false) }
+
+// SnapshotIncremental takes a snapshot holding only what changed (puts and
+// deletes) since the previous Snapshot or SnapshotIncremental (Flink:
+// incremental RocksDB checkpoints). Its Encode gives a delta (FLD1): for each
+// key group in order, the changed entries in key order, each a put with its
+// value in the frozen view or a tombstone. When there is no previous
+// snapshot (after NewBadger or Restore), or when more than half of the state
+// changed, it holds all of the state instead and Encode gives a full FLK1
+// snapshot (BadgerSnapshot.Incremental tells which), with which a new chain
+// of deltas starts. ComposeKeyed turns a chain into one full snapshot.
+func (b *Badger) SnapshotIncremental() Snapshot { return b.snapshot(true) }
+
+func (b *Badger) snapshot(incremental bool) *BadgerSnapshot {
+	b.flush()
+	v := &badgerView{b: b}
+	if incremental && b.changes != nil {
+		v.changes = b.changes
+		v.delta = true
+	}
+	b.changes = map[string]struct{}{}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		panic(fmt.Errorf("snapshot of keyed state in %s: %w", b.dir, ErrBackendClosed))
+	}
+	v.txn = b.db.NewTransaction(false)
+	b.views[v] = struct{}{}
+	b.mu.Unlock()
+	s := &BadgerSnapshot{v: v}
+	runtime.AddCleanup(s, (*badgerView).release, v)
+	return s
+}
 
 // BadgerSnapshot is a frozen view of a Badger backend: the synchronous part
 // of a (full or incremental) checkpoint; Encode is its asynchronous part.

@@ -80,6 +80,25 @@ type Stats struct {
 	History []CheckpointStats
 }
 
+// MarkRestored records that the job restored its state from checkpoint id
+// (Flink: RestoredCheckpointStats).
+func (c *Coordinator) MarkRestored(id int64) {
+	c.mu.Lock()
+	c.restored = append(c.restored, id)
+	c.mu.Unlock()
+}
+
+// MarkDamaged records that a restore found checkpoint id damaged, and why:
+// Stats shows it so from then on, though it had completed.
+func (c *Coordinator) MarkDamaged(id int64, why string) {
+	c.mu.Lock()
+	if c.damaged == nil {
+		c.damaged = map[int64]string{}
+	}
+	c.damaged[id] = why
+	c.mu.Unlock()
+}
+
 // Stats returns a copy of the checkpoint statistics.
 func (c *Coordinator) Stats() Stats {
 	c.mu.Lock()
