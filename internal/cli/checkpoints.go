@@ -20,59 +20,74 @@ import (
 	"github.com/spf13/cobra"
 
 	"faultline/checkpoint"
-	"faultline/runtime/verify"
 )
 
 // checkpointDir is where a state dir keeps its checkpoints.
 func checkpointDir(stateDir string) string { return filepath.Join(stateDir, "checkpoints") }
 
+// checkpointsFlags are the flags every `faultline checkpoints` subcommand
+// shares: the state dir and --json.
+type checkpointsFlags struct {
+	stateDir string
+	asJSON   bool
+}
+
+// open opens the store read-only (list, inspect, verify) or to write
+// (delete); neither creates anything where there is no store.
+func (f *checkpointsFlags) open(write bool) (*checkpoint.BadgerStore, error) {
+	dir := f.stateDir
+	if dir == "" {
+		d, err := defaultStateDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	cdir := checkpointDir(dir)
+	s, err := waitForDying(cdir, func() (*checkpoint.BadgerStore, error) {
+		if write {
+			return checkpoint.OpenBadgerStore(cdir, 0, checkpoint.Existing())
+		}
+		return checkpoint.OpenBadgerStoreReadOnly(cdir)
+	})
+	if err != nil {
+		return nil, exitError{code: 1, err: err}
+	}
+	return s, nil
+}
+
+// parseCheckpointID checks that arg is a checkpoint id, a whole number
+// above 0, and returns it; anything else is a usage error.
+func parseCheckpointID(arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("%q is not a checkpoint id (a whole number, see `faultline checkpoints list`)", arg)
+	}
+	return id, nil
+}
+
 // newCheckpointsCmd is `faultline checkpoints`: what the state dir holds.
 func newCheckpointsCmd() *cobra.Command {
-	var stateDir string
-	var asJSON bool
-	// open opens the store read-only (list, inspect, verify) or to write
-	// (delete); neither creates anything where there is no store.
-	open := func(write bool) (*checkpoint.BadgerStore, error) {
-		dir := stateDir
-		if dir == "" {
-			d, err := defaultStateDir()
-			if err != nil {
-				return nil, err
-			}
-			dir = d
-		}
-		cdir := checkpointDir(dir)
-		s, err := waitForDying(cdir, func() (*checkpoint.BadgerStore, error) {
-			if write {
-				return checkpoint.OpenBadgerStore(cdir, 0, checkpoint.Existing())
-			}
-			return checkpoint.OpenBadgerStoreReadOnly(cdir)
-		})
-		if err != nil {
-			return nil, exitError{code: 1, err: err}
-		}
-		return s, nil
-	}
-	parseID := func(arg string) (int64, error) {
-		id, err := strconv.ParseInt(arg, 10, 64)
-		if err != nil || id <= 0 {
-			return 0, usagef("%q is not a checkpoint id (a whole number, see `faultline checkpoints list`)", arg)
-		}
-		return id, nil
-	}
+	f := &checkpointsFlags{}
 	cmd := &cobra.Command{
 		Use:   "checkpoints",
 		Short: "List, inspect, verify and delete the checkpoints and savepoints in the state dir",
 	}
-	cmd.PersistentFlags().StringVar(&stateDir, "state-dir", "", "the state dir (default: faultline under the user's data directory)")
-	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	cmd.PersistentFlags().StringVar(&f.stateDir, "state-dir", "", "the state dir (default: faultline under the user's data directory)")
+	cmd.PersistentFlags().BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	cmd.AddCommand(newCheckpointsListCmd(f), newCheckpointsInspectCmd(f), newCheckpointsVerifyCmd(f), newCheckpointsDeleteCmd(f))
+	return cmd
+}
 
-	list := &cobra.Command{
+// newCheckpointsListCmd is `faultline checkpoints list`: the retained
+// checkpoints and savepoints, and the damaged records, oldest first.
+func newCheckpointsListCmd(f *checkpointsFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "list",
 		Short: "List the retained checkpoints and savepoints, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open(false)
+			s, err := f.open(false)
 			if err != nil {
 				return err
 			}
@@ -81,19 +96,24 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printList(cmd.OutOrStdout(), all, bad, asJSON)
+			return printList(cmd.OutOrStdout(), all, bad, f.asJSON)
 		},
 	}
-	inspect := &cobra.Command{
+}
+
+// newCheckpointsInspectCmd is `faultline checkpoints inspect ID`: one
+// checkpoint in full, with the channel state of its subtasks.
+func newCheckpointsInspectCmd(f *checkpointsFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "inspect ID",
 		Short: "Show one checkpoint: its subtasks' figures, state handles, source offsets and channel state",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
+			id, err := parseCheckpointID(args[0])
 			if err != nil {
 				return err
 			}
-			s, err := open(false)
+			s, err := f.open(false)
 			if err != nil {
 				return err
 			}
@@ -105,15 +125,20 @@ func newCheckpointsCmd() *cobra.Command {
 				}
 				return err
 			}
-			return printInspect(cmd.OutOrStdout(), c, readChannels(context.Background(), s, c), asJSON)
+			return printInspect(cmd.OutOrStdout(), c, readChannels(context.Background(), s, c), f.asJSON)
 		},
 	}
-	verify := &cobra.Command{
+}
+
+// newCheckpointsVerifyCmd is `faultline checkpoints verify`: it checks
+// the checksum of every state blob of every retained checkpoint.
+func newCheckpointsVerifyCmd(f *checkpointsFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "verify",
 		Short: "Read every state blob of every retained checkpoint and check its checksum",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := open(false)
+			s, err := f.open(false)
 			if err != nil {
 				return err
 			}
@@ -144,7 +169,7 @@ func newCheckpointsCmd() *cobra.Command {
 			}
 			sort.Slice(results, func(i, j int) bool { return results[i].ID < results[j].ID })
 			out := cmd.OutOrStdout()
-			if asJSON {
+			if f.asJSON {
 				if results == nil {
 					results = []result{}
 				}
@@ -168,128 +193,6 @@ func newCheckpointsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	var yes bool
-	del := &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete one checkpoint or savepoint and its state",
-		Long: `Delete one checkpoint or savepoint and its state.
-
-Deleting the newest checkpoint of a job sends a resumed run back to the one
-before it, to read again the input records in between: the command says how
-many and asks first, on a terminal, or needs --yes.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseID(args[0])
-			if err != nil {
-				return err
-			}
-			s, err := open(true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			all, err := s.All(context.Background())
-			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			if cost := deleteCost(all, id, mayBeTrimmed(filepath.Dir(s.Dir()))); cost != "" {
-				in := cmd.InOrStdin()
-				ok, err := confirm(cmd.ErrOrStderr(), in, isTerminalReader(in), yes, cost)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return exitError{code: 1, err: fmt.Errorf("checkpoint %d not deleted", id)}
-				}
-			}
-			if err := s.Delete(context.Background(), id); err != nil {
-				if errors.Is(err, checkpoint.ErrNotFound) {
-					return exitError{code: 1, err: fmt.Errorf("no checkpoint %d in %s", id, s.Dir())}
-				}
-				return exitError{code: 1, err: err}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted checkpoint %d\n", id)
-			return nil
-		},
-	}
-	del.Flags().BoolVar(&yes, "yes", false, "delete the newest checkpoint of a job without asking")
-	cmd.AddCommand(list, inspect, verify, del)
-	return cmd
-}
-
-// deleteCost says what deleting checkpoint id costs when it is the newest
-// record of its job that a resumed run would go on from, and "" when it
-// costs nothing (an older checkpoint, a savepoint, a damaged record, an
-// unknown id): how many input records a resumed run reads again, from the
-// record before it of the same job, or from the beginning. trimmed says
-// that the embedded broker may have deleted the start of the input, which
-// a start from the beginning needs (see checkInputWhole).
-func deleteCost(all []*checkpoint.Completed, id int64, trimmed bool) string {
-	var c, prev *checkpoint.Completed
-	for _, x := range all {
-		if x.ID == id {
-			c = x
-		}
-	}
-	if c == nil || c.Kind != checkpoint.KindCheckpoint {
-		return ""
-	}
-	for _, x := range all {
-		switch {
-		case x.Job != c.Job || x.ID == id:
-		case x.ID > id:
-			return "" // a resumed run goes on from the newer one
-		case prev == nil || x.ID > prev.ID:
-			prev = x
-		}
-	}
-	n := recordsAfter(prev, c)
-	if prev == nil && trimmed {
-		return fmt.Sprintf("checkpoint %d is the last of job %s: a resumed run would start from the beginning, "+
-			"and the embedded broker may have deleted the first of the %s input records before it; if it has, "+
-			"the run is refused (nothing is written twice) and only --fresh goes on.", id, c.Job, thousands(n))
-	}
-	if prev == nil {
-		return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will start from the beginning "+
-			"and read again all the %s input records before it (the output they made is not written twice).", id, c.Job, thousands(n))
-	}
-	return fmt.Sprintf("checkpoint %d is the newest of job %s: a resumed run will go back to %s %d "+
-		"and read again the %s input records after it (the output they made is not written twice).", id, c.Job, prev.Kind, prev.ID, thousands(n))
-}
-
-// mayBeTrimmed reports whether the broker's retention may have deleted
-// records of the state dir's input: it saves the verification ledger, with
-// an input position above 0, before it deletes below it.
-func mayBeTrimmed(stateDir string) bool {
-	l, err := verify.Load(filepath.Join(stateDir, "verify", "ledger"))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist) // damaged: say the worst
-	}
-	for _, parts := range l.Positions {
-		for _, o := range parts {
-			if o > 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// recordsAfter is how many input records c read after prev (from the
-// beginning when prev is nil): the sum over its sources' partitions of the
-// difference of their offsets.
-func recordsAfter(prev, c *checkpoint.Completed) int64 {
-	var from checkpoint.Offsets
-	if prev != nil {
-		from = prev.SourceOffsets()
-	}
-	var n int64
-	for topic, parts := range c.SourceOffsets() {
-		for p, off := range parts {
-			n += max(0, off-from[topic][p])
-		}
-	}
-	return n
 }
 
 // thousands writes n with a comma every three digits: 60,396.
@@ -299,21 +202,6 @@ func thousands(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
-}
-
-// confirm shows warning and asks on the terminal in whether to go on. With
-// yes it only shows it; without a terminal to ask on it refuses, in one
-// line, as a usage error (exit 2).
-func confirm(w io.Writer, in io.Reader, terminal, yes bool, warning string) (bool, error) {
-	if yes {
-		fmt.Fprintln(w, warning)
-		return true, nil
-	}
-	if !terminal {
-		return false, usagef("%s Not deleted: no terminal to ask on; add --yes to delete it", warning)
-	}
-	fmt.Fprintln(w, warning)
-	return askYes(w, in, "Delete it?"), nil
 }
 
 // askYes asks question on w, with [y/N], and reads the answer from in:

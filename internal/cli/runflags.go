@@ -224,13 +224,62 @@ type prepared struct {
 }
 
 // check turns the flags into a prepared run, or a usage error (exit 2).
+// Its checks run in this order, and the first that fails is the error.
 func (o *runOptions) check() (*prepared, error) {
 	p := &prepared{topicMap: map[string]string{}}
+	if err := o.checkJob(p); err != nil {
+		return nil, err
+	}
+	if err := o.checkMode(p); err != nil {
+		return nil, err
+	}
+	for _, check := range []func() error{
+		o.checkInputFlags, o.checkCheckpointFlags, o.checkRestartFlags, o.checkChannelFlags,
+		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags,
+	} {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.checkRestartStrategy(p); err != nil {
+		return nil, err
+	}
+	if _, err := runtime.ParseOnBadRecord(o.onBadRecord); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.checkInject(p); err != nil {
+		return nil, err
+	}
+	p.rate = o.rate
+	if p.rate < 0 {
+		p.rate = 0
+		if o.records == 0 {
+			p.rate = 400
+		}
+	}
+	if err := o.checkKafkaFlags(p); err != nil {
+		return nil, err
+	}
+	if err := o.checkClientFlags(p); err != nil {
+		return nil, err
+	}
+	if o.kafka.group == "" {
+		o.kafka.group = "faultline-" + p.job.Name
+	}
+	if o.kafka.txnPrefix == "" {
+		o.kafka.txnPrefix = "faultline-" + p.job.Name
+	}
+	return p, nil
+}
+
+// checkJob loads the job into p (--job, or the built-in one) and applies
+// --parallelism and --state-ttl to it.
+func (o *runOptions) checkJob(p *prepared) error {
 	var err error
 	if o.jobFile == "" {
 		p.job = spec.Default()
 	} else if p.job, err = spec.Load(o.jobFile); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
 	if len(o.parallelism) > 0 {
 		ps := map[string]int{}
@@ -238,17 +287,17 @@ func (o *runOptions) check() (*prepared, error) {
 			name, v, ok := strings.Cut(kv, "=")
 			n, err := strconv.Atoi(v)
 			if !ok || err != nil {
-				return nil, usagef("--parallelism %q: want operator=N, e.g. join=3", kv)
+				return usagef("--parallelism %q: want operator=N, e.g. join=3", kv)
 			}
 			ps[name] = n
 		}
 		if err := p.job.SetParallelisms(ps); err != nil {
-			return nil, usagef("--parallelism: %v", err)
+			return usagef("--parallelism: %v", err)
 		}
 	}
 	if o.setTTL {
 		if o.stateTTL < 0 || (o.stateTTL > 0 && o.stateTTL < time.Millisecond) {
-			return nil, usagef("--state-ttl %s: want 0 (keep for ever) or at least 1ms", o.stateTTL)
+			return usagef("--state-ttl %s: want 0 (keep for ever) or at least 1ms", o.stateTTL)
 		}
 		joins := 0
 		for _, op := range p.job.Operators {
@@ -258,113 +307,193 @@ func (o *runOptions) check() (*prepared, error) {
 			}
 		}
 		if joins == 0 {
-			return nil, usagef("--state-ttl: job %s has no join, so nothing waits in state", p.job.Name)
+			return usagef("--state-ttl: job %s has no join, so nothing waits in state", p.job.Name)
 		}
 	}
+	return nil
+}
+
+// checkMode reads the checkpointing mode (--mode) into p and checks that
+// --unaligned and --aligned-checkpoint-timeout go with it.
+func (o *runOptions) checkMode(p *prepared) error {
 	switch o.mode {
 	case "exactly-once":
 		p.mode = barrier.ExactlyOnce
 	case "at-least-once":
 		p.mode = barrier.AtLeastOnce
 	default:
-		return nil, usagef("--mode %q: want exactly-once or at-least-once", o.mode)
+		return usagef("--mode %q: want exactly-once or at-least-once", o.mode)
 	}
 	switch {
 	case o.alignedTimeout < 0:
-		return nil, usagef("--aligned-checkpoint-timeout %s: want 0 (never) or a positive duration", o.alignedTimeout)
+		return usagef("--aligned-checkpoint-timeout %s: want 0 (never) or a positive duration", o.alignedTimeout)
 	case p.mode == barrier.AtLeastOnce && (o.unaligned || o.alignedTimeout > 0):
-		return nil, usagef("--unaligned and --aligned-checkpoint-timeout are for exactly-once checkpoints; --mode at-least-once does not align at all")
+		return usagef("--unaligned and --aligned-checkpoint-timeout are for exactly-once checkpoints; --mode at-least-once does not align at all")
 	}
+	return nil
+}
+
+// checkInputFlags checks the generated input's flags: --rate and --records.
+func (o *runOptions) checkInputFlags() error {
 	switch {
 	case o.setRate && (o.rate < 0 || math.IsNaN(o.rate) || math.IsInf(o.rate, 0)):
-		return nil, usagef("--rate %v: want records per second, 0 or more (0: all at once with --records)", o.rate)
+		return usagef("--rate %v: want records per second, 0 or more (0: all at once with --records)", o.rate)
 	case o.records < 0:
-		return nil, usagef("--records %d: want 0 (unbounded) or more", o.records)
-	case o.interval < 0:
-		return nil, usagef("--checkpoint-interval %s: want 0 (off) or a positive duration", o.interval)
-	case o.interval > 0 && o.interval < 10*time.Millisecond:
-		return nil, usagef("--checkpoint-interval %s: the least is 10ms (as in Flink)", o.interval)
-	case o.timeout < 10*time.Millisecond:
-		return nil, usagef("--checkpoint-timeout %s: the least is 10ms", o.timeout)
-	case o.minPause < 0:
-		return nil, usagef("--min-pause %s: want 0 or more", o.minPause)
-	case o.maxConcurrent < 1:
-		return nil, usagef("--max-concurrent-checkpoints %d: want 1 or more", o.maxConcurrent)
-	case o.tolerable < 0:
-		return nil, usagef("--tolerable-failed-checkpoints %d: want 0 or more", o.tolerable)
-	case o.restartAttempts < 0:
-		return nil, usagef("--restart-attempts %d: want 0 or more", o.restartAttempts)
-	case o.restartDelay < 0:
-		return nil, usagef("--restart-delay %s: want 0 or more", o.restartDelay)
-	case o.channelCapacity < 1 || o.channelCapacity > 4096:
-		return nil, usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
-	case o.batchSize < 1 || o.batchSize > 65536:
-		return nil, usagef("--batch-size %d: want 1 to 65536", o.batchSize)
-	case o.stateBackend != "heap" && o.stateBackend != "badger":
-		return nil, usagef("--state-backend %q: want heap or badger", o.stateBackend)
-	case o.incremental && o.stateBackend != "badger":
-		return nil, usagef("--incremental needs --state-backend badger (as in Flink, where only RocksDB has incremental checkpoints)")
-	case o.fromSavepoint < 0:
-		return nil, usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
-	case o.fromSavepoint > 0 && o.resume:
-		return nil, usagef("--from-savepoint and --resume: give one of them")
-	case o.fresh && o.resume:
-		return nil, usagef("--fresh and --resume: --fresh deletes what --resume would go on from; give one of them")
-	case o.fresh && o.fromSavepoint > 0:
-		return nil, usagef("--fresh and --from-savepoint: --fresh deletes the savepoints too; give one of them")
-	case o.retained < 1:
-		return nil, usagef("--retained-checkpoints %d: want 1 or more", o.retained)
-	case o.retention < 0:
-		return nil, usagef("--retention-interval %s: want 0 (keep every record) or a positive duration", o.retention)
-	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
-		return nil, usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
-	case o.onBadRecord == runtime.BadRecordDeadLetter && !spec.IsTopicName(o.deadLetterTopic):
-		return nil, usagef("--dead-letter-topic %q is not a Kafka topic name: %s", o.deadLetterTopic, spec.TopicNameRule)
-	case o.kafka.listen < 0 || o.kafka.listen > 65535:
-		return nil, usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
-	case o.kafka.txnTimeout <= 0:
-		return nil, usagef("--sink-transaction-timeout %s: want a positive duration, e.g. 15m", o.kafka.txnTimeout)
-	case o.interval > 0 && o.kafka.txnTimeout <= o.interval:
-		return nil, usagef("--sink-transaction-timeout %s is not longer than --checkpoint-interval %s: a sink transaction stays open from one checkpoint to the commit after the next, so the broker would abort every one; make the timeout longer or the interval shorter", o.kafka.txnTimeout, o.interval)
-	case o.kafka.brokers == "" && o.kafka.txnTimeout > kafka.DefaultTransactionTimeout:
-		return nil, usagef("--sink-transaction-timeout %s: the embedded broker allows at most %s, as Kafka does by default (transaction.max.timeout.ms)", o.kafka.txnTimeout, kafka.DefaultTransactionTimeout)
+		return usagef("--records %d: want 0 (unbounded) or more", o.records)
 	}
+	return nil
+}
+
+// checkCheckpointFlags checks the periodic checkpoints' flags: their
+// interval, timeout, pause, concurrency and tolerated failures.
+func (o *runOptions) checkCheckpointFlags() error {
+	switch {
+	case o.interval < 0:
+		return usagef("--checkpoint-interval %s: want 0 (off) or a positive duration", o.interval)
+	case o.interval > 0 && o.interval < 10*time.Millisecond:
+		return usagef("--checkpoint-interval %s: the least is 10ms (as in Flink)", o.interval)
+	case o.timeout < 10*time.Millisecond:
+		return usagef("--checkpoint-timeout %s: the least is 10ms", o.timeout)
+	case o.minPause < 0:
+		return usagef("--min-pause %s: want 0 or more", o.minPause)
+	case o.maxConcurrent < 1:
+		return usagef("--max-concurrent-checkpoints %d: want 1 or more", o.maxConcurrent)
+	case o.tolerable < 0:
+		return usagef("--tolerable-failed-checkpoints %d: want 0 or more", o.tolerable)
+	}
+	return nil
+}
+
+// checkRestartFlags checks the fixed-delay restart strategy's flags:
+// --restart-attempts and --restart-delay.
+func (o *runOptions) checkRestartFlags() error {
+	switch {
+	case o.restartAttempts < 0:
+		return usagef("--restart-attempts %d: want 0 or more", o.restartAttempts)
+	case o.restartDelay < 0:
+		return usagef("--restart-delay %s: want 0 or more", o.restartDelay)
+	}
+	return nil
+}
+
+// checkChannelFlags checks the channels' flags: --channel-capacity and
+// --batch-size.
+func (o *runOptions) checkChannelFlags() error {
+	switch {
+	case o.channelCapacity < 1 || o.channelCapacity > 4096:
+		return usagef("--channel-capacity %d: want 1 to 4096", o.channelCapacity)
+	case o.batchSize < 1 || o.batchSize > 65536:
+		return usagef("--batch-size %d: want 1 to 65536", o.batchSize)
+	}
+	return nil
+}
+
+// checkStateBackendFlags checks --state-backend, and that --incremental
+// goes with it.
+func (o *runOptions) checkStateBackendFlags() error {
+	switch {
+	case o.stateBackend != "heap" && o.stateBackend != "badger":
+		return usagef("--state-backend %q: want heap or badger", o.stateBackend)
+	case o.incremental && o.stateBackend != "badger":
+		return usagef("--incremental needs --state-backend badger (as in Flink, where only RocksDB has incremental checkpoints)")
+	}
+	return nil
+}
+
+// checkStateDirFlags checks the flags of what a run starts from and keeps
+// in the state dir: --from-savepoint, --resume and --fresh (one of them
+// at most), --retained-checkpoints and --retention-interval.
+func (o *runOptions) checkStateDirFlags() error {
+	switch {
+	case o.fromSavepoint < 0:
+		return usagef("--from-savepoint %d: want a savepoint id", o.fromSavepoint)
+	case o.fromSavepoint > 0 && o.resume:
+		return usagef("--from-savepoint and --resume: give one of them")
+	case o.fresh && o.resume:
+		return usagef("--fresh and --resume: --fresh deletes what --resume would go on from; give one of them")
+	case o.fresh && o.fromSavepoint > 0:
+		return usagef("--fresh and --from-savepoint: --fresh deletes the savepoints too; give one of them")
+	case o.retained < 1:
+		return usagef("--retained-checkpoints %d: want 1 or more", o.retained)
+	case o.retention < 0:
+		return usagef("--retention-interval %s: want 0 (keep every record) or a positive duration", o.retention)
+	}
+	return nil
+}
+
+// checkDeadLetterFlags checks --dead-letter-topic, with --on-bad-record
+// dead-letter.
+func (o *runOptions) checkDeadLetterFlags() error {
+	switch {
+	case o.onBadRecord == runtime.BadRecordDeadLetter && o.deadLetterTopic == "":
+		return usagef("--dead-letter-topic: give a topic name for --on-bad-record dead-letter")
+	case o.onBadRecord == runtime.BadRecordDeadLetter && !spec.IsTopicName(o.deadLetterTopic):
+		return usagef("--dead-letter-topic %q is not a Kafka topic name: %s", o.deadLetterTopic, spec.TopicNameRule)
+	}
+	return nil
+}
+
+// checkBrokerFlags checks the embedded broker's port (--listen) and the
+// sink's transaction timeout, against the checkpoint interval and the
+// embedded broker's limit.
+func (o *runOptions) checkBrokerFlags() error {
+	switch {
+	case o.kafka.listen < 0 || o.kafka.listen > 65535:
+		return usagef("--listen %d: want a port from 0 to 65535", o.kafka.listen)
+	case o.kafka.txnTimeout <= 0:
+		return usagef("--sink-transaction-timeout %s: want a positive duration, e.g. 15m", o.kafka.txnTimeout)
+	case o.interval > 0 && o.kafka.txnTimeout <= o.interval:
+		return usagef("--sink-transaction-timeout %s is not longer than --checkpoint-interval %s: a sink transaction stays open from one checkpoint to the commit after the next, so the broker would abort every one; make the timeout longer or the interval shorter", o.kafka.txnTimeout, o.interval)
+	case o.kafka.brokers == "" && o.kafka.txnTimeout > kafka.DefaultTransactionTimeout:
+		return usagef("--sink-transaction-timeout %s: the embedded broker allows at most %s, as Kafka does by default (transaction.max.timeout.ms)", o.kafka.txnTimeout, kafka.DefaultTransactionTimeout)
+	}
+	return nil
+}
+
+// checkRestartStrategy parses the restart strategy, with its options, and
+// the failover strategy into p.
+func (o *runOptions) checkRestartStrategy(p *prepared) error {
+	var err error
 	ropts := o.restartOpts
 	ropts.Attempts, ropts.Delay = o.restartAttempts, o.restartDelay
 	if p.strategy, err = restart.Parse(o.restartStrategy, ropts); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
 	if p.failover, err = restart.ParseFailoverStrategy(o.failoverStrategy); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
-	if _, err = runtime.ParseOnBadRecord(o.onBadRecord); err != nil {
-		return nil, usageError{err}
-	}
+	return nil
+}
+
+// checkInject parses the --inject faults into p, each checked against the
+// job and the brokers.
+func (o *runOptions) checkInject(p *prepared) error {
 	for _, s := range o.inject {
 		f, err := runtime.ParseFault(s)
 		if err != nil {
-			return nil, usageError{err}
+			return usageError{err}
 		}
 		if err := runtime.CheckFaultTask(f, p.job); err != nil {
-			return nil, usageError{err}
+			return usageError{err}
 		}
 		if f.Kind == runtime.FaultBrokerDown && o.kafka.brokers != "" {
-			return nil, usagef("--inject %q: broker-down takes down the embedded broker, and with --brokers there is none; to see the job lose its brokers, stop one of your cluster's", s)
+			return usagef("--inject %q: broker-down takes down the embedded broker, and with --brokers there is none; to see the job lose its brokers, stop one of your cluster's", s)
 		}
 		p.faults = append(p.faults, f)
 	}
-	p.rate = o.rate
-	if p.rate < 0 {
-		p.rate = 0
-		if o.records == 0 {
-			p.rate = 400
-		}
-	}
+	return nil
+}
+
+// checkKafkaFlags parses where the sources start (--startup) and the
+// sink's guarantee into p, and maps each source and sink to its Kafka
+// topic: the job's, or the one --topic gives it.
+func (o *runOptions) checkKafkaFlags(p *prepared) error {
+	var err error
 	if p.startup, err = kafka.ParseStartupMode(o.kafka.startup); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
 	if p.sinkG, err = kafka.ParseGuarantee(o.kafka.sinkGuarantee); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
 	for _, op := range p.job.Operators {
 		if op.Type == spec.TypeSource || op.Type == spec.TypeSink {
@@ -374,16 +503,22 @@ func (o *runOptions) check() (*prepared, error) {
 	for _, kv := range o.kafka.topics {
 		name, topic, ok := strings.Cut(kv, "=")
 		if !ok || topic == "" {
-			return nil, usagef("--topic %q: want operator=topic, e.g. orders-source=shop.orders", kv)
+			return usagef("--topic %q: want operator=topic, e.g. orders-source=shop.orders", kv)
 		}
 		if _, known := p.topicMap[name]; !known {
-			return nil, usagef("--topic %q: %q is not a source or sink of job %s", kv, name, p.job.Name)
+			return usagef("--topic %q: %q is not a source or sink of job %s", kv, name, p.job.Name)
 		}
 		if !spec.IsTopicName(topic) {
-			return nil, usagef("--topic %q: %q is not a Kafka topic name: %s", kv, topic, spec.TopicNameRule)
+			return usagef("--topic %q: %q is not a Kafka topic name: %s", kv, topic, spec.TopicNameRule)
 		}
 		p.topicMap[name] = topic
 	}
+	return nil
+}
+
+// checkClientFlags builds the Kafka client of p from --brokers and the
+// TLS and SASL flags, and checks that it can be configured.
+func (o *runOptions) checkClientFlags(p *prepared) error {
 	password := o.kafka.saslPassword
 	if password == "" {
 		password = os.Getenv("FAULTLINE_SASL_PASSWORD")
@@ -398,15 +533,9 @@ func (o *runOptions) check() (*prepared, error) {
 		}
 	}
 	if _, err := p.client.Config(); err != nil {
-		return nil, usageError{err}
+		return usageError{err}
 	}
-	if o.kafka.group == "" {
-		o.kafka.group = "faultline-" + p.job.Name
-	}
-	if o.kafka.txnPrefix == "" {
-		o.kafka.txnPrefix = "faultline-" + p.job.Name
-	}
-	return p, nil
+	return nil
 }
 
 // logicalTopics maps the generator's topics (orders, payments) to the
