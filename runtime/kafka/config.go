@@ -79,6 +79,11 @@ func (c Client) Config() (*sarama.Config, error) {
 	if c.FetchBytes > 0 {
 		cfg.Consumer.Fetch.Default = c.FetchBytes
 	}
+	if c.TLSCA != "" && !c.TLS {
+		// A CA file is read only for TLS: without --tls the connection
+		// would go in the clear while the user believes otherwise.
+		return nil, fmt.Errorf("--tls-ca %s is used only with --tls: add --tls, or drop --tls-ca", c.TLSCA)
+	}
 	if c.TLS {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if c.TLSCA != "" {

@@ -124,3 +124,12 @@ func TestTLS(t *testing.T) {
 		}
 	})
 }
+
+// --tls-ca without --tls is refused before anything connects: the CA
+// would be read for nothing, and the connection would go in the clear.
+func TestTLSCAWithoutTLSIsRefused(t *testing.T) {
+	_, err := Client{Brokers: []string{"127.0.0.1:1"}, TLSCA: "ca.pem"}.Config()
+	if err == nil || !strings.Contains(err.Error(), "--tls-ca ca.pem is used only with --tls") {
+		t.Fatalf("err = %v, want a refusal naming --tls", err)
+	}
+}
