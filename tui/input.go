@@ -18,6 +18,66 @@ const (
 	defaultRate = 1000
 )
 
+// handleKeys handles a key message. Bubble Tea v1 delivers the runes read
+// in one go as one message (keys pressed fast, or pasted: "csm"), which no
+// binding matches; each rune is a key of its own, handled in order.
+func (m *model) handleKeys(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 {
+		return m.handleKey(msg)
+	}
+	var cmds []tea.Cmd
+	for i, r := range msg.Runes {
+		cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+		m.sync()
+		if m.menuComing {
+			m.afterMenu = append(m.afterMenu, msg.Runes[i+1:]...)
+			break
+		}
+	}
+	return tea.Sequence(cmds...)
+}
+
+// handleKey routes a key: ctrl+c always quits; an overlay takes the keys it
+// knows; then the commands that work from every pane; the rest goes to the
+// focused pane.
+func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch m.overlay {
+	case overlayMenu:
+		if key.Matches(k, m.keys.ForceQuit) {
+			return tea.Quit
+		}
+		m.menu, cmd = update(m.menu, k)
+		return cmd
+	case overlayHelp:
+		if key.Matches(k, m.keys.Quit, m.keys.ForceQuit) {
+			return tea.Quit
+		}
+		m.helpView, cmd = update(m.helpView, k)
+		return cmd
+	case overlayDetail:
+		if key.Matches(k, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown, m.keys.Back) {
+			m.detail, cmd = update(m.detail, k)
+			return cmd
+		}
+		if key.Matches(k, m.keys.NextPane, m.keys.PrevPane, m.keys.Fault, m.keys.Open, m.keys.Left, m.keys.Right) {
+			return nil
+		}
+	}
+	if cmd, ok := m.commandKey(k); ok {
+		return cmd
+	}
+	switch m.focus {
+	case paneGraph:
+		m.graph, cmd = update(m.graph, k)
+	case paneCheckpoints:
+		m.cps, cmd = update(m.cps, k)
+	case paneEvents:
+		m.log, cmd = update(m.log, k)
+	}
+	return cmd
+}
+
 // commandKey handles the keys that work from every pane: quitting, help,
 // focus, and the commands to the job. ok is false for any other key.
 func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
@@ -71,6 +131,21 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return nil, false
 	}
 	return nil, true
+}
+
+// drawn reports whether pane p is on the screen: the events are not
+// during a guided tour (they are kept, and come back after it).
+func (m *model) drawn(p pane) bool { return p != paneEvents || m.ctx.Tour() == nil }
+
+// cycleFocus moves the focus to the next pane on the screen in direction
+// d (tab: +1, shift+tab: -1).
+func (m *model) cycleFocus(d int) {
+	for range paneCount {
+		m.focus = pane((int(m.focus) + d + int(paneCount)) % int(paneCount))
+		if m.drawn(m.focus) {
+			return
+		}
+	}
 }
 
 // cycleMode asks for the next checkpointing mode, for the checkpoints

@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"math"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"faultline/tui/components/tour"
 
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 )
@@ -179,25 +177,6 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-// handleKeys handles a key message. Bubble Tea v1 delivers the runes read
-// in one go as one message (keys pressed fast, or pasted: "csm"), which no
-// binding matches; each rune is a key of its own, handled in order.
-func (m *model) handleKeys(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type != tea.KeyRunes || len(msg.Runes) < 2 {
-		return m.handleKey(msg)
-	}
-	var cmds []tea.Cmd
-	for i, r := range msg.Runes {
-		cmds = append(cmds, m.handleKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
-		m.sync()
-		if m.menuComing {
-			m.afterMenu = append(m.afterMenu, msg.Runes[i+1:]...)
-			break
-		}
-	}
-	return tea.Sequence(cmds...)
-}
-
 // handleSnapshot takes a sample and schedules the next.
 func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
 	next := m.sampler.tick(m.period)
@@ -275,47 +254,6 @@ func (m *model) sync() {
 	m.cps.SetFocused(m.focus == paneCheckpoints)
 	m.log.SetFocused(m.focus == paneEvents)
 	m.layout()
-}
-
-// handleKey routes a key: ctrl+c always quits; an overlay takes the keys it
-// knows; then the commands that work from every pane; the rest goes to the
-// focused pane.
-func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
-	var cmd tea.Cmd
-	switch m.overlay {
-	case overlayMenu:
-		if key.Matches(k, m.keys.ForceQuit) {
-			return tea.Quit
-		}
-		m.menu, cmd = update(m.menu, k)
-		return cmd
-	case overlayHelp:
-		if key.Matches(k, m.keys.Quit, m.keys.ForceQuit) {
-			return tea.Quit
-		}
-		m.helpView, cmd = update(m.helpView, k)
-		return cmd
-	case overlayDetail:
-		if key.Matches(k, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown, m.keys.Back) {
-			m.detail, cmd = update(m.detail, k)
-			return cmd
-		}
-		if key.Matches(k, m.keys.NextPane, m.keys.PrevPane, m.keys.Fault, m.keys.Open, m.keys.Left, m.keys.Right) {
-			return nil
-		}
-	}
-	if cmd, ok := m.commandKey(k); ok {
-		return cmd
-	}
-	switch m.focus {
-	case paneGraph:
-		m.graph, cmd = update(m.graph, k)
-	case paneCheckpoints:
-		m.cps, cmd = update(m.cps, k)
-	case paneEvents:
-		m.log, cmd = update(m.log, k)
-	}
-	return cmd
 }
 
 // handleResult takes the results of commands and the requests of
@@ -404,211 +342,6 @@ func where(task string) string {
 		return "into the job"
 	}
 	return "into " + task
-}
-
-// layoutSizes are the heights and widths the panes get.
-type layoutSizes struct {
-	graphH, midH, eventsH int // each counts its rule line; a tour's panel gets eventsH
-	cpW, restartsW        int
-	// tourHelpRow is set when the short help's line went to the tour's
-	// panel (counted in eventsH).
-	tourHelpRow bool
-}
-
-// Heights the lower panes keep at least (rule line included), what they
-// get before the graph shows every strip, and what the events get before
-// the checkpoints get more than wantMidH (a restart's story is a dozen
-// lines).
-const (
-	minMidH, minEventsH     = 5, 4
-	roomyMidH, roomyEventsH = 7, 5
-	wantMidH, wantEventsH   = 6, 13
-)
-
-// sizes splits the terminal: header, job graph, checkpoints beside
-// restarts, events, the status line and the help line. The graph gets what
-// it needs to show the strips of every subtask when that leaves the lower
-// panes room enough, else what it needs for the selected row's strips;
-// the rest is shared by the checkpoints and the events, the events first
-// up to wantEventsH.
-func (m *model) sizes() layoutSizes {
-	avail := m.height - 3 // header, status, help
-	compact, roomy := m.graph.Heights()
-	g := compact + 1
-	if roomy+1+roomyMidH+roomyEventsH <= avail {
-		g = roomy + 1
-	}
-	g = max(min(g, avail-minMidH-minEventsH), 2)
-	rest := avail - g
-	mid := max(minMidH, (rest+1)/2)
-	if ev := rest - mid; ev < wantEventsH {
-		ev = max(ev, min(wantEventsH, rest-wantMidH))
-		mid = rest - ev
-	}
-	cpW := m.width * 3 / 5
-	s := layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
-	if m.ctx.Tour() != nil {
-		fitTour(&s)
-	}
-	return s
-}
-
-// tourMidH is the least the checkpoints and restarts keep (rule line
-// included) to give a guided tour's panel its rows.
-const tourMidH = 4
-
-// fitTour lays out a guided tour: its panel takes the events' place, and
-// when that is shorter than tour.MinHeight (80×24 gives the events four
-// lines), it takes the short help's line (the panel lists the tour's
-// keys), then lines of the checkpoints and restarts down to tourMidH (the
-// history keeps its newest rows and the restarts pane its most urgent
-// lines), then of the graph. The layout depends on the terminal and the
-// job only, never on what a step says.
-func fitTour(s *layoutSizes) {
-	need := tour.MinHeight - s.eventsH
-	if need <= 0 {
-		return
-	}
-	s.tourHelpRow = true
-	s.eventsH++
-	need--
-	take := min(need, max(s.midH-tourMidH, 0))
-	s.midH -= take
-	s.eventsH += take
-	need -= take
-	take = min(need, max(s.graphH-2, 0))
-	s.graphH -= take
-	s.eventsH += take
-}
-
-// layout hands every component its size.
-func (m *model) layout() {
-	if m.width < MinWidth || m.height < MinHeight {
-		return
-	}
-	s := m.sizes()
-	m.header.SetSize(m.width, 1)
-	m.graph.SetSize(m.width, s.graphH)
-	m.cps.SetSize(s.cpW, s.midH)
-	m.restarts.SetSize(s.restartsW, s.midH)
-	m.log.SetSize(m.width, s.eventsH)
-	m.tour.SetSize(m.width, s.eventsH)
-	m.status.SetSize(m.width, 1)
-	body := m.height - 3
-	m.detail.SetSize(m.width, body)
-	m.helpView.SetSize(m.width, body)
-	m.menu.SetSize(m.width, body)
-}
-
-// View implements tea.Model.
-func (m *model) View() string {
-	if m.width <= 0 || m.height <= 0 {
-		return ""
-	}
-	if m.width < MinWidth || m.height < MinHeight {
-		return m.tooSmall()
-	}
-	var body []string
-	withHelp := true
-	switch m.overlay {
-	case overlayHelp:
-		body = common.SplitLines(m.helpView.View())
-	case overlayDetail:
-		body = common.SplitLines(m.detail.View())
-	default:
-		s := m.sizes()
-		body = m.panes()
-		if s.tourHelpRow {
-			// The tour's panel has the help's line, but for the menu's
-			// keys while it is open.
-			if withHelp = m.overlay == overlayMenu; withHelp {
-				body = body[:len(body)-1]
-			}
-		}
-		if m.overlay == overlayMenu {
-			box := common.SplitLines(m.menu.View())
-			y := max(s.graphH, len(body)-len(box))
-			body = overlay(body, box, max((m.width-common.Width(box[0]))/2, 0), min(y, max(len(body)-len(box), 0)))
-		}
-	}
-	lines := append([]string{m.header.View()}, body...)
-	lines = append(lines, m.status.View())
-	if withHelp {
-		lines = append(lines, m.helpLine())
-	}
-	return strings.Join(common.FitLines(lines, m.width, m.height), "\n")
-}
-
-// panes draws the job graph, the checkpoints beside the restarts, and the
-// events, or during a guided tour its panel.
-func (m *model) panes() []string {
-	st := m.ctx.Styles
-	s := m.sizes()
-	lines := common.SplitLines(m.graph.View())
-	sep := make([]string, s.midH)
-	sep[0] = st.Rule.Render("┬")
-	for i := 1; i < len(sep); i++ {
-		sep[i] = st.Rule.Render("│")
-	}
-	lines = append(lines, joinSideBySide(common.SplitLines(m.cps.View()), common.SplitLines(m.restarts.View()), sep)...)
-	if m.ctx.Tour() != nil {
-		return append(lines, common.SplitLines(m.tour.View())...)
-	}
-	return append(lines, common.SplitLines(m.log.View())...)
-}
-
-// drawn reports whether pane p is on the screen: the events are not
-// during a guided tour (they are kept, and come back after it).
-func (m *model) drawn(p pane) bool { return p != paneEvents || m.ctx.Tour() == nil }
-
-// cycleFocus moves the focus to the next pane on the screen in direction
-// d (tab: +1, shift+tab: -1).
-func (m *model) cycleFocus(d int) {
-	for range paneCount {
-		m.focus = pane((int(m.focus) + d + int(paneCount)) % int(paneCount))
-		if m.drawn(m.focus) {
-			return
-		}
-	}
-}
-
-// helpLine is the short help of what has the keys now, with "? help  q
-// quit" always on the right.
-func (m *model) helpLine() string {
-	var bindings []key.Binding
-	switch m.overlay {
-	case overlayMenu:
-		bindings = m.menu.ShortHelp()
-	case overlayHelp:
-		bindings = m.helpView.ShortHelp()
-	case overlayDetail:
-		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.ShortStep)
-	default:
-		switch m.focus {
-		case paneGraph:
-			bindings = m.graph.ShortHelp()
-		case paneCheckpoints:
-			bindings = m.cps.ShortHelp()
-		case paneEvents:
-			bindings = m.log.ShortHelp()
-		}
-		bindings = append(bindings, m.keys.CommandHelp()...)
-	}
-	h := m.help
-	right := h.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})
-	leftW := max(m.width-common.Width(right)-4, 0) // a space before, two between, one after
-	h.Width = leftW
-	left := common.Truncate(h.ShortHelpView(bindings), leftW)
-	return " " + common.PadRight(left, leftW) + "  " + right + " "
-}
-
-// tooSmall is the screen for a terminal below the minimum size.
-func (m *model) tooSmall() string {
-	st := m.ctx.Styles
-	text := st.Warning.Render("terminal too small: need at least "+common.Itoa(MinWidth)+"×"+common.Itoa(MinHeight)+
-		", have "+common.Itoa(int64(m.width))+"×"+common.Itoa(int64(m.height))) + "\n" +
-		st.Muted.Render("enlarge the window, or press q to quit")
-	return fitBlock(lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, text), m.width, m.height)
 }
 
 // update hands msg to a component and gives back the component (Update

@@ -16,6 +16,28 @@ import (
 // "name k=v …". task_status events are not described here: the event log
 // folds them (see eventLog.add).
 func describeEvent(e view.Event) (string, common.Level) {
+	for _, describe := range eventFamilies {
+		if text, lvl, ok := describe(e); ok {
+			return text, lvl
+		}
+	}
+	return genericEvent(e), common.LevelMuted
+}
+
+// eventFamilies describe the events that have a sentence of their own, one
+// family of events each.
+var eventFamilies = []func(view.Event) (string, common.Level, bool){
+	describeRunEvent,
+	describeCheckpointEvent,
+	describeFailureEvent,
+	describeRecoveryEvent,
+	describeFaultEvent,
+	describeControlEvent,
+}
+
+// describeRunEvent describes the run's start, its broker, its input and the
+// status of the job and its subtasks, and reports whether e is one of them.
+func describeRunEvent(e view.Event) (string, common.Level, bool) {
 	switch e := e.(type) {
 	case view.RunStarted:
 		parts := []string{"run started: job " + e.Job}
@@ -31,7 +53,7 @@ func describeEvent(e view.Event) (string, common.Level) {
 		if e.StateDir != "" {
 			parts = append(parts, "state in "+e.StateDir)
 		}
-		return strings.Join(parts, ", "), common.LevelInfo
+		return strings.Join(parts, ", "), common.LevelInfo, true
 
 	case view.BrokerStarted:
 		text := "Kafka broker at " + e.Address
@@ -41,7 +63,7 @@ func describeEvent(e view.Event) (string, common.Level) {
 		if e.Note != "" {
 			text += " (" + e.Note + ")"
 		}
-		return text, common.LevelInfo
+		return text, common.LevelInfo, true
 
 	case view.JobStatus:
 		text := "job " + e.Status
@@ -50,13 +72,13 @@ func describeEvent(e view.Event) (string, common.Level) {
 		}
 		switch e.Status {
 		case "FAILED":
-			return text, common.LevelError
+			return text, common.LevelError, true
 		case "RESTARTING", "FAILING":
-			return text, common.LevelWarning
+			return text, common.LevelWarning, true
 		case "RUNNING", "FINISHED":
-			return text, common.LevelSuccess
+			return text, common.LevelSuccess, true
 		}
-		return text, common.LevelMuted
+		return text, common.LevelMuted, true
 
 	case view.TaskStatus:
 		text := e.Task + " " + e.Status
@@ -64,12 +86,25 @@ func describeEvent(e view.Event) (string, common.Level) {
 			text += ": " + e.Reason
 		}
 		if e.Status == "FAILED" {
-			return text, common.LevelError
+			return text, common.LevelError, true
 		}
-		return text, common.LevelMuted
+		return text, common.LevelMuted, true
 
+	case view.InputWriterFailed:
+		return "the input writer stopped: " + e.Error, common.LevelError, true
+
+	case view.InputWritten:
+		return "input written: " + common.Thousands(e.Records) + " records in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond), common.LevelMuted, true
+	}
+	return "", 0, false
+}
+
+// describeCheckpointEvent describes a checkpoint or savepoint triggered,
+// completed or failed, and reports whether e is one of them.
+func describeCheckpointEvent(e view.Event) (string, common.Level, bool) {
+	switch e := e.(type) {
 	case view.CheckpointTriggered:
-		return kindName(e.Kind) + " " + id(e.ID) + " triggered: barriers injected at the sources", common.LevelInfo
+		return kindName(e.Kind) + " " + id(e.ID) + " triggered: barriers injected at the sources", common.LevelInfo, true
 
 	case view.CheckpointCompleted:
 		// Unaligned, it says so early, where a narrow line still shows it,
@@ -92,7 +127,7 @@ func describeEvent(e view.Event) (string, common.Level) {
 			text += "; " + common.Plural(int(e.AfterBarrier), "record", "records") +
 				" processed after the barrier, read again after a restore from it"
 		}
-		return text, common.LevelSuccess
+		return text, common.LevelSuccess, true
 
 	case view.CheckpointFailed:
 		text := "checkpoint " + id(e.ID) + " failed"
@@ -110,18 +145,18 @@ func describeEvent(e view.Event) (string, common.Level) {
 		}
 		switch e.Reason {
 		case "subsumed":
-			return text, common.LevelMuted
+			return text, common.LevelMuted, true
 		case "job failover":
-			return text, common.LevelWarning
+			return text, common.LevelWarning, true
 		}
-		return text, common.LevelError
+		return text, common.LevelError, true
 
 	case view.SavepointCompleted:
 		text := "savepoint " + id(e.ID) + " written: " + common.HumanBytes(e.SizeBytes)
 		if e.Path != "" {
 			text += " in " + e.Path
 		}
-		return text, common.LevelSuccess
+		return text, common.LevelSuccess, true
 
 	case view.SavepointFailed:
 		text := "savepoint failed"
@@ -131,8 +166,15 @@ func describeEvent(e view.Event) (string, common.Level) {
 		if e.Error != "" {
 			text += ": " + e.Error
 		}
-		return text, common.LevelError
+		return text, common.LevelError, true
+	}
+	return "", 0, false
+}
 
+// describeFailureEvent describes a failure and the restart or failover that
+// follows it, and reports whether e is one of them.
+func describeFailureEvent(e view.Event) (string, common.Level, bool) {
+	switch e := e.(type) {
 	case view.TaskFailed:
 		who := e.Task
 		if who == "" {
@@ -147,7 +189,7 @@ func describeEvent(e view.Event) (string, common.Level) {
 		if e.Attempt > 0 {
 			text += " (attempt " + id(e.Attempt) + ")"
 		}
-		return text, common.LevelError
+		return text, common.LevelError, true
 
 	case view.RestartScheduled:
 		text := "restart " + strconv.Itoa(e.Attempt) + " scheduled in " + common.HumanDuration(time.Duration(e.DelayMs)*time.Millisecond)
@@ -156,8 +198,35 @@ func describeEvent(e view.Event) (string, common.Level) {
 		} else if e.Strategy != "" {
 			text += ": " + e.Strategy
 		}
-		return text, common.LevelWarning
+		return text, common.LevelWarning, true
 
+	case view.RestartsReset:
+		text := "restart attempts reset"
+		if e.Strategy != "" {
+			text += ": " + e.Strategy + " starts afresh, as for a new job"
+		}
+		if e.Attempts > 0 {
+			text += " (" + common.Plural(e.Attempts, "restart", "restarts") + " granted before)"
+		}
+		return text, common.LevelInfo, true
+
+	case view.Failover:
+		text := "failover " + e.Strategy + ": restarting "
+		if len(e.Tasks) <= 3 && len(e.Tasks) > 0 {
+			text += strings.Join(e.Tasks, " ")
+		} else {
+			text += common.Plural(len(e.Tasks), "task", "tasks")
+		}
+		return text, common.LevelWarning, true
+	}
+	return "", 0, false
+}
+
+// describeRecoveryEvent describes a recovery (the checkpoint restored, and the
+// records it holds back, loses or makes good), and reports whether e is one
+// of them.
+func describeRecoveryEvent(e view.Event) (string, common.Level, bool) {
+	switch e := e.(type) {
 	case view.Restored:
 		passed := ""
 		if len(e.PassedOver) > 0 {
@@ -168,7 +237,7 @@ func describeEvent(e view.Event) (string, common.Level) {
 			if e.Reason != "" {
 				text = "restored no checkpoint" + passed + " (" + e.Reason + ")"
 			}
-			return text, common.LevelWarning
+			return text, common.LevelWarning, true
 		}
 		text := "restored checkpoint " + id(e.Checkpoint) + passed
 		if e.Offsets != nil {
@@ -180,9 +249,9 @@ func describeEvent(e view.Event) (string, common.Level) {
 			text += " (" + e.Reason + ")"
 		}
 		if passed != "" {
-			return text, common.LevelWarning
+			return text, common.LevelWarning, true
 		}
-		return text, common.LevelSuccess
+		return text, common.LevelSuccess, true
 
 	case view.ReplayHeld:
 		after := " committed after checkpoint " + id(e.Checkpoint)
@@ -190,26 +259,40 @@ func describeEvent(e view.Event) (string, common.Level) {
 			after = " committed by the runs before, and no checkpoint is left to start from"
 		}
 		return e.Task + ": the output already holds " + common.Plural(e.Records, "record", "records") + after +
-			" — a committed transaction cannot be taken back; they are not written again", common.LevelWarning
-
-	case view.RestartsReset:
-		text := "restart attempts reset"
-		if e.Strategy != "" {
-			text += ": " + e.Strategy + " starts afresh, as for a new job"
-		}
-		if e.Attempts > 0 {
-			text += " (" + common.Plural(e.Attempts, "restart", "restarts") + " granted before)"
-		}
-		return text, common.LevelInfo
+			" — a committed transaction cannot be taken back; they are not written again", common.LevelWarning, true
 
 	case view.CheckpointInvalid:
-		return "checkpoint " + id(e.ID) + " cannot be restored: " + e.Error, common.LevelError
+		return "checkpoint " + id(e.ID) + " cannot be restored: " + e.Error, common.LevelError, true
 
+	case view.RecordsLost:
+		text := e.Task + " lost " + common.Plural(int(e.Records), "record", "records")
+		if e.Total > 0 {
+			text += " (" + common.Thousands(e.Total) + " so far)"
+		}
+		if e.What != "" {
+			return text + ": " + e.What, common.LevelError, true
+		}
+		return text + ": individual failover does not replay input", common.LevelError, true
+
+	case view.RecordsReplayed:
+		return "the restart of the whole job makes good " + common.Plural(int(e.Records), "record", "records") +
+			" individual failover lost (" + common.Thousands(e.TotalLost) + " still lost)", common.LevelSuccess, true
+
+	case view.RolledBack:
+		return e.Task + " restarted alone from checkpoint " + id(e.Checkpoint) + ": " + e.What, common.LevelWarning, true
+	}
+	return "", 0, false
+}
+
+// describeFaultEvent describes an injected fault and what it did, and reports
+// whether e is one of them.
+func describeFaultEvent(e view.Event) (string, common.Level, bool) {
+	switch e := e.(type) {
 	case view.CheckpointCorrupted:
 		if e.Error != "" || e.ID == nil {
-			return "corrupt-checkpoint: " + e.Error, common.LevelError
+			return "corrupt-checkpoint: " + e.Error, common.LevelError, true
 		}
-		return "checkpoint " + id(*e.ID) + "'s state damaged on purpose: the next recovery must fall back", common.LevelWarning
+		return "checkpoint " + id(*e.ID) + "'s state damaged on purpose: the next recovery must fall back", common.LevelWarning, true
 
 	case view.FaultInjected:
 		text := "injected " + e.Fault
@@ -218,85 +301,61 @@ func describeEvent(e view.Event) (string, common.Level) {
 		} else {
 			text += " (job-wide)"
 		}
-		return text, common.LevelWarning
+		return text, common.LevelWarning, true
 
 	case view.TaskSlowed:
 		return e.Task + " slowed ×" + strconv.FormatFloat(e.Factor, 'f', -1, 64) +
-			" for " + common.HumanDuration(time.Duration(e.ForMs)*time.Millisecond), common.LevelWarning
-
-	case view.ModeChanged:
-		return "checkpointing mode " + e.Mode + " from the next checkpoint", common.LevelInfo
-
-	case view.RecordsLost:
-		text := e.Task + " lost " + common.Plural(int(e.Records), "record", "records")
-		if e.Total > 0 {
-			text += " (" + common.Thousands(e.Total) + " so far)"
-		}
-		if e.What != "" {
-			return text + ": " + e.What, common.LevelError
-		}
-		return text + ": individual failover does not replay input", common.LevelError
-
-	case view.RecordsReplayed:
-		return "the restart of the whole job makes good " + common.Plural(int(e.Records), "record", "records") +
-			" individual failover lost (" + common.Thousands(e.TotalLost) + " still lost)", common.LevelSuccess
-
-	case view.Failover:
-		text := "failover " + e.Strategy + ": restarting "
-		if len(e.Tasks) <= 3 && len(e.Tasks) > 0 {
-			text += strings.Join(e.Tasks, " ")
-		} else {
-			text += common.Plural(len(e.Tasks), "task", "tasks")
-		}
-		return text, common.LevelWarning
-
-	case view.TempoChanged:
-		switch e.Tempo {
-		case "frozen":
-			return "the world stands still: every task waits before its next batch (. steps, space goes on)", common.LevelWarning
-		case "slow", "slower":
-			return "slow motion (" + e.Tempo + "): every task waits before each batch, so barriers can be followed", common.LevelInfo
-		}
-		return "full speed again", common.LevelInfo
-
-	case view.SourcesPaused:
-		if e.Paused {
-			return "sources paused: no new records enter; barriers and checkpoints go on", common.LevelWarning
-		}
-		return "sources resumed", common.LevelInfo
+			" for " + common.HumanDuration(time.Duration(e.ForMs)*time.Millisecond), common.LevelWarning, true
 
 	case view.PoisonWritten:
 		if e.Error != "" || e.Offset == nil {
-			return "poison: " + e.Error, common.LevelError
+			return "poison: " + e.Error, common.LevelError, true
 		}
-		return "poison record written to " + e.Topic + "/" + strconv.Itoa(int(e.Partition)) + " at offset " + id(*e.Offset) + ": no parser accepts it", common.LevelWarning
+		return "poison record written to " + e.Topic + "/" + strconv.Itoa(int(e.Partition)) + " at offset " + id(*e.Offset) + ": no parser accepts it", common.LevelWarning, true
 
 	case view.BadRecord:
 		text := e.Task + " could not parse a record (" + e.Reason + "): " + e.Action
 		if e.Topic != "" {
 			text += " to " + e.Topic
 		}
-		return text, common.LevelWarning
+		return text, common.LevelWarning, true
 
 	case view.BrokerDown:
 		if e.Error != "" {
-			return "broker-down: " + e.Error, common.LevelError
+			return "broker-down: " + e.Error, common.LevelError, true
 		}
-		return "the embedded broker is down for " + common.HumanDuration(time.Duration(e.ForMs)*time.Millisecond) + ": every request is refused", common.LevelError
+		return "the embedded broker is down for " + common.HumanDuration(time.Duration(e.ForMs)*time.Millisecond) + ": every request is refused", common.LevelError, true
 
 	case view.BrokerUp:
-		return "the embedded broker is back at " + e.Address, common.LevelInfo
-
-	case view.RolledBack:
-		return e.Task + " restarted alone from checkpoint " + id(e.Checkpoint) + ": " + e.What, common.LevelWarning
-
-	case view.InputWriterFailed:
-		return "the input writer stopped: " + e.Error, common.LevelError
-
-	case view.InputWritten:
-		return "input written: " + common.Thousands(e.Records) + " records in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond), common.LevelMuted
+		return "the embedded broker is back at " + e.Address, common.LevelInfo, true
 	}
-	return genericEvent(e), common.LevelMuted
+	return "", 0, false
+}
+
+// describeControlEvent describes a change of the settings (the checkpointing
+// mode, the tempo, the sources paused or resumed), and reports whether e is
+// one of them.
+func describeControlEvent(e view.Event) (string, common.Level, bool) {
+	switch e := e.(type) {
+	case view.ModeChanged:
+		return "checkpointing mode " + e.Mode + " from the next checkpoint", common.LevelInfo, true
+
+	case view.TempoChanged:
+		switch e.Tempo {
+		case "frozen":
+			return "the world stands still: every task waits before its next batch (. steps, space goes on)", common.LevelWarning, true
+		case "slow", "slower":
+			return "slow motion (" + e.Tempo + "): every task waits before each batch, so barriers can be followed", common.LevelInfo, true
+		}
+		return "full speed again", common.LevelInfo, true
+
+	case view.SourcesPaused:
+		if e.Paused {
+			return "sources paused: no new records enter; barriers and checkpoints go on", common.LevelWarning, true
+		}
+		return "sources resumed", common.LevelInfo, true
+	}
+	return "", 0, false
 }
 
 // genericEvent is "name k=v …" with the keys in order.

@@ -225,3 +225,86 @@ func stripScale(queued int64, body int) int64 {
 	}
 	return (queued + int64(body) - 1) / int64(body)
 }
+
+// stripLine is line c of a subtask's strips: the queue of its input
+// channel c and what follows it. A subtask that takes its checkpoint
+// unaligned blocks no channel: none is drawn blocked.
+func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
+	if c >= len(t.Inputs) {
+		return ""
+	}
+	st := g.ctx.Styles
+	in := t.Inputs[c]
+	if t.Alignment.Unaligned {
+		in.Blocked = false
+	}
+	prefixW, stripW, scale, long := g.stripGeometry(t, w, suffixW, inline)
+	prefix := " "
+	if hl := g.ctx.Highlight(); hl.Inputs && hl.Task == t.Name {
+		// The strips the tour points at, in the space before them.
+		prefix = st.Highlight.Render(common.HighlightMarker)
+	}
+	if inline {
+		_, from, _ := strings.Cut(in.From, "/")
+		prefix += st.Muted.Render("/" + from + " ")
+	}
+	strip, scale := renderStrip(st, in, t.Alignment.Checkpoint, stripW, scale)
+	return common.PadRight(prefix, prefixW) + common.PadRight(strip, stripW) + " " + stripSuffix(st, in, scale, long)
+}
+
+// minLongStrip is the narrowest strip the suffixes' long forms ("•3
+// persisted") leave; narrower, they take their short forms ("•3").
+const minLongStrip = 12
+
+// stripGeometry lays out the strips of a subtask's channels in a cell w
+// wide: the prefix's width (" /3 " for inline labels), the strip's width,
+// one scale for all of them so that barrier positions can be compared
+// across channels, and whether the suffixes take their long forms. The
+// strips give way to the suffixes ("BLOCKED 1,206", "12,640 ·=512",
+// "9 •3 persisted"), which always show whole, at least suffixW wide.
+func (g *Model) stripGeometry(t view.Task, w, suffixW int, inline bool) (prefixW, stripW int, scale int64, long bool) {
+	prefixW = 1
+	var most int64
+	// head is the most cells a strip's gate and an unaligned barrier at
+	// its front take before the elements.
+	head := 1 + len(strconv.FormatInt(t.Alignment.Checkpoint, 10))
+	for _, in := range t.Inputs {
+		if inline {
+			_, from, _ := strings.Cut(in.From, "/")
+			prefixW = max(prefixW, 3+common.Width(from))
+		}
+		most = max(most, in.Queue.Queued)
+		if i := overtaking(in.Queue.Barriers); i >= 0 {
+			head = max(head, 1+jumpWidth(in.Queue.Barriers[i].ID))
+		}
+	}
+	for _, long = range []bool{true, false} {
+		sw := suffixW
+		for range 4 {
+			stripW = w - prefixW - 1 - sw
+			if stripW < 4 {
+				break
+			}
+			scale = stripScale(most, stripW-head)
+			need := sw
+			for _, in := range t.Inputs {
+				if t.Alignment.Unaligned {
+					in.Blocked = false
+				}
+				need = max(need, common.Width(stripSuffix(g.ctx.Styles, in, scale, long)))
+			}
+			if need == sw {
+				break
+			}
+			sw = need
+		}
+		if stripW = w - prefixW - 1 - sw; stripW >= minLongStrip || !long {
+			suffixW = sw
+			break
+		}
+	}
+	if stripW < 4 {
+		return prefixW, max(w-prefixW, 1), stripScale(most, max(w-prefixW, 1)-head), long
+	}
+	return prefixW, max(w-prefixW-1-suffixW, 1), scale, long
+}
