@@ -119,6 +119,22 @@ func (h *Model) View() string {
 	if !h.ctx.HasSnap {
 		return common.PadRight(app+"  "+st.Muted.Render("waiting for the job…"), h.width)
 	}
+	segs := h.segments()
+	right := strings.Join(h.badges(), " ")
+	room := h.width - common.Width(app) - common.Width(right) - 1
+	left, lead := h.fit(segs, room)
+	line := app + lead + common.TruncateWords(left, max(room-2, 0))
+	if right != "" {
+		line = common.PadRight(line, h.width-common.Width(right)) + right
+	}
+	return common.PadRight(line, h.width)
+}
+
+// segments are the parts of the header left of the badges: the job's
+// title, its status, the checkpointing mode, the interval, the input and
+// the broker, with what the job does not have left empty.
+func (h *Model) segments() []segment {
+	st := h.ctx.Styles
 	snap := &h.ctx.Snap
 	job := snap.Job
 
@@ -126,6 +142,39 @@ func (h *Model) View() string {
 	if title == "" {
 		title = job.Name
 	}
+	interval := "manual checkpoints"
+	if job.Interval > 0 {
+		interval = "every " + common.HumanDuration(job.Interval)
+	}
+	kafka := brokerText(job)
+	input, inputShort := h.inputTexts()
+
+	segs := []segment{
+		{text: st.Title.Render(title), keep: 80},
+		{text: h.statusText(), keep: 100},
+		h.modeSegment(),
+		{text: st.Muted.Render(interval), keep: 50},
+		{text: st.Muted.Render(input), short: st.Muted.Render(inputShort), keep: 35},
+		{text: st.Muted.Render(kafka), keep: 30},
+	}
+	if len(snap.Operators) == 0 {
+		segs[4].text, segs[4].short = "", ""
+	}
+	if kafka == "" {
+		segs[5].text = ""
+	}
+	if h.ctx.Highlight().Header {
+		segs[1].marked, segs[2].marked = true, true // the status and the mode
+	}
+	return segs
+}
+
+// statusText is the job's status, styled: with the restart countdown while
+// it is RESTARTING, and RESTARTED (attempt N) for a while after a restart.
+func (h *Model) statusText() string {
+	st := h.ctx.Styles
+	snap := &h.ctx.Snap
+	job := snap.Job
 	status := job.Status
 	if status == "" {
 		status = "—"
@@ -137,6 +186,14 @@ func (h *Model) View() string {
 	if h.rs.shown() && job.Status != "RESTARTING" {
 		statusText += " " + st.Warning.Render("RESTARTED (attempt "+common.Itoa(job.Attempt)+")")
 	}
+	return statusText
+}
+
+// modeSegment is the checkpointing mode as the header shows it, with a
+// short form that keeps only whether barriers are aligned.
+func (h *Model) modeSegment() segment {
+	st := h.ctx.Styles
+	job := h.ctx.Snap.Job
 	mode := h.ctx.Mode
 	if mode == "" {
 		mode = "—"
@@ -159,10 +216,23 @@ func (h *Model) View() string {
 	case mode == common.AtLeastOnce:
 		detail = "· no alignment"
 	}
-	interval := "manual checkpoints"
-	if job.Interval > 0 {
-		interval = "every " + common.HumanDuration(job.Interval)
+
+	modeText := st.Text.Render(mode)
+	modeShort := modeText
+	if short != "" {
+		modeShort += st.Muted.Render(short)
 	}
+	// The short form keeps what the mode is: unaligned, aligned.
+	seg := segment{text: modeText + st.Muted.Render(" "+detail), short: modeShort, keep: 40}
+	if detail == "" {
+		seg.text, seg.short = modeText, ""
+	}
+	return seg
+}
+
+// brokerText is "kafka <address>", with "(embedded)" for the embedded
+// broker, or "" when the job has no broker.
+func brokerText(job view.JobInfo) string {
 	kafka := ""
 	if job.Broker != "" {
 		kafka = "kafka " + job.Broker
@@ -170,41 +240,31 @@ func (h *Model) View() string {
 			kafka += " (embedded)"
 		}
 	}
+	return kafka
+}
+
+// inputTexts is the rate the sources read and, for a generated input, the
+// rate the generator writes, in a long and a short form.
+func (h *Model) inputTexts() (input, inputShort string) {
+	snap := &h.ctx.Snap
 	// What the sources read is not what the generator writes: a slowed
 	// or frozen job reads less, and a paused one nothing.
 	read := "sources read " + common.HumanRate(sourceRate(snap))
-	input, inputShort := read, read
+	input, inputShort = read, read
 	if snap.Input.Generator {
 		input += " · generator " + common.HumanRate(h.ctx.Rate)
 		inputShort = "read " + common.HumanRate(sourceRate(snap)) + " · gen " + common.HumanRate(h.ctx.Rate)
 	}
+	return input, inputShort
+}
 
-	modeText := st.Text.Render(mode)
-	modeShort := modeText
-	if short != "" {
-		modeShort += st.Muted.Render(short)
-	}
-	segs := []segment{
-		{text: st.Title.Render(title), keep: 80},
-		{text: statusText, keep: 100},
-		// The short form keeps what the mode is: unaligned, aligned.
-		{text: modeText + st.Muted.Render(" "+detail), short: modeShort, keep: 40},
-		{text: st.Muted.Render(interval), keep: 50},
-		{text: st.Muted.Render(input), short: st.Muted.Render(inputShort), keep: 35},
-		{text: st.Muted.Render(kafka), keep: 30},
-	}
-	if detail == "" {
-		segs[2].text, segs[2].short = modeText, ""
-	}
-	if len(snap.Operators) == 0 {
-		segs[4].text, segs[4].short = "", ""
-	}
-	if kafka == "" {
-		segs[5].text = ""
-	}
-	if h.ctx.Highlight().Header {
-		segs[1].marked, segs[2].marked = true, true // the status and the mode
-	}
+// badges are the badges of a world that is not running at full speed,
+// styled: the tempo (FROZEN with how long, STEPPING, SLOW, SLOWER) and
+// SOURCES PAUSED.
+func (h *Model) badges() []string {
+	st := h.ctx.Styles
+	snap := &h.ctx.Snap
+	job := snap.Job
 	var badges []string
 	if t := h.ctx.Tempo; t != view.TempoNormal {
 		label, style := strings.ToUpper(t.String()), st.Badge
@@ -223,32 +283,15 @@ func (h *Model) View() string {
 	if h.ctx.Paused {
 		badges = append(badges, st.Badge.Render(" SOURCES PAUSED "))
 	}
-	right := strings.Join(badges, " ")
-	room := h.width - common.Width(app) - common.Width(right) - 1
+	return badges
+}
 
-	// render joins the segments two spaces apart; lead goes before the
-	// first.
-	mark := st.Highlight.Render(common.HighlightMarker)
-	render := func() (left, lead string) {
-		var b strings.Builder
-		lead = "  "
-		for _, s := range segs {
-			switch {
-			case s.text == "":
-				continue
-			case b.Len() == 0 && s.marked:
-				lead = " " + mark
-			case b.Len() == 0:
-			case s.marked:
-				b.WriteString(" " + mark)
-			default:
-				b.WriteString("  ")
-			}
-			b.WriteString(s.text)
-		}
-		return b.String(), lead
-	}
-	left, lead := render()
+// fit joins the segments for room cells: while the line is too wide, the
+// segment with the lowest keep takes its short form, or goes. lead goes
+// before the first segment.
+func (h *Model) fit(segs []segment, room int) (left, lead string) {
+	mark := h.ctx.Styles.Highlight.Render(common.HighlightMarker)
+	left, lead = joinSegments(segs, mark)
 	for common.Width(left)+2 > room {
 		worst := -1
 		for i, s := range segs {
@@ -267,13 +310,31 @@ func (h *Model) View() string {
 		} else {
 			segs[worst].text = ""
 		}
-		left, lead = render()
+		left, lead = joinSegments(segs, mark)
 	}
-	line := app + lead + common.TruncateWords(left, max(room-2, 0))
-	if right != "" {
-		line = common.PadRight(line, h.width-common.Width(right)) + right
+	return left, lead
+}
+
+// joinSegments joins the segments two spaces apart, or a space and mark
+// before a marked one; lead goes before the first.
+func joinSegments(segs []segment, mark string) (left, lead string) {
+	var b strings.Builder
+	lead = "  "
+	for _, s := range segs {
+		switch {
+		case s.text == "":
+			continue
+		case b.Len() == 0 && s.marked:
+			lead = " " + mark
+		case b.Len() == 0:
+		case s.marked:
+			b.WriteString(" " + mark)
+		default:
+			b.WriteString("  ")
+		}
+		b.WriteString(s.text)
 	}
-	return common.PadRight(line, h.width)
+	return b.String(), lead
 }
 
 // sourceRate is the records/s the job's sources read: the sum over the
