@@ -54,7 +54,12 @@ func trimmedRun(t *testing.T) string {
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	report := e2e.ReportOf(lines)
-	if err := cmd.Wait(); err != nil || report == nil {
+	// What is wanted is the state dir: a stop whose check of the whole
+	// output did not fit its 3.5 s (a busy machine) leaves it as whole,
+	// with the check to the next run, and says so.
+	err := cmd.Wait()
+	checkLeft := strings.Contains(stderr.String(), "stopped before the output was checked")
+	if (err != nil || report == nil) && !checkLeft {
 		t.Fatalf("unbounded run: %v, report %v\n%s", err, report, stderr)
 	}
 	return dir
