@@ -72,7 +72,7 @@ func jobTitle(j *spec.Job) string {
 // (see stopBudget), and runUI returns once the job has stopped and settled
 // its outputs.
 func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.LiveVerifier, opts runtime.RunOptions) (*runtime.Result, error) {
-	o, job, obs, p, stdout, logger := r.o, r.job, r.obs, r.p, r.stdout, r.logger
+	o, job, obs, stdout, logger := r.o, r.job, r.obs, r.stdout, r.logger
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type ran struct {
@@ -84,36 +84,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 		res, err := job.Run(jobCtx, opts)
 		done <- ran{res, err}
 	}()
-	liveDone := make(chan struct{})
-	if live != nil {
-		// The live verifier knows the generator's topic names; the job
-		// reports offsets by the Kafka topics its sources read.
-		logical := map[string]string{}
-		for gen, actual := range p.logicalTopics() {
-			logical[actual] = gen
-		}
-		committed := func() (int64, checkpoint.Offsets, []string, bool) {
-			id, offs, inFlight, ok := job.CommittedCheckpoint()
-			if !ok {
-				return 0, nil, nil, false
-			}
-			out := checkpoint.Offsets{}
-			for topic, parts := range offs {
-				if gen, known := logical[topic]; known {
-					out[gen] = parts
-				}
-			}
-			return id, out, inFlight, true
-		}
-		go func() {
-			defer close(liveDone)
-			if err := live.Run(jobCtx, committed); err != nil {
-				logger.Printf("live verification stopped: %v", err)
-			}
-		}()
-	} else {
-		close(liveDone)
-	}
+	liveDone := r.startLive(jobCtx, live)
 	// A terminal that goes away (a closed window, a dropped SSH
 	// connection) stops the run as q does; without the watch, the job ran
 	// on with nobody to see it, holding the state dir and the port.
@@ -153,6 +124,42 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 		}
 	}
 	return ended.res, ended.err
+}
+
+// startLive runs the live verifier, when there is one, until ctx ends; the
+// channel it returns closes once it has stopped.
+func (r *runState) startLive(ctx context.Context, live *kafka.LiveVerifier) <-chan struct{} {
+	done := make(chan struct{})
+	if live == nil {
+		close(done)
+		return done
+	}
+	// The live verifier knows the generator's topic names; the job
+	// reports offsets by the Kafka topics its sources read.
+	logical := map[string]string{}
+	for gen, actual := range r.p.logicalTopics() {
+		logical[actual] = gen
+	}
+	committed := func() (int64, checkpoint.Offsets, []string, bool) {
+		id, offs, inFlight, ok := r.job.CommittedCheckpoint()
+		if !ok {
+			return 0, nil, nil, false
+		}
+		out := checkpoint.Offsets{}
+		for topic, parts := range offs {
+			if gen, known := logical[topic]; known {
+				out[gen] = parts
+			}
+		}
+		return id, out, inFlight, true
+	}
+	go func() {
+		defer close(done)
+		if err := live.Run(ctx, committed); err != nil {
+			r.logger.Printf("live verification stopped: %v", err)
+		}
+	}()
+	return done
 }
 
 // watchTerminal calls gone, once, when w stops being a terminal (a hung-up
