@@ -117,7 +117,15 @@ func TestRemovedStateDirStopsTheRun(t *testing.T) {
 				t.Fatalf("stdout ended without a report; stderr:\n%s", stderr.String())
 			}
 			if m["event"] == "checkpoint_completed" && !removed {
-				if err := os.RemoveAll(dir); err != nil {
+				// The run writes into the folder while it goes: as rm -rf
+				// meets a file made behind it, the removal is tried again.
+				var err error
+				for try := 0; try < 20; try++ {
+					if err = os.RemoveAll(dir); err == nil {
+						break
+					}
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
 				removed = true
