@@ -28,9 +28,13 @@ deps:
 	fi
 
 # go test's own output, then the ten slowest tests (internal/testreport).
+# The end-to-end tests share one build of the program, with the race
+# detector as they run (internal/e2e: FAULTLINE_E2E_BINARY).
 test: deps
 	$(GO) vet ./...
-	set -o pipefail; $(GO) test -race -count=1 -timeout 10m -json ./... | $(GO) run ./internal/testreport
+	$(GO) build -race -o build/faultline-race .
+	set -o pipefail; FAULTLINE_E2E_BINARY=$(CURDIR)/build/faultline-race \
+		$(GO) test -race -count=1 -timeout 10m -json ./... | $(GO) run ./internal/testreport
 
 # The edit-compile loop: vet and the unit tests, without the race detector
 # and without the end-to-end tests (which need the built program).

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +43,15 @@ func Main(m *testing.M) {
 		// program says so and is skipped (see NeedProgram).
 		os.Exit(m.Run())
 	}
+	if prebuilt := os.Getenv(prebuiltEnv); prebuilt != "" {
+		// make test builds the program once for every package of
+		// end-to-end tests, with the race detector as they run.
+		if _, err := os.Stat(prebuilt); err != nil {
+			panic(fmt.Sprintf("%s: %v", prebuiltEnv, err))
+		}
+		binary = prebuilt
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "faultline-bin")
 	if err != nil {
 		panic(err)
@@ -59,6 +69,11 @@ func Main(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// prebuiltEnv names the program make test built for every package of
+// end-to-end tests (built with -race, as the tests run); without it each
+// package builds its own.
+const prebuiltEnv = "FAULTLINE_E2E_BINARY"
 
 // NeedProgram skips t in `make test-short`, which builds no program: the
 // end-to-end tests run in `make test`.
