@@ -57,6 +57,8 @@ func TestPoisonLoopsUnderFixedDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,8 @@ func TestPoisonLoopsUnderFixedDelay(t *testing.T) {
 		}
 	}
 	if restarts < 5 || report == nil || report["status"] != "CANCELED" {
-		t.Fatalf("%d restarts, report %v: want a restart loop stopped by hand", restarts, report)
+		cmd.Wait()
+		t.Fatalf("%d restarts, report %v: want a restart loop stopped by hand; stderr %q", restarts, report, stderr.String())
 	}
 }
 
