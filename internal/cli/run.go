@@ -207,9 +207,9 @@ func (r *runState) prepare(ctx context.Context) error {
 		}
 		return fmt.Errorf("log file: %w", err)
 	}
-	r.onClose(func() { lf.Close() })
+	r.onClose(func() { logSaramaTo(io.Discard); lf.Close() })
 	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
-	sarama.Logger = log.New(lf, "sarama ", log.LstdFlags|log.Lmicroseconds)
+	logSaramaTo(lf)
 	// A bad record ahead of the last checkpoint stops this run where it
 	// stopped the one before: say so before it starts.
 	r.warnBadRecords(ctx, embeddedBroker)
