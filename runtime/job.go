@@ -206,9 +206,13 @@ type Result struct {
 	Elapsed        time.Duration
 	RecordsIn      int64
 	Latest         *checkpoint.Completed // newest completed checkpoint at the end
-	Resumed        int64                 // the checkpoint or savepoint the run started from (0: none)
-	ExitSavepoint  int64                 // the savepoint taken when the run was stopped (0: none)
-	Checkpoints    checkpoint.Stats
+	// Ahead are, in a run that did not finish, the order ids the committed
+	// output holds past Latest: what newer checkpoints, found damaged
+	// since, committed. A run restored from Latest skips them.
+	Ahead         []string
+	Resumed       int64 // the checkpoint or savepoint the run started from (0: none)
+	ExitSavepoint int64 // the savepoint taken when the run was stopped (0: none)
+	Checkpoints   checkpoint.Stats
 	// Unaligned is set when a checkpoint of the run completed unaligned.
 	Unaligned bool
 }

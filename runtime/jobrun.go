@@ -242,6 +242,9 @@ func (j *Job) settleEnd(after context.Context, res *Result) error {
 			}
 			return fmt.Errorf("the job ended %s, and its outputs could not be left as its last checkpoint had them; the next run settles them: %w", how, err)
 		}
+		if res.Ahead, err = j.heldAhead(after, states); err != nil {
+			return fmt.Errorf("read what the output holds past the newest valid checkpoint: %w", err)
+		}
 	}
 	return nil
 }

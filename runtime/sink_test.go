@@ -426,7 +426,7 @@ func (p *positionedOutput) PositionOf(c string) (string, map[int32]int64, bool) 
 	return "revenue", map[int32]int64{0: at}, ok
 }
 
-func (p *positionedOutput) CommittedFrom(from map[int32]int64) ([]OutputRecord, error) {
+func (p *positionedOutput) CommittedFrom(_ context.Context, from map[int32]int64) ([]OutputRecord, error) {
 	return p.Committed()[from[0]:], nil
 }
 

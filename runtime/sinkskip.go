@@ -1,12 +1,18 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
+	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/runtime/flatjson"
+	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
@@ -22,47 +28,32 @@ type skipState struct {
 }
 
 // committedReader is a TxnOutput that can read its committed output from
-// the positions a committable names on (the Kafka output).
+// the positions a committable names on (the Kafka output). A read gives up
+// when ctx ends.
 type committedReader interface {
 	PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
-	CommittedFrom(from map[int32]int64) ([]OutputRecord, error)
+	CommittedFrom(ctx context.Context, from map[int32]int64) ([]OutputRecord, error)
 }
 
 // restoreSkip takes the sink's anchor and skip set from the restored
-// checkpoint; on a restore past a damaged checkpoint (ctx.Replay) it makes
-// the skip set: every order id the committed output holds after the
-// anchors of the restored checkpoint, except those of its own pre-committed
-// transactions, which the job does not emit again. On a start with no
-// checkpoint over committed output (ctx.Replay without ctx.Restored) the
-// set is every order id the committed output holds. Every subtask gets the
-// whole set (a record may reach any of them); what one drops, the others
-// keep until the sources pass the damaged checkpoint's offsets.
+// checkpoint; on a restore past a damaged checkpoint (ctx.Replay) it adds
+// to the skip set what the output holds past the restored checkpoint (see
+// committedPast). On a start with no checkpoint over committed output
+// (ctx.Replay without ctx.Restored) that is every order id the committed
+// output holds. Every subtask gets the whole set (a record may reach any
+// of them); what one drops, the others keep until the sources pass the
+// damaged checkpoint's offsets.
 func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
-	var anchors []string
 	for _, name := range ctx.RestoredNames(sinkAnchorName) {
-		for _, v := range ctx.RestoredState(name) {
-			anchors = append(anchors, string(v))
-			if name == sinkAnchorName+strconv.Itoa(ctx.Task.Index) {
+		if name == sinkAnchorName+strconv.Itoa(ctx.Task.Index) {
+			for _, v := range ctx.RestoredState(name) {
 				s.anchor = string(v)
 			}
 		}
 	}
-	for _, name := range ctx.RestoredNames(sinkSkipName) {
-		for _, v := range ctx.RestoredState(name) {
-			var st skipState
-			if err := json.Unmarshal(v, &st); err != nil {
-				return fmt.Errorf("skip set in the restored state: %w", err)
-			}
-			if s.skip == nil {
-				s.skip = map[string]struct{}{}
-			}
-			for _, id := range st.IDs {
-				s.skip[id] = struct{}{}
-			}
-			if st.Until != nil {
-				s.skipUntil = st.Until
-			}
-		}
+	var err error
+	if s.skip, s.skipUntil, err = restoredSkipSets(ctx.restored); err != nil {
+		return err
 	}
 	if ctx.Replay == nil {
 		return nil
@@ -74,47 +65,7 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 	if !ok {
 		return nil
 	}
-	// Where the restored checkpoint's committed and pre-committed output
-	// begins, and the ids of its pre-committed transactions.
-	from := map[int32]int64{}
-	consider := func(c string) {
-		if _, f, ok := reader.PositionOf(c); ok {
-			for p, o := range f {
-				if cur, seen := from[p]; !seen || o < cur {
-					from[p] = o
-				}
-			}
-		}
-	}
-	for _, a := range anchors {
-		consider(a)
-	}
-	own := map[string]bool{}
-	for _, b := range ctx.RestoredState(sinkStateName) {
-		st, err := decodeSinkState(b, ctx.RestoredState)
-		if err != nil {
-			return err
-		}
-		for _, t := range st.pending {
-			consider(t.committable)
-			if t.redo == nil {
-				continue
-			}
-			recs, err := t.redo.records()
-			if err != nil {
-				return err
-			}
-			for _, r := range recs {
-				if id, ok := flatjson.OrderIDOf(r.Value); ok {
-					own[string(id)] = true
-				}
-			}
-		}
-	}
-	// With no position to read from (no checkpoint restored, or one taken
-	// before this sink first committed) the whole committed output is
-	// read: everything in it came after.
-	recs, err := reader.CommittedFrom(from)
+	past, err := committedPast(context.Background(), reader, ctx.restored)
 	if err != nil {
 		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)
 	}
@@ -132,16 +83,101 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 	default:
 		s.skipUntil = ctx.Replay
 	}
-	for _, r := range recs {
-		if id, ok := flatjson.OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
-			s.skip[string(id)] = struct{}{}
-		}
+	for id := range past {
+		s.skip[id] = struct{}{}
 	}
 	if s.obs != nil && ctx.Task.Index == 0 && len(s.skip) > 0 {
 		// Every subtask holds the whole set: one says it.
 		s.obs.Emit(view.ReplayHeld{Task: ctx.Task.String(), Records: len(s.skip), Checkpoint: ctx.RestoredFrom})
 	}
 	return nil
+}
+
+// restoredSkipSets is the union of the skip sets in a sink operator's
+// restored states (name → every subtask's value) and the furthest of
+// their offsets (nil: none, or not known); skip is nil when none was kept.
+func restoredSkipSets(restored map[string][][]byte) (skip map[string]struct{}, until checkpoint.Offsets, err error) {
+	for name, vs := range restored {
+		if !strings.HasPrefix(name, sinkSkipName) {
+			continue
+		}
+		for _, v := range vs {
+			var st skipState
+			if err := json.Unmarshal(v, &st); err != nil {
+				return nil, nil, fmt.Errorf("skip set in the restored state: %w", err)
+			}
+			if skip == nil {
+				skip = map[string]struct{}{}
+			}
+			for _, id := range st.IDs {
+				skip[id] = struct{}{}
+			}
+			if st.Until != nil {
+				until = furthest(until, st.Until)
+			}
+		}
+	}
+	return skip, until, nil
+}
+
+// committedPast is every order id the committed output holds after the
+// anchors and the pre-committed transactions of a checkpoint with these
+// sink states (name → every subtask's value), except those of its own
+// pre-committed transactions, which a job restored from it does not emit
+// again: what newer checkpoints committed. With no position to read from
+// (no checkpoint, or one taken before the sink first committed) it is
+// every id the committed output holds.
+func committedPast(ctx context.Context, reader committedReader, restored map[string][][]byte) (map[string]struct{}, error) {
+	from := map[int32]int64{}
+	consider := func(c string) {
+		if _, f, ok := reader.PositionOf(c); ok {
+			for p, o := range f {
+				if cur, seen := from[p]; !seen || o < cur {
+					from[p] = o
+				}
+			}
+		}
+	}
+	for name, vs := range restored {
+		if strings.HasPrefix(name, sinkAnchorName) {
+			for _, v := range vs {
+				consider(string(v))
+			}
+		}
+	}
+	own := map[string]bool{}
+	for _, b := range restored[sinkStateName] {
+		st, err := decodeSinkState(b, func(name string) [][]byte { return restored[name] })
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range st.pending {
+			consider(t.committable)
+			if t.redo == nil {
+				continue
+			}
+			recs, err := t.redo.records()
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range recs {
+				if id, ok := flatjson.OrderIDOf(r.Value); ok {
+					own[string(id)] = true
+				}
+			}
+		}
+	}
+	recs, err := reader.CommittedFrom(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	past := map[string]struct{}{}
+	for _, r := range recs {
+		if id, ok := flatjson.OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
+			past[string(id)] = struct{}{}
+		}
+	}
+	return past, nil
 }
 
 // skipping reports whether the record with value v is one the output holds
@@ -220,4 +256,42 @@ func covers(offsets, until checkpoint.Offsets) bool {
 		}
 	}
 	return true
+}
+
+// heldAhead is, for a run that ended with these states of its newest
+// valid checkpoint (nil: none), every order id the committed outputs hold
+// past it: what its sinks still skipped, and, when pickRestore passed
+// newer checkpoints over as damaged, what they committed (see
+// Result.Ahead). The outputs have been settled as that checkpoint had
+// them (settleOutputs).
+func (j *Job) heldAhead(ctx context.Context, states map[string][]*backend.SubtaskState) ([]string, error) {
+	held := map[string]struct{}{}
+	for _, op := range j.spec.Operators {
+		if op.Type != spec.TypeSink {
+			continue
+		}
+		out, err := j.cfg.Env.output(op.Topic)
+		if err != nil {
+			return nil, err
+		}
+		reader, ok := out.(committedReader)
+		if !ok {
+			continue
+		}
+		restored := operatorStates(states[op.Name])
+		skip, _, err := restoredSkipSets(restored)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(held, skip)
+		if len(j.passedOver) == 0 {
+			continue
+		}
+		past, err := committedPast(ctx, reader, restored)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(held, past)
+	}
+	return slices.Sorted(maps.Keys(held)), nil
 }

@@ -82,11 +82,11 @@ func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Veri
 	if p.sinkG != kafka.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
-	var inFlight []string
+	held := verify.Held{Ahead: res.Ahead}
 	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
-		inFlight = res.Latest.InFlightIDs()
+		held.InFlight = res.Latest.InFlightIDs()
 	}
-	v, err := verify.VerifyInFlight(ctx, r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, inFlight, committed)
+	v, err := verify.VerifyHeld(ctx, r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, held, committed)
 	if err != nil {
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}

@@ -14,8 +14,8 @@ import (
 
 // CommittedFrom reads the committed output from the given offsets (missing
 // partitions: the start) to its end.
-func (o *Output) CommittedFrom(from map[int32]int64) ([]runtime.OutputRecord, error) {
-	return ReadCommitted(context.Background(), o.c, o.topic, from)
+func (o *Output) CommittedFrom(ctx context.Context, from map[int32]int64) ([]runtime.OutputRecord, error) {
+	return ReadCommitted(ctx, o.c, o.topic, from)
 }
 
 // Missing returns the records of recs that the committed output lacks at

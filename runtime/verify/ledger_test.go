@@ -247,14 +247,14 @@ func TestInFlightIsNeitherExpectedNorLost(t *testing.T) {
 	}
 	out := []Record{{Key: []byte("o-000001"), Value: rec("o-000001")}}
 	bounds := map[string]map[int32]int64{TopicOrders: {0: 3}, TopicPayments: {0: 3}}
-	v, err := VerifyInFlight(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000009"}, out)
+	v, err := VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000009"}}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.InFlight != 1 || v.Lost != 1 || v.Expected != 2 || v.OK {
 		t.Fatalf("%+v: want o-000002 in flight, o-000003 lost, 2 expected", v)
 	}
-	v, err = VerifyInFlight(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, []string{"o-000002", "o-000003"}, out)
+	v, err = VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000003"}}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestOutputPastTheCheckpointIsForgivenInAnAtLeastOncePeriod(t *testing.T) {
 			l.Lenient, _ = LoadPeriods("")
 			l.Lenient.Open(time.UnixMilli(100))
 			out := []Record{{Value: rec("o-000001"), Time: 20}, {Value: rec("o-000002"), Time: tc.written}}
-			v, err := VerifyInFlight(context.Background(), l, in, "exactly-once", bounds, nil, out)
+			v, err := VerifyHeld(context.Background(), l, in, "exactly-once", bounds, Held{}, out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,4 +308,43 @@ func (a afterInput) ReadInput(ctx context.Context, topic string, _ map[int32]int
 
 func (a afterInput) ReadInputAfter(ctx context.Context, topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
 	return a.after.ReadInput(ctx, topic, nil, f)
+}
+
+// A run stopped after a fallback past a damaged checkpoint: the output
+// holds what the damaged checkpoint committed, past the newest valid one.
+// Those ids (Held.Ahead) whose input lies after the checkpoint are neither
+// expected nor unexpected; an id ahead whose input is nowhere, or output
+// past the checkpoint that is not held ahead, is still unexpected.
+func TestOutputAheadOfTheCheckpointIsNotUnexpected(t *testing.T) {
+	rec := func(id string) []byte { return []byte(`{"order_id":"` + id + `"}`) }
+	in := afterInput{
+		before: memInput{TopicOrders: {rec("o-000001")}, TopicPayments: {rec("o-000001")}},
+		after:  memInput{TopicOrders: {rec("o-000002"), rec("o-000003")}, TopicPayments: {rec("o-000002"), rec("o-000003")}},
+	}
+	bounds := map[string]map[int32]int64{TopicOrders: {0: 1}, TopicPayments: {0: 1}}
+	out := []Record{{Value: rec("o-000001")}, {Value: rec("o-000002")}, {Value: rec("o-000003")}, {Value: rec("o-000009")}}
+	for _, tc := range []struct {
+		name             string
+		ahead            []string
+		wantAhead, unexp int
+		ok               bool
+	}{
+		{"all held ahead", []string{"o-000002", "o-000003", "o-000009"}, 2, 1, false},
+		{"those past the checkpoint held ahead", []string{"o-000002", "o-000003"}, 2, 1, false},
+		{"none held ahead", nil, 0, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: tc.ahead}, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Ahead != tc.wantAhead || v.Unexpected != tc.unexp || v.OK != tc.ok || v.Expected != 1 || v.Lost != 0 {
+				t.Fatalf("%+v: want %d ahead, %d unexpected", v, tc.wantAhead, tc.unexp)
+			}
+		})
+	}
+	v, err := VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: []string{"o-000002", "o-000003"}}, out[:3])
+	if err != nil || !v.OK || v.Ahead != 2 || v.Unexpected != 0 {
+		t.Fatalf("%+v %v: the output the damaged checkpoint committed, held ahead, passes", v, err)
+	}
 }

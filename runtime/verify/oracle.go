@@ -39,8 +39,15 @@ type Verification struct {
 	// unaligned one stores records with its snapshot): its committed output
 	// cannot hold them yet, a run restored from it processes them. They
 	// are neither expected nor lost.
-	InFlight int  `json:"in_flight,omitempty"`
-	OK       bool `json:"ok"`
+	InFlight int `json:"in_flight,omitempty"`
+	// Ahead counts, in runs stopped before the end, the output records
+	// past the newest valid checkpoint that newer checkpoints, found
+	// damaged since, had committed (a transaction committed cannot be
+	// taken back): their input lies after that checkpoint, and the next
+	// run, restored from it, skips them (see Held.Ahead). They are neither
+	// expected nor unexpected.
+	Ahead int  `json:"ahead_of_checkpoint,omitempty"`
+	OK    bool `json:"ok"`
 	// Guarantee is what OK was judged against: exactly-once (no duplicates,
 	// nothing lost) or at-least-once (nothing lost; duplicates are the
 	// expected price of not aligning barriers).
@@ -100,13 +107,26 @@ func Verify(ctx context.Context, in InputReader, expect Expect, guarantee string
 // reads the input from where l stopped, out is the output after l's
 // position. It adds everything to l.
 func VerifyOn(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
-	return VerifyInFlight(ctx, l, in, guarantee, bounds, nil, out)
+	return VerifyHeld(ctx, l, in, guarantee, bounds, Held{}, out)
 }
 
-// VerifyInFlight is VerifyOn for output committed as of a checkpoint that
-// holds records in flight: inFlight are their order ids, which the output
-// cannot hold yet and which are not counted as expected or lost.
-func VerifyInFlight(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, inFlight []string, out []Record) (Verification, error) {
+// Held are the order ids that a stopped run's newest valid checkpoint (the
+// one bounds come from) accounts for other than by its input offsets.
+type Held struct {
+	// InFlight are the ids of the records it holds in flight (an unaligned
+	// checkpoint): the output committed as of it cannot hold them yet.
+	InFlight []string
+	// Ahead are the ids the committed output holds past it, committed by
+	// newer checkpoints found damaged since: a run restored from it skips
+	// them when the job emits them again.
+	Ahead []string
+}
+
+// VerifyHeld is VerifyOn for output committed as of a checkpoint that
+// holds records in flight or is older than output the job committed (see
+// Held): in-flight ids are not counted as expected or lost, and ids ahead
+// of it whose input lies after bounds not as unexpected.
+func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, held Held, out []Record) (Verification, error) {
 	topics := []string{TopicOrders}
 	if l.Kind() == PaidOrders {
 		topics = append(topics, TopicPayments)
@@ -139,18 +159,33 @@ func VerifyInFlight(ctx context.Context, l *Ledger, in InputReader, guarantee st
 	v := Verification{Expected: res.Expected, Committed: res.Committed, Duplicates: res.Duplicates,
 		DuplicatesAtLeastOnce: res.DuplicatesAtLeastOnce, Lost: res.Lost,
 		Unexpected: res.Unexpected, BadInput: res.BadInput, NotJoined: res.NotJoined, Guarantee: guarantee}
-	for _, id := range inFlight {
+	for _, id := range held.InFlight {
 		if l.Missing([]byte(id)) {
 			v.InFlight++
 		}
 	}
 	v.Expected -= v.InFlight
 	v.Lost -= v.InFlight
+	ahead := map[string]bool{}
+	for _, id := range held.Ahead {
+		ahead[id] = true
+	}
+	if v.Unexpected > 0 && bounds != nil && len(ahead) > 0 {
+		n, err := afterCheckpoint(ctx, l, in, topics, bounds, func(id string, _ bool) bool { return ahead[id] })
+		if err != nil {
+			return Verification{}, err
+		}
+		v.Unexpected -= n
+		v.Ahead = n
+	}
 	// Output an at-least-once job let out before a checkpoint covered its
 	// input: the whole run's, or, in an exactly-once run, what was written
 	// in an at-least-once period (a run that ended while it lasted).
 	if v.Unexpected > 0 && bounds != nil && (guarantee == "at-least-once" || len(l.Lenient.Spans()) > 0) {
-		after, err := afterCheckpoint(ctx, l, in, topics, bounds, guarantee != "at-least-once")
+		lenientOnly := guarantee != "at-least-once"
+		after, err := afterCheckpoint(ctx, l, in, topics, bounds, func(id string, lenientCopy bool) bool {
+			return !ahead[id] && (lenientCopy || !lenientOnly)
+		})
 		if err != nil {
 			return Verification{}, err
 		}
@@ -162,16 +197,17 @@ func VerifyInFlight(ctx context.Context, l *Ledger, in InputReader, guarantee st
 }
 
 // afterCheckpoint counts the ids l finds unexpected that the input after
-// bounds (the last completed checkpoint's offsets) does expect: output an
-// at-least-once job let out before a checkpoint covered its input; with
-// lenientOnly, only those with a copy written in an at-least-once period.
-// l is left as it was: the next run accounts for that input itself.
-func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64, lenientOnly bool) (int, error) {
+// bounds (the last completed checkpoint's offsets) does expect, of those
+// keep takes (lenientCopy: a copy was written in an at-least-once period):
+// output an at-least-once job let out before a checkpoint covered its
+// input, or that newer checkpoints committed. l is left as it was: the
+// next run accounts for that input itself.
+func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64, keep func(id string, lenientCopy bool) bool) (int, error) {
 	const order, payment = 1, 2
 	sides := map[string]byte{}
 	l.EachUnexpected(func(id string) { sides[id] = 0 })
 	l.Each(func(id string, o, p, _ bool, _ int, lenientCopy bool) {
-		if lenientOnly && !lenientCopy {
+		if _, unexpected := sides[id]; unexpected && !keep(id, lenientCopy) {
 			delete(sides, id)
 			return
 		}

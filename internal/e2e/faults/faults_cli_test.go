@@ -254,3 +254,47 @@ func TestFallbackPastADamagedCheckpointDuplicatesNothing(t *testing.T) {
 		t.Fatalf("replay_skipped %v, verify %v", r.Report["replay_skipped"], r.Report["verify"])
 	}
 }
+
+// A run stopped right after its newest checkpoint was damaged ends as its
+// newest valid checkpoint had it, behind output the damaged one had
+// committed. That output is counted ahead of the checkpoint, not as
+// unexpected: the verdict passes, and the resumed run, which skips it,
+// writes none of it twice (read back with kcat). Before, the stop failed
+// its verification with that output as unexpected, exit 4: a trainer's
+// damaged-checkpoint tour ended so whenever it ended before the job caught
+// up with the damaged checkpoint.
+func TestStopAfterADamagedCheckpointCountsItsOutputAhead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	args := []string{"run", "--headless", "--records", "30000", "--rate", "4000", "--checkpoint-interval", "1s",
+		"--listen", "0", "--state-dir", dir}
+	// The second and the third checkpoint are damaged as they complete,
+	// and the run is stopped right then, a second before the fourth: the
+	// newest valid one is the first, behind output that the second's
+	// completion certainly committed (the third's commit races the stop).
+	cmd, stderr, lines := e2e.StartRun(t, append(args, "--inject", "after-checkpoints=2,fault=corrupt-checkpoint",
+		"--inject", "after-checkpoints=3,fault=corrupt-checkpoint")...)
+	e2e.WaitEvents(t, lines, "checkpoint_corrupted", 2)
+	cmd.Process.Signal(syscall.SIGINT)
+	report := e2e.ReportOf(lines)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 0 || report == nil {
+		t.Fatalf("stopped run: exit %d, report %v\n%s", code, report, stderr)
+	}
+	if e2e.Num(report, "verify", "ahead_of_checkpoint") == 0 || e2e.Num(report, "verify", "unexpected") != 0 {
+		t.Fatalf("stopped behind a damaged checkpoint: verify %v", report["verify"])
+	}
+	r := e2e.Faultline(t, append(args, "--resume")...)
+	if r.Code != 0 || e2e.Num(r.Report, "verify", "duplicates") != 0 || e2e.Num(r.Report, "verify", "lost") != 0 || e2e.Num(r.Report, "replay_skipped") == 0 {
+		t.Fatalf("resumed run: exit %d, report %v\n%s", r.Code, r.Report, r.Stderr)
+	}
+	ids := e2e.CommittedIDs(t, dir)
+	for id, n := range ids {
+		if n != 1 {
+			t.Fatalf("%s is in the output %d times", id, n)
+		}
+	}
+	if float64(len(ids)) != e2e.Num(r.Report, "verify", "expected") {
+		t.Fatalf("the output holds %d ids, the report expects %v", len(ids), r.Report["verify"])
+	}
+}
