@@ -28,12 +28,15 @@ deps:
 	fi
 
 # go test's own output, then the ten slowest tests (internal/testreport).
-# The end-to-end tests share one build of the program, with the race
-# detector as they run (internal/e2e: FAULTLINE_E2E_BINARY).
+# The end-to-end tests share two builds of the program: with the race
+# detector for runs, tours and the UI, without it for the kills, faults and
+# state dirs (internal/e2e: Main, MainPlain).
 test: deps
 	$(GO) vet ./...
 	$(GO) build -race -o build/faultline-race .
+	$(GO) build -o build/faultline-plain .
 	set -o pipefail; FAULTLINE_E2E_BINARY=$(CURDIR)/build/faultline-race \
+		FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/build/faultline-plain \
 		$(GO) test -race -count=1 -timeout 10m -json ./... | $(GO) run ./internal/testreport
 
 # The edit-compile loop: vet and the unit tests, without the race detector

@@ -30,24 +30,43 @@ import (
 	"time"
 )
 
-// binary is the program Main built; "" with -short.
-var binary string
+// binary is the program Main built; "" with -short. binaryRace says
+// whether it was built with the race detector.
+var (
+	binary     string
+	binaryRace bool
+)
 
-// Main is the TestMain of a package of end-to-end tests: it builds the
-// program once (with the race detector when the tests run with it), runs
+// Main is the TestMain of a package of end-to-end tests whose subject is
+// the program's own concurrency (runs, tours, the UI): it builds the
+// program once, with the race detector when the tests run with it, runs
 // the tests and removes it; with -short it builds nothing.
-func Main(m *testing.M) {
+func Main(m *testing.M) { mainWith(m, raceEnabled) }
+
+// MainPlain is Main for the packages whose subject is what kills, faults
+// and a damaged state dir leave behind (crash, faults, statedir, soak):
+// the program is built without the race detector, which multiplies the
+// work of every record about threefold on the same code paths that the
+// race-built packages and the engine's own tests check for races.
+func MainPlain(m *testing.M) { mainWith(m, false) }
+
+func mainWith(m *testing.M, race bool) {
 	flag.Parse()
 	if testing.Short() {
 		// make test-short: the unit tests only; every test that needs the
 		// program says so and is skipped (see NeedProgram).
 		os.Exit(m.Run())
 	}
-	if prebuilt := os.Getenv(prebuiltEnv); prebuilt != "" {
+	binaryRace = race
+	env := prebuiltEnv
+	if !race {
+		env = prebuiltPlainEnv
+	}
+	if prebuilt := os.Getenv(env); prebuilt != "" {
 		// make test builds the program once for every package of
-		// end-to-end tests, with the race detector as they run.
+		// end-to-end tests, with and without the race detector.
 		if _, err := os.Stat(prebuilt); err != nil {
-			panic(fmt.Sprintf("%s: %v", prebuiltEnv, err))
+			panic(fmt.Sprintf("%s: %v", env, err))
 		}
 		binary = prebuilt
 		os.Exit(m.Run())
@@ -59,7 +78,7 @@ func Main(m *testing.M) {
 	binary = filepath.Join(dir, "faultline")
 	// The program itself, as a user builds it (the module's root package).
 	args := []string{"build", "-o", binary, "faultline"}
-	if raceEnabled {
+	if race {
 		args = []string{"build", "-race", "-o", binary, "faultline"}
 	}
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
@@ -70,10 +89,13 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// prebuiltEnv names the program make test built for every package of
-// end-to-end tests (built with -race, as the tests run); without it each
-// package builds its own.
-const prebuiltEnv = "FAULTLINE_E2E_BINARY"
+// prebuiltEnv and prebuiltPlainEnv name the programs make test built for
+// every package of end-to-end tests, with the race detector (Main) and
+// without (MainPlain); without them each package builds its own.
+const (
+	prebuiltEnv      = "FAULTLINE_E2E_BINARY"
+	prebuiltPlainEnv = "FAULTLINE_E2E_PLAIN_BINARY"
+)
 
 // NeedProgram skips t in `make test-short`, which builds no program: the
 // end-to-end tests run in `make test`.

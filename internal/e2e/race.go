@@ -28,7 +28,7 @@ func Command(t *testing.T, args ...string) *exec.Cmd {
 // without the race detector).
 func raceEnv(t *testing.T) []string {
 	t.Helper()
-	if !raceEnabled {
+	if !binaryRace {
 		return nil
 	}
 	dir := t.TempDir()
