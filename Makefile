@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-short test-kafka soak bench lint clean deps
+.PHONY: build run test test-e2e-race test-short test-kafka soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -38,6 +38,13 @@ test: deps
 	set -o pipefail; FAULTLINE_E2E_BINARY=$(CURDIR)/build/faultline-race \
 		FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/build/faultline-plain \
 		$(GO) test -race -count=1 -timeout 10m -json ./... | $(GO) run ./internal/testreport
+
+# Every end-to-end package with the race-built program, those that make
+# test runs on a plain build too: slower (about three times the CPU).
+test-e2e-race: deps
+	$(GO) build -race -o build/faultline-race .
+	FAULTLINE_E2E_BINARY=$(CURDIR)/build/faultline-race FAULTLINE_E2E_ALL_RACE=1 \
+		$(GO) test -race -count=1 -timeout 30m ./internal/e2e/...
 
 # The edit-compile loop: vet and the unit tests, without the race detector
 # and without the end-to-end tests (which need the built program).

@@ -48,7 +48,9 @@ func Main(m *testing.M) { mainWith(m, raceEnabled) }
 // the program is built without the race detector, which multiplies the
 // work of every record about threefold on the same code paths that the
 // race-built packages and the engine's own tests check for races.
-func MainPlain(m *testing.M) { mainWith(m, false) }
+// make test-e2e-race runs them with the race-built program too
+// (FAULTLINE_E2E_ALL_RACE).
+func MainPlain(m *testing.M) { mainWith(m, raceEnabled && os.Getenv(allRaceEnv) != "") }
 
 func mainWith(m *testing.M, race bool) {
 	flag.Parse()
@@ -92,9 +94,11 @@ func mainWith(m *testing.M, race bool) {
 // prebuiltEnv and prebuiltPlainEnv name the programs make test built for
 // every package of end-to-end tests, with the race detector (Main) and
 // without (MainPlain); without them each package builds its own.
+// allRaceEnv has MainPlain's packages run the race-built program as well.
 const (
 	prebuiltEnv      = "FAULTLINE_E2E_BINARY"
 	prebuiltPlainEnv = "FAULTLINE_E2E_PLAIN_BINARY"
+	allRaceEnv       = "FAULTLINE_E2E_ALL_RACE"
 )
 
 // NeedProgram skips t in `make test-short`, which builds no program: the
