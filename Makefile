@@ -36,8 +36,17 @@ test: deps
 	$(GO) build -race -o build/faultline-race .
 	$(GO) build -o build/faultline-plain .
 	set -o pipefail; FAULTLINE_E2E_BINARY=$(CURDIR)/build/faultline-race \
-		FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/build/faultline-plain \
-		$(GO) test -race -count=1 -timeout 10m -json ./... | $(GO) run ./internal/testreport
+		FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/build/faultline-plain GORACE=atexit_sleep_ms=0 \
+		$(GO) test -race -count=1 -timeout 10m -json $(SLOWEST_FIRST) ./... | $(GO) run ./internal/testreport
+
+# go test starts the packages in the order named: the longest first, so
+# that no long one starts last and runs on alone while a core waits. The
+# test binaries end without the race detector's second of grace for
+# goroutines still running (GORACE=atexit_sleep_ms=0), as the program's
+# runs in the end-to-end tests do.
+SLOWEST_FIRST := ./runtime/ ./backend/ ./checkpoint/ ./internal/e2e/runs/ ./internal/e2e/statedir/ \
+	./runtime/kafka/ ./internal/e2e/faults/ ./internal/e2e/tour/ ./internal/e2e/soak/ ./internal/e2e/tui/ \
+	./internal/e2e/crash/
 
 # Every end-to-end package with the race-built program, those that make
 # test runs on a plain build too: slower (about three times the CPU).
