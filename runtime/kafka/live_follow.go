@@ -55,10 +55,14 @@ func (v *LiveVerifier) connect(ctx context.Context) (*liveConn, liveParts) {
 }
 
 func (v *LiveVerifier) dial() (conn *liveConn, parts liveParts, err error) {
-	conn = &liveConn{}
+	opened := &liveConn{}
+	conn = opened
 	defer func() {
+		// What was opened is closed on any error, whatever the return
+		// statement left in conn (nil: a failed partitions listing once
+		// left it so, and the close panicked on it).
 		if err != nil {
-			conn.close()
+			opened.close()
 			conn = nil
 		}
 	}()
