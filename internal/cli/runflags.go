@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -83,9 +84,14 @@ type runOptions struct {
 	// front, when set, stands in front of the running job in place of the
 	// terminal UI and the headless printer (a guided tour): it gets the
 	// UI's controller and the job's events, and the job stops when it
-	// returns.
+	// returns. It returns errFrontDone when it ended the run itself (a
+	// tour's steps done), not a person quitting: the output is then
+	// checked without a stop's time limit.
 	front func(ctx context.Context, ctrl *uiController, events <-chan view.Stamped) error
 }
+
+// errFrontDone is what a front returns when it ended the run itself.
+var errFrontDone = errors.New("the tour ended its run")
 
 // kafkaOptions are the flags that say which Kafka to use and how.
 type kafkaOptions struct {

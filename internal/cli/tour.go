@@ -358,6 +358,9 @@ func (o *tourOptions) runJob(ctx context.Context, r *tour.Runner, t *tour.Tour, 
 	ro.front = func(ctx context.Context, ctrl *uiController, events <-chan view.Stamped) error {
 		fronted = true
 		step.next, step.flags, runErr, quit = o.front(ctx, r, ctrl, events, from)
+		if !quit && runErr == nil && ctx.Err() == nil {
+			return errFrontDone
+		}
 		return nil
 	}
 	out := stdout

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -104,8 +105,15 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 	if !o.headless {
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
 	}
-	// The stop's budget counts from here, as from a stop signal.
-	r.stopRun(nil)
+	if errors.Is(uiErr, errFrontDone) {
+		// A tour ended its run: nobody asked to stop, and its verdict
+		// waits for the whole output to be checked, however slow the
+		// machine. A stop signal from here on still bounds it.
+		uiErr = nil
+	} else {
+		// The stop's budget counts from here, as from a stop signal.
+		r.stopRun(nil)
+	}
 	cancel()
 	ended := <-done
 	<-liveDone
