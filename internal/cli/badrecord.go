@@ -248,7 +248,12 @@ func (r *runState) findBadRecords(c *checkpoint.Completed) ([]badRecordAt, error
 	if c != nil {
 		offs = c.SourceOffsets()
 	}
-	consumer, err := sarama.NewConsumerFromClient(r.cl)
+	cl, err := r.p.client.NewReaderClient()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	consumer, err := sarama.NewConsumerFromClient(cl)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +266,7 @@ func (r *runState) findBadRecords(c *checkpoint.Completed) ([]badRecordAt, error
 	slices.Sort(topics)
 	var found []badRecordAt
 	for _, topic := range topics {
-		parts, err := r.cl.Partitions(topic)
+		parts, err := cl.Partitions(topic)
 		if err != nil {
 			return nil, fmt.Errorf("topic %s: %w", topic, err)
 		}
@@ -274,14 +279,14 @@ func (r *runState) findBadRecords(c *checkpoint.Completed) ([]badRecordAt, error
 			if !ok {
 				from, ok = started[part]
 			}
-			oldest, err := r.cl.GetOffset(topic, part, sarama.OffsetOldest)
+			oldest, err := cl.GetOffset(topic, part, sarama.OffsetOldest)
 			if err != nil {
 				return nil, fmt.Errorf("start offset of %s/%d: %w", topic, part, err)
 			}
 			if !ok || from < oldest {
 				from = oldest
 			}
-			end, err := r.cl.GetOffset(topic, part, sarama.OffsetNewest)
+			end, err := cl.GetOffset(topic, part, sarama.OffsetNewest)
 			if err != nil {
 				return nil, fmt.Errorf("end offset of %s/%d: %w", topic, part, err)
 			}

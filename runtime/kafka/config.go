@@ -132,6 +132,20 @@ func (c Client) NewClient() (sarama.Client, error) {
 	return c.NewClientContext(context.Background())
 }
 
+// NewReaderClient is NewClient for reading partitions up to offsets known
+// beforehand: a fetch waits at most 50 ms for records (Sarama's default is
+// 500 ms), as ReadCommitted's do, so that a partition consumer closed at
+// its end is not held by a long poll, nor the client's next request
+// (another partition's offsets) queued behind one.
+func (c Client) NewReaderClient() (sarama.Client, error) {
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
+	return c.newClient(cfg)
+}
+
 // NewClientContext is NewClient that gives up when ctx ends (Ctrl-C while
 // connecting).
 func (c Client) NewClientContext(ctx context.Context) (sarama.Client, error) {
