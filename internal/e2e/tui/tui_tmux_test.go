@@ -125,7 +125,7 @@ func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string
 	t.Helper()
 	dir := t.TempDir()
 	env := e2e.ShellEnv(t)
-	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --rate 5000 --checkpoint-interval 500ms %s 2>%s; echo faultline exited $?; sleep 600",
+	cmd := fmt.Sprintf("%s%s run --state-dir %s --listen 0 --rate 2000 --checkpoint-interval 500ms %s 2>%s; echo faultline exited $?; sleep 600",
 		env, e2e.Binary(t), dir, strings.Join(flags, " "), filepath.Join(dir, "stderr"))
 	s := e2e.StartTmux(t, 120, 40, cmd)
 	completed := regexp.MustCompile(`checkpoint (\d+) completed in`)
