@@ -22,13 +22,14 @@ import (
 func TestRetentionTrimsTheBrokerLogAndKeepsTheVerdictWhole(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	args := []string{"run", "--headless", "--records", "200000", "--rate", "20000", "--checkpoint-interval", "200ms",
+	args := []string{"run", "--headless", "--records", "200000", "--rate", "10000", "--checkpoint-interval", "200ms",
 		"--retention-interval", "300ms", "--listen", "0", "--state-dir", dir}
 	cmd, _, lines := e2e.StartRun(t, args...)
 	e2e.WaitEvents(t, lines, "checkpoint_completed", 15)
 	// Killed once retention has deleted the first segment of partition 0
 	// of the input and of the output (its files are gone from the log),
-	// however slow or fast the machine made it.
+	// however slow or fast the machine made it: the input lasts 20 s, for
+	// many rounds of retention before the run reaches its end.
 	first := func(topic string) string {
 		return filepath.Join(dir, "kafka", "partitions", topic+"-0", "0.dat")
 	}
