@@ -37,6 +37,11 @@ type run struct {
 	failover       restart.FailoverStrategy
 	// during, when set, runs in its own goroutine while the job runs.
 	during func(j *Job)
+	// cancelAfterDuring cancels the run once during returns, as a user's
+	// cancel would: a test whose moment comes early does not wait for the
+	// rest of its input, and the oracle judges the output of the last
+	// checkpoint.
+	cancelAfterDuring bool
 	// onEvent, when set, sees each event on the goroutine that emits it,
 	// as it is emitted.
 	onEvent func(j *Job, e Event)
@@ -129,6 +134,9 @@ func (r *run) do(t *testing.T) *run {
 		go func() {
 			defer close(done)
 			r.during(j)
+			if r.cancelAfterDuring {
+				cancel()
+			}
 		}()
 	}
 	r.res, err = j.Run(ctx, RunOptions{})

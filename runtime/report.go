@@ -128,7 +128,8 @@ func (r Report) MarshalJSON() ([]byte, error) {
 // ReadInputAfter implements InputReader for the generator.
 func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
 	for p := 0; p < g.partitions; p++ {
-		for off := bounds[int32(p)]; off < g.EndOffset(topic, p); off++ {
+		end := g.EndOffset(topic, p) // a walk over the partition's blocks: once
+		for off := bounds[int32(p)]; off < end; off++ {
 			b, ok := g.Read(topic, p, off)
 			if !ok {
 				break
