@@ -29,8 +29,8 @@ deps:
 
 # go test's own output, then the ten slowest tests (internal/testreport).
 # The end-to-end tests share two builds of the program: with the race
-# detector for runs, tours and the UI, without it for the kills, faults and
-# state dirs (internal/e2e: Main, MainPlain).
+# detector for runs and tours, without it for the kills, faults, state dirs
+# and the UI in tmux (internal/e2e: Main, MainPlain).
 test: deps
 	$(GO) vet ./...
 	$(GO) build -race -o build/faultline-race .

@@ -74,10 +74,22 @@ func putAndAdd(t *testing.T, s Store, id int64, kind Kind, size int, tasks ...Ta
 	return c
 }
 
+// blobOf is task's state at checkpoint id: a header, then the alphabet
+// over and over (byte i is 'a'+i%26) up to size bytes.
 func blobOf(task TaskID, id int64, size int) []byte {
-	b := fmt.Appendf(nil, "state of %s at %d;", task, id)
-	for len(b) < size {
-		b = append(b, byte('a'+len(b)%26))
+	head := fmt.Appendf(nil, "state of %s at %d;", task, id)
+	if len(head) >= size {
+		return head
+	}
+	b := make([]byte, size)
+	n := copy(b, head)
+	for i := n; i < min(size, n+26); i++ {
+		b[i] = byte('a' + i%26)
+	}
+	// The cycle from n on repeats every 26 bytes: copy it in doubling
+	// runs (a byte at a time is most of a large blob's cost under -race).
+	for filled := min(size, n+26) - n; n+filled < size; filled *= 2 {
+		copy(b[n+filled:], b[n:n+filled])
 	}
 	return b
 }

@@ -121,22 +121,22 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 		mustLose    bool
 		unaligned   bool // with unaligned checkpoints and join/0 slowed: in-flight records in the restored state
 	}{
-		// Of 50,000 records join/1 handles about 25,000, the sink and
-		// each subtask of revenue and parse about 12,000.
-		{"join", "after-records=10000,task=join/1,fault=panic", true, false},
-		{"join, unaligned", "after-records=10000,task=join/1,fault=panic", true, true},
-		{"sink, unaligned", "after-records=4500,task=sink/0,fault=error", true, true},
-		{"sink", "after-records=4500,task=sink/0,fault=error", true, false},
-		{"revenue", "after-records=4500,task=revenue/0,fault=panic", false, false},
-		{"parse", "after-records=4500,task=parse-payments/1,fault=panic", false, false},
+		// Of 30,000 records join/1 handles about 15,000, the sink and
+		// each subtask of revenue and parse about 7,000.
+		{"join", "after-records=6000,task=join/1,fault=panic", true, false},
+		{"join, unaligned", "after-records=6000,task=join/1,fault=panic", true, true},
+		{"sink, unaligned", "after-records=2700,task=sink/0,fault=error", true, true},
+		{"sink", "after-records=2700,task=sink/0,fault=error", true, false},
+		{"revenue", "after-records=2700,task=revenue/0,fault=panic", false, false},
+		{"parse", "after-records=2700,task=parse-payments/1,fault=panic", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			faults := []string{tc.fault}
 			if tc.unaligned {
-				faults = append(faults, "after-records=1500,task=join/0,fault=slow,factor=5,for=2s")
+				faults = append(faults, "after-records=900,task=join/0,fault=slow,factor=5,for=2s")
 			}
-			r := (&run{records: 50000, rate: 25000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
+			r := (&run{records: 30000, rate: 25000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
 				unaligned: tc.unaligned, faults: faults}).do(t)
 			if r.res.Status != JobFinished || r.res.Restarts != 1 {
 				t.Fatalf("status %s restarts %d", r.res.Status, r.res.Restarts)

@@ -187,23 +187,23 @@ func TestExactlyOnceThroughFailures(t *testing.T) {
 		// completed, so recovery must restore state, not start over.
 		restoredFromCheckpoint bool
 	}{
-		// Of 50,000 records each subtask of join handles about 25,000,
-		// of revenue, parse and the sources about 12,000.
-		{name: "join panics (the issue's run)", faults: []string{"after-records=10000,task=join/1,fault=panic"}},
-		{name: "revenue panics", faults: []string{"after-records=7500,task=revenue/0,fault=panic"}},
-		{name: "parse panics", faults: []string{"after-records=5000,task=parse-orders/1,fault=panic"}},
-		{name: "source panics", faults: []string{"after-records=4000,task=payments-source/1,fault=panic"}},
+		// Of 30,000 records each subtask of join handles about 15,000,
+		// of revenue, parse and the sources about 7,000.
+		{name: "join panics (the issue's run)", faults: []string{"after-records=6000,task=join/1,fault=panic"}},
+		{name: "revenue panics", faults: []string{"after-records=4500,task=revenue/0,fault=panic"}},
+		{name: "parse panics", faults: []string{"after-records=3000,task=parse-orders/1,fault=panic"}},
+		{name: "source panics", faults: []string{"after-records=2400,task=payments-source/1,fault=panic"}},
 		{name: "join errors after checkpoints", rate: 20000, restoredFromCheckpoint: true,
-			faults: []string{"after-records=7500,task=join/1,fault=error"}},
+			faults: []string{"after-records=4500,task=join/1,fault=error"}},
 		{name: "three failures in one run", rate: 20000, restoredFromCheckpoint: true, faults: []string{
-			"after-records=6000,task=join/1,fault=panic",
-			"after-records=7000,task=revenue/0,fault=error",
-			"after-records=8000,task=parse-orders/1,fault=panic",
+			"after-records=3600,task=join/1,fault=panic",
+			"after-records=4200,task=revenue/0,fault=error",
+			"after-records=4800,task=parse-orders/1,fault=panic",
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := (&run{records: 50000, rate: tc.rate, interval: 200 * time.Millisecond, faults: tc.faults}).do(t)
+			r := (&run{records: 30000, rate: tc.rate, interval: 200 * time.Millisecond, faults: tc.faults}).do(t)
 			if r.res.Status != JobFinished {
 				t.Fatalf("status %s, want FINISHED (failures %+v)", r.res.Status, r.res.Failures)
 			}

@@ -38,16 +38,18 @@ var (
 )
 
 // Main is the TestMain of a package of end-to-end tests whose subject is
-// the program's own concurrency (runs, tours, the UI): it builds the
+// the program's own concurrency (runs, tours): it builds the
 // program once, with the race detector when the tests run with it, runs
 // the tests and removes it; with -short it builds nothing.
 func Main(m *testing.M) { mainWith(m, raceEnabled) }
 
 // MainPlain is Main for the packages whose subject is what kills, faults
-// and a damaged state dir leave behind (crash, faults, statedir, soak):
-// the program is built without the race detector, which multiplies the
-// work of every record about threefold on the same code paths that the
-// race-built packages and the engine's own tests check for races.
+// and a damaged state dir leave behind (crash, faults, statedir, soak), and
+// what the terminal UI shows (tui): the program is built without the race
+// detector, which multiplies the work of every record about threefold, and
+// of every frame drawn about fourfold, on the same code paths that the
+// race-built packages and the unit tests (internal/cli's UI over a real
+// job among them) check for races.
 // make test-e2e-race runs them with the race-built program too
 // (FAULTLINE_E2E_ALL_RACE).
 func MainPlain(m *testing.M) { mainWith(m, raceEnabled && os.Getenv(allRaceEnv) != "") }

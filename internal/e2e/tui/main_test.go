@@ -6,4 +6,4 @@ import (
 	"faultline/internal/e2e"
 )
 
-func TestMain(m *testing.M) { e2e.Main(m) }
+func TestMain(m *testing.M) { e2e.MainPlain(m) }
