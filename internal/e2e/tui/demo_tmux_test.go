@@ -20,7 +20,12 @@ import (
 // switch does not end the at-least-once period), and q exits 0.
 func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	t.Parallel()
-	s := e2e.StartDemo(t, "--checkpoint-interval 1s")
+	// Eight seconds from the end of one checkpoint to the start of the
+	// next: the checkpoint revenue counted past completes once slowed
+	// join/0 has caught up, often as its slow fault runs out, and the
+	// next one, with nothing past its barriers, must not complete before
+	// the panic (a restore goes back to the newest checkpoint).
+	s := e2e.StartDemo(t, "--checkpoint-interval 1s --min-pause 8s")
 	// The selection starts on join/0.
 	s.WaitFor("join/0 selected", 5*time.Second, e2e.Contains("▸join/0"))
 	s.Inject("3", "slow", "join/0")
@@ -73,9 +78,8 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	}
 	s.Keys("Right")
 	s.WaitFor("join/1 selected", 5*time.Second, e2e.Contains("▸join/1"))
-	// The panic comes as soon as that checkpoint completes: a restore
-	// goes back to the newest one, and join/0 is still slow, so the next
-	// one would count past its barriers too.
+	// The panic comes as soon as that checkpoint completes, well within
+	// the pause before the next one: the restore goes back to it.
 	s.WaitFor(fmt.Sprintf("at-least-once checkpoint %d to complete", after), 60*time.Second, completedNo(after))
 	s.Inject("1", "panic", "join/1")
 	dup := regexp.MustCompile(`dup ([\d,]+) \(at-least-once\)`)
