@@ -1,4 +1,4 @@
-package tour
+package tui
 
 import (
 	"fmt"

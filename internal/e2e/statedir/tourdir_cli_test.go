@@ -1,4 +1,4 @@
-package tour
+package statedir
 
 import (
 	"path/filepath"
