@@ -705,10 +705,17 @@ func TestBadgerLifecycle(t *testing.T) {
 }
 
 func TestBadgerCloseDuringEncode(t *testing.T) {
-	b := openBadger(t, 128, RangeFor(128, 1, 0))
+	kgs := RangeFor(128, 1, 0)
+	// 50,000 keys, written in one restore (a Put at a time is ten times
+	// slower under -race): an encode that takes a while.
+	h := NewHeap(128, kgs)
 	for i := range 50000 {
-		b.SetCurrentKey(fmt.Sprintf("c-%d", i))
-		b.Put("v", "", []byte("some value"))
+		h.SetCurrentKey(fmt.Sprintf("c-%d", i))
+		h.Put("v", "", []byte("some value"))
+	}
+	b := openBadger(t, 128, kgs)
+	if err := b.Restore([][]byte{encode(t, h.Snapshot())}); err != nil || b.Len() != 50000 {
+		t.Fatalf("restore: %v, %d keys", err, b.Len())
 	}
 	s := b.Snapshot()
 	done := make(chan error)
