@@ -404,8 +404,9 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	// the one before did not; stopped cleanly, so that it is committed. On
 	// a busy machine the last interval sometimes read next to nothing (the
 	// sources starved): the run then goes on (--resume) and is stopped
-	// again, until the newest checkpoint holds 2,000 input records more.
-	args := []string{"run", "--headless", "--records", "60000", "--rate", "20000", "--checkpoint-interval", "100ms", "--listen", "0", "--state-dir", dir}
+	// again, until the newest checkpoint holds 2,000 input records more;
+	// 120,000 records leave each of those runs six seconds of input.
+	args := []string{"run", "--headless", "--records", "120000", "--rate", "20000", "--checkpoint-interval", "100ms", "--listen", "0", "--state-dir", dir}
 	list := func() []map[string]any {
 		l := e2e.Faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
 		var cps []map[string]any
