@@ -95,7 +95,10 @@ func (g *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // keepSelection selects a subtask when there is none (the first one with
 // several input channels, where alignment happens, else the first), and
-// moves it into range when the job changed.
+// moves it into range when the job changed. The channels count as their
+// edges imply until the subtasks report them (channelLines): the first
+// samples of a starting job, taken before its subtasks run, select the
+// same subtask as the later ones.
 func (g *Model) keepSelection() {
 	ops := g.ctx.Snap.Operators
 	if len(ops) == 0 {
@@ -103,11 +106,13 @@ func (g *Model) keepSelection() {
 	}
 	if i := g.opIndex(); !g.chosen || i < 0 {
 		g.selOp, g.selIdx, g.chosen = ops[0].Name, 0, true
-		for _, name := range g.ctx.TaskNames() {
-			if len(g.ctx.Snap.Tasks[name].Inputs) > 1 {
-				t := g.ctx.Snap.Tasks[name]
-				g.selOp, g.selIdx = t.Operator, t.Index
-				break
+		if op := slices.IndexFunc(ops, func(o view.Operator) bool { return g.channelLines(o) > 1 }); op >= 0 {
+			g.selOp = ops[op].Name
+			for i := range ops[op].Parallelism {
+				if len(g.ctx.Snap.Tasks[common.TaskName(g.selOp, i)].Inputs) > 1 {
+					g.selIdx = i
+					break
+				}
 			}
 		}
 		return

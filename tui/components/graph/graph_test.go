@@ -303,3 +303,27 @@ func TestTourHighlight(t *testing.T) {
 		})
 	}
 }
+
+// The selection starts where alignment happens, join/0, also when the
+// first sample comes before the subtasks run and report their inputs
+// (it started on orders-source/0 then, and stayed there).
+func TestSelectionStartsOnTheFirstSubtaskThatAligns(t *testing.T) {
+	s := fixture.Running()
+	if g := sampled(s); g.Selected() != "join/0" {
+		t.Fatalf("selected %q from a running job's sample, want join/0", g.Selected())
+	}
+	early := s
+	early.Tasks = map[string]view.Task{}
+	for name, task := range s.Tasks {
+		task.Inputs = nil
+		early.Tasks[name] = task
+	}
+	g := sampled(early)
+	if g.Selected() != "join/0" {
+		t.Fatalf("selected %q from a sample taken before the subtasks reported their inputs, want join/0", g.Selected())
+	}
+	g.Update(common.SnapshotMsg{Snapshot: s})
+	if g.Selected() != "join/0" {
+		t.Fatalf("selected %q once the subtasks reported, want join/0 still", g.Selected())
+	}
+}
