@@ -132,6 +132,8 @@ type metaRecord struct {
 	Mode           string       `json:"mode"`
 	TriggerTime    time.Time    `json:"trigger_time"`
 	CompletionTime time.Time    `json:"completion_time"`
+	EndToEnd       int64        `json:"end_to_end_ns,omitempty"`
+	Frozen         int64        `json:"frozen_ns,omitempty"`
 	Tasks          []taskRecord `json:"tasks"`
 }
 
@@ -156,6 +158,8 @@ func encodeCompleted(c *Completed) ([]byte, error) {
 		Mode:           c.Mode,
 		TriggerTime:    c.TriggerTime,
 		CompletionTime: c.CompletionTime,
+		EndToEnd:       int64(c.EndToEnd),
+		Frozen:         int64(c.Frozen),
 		Tasks:          make([]taskRecord, 0, len(c.Tasks)),
 	}
 	for task, ack := range c.Tasks {
@@ -204,6 +208,8 @@ func decodeCompleted(id int64, v []byte) (*Completed, error) {
 		Mode:           r.Mode,
 		TriggerTime:    r.TriggerTime,
 		CompletionTime: r.CompletionTime,
+		EndToEnd:       time.Duration(r.EndToEnd),
+		Frozen:         time.Duration(r.Frozen),
 		Tasks:          make(map[TaskID]SubtaskAck, len(r.Tasks)),
 	}
 	switch r.Kind {

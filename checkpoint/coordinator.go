@@ -45,7 +45,17 @@ type Config struct {
 	TolerableFailures int
 	// Job and Mode are copied into each Completed.
 	Job, Mode string
+	// Wall is the clock whose times a person reads as clock times
+	// (TriggerTime, EndTime, AckTime); nil: the coordinator's own clock.
+	// The coordinator's clock (the job's, which stops while the world is
+	// frozen) times everything else: intervals, pauses, timeouts and
+	// durations.
+	Wall clock.Clock
 }
+
+// stopper is a clock that can say how long it stood still (clock.Scaled):
+// the coordinator reports that time beside each checkpoint's duration.
+type stopper interface{ Stopped() time.Duration }
 
 // Gateway is how the coordinator reaches the tasks of the running job (Flink:
 // the coordinator's calls into the ExecutionGraph: triggerCheckpoint,
@@ -57,6 +67,8 @@ type Gateway interface {
 	// running, in mode: the checkpointing mode the coordinator recorded in
 	// it (Config.Mode, then SetMode), so that a checkpoint's barriers and
 	// its record never disagree.
+	// at is the trigger time on the coordinator's clock (the job's), on
+	// which subtasks measure their start delay.
 	TriggerSources(attempt, id int64, kind Kind, mode string, at time.Time)
 	// NotifyComplete tells every subtask that checkpoint id completed.
 	NotifyComplete(attempt, id int64)
@@ -89,9 +101,13 @@ type pending struct {
 	kind        Kind
 	mode        string
 	attempt     int64
-	triggerTime time.Time
-	acks        map[TaskID]SubtaskAck
-	waiting     map[TaskID]struct{}
+	triggerTime time.Time // on Config.Wall
+	// triggerAt is the trigger time on the coordinator's clock, stoppedAt
+	// how long that clock had stood still then.
+	triggerAt time.Time
+	stoppedAt time.Duration
+	acks      map[TaskID]SubtaskAck
+	waiting   map[TaskID]struct{}
 	// finished are the subtasks that finished before or while this checkpoint
 	// was pending without acknowledging it; their last state is carried over.
 	finished []TaskID
@@ -117,6 +133,7 @@ type Coordinator struct {
 	cfg     Config
 	store   Store
 	clk     clock.Clock
+	wall    clock.Clock
 	gw      Gateway
 	onEvent func(Event)
 
@@ -172,11 +189,16 @@ func NewCoordinator(cfg Config, store Store, clk clock.Clock, gw Gateway, onEven
 	if gw == nil {
 		gw = nopGateway{}
 	}
+	wall := cfg.Wall
+	if wall == nil {
+		wall = clk
+	}
 	c := &Coordinator{
 		cfg:      cfg,
 		mode:     cfg.Mode,
 		store:    store,
 		clk:      clk,
+		wall:     wall,
 		gw:       gw,
 		onEvent:  onEvent,
 		nextID:   store.MaxID() + 1,
@@ -290,4 +312,20 @@ func (c *Coordinator) flush() {
 			}
 		}()
 	}
+}
+
+// stoppedLocked is how long the coordinator's clock has stood still (0
+// for a clock that never stops).
+func (c *Coordinator) stoppedLocked() time.Duration {
+	if s, ok := c.clk.(stopper); ok {
+		return s.Stopped()
+	}
+	return 0
+}
+
+// timesLocked fills cs's job-clock figures for p as of now: the duration
+// so far (or to its end) and the time the clock stood still meanwhile.
+func (c *Coordinator) timesLocked(cs *CheckpointStats, p *pending) {
+	cs.Duration = c.clk.Now().Sub(p.triggerAt)
+	cs.Frozen = c.stoppedLocked() - p.stoppedAt
 }

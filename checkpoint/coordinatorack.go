@@ -17,8 +17,9 @@ func (c *Coordinator) Acknowledge(attempt, id int64, task TaskID, ack SubtaskAck
 	if p := c.pendingForLocked(attempt, id); p != nil {
 		if _, ok := p.waiting[task]; ok {
 			if ack.AckTime.IsZero() {
-				ack.AckTime = c.clk.Now()
+				ack.AckTime = c.wall.Now()
 			}
+			ack.EndToEnd = c.clk.Now().Sub(p.triggerAt)
 			delete(p.waiting, task)
 			p.acks[task] = ack
 			if len(p.waiting) == 0 {
@@ -131,7 +132,7 @@ func (c *Coordinator) completeLocked(p *pending) {
 	// No caller's context: whichever acknowledgement or timer completes
 	// the checkpoint, its metadata must reach the store.
 	ctx := context.Background()
-	now := c.clk.Now()
+	now, wall := c.clk.Now(), c.wall.Now()
 	tasks := maps.Clone(p.acks)
 	if len(p.finished) > 0 {
 		latest, err := c.store.Latest(ctx)
@@ -154,7 +155,9 @@ func (c *Coordinator) completeLocked(p *pending) {
 		Job:            c.cfg.Job,
 		Mode:           p.mode,
 		TriggerTime:    p.triggerTime,
-		CompletionTime: now,
+		CompletionTime: wall,
+		EndToEnd:       now.Sub(p.triggerAt),
+		Frozen:         c.stoppedLocked() - p.stoppedAt,
 		Tasks:          tasks,
 	}
 	if err := c.store.Add(ctx, done); err != nil {
@@ -164,7 +167,8 @@ func (c *Coordinator) completeLocked(p *pending) {
 	c.removeLocked(p)
 	full, incremental := done.Size()
 	p.rec.stats.Status = StatusCompleted
-	p.rec.stats.EndTime = now
+	p.rec.stats.EndTime = wall
+	p.rec.stats.Duration, p.rec.stats.Frozen = done.EndToEnd, done.Frozen
 	p.rec.stats.FullBytes, p.rec.stats.IncrementalBytes = full, incremental
 	p.rec.stats.WaitingFor = nil
 
@@ -180,7 +184,7 @@ func (c *Coordinator) completeLocked(p *pending) {
 			c.failLocked(older, ReasonSubsumed, fmt.Errorf("checkpoint %d was subsumed by checkpoint %d, which completed first", older.id, p.id), TaskID{})
 		}
 	}
-	c.emitLocked(Event{Type: EventCompleted, ID: p.id, Kind: p.kind, At: now, Completed: done})
+	c.emitLocked(Event{Type: EventCompleted, ID: p.id, Kind: p.kind, At: wall, Completed: done})
 	attempt, id := p.attempt, p.id
 	c.outbox = append(c.outbox, func() { c.gw.NotifyComplete(attempt, id) })
 }
@@ -207,10 +211,11 @@ func carryFinished(a SubtaskAck) SubtaskAck {
 // failLocked aborts p, tells the tasks and applies the failure counter
 // (Flink: abortPendingCheckpoint + CheckpointFailureManager).
 func (c *Coordinator) failLocked(p *pending, reason FailureReason, err error, task TaskID) {
-	now := c.clk.Now()
+	now := c.wall.Now()
 	c.removeLocked(p)
 	p.rec.stats.Status = StatusFailed
 	p.rec.stats.EndTime = now
+	c.timesLocked(&p.rec.stats, p)
 	p.rec.stats.Failure = fmt.Sprintf("%s: %v", reason, err)
 	c.failedCount++
 

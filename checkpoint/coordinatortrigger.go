@@ -25,13 +25,15 @@ func (c *Coordinator) Trigger(kind Kind) (int64, error) {
 func (c *Coordinator) triggerLocked(kind Kind) int64 {
 	id := c.nextID
 	c.nextID++
-	now := c.clk.Now()
+	now, wall := c.clk.Now(), c.wall.Now()
 	p := &pending{
 		id:          id,
 		kind:        kind,
 		mode:        c.mode,
 		attempt:     c.attempt,
-		triggerTime: now,
+		triggerTime: wall,
+		triggerAt:   now,
+		stoppedAt:   c.stoppedLocked(),
 		acks:        map[TaskID]SubtaskAck{},
 		waiting:     map[TaskID]struct{}{},
 	}
@@ -42,7 +44,7 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 			p.waiting[t] = struct{}{}
 		}
 	}
-	p.rec = &record{stats: CheckpointStats{ID: id, Kind: kind, Status: StatusPending, TriggerTime: now}, p: p}
+	p.rec = &record{stats: CheckpointStats{ID: id, Kind: kind, Status: StatusPending, TriggerTime: wall}, p: p}
 	c.history = append(c.history, p.rec)
 	if len(c.history) > historySize {
 		c.history = slices.Delete(c.history, 0, len(c.history)-historySize)
@@ -51,7 +53,7 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 	p.timer = c.clk.AfterFunc(c.cfg.Timeout, func() { c.expire(p) })
 
 	attempt := c.attempt
-	c.emitLocked(Event{Type: EventTriggered, ID: id, Kind: kind, At: now})
+	c.emitLocked(Event{Type: EventTriggered, ID: id, Kind: kind, At: wall})
 	mode := p.mode
 	c.outbox = append(c.outbox, func() { c.gw.TriggerSources(attempt, id, kind, mode, now) })
 	if len(p.waiting) == 0 {

@@ -40,8 +40,14 @@ type CheckpointStats struct {
 	ID     int64
 	Kind   Kind
 	Status Status
-	// EndTime is zero while pending.
+	// EndTime is zero while pending. Both are wall-clock times
+	// (Config.Wall).
 	TriggerTime, EndTime time.Time
+	// Duration is the end-to-end time, trigger to end (so far, while
+	// pending), on the coordinator's clock: the job's, which leaves out the
+	// time the world stood frozen. Frozen is that time (the wall clock saw
+	// Duration plus Frozen, and more in slow motion).
+	Duration, Frozen time.Duration
 	// Acked of Total expected subtasks (a subtask that finished without
 	// acknowledging is no longer expected).
 	Acked, Total int
@@ -121,6 +127,7 @@ func (c *Coordinator) Stats() Stats {
 		cs := r.stats
 		if r.p != nil {
 			fillStats(&cs, r.p)
+			c.timesLocked(&cs, r.p)
 		}
 		cs.AckedTasks = maps.Clone(cs.AckedTasks)
 		cs.WaitingFor = slices.Clone(cs.WaitingFor)

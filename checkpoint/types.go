@@ -101,8 +101,12 @@ type SubtaskAck struct {
 	// Finished is set when the subtask had finished before this checkpoint
 	// and its last state was carried over from an earlier one (Flink:
 	// FullyFinishedOperatorState).
-	Finished bool      `json:"finished,omitempty"`
-	AckTime  time.Time `json:"ack_time"`
+	Finished bool `json:"finished,omitempty"`
+	// AckTime is when the coordinator received the acknowledgement (wall
+	// clock); EndToEnd the time from the checkpoint's trigger to then on
+	// the job's clock (Flink: the subtask's end-to-end duration).
+	AckTime  time.Time     `json:"ack_time"`
+	EndToEnd time.Duration `json:"end_to_end,omitempty"`
 }
 
 // InFlightIDs are the order ids of the records c holds in flight (see
@@ -130,13 +134,18 @@ func (a SubtaskAck) Blobs() []Handle {
 // Completed is a checkpoint that every subtask acknowledged and whose
 // metadata was written to the store (Flink: CompletedCheckpoint).
 type Completed struct {
-	ID             int64                 `json:"id"`
-	Kind           Kind                  `json:"kind"`
-	Job            string                `json:"job"`
-	Mode           string                `json:"mode"`
-	TriggerTime    time.Time             `json:"trigger_time"`
-	CompletionTime time.Time             `json:"completion_time"`
-	Tasks          map[TaskID]SubtaskAck `json:"-"`
+	ID             int64     `json:"id"`
+	Kind           Kind      `json:"kind"`
+	Job            string    `json:"job"`
+	Mode           string    `json:"mode"`
+	TriggerTime    time.Time `json:"trigger_time"`
+	CompletionTime time.Time `json:"completion_time"`
+	// EndToEnd is the time from trigger to completion on the job's clock,
+	// which stops while the world is frozen; Frozen is how long it stood
+	// still meanwhile. Zero in checkpoints written before they were kept.
+	EndToEnd time.Duration         `json:"end_to_end,omitempty"`
+	Frozen   time.Duration         `json:"frozen,omitempty"`
+	Tasks    map[TaskID]SubtaskAck `json:"-"`
 }
 
 // SortedTasks returns the subtasks of c by operator name, then index.
@@ -154,8 +163,15 @@ func (c *Completed) SortedTasks() []TaskID {
 	return ids
 }
 
-// Duration is the end-to-end duration, trigger to completion.
-func (c *Completed) Duration() time.Duration { return c.CompletionTime.Sub(c.TriggerTime) }
+// Duration is the end-to-end duration, trigger to completion, on the job's
+// clock (frozen time left out); the wall clock's for a checkpoint written
+// before that was kept.
+func (c *Completed) Duration() time.Duration {
+	if c.EndToEnd > 0 {
+		return c.EndToEnd
+	}
+	return c.CompletionTime.Sub(c.TriggerTime)
+}
 
 // Size is the sum of the full state sizes of all subtasks.
 func (c *Completed) Size() (full, incremental int64) {

@@ -447,7 +447,7 @@ func (j *Job) reportLost(task string, n, from int64, what string) {
 		l.pending = map[string]*pendingLoss{}
 	}
 	p := l.pending[task]
-	now := j.clk.Now()
+	now := j.wall.Now()
 	if p == nil || now.Sub(p.last) >= lossEventEvery {
 		if p != nil && p.n > 0 {
 			j.emitLoss(task, p)
@@ -460,7 +460,7 @@ func (j *Job) reportLost(task string, n, from int64, what string) {
 	p.what = what
 	p.total = total
 	if l.timer == nil {
-		l.timer = j.clk.AfterFunc(lossEventEvery, j.flushLosses)
+		l.timer = j.wall.AfterFunc(lossEventEvery, j.flushLosses)
 	}
 }
 
@@ -515,7 +515,7 @@ func (j *Job) emitLoss(task string, p *pendingLoss) {
 		what = fmt.Sprintf("%d more like the last one: %s", p.n, p.what)
 	}
 	j.obs.Emit(view.RecordsLost{Task: task, Records: p.n, Total: p.total, Checkpoint: p.from, What: what})
-	p.n, p.last = 0, j.clk.Now()
+	p.n, p.last = 0, j.wall.Now()
 }
 
 // flushLosses tells the losses summed up since the last events; the end of

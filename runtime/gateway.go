@@ -29,7 +29,7 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 		full, inc := e.Completed.Size()
 		done := view.CheckpointCompleted{
 			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),
-			SizeBytes: full, IncrementalBytes: inc,
+			FrozenMs: e.Completed.Frozen.Milliseconds(), SizeBytes: full, IncrementalBytes: inc,
 		}
 		for _, id := range e.Completed.SortedTasks() {
 			a := e.Completed.Tasks[id]

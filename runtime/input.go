@@ -111,7 +111,7 @@ func (t *task) runOperator(ctx context.Context) error {
 			// while input keeps coming, and after every batch when the
 			// tempo is slowed, so that records and barriers can be seen
 			// moving on (Flink: execution.buffer-timeout).
-			if now := t.clk().Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
+			if now := t.wall().Now(); now.Sub(t.lastFlush) >= BufferTimeout || t.a.job.Tempo() != TempoNormal {
 				t.flushOutputs()
 				t.flushCounters()
 				t.lastFlush = now

@@ -102,7 +102,14 @@ type Job struct {
 	obs   *Observer
 	coord *checkpoint.Coordinator
 	store faultyStore
-	clk   clock.Clock
+	// clk is the job's clock: it stops while the world is frozen and runs
+	// slower in slow motion (view.Tempo.ClockRate), so that durations, timeouts,
+	// restart delays and fault timers measured on it leave out the time a
+	// person spent reading the screen. wall is the clock it runs on
+	// (Config.Clock): the tempo's own waits, the times a person reads as
+	// clock times, the stop budget and the run's elapsed time use it.
+	clk  *clock.Scaled
+	wall clock.Clock
 
 	metrics map[string]*TaskMetrics
 	faults  []*faultEntry
@@ -276,7 +283,7 @@ func New(cfg Config) (*Job, error) {
 	cfg.Checkpoint.Job = cfg.Job.Name
 	cfg.Checkpoint.Mode = ModeName(cfg.Mode, cfg.Unaligned)
 	j := &Job{
-		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, clk: cfg.Clock,
+		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, clk: clock.NewScaled(cfg.Clock), wall: cfg.Clock,
 		metrics:    map[string]*TaskMetrics{},
 		coordFail:  make(chan attemptErr, 1),
 		faultCh:    make(chan *faultEntry, len(cfg.Faults)+64),
@@ -291,9 +298,9 @@ func New(cfg Config) (*Job, error) {
 	if cfg.Mode == barrier.AtLeastOnce {
 		j.lenient(cfg.AtLeastOnce.Open)
 	} else {
-		j.exactlyOnceSince.Store(j.clk.Now().UnixNano())
+		j.exactlyOnceSince.Store(j.wall.Now().UnixNano())
 	}
-	j.tempo.init()
+	j.tempo.init(j.clk)
 	j.restarts.v = RestartView{
 		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
 		Status: cfg.Restart.Status(), Failover: cfg.Failover,
@@ -325,7 +332,8 @@ func New(cfg Config) (*Job, error) {
 	// Checkpoint writes go through a store that the storage-fail fault can
 	// make fail; the rest of the store is the configured one.
 	j.store = faultyStore{Store: cfg.Store, fails: &j.storageFails}
-	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, cfg.Clock, j, j.onCheckpointEvent)
+	cfg.Checkpoint.Wall = cfg.Clock
+	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, j.clk, j, j.onCheckpointEvent)
 	return j, nil
 }
 

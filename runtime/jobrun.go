@@ -47,7 +47,7 @@ type RunOptions struct {
 // Run runs the job until it finishes, fails for good, or ctx ends
 // (CANCELED).
 func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
-	start := j.clk.Now()
+	start := j.wall.Now()
 	res := &Result{}
 	j.skipCommitted = opts.SkipCommitted
 	j.status(JobCreated, "")
@@ -63,7 +63,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	// What follows must happen however the run ended, a cancelled ctx
 	// included: it keeps ctx's values, not its end, and has the stop's
 	// budget from that end.
-	after, windDown := WindDown(ctx, j.clk, opts.StopBudget)
+	after, windDown := WindDown(ctx, j.wall, opts.StopBudget)
 	defer windDown()
 	if err := j.settleEnd(after, res); err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func (j *Job) settleEnd(after context.Context, res *Result) error {
 // tally fills in the rest of res once the run has ended: its time, the
 // records read, the failures, the bad records and the checkpoints.
 func (j *Job) tally(res *Result, start time.Time) {
-	res.Elapsed = j.clk.Now().Sub(start)
+	res.Elapsed = j.wall.Now().Sub(start)
 	res.RecordsIn = j.in.Load()
 	j.flushLosses()
 	res.LostByFailover = j.RestartView().LostRecords

@@ -66,7 +66,7 @@ func (j *Job) SetMode(m barrier.Mode, unaligned bool) {
 			j.exactlyOnceSince.Store(0)
 			j.lenient(j.cfg.AtLeastOnce.Open)
 		} else {
-			j.exactlyOnceSince.Store(j.clk.Now().UnixNano())
+			j.exactlyOnceSince.Store(j.wall.Now().UnixNano())
 		}
 	}
 	if now := ModeName(m, unaligned); now != before {
@@ -89,7 +89,7 @@ func (j *Job) endsAtLeastOnce(c *checkpoint.Completed) bool {
 // would read the output too strictly without it, so a failure to keep it
 // is logged.
 func (j *Job) lenient(f func(time.Time) error) {
-	if err := f(j.clk.Now()); err != nil {
+	if err := f(j.wall.Now()); err != nil {
 		j.logf("keep the at-least-once periods: %v", err)
 	}
 }

@@ -119,7 +119,6 @@ func (t *task) persistAsync(ctx context.Context, id int64, state *backend.Subtas
 		ack.Handle = h
 		ack.AsyncDuration = clock.Since(clk, start)
 		ack.IncrementalBytes = h.Size
-		ack.AckTime = clk.Now()
 		a.job.coord.Acknowledge(a.epoch.Load(), id, t.id, ack)
 	}()
 }

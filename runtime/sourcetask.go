@@ -52,7 +52,7 @@ func (t *task) runSource(ctx context.Context) error {
 		if t.a.job.Tempo() == TempoFrozen && !t.a.job.Stepping() {
 			continue // a step ended while the source waited: read nothing more
 		}
-		began := t.clk().Now()
+		began := t.wall().Now()
 		batch := t.a.job.cfg.BatchSize
 		if t.slowed() {
 			batch = min(batch, slowBatch) // the trigger of a checkpoint waits for a batch at most
@@ -66,7 +66,7 @@ func (t *task) runSource(ctx context.Context) error {
 		}
 		t.srcBuf = recs
 		if len(recs) == 0 {
-			t.m.IdleNanos.Add(int64(clock.Since(t.clk(), began)))
+			t.m.IdleNanos.Add(int64(clock.Since(t.wall(), began)))
 		}
 		for i := range recs {
 			t.in++
@@ -126,7 +126,7 @@ func (t *task) commitOffsets(id int64) {
 }
 
 func (t *task) waitPaused(ctx context.Context) {
-	after, tm := clock.After(t.clk(), 20*time.Millisecond)
+	after, tm := clock.After(t.wall(), 20*time.Millisecond)
 	defer tm.Stop()
 	select {
 	case <-t.gate.c:

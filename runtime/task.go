@@ -253,8 +253,15 @@ func (t *task) abandon() {
 	}
 }
 
-// clk is the job's clock: every time a subtask reads or waits for is on it.
+// clk is the job's clock, which stops while the world is frozen: the
+// durations a subtask reports, its alignment, its slow fault and its
+// timeouts are on it.
 func (t *task) clk() clock.Clock { return t.a.job.clk }
+
+// wall is the clock the job's clock runs on: the tempo's own waits, the
+// buffer timeout and the busy, idle and back-pressured time per second
+// are on it.
+func (t *task) wall() clock.Clock { return t.a.job.wall }
 
 func (t *task) setStatus(s TaskStatus, reason string) {
 	t.m.status.Store(s)
@@ -467,20 +474,20 @@ func (t *task) outputsFull() bool {
 // wait waits for input, mail or room in an output, counted as idle time,
 // or until the aligned-checkpoint timeout may have something to do.
 func (t *task) wait(ctx context.Context) {
-	start := t.clk().Now()
+	start := t.wall().Now()
 	t.waitGate(ctx)
-	t.m.IdleNanos.Add(int64(clock.Since(t.clk(), start)))
+	t.m.IdleNanos.Add(int64(clock.Since(t.wall(), start)))
 }
 
 // backPressured waits, while an output channel is full, for room in it,
 // for mail or for an unaligned barrier to take (Flink: a back-pressured
 // task still takes mails and priority events), counted as back-pressure.
 func (t *task) backPressured(ctx context.Context) {
-	start := t.clk().Now()
+	start := t.wall().Now()
 	t.m.blockedSince.Store(start.UnixNano())
 	t.waitGate(ctx)
 	t.m.blockedSince.Store(0)
-	t.m.BackPressuredNanos.Add(int64(clock.Since(t.clk(), start)))
+	t.m.BackPressuredNanos.Add(int64(clock.Since(t.wall(), start)))
 }
 
 // waitGate waits for the subtask's gate, or for the moment an aligned

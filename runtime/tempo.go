@@ -42,8 +42,10 @@ const (
 )
 
 // tempo is the job's current tempo. wake is closed and replaced on every
-// change, so that waiting tasks look again.
+// change, so that waiting tasks look again; every change sets the job
+// clock's rate (clk).
 type tempo struct {
+	clk   *clock.Scaled
 	mu    sync.Mutex
 	t     Tempo
 	since time.Time // when the world froze (zero unless frozen)
@@ -57,7 +59,7 @@ type tempo struct {
 	now atomic.Int32
 }
 
-func (p *tempo) init() { p.wake = make(chan struct{}) }
+func (p *tempo) init(clk *clock.Scaled) { p.clk, p.wake = clk, make(chan struct{}) }
 
 // get returns the tempo, whether a step is running (and until when at
 // most), and the channel closed at the next change.
@@ -71,6 +73,7 @@ func (p *tempo) change(f func()) {
 	p.mu.Lock()
 	f()
 	p.now.Store(int32(p.t))
+	p.clk.SetRate(p.t.ClockRate(p.stepping))
 	close(p.wake)
 	p.wake = make(chan struct{})
 	p.mu.Unlock()
@@ -79,7 +82,7 @@ func (p *tempo) change(f func()) {
 // SetTempo sets how fast the dataflow moves.
 func (j *Job) SetTempo(t Tempo) {
 	old, _, _, _ := j.tempo.get()
-	now := j.clk.Now()
+	now := j.wall.Now()
 	j.tempo.change(func() {
 		j.tempo.stepping = false
 		switch {
@@ -94,6 +97,10 @@ func (j *Job) SetTempo(t Tempo) {
 		j.obs.Emit(view.TempoChanged{Tempo: t.String()})
 	}
 }
+
+// Now is the time on the job's clock, which stops while the world is
+// frozen and runs slower in slow motion (view.Tempo.ClockRate).
+func (j *Job) Now() time.Time { return j.clk.Now() }
 
 // Tempo is how fast the dataflow moves now.
 func (j *Job) Tempo() Tempo { return Tempo(j.tempo.now.Load()) }
@@ -113,7 +120,7 @@ func (j *Job) FrozenSince() time.Time {
 // blocks, an alignment begins), or a checkpoint completes (stepWatch). It
 // does nothing unless the world is frozen.
 func (j *Job) Step() {
-	until := j.clk.Now().Add(stepLimit)
+	until := j.wall.Now().Add(stepLimit)
 	j.tempo.change(func() {
 		if j.tempo.t == TempoFrozen {
 			j.tempo.stepping, j.tempo.stepUntil = true, until
@@ -152,7 +159,7 @@ func (t *task) paceAs(ctx context.Context, behind bool) time.Duration {
 	if Tempo(t.a.job.tempo.now.Load()) == TempoNormal {
 		return 0
 	}
-	clk := t.clk()
+	clk := t.wall()
 	start := time.Time{}
 	for {
 		tp, stepping, until, wake := t.a.job.tempo.get()

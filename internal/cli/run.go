@@ -550,17 +550,13 @@ func (r *runState) exit(ctx context.Context, res *runtime.Result, v verify.Verif
 }
 
 // freezeLimit is how long the UI's freeze can last before the job fails
-// over, and what expires then: a pending checkpoint (when no failed
-// checkpoint is tolerated) or the sink's open Kafka transaction, whichever
-// comes first; 0 when neither does.
+// over, and what expires then: the sink's open Kafka transaction, whose
+// timeout runs on the broker's clock; 0 when no transaction is open. A
+// pending checkpoint's timeout runs on the job's clock, which stands still
+// while the world is frozen.
 func (o *runOptions) freezeLimit(p *prepared) (time.Duration, string) {
-	var limit time.Duration
-	why := ""
-	if o.interval > 0 && o.tolerable == 0 {
-		limit, why = o.timeout, "the pending checkpoint expires (--checkpoint-timeout)"
+	if p.sinkG == kafka.ExactlyOnce {
+		return o.kafka.txnTimeout, "the sink's open transaction expires (--sink-transaction-timeout)"
 	}
-	if p.sinkG == kafka.ExactlyOnce && (limit == 0 || o.kafka.txnTimeout < limit) {
-		limit, why = o.kafka.txnTimeout, "the sink's open transaction expires (--sink-transaction-timeout)"
-	}
-	return limit, why
+	return 0, ""
 }

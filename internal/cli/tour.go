@@ -314,7 +314,12 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 			end(pass, "stopped before its end")
 			return pass, nil
 		}
-		flags, from, first = r.Expand(step.flags), step.next, false
+		if flags, err = r.Expand(step.flags); err != nil {
+			pass.failed++
+			end(pass, err.Error())
+			return pass, err
+		}
+		from, first = step.next, false
 	}
 	end(pass, "")
 	return pass, nil

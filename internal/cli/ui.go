@@ -44,8 +44,9 @@ type tourGuide interface {
 
 // taskSample is what rates and ratios are computed from.
 type taskSample struct {
-	at                  time.Time
+	at, job             time.Time // wall and job clock
 	in, idle, pressured int64
+	rate                float64
 }
 
 func newUIController(job *runtime.Job, sp *spec.Job, info tui.JobInfo, w *kafka.Writer, live *kafka.LiveVerifier, broker *kafka.Embedded) *uiController {
@@ -57,8 +58,8 @@ var _ tui.Controller = (*uiController)(nil)
 
 // Snapshot implements tui.Controller.
 func (u *uiController) Snapshot() tui.Snapshot {
-	now := time.Now()
-	s := tui.Snapshot{Now: now, Started: u.started, Job: u.info, Tasks: map[string]tui.Task{}}
+	now, jobNow := time.Now(), u.job.Now()
+	s := tui.Snapshot{Now: now, JobNow: jobNow, Started: u.started, Job: u.info, Tasks: map[string]tui.Task{}}
 	s.Job.Status = string(u.job.Status())
 	s.Job.Mode = u.job.ModeNameNow()
 	s.Job.Attempt = u.job.Epoch()
@@ -78,13 +79,14 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
 				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(),
 				Restarts: int(max(m.Deploys.Load()-1, 0))}
-			cur := taskSample{at: now, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressured(now)}
+			cur := taskSample{at: now, job: jobNow, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressured(now)}
 			if p, ok := u.prev[name]; ok && now.Sub(p.at) > 0 {
 				dt := float64(now.Sub(p.at))
-				t.RateIn = float64(cur.in-p.in) / now.Sub(p.at).Seconds()
+				t.RateIn = rateOn(p, cur)
 				t.BackPressureRatio = clamp01(float64(cur.pressured-p.pressured) / dt)
 				t.Busy = clamp01(1 - float64(cur.idle-p.idle)/dt - t.BackPressureRatio)
 			}
+			cur.rate = t.RateIn
 			u.prev[name] = cur
 			switch {
 			case t.BackPressureRatio > 0.5:
@@ -97,7 +99,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			if in, al, ok := u.job.Inputs(name); ok {
 				t.Inputs, t.Alignment = in, al
 			}
-			if f, until, ok := m.Slowed(); ok && until.After(now) {
+			if f, until, ok := m.Slowed(); ok && until.After(jobNow) {
 				t.SlowFactor, t.SlowUntil = f, until
 			}
 			s.Tasks[name] = t
@@ -131,6 +133,17 @@ func (u *uiController) Snapshot() tui.Snapshot {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
+// rateOn is the records per second of the job's clock from sample p to
+// cur: in slow motion the rate the job runs at on its own clock, and
+// while the world stands frozen (its clock still) the last rate measured.
+func rateOn(p, cur taskSample) float64 {
+	dt := cur.job.Sub(p.job)
+	if dt <= 0 {
+		return p.rate
+	}
+	return float64(cur.in-p.in) / dt.Seconds()
+}
+
 // statusView is a checkpoint's status as the UI's view names it.
 func statusView(s checkpoint.Status) view.CheckpointStatus {
 	switch s {
@@ -149,7 +162,7 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 		History: make([]view.Checkpoint, 0, len(st.History))}
 	for _, c := range st.History {
 		cv := view.Checkpoint{ID: c.ID, Savepoint: c.Kind == checkpoint.KindSavepoint, Status: statusView(c.Status),
-			TriggerTime: c.TriggerTime, EndTime: c.EndTime, Acked: c.Acked, Total: c.Total,
+			TriggerTime: c.TriggerTime, EndTime: c.EndTime, Duration: c.Duration, Frozen: c.Frozen, Acked: c.Acked, Total: c.Total,
 			AckedTasks: make(map[string]view.SubtaskAck, len(c.AckedTasks)), FullBytes: c.FullBytes,
 			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored, Damaged: c.Damaged,
 			PersistedInFlight: c.PersistedInFlight, ProcessedInFlight: c.ProcessedInFlight, Unaligned: c.Unaligned}
@@ -159,7 +172,7 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 		for id, a := range c.AckedTasks {
 			cv.AckedTasks[id.String()] = view.SubtaskAck{SyncDuration: a.SyncDuration, AsyncDuration: a.AsyncDuration,
 				Alignment: a.Alignment, StartDelay: a.StartDelay, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes,
-				AfterBarrier: a.AfterBarrier, Finished: a.Finished, AckTime: a.AckTime,
+				AfterBarrier: a.AfterBarrier, Finished: a.Finished, AckTime: a.AckTime, EndToEnd: a.EndToEnd,
 				Unaligned: a.Unaligned, TimedOut: a.TimedOut, PersistedInFlight: a.PersistedInFlight,
 				PersistedRecords: a.PersistedRecords, ProcessedInFlight: a.ProcessedInFlight}
 		}

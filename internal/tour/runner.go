@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +87,9 @@ type Runner struct {
 	done     []int64     // completed checkpoint ids, in order
 	restores []restore
 	savepnt  int64
+	// savepntFailed is why the newest savepoint the job tried failed ("":
+	// it completed, or none failed after it).
+	savepntFailed string
 	// mark is the event a wait for an event counts from (see Run).
 	mark int64
 	// failedAsClaimed: a check held that this run of the job FAILED.
@@ -200,7 +204,9 @@ func (r *Runner) Feed(e view.Stamped) {
 		r.done = append(r.done, ev.ID)
 	case view.SavepointCompleted:
 		r.done = append(r.done, ev.ID)
-		r.savepnt = ev.ID
+		r.savepnt, r.savepntFailed = ev.ID, ""
+	case view.SavepointFailed:
+		r.savepntFailed = ev.Error
 	case view.Restored:
 		if len(ev.Tasks) == 0 {
 			var newest int64
@@ -286,13 +292,22 @@ func (r *Runner) FailedAsClaimed() bool {
 }
 
 // Expand puts the newest savepoint's id in for {savepoint}: call it once
-// the run before has stopped (it may take a savepoint as it stops).
-func (r *Runner) Expand(flags []string) []string {
+// the run before has stopped (it may take a savepoint as it stops). When
+// the newest savepoint the job tried failed (the one of a stop, say), it
+// refuses: a run from an older savepoint would write again what the job
+// committed after it.
+func (r *Runner) Expand(flags []string) ([]string, error) {
+	r.mu.Lock()
+	id, failed := r.savepnt, r.savepntFailed
+	r.mu.Unlock()
 	out := make([]string, len(flags))
 	for i, f := range flags {
-		out[i] = strings.ReplaceAll(f, "{savepoint}", strconv.FormatInt(r.Savepoint(), 10))
+		if strings.Contains(f, "{savepoint}") && failed != "" {
+			return nil, fmt.Errorf("the job's last savepoint failed (%s): a run from an older one would write again what was committed after it", failed)
+		}
+		out[i] = strings.ReplaceAll(f, "{savepoint}", strconv.FormatInt(id, 10))
 	}
-	return out
+	return out, nil
 }
 
 // do runs one step.

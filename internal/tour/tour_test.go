@@ -271,3 +271,27 @@ func TestLoadReadsOnlyRegularFilesOfASaneSize(t *testing.T) {
 		}
 	}
 }
+
+// A run from {savepoint} after the job's last savepoint failed (the one
+// taken as it stopped) is refused, not started from an older savepoint
+// that would write the output after it twice.
+func TestExpandRefusesAnOlderSavepoint(t *testing.T) {
+	tr := &Tour{Name: "t", Steps: []Step{{Say: "x"}}}
+	r := NewRunner(tr, Headless, nil)
+	r.Feed(view.Stamped{Event: view.SavepointCompleted{ID: 2}})
+	got, err := r.Expand([]string{"--from-savepoint", "{savepoint}"})
+	if err != nil || got[1] != "2" {
+		t.Fatalf("Expand = %v, %v; want savepoint 2", got, err)
+	}
+	r.Feed(view.Stamped{Event: view.SavepointFailed{Error: "timed out after 2s"}})
+	if _, err := r.Expand([]string{"--from-savepoint", "{savepoint}"}); err == nil || !strings.Contains(err.Error(), "timed out after 2s") {
+		t.Fatalf("Expand after a failed savepoint: %v, want a refusal that says why", err)
+	}
+	if got, err := r.Expand([]string{"--rate", "400"}); err != nil || got[1] != "400" {
+		t.Fatalf("Expand without {savepoint} = %v, %v", got, err)
+	}
+	r.Feed(view.Stamped{Event: view.SavepointCompleted{ID: 3}})
+	if got, err := r.Expand([]string{"{savepoint}"}); err != nil || got[0] != "3" {
+		t.Fatalf("Expand after a newer savepoint = %v, %v", got, err)
+	}
+}

@@ -157,11 +157,14 @@ type CheckpointTriggered struct {
 
 // CheckpointCompleted: every subtask acknowledged ID and the store has it.
 type CheckpointCompleted struct {
-	ID               int64  `json:"id"`
-	Kind             string `json:"kind"`
-	DurationMs       int64  `json:"duration_ms"`
-	SizeBytes        int64  `json:"size_bytes"`
-	IncrementalBytes int64  `json:"incremental_bytes"`
+	ID   int64  `json:"id"`
+	Kind string `json:"kind"`
+	// DurationMs is the end-to-end time on the job's clock, which leaves
+	// out the time the world stood frozen; FrozenMs is that time.
+	DurationMs       int64 `json:"duration_ms"`
+	FrozenMs         int64 `json:"frozen_ms,omitempty"`
+	SizeBytes        int64 `json:"size_bytes"`
+	IncrementalBytes int64 `json:"incremental_bytes"`
 	// AfterBarrier counts the records processed past the barrier in an
 	// at-least-once checkpoint (read again after a restore from it).
 	AfterBarrier int64 `json:"after_barrier,omitempty"`

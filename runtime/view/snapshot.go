@@ -35,6 +35,36 @@ func (t Tempo) String() string {
 	return "normal"
 }
 
+// The job's clock runs at these shares of the wall clock's in slow motion
+// (and while a step runs in a frozen world), and stands still while the
+// world is frozen: a checkpoint's interval, its timeout, a restart delay
+// and a slow fault stretch with the slowed world, and the durations shown
+// leave out the time a person spent reading a frozen screen. They are not
+// the share of records that still flow (a source reads one record per
+// wait in slow motion): on that clock the next checkpoint would come
+// minutes later.
+const (
+	SlowClockRate   = 0.5
+	SlowerClockRate = 0.25
+)
+
+// ClockRate is the job clock's rate at tempo t, with a step running in a
+// frozen world or not: 1 at full speed, 0 frozen.
+func (t Tempo) ClockRate(stepping bool) float64 {
+	switch t {
+	case TempoSlow:
+		return SlowClockRate
+	case TempoSlower:
+		return SlowerClockRate
+	case TempoFrozen:
+		if stepping {
+			return SlowClockRate
+		}
+		return 0
+	}
+	return 1
+}
+
 // FaultChoice is one entry of the fault menu.
 type FaultChoice struct {
 	Kind        string // the fault catalogue's name: panic, error, slow, …
@@ -54,6 +84,11 @@ type Snapshot struct {
 	// Now is when the snapshot was taken; countdowns and "age" columns are
 	// computed against it, never against time.Now in View.
 	Now time.Time
+	// JobNow is the job's clock at Now: it stops while the world is frozen
+	// and runs slower in slow motion. Alignment.Since, SlowUntil and
+	// NextRestartAt are times on it, and their countdowns are computed
+	// against JobNow.
+	JobNow time.Time
 	// Started is when the run started: event times (Stamped.At) are
 	// offsets from it.
 	Started time.Time
@@ -151,14 +186,15 @@ type Task struct {
 	// it holds back. Empty for sources.
 	Inputs []InputView
 	// Alignment is the checkpoint this subtask is aligning, if any, and
-	// since when (alignment time so far = Now - Since).
+	// since when on the job's clock (alignment time so far = JobNow -
+	// Since).
 	Alignment AlignmentView
 	// Offsets are, for sources, the next offset to read per partition.
 	Offsets map[int32]int64
 	// Restarts counts how many times this subtask was redeployed.
 	Restarts int
 	// SlowFactor is, while a slow fault holds the subtask, its factor (0:
-	// not slowed); SlowUntil when it ends.
+	// not slowed); SlowUntil when it ends, on the job's clock.
 	SlowFactor float64
 	SlowUntil  time.Time
 }
@@ -169,7 +205,8 @@ type Restart struct {
 	Description string // the strategy with its parameters, e.g. "fixed-delay (attempts 3, delay 1s)"
 	Status      RestartStatus
 	// NextRestartAt is when the scheduled restart happens (zero when none
-	// is scheduled): the countdown is NextRestartAt - Snapshot.Now.
+	// is scheduled), on the job's clock: the countdown is NextRestartAt -
+	// Snapshot.JobNow.
 	NextRestartAt time.Time
 	// Failover is the failover strategy: "full", "region", "individual" or
 	// "none".
@@ -299,8 +336,12 @@ type Checkpoint struct {
 	ID        int64
 	Savepoint bool // a savepoint, not a periodic checkpoint
 	Status    CheckpointStatus
-	// EndTime is zero while pending.
+	// EndTime is zero while pending. Both are wall-clock times.
 	TriggerTime, EndTime time.Time
+	// Duration is the end-to-end time (so far, while pending) on the job's
+	// clock, which leaves out the time the world stood frozen; Frozen is
+	// that time.
+	Duration, Frozen time.Duration
 	// Acked of Total expected subtasks.
 	Acked, Total int
 	// AckedTasks are the acknowledgements received, by subtask name.
@@ -349,7 +390,10 @@ type SubtaskAck struct {
 	// Finished: the subtask had finished before; its state was carried
 	// over.
 	Finished bool
+	// AckTime is when the acknowledgement arrived (wall clock); EndToEnd
+	// the time from the trigger to then on the job's clock.
 	AckTime  time.Time
+	EndToEnd time.Duration
 }
 
 // Checkpoints are the checkpoint statistics (Flink:

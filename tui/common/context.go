@@ -154,3 +154,34 @@ func FrozenFor(snap *view.Snapshot) (time.Duration, bool) {
 	}
 	return max(snap.Now.Sub(snap.Input.FrozenSince), 0), true
 }
+
+// JobNow is the job's clock as of the snapshot (Snapshot.JobNow), on which
+// alignments, slow faults and restart delays are timed; a snapshot that
+// carries none (a drawn fixture) reads the wall clock's.
+func JobNow(snap *view.Snapshot) time.Time {
+	if snap.JobNow.IsZero() {
+		return snap.Now
+	}
+	return snap.JobNow
+}
+
+// CheckpointDuration is c's end-to-end time on the job's clock (so far,
+// while pending); a checkpoint that carries none reads the wall clock's.
+func CheckpointDuration(snap *view.Snapshot, c *view.Checkpoint) time.Duration {
+	switch {
+	case c.Duration > 0:
+		return c.Duration
+	case c.Status == view.StatusPending:
+		return max(snap.Now.Sub(c.TriggerTime), 0)
+	}
+	return c.EndTime.Sub(c.TriggerTime)
+}
+
+// FrozenNote is ", 11s frozen" style text for a figure that leaves out
+// frozen time d, "" when there was none worth saying (under a second).
+func FrozenNote(d time.Duration) string {
+	if d < time.Second {
+		return ""
+	}
+	return HumanDuration(d.Truncate(time.Second)) + " frozen"
+}

@@ -170,21 +170,25 @@ func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string
 
 // A freeze shorter than the time a frozen job can wait fails nothing: the
 // header counts the freeze and, past half of that time, warns when the job
-// will fail over and why; the job goes on when space is pressed again, with
-// no failure, no restart and an exact output.
+// will fail over and why (the sink's transaction, whose timeout runs on the
+// broker's clock); the job goes on when space is pressed again, with no
+// failure, no restart and an exact output. A checkpoint timeout shorter
+// than the freeze expires nothing: it runs on the job's clock, which
+// stands still while the world is frozen.
 func TestTUIFreezeWarnsAndGoesOnWithoutFailure(t *testing.T) {
 	t.Parallel()
 	warned := false
 	// 9.5 s of 14: the header warns from 7 s on, and the job has 4 s to
-	// catch up on what the freeze held back before its checkpoint expires.
+	// catch up on what the freeze held back before its transaction
+	// expires.
 	summary, report := freezeAndGoOn(t, 9500*time.Millisecond, func(sc string) error {
 		if strings.Contains(sc, "FAILS OVER AT 14s") {
 			warned = true
 		}
 		return nil
-	}, "--checkpoint-timeout", "14s")
+	}, "--sink-transaction-timeout", "14s", "--checkpoint-timeout", "4s")
 	if !warned {
-		t.Errorf("9.5 s into a freeze with --checkpoint-timeout 14s the header never warned")
+		t.Errorf("9.5 s into a freeze with --sink-transaction-timeout 14s the header never warned")
 	}
 	checkFreezeResult(t, summary, report)
 }

@@ -239,9 +239,9 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 		}}},
 		{3, cpCol{"dur", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			if c.Status == view.StatusPending {
-				return common.HumanDuration(snap.Now.Sub(c.TriggerTime)) + "…", st.Info
+				return common.HumanDuration(common.CheckpointDuration(snap, c)) + "…", st.Info
 			}
-			return common.HumanDuration(c.EndTime.Sub(c.TriggerTime)), st.Text
+			return common.HumanDuration(common.CheckpointDuration(snap, c)), st.Text
 		}}},
 		{5, cpCol{"full", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return sizeText(c, c.FullBytes), st.Text

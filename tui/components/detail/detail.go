@@ -133,10 +133,14 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 		facts = append(facts, m)
 	}
 	facts = append(facts, common.AckText(c)+" acknowledged", "triggered "+common.WallClock(c.TriggerTime))
+	took := common.HumanDuration(common.CheckpointDuration(&d.ctx.Snap, c))
+	if note := common.FrozenNote(c.Frozen); note != "" {
+		took += " (job time; the world stood " + note + " of it)"
+	}
 	if c.Status == view.StatusPending {
-		facts = append(facts, st.Info.Render("running for "+common.HumanDuration(d.ctx.Snap.Now.Sub(c.TriggerTime))))
+		facts = append(facts, st.Info.Render("running for "+took))
 	} else {
-		facts = append(facts, "end to end "+common.HumanDuration(c.EndTime.Sub(c.TriggerTime)))
+		facts = append(facts, "end to end "+took)
 	}
 	sep := st.Muted.Render(" · ")
 	alignment := "longest alignment " + common.HumanDuration(c.MaxAlignment)

@@ -109,12 +109,16 @@ func describeCheckpointEvent(e view.Event) (string, common.Level, bool) {
 	case view.CheckpointCompleted:
 		// Unaligned, it says so early, where a narrow line still shows it,
 		// and what it stored of the records in flight.
-		took := " completed in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond)
+		dur := common.HumanDuration(time.Duration(e.DurationMs) * time.Millisecond)
+		if note := common.FrozenNote(time.Duration(e.FrozenMs) * time.Millisecond); note != "" {
+			dur += " (+" + note + ")"
+		}
+		took := " completed in " + dur
 		switch {
 		case len(e.TimedOut) > 0:
 			took += ", timed out → unaligned at " + strings.Join(e.TimedOut, " ")
 		case e.Unaligned:
-			took = " completed unaligned in " + common.HumanDuration(time.Duration(e.DurationMs)*time.Millisecond)
+			took = " completed unaligned in " + dur
 		}
 		text := kindName(e.Kind) + " " + id(e.ID) + took + ": " + common.HumanBytes(e.SizeBytes)
 		if e.IncrementalBytes != e.SizeBytes {

@@ -60,7 +60,7 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 		id := strconv.FormatInt(t.Alignment.Checkpoint, 10)
 		since, pad := "", 0
 		if !t.Alignment.Since.IsZero() {
-			d := common.HumanDuration(g.ctx.Snap.Now.Sub(t.Alignment.Since))
+			d := common.HumanDuration(common.JobNow(&g.ctx.Snap).Sub(t.Alignment.Since))
 			since, pad = " "+d, max(5-common.Width(d), 0) // durations take up to 5 cells
 		}
 		switch a := t.Alignment; {
@@ -108,7 +108,7 @@ func (g *Model) slowText(t view.Task) (text, short string) {
 	if t.SlowFactor <= 0 {
 		return "", ""
 	}
-	now := g.ctx.Snap.Now
+	now := common.JobNow(&g.ctx.Snap)
 	if !t.SlowUntil.IsZero() && !t.SlowUntil.After(now) {
 		return "", ""
 	}

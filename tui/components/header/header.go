@@ -3,6 +3,7 @@
 package header
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,7 +181,7 @@ func (h *Model) statusText() string {
 		status = "—"
 	}
 	if status == "RESTARTING" && !snap.Restart.NextRestartAt.IsZero() {
-		status += " in " + common.Countdown(snap.Restart.NextRestartAt.Sub(snap.Now))
+		status += " in " + common.Countdown(snap.Restart.NextRestartAt.Sub(common.JobNow(snap)))
 	}
 	statusText := st.JobStatus(job.Status).Render(status)
 	if h.rs.shown() && job.Status != "RESTARTING" {
@@ -271,6 +272,9 @@ func (h *Model) badges() []string {
 		if t == view.TempoFrozen && snap.Input.Stepping {
 			// A step runs: the world moves, slowly, to the next moment.
 			label = "STEPPING"
+		}
+		if r := t.ClockRate(snap.Input.Stepping); r > 0 {
+			label += " " + clockShare(r) // the job clock's rate (help: SLOW)
 		} else if frozen, ok := common.FrozenFor(snap); ok && t == view.TempoFrozen {
 			label += " " + common.HumanDuration(frozen.Truncate(time.Second))
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
@@ -350,4 +354,15 @@ func sourceRate(s *view.Snapshot) float64 {
 		}
 	}
 	return r
+}
+
+// clockShare is the job clock's rate as a person reads it: "½×", "¼×".
+func clockShare(r float64) string {
+	switch r {
+	case 0.5:
+		return "½×"
+	case 0.25:
+		return "¼×"
+	}
+	return strconv.FormatFloat(r, 'g', 3, 64) + "×"
 }

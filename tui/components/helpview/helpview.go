@@ -110,6 +110,7 @@ var modes = [][2]string{
 // legendMore explains the words of the header, the checkpoints and the
 // verify line.
 var legendMore = [][2]string{
+	{"SLOW ½×  FROZEN 12s", "the job's clock runs at half speed (¼ SLOWER) or stands still: checkpoint intervals, timeouts, restart delays and slow faults stretch with it, and durations leave the frozen time out"},
 	{"STEPPING", ". runs the frozen world slowly to the next moment: barriers leave a stage or reach an operator that aligns, or a checkpoint completes"},
 	{"RESTARTED (attempt 2)", "the job came back from a failure a moment ago, in its 2nd deployment"},
 	{"after 37", "records an at-least-once checkpoint processed after its barrier: a restore from it reads them again"},

@@ -134,7 +134,7 @@ func (p *Model) lines() []restartLine {
 	var after string
 	switch {
 	case job == "RESTARTING" && !r.NextRestartAt.IsZero():
-		after = st.Warning.Render("restarting in " + common.Countdown(r.NextRestartAt.Sub(snap.Now)))
+		after = st.Warning.Render("restarting in " + common.Countdown(r.NextRestartAt.Sub(common.JobNow(snap))))
 	case r.GaveUp != "" || s.GaveUp:
 		after = st.Error.Render("gave up")
 	}
