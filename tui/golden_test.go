@@ -76,7 +76,7 @@ var goldenScenes = []goldenScene{
 	{
 		name: "at-least-once-detail", snap: fixture.AtLeastOnce, events: fixture.AtLeastOnceEvents, keys: []string{"tab", "enter"},
 		ready: "esc close",
-		want: []string{"checkpoint 16", "at-least-once", "processed after the barrier: 37", "read again after a restore",
+		want: []string{"checkpoint 16", "at-least-once", "processed after the barrier: join 37", "read again after a restore",
 			"after", "23", "14"},
 	},
 	{

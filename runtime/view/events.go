@@ -165,8 +165,10 @@ type CheckpointCompleted struct {
 	FrozenMs         int64 `json:"frozen_ms,omitempty"`
 	SizeBytes        int64 `json:"size_bytes"`
 	IncrementalBytes int64 `json:"incremental_bytes"`
-	// AfterBarrier counts the records processed past the barrier in an
-	// at-least-once checkpoint (read again after a restore from it).
+	// AfterBarrier adds up the records each subtask processed past the
+	// barrier in an at-least-once checkpoint (read again after a restore
+	// from it): a record counts at each subtask it passed early, so it is
+	// not the number of duplicates a restore commits.
 	AfterBarrier int64 `json:"after_barrier,omitempty"`
 	// Unaligned is true when a subtask took its snapshot unaligned;
 	// TimedOut lists the subtasks that switched it from aligned by the

@@ -193,14 +193,7 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 			"and stored the records it overtook as channel state, processed after the snapshot", st.Info)
 	}
 	if alo {
-		n := common.AfterBarrier(c)
-		text := "processed after the barrier: " + common.Thousands(n)
-		if n > 0 {
-			text += " — read again after a restore from this checkpoint (the at-least-once duplicates)"
-		} else {
-			text += " — a restore from this checkpoint reads nothing again"
-		}
-		say(text, st.Warning)
+		say(afterBarrierText(d.ctx.Snap.Operators, c), st.Warning)
 	}
 	if len(out) == said {
 		out = append(out, "") // nothing more to say: a blank line before the table
@@ -386,4 +379,31 @@ func (d *Model) columns(c *view.Checkpoint, alo bool, w int) []ackCol {
 		}
 	}
 	return cols
+}
+
+// afterBarrierText says what an at-least-once checkpoint's "after" counts,
+// per operator (the subtask table has them per subtask): the records a
+// subtask handled between its first barrier and its snapshot, which its
+// state holds and a restore reads again. They are not the output's
+// duplicates: one record counts at each operator it passed early, and only
+// those that reached the sink ahead of its barrier and made an output
+// (an order still waiting for its payment makes none) are committed twice.
+func afterBarrierText(ops []view.Operator, c *view.Checkpoint) string {
+	by := map[string]int64{}
+	for task, a := range c.AckedTasks {
+		op, _, _ := strings.Cut(task, "/")
+		by[op] += a.AfterBarrier
+	}
+	var parts []string
+	for _, op := range ops {
+		if n := by[op.Name]; n > 0 {
+			parts = append(parts, op.Name+" "+common.Thousands(n))
+		}
+	}
+	if len(parts) == 0 {
+		return "processed after the barrier: none — a restore from this checkpoint reads nothing again"
+	}
+	return "processed after the barrier: " + strings.Join(parts, " · ") +
+		" — read again after a restore. One record counts at each operator it passed early;" +
+		" only those that made an output ahead of the sink's barrier are committed twice (verify: dup)"
 }

@@ -129,7 +129,7 @@ func describeCheckpointEvent(e view.Event) (string, common.Level, bool) {
 		}
 		if e.AfterBarrier > 0 {
 			text += "; " + common.Plural(int(e.AfterBarrier), "record", "records") +
-				" processed after the barrier, read again after a restore from it"
+				" processed after the barrier over its subtasks, read again after a restore from it"
 		}
 		return text, common.LevelSuccess, true
 

@@ -40,7 +40,7 @@ func TestDescribeEvent(t *testing.T) {
 		{"checkpoint_completed", map[string]any{"id": json.Number("14"), "duration_ms": json.Number("21"), "size_bytes": 100, "incremental_bytes": 100},
 			"checkpoint 14 completed in 21ms: 100B", common.LevelSuccess},
 		{"checkpoint_completed", map[string]any{"id": 16, "duration_ms": 44, "size_bytes": 100, "incremental_bytes": 100, "after_barrier": 37},
-			"checkpoint 16 completed in 44ms: 100B; 37 records processed after the barrier, read again after a restore from it", common.LevelSuccess},
+			"checkpoint 16 completed in 44ms: 100B; 37 records processed after the barrier over its subtasks, read again after a restore from it", common.LevelSuccess},
 		{"checkpoint_completed", map[string]any{"id": 16, "duration_ms": 31, "size_bytes": 100, "incremental_bytes": 100,
 			"unaligned": true, "persisted_in_flight_bytes": 98304},
 			"checkpoint 16 completed unaligned in 31ms: 100B; 96KB of in-flight data persisted", common.LevelSuccess},

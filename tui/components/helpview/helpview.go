@@ -113,7 +113,7 @@ var legendMore = [][2]string{
 	{"SLOW ½×  FROZEN 12s", "the job's clock runs at half speed (¼ SLOWER) or stands still: checkpoint intervals, timeouts, restart delays and slow faults stretch with it, and durations leave the frozen time out"},
 	{"STEPPING", ". runs the frozen world slowly to the next moment: barriers leave a stage or reach an operator that aligns, or a checkpoint completes"},
 	{"RESTARTED (attempt 2)", "the job came back from a failure a moment ago, in its 2nd deployment"},
-	{"after 37", "records an at-least-once checkpoint processed after its barrier: a restore from it reads them again"},
+	{"after 37", "records an at-least-once checkpoint's subtasks processed after its barrier, added up: a restore reads them again; a record counts at each operator it passed, so more than the output's duplicates"},
 	{"type aligned", "how a checkpoint's barriers were handled: aligned, unaligned, or timed out (the aligned-checkpoint timeout switched it to unaligned)"},
 	{"persisted 96KB", "in-flight data a checkpoint stored as channel state: the records its unaligned barriers overtook"},
 	{"processed 28KB", "in-flight data processed during its alignments"},
