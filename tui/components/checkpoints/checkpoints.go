@@ -204,6 +204,7 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 	// The kind and in-flight columns show once a checkpoint has something
 	// to say of them, or the job may take an unaligned one.
 	inFlight := strings.Contains(p.ctx.Mode, "unaligned") || snap.Job.AlignedTimeout > 0
+	pr := columnPriorities(p.ctx.Mode)
 	for i := range snap.Checkpoints.History {
 		c := &snap.Checkpoints.History[i]
 		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
@@ -249,7 +250,7 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 		{6, cpCol{"incr", 6, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return sizeText(c, c.IncrementalBytes), st.Text
 		}}},
-		{5, cpCol{"align", 5, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+		{pr.align, cpCol{"align", 5, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
 			if alo || (c.Status == view.StatusPending && c.MaxAlignment == 0) {
 				return "—", st.Muted // at-least-once aligns nothing
 			}
@@ -260,7 +261,7 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 		all = append(all, struct {
 			prio int
 			col  cpCol
-		}{5, cpCol{"after", afterW, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+		}{pr.after, cpCol{"after", afterW, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
 			if !alo {
 				return "", st.Muted
 			}
@@ -274,7 +275,7 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 		}{
 			// Flink's checkpoint type: aligned or unaligned, and here
 			// whether the aligned-checkpoint timeout switched it.
-			{4, cpCol{"type", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
+			{pr.kind, cpCol{"type", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 				kind := common.AlignmentKind(c, p.ctx.CheckpointMode(c))
 				if kind == "" {
 					return "—", st.Muted
@@ -284,10 +285,10 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 			// Flink's persisted in-flight data: the records stored as
 			// channel state; processed in-flight data: those processed
 			// during alignments.
-			{4, cpCol{"persisted", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+			{pr.kind, cpCol{"persisted", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
 				return inFlightText(c, alo, c.PersistedInFlight)
 			}}},
-			{5, cpCol{"processed", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+			{pr.processed, cpCol{"processed", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
 				return inFlightText(c, alo, c.ProcessedInFlight)
 			}}},
 		}...)
@@ -447,4 +448,20 @@ func sizeText(c *view.Checkpoint, n int64) string {
 		return "—"
 	}
 	return common.HumanBytes(n)
+}
+
+// priorities are the ranks of the columns that matter more in one mode
+// than another (lower stays longer on a narrow screen): aligned, the
+// alignment time is the lesson; unaligned, the checkpoint's type and what
+// it persisted; at-least-once, the records processed after the barrier.
+type priorities struct{ align, after, kind, processed int }
+
+func columnPriorities(mode string) priorities {
+	switch {
+	case strings.Contains(mode, "unaligned"):
+		return priorities{align: 5, after: 6, kind: 4, processed: 5}
+	case strings.HasPrefix(mode, "at-least-once"):
+		return priorities{align: 5, after: 3, kind: 5, processed: 6}
+	}
+	return priorities{align: 3, after: 5, kind: 4, processed: 5}
 }
