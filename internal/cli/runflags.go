@@ -156,7 +156,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.Float64Var(&o.rate, "rate", -1, "input records/s the generator writes (default: all at once with --records, 400 otherwise)")
 	f.Lookup("rate").DefValue = "0" // no "(default -1)": the usage says it
 	f.Int64Var(&o.seed, "seed", 1, "seed of the input generator")
-	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers) or at-least-once")
+	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers), unaligned (exactly-once with unaligned barriers, as --unaligned) or at-least-once")
 	f.BoolVar(&o.unaligned, "unaligned", false, "unaligned exactly-once checkpoints: barriers overtake the queued records, which are stored with the snapshot (savepoints stay aligned)")
 	f.DurationVar(&o.alignedTimeout, "aligned-checkpoint-timeout", 0, "start checkpoints aligned and switch one to unaligned once it is older than this; 0 never switches")
 	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off")
@@ -323,12 +323,16 @@ func (o *runOptions) checkJob(p *prepared) error {
 // --unaligned and --aligned-checkpoint-timeout go with it.
 func (o *runOptions) checkMode(p *prepared) error {
 	switch o.mode {
-	case "exactly-once":
-		p.mode = barrier.ExactlyOnce
+	case "exactly-once", "aligned":
+		p.mode, o.mode = barrier.ExactlyOnce, "exactly-once"
+	case "unaligned", "exactly-once-unaligned", "exactly-once unaligned":
+		// The UI calls unaligned a mode (m cycles through it): the same
+		// as --unaligned.
+		p.mode, o.unaligned, o.mode = barrier.ExactlyOnce, true, "exactly-once"
 	case "at-least-once":
 		p.mode = barrier.AtLeastOnce
 	default:
-		return usagef("--mode %q: want exactly-once or at-least-once", o.mode)
+		return usagef("--mode %q: want exactly-once, unaligned (exactly-once with --unaligned) or at-least-once", o.mode)
 	}
 	switch {
 	case o.alignedTimeout < 0:

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -32,6 +33,9 @@ import (
 type tourOptions struct {
 	headless, autoplay, loop bool
 	stateDir                 string
+	// listen is the embedded broker's port (--listen), 0 when not given:
+	// the tour's job then takes run's default.
+	listen int
 }
 
 func newTourCmd() *cobra.Command {
@@ -74,6 +78,7 @@ did not hold.`,
 	f.BoolVar(&o.autoplay, "autoplay", false, "run unattended: the tour reads on and presses the keys itself")
 	f.BoolVar(&o.loop, "loop", false, "with --autoplay: start the tour again when it ends, until q or Ctrl-C")
 	f.StringVar(&o.stateDir, "state-dir", "", "run the tour in this folder, emptied first (default: a fresh folder of its own, deleted at the end)")
+	f.IntVar(&o.listen, "listen", 0, "port of the embedded broker the tour's job runs on, as run's --listen (default 9092; a free port is used when it is taken)")
 	return cmd
 }
 
@@ -350,7 +355,11 @@ func (o *tourOptions) runJob(ctx context.Context, r *tour.Runner, t *tour.Tour, 
 	for _, f := range written {
 		defer os.Remove(f)
 	}
-	args := append([]string{"--state-dir", dir}, runFlags...)
+	args := []string{"--state-dir", dir}
+	if o.listen != 0 {
+		args = append(args, "--listen", strconv.Itoa(o.listen))
+	}
+	args = append(args, runFlags...)
 	if first && o.stateDir != "" {
 		args = append(args, "--fresh")
 	}
