@@ -161,6 +161,7 @@ type Coordinator struct {
 	failJobCalled bool
 
 	completedCount, failedCount int
+	failedBy                    map[string]int // failed checkpoints by FailureReason
 	lastCompletedID             int64
 	restored                    []int64
 	damaged                     map[int64]string // checkpoints a restore found damaged, and why

@@ -218,6 +218,10 @@ func (c *Coordinator) failLocked(p *pending, reason FailureReason, err error, ta
 	c.timesLocked(&p.rec.stats, p)
 	p.rec.stats.Failure = fmt.Sprintf("%s: %v", reason, err)
 	c.failedCount++
+	if c.failedBy == nil {
+		c.failedBy = map[string]int{}
+	}
+	c.failedBy[reason.String()]++
 
 	c.emitLocked(Event{Type: EventFailed, ID: p.id, Kind: p.kind, At: now, Reason: reason, Err: err, Task: task})
 	attempt, id := p.attempt, p.id

@@ -78,8 +78,11 @@ type CheckpointStats struct {
 // CheckpointStatsSnapshot).
 type Stats struct {
 	Completed, Failed, InProgress int
-	LastCompleted                 int64
-	ConsecutiveFailures           int
+	// FailedBy counts the failed checkpoints by reason (FailureReason's
+	// names: expired, declined, subsumed, storage failure, job failover).
+	FailedBy            map[string]int
+	LastCompleted       int64
+	ConsecutiveFailures int
 	// Restored lists the checkpoints the job restored from, in order.
 	Restored []int64
 	// History holds the newest checkpoints first, at most the last 64.
@@ -116,6 +119,7 @@ func (c *Coordinator) Stats() Stats {
 	s := Stats{
 		Completed:           c.completedCount,
 		Failed:              c.failedCount,
+		FailedBy:            maps.Clone(c.failedBy),
 		InProgress:          len(c.pending),
 		LastCompleted:       c.lastCompletedID,
 		ConsecutiveFailures: c.consecutive,

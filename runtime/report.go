@@ -43,10 +43,14 @@ type Report struct {
 
 // ReportCheckpoints sums up the run's checkpoints.
 type ReportCheckpoints struct {
-	Completed     int     `json:"completed"`
-	Failed        int     `json:"failed"`
-	LastCompleted int64   `json:"last_completed"`
-	RestoredFrom  []int64 `json:"restored_from"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	// FailedBy counts the failed ones by reason: expired, declined,
+	// subsumed, storage failure, job failover (aborted as the job
+	// restarted or stopped).
+	FailedBy      map[string]int `json:"failed_by,omitempty"`
+	LastCompleted int64          `json:"last_completed"`
+	RestoredFrom  []int64        `json:"restored_from"`
 }
 
 // ReportFailure is one failure of the run.
@@ -88,7 +92,7 @@ func NewReport(job, mode string, res *Result, v verify.Verification, dropped int
 		Restarts: res.Restarts, GaveUp: res.GaveUp, Verify: v, Savepoint: res.ExitSavepoint,
 		ElapsedMs: res.Elapsed.Milliseconds(), EventsDropped: dropped,
 		Checkpoints: ReportCheckpoints{
-			Completed: res.Checkpoints.Completed, Failed: res.Checkpoints.Failed,
+			Completed: res.Checkpoints.Completed, Failed: res.Checkpoints.Failed, FailedBy: res.Checkpoints.FailedBy,
 			LastCompleted: res.Checkpoints.LastCompleted, RestoredFrom: res.RestoredFrom,
 		},
 		Failures: []ReportFailure{},

@@ -187,6 +187,9 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	}
 	if c == nil {
 		f.Reason = why + ": no checkpoint of job " + j.spec.Name + " to restore, starting from the beginning"
+		if why == "resumed" {
+			f.Reason = "nothing to resume: no checkpoint of job " + j.spec.Name + " in the state dir yet, starting from the beginning"
+		}
 		j.obs.Emit(f)
 		return
 	}

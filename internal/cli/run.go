@@ -434,9 +434,9 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	runOpts := runtime.RunOptions{Resume: o.resume, FromSavepoint: o.fromSavepoint,
 		AllowNonRestoredState: o.allowNonRestore, SavepointOnExit: o.savepointOnExit,
 		SavepointTimeout: exitSavepointTimeout, StopBudget: stopBudget, SkipCommitted: r.continues}
-	if !o.headless && o.fromSavepoint == 0 {
+	if !o.headless && o.fromSavepoint == 0 && !o.fresh {
 		// The UI goes on from where the state dir left off, as after a
-		// crash, unless told where to start.
+		// crash, unless told where to start (--fresh emptied it).
 		runOpts.Resume = true
 	}
 	// The UI's live verifier goes on from the ledger, as the final

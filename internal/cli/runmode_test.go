@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"faultline/runtime"
 	"faultline/runtime/barrier"
 )
 
@@ -32,5 +33,22 @@ func TestModeTakesTheUIsNames(t *testing.T) {
 	o.mode = "bogus"
 	if err := o.checkMode(&prepared{}); err == nil || !strings.Contains(err.Error(), "unaligned") {
 		t.Errorf("--mode bogus: %v, want an error that names unaligned", err)
+	}
+}
+
+// The summary after the UI says why checkpoints failed: a clean run's one
+// failure is the checkpoint the stop aborted.
+func TestSummarySaysWhyCheckpointsFailed(t *testing.T) {
+	for _, tc := range []struct {
+		c    runtime.ReportCheckpoints
+		want string
+	}{
+		{runtime.ReportCheckpoints{}, "0 failed"},
+		{runtime.ReportCheckpoints{Failed: 1, FailedBy: map[string]int{"job failover": 1}}, "1 failed (aborted as the job restarted or stopped)"},
+		{runtime.ReportCheckpoints{Failed: 3, FailedBy: map[string]int{"job failover": 1, "expired": 2}}, "3 failed (2 expired, 1 aborted as the job restarted or stopped)"},
+	} {
+		if got := failedText(tc.c); got != tc.want {
+			t.Errorf("failedText(%+v) = %q, want %q", tc.c, got, tc.want)
+		}
 	}
 }

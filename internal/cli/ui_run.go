@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -188,8 +190,8 @@ func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice st
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "faultline: job %s %s after %s\n", r.Job, r.Status, (time.Duration(r.ElapsedMs) * time.Millisecond).Round(100*time.Millisecond))
-	fmt.Fprintf(&b, "  input %d records · checkpoints %d completed, %d failed, last %d · restarts %d\n",
-		r.RecordsIn, r.Checkpoints.Completed, r.Checkpoints.Failed, r.Checkpoints.LastCompleted, r.Restarts)
+	fmt.Fprintf(&b, "  input %d records · checkpoints %d completed, %s, last %d · restarts %d\n",
+		r.RecordsIn, r.Checkpoints.Completed, failedText(r.Checkpoints), r.Checkpoints.LastCompleted, r.Restarts)
 	dups := strconv.Itoa(v.Duplicates)
 	if v.DuplicatesAtLeastOnce > 0 {
 		dups += fmt.Sprintf(" (%d from at-least-once periods)", v.DuplicatesAtLeastOnce)
@@ -216,4 +218,28 @@ func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice st
 		fmt.Fprintf(&b, "  state dir %s (run faultline again to go on from its last checkpoint)\n", stateDir)
 	}
 	fmt.Fprint(w, b.String())
+}
+
+// failedText is "0 failed", or the failed checkpoints with why: "1 failed
+// (aborted as the job stopped)", "3 failed (2 expired, 1 aborted as the
+// job restarted or stopped)".
+func failedText(c runtime.ReportCheckpoints) string {
+	text := fmt.Sprintf("%d failed", c.Failed)
+	if c.Failed == 0 || len(c.FailedBy) == 0 {
+		return text
+	}
+	reasons := slices.Sorted(maps.Keys(c.FailedBy))
+	var why []string
+	for _, r := range reasons {
+		name := r
+		if r == "job failover" {
+			name = "aborted as the job restarted or stopped"
+		}
+		if len(reasons) == 1 && c.FailedBy[r] == c.Failed {
+			why = append(why, name)
+		} else {
+			why = append(why, fmt.Sprintf("%d %s", c.FailedBy[r], name))
+		}
+	}
+	return text + " (" + strings.Join(why, ", ") + ")"
 }
