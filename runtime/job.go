@@ -166,6 +166,9 @@ type Job struct {
 	coordFail  chan attemptErr
 	faultCh    chan *faultEntry
 	savepoints chan int64 // completed savepoints, for stop-with-savepoint
+	// resubmits carries Resubmit's request to a FAILED run that waits for
+	// one (RunOptions.WaitToResubmit).
+	resubmits chan struct{}
 }
 
 type attemptErr struct {
@@ -288,6 +291,7 @@ func New(cfg Config) (*Job, error) {
 		coordFail:  make(chan attemptErr, 1),
 		faultCh:    make(chan *faultEntry, len(cfg.Faults)+64),
 		savepoints: make(chan int64, 16),
+		resubmits:  make(chan struct{}, 1),
 		handler:    restart.NewHandler(cfg.Restart, cfg.Failover, pipelinedRegions(cfg.Job)),
 		bad:        newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
 	}

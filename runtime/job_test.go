@@ -32,7 +32,8 @@ type run struct {
 	alignedTimeout time.Duration
 	interval       time.Duration
 	faults         []string
-	attempts       int
+	attempts       int // 0: 10; below 0: none
+	opts           RunOptions
 	backend        string
 	failover       restart.FailoverStrategy
 	// during, when set, runs in its own goroutine while the job runs.
@@ -68,8 +69,11 @@ func (r *run) do(t *testing.T) *run {
 	if r.seed == 0 {
 		r.seed = 1
 	}
-	if r.attempts == 0 {
+	switch {
+	case r.attempts == 0:
 		r.attempts = 10
+	case r.attempts < 0:
+		r.attempts = 0 // no restart: the first failure fails the job
 	}
 	gen := NewGenerator(r.seed, r.records, GeneratorPartitions).WithRate(r.rate)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{}}
@@ -139,7 +143,7 @@ func (r *run) do(t *testing.T) *run {
 			}
 		}()
 	}
-	r.res, err = j.Run(ctx, RunOptions{})
+	r.res, err = j.Run(ctx, r.opts)
 	r.restarts = j.RestartView()
 	obs.Close()
 	r.events = <-collected

@@ -28,6 +28,10 @@ type RunOptions struct {
 	// SavepointOnExit takes a savepoint when the run is stopped (ctx ends)
 	// before cancelling the job (Flink: stop with savepoint).
 	SavepointOnExit bool
+	// WaitToResubmit keeps a run whose restart strategy gave up (FAILED)
+	// going until ctx ends, for a Resubmit: a new job from the newest
+	// checkpoint, as flink run -s would start (the terminal UI's R).
+	WaitToResubmit bool
 	// SavepointTimeout bounds that savepoint (default 30s).
 	SavepointTimeout time.Duration
 	// StopBudget bounds what a run does once ctx has ended: its subtasks
@@ -144,7 +148,15 @@ func (j *Job) runAttempts(ctx context.Context, opts RunOptions, res *Result, res
 			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
 		}
 		if out.kind != outFailed || out.d.GiveUp != "" {
-			return j.endAttempt(a, out, res)
+			if err := j.endAttempt(a, out, res); err != nil || res.Status != JobFailed || !opts.WaitToResubmit {
+				return err
+			}
+			var ok bool
+			if restore, states, ok, err = j.awaitResubmit(ctx, res); !ok {
+				return err
+			}
+			reason = "resubmitted from the newest checkpoint"
+			continue
 		}
 		j.status(JobRestarting, out.err.Error())
 		queued = append(queued, j.teardown(a, out.fault)...)
@@ -430,4 +442,45 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 			return 0
 		}
 	}
+}
+
+// ErrNotFailed is Resubmit's answer for a job that has not FAILED: a
+// running job restarts by its strategy, and R resets its attempts.
+var ErrNotFailed = errors.New("only a FAILED job can be resubmitted")
+
+// Resubmit asks a FAILED run that waits for it (RunOptions.WaitToResubmit)
+// to start the job again from its newest checkpoint, with the restart
+// strategy's count started afresh: a new job, as flink run -s starts one.
+func (j *Job) Resubmit() error {
+	if j.Status() != JobFailed {
+		return ErrNotFailed
+	}
+	select {
+	case j.resubmits <- struct{}{}:
+	default: // one is asked for already
+	}
+	return nil
+}
+
+// awaitResubmit waits, with the job FAILED, for a Resubmit or the end of
+// ctx, then picks the checkpoint the new job restores. ok is false when
+// the run ends instead (FAILED, as it was; or err).
+func (j *Job) awaitResubmit(ctx context.Context, res *Result) (restore *checkpoint.Completed, states map[string][]*backend.SubtaskState, ok bool, err error) {
+	select {
+	case <-ctx.Done():
+		return nil, nil, false, nil
+	case <-j.resubmits:
+	}
+	if restore, states, err = j.pickRestore(ctx, true); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, false, nil
+		}
+		return nil, nil, false, err
+	}
+	b := j.handler.Backoff()
+	b.Reset()
+	j.restarts.update(func(v *RestartView) { v.Status, v.GaveUp = b.Status(), "" })
+	res.Status, res.GaveUp = "", ""
+	j.markRestored(res, restore, "resubmitted")
+	return restore, states, true, nil
 }

@@ -186,6 +186,10 @@ func tourKey(ctrl Controller, k string) tea.Cmd {
 	return func() tea.Msg { return TourKeyMsg{Key: k, Handled: ctrl.TourKey(k)} }
 }
 
+func resubmit(ctrl Controller) tea.Cmd {
+	return func() tea.Msg { return ResubmittedMsg{Err: ctrl.Resubmit()} }
+}
+
 func resetRestarts(ctrl Controller) tea.Cmd {
 	return func() tea.Msg {
 		ctrl.ResetRestarts()

@@ -52,6 +52,10 @@ type Controller interface {
 	// ResetRestarts makes the restart strategy forget its failures, as a
 	// newly submitted job's starts (a restarts_reset event follows).
 	ResetRestarts()
+	// Resubmit starts a FAILED job again from its newest checkpoint, with
+	// the restart strategy's count afresh: a new job, as flink run -s
+	// starts one. It fails for a job that has not FAILED.
+	Resubmit() error
 	// SetRate sets the input generator's records/s (ignored, with an
 	// error, when there is no generator).
 	SetRate(recordsPerSecond float64) error

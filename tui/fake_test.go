@@ -101,8 +101,9 @@ func (f *fakeController) SetTempo(t Tempo) {
 	f.snap.Input.Tempo = t
 }
 
-func (f *fakeController) Step()          { f.record("Step") }
-func (f *fakeController) ResetRestarts() { f.record("ResetRestarts") }
+func (f *fakeController) Step()           { f.record("Step") }
+func (f *fakeController) ResetRestarts()  { f.record("ResetRestarts") }
+func (f *fakeController) Resubmit() error { f.record("Resubmit"); return nil }
 
 func (f *fakeController) SetRate(r float64) error {
 	f.record("SetRate(%.0f)", r)

@@ -116,6 +116,10 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	case key.Matches(k, keys.Step):
 		return m.step(), true
 	case key.Matches(k, keys.ResetRestarts):
+		if m.ctx.Snap.Job.Status == "FAILED" {
+			m.flash("resubmitting: a new job from the newest checkpoint, its restart strategy afresh…", common.LevelInfo)
+			return resubmit(m.ctrl), true
+		}
 		return resetRestarts(m.ctrl), true
 	case key.Matches(k, keys.RateUp):
 		return m.changeRate(rateFactor), true

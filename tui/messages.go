@@ -67,6 +67,9 @@ type SteppedMsg struct{}
 // RestartsResetMsg reports that Controller.ResetRestarts returned.
 type RestartsResetMsg struct{}
 
+// ResubmittedMsg reports Controller.Resubmit's answer.
+type ResubmittedMsg struct{ Err error }
+
 // TourKeyMsg reports Controller.TourKey's result: Handled is false when no
 // tour ran, and the key then meant what it means outside a tour (n, b
 // and r: nothing in the main mode).

@@ -320,6 +320,10 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		// no tour took means nothing else.
 	case RestartsResetMsg:
 		m.flash("restart attempts reset: the strategy starts afresh, as for a new job", common.LevelSuccess)
+	case ResubmittedMsg:
+		if msg.Err != nil {
+			m.flash("resubmit: "+msg.Err.Error(), common.LevelError)
+		}
 	case common.OpenDetailMsg:
 		m.detail.Open(msg.ID)
 		m.overlay = overlayDetail

@@ -373,3 +373,18 @@ func TestNoNumberIsCutAt120ColumnsUnaligned(t *testing.T) {
 		}
 	}
 }
+
+// Once the job FAILED, the footer offers no key that needs a running job
+// but R, which resubmits it from the newest checkpoint.
+func TestFailedJobOffersResubmit(t *testing.T) {
+	s := fixture.Restarting()
+	s.Job.Status = "FAILED"
+	h := newHarness(t, s, 120, 40)
+	v := h.m.View()
+	footer := v[strings.LastIndex(v, "\n")+1:]
+	if !strings.Contains(footer, "R resubmit") || strings.Contains(footer, "x fault") || strings.Contains(footer, "space freeze") {
+		t.Fatalf("footer of a FAILED job: %q", footer)
+	}
+	h.press("R")
+	assertCalls(t, h.ctrl, "Resubmit")
+}

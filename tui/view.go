@@ -86,7 +86,11 @@ func (m *model) helpLine() string {
 		case paneEvents:
 			bindings = m.log.ShortHelp()
 		}
-		bindings = append(bindings, m.keys.CommandHelp()...)
+		if m.ctx.Snap.Job.Status == "FAILED" {
+			bindings = append(bindings, m.keys.FailedHelp()...)
+		} else {
+			bindings = append(bindings, m.keys.CommandHelp()...)
+		}
 	}
 	h := m.help
 	right := h.ShortHelpView([]key.Binding{m.keys.Help, m.keys.Quit})

@@ -439,6 +439,8 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		// crash, unless told where to start (--fresh emptied it).
 		runOpts.Resume = true
 	}
+	// A FAILED job waits in the UI for R, which resubmits it.
+	runOpts.WaitToResubmit = !o.headless
 	// The UI's live verifier goes on from the ledger, as the final
 	// verification does.
 	var live *kafka.LiveVerifier

@@ -255,6 +255,9 @@ func (u *uiController) SetSourcesPaused(p bool) { u.job.Pause(p) }
 // ResetRestarts implements tui.Controller.
 func (u *uiController) ResetRestarts() { u.job.ResetRestarts() }
 
+// Resubmit implements tui.Controller.
+func (u *uiController) Resubmit() error { return u.job.Resubmit() }
+
 // SetTempo implements tui.Controller.
 func (u *uiController) SetTempo(t tui.Tempo) { u.job.SetTempo(t) }
 

@@ -104,6 +104,12 @@ func (k KeyMap) CommandHelp() []key.Binding {
 	return []key.Binding{k.Fault, k.Checkpoint, k.Freeze, k.ShortStep, k.Slow, k.Pause, k.Mode, k.Savepoint, k.Rate, k.NextPane}
 }
 
+// FailedHelp is the short help once the job FAILED: nothing runs to
+// inject into, checkpoint or freeze; R resubmits it.
+func (k KeyMap) FailedHelp() []key.Binding {
+	return []key.Binding{key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "resubmit from the newest checkpoint")), k.NextPane}
+}
+
 // HelpGroups are the columns of the full help overlay; tour adds the
 // guided tour's keys, for while one runs.
 func (k KeyMap) HelpGroups(tour bool) (titles []string, groups [][]key.Binding) {

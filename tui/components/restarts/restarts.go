@@ -53,6 +53,10 @@ type restartLine struct {
 	prio  int
 	wrap  bool
 	style lipgloss.Style
+	// strategy marks the restart strategy's line; named is the text of
+	// the budget's line once that line went for room.
+	strategy bool
+	named    []string // longest first
 }
 
 // rows are the screen lines of l in w cells.
@@ -109,6 +113,7 @@ func (p *Model) View() string {
 		}
 		body = append(body[:worst], body[worst+1:]...)
 	}
+	named(body, w)
 	for _, l := range body {
 		for _, r := range l.rows(w) {
 			lines = append(lines, " "+r)
@@ -166,14 +171,24 @@ func (p *Model) lines() []restartLine {
 	if desc != "" {
 		// Wrapped: the parameters are numbers (exponential-delay's take
 		// three lines of a narrow pane); the strategy's name when short.
-		l := restartLine{text: desc, wrap: true, style: st.Bold, prio: 4}
+		l := restartLine{text: desc, wrap: true, style: st.Bold, prio: 4, strategy: true}
 		if r.Strategy != "" && r.Strategy != desc {
 			l.short = st.Bold.Render(r.Strategy)
 		}
 		out = append(out, l)
 	}
-	if b := restartBudget(r); b != "" {
-		out = append(out, restartLine{text: b, prio: 1})
+	if b := restartBudget(r, job); b != "" {
+		l := restartLine{text: b, prio: 1}
+		if r.Strategy != "" && r.Strategy != "none" {
+			// When the strategy's line goes, its name comes here:
+			// "attempts 1/10" alone does not say whose.
+			name := st.Bold.Render(r.Strategy) + st.Muted.Render(" · ")
+			l.named = []string{name + b}
+			if budget, _, ok := strings.Cut(b, " · "); ok {
+				l.named = append(l.named, name+budget) // without the delay
+			}
+		}
+		out = append(out, l)
 	}
 
 	failover := "failover " + r.Failover
@@ -215,9 +230,11 @@ func (p *Model) lines() []restartLine {
 	return out
 }
 
-// restartBudget is the strategy's budget and its next delay: "attempts
-// 1/3 · delay 1s", "failures 2/3 in 1m", "attempts 2 (unlimited)".
-func restartBudget(r view.Restart) string {
+// restartBudget is the strategy's budget and its delay: "attempts 1/3 ·
+// delay 1s", "failures 2/3 in 1m", "attempts 2 (unlimited) · last delay
+// 2s". exponential-delay's delay grows, so outside a restart it is the
+// last one, not the next.
+func restartBudget(r view.Restart, job string) string {
 	s := r.Status
 	var out string
 	switch {
@@ -234,7 +251,29 @@ func restartBudget(r view.Restart) string {
 		return ""
 	}
 	if s.NextDelay > 0 {
-		out += " · delay " + common.HumanDuration(s.NextDelay)
+		delay := " · delay "
+		if r.Strategy == "exponential-delay" && job != "RESTARTING" {
+			delay = " · last delay "
+		}
+		out += delay + common.HumanDuration(s.NextDelay)
 	}
 	return out
+}
+
+// named puts the strategy's name into the budget's line when the
+// strategy's own line went for room and the name fits in w.
+func named(body []restartLine, w int) {
+	for _, l := range body {
+		if l.strategy {
+			return
+		}
+	}
+	for i, l := range body {
+		for _, n := range l.named {
+			if common.Width(n) <= w {
+				body[i].text = n
+				break
+			}
+		}
+	}
 }

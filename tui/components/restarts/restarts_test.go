@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
@@ -22,13 +23,17 @@ func TestMain(m *testing.M) {
 func TestRestartBudget(t *testing.T) {
 	for _, tc := range []struct {
 		r    view.Restart
+		job  string
 		want string
 	}{
-		{view.Restart{Strategy: "fixed-delay"}, "attempts 0/0"},
-		{view.Restart{Strategy: "none"}, "no restarts"},
-		{view.Restart{Strategy: "exponential-delay"}, "attempts 0 (unlimited)"},
+		{view.Restart{Strategy: "fixed-delay"}, "RUNNING", "attempts 0/0"},
+		{view.Restart{Strategy: "none"}, "RUNNING", "no restarts"},
+		{view.Restart{Strategy: "exponential-delay"}, "RUNNING", "attempts 0 (unlimited)"},
+		{view.Restart{Strategy: "fixed-delay", Status: view.RestartStatus{Attempts: 1, MaxAttempts: 10, NextDelay: time.Second}}, "RUNNING", "attempts 1/10 · delay 1s"},
+		{view.Restart{Strategy: "exponential-delay", Status: view.RestartStatus{Attempts: 2, NextDelay: 2 * time.Second}}, "RUNNING", "attempts 2 (unlimited) · last delay 2s"},
+		{view.Restart{Strategy: "exponential-delay", Status: view.RestartStatus{Attempts: 2, NextDelay: 2 * time.Second}}, "RESTARTING", "attempts 2 (unlimited) · delay 2s"},
 	} {
-		if got := restartBudget(tc.r); got != tc.want {
+		if got := restartBudget(tc.r, tc.job); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.r.Strategy, got, tc.want)
 		}
 	}
