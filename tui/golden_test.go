@@ -54,6 +54,12 @@ var goldenScenes = []goldenScene{
 		want:  []string{"checkpoint 14", "8/13 acknowledged", "○ waiting", "✓ acked", "sync", "async", "delay"},
 	},
 	{
+		name: "overview", snap: fixture.Unaligned, events: fixture.UnalignedEvents, keys: []string{"i"},
+		ready: "summary and configuration",
+		want: []string{"per checkpoint", "end to end", "p99", "persisted in-flight", "per subtask", "alignment", "start delay",
+			"execution.checkpointing", ".interval", "10m"},
+	},
+	{
 		name: "fault-menu", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"x"},
 		ready: "inject a fault",
 		want:  []string{"selected join/0", "1 panic", "broker-down", "unavailable: the broker is external", "(job) the process dies"},

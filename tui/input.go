@@ -55,6 +55,12 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 		}
 		m.helpView, cmd = update(m.helpView, k)
 		return cmd
+	case overlayOverview:
+		if key.Matches(k, m.keys.Quit, m.keys.ForceQuit) {
+			return tea.Quit
+		}
+		m.overview, cmd = update(m.overview, k)
+		return cmd
 	case overlayDetail:
 		if key.Matches(k, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown, m.keys.Back) {
 			m.detail, cmd = update(m.detail, k)
@@ -87,6 +93,8 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return tea.Quit, true
 	case key.Matches(k, keys.Help):
 		m.overlay = overlayHelp
+	case key.Matches(k, keys.Overview):
+		m.overlay = overlayOverview
 	case key.Matches(k, keys.NextPane):
 		m.cycleFocus(+1)
 	case key.Matches(k, keys.PrevPane):

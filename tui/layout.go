@@ -93,5 +93,6 @@ func (m *model) layout() {
 	body := m.height - 3
 	m.detail.SetSize(m.width, body)
 	m.helpView.SetSize(m.width, body)
+	m.overview.SetSize(m.width, body)
 	m.menu.SetSize(m.width, body)
 }

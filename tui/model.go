@@ -15,6 +15,7 @@ import (
 	"faultline/tui/components/graph"
 	"faultline/tui/components/header"
 	"faultline/tui/components/helpview"
+	"faultline/tui/components/overview"
 	"faultline/tui/components/restarts"
 	"faultline/tui/components/status"
 	"faultline/tui/components/tour"
@@ -46,8 +47,9 @@ type overlayKind int
 const (
 	overlayNone overlayKind = iota
 	overlayHelp
-	overlayMenu   // the fault menu, drawn over the lower panes
-	overlayDetail // the checkpoint detail, in place of the panes
+	overlayMenu     // the fault menu, drawn over the lower panes
+	overlayDetail   // the checkpoint detail, in place of the panes
+	overlayOverview // the checkpoints' summary and configuration, in place of the panes
 )
 
 // model is the root of the UI. It owns the layout, keeps the shared
@@ -81,6 +83,7 @@ type model struct {
 	menu     *faultmenu.Model
 	detail   *detail.Model
 	helpView *helpview.Model
+	overview *overview.Model
 	tour     *tour.Model // in the events' place while a guided tour runs
 
 	focus   pane
@@ -142,6 +145,7 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 		menu:     faultmenu.New(ctx),
 		detail:   detail.New(ctx),
 		helpView: helpview.New(ctx, h),
+		overview: overview.New(ctx),
 		tour:     tour.New(ctx),
 	}
 }

@@ -330,14 +330,14 @@ func TestCheckpointDetailOfATimedOutCheckpoint(t *testing.T) {
 		{120, []string{
 			"persisted in-flight data 40KB (320 records) · processed in-flight data 28KB",
 			"timed out → unaligned: join/0 — the checkpoint was older than the aligned-checkpoint timeout (100ms)",
-			" subtask           ack       type         sync   async   align   delay    full    incr persisted processed",
-			" orders-source/0   ✓ acked   —             1ms     5ms     2ms     2ms    97KB   3.1KB        0B        0B",
-			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms     2ms    97KB   3.1KB      40KB      22KB",
-			" join/1            ✓ acked   aligned       1ms     5ms     9ms     2ms    97KB   3.1KB        0B       6KB",
+			" subtask           ack       type          e2e    sync   async   align   delay    full    incr persisted processed",
+			" orders-source/0   ✓ acked   —           142ms     1ms     5ms     2ms     2ms    97KB   3.1KB        0B        0B",
+			"▸join/0            ✓ acked   timed out   144ms     1ms     5ms   100ms     2ms    97KB   3.1KB      40KB      22KB",
+			" join/1            ✓ acked   aligned     145ms     1ms     5ms     9ms     2ms    97KB   3.1KB        0B       6KB",
 		}},
 		{80, []string{
-			" subtask           ack       type         sync   async   align    full persisted",
-			"▸join/0            ✓ acked   timed out     1ms     5ms   100ms    97KB      40KB",
+			" subtask           ack       type          e2e    sync   async   align persisted",
+			"▸join/0            ✓ acked   timed out   144ms     1ms     5ms   100ms      40KB",
 		}},
 	} {
 		h := newHarness(t, fixture.Unaligned(), tc.w, 40)

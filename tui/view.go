@@ -24,6 +24,8 @@ func (m *model) View() string {
 		body = common.SplitLines(m.helpView.View())
 	case overlayDetail:
 		body = common.SplitLines(m.detail.View())
+	case overlayOverview:
+		body = common.SplitLines(m.overview.View())
 	default:
 		s := m.sizes()
 		body = m.panes()
@@ -75,6 +77,8 @@ func (m *model) helpLine() string {
 		bindings = m.menu.ShortHelp()
 	case overlayHelp:
 		bindings = m.helpView.ShortHelp()
+	case overlayOverview:
+		bindings = m.overview.ShortHelp()
 	case overlayDetail:
 		bindings = append(m.detail.ShortHelp(), m.keys.Checkpoint, m.keys.Freeze, m.keys.ShortStep)
 	default:

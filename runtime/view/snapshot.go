@@ -125,6 +125,16 @@ type JobInfo struct {
 	StateBackend   string        // "heap" or "badger"
 	Incremental    bool
 	StateDir       string
+	// The rest of the checkpointing configuration (Flink: Checkpoints →
+	// Configuration): execution.checkpointing.timeout, .min-pause,
+	// .max-concurrent-checkpoints, .tolerable-failed-checkpoints,
+	// .unaligned.enabled and .num-retained.
+	CheckpointTimeout time.Duration
+	MinPause          time.Duration
+	MaxConcurrent     int
+	TolerableFailures int
+	Unaligned         bool
+	Retained          int
 	// Attempt counts deployments of the job (1 before any restart).
 	Attempt int64
 	// FreezeLimit is how long the world can stay frozen before the job

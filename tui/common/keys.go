@@ -17,10 +17,11 @@ type KeyMap struct {
 	// Select, Rows, Scroll, Pages, Choose, PickHelp, Rate and CloseHelp
 	// only stand for several keys at once in the short help line, and
 	// ShortStep for Step there.
-	Select, Rows, Scroll, Pages, Choose, PickHelp, Rate, CloseHelp, ShortStep key.Binding
+	Select, Rows, Scroll, Pages, Choose, PickHelp, Rate, CloseHelp, ShortStep, CloseOverview key.Binding
 
 	NextPane, PrevPane key.Binding
 	Open               key.Binding // the checkpoint detail
+	Overview           key.Binding // the checkpoints' summary and configuration
 	Back               key.Binding // close an overlay or menu
 
 	Fault      key.Binding // the fault menu for the selected subtask
@@ -50,26 +51,28 @@ type KeyMap struct {
 // DefaultKeyMap returns faultline's bindings.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Up:        key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:      key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		Left:      key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "previous subtask")),
-		Right:     key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "next subtask")),
-		PageUp:    key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
-		PageDown:  key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
-		Newest:    key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "newest checkpoint")),
-		Select:    key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("↑↓←→", "select")),
-		Rows:      key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "row")),
-		Scroll:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "scroll")),
-		Pages:     key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
-		Choose:    key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "choose")),
-		PickHelp:  key.NewBinding(key.WithKeys("enter", "1", "9"), key.WithHelp("enter/1-9", "pick")),
-		Rate:      key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "rate")),
-		CloseHelp: key.NewBinding(key.WithKeys("?", "esc"), key.WithHelp("?/esc", "close help")),
-		ShortStep: key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step")),
+		Up:            key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:          key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		Left:          key.NewBinding(key.WithKeys("left", "h"), key.WithHelp("←/h", "previous subtask")),
+		Right:         key.NewBinding(key.WithKeys("right", "l"), key.WithHelp("→/l", "next subtask")),
+		PageUp:        key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
+		PageDown:      key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
+		Newest:        key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "newest checkpoint")),
+		Select:        key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("↑↓←→", "select")),
+		Rows:          key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "row")),
+		Scroll:        key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "scroll")),
+		Pages:         key.NewBinding(key.WithKeys("pgup", "pgdown"), key.WithHelp("pgup/pgdn", "page")),
+		Choose:        key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "choose")),
+		PickHelp:      key.NewBinding(key.WithKeys("enter", "1", "9"), key.WithHelp("enter/1-9", "pick")),
+		Rate:          key.NewBinding(key.WithKeys("+", "-"), key.WithHelp("+/-", "rate")),
+		CloseHelp:     key.NewBinding(key.WithKeys("?", "esc"), key.WithHelp("?/esc", "close help")),
+		CloseOverview: key.NewBinding(key.WithKeys("i", "esc"), key.WithHelp("i/esc", "close")),
+		ShortStep:     key.NewBinding(key.WithKeys("."), key.WithHelp(".", "step")),
 
 		NextPane: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next pane")),
 		PrevPane: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "previous pane")),
 		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "checkpoint detail")),
+		Overview: key.NewBinding(key.WithKeys("i"), key.WithHelp("i", "summary, config")),
 		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close")),
 
 		Fault:      key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "fault")),
@@ -115,7 +118,7 @@ func (k KeyMap) FailedHelp() []key.Binding {
 func (k KeyMap) HelpGroups(tour bool) (titles []string, groups [][]key.Binding) {
 	titles = []string{"move", "fault tolerance", "tempo, input, general"}
 	groups = [][]key.Binding{
-		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Back},
+		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Overview, k.Back},
 		{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode, k.ResetRestarts},
 		{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
 	}

@@ -106,7 +106,7 @@ func (p *Model) SetFocused(f bool) { p.focused = f }
 // ShortHelp implements help.KeyMap.
 func (p *Model) ShortHelp() []key.Binding {
 	k := p.ctx.Keys
-	return []key.Binding{k.Rows, k.Open, k.Newest}
+	return []key.Binding{k.Rows, k.Open, k.Overview, k.Newest}
 }
 
 // FullHelp implements help.KeyMap.

@@ -346,12 +346,16 @@ func (d *Model) columns(c *view.Checkpoint, alo bool, w int) []ackCol {
 		prio int
 		col  ackCol
 	}{
+		// Flink's acknowledgement time and end-to-end duration (trigger
+		// to acknowledgement, on the job's clock).
+		{9, ackCol{"acked at", 12, func(a view.SubtaskAck) string { return common.WallClock(a.AckTime) }}},
+		{4, ackCol{"e2e", numW, dur(func(a view.SubtaskAck) time.Duration { return a.EndToEnd })}},
 		{0, ackCol{"sync", numW, dur(func(a view.SubtaskAck) time.Duration { return a.SyncDuration })}},
 		{1, ackCol{"async", numW, dur(func(a view.SubtaskAck) time.Duration { return a.AsyncDuration })}},
 		{2, third},
-		{6, ackCol{"delay", numW, dur(func(a view.SubtaskAck) time.Duration { return a.StartDelay })}},
-		{5, ackCol{"full", numW, size(func(a view.SubtaskAck) int64 { return a.Bytes })}},
-		{7, ackCol{"incr", numW, size(func(a view.SubtaskAck) int64 { return a.IncrementalBytes })}},
+		{7, ackCol{"delay", numW, dur(func(a view.SubtaskAck) time.Duration { return a.StartDelay })}},
+		{6, ackCol{"full", numW, size(func(a view.SubtaskAck) int64 { return a.Bytes })}},
+		{8, ackCol{"incr", numW, size(func(a view.SubtaskAck) int64 { return a.IncrementalBytes })}},
 	}
 	if d.inFlight(c) {
 		all = append(all, []struct {
@@ -359,12 +363,12 @@ func (d *Model) columns(c *view.Checkpoint, alo bool, w int) []ackCol {
 			col  ackCol
 		}{
 			{3, ackCol{"persisted", 9, size(func(a view.SubtaskAck) int64 { return a.PersistedInFlight })}},
-			{4, ackCol{"processed", 9, size(func(a view.SubtaskAck) int64 { return a.ProcessedInFlight })}},
+			{5, ackCol{"processed", 9, size(func(a view.SubtaskAck) int64 { return a.ProcessedInFlight })}},
 		}...)
 	}
 	keep := make([]bool, len(all))
 	used := 0
-	for prio := range 8 {
+	for prio := range 10 {
 		for i, col := range all {
 			if col.prio == prio && used+1+col.col.w <= w {
 				keep[i] = true
