@@ -288,6 +288,7 @@ type checkpointJSON struct {
 	Mode             string                      `json:"mode"`
 	TriggerTime      time.Time                   `json:"trigger_time"`
 	DurationMs       int64                       `json:"duration_ms"`
+	FrozenMs         int64                       `json:"frozen_ms,omitempty"`
 	SizeBytes        int64                       `json:"size_bytes"`
 	IncrementalBytes int64                       `json:"incremental_bytes"`
 	Subtasks         int                         `json:"subtasks"`
@@ -310,6 +311,8 @@ type taskJSON struct {
 	AsyncMs          float64           `json:"async_ms"`
 	AlignmentMs      float64           `json:"alignment_ms"`
 	StartDelayMs     float64           `json:"start_delay_ms"`
+	EndToEndMs       float64           `json:"end_to_end_ms"`
+	AckTime          time.Time         `json:"ack_time"`
 	Bytes            int64             `json:"bytes"`
 	IncrementalBytes int64             `json:"incremental_bytes"`
 	Finished         bool              `json:"finished,omitempty"`
@@ -329,7 +332,7 @@ type taskJSON struct {
 func toJSON(c *checkpoint.Completed, withTasks bool, chans map[checkpoint.TaskID]taskChannels) checkpointJSON {
 	full, inc := c.Size()
 	j := checkpointJSON{ID: c.ID, Kind: c.Kind.String(), Job: c.Job, Mode: c.Mode, TriggerTime: c.TriggerTime,
-		DurationMs: c.Duration().Milliseconds(), SizeBytes: full, IncrementalBytes: inc, Subtasks: len(c.Tasks),
+		DurationMs: c.Duration().Milliseconds(), FrozenMs: c.Frozen.Milliseconds(), SizeBytes: full, IncrementalBytes: inc, Subtasks: len(c.Tasks),
 		Offsets: map[string]map[string]int64{}}
 	j.Unaligned, j.TimedOut, j.PersistedInFlightBytes, j.PersistedInFlightRecords, j.ProcessedInFlightBytes = inFlightTotals(c)
 	for topic, parts := range c.SourceOffsets() {
@@ -344,7 +347,7 @@ func toJSON(c *checkpoint.Completed, withTasks bool, chans map[checkpoint.TaskID
 			a := c.Tasks[id]
 			tj := taskJSON{Task: id.String(), Handle: a.Handle,
 				SyncMs: ms(a.SyncDuration), AsyncMs: ms(a.AsyncDuration), AlignmentMs: ms(a.Alignment), StartDelayMs: ms(a.StartDelay),
-				Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes, Finished: a.Finished,
+				EndToEndMs: ms(a.EndToEnd), AckTime: a.AckTime, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes, Finished: a.Finished,
 				Unaligned: a.Unaligned, TimedOut: a.TimedOut, PersistedInFlightBytes: a.PersistedInFlight,
 				PersistedInFlightRecords: a.PersistedRecords, ProcessedInFlightBytes: a.ProcessedInFlight}
 			if tc, ok := chans[id]; ok {
