@@ -90,6 +90,9 @@ type Config struct {
 	// AfterTeardown, when set, is called after an attempt's goroutines have
 	// all ended (tests check that none is left).
 	AfterTeardown func(attempt int64, live int64)
+	// LoadEvery is how often the run reports its subtasks' load
+	// (task_load events); 0: every 5 s.
+	LoadEvery time.Duration
 }
 
 // Job runs one job graph and recovers it from failures (Flink: JobMaster

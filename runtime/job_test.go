@@ -33,6 +33,7 @@ type run struct {
 	interval       time.Duration
 	faults         []string
 	attempts       int // 0: 10; below 0: none
+	loadEvery      time.Duration
 	opts           RunOptions
 	backend        string
 	failover       restart.FailoverStrategy
@@ -123,6 +124,7 @@ func (r *run) do(t *testing.T) *run {
 		Failover:    r.failover,
 		Faults:      faults,
 		AtLeastOnce: r.periods,
+		LoadEvery:   r.loadEvery,
 		AfterTeardown: func(_ int64, live int64) {
 			r.live = append(r.live, live)
 		},

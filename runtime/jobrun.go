@@ -61,6 +61,8 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	}
 	stopTimers := j.armTimedFaults()
 	defer stopTimers()
+	stopLoad := j.startLoadReports(ctx)
+	defer stopLoad()
 	if err := j.runAttempts(ctx, opts, res, restore, states, reason); err != nil {
 		return nil, err
 	}

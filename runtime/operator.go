@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"faultline/backend"
@@ -60,6 +61,17 @@ type OperatorContext struct {
 	// stop is closed when the subtask is cancelled (nil outside a
 	// subtask): what Open waits on gives up then.
 	stop <-chan struct{}
+	// watermark is where NoteWatermark publishes (nil outside a subtask).
+	watermark *atomic.Int64
+}
+
+// NoteWatermark publishes the subtask's current input watermark (event-time
+// ms; Flink: currentInputWatermark), for the UI and the load events. An
+// operator that keeps no watermark never calls it.
+func (c *OperatorContext) NoteWatermark(ms int64) {
+	if c.watermark != nil {
+		c.watermark.Store(ms)
+	}
 }
 
 // BatchStart is when the subtask began the batch of input records it is

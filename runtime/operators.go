@@ -143,6 +143,8 @@ type joinOp struct {
 
 	ttl    int64           // ms of event time; 0: a side waits for ever
 	wm     inputWatermarks // the join's watermark, by input channel
+	noteWM func(int64)     // publishes it (OperatorContext.NoteWatermark)
+	shown  int64           // the watermark last published
 	swept  int64           // the watermark at the last sweep
 	counts *ttlCounts      // shared by the job's joins
 
@@ -172,6 +174,7 @@ func (j *joinOp) Open(ctx *OperatorContext) error {
 	j.keyed = ctx.Keyed
 	j.track = ctx.TrackRollback
 	j.wm = newInputWatermarks(ctx)
+	j.noteWM = ctx.NoteWatermark
 	return nil
 }
 
@@ -250,11 +253,12 @@ func (j *joinOp) tooFarApart(a, b int64) bool {
 // the current input channel, and sweeps when the join's watermark (the
 // least over its input channels) has moved ttl/2 since the last sweep.
 func (j *joinOp) advance(w int64) error {
-	if j.ttl == 0 {
-		return nil
-	}
 	wm := j.wm.advance(w)
-	if wm == 0 {
+	if wm != j.shown && j.noteWM != nil {
+		j.shown = wm
+		j.noteWM(wm)
+	}
+	if j.ttl == 0 || wm == 0 {
 		return nil
 	}
 	if j.swept == 0 {

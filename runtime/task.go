@@ -29,8 +29,11 @@ type TaskMetrics struct {
 	// idleTimeMsPerSecond, backPressuredTimeMsPerSecond, busyTimeMsPerSecond).
 	IdleNanos          atomic.Int64
 	BackPressuredNanos atomic.Int64
+	// Watermark is the subtask's current input watermark (event-time ms;
+	// 0: none, or an operator that keeps none).
+	Watermark atomic.Int64
 	// blockedSince is when the subtask began to wait for room in a full
-	// output channel (Unix ns on the job's clock; 0: not waiting), so that a wait
+	// output channel (Unix ns on the wall clock; 0: not waiting), so that a wait
 	// that lasts shows before it ends (BackPressured).
 	blockedSince atomic.Int64
 	// Deploys counts how many times the subtask was deployed.
@@ -338,6 +341,7 @@ func (t *task) open(ctx context.Context) error {
 		batchStart:     &t.batchStart,
 		InputChannels:  len(t.inputs),
 		channel:        &t.channel,
+		watermark:      &t.m.Watermark,
 	}
 	oc.Completed = t.a.job.completed
 	if t.replayAll {

@@ -77,7 +77,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			name := checkpoint.TaskID{Operator: op.Name, Index: i}.String()
 			m := metrics[name]
 			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
-				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(),
+				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(), Watermark: m.Watermark.Load(),
 				Restarts: int(max(m.Deploys.Load()-1, 0))}
 			cur := taskSample{at: now, job: jobNow, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressured(now)}
 			if p, ok := u.prev[name]; ok && now.Sub(p.at) > 0 {

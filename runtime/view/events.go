@@ -362,6 +362,26 @@ type SourcesPaused struct {
 	Paused bool `json:"paused"`
 }
 
+// TaskLoad: every few seconds, each running subtask's load over that time
+// as Flink measures it (busyTimeMsPerSecond, idleTimeMsPerSecond,
+// backPressuredTimeMsPerSecond, on the wall clock), its records in and
+// out so far and its input watermark: the bottleneck is the subtask busy
+// near 1000 ms/s, and those upstream of it are back-pressured.
+type TaskLoad struct {
+	Tasks []SubtaskLoad `json:"tasks"`
+}
+
+// SubtaskLoad is one subtask's part of TaskLoad.
+type SubtaskLoad struct {
+	Task                     string `json:"task"`
+	BusyMsPerSecond          int64  `json:"busy_ms_per_s"`
+	IdleMsPerSecond          int64  `json:"idle_ms_per_s"`
+	BackPressuredMsPerSecond int64  `json:"backpressured_ms_per_s"`
+	RecordsIn                int64  `json:"records_in"`
+	RecordsOut               int64  `json:"records_out"`
+	WatermarkMs              int64  `json:"watermark_ms,omitempty"`
+}
+
 // Name implements Event.
 func (RunStarted) Name() string          { return "run_started" }
 func (BrokerStarted) Name() string       { return "broker_started" }
@@ -397,6 +417,7 @@ func (RestartsReset) Name() string       { return "restarts_reset" }
 func (Notice) Name() string              { return "notice" }
 func (TempoChanged) Name() string        { return "tempo_changed" }
 func (SourcesPaused) Name() string       { return "sources_paused" }
+func (TaskLoad) Name() string            { return "task_load" }
 
 // Other is an event of a name this package does not know (a newer
 // faultline's, read back from its output): its fields as they came.
@@ -427,6 +448,7 @@ func init() {
 		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},
 		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, ReplayHeld{}, RolledBack{}, RecordsLost{},
 		RecordsReplayed{}, BadRecord{}, ModeChanged{}, RestartsReset{}, Notice{}, TempoChanged{}, SourcesPaused{},
+		TaskLoad{},
 	} {
 		t := reflect.TypeOf(e)
 		known[e.Name()] = func() Event { return reflect.New(t).Interface().(Event) }

@@ -57,6 +57,7 @@ func TestEveryEventReadsBack(t *testing.T) {
 		RecordsReplayed{Records: 1, TotalLost: 0, Checkpoint: 3, What: "w"},
 		BadRecord{Task: "a/0", Action: "skipped", Reason: "r", Record: "x", Total: 1, Topic: "dl"},
 		ModeChanged{Mode: "at-least-once"}, RestartsReset{Strategy: "fixed-delay", Attempts: 3}, Notice{Text: "t", Advice: "a"}, TempoChanged{Tempo: "frozen"}, SourcesPaused{Paused: true},
+		TaskLoad{Tasks: []SubtaskLoad{{Task: "join/0", BusyMsPerSecond: 980, IdleMsPerSecond: 0, BackPressuredMsPerSecond: 20, RecordsIn: 5, RecordsOut: 4, WatermarkMs: 7}}},
 	} {
 		b, err := json.Marshal(Stamped{At: time.Second, Event: e})
 		if err != nil {
@@ -70,7 +71,7 @@ func TestEveryEventReadsBack(t *testing.T) {
 			t.Errorf("%s read back as %#v", b, back.Event)
 		}
 	}
-	if len(known) != 34 {
-		t.Errorf("%d known events; the test above lists 34", len(known))
+	if len(known) != 35 {
+		t.Errorf("%d known events; the test above lists 35", len(known))
 	}
 }

@@ -184,7 +184,9 @@ type Task struct {
 	RecordsIn, RecordsOut int64   // totals over the run
 	RateIn                float64 // records/s handled over the last sample period
 	// Busy is the fraction of the last sample period spent working (not
-	// waiting for input); BackPressureRatio the fraction blocked on output.
+	// waiting for input); BackPressureRatio the fraction blocked on output;
+	// the rest was idle (Flink: busyTimeMsPerSecond,
+	// backPressuredTimeMsPerSecond, idleTimeMsPerSecond, over 1000).
 	Busy              float64
 	BackPressureRatio float64
 	BackPressure      BackPressure
@@ -203,6 +205,9 @@ type Task struct {
 	Offsets map[int32]int64
 	// Restarts counts how many times this subtask was redeployed.
 	Restarts int
+	// Watermark is the subtask's current input watermark (event-time Unix
+	// ms; 0: none, or an operator that keeps none).
+	Watermark int64
 	// SlowFactor is, while a slow fault holds the subtask, its factor (0:
 	// not slowed); SlowUntil when it ends, on the job's clock.
 	SlowFactor float64

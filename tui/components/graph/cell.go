@@ -52,8 +52,13 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 		chips = append(chips,
 			// Always 6 cells wide, so that a changing rate never changes
 			// what else fits.
-			chip{text: common.PadLeft(common.HumanRate(t.RateIn), 6), style: st.Text, drop: 1},
-			chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
+			chip{text: common.PadLeft(common.HumanRate(t.RateIn), 6), style: st.Text, drop: 1})
+		if t.Busy >= busyShown {
+			// The bottleneck: busy most of the time (Flink colours such a
+			// vertex red). It goes before the rate when the line is short.
+			chips = append(chips, chip{text: "busy " + strconv.Itoa(int(t.Busy*100+0.5)) + "%", style: st.Warning, drop: 2})
+		}
+		chips = append(chips, chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
 	}
 	switch {
 	case t.Alignment.Checkpoint != 0:
@@ -100,6 +105,9 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 	}
 	return layoutChips(chips, w)
 }
+
+// busyShown is the busy share from which a cell says "busy 98%".
+const busyShown = 0.5
 
 // slowText is "SLOW ×10 4s" while a slow fault holds the subtask (the
 // factor and the seconds left), and its short form "SLOW ×10"; "" when it

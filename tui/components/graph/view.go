@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"faultline/runtime/view"
 	"faultline/tui/common"
@@ -40,8 +41,10 @@ func (g *Model) View() string {
 	st := g.ctx.Styles
 	sep := st.Muted.Render(" · ")
 	var info []string
+	load := ""
 	if sel := g.Selected(); sel != "" {
 		info = append(info, st.Focus.Render("▸"+sel))
+		load = g.loadText(sel)
 	}
 	if a := g.ctx.Snap.Job.Attempt; a > 1 {
 		info = append(info, st.Muted.Render("attempt "+strconv.FormatInt(a, 10)))
@@ -63,9 +66,15 @@ func (g *Model) View() string {
 		info = append(info, st.Muted.Render("checkpoint "+strconv.FormatInt(id, 10)+" completed"))
 		short = info
 	}
-	// The rule keeps its info only when it fits: the checkpoint's kind
-	// goes first.
+	// The rule keeps its info only when it fits: the selected subtask's
+	// load goes first, then the checkpoint's kind.
 	text := strings.Join(info, sep)
+	if load != "" {
+		withLoad := slices.Insert(slices.Clone(info), 1, st.Muted.Render(load))
+		if t := strings.Join(withLoad, sep); common.Width(t)+13 <= g.width {
+			text = t
+		}
+	}
 	if common.Width(text)+13 > g.width { // the rule's lines and title take 13 cells
 		text = strings.Join(short, sep)
 	}
@@ -249,4 +258,23 @@ func channelLabels(tasks []view.Task, k int) (labels []string, inline bool) {
 		labels[c] = from
 	}
 	return labels, !same
+}
+
+// loadText is a running subtask's load as Flink measures it, in ms per
+// second (busy, idle, back-pressured), its records in and out, and its
+// input watermark when it keeps one: "busy 980 idle 0 bp 20 ms/s · in
+// 12,345 out 12,300 · wm 12:01:07".
+func (g *Model) loadText(name string) string {
+	t, ok := g.ctx.Snap.Tasks[name]
+	if !ok || t.Status != "RUNNING" {
+		return ""
+	}
+	ms := func(f float64) string { return strconv.Itoa(int(f*1000 + 0.5)) }
+	idle := max(1-t.Busy-t.BackPressureRatio, 0)
+	text := "busy " + ms(t.Busy) + " idle " + ms(idle) + " bp " + ms(t.BackPressureRatio) + " ms/s · in " +
+		common.Thousands(t.RecordsIn) + " out " + common.Thousands(t.RecordsOut)
+	if t.Watermark > 0 {
+		text += " · wm " + time.UnixMilli(t.Watermark).Format("15:04:05")
+	}
+	return text
 }
