@@ -60,6 +60,12 @@ var goldenScenes = []goldenScene{
 			"execution.checkpointing", ".interval", "10m"},
 	},
 	{
+		// Focused, the history grows into the events' rows.
+		name: "history-focused", snap: fixture.Restarting, events: fixture.RestartEvents, keys: []string{"tab"},
+		ready: "14 failed",
+		want:  []string{"14 failed", "job failover", "13 completed", "12 completed"},
+	},
+	{
 		name: "fault-menu", snap: fixture.Running, events: fixture.RunEvents, keys: []string{"x"},
 		ready: "inject a fault",
 		want:  []string{"selected join/0", "1 panic", "broker-down", "unavailable: the broker is external", "(job) the process dies"},

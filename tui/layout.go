@@ -26,7 +26,8 @@ const (
 // it needs to show the strips of every subtask when that leaves the lower
 // panes room enough, else what it needs for the selected row's strips;
 // the rest is shared by the checkpoints and the events, the events first
-// up to wantEventsH.
+// up to wantEventsH; while the checkpoints are focused they take all but
+// the events' least.
 func (m *model) sizes() layoutSizes {
 	avail := m.height - 3 // header, status, help
 	compact, roomy := m.graph.Heights()
@@ -40,6 +41,11 @@ func (m *model) sizes() layoutSizes {
 	if ev := rest - mid; ev < wantEventsH {
 		ev = max(ev, min(wantEventsH, rest-wantMidH))
 		mid = rest - ev
+	}
+	if m.focus == paneCheckpoints && m.ctx.Tour() == nil {
+		// Focused, the history takes the events' rows but their least:
+		// more of it to scroll through, with the failed ones and why.
+		mid = rest - minEventsH
 	}
 	cpW := m.width * 3 / 5
 	s := layoutSizes{graphH: g, midH: mid, eventsH: rest - mid, cpW: cpW, restartsW: m.width - cpW - 1}
