@@ -1,6 +1,7 @@
 package restart
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -120,6 +121,71 @@ func (n *None) Reset() {
 	n.mu.Lock()
 	n.failed = false
 	n.mu.Unlock()
+}
+
+// ErrUnexpectedRestart is what the throwing strategy raises when a restart
+// is attempted (Flink: ThrowingRestartStrategy's IllegalStateException
+// "Unexpected restart() call").
+var ErrUnexpectedRestart = errors.New("unexpected restart() call: the throwing restart strategy lets no restart happen")
+
+// Restarter is a BackoffStrategy the job master asks once more when it
+// carries out a restart it granted; an error fails the job there, at the
+// restart.
+type Restarter interface {
+	Restart() error
+}
+
+// Throwing grants every restart and throws when one is carried out
+// (Flink: ThrowingRestartStrategy, which tests used to catch a restart that
+// should never happen). Unlike none, which refuses at the failure and
+// fails the job at once, the job goes RESTARTING and fails with the
+// exception raised where the restart was attempted. Its methods are safe
+// for concurrent use.
+type Throwing struct {
+	mu    sync.Mutex
+	threw bool
+}
+
+var _ Restarter = (*Throwing)(nil)
+
+// NotifyFailure implements BackoffStrategy.
+func (t *Throwing) NotifyFailure(error, time.Time) {}
+
+// CanRestart implements BackoffStrategy: it grants every restart.
+func (t *Throwing) CanRestart() bool { return true }
+
+// Backoff implements BackoffStrategy.
+func (t *Throwing) Backoff() time.Duration { return 0 }
+
+// Name implements BackoffStrategy.
+func (t *Throwing) Name() string { return "throwing" }
+
+// Describe implements BackoffStrategy.
+func (t *Throwing) Describe() string { return "throwing (grants a restart, throws when it happens)" }
+
+// Restart implements Restarter: it throws.
+func (t *Throwing) Restart() error {
+	t.mu.Lock()
+	t.threw = true
+	t.mu.Unlock()
+	return ErrUnexpectedRestart
+}
+
+// Status implements BackoffStrategy.
+func (t *Throwing) Status() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.threw {
+		return Status{GaveUp: true, GaveUpReason: "restart strategy throwing: the restart was attempted and threw: " + ErrUnexpectedRestart.Error()}
+	}
+	return Status{}
+}
+
+// Reset implements BackoffStrategy.
+func (t *Throwing) Reset() {
+	t.mu.Lock()
+	t.threw = false
+	t.mu.Unlock()
 }
 
 // DefaultFailureRate returns Flink's defaults for the failure-rate strategy

@@ -486,8 +486,8 @@ func TestParseErrors(t *testing.T) {
 		want     string // the whole error message
 	}{
 		{"restart-forever", nil,
-			`--restart-strategy "restart-forever": want one of fixed-delay, failure-rate, exponential-delay, none`},
-		{"", nil, `--restart-strategy "": want one of fixed-delay, failure-rate, exponential-delay, none`},
+			`--restart-strategy "restart-forever": want one of fixed-delay, failure-rate, exponential-delay, none, throwing`},
+		{"", nil, `--restart-strategy "": want one of fixed-delay, failure-rate, exponential-delay, none, throwing`},
 		{"fixed-delay", func(o *Options) { o.Attempts = -1 }, "--restart-attempts -1: want 0 or more"},
 		{"fixed-delay", func(o *Options) { o.Delay = -time.Second }, "--restart-delay -1s: want 0 or more"},
 		{"failure-rate", func(o *Options) { o.FailureRateMaxFailures = 0 }, "--failure-rate-max-failures 0: want 1 or more"},

@@ -28,7 +28,7 @@ func (e *OptionError) Unwrap() error { return ErrInvalidOption }
 // Names returns the restart strategy names --restart-strategy accepts, in
 // the order the help lists them.
 func Names() []string {
-	return []string{"fixed-delay", "failure-rate", "exponential-delay", "none"}
+	return []string{"fixed-delay", "failure-rate", "exponential-delay", "none", "throwing"}
 }
 
 // Options carries every restart strategy parameter, one field per flag. Only
@@ -107,6 +107,8 @@ func Parse(name string, opts Options) (BackoffStrategy, error) {
 		return NewExponentialDelay(opts.Exponential, opts.Rand), nil
 	case "none", "off", "disable":
 		return &None{}, nil
+	case "throwing":
+		return &Throwing{}, nil
 	}
 	return nil, &OptionError{
 		Flag:  "--restart-strategy",

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,8 @@ type run struct {
 	alignedTimeout time.Duration
 	interval       time.Duration
 	faults         []string
-	attempts       int // 0: 10; below 0: none
+	attempts       int                     // 0: 10; below 0: none
+	backoff        restart.BackoffStrategy // nil: fixed-delay with attempts
 	loadEvery      time.Duration
 	opts           RunOptions
 	backend        string
@@ -120,7 +122,7 @@ func (r *run) do(t *testing.T) *run {
 	j, err := New(Config{
 		Job: r.job, Env: env, Mode: r.mode, Unaligned: r.unaligned, AlignedTimeout: r.alignedTimeout, Observer: obs, Clock: clk, StateBackend: r.backend, WorkDir: t.TempDir(),
 		Checkpoint:  checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
-		Restart:     restart.NewFixedDelay(r.attempts, 10*time.Millisecond),
+		Restart:     cmp.Or[restart.BackoffStrategy](r.backoff, restart.NewFixedDelay(r.attempts, 10*time.Millisecond)),
 		Failover:    r.failover,
 		Faults:      faults,
 		AtLeastOnce: r.periods,

@@ -164,7 +164,14 @@ func (j *Job) runAttempts(ctx context.Context, opts RunOptions, res *Result, res
 		queued = append(queued, j.teardown(a, out.fault)...)
 		var ok bool
 		if restore, states, ok, err = j.restartFrom(ctx, out, res); !ok {
-			return err
+			if err != nil || res.Status != JobFailed || !opts.WaitToResubmit {
+				return err
+			}
+			if restore, states, ok, err = j.awaitResubmit(ctx, res); !ok {
+				return err
+			}
+			reason = "resubmitted from the newest checkpoint"
+			continue
 		}
 		reason = fmt.Sprintf("restarted after failure of %s", restart.OrJob(out.task))
 		j.markRestored(res, restore, reason)
@@ -217,6 +224,18 @@ func (j *Job) restartFrom(ctx context.Context, out outcome, res *Result) (restor
 		j.status(JobCanceled, "canceled while restarting")
 		res.Status = JobCanceled
 		return nil, nil, false, nil
+	}
+	if r, ok := j.handler.Backoff().(restart.Restarter); ok {
+		if err := r.Restart(); err != nil {
+			// The strategy threw where the restart was attempted: the
+			// job fails here, with that exception as its cause.
+			res.GaveUp = fmt.Sprintf("restart strategy %s: the restart after the failure of %s was attempted and threw: %v",
+				j.handler.Backoff().Name(), restart.OrJob(out.task), err)
+			j.restarts.update(func(v *RestartView) { v.NextRestartAt, v.GaveUp, v.Status = time.Time{}, res.GaveUp, j.handler.Backoff().Status() })
+			j.status(JobFailed, res.GaveUp)
+			res.Status = JobFailed
+			return nil, nil, false, nil
+		}
 	}
 	if restore, states, err = j.pickRestore(ctx, true); err != nil {
 		if ctx.Err() != nil {

@@ -82,7 +82,10 @@ func (j *Job) reportLoad(ctx context.Context) {
 func subtaskLoad(name string, m *TaskMetrics, p, cur loadSample) view.SubtaskLoad {
 	dt := float64(cur.at.Sub(p.at))
 	share := func(ns int64) float64 { return min(max(float64(ns)/dt, 0), 1) }
-	idle, bp := share(cur.idle-p.idle), share(cur.bp-p.bp)
+	// A wait counts when it ends: one begun in the last period adds to
+	// this one's idle time, which can then overrun the period.
+	bp := share(cur.bp - p.bp)
+	idle := min(share(cur.idle-p.idle), 1-bp)
 	busy := max(1-idle-bp, 0)
 	ms := func(f float64) int64 { return int64(f*1000 + 0.5) }
 	return view.SubtaskLoad{Task: name, BusyMsPerSecond: ms(busy), IdleMsPerSecond: ms(idle), BackPressuredMsPerSecond: ms(bp),

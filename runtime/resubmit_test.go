@@ -2,8 +2,12 @@ package runtime
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"faultline/restart"
+	"faultline/runtime/view"
 )
 
 // A job whose restart strategy gave up stays FAILED until resubmitted;
@@ -31,5 +35,31 @@ func TestResubmitAFailedJob(t *testing.T) {
 	}
 	if r.restarts.GaveUp != "" {
 		t.Errorf("restarts view still says it gave up: %q", r.restarts.GaveUp)
+	}
+}
+
+// The throwing strategy grants the restart and throws when it is carried
+// out: the job goes RESTARTING, then FAILED with the exception raised at
+// the restart (none, by contrast, fails it at the failure).
+func TestThrowingStrategyFailsAtTheRestart(t *testing.T) {
+	r := (&run{records: 20000, rate: 5000, interval: 200 * time.Millisecond, backoff: &restart.Throwing{},
+		faults: []string{"after-records=6000,task=join/1,fault=panic"}}).do(t)
+	if r.res.Status != JobFailed || !strings.Contains(r.res.GaveUp, "was attempted and threw") || !strings.Contains(r.res.GaveUp, "join/1") {
+		t.Fatalf("status %s, gave up %q; want FAILED at the restart", r.res.Status, r.res.GaveUp)
+	}
+	var restarting, scheduled bool
+	for _, e := range r.events {
+		switch ev := e.Event.(type) {
+		case view.JobStatus:
+			restarting = restarting || ev.Status == string(JobRestarting)
+		case view.RestartScheduled:
+			scheduled = true
+		}
+	}
+	if !restarting || !scheduled {
+		t.Errorf("RESTARTING %v, restart scheduled %v: the throwing strategy grants the restart before it throws", restarting, scheduled)
+	}
+	if !r.verify.OK {
+		t.Errorf("verify %+v", r.verify)
 	}
 }

@@ -170,7 +170,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.StringArrayVar(&o.inject, "inject", nil, "inject a fault, e.g. 'after=3s,task=join/1,fault=panic' or 'after-records=20000,task=join/1,fault=error' (repeatable)")
 	ro := restart.DefaultOptions()
 	o.restartOpts = ro
-	f.StringVar(&o.restartStrategy, "restart-strategy", "fixed-delay", "what to do after a failure: fixed-delay, failure-rate, exponential-delay or none (restart-strategy.type)")
+	f.StringVar(&o.restartStrategy, "restart-strategy", "fixed-delay", "what to do after a failure: fixed-delay, failure-rate, exponential-delay, none, or throwing (grants a restart and throws when it happens: Flink's ThrowingRestartStrategy) (restart-strategy.type)")
 	f.StringVar(&o.failoverStrategy, "failover-strategy", "full", "what restarts after a failure: full (every task), region (the failed task's pipelined region), individual (only the failed task, from its checkpointed state, without replaying its input: loses data) or none (jobmanager.execution.failover-strategy)")
 	f.IntVar(&o.restartAttempts, "restart-attempts", 10, "fixed-delay: restarts allowed (restart-strategy.fixed-delay.attempts)")
 	f.DurationVar(&o.restartDelay, "restart-delay", time.Second, "fixed-delay: wait before each restart (restart-strategy.fixed-delay.delay)")

@@ -153,7 +153,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		want []string // substrings of the one line
 	}{
 		{"bad duration", []string{"run", "--headless", "--checkpoint-interval", "banana"}, []string{"--checkpoint-interval", "banana"}},
-		{"bad mode", []string{"run", "--headless", "--mode", "twice"}, []string{"--mode", "exactly-once or at-least-once"}},
+		{"bad mode", []string{"run", "--headless", "--mode", "twice"}, []string{"--mode", "unaligned (exactly-once with --unaligned) or at-least-once"}},
 		{"malformed job file", []string{"run", "--headless", "--job", bad}, []string{bad + ":6:", "parallelism", `"two"`}},
 		{"missing job file", []string{"run", "--headless", "--job", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
 		{"unknown fault", []string{"run", "--headless", "--inject", "task=join/1,fault=meteor"}, []string{"meteor", "panic"}},
