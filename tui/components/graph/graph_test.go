@@ -41,8 +41,9 @@ func TestRenderStrip(t *testing.T) {
 	}{
 		{"empty channel", fixture.Queue("a/0", 0, 0), 0, 8, "◂       ", 1},
 		{"elements, next leftmost", fixture.Queue("a/0", 0, 3), 0, 8, "◂···    ", 1},
-		{"barrier at its position", fixture.Queue("a/0", 0, 8, fixture.Barrier(14, 2)), 0, 12, "◂··▌14···   ", 1},
-		{"barrier next in line", fixture.Queue("a/0", 0, 4, fixture.Barrier(14, 0)), 0, 8, "◂▌14·   ", 1},
+		{"barrier at its position, its id between the elements", fixture.Queue("a/0", 0, 8, fixture.Barrier(14, 2)), 0, 12, "◂··▌14····· ", 1},
+		{"barrier next in line", fixture.Queue("a/0", 0, 4, fixture.Barrier(14, 0)), 0, 8, "◂▌14··· ", 1},
+		{"a barrier's id hides no element behind it", fixture.Queue("a/0", 0, 2, fixture.Barrier(11, 0)), 0, 8, "◂▌11·   ", 1},
 		{"two barriers", fixture.Queue("a/0", 0, 9, fixture.Barrier(14, 1), fixture.Barrier(15, 5)), 0, 12, "◂·▌14·▌15·  ", 1},
 		{"a barrier's id never hides the next barrier", fixture.Queue("a/0", 0, 5, fixture.Barrier(14, 1), fixture.Barrier(15, 2)), 0, 8, "◂·▌▌15  ", 1},
 		{"blocked: the barrier came in, elements wait behind it",
@@ -83,6 +84,8 @@ func TestStripSuffix(t *testing.T) {
 	}{
 		{view.InputView{Blocked: true, HeldBack: 1234}, 1, "BLOCKED 1,234", "BLOCKED 1,234"},
 		{fixture.Queue("a/0", 0, 120), 10, "120 ·=10", "120 ·=10"},
+		{fixture.Queue("a/0", 0, 0), 3, "0", "0"}, // an empty queue needs no scale
+		{fixture.Overtaken("a/0", 0, 2, 16), 1, "2 •2 persisted", "2 •2"},
 		{fixture.Overtaken("a/0", 0, 9, 3), 1, "9 •3 persisted", "9 •3"},
 		{fixture.Recording("a/0", 0, 12, 1500), 1, "12 REC 1,500 persisted", "12 REC 1,500"},
 	} {
@@ -325,5 +328,21 @@ func TestSelectionStartsOnTheFirstSubtaskThatAligns(t *testing.T) {
 	g.Update(common.SnapshotMsg{Snapshot: s})
 	if g.Selected() != "join/0" {
 		t.Fatalf("selected %q once the subtasks reported, want join/0 still", g.Selected())
+	}
+}
+
+// A barrier of a checkpoint that completed (12 here, with 13 completed
+// and 14 pending after it) is still an element of its queue, drawn as
+// one: no strip shows ▌12 as if it were under way.
+func TestEndedCheckpointsBarriersAreDrawnAsElements(t *testing.T) {
+	s := fixture.Running()
+	j := s.Tasks["join/0"]
+	j.Inputs[0] = fixture.Queue("parse-orders/0", 0, 9, fixture.Barrier(12, 1), fixture.Barrier(14, 4))
+	s.Tasks["join/0"] = j
+	g := sampled(s)
+	g.SetSize(120, 30)
+	v := g.View()
+	if strings.Contains(v, "▌12") || !strings.Contains(v, "◂····▌14") {
+		t.Fatalf("strip with the barrier of completed checkpoint 12:\n%s", v)
 	}
 }

@@ -86,17 +86,21 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 	if scale <= 0 {
 		scale = stripScale(queued, body)
 	}
-	cells := make([]stripCell, body)
-	text := make([]string, body)
 	persisted := int((min(max(in.Queue.Overtaken, 0), queued) + scale - 1) / scale)
-	for i := range min(int((queued+scale-1)/scale), body) {
-		cells[i], text[i] = cellElement, glyphElement
-		if i < persisted {
-			cells[i], text[i] = cellPersisted, glyphPersisted
-		}
-	}
 	slices.SortFunc(barriers, func(a, b view.BarrierPos) int { return int(a.Pos - b.Pos) })
-	placeBarriers(barriers, scale, cells, text)
+	cells, text := insertBarriers(int((queued+scale-1)/scale), persisted, barriers, scale, body)
+	if cells == nil {
+		// No room to put the ids between the elements: they go over the
+		// elements behind their barriers.
+		cells, text = make([]stripCell, body), make([]string, body)
+		for i := range min(int((queued+scale-1)/scale), body) {
+			cells[i], text[i] = cellElement, glyphElement
+			if i < persisted {
+				cells[i], text[i] = cellPersisted, glyphPersisted
+			}
+		}
+		placeBarriers(barriers, scale, cells, text)
+	}
 
 	// Write runs of one kind with one style.
 	for i := 0; i < body; {
@@ -147,6 +151,44 @@ func jumpText(id int64, body int) string {
 // jumpWidth is the most cells an unaligned barrier at the front of a
 // strip takes.
 func jumpWidth(id int64) int { return 2 + len(strconv.FormatInt(id, 10)) }
+
+// insertBarriers lays out n element cells (the first persisted of them
+// overtaken), with each barrier (sorted by position) in place of the
+// element cell it sits in and its id put in after it, so that no id hides
+// an element: "◂··▌14·····". It returns nil when that does not fit in
+// body cells.
+func insertBarriers(n, persisted int, barriers []view.BarrierPos, scale int64, body int) ([]stripCell, []string) {
+	cells, text := make([]stripCell, 0, body), make([]string, 0, body)
+	put := func(c stripCell, t string) {
+		cells, text = append(cells, c), append(text, t)
+	}
+	b := 0
+	for k := 0; k < n || b < len(barriers); k++ {
+		atK := false
+		for b < len(barriers) && int(max(barriers[b].Pos, 0)/scale) <= k {
+			put(cellBarrier, glyphBarrier)
+			for _, d := range strconv.FormatInt(barriers[b].ID, 10) {
+				put(cellBarrier, string(d))
+			}
+			b, atK = b+1, true
+		}
+		switch {
+		case k >= n || atK && scale == 1:
+			// The barrier is the element of this cell.
+		case k < persisted:
+			put(cellPersisted, glyphPersisted)
+		default:
+			put(cellElement, glyphElement)
+		}
+		if len(cells) > body {
+			return nil, nil
+		}
+	}
+	for len(cells) < body {
+		put(cellEmpty, "")
+	}
+	return cells, text
+}
 
 // placeBarriers writes barriers (sorted by position) into a strip's cells:
 // a barrier's glyph where it sits, its id after it over the elements
@@ -200,7 +242,8 @@ func stripSuffix(st *common.Styles, in view.InputView, scale int64, long bool) s
 		return st.Blocked.Render("BLOCKED " + common.Thousands(in.HeldBack))
 	}
 	s := common.Thousands(max(in.Queue.Queued, 0))
-	if scale > 1 {
+	if scale > 1 && in.Queue.Queued > 0 {
+		// An empty queue needs no scale.
 		s += " ·=" + strconv.FormatInt(scale, 10)
 	}
 	s = st.Muted.Render(s)
@@ -208,7 +251,8 @@ func stripSuffix(st *common.Styles, in view.InputView, scale int64, long bool) s
 	if long {
 		word = " persisted"
 	}
-	if n := in.Queue.Overtaken; n > 0 {
+	if n := min(in.Queue.Overtaken, max(in.Queue.Queued, 0)); n > 0 {
+		// The overtaken elements still queued: those the strip draws •.
 		s += " " + st.Persisted.Render(glyphPersisted+common.Thousands(n)+word)
 	}
 	if in.Recording {
@@ -238,6 +282,7 @@ func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	if t.Alignment.Unaligned {
 		in.Blocked = false
 	}
+	in.Queue.Barriers = g.liveBarriers(in.Queue.Barriers, t.Alignment.Checkpoint)
 	prefixW, stripW, scale, long := g.stripGeometry(t, w, suffixW, inline)
 	prefix := " "
 	if hl := g.ctx.Highlight(); hl.Inputs && hl.Task == t.Name {
@@ -307,4 +352,30 @@ func (g *Model) stripGeometry(t view.Task, w, suffixW int, inline bool) (prefixW
 		return prefixW, max(w-prefixW, 1), stripScale(most, max(w-prefixW, 1)-head), long
 	}
 	return prefixW, max(w-prefixW-1-suffixW, 1), scale, long
+}
+
+// liveBarriers are the barriers of a queue that still mean something: of
+// a pending checkpoint, of the one the subtask aligns, or newer than any
+// the history knows. A barrier of a checkpoint that completed or failed
+// is still an element of the queue, passed over when its turn comes; it
+// is drawn as one, not as a barrier.
+func (g *Model) liveBarriers(barriers []view.BarrierPos, aligning int64) []view.BarrierPos {
+	h := g.ctx.Snap.Checkpoints.History
+	if len(barriers) == 0 || len(h) == 0 {
+		return barriers
+	}
+	newest := h[0].ID
+	ended := map[int64]bool{}
+	for _, c := range h {
+		if c.Status != view.StatusPending {
+			ended[c.ID] = true
+		}
+	}
+	out := barriers[:0:0]
+	for _, b := range barriers {
+		if b.ID == aligning || b.ID > newest || !ended[b.ID] && b.ID >= h[len(h)-1].ID {
+			out = append(out, b)
+		}
+	}
+	return out
 }
