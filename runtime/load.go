@@ -63,7 +63,7 @@ func (j *Job) reportLoad(ctx context.Context) {
 		var ev view.TaskLoad
 		for _, name := range names {
 			m := j.metrics[name]
-			cur := loadSample{at: now, idle: m.IdleNanos.Load(), bp: m.BackPressured(now), seenStart: true}
+			cur := loadSample{at: now, idle: m.Idle(now), bp: m.BackPressured(now), seenStart: true}
 			p := prev[name]
 			prev[name] = cur
 			if !p.seenStart || m.Status() != TaskRunning {

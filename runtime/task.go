@@ -29,6 +29,10 @@ type TaskMetrics struct {
 	// idleTimeMsPerSecond, backPressuredTimeMsPerSecond, busyTimeMsPerSecond).
 	IdleNanos          atomic.Int64
 	BackPressuredNanos atomic.Int64
+	// heldSince is when the tempo began to hold the subtask (Unix ns on
+	// the wall clock; 0: not held), so that a freeze shows as idle time
+	// before it ends (Idle).
+	heldSince atomic.Int64
 	// Watermark is the subtask's current input watermark (event-time ms;
 	// 0: none, or an operator that keeps none).
 	Watermark atomic.Int64
@@ -57,6 +61,16 @@ type TaskMetrics struct {
 func (m *TaskMetrics) Offsets() map[int32]int64 {
 	o, _ := m.offsets.Load().(map[int32]int64)
 	return o
+}
+
+// Idle is IdleNanos with the tempo's hold under way at now, if the
+// subtask is held (a frozen world is idle, not busy).
+func (m *TaskMetrics) Idle(now time.Time) int64 {
+	n := m.IdleNanos.Load()
+	if since := m.heldSince.Load(); since != 0 {
+		n += max(now.UnixNano()-since, 0)
+	}
+	return n
 }
 
 // BackPressured is BackPressuredNanos with the wait under way at now, if

@@ -159,6 +159,7 @@ func (t *task) paceAs(ctx context.Context, behind bool) time.Duration {
 	if Tempo(t.a.job.tempo.now.Load()) == TempoNormal {
 		return 0
 	}
+	defer t.m.heldSince.Store(0)
 	clk := t.wall()
 	start := time.Time{}
 	for {
@@ -191,6 +192,7 @@ func (t *task) paceAs(ctx context.Context, behind bool) time.Duration {
 		}
 		if start.IsZero() {
 			start = clk.Now()
+			t.m.heldSince.Store(start.UnixNano()) // idle from now on, as the samplers see it
 		}
 		if d > 0 {
 			after, tm := clock.After(clk, d)

@@ -3,6 +3,7 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"faultline/runtime"
 	"faultline/runtime/barrier"
@@ -50,5 +51,37 @@ func TestSummarySaysWhyCheckpointsFailed(t *testing.T) {
 		if got := failedText(tc.c); got != tc.want {
 			t.Errorf("failedText(%+v) = %q, want %q", tc.c, got, tc.want)
 		}
+	}
+}
+
+// Rates are records per second of the job's clock over at least a second
+// of wall time: slow motion reads the job's own rate, and a frozen world
+// its last one, not 0/s.
+func TestRatesAreOnTheJobsClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var p taskSample
+	cur := taskSample{at: t0, in: 0}
+	rateOn(&cur, p, false, t0)
+	p = cur
+	// Slower: a second of wall time is a quarter second of the job's;
+	// 4 records read in it are 16 a second of the job.
+	cur = taskSample{at: t0.Add(time.Second), in: 4}
+	rateOn(&cur, p, true, t0.Add(time.Second/4))
+	if cur.rate != 16 {
+		t.Fatalf("slow motion: %v records/s, want 16", cur.rate)
+	}
+	// Within the window: the rate stays.
+	p = cur
+	cur = taskSample{at: t0.Add(1500 * time.Millisecond), in: 5}
+	rateOn(&cur, p, true, t0.Add(time.Second/4+time.Second/8))
+	if cur.rate != 16 {
+		t.Fatalf("within the window: %v, want the last 16", cur.rate)
+	}
+	// Frozen: the job's clock stood still; the last rate stays.
+	p = cur
+	cur = taskSample{at: t0.Add(3 * time.Second), in: 5}
+	rateOn(&cur, p, true, t0.Add(time.Second/4))
+	if cur.rate != 16 {
+		t.Fatalf("frozen: %v, want the last 16", cur.rate)
 	}
 }

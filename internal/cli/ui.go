@@ -44,10 +44,19 @@ type tourGuide interface {
 
 // taskSample is what rates and ratios are computed from.
 type taskSample struct {
-	at, job             time.Time // wall and job clock
+	at                  time.Time
 	in, idle, pressured int64
-	rate                float64
+	// The rate's window: from rateAt (wall) and rateJob (job clock),
+	// with rateIn records then; rate is the last one measured.
+	rateAt, rateJob time.Time
+	rateIn          int64
+	rate            float64
 }
+
+// rateWindow is the least wall time a rate is measured over: in slow
+// motion a source reads a record every quarter second, and shorter
+// windows read 0/s and 16/s by turns.
+const rateWindow = time.Second
 
 func newUIController(job *runtime.Job, sp *spec.Job, info tui.JobInfo, w *kafka.Writer, live *kafka.LiveVerifier, broker *kafka.Embedded) *uiController {
 	return &uiController{job: job, spec: sp, started: time.Now(), info: info, writer: w, live: live, broker: broker,
@@ -79,14 +88,15 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
 				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(), Watermark: m.Watermark.Load(),
 				Restarts: int(max(m.Deploys.Load()-1, 0))}
-			cur := taskSample{at: now, job: jobNow, in: t.RecordsIn, idle: m.IdleNanos.Load(), pressured: m.BackPressured(now)}
-			if p, ok := u.prev[name]; ok && now.Sub(p.at) > 0 {
+			cur := taskSample{at: now, in: t.RecordsIn, idle: m.Idle(now), pressured: m.BackPressured(now)}
+			p, ok := u.prev[name]
+			if ok && now.Sub(p.at) > 0 {
 				dt := float64(now.Sub(p.at))
-				t.RateIn = rateOn(p, cur)
 				t.BackPressureRatio = clamp01(float64(cur.pressured-p.pressured) / dt)
 				t.Busy = clamp01(1 - float64(cur.idle-p.idle)/dt - t.BackPressureRatio)
 			}
-			cur.rate = t.RateIn
+			rateOn(&cur, p, ok, jobNow)
+			t.RateIn = cur.rate
 			u.prev[name] = cur
 			switch {
 			case t.BackPressureRatio > 0.5:
@@ -133,15 +143,24 @@ func (u *uiController) Snapshot() tui.Snapshot {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
-// rateOn is the records per second of the job's clock from sample p to
-// cur: in slow motion the rate the job runs at on its own clock, and
-// while the world stands frozen (its clock still) the last rate measured.
-func rateOn(p, cur taskSample) float64 {
-	dt := cur.job.Sub(p.job)
-	if dt <= 0 {
-		return p.rate
+// rateOn sets cur's rate: records per second of the job's clock (at
+// jobNow) over a window of at least rateWindow since p's window began
+// (ok: there is a p), else p's rate. In slow motion it is the rate the
+// job runs at on its own clock; while the world stands frozen (its clock
+// still) the last rate measured.
+func rateOn(cur *taskSample, p taskSample, ok bool, jobNow time.Time) {
+	switch {
+	case !ok:
+		cur.rateAt, cur.rateJob, cur.rateIn = cur.at, jobNow, cur.in
+	case cur.at.Sub(p.rateAt) < rateWindow:
+		cur.rateAt, cur.rateJob, cur.rateIn, cur.rate = p.rateAt, p.rateJob, p.rateIn, p.rate
+	default:
+		cur.rate = p.rate
+		if dt := jobNow.Sub(p.rateJob); dt > 0 {
+			cur.rate = float64(cur.in-p.rateIn) / dt.Seconds()
+		}
+		cur.rateAt, cur.rateJob, cur.rateIn = cur.at, jobNow, cur.in
 	}
-	return float64(cur.in-p.in) / dt.Seconds()
 }
 
 // statusView is a checkpoint's status as the UI's view names it.

@@ -60,7 +60,7 @@ var (
 	topKeys       = []string{"title", "summary", "minutes", "concepts", "run", "steps"}
 	stepKeys      = []string{"say", "link", "auto", "wait", "tempo", "step", "highlight", "press", "do", "check", "run"}
 	stepActions   = []string{"say", "wait", "tempo", "step", "highlight", "press", "do", "check", "run"}
-	condKeys      = []string{"event", "where", "aligning", "slowed", "job_status", "checkpoints", "says", "timeout"}
+	condKeys      = []string{"event", "where", "aligning", "slowed", "overtaken", "job_status", "checkpoints", "freeze", "says", "timeout"}
 	highlightKeys = []string{"task", "inputs", "checkpoint", "verify", "restart", "header"}
 	pressKeys     = []string{"keys", "do", "until"}
 	actionKeys    = []string{"inject", "task", "for", "mode", "checkpoint", "savepoint", "reset_restarts", "rate"}
@@ -407,6 +407,12 @@ func (p *parser) cond(n *yaml.Node, path string) (*Cond, error) {
 	if c.Slowed, err = p.task(f.get("slowed"), join(path, "slowed")); err != nil {
 		return nil, err
 	}
+	if c.Overtaken, err = p.task(f.get("overtaken"), join(path, "overtaken")); err != nil {
+		return nil, err
+	}
+	if c.Freeze, err = p.flag(f.get("freeze"), join(path, "freeze")); err != nil {
+		return nil, err
+	}
 	if c.JobStatus, err = p.oneOf(f.get("job_status"), join(path, "job_status"), statuses); err != nil {
 		return nil, err
 	}
@@ -419,8 +425,8 @@ func (p *parser) cond(n *yaml.Node, path string) (*Cond, error) {
 	if c.Timeout, err = p.duration(f.get("timeout"), join(path, "timeout")); err != nil {
 		return nil, err
 	}
-	if c.Event == "" && c.Aligning == "" && c.Slowed == "" && c.JobStatus == "" && c.Checkpoints == 0 {
-		return nil, p.errf(n.Line, path, "wait for something: event, aligning, slowed, job_status or checkpoints")
+	if c.Event == "" && c.Aligning == "" && c.Slowed == "" && c.Overtaken == "" && c.JobStatus == "" && c.Checkpoints == 0 {
+		return nil, p.errf(n.Line, path, "wait for something: event, aligning, slowed, overtaken, job_status or checkpoints")
 	}
 	if c.Where != nil && c.Event == "" {
 		return nil, p.errf(f.keyLine("where"), join(path, "where"), "where goes with event")

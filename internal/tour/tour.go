@@ -122,6 +122,14 @@ type Cond struct {
 	// a slow fault holds.
 	Aligning string
 	Slowed   string
+	// Overtaken is a subtask one of whose input channels holds an
+	// unaligned barrier at its front, over the records it overtook (▌n«
+	// and • in its strips).
+	Overtaken string
+	// Freeze freezes the world once the moment comes, so that it stays on
+	// screen until the learner moves on; when it passed before the freeze
+	// took, the tour steps the frozen world until it comes again.
+	Freeze bool
 	// JobStatus is the job's status (RUNNING, RESTARTING, FAILED, …).
 	JobStatus string
 	// Checkpoints is how many checkpoints must complete after the step

@@ -21,7 +21,11 @@ func (r *Runner) wait(ctx context.Context, d Driver, c *Cond, res *StepResult) e
 	r.mu.Unlock()
 	r.setPanel(func(p *view.Tour) { p.Waiting = c.says() })
 	defer r.setPanel(func(p *view.Tour) { p.Waiting = "" })
-	ok, detail, err := r.until(ctx, d, c.timeout(), func(s view.Snapshot) (bool, string) { return r.holds(c, s, since, ids) })
+	holds := func(s view.Snapshot) (bool, string) { return r.holds(c, s, since, ids) }
+	ok, detail, err := r.until(ctx, d, c.timeout(), holds)
+	if ok && err == nil && c.Freeze {
+		ok, detail, err = r.freezeOn(ctx, d, holds)
+	}
 	res.OK, res.Detail = ok, detail
 	if !ok && detail == "" {
 		res.Detail = "timed out waiting for " + c.says()
@@ -77,6 +81,8 @@ func (c *Cond) says() string {
 		return c.Aligning + " to align"
 	case c.Slowed != "":
 		return c.Slowed + " to slow down"
+	case c.Overtaken != "":
+		return "an unaligned barrier at the front of " + c.Overtaken + "'s queues"
 	case c.JobStatus != "":
 		return "the job to be " + c.JobStatus
 	case c.Checkpoints == 1:
@@ -115,6 +121,13 @@ func (r *Runner) holds(c *Cond, s view.Snapshot, since int64, ids int) (bool, st
 		if t, ok := s.Tasks[c.Slowed]; !ok || t.SlowFactor == 0 {
 			return false, ""
 		}
+	}
+	if c.Overtaken != "" {
+		id, ok := overtakingBarrier(s.Tasks[c.Overtaken])
+		if !ok {
+			return false, ""
+		}
+		detail = fmt.Sprintf("barrier %d at the front of a queue of %s", id, c.Overtaken)
 	}
 	if c.JobStatus != "" && s.Job.Status != c.JobStatus {
 		return false, "the job is " + s.Job.Status
@@ -162,4 +175,45 @@ func describeEvent(e seenEvent) string {
 		}
 	}
 	return strings.TrimSpace(e.name + " " + strings.Join(parts, " "))
+}
+
+// freezeSteps is how many steps a frozen wait takes at most to find its
+// moment again.
+const freezeSteps = 12
+
+// freezeOn freezes the world on a moment that holds, so that it stays on
+// screen until the learner moves on. A moment that passed before the
+// freeze took (the world ran on for a batch or two) comes again a step or
+// a few later: the tour steps the frozen world until it does.
+func (r *Runner) freezeOn(ctx context.Context, d Driver, holds func(view.Snapshot) (bool, string)) (bool, string, error) {
+	d.SetTempo(view.TempoFrozen)
+	if err := r.pause(ctx, 300*time.Millisecond); err != nil { // batches under way end
+		return false, "", err
+	}
+	for range freezeSteps {
+		if ok, detail := holds(d.Snapshot()); ok {
+			return true, detail + " (frozen)", nil
+		}
+		if err := r.step(ctx, d); err != nil {
+			return false, "", err
+		}
+	}
+	ok, detail := holds(d.Snapshot())
+	if !ok {
+		detail = "frozen, but the moment did not come again in " + strconv.Itoa(freezeSteps) + " steps"
+	}
+	return ok, detail, nil
+}
+
+// overtakingBarrier is the id of an unaligned barrier at the front of one
+// of t's input channels, over the records it overtook.
+func overtakingBarrier(t view.Task) (int64, bool) {
+	for _, in := range t.Inputs {
+		for _, b := range in.Queue.Barriers {
+			if b.Pos <= 0 && b.Overtook > 0 {
+				return b.ID, true
+			}
+		}
+	}
+	return 0, false
 }

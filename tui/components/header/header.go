@@ -276,7 +276,9 @@ func (h *Model) badges() []string {
 		if r := t.ClockRate(snap.Input.Stepping); r > 0 {
 			label += " " + clockShare(r) // the job clock's rate (help: SLOW)
 		} else if frozen, ok := common.FrozenFor(snap); ok && t == view.TempoFrozen {
-			label += " " + common.HumanDuration(frozen.Truncate(time.Second))
+			if frozen >= time.Second {
+				label += " " + common.HumanDuration(frozen.Truncate(time.Second))
+			}
 			if job.FreezeLimit > 0 && frozen >= job.FreezeLimit/2 {
 				label += " · FAILS OVER AT " + common.RoundDuration(job.FreezeLimit)
 				style = st.BadgeAlert
