@@ -86,10 +86,14 @@ func (p *Model) View() string {
 		}
 	}
 	tail = append(tail, status...)
-	tail = append(tail, p.check(t, w)...)
-
 	st := p.ctx.Styles
 	narr := wrap(marked(t.Text, st.Text, st.Bold), w)
+	if check := p.check(t, w); p.height-1-len(tail)-len(check) >= len(narr) || t.Check != nil && !t.Check.Held {
+		// The last check's result, when the narration leaves it room (the
+		// narration is what the step says now); one that did not hold,
+		// always.
+		tail = append(tail, check...)
+	}
 	var link []string
 	if t.Link != "" {
 		link = wrap(words(t.Link, st.Muted), w)
