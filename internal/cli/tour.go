@@ -443,7 +443,13 @@ func (o *tourOptions) front(ctx context.Context, r *tour.Runner, ctrl *uiControl
 			return // the learner quit
 		case err == nil && next >= len(r.Steps()):
 			if !o.autoplay {
-				return // the panel says the tour is complete; q quits
+				// The panel says the tour is complete: r starts it
+				// again, q quits.
+				if !r.AwaitRestart(uiCtx) {
+					return
+				}
+				err = tour.ErrRestart
+				break
 			}
 			select {
 			case <-uiCtx.Done():

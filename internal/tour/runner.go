@@ -405,6 +405,12 @@ func (r *Runner) waitKey(ctx context.Context, key string) error {
 	}
 }
 
+// AwaitRestart waits, once the tour is complete, for the learner's r (it
+// reports true) or the end of ctx.
+func (r *Runner) AwaitRestart(ctx context.Context) bool {
+	return errors.Is(r.waitKey(ctx, ""), ErrRestart)
+}
+
 // step steps the frozen world once and waits until the step ended.
 func (r *Runner) step(ctx context.Context, d Driver) error {
 	d.Step()

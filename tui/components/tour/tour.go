@@ -177,10 +177,11 @@ func (p *Model) hint(t *view.Tour) []unit {
 func (p *Model) status(t *view.Tour) []unit {
 	st, k := p.ctx.Styles, p.ctx.Keys
 	if t.Done {
+		again := words("· r starts it again, q quits", st.Muted)
 		if t.Passed {
-			return words("tour complete: every check held ✓", st.Success)
+			return append(words("tour complete: every check held ✓", st.Success), again...)
 		}
-		return words("tour complete: a check did not hold ✗", st.Error)
+		return append(words("tour complete: a check did not hold ✗", st.Error), again...)
 	}
 	var parts [][]unit
 	if t.Waiting != "" {

@@ -78,7 +78,7 @@ func TestPanelSays(t *testing.T) {
 		}},
 		{"done", fixture.TourDone(), 80, 8, []string{
 			"step 9/9",
-			"r restart · q quit ──", " tour complete: a check did not hold ✗\n",
+			"r restart · q quit ──", " tour complete: a check did not hold ✗ · r starts it again, q quits\n",
 		}},
 		{"done, every check held", func() *view.Tour { t := fixture.TourDone(); t.Passed = true; t.Check.Held = true; return t }(), 80, 8, []string{
 			" tour complete: every check held ✓",
