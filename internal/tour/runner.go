@@ -440,7 +440,7 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 	r.mu.Unlock()
 	res.Text = p.Keys
 	r.setPanel(func(pn *view.Tour) { pn.Key = p.Keys })
-	defer r.setPanel(func(pn *view.Tour) { pn.Key = "" })
+	defer r.setPanel(func(pn *view.Tour) { pn.Key, pn.Hint = "", "" })
 	if r.mode != Interactive {
 		if r.mode == Autoplay {
 			if err := r.pause(ctx, 2*time.Second); err != nil {
@@ -460,7 +460,12 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 		if r.mode == Interactive {
 			timeout = 10 * time.Minute // the learner takes the time it takes
 		}
-		ok, detail, err := r.until(ctx, d, timeout, func(s view.Snapshot) (bool, string) { return r.holds(until, s, since, ids) })
+		ok, detail, err := r.until(ctx, d, timeout, func(s view.Snapshot) (bool, string) {
+			if hint := r.wrongAction(p.Do, since); hint != "" {
+				r.setPanel(func(pn *view.Tour) { pn.Hint = hint })
+			}
+			return r.holds(until, s, since, ids)
+		})
 		if err != nil || ok && detail != "skipped (n)" {
 			res.OK, res.Detail = ok, detail
 			return err
@@ -475,6 +480,34 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 			return nil
 		}
 	}
+}
+
+// wrongAction is a hint when the learner injected a fault since event
+// since that is not the one a asks for (another subtask, another
+// fault), "" otherwise.
+func (r *Runner) wrongAction(a Action, since int64) string {
+	if a.Inject == "" {
+		return ""
+	}
+	r.mu.Lock()
+	e, ok := r.seenSince("fault_injected", nil, since)
+	r.mu.Unlock()
+	if !ok {
+		return ""
+	}
+	fault, task := e.fields["fault"], e.fields["task"]
+	if fault == a.Inject && (a.Task == "" || task == a.Task) {
+		return ""
+	}
+	got := fault
+	if task != "" {
+		got += " into " + task
+	}
+	want := a.Inject
+	if a.Task != "" {
+		want += " into " + a.Task
+	}
+	return "that was " + got + "; this step asks for " + want + ": try again, or n and the tour does it"
 }
 
 // running waits (at most 30 s) until the job runs: a key pressed while it

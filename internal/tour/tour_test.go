@@ -295,3 +295,44 @@ func TestExpandRefusesAnOlderSavepoint(t *testing.T) {
 		t.Fatalf("Expand after a newer savepoint = %v, %v", got, err)
 	}
 }
+
+// A fault the learner sends into another subtask than the step asks for
+// gets a hint, and the tour still waits for the right one.
+func TestWrongFaultGetsAHint(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: s
+minutes: 1
+concepts: [recovery]
+steps:
+  - press: {keys: x then 1, do: {inject: panic, task: join/1}}
+  - say: done
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(tr, Interactive, nil)
+	d := &fakeDriver{r: r}
+	done := make(chan error, 1)
+	go func() { _, _, err := r.Run(context.Background(), d, 0); done <- err }()
+	waitPanel := func(what string, ok func(p *view.Tour) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !ok(r.Panel()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the panel never showed %s: %+v", what, r.Panel())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitPanel("the key to press", func(p *view.Tour) bool { return p.Key != "" })
+	r.Feed(view.Stamped{Event: view.FaultInjected{Task: "join/0", Fault: "panic"}})
+	waitPanel("a hint", func(p *view.Tour) bool {
+		return strings.Contains(p.Hint, "panic into join/0") && strings.Contains(p.Hint, "asks for panic into join/1")
+	})
+	r.Feed(view.Stamped{Event: view.FaultInjected{Task: "join/1", Fault: "panic"}})
+	waitPanel("the next step", func(p *view.Tour) bool { return p.Text == "done" && p.Hint == "" })
+	r.Key("n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -26,6 +26,10 @@ type Tour struct {
 	// Next is set when the tour waits for the learner to read on: n goes
 	// to the next step.
 	Next bool
+	// Hint says what went wrong with the keys the learner pressed (a
+	// fault into another subtask than the step asks for), and how to go
+	// on; "" when nothing did.
+	Hint string
 	// Check is the newest check's result, nil before the first.
 	Check *TourCheck
 	// Highlight is the part of the screen the current step points at.

@@ -184,6 +184,9 @@ func (p *Model) status(t *view.Tour) []unit {
 		return append(words("tour complete: a check did not hold ✗", st.Error), again...)
 	}
 	var parts [][]unit
+	if t.Hint != "" {
+		parts = append(parts, words(t.Hint, st.Warning))
+	}
 	if t.Waiting != "" {
 		parts = append(parts, words("waiting for: "+strings.TrimSuffix(t.Waiting, "…")+"…", st.Info))
 	}
