@@ -137,7 +137,8 @@ func listTours(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d min\t%s\n", t.Name, t.Minutes, t.Summary)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nfaultline tour NAME starts one (--autoplay: unattended; --headless: no screen).")
+	fmt.Fprintln(w, "\nThe minutes are by hand, reading each step; --autoplay runs one in about one to two minutes.")
+	fmt.Fprintln(w, "faultline tour NAME starts one (--autoplay: unattended; --headless: no screen).")
 	return nil
 }
 
