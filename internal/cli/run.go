@@ -172,6 +172,11 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	r.store = store
 	r.onClose(func() { store.Close() })
+	if o.checkpointStorage == "jobmanager" {
+		if err := r.forgetMemoryCheckpoints(ctx); err != nil {
+			return exitError{code: 1, err: err}
+		}
+	}
 	embeddedBroker := len(p.client.Brokers) == 0
 	held, err := earlierRuns(ctx, store, stateDir, embeddedBroker)
 	if err != nil {
@@ -471,7 +476,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 			Broker: strings.Join(p.client.Brokers, ","), Embedded: r.embedded != nil,
 			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: r.stateDir,
 			CheckpointTimeout: o.timeout, MinPause: o.minPause, MaxConcurrent: o.maxConcurrent,
-			TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained}
+			TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained, CheckpointStorage: o.checkpointStorage}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
 		info.StateTTL = r.expect.StateTTL
 		ctrl := newUIController(r.job, p.job, info, r.uiWriter, live, r.embedded)

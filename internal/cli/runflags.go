@@ -63,10 +63,14 @@ type runOptions struct {
 	retained        int
 	retention       time.Duration
 	stateBackend    string
-	incremental     bool
-	savepointOnExit bool
-	fromSavepoint   int64
-	allowNonRestore bool
+	// checkpointStorage is where completed checkpoints live
+	// (state.checkpoint-storage): filesystem (the state dir) or
+	// jobmanager (the process's memory, gone with it).
+	checkpointStorage string
+	incremental       bool
+	savepointOnExit   bool
+	fromSavepoint     int64
+	allowNonRestore   bool
 
 	onBadRecord     string
 	deadLetterTopic string
@@ -192,6 +196,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
 	f.DurationVar(&o.retention, "retention-interval", 10*time.Second, "how often the embedded broker's log is trimmed of the records no recovery and no verification needs any more; 0 keeps every record")
 	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir)")
+	f.StringVar(&o.checkpointStorage, "checkpoint-storage", "filesystem", "where completed checkpoints live (state.checkpoint-storage): filesystem (the state dir: they survive a crash) or jobmanager (the process's memory: a crash loses them, and the next run starts over)")
 	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
 	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint id (see: faultline checkpoints list), also at other parallelisms")
@@ -404,6 +409,8 @@ func (o *runOptions) checkStateBackendFlags() error {
 	switch {
 	case o.stateBackend != "heap" && o.stateBackend != "badger":
 		return usagef("--state-backend %q: want heap or badger", o.stateBackend)
+	case o.checkpointStorage != "filesystem" && o.checkpointStorage != "jobmanager":
+		return usagef("--checkpoint-storage %q: want filesystem (checkpoints in the state dir) or jobmanager (in the process's memory)", o.checkpointStorage)
 	case o.incremental && o.stateBackend != "badger":
 		return usagef("--incremental needs --state-backend badger (as in Flink, where only RocksDB has incremental checkpoints)")
 	}

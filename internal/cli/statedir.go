@@ -16,6 +16,7 @@ import (
 	"faultline/internal/atomicfile"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
+	"faultline/runtime/view"
 )
 
 // inputFile is the file in the state dir that says which input the runs on
@@ -246,6 +247,39 @@ func (r *runState) checkInputWhole() error {
 					r.stateDir, r.p.job.Name, thousands(at), topic, part)}
 			}
 		}
+	}
+	return nil
+}
+
+// forgetMemoryCheckpoints plays the jobmanager checkpoint storage
+// (Flink: JobManagerCheckpointStorage, which keeps completed checkpoints
+// in the JobManager's memory): the store on disk stands in for the
+// memory of the process, so the checkpoints earlier runs left in it died
+// with them and are deleted before this run looks for one to resume.
+// Savepoints stay: Flink writes them to a directory of their own. The
+// run then starts over from the beginning of its input, and its sinks
+// skip what the output already holds (refused when the broker deleted
+// part of the input, checkInputWhole).
+func (r *runState) forgetMemoryCheckpoints(ctx context.Context) error {
+	all, err := r.store.All(ctx)
+	if err != nil {
+		return err
+	}
+	var gone []int64
+	for _, c := range all {
+		if c.Kind != checkpoint.KindCheckpoint {
+			continue
+		}
+		if err := r.store.Delete(ctx, c.ID); err != nil {
+			return fmt.Errorf("forget checkpoint %d of the run before (jobmanager checkpoint storage): %w", c.ID, err)
+		}
+		gone = append(gone, c.ID)
+	}
+	if len(gone) > 0 {
+		r.notices = append(r.notices, view.Notice{
+			Text: fmt.Sprintf("jobmanager checkpoint storage: the %d checkpoints of the run before lived in its process's memory and are gone with it (newest %d)", len(gone), slices.Max(gone)),
+			Advice: "the job starts over from the beginning of its input; its sinks skip what the output already holds. " +
+				"--checkpoint-storage filesystem keeps checkpoints in the state dir, where they outlive a crash"})
 	}
 	return nil
 }

@@ -135,6 +135,9 @@ type JobInfo struct {
 	TolerableFailures int
 	Unaligned         bool
 	Retained          int
+	// CheckpointStorage is where completed checkpoints live
+	// (state.checkpoint-storage): "filesystem" or "jobmanager".
+	CheckpointStorage string
 	// Attempt counts deployments of the job (1 before any restart).
 	Attempt int64
 	// FreezeLimit is how long the world can stay frozen before the job

@@ -317,3 +317,21 @@ func rule(st *Styles, title, info string, w int, focused, marked bool) string {
 	}
 	return head + lineStyle.Render(strings.Repeat(line, fill)) + tail
 }
+
+// ClassicBackend is the name Flink gave a state backend with its
+// checkpoint storage before it split them (1.13): MemoryStateBackend
+// (state on the heap, checkpoints in the JobManager's memory),
+// FsStateBackend (heap, checkpoints in a file system) and
+// RocksDBStateBackend (state on disk, checkpoints in a file system); ""
+// for a pair that had no name of its own or is not known.
+func ClassicBackend(backend, storage string) string {
+	switch {
+	case backend == "heap" && storage == "jobmanager":
+		return "MemoryStateBackend"
+	case backend == "heap" && storage == "filesystem":
+		return "FsStateBackend"
+	case backend == "badger" && storage == "filesystem":
+		return "RocksDBStateBackend"
+	}
+	return ""
+}

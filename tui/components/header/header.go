@@ -157,6 +157,10 @@ func (h *Model) segments() []segment {
 		{text: st.Muted.Render(interval), keep: 50},
 		{text: st.Muted.Render(input), short: st.Muted.Render(inputShort), keep: 35},
 		{text: st.Muted.Render(kafka), keep: 30},
+		// The classic name of a state backend and checkpoint storage
+		// other than the default heap and filesystem (FsStateBackend),
+		// before the input rates: the lesson of such a run.
+		{text: st.Muted.Render(classicShown(job)), keep: 36},
 	}
 	if len(snap.Operators) == 0 {
 		segs[4].text, segs[4].short = "", ""
@@ -367,4 +371,18 @@ func clockShare(r float64) string {
 		return "¼×"
 	}
 	return strconv.FormatFloat(r, 'g', 3, 64) + "×"
+}
+
+// classicShown is the classic name of job's state backend and checkpoint
+// storage (common.ClassicBackend) when they are not the default ones,
+// "" otherwise: MemoryStateBackend, RocksDBStateBackend, or the two
+// parts when the pair had no name.
+func classicShown(job view.JobInfo) string {
+	if job.StateBackend == "heap" && job.CheckpointStorage != "jobmanager" || job.StateBackend == "" {
+		return ""
+	}
+	if name := common.ClassicBackend(job.StateBackend, job.CheckpointStorage); name != "" {
+		return name
+	}
+	return job.StateBackend + " · " + job.CheckpointStorage + " storage"
 }

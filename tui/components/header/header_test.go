@@ -40,3 +40,27 @@ func TestTourHighlight(t *testing.T) {
 		}
 	}
 }
+
+// A run on another state backend or checkpoint storage than the default
+// heap and filesystem says its classic name, as Flink's docs taught them.
+func TestHeaderNamesTheClassicBackend(t *testing.T) {
+	for _, tc := range []struct{ backend, storage, want string }{
+		{"heap", "filesystem", ""},
+		{"heap", "jobmanager", "MemoryStateBackend"},
+		{"badger", "filesystem", "RocksDBStateBackend"},
+		{"badger", "jobmanager", "badger · jobmanager storage"},
+	} {
+		ctx := common.NewContext(nil)
+		ctx.Snap, ctx.HasSnap = fixture.Running(), true
+		ctx.Snap.Job.StateBackend, ctx.Snap.Job.CheckpointStorage = tc.backend, tc.storage
+		ctx.Mode = ctx.Snap.Job.Mode
+		h := New(ctx)
+		h.SetSize(120, 1)
+		got := h.View()
+		for _, name := range []string{"MemoryStateBackend", "RocksDBStateBackend", "FsStateBackend", "jobmanager storage"} {
+			if strings.Contains(got, name) != (name == tc.want || tc.want != "" && strings.Contains(tc.want, name)) {
+				t.Errorf("%s + %s: header %q, want %q", tc.backend, tc.storage, got, tc.want)
+			}
+		}
+	}
+}

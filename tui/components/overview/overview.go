@@ -175,6 +175,15 @@ func Configuration(job view.JobInfo) [][3]string {
 		{"aligned timeout", orNever(job.AlignedTimeout, "0 (never switches)"), "execution.checkpointing.aligned-checkpoint-timeout"},
 		{"retained", strconv.Itoa(job.Retained), "execution.checkpointing.num-retained"},
 		{"state backend", backend, "state.backend.type"},
+		{"checkpoint storage", orDash(job.CheckpointStorage), "state.checkpoint-storage"},
+		{"classic name", orDash(common.ClassicBackend(job.StateBackend, job.CheckpointStorage)), "(before Flink 1.13)"},
 		{"incremental", onOff(job.Incremental), "execution.checkpointing.incremental"},
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }
