@@ -231,7 +231,9 @@ func (j *Job) restartFrom(ctx context.Context, out outcome, res *Result) (restor
 			// job fails here, with that exception as its cause.
 			res.GaveUp = fmt.Sprintf("restart strategy %s: the restart after the failure of %s was attempted and threw: %v",
 				j.handler.Backoff().Name(), restart.OrJob(out.task), err)
-			j.restarts.update(func(v *RestartView) { v.NextRestartAt, v.GaveUp, v.Status = time.Time{}, res.GaveUp, j.handler.Backoff().Status() })
+			j.restarts.update(func(v *RestartView) {
+				v.NextRestartAt, v.GaveUp, v.Status = time.Time{}, res.GaveUp, j.handler.Backoff().Status()
+			})
 			j.status(JobFailed, res.GaveUp)
 			res.Status = JobFailed
 			return nil, nil, false, nil

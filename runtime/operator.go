@@ -176,6 +176,14 @@ type SourceReader interface {
 	Close() error
 }
 
+// WaitingReader is a SourceReader that says how long its Poll calls
+// have waited for records to come, in all (the wall clock's time): a
+// source subtask counts that as idle, not busy, though the Poll it waited
+// in returned records (Flink: a source waiting for data is idle).
+type WaitingReader interface {
+	Waited() time.Duration
+}
+
 // clockedSource is a Source whose readers keep time (the generator at a
 // rate): a subtask opens them on the job's clock.
 type clockedSource interface {

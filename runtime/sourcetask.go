@@ -65,8 +65,11 @@ func (t *task) runSource(ctx context.Context) error {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
 		t.srcBuf = recs
+		waited := t.readerWaited()
 		if len(recs) == 0 {
 			t.m.IdleNanos.Add(int64(clock.Since(t.wall(), began)))
+		} else {
+			t.m.IdleNanos.Add(int64(waited)) // waiting for the records it got
 		}
 		for i := range recs {
 			t.in++
@@ -170,4 +173,20 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	}
 	t.persistAsync(ctx, id, state, nil, ack, false, nil)
 	return nil
+}
+
+// readerWaited is how long the source's reader has waited for records
+// since the last call (0 for a reader that does not say).
+func (t *task) readerWaited() time.Duration {
+	w, ok := t.reader.(WaitingReader)
+	if !ok {
+		return 0
+	}
+	total := w.Waited()
+	d := total - t.readerWaitedMark
+	if d < 0 { // a reader opened afresh counts from 0
+		d = total
+	}
+	t.readerWaitedMark = total
+	return d
 }

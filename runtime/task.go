@@ -197,6 +197,8 @@ type task struct {
 	// batchStart is when processInput began the batch it is processing
 	// (OperatorContext.BatchStart).
 	batchStart time.Time
+	// readerWaitedMark is the source reader's Waited at the last look.
+	readerWaitedMark time.Duration
 	// channel is the input channel of that batch (OperatorContext.channel).
 	channel int
 

@@ -108,6 +108,7 @@ type model struct {
 type modelConfig struct {
 	period   time.Duration
 	renderer *lipgloss.Renderer // nil: lipgloss's default
+	theme    common.Theme
 	// done is closed when Run returns, so that the command waiting for
 	// events does not outlive it.
 	done <-chan struct{}
@@ -119,7 +120,10 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 	if cfg.period <= 0 {
 		cfg.period = DefaultTickPeriod
 	}
-	ctx := common.NewContext(cfg.renderer)
+	if cfg.theme.Primary == nil {
+		cfg.theme = common.DefaultTheme()
+	}
+	ctx := common.NewContextWith(cfg.renderer, cfg.theme)
 	st, keys := ctx.Styles, ctx.Keys
 	h := help.New()
 	h.ShortSeparator = "  "

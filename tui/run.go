@@ -2,11 +2,13 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"faultline/runtime/view"
+	"faultline/tui/common"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -27,6 +29,18 @@ type Options struct {
 	TickPeriod time.Duration
 	// NoAltScreen draws in the normal screen instead of the alternate one.
 	NoAltScreen bool
+	// Theme is the colour theme's name: "" or "default", "high-contrast"
+	// (for a projector). The caller checks it with CheckTheme.
+	Theme string
+}
+
+// CheckTheme reports whether name is a theme Run knows, and says which
+// there are when it is not.
+func CheckTheme(name string) error {
+	if _, ok := common.ThemeNamed(name); !ok {
+		return fmt.Errorf("theme %q: want default or high-contrast", name)
+	}
+	return nil
 }
 
 // Run shows the job in the terminal until the user quits (q or ctrl+c) or
@@ -54,7 +68,8 @@ func Run(ctx context.Context, ctrl Controller, events <-chan view.Stamped, opts 
 	}
 	done := make(chan struct{})
 	defer close(done)
-	m := newModel(ctrl, events, modelConfig{period: opts.TickPeriod, renderer: r, done: done})
+	theme, _ := common.ThemeNamed(opts.Theme)
+	m := newModel(ctrl, events, modelConfig{period: opts.TickPeriod, renderer: r, done: done, theme: theme})
 
 	if !opts.NoAltScreen {
 		popts = append(popts, tea.WithAltScreen())

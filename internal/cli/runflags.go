@@ -246,7 +246,7 @@ func (o *runOptions) check() (*prepared, error) {
 	}
 	for _, check := range []func() error{
 		o.checkInputFlags, o.checkCheckpointFlags, o.checkRestartFlags, o.checkChannelFlags,
-		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags,
+		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, checkTheme,
 	} {
 		if err := check(); err != nil {
 			return nil, err

@@ -461,7 +461,7 @@ func (o *tourOptions) front(ctx context.Context, r *tour.Runner, ctrl *uiControl
 		byTour.Store(true)
 		stopUI()
 	}()
-	uiErr := tui.Run(uiCtx, ctrl, uiEvents, tui.Options{})
+	uiErr := tui.Run(uiCtx, ctrl, uiEvents, tui.Options{Theme: os.Getenv(themeEnv)})
 	stopUI()
 	<-ran
 	if uiErr != nil {

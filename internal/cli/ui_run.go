@@ -102,7 +102,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 	if o.front != nil {
 		uiErr = o.front(uiCtx, ctrl, obs.Events())
 	} else {
-		uiErr = tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{})
+		uiErr = tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{Theme: os.Getenv(themeEnv)})
 	}
 	if !o.headless {
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
@@ -242,4 +242,16 @@ func failedText(c runtime.ReportCheckpoints) string {
 		}
 	}
 	return text + " (" + strings.Join(why, ", ") + ")"
+}
+
+// themeEnv names the terminal UI's colour theme: default, or
+// high-contrast for a projector (NO_COLOR drops colour altogether).
+const themeEnv = "FAULTLINE_THEME"
+
+// checkTheme refuses a theme the UI does not know (exit 2).
+func checkTheme() error {
+	if err := tui.CheckTheme(os.Getenv(themeEnv)); err != nil {
+		return usagef("%s: %v", themeEnv, err)
+	}
+	return nil
 }

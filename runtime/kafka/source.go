@@ -241,6 +241,7 @@ type reader struct {
 
 	msgs    chan []*sarama.ConsumerMessage
 	pending []*sarama.ConsumerMessage // taken from msgs, not yet polled
+	waited  time.Duration             // in Poll, for records to come (the task's goroutine only)
 	times   runtime.EventTimes        // the polled records' event times
 	// wm is the reader's watermark over its partitions, by their place in
 	// index: the least of the newest event time polled of each (Flink: a
@@ -378,6 +379,7 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 		if idle == nil {
 			idle = time.NewTimer(20 * time.Millisecond)
 		}
+		waitFrom := time.Now()
 		select {
 		case b := <-r.msgs:
 			r.pending = b
@@ -387,13 +389,21 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 		case <-r.ends:
 			r.live--
 		case <-idle.C:
+			r.waited += time.Since(waitFrom)
 			return dst, false, nil
 		case <-ctx.Done():
 			return dst, false, nil
 		}
+		r.waited += time.Since(waitFrom)
 	}
 	return dst, bounded && r.live == 0 && len(r.msgs) == 0 && len(r.pending) == 0, nil
 }
+
+// Waited implements runtime.WaitingReader: the time Poll spent waiting
+// for records.
+func (r *reader) Waited() time.Duration { return r.waited }
+
+var _ runtime.WaitingReader = (*reader)(nil)
 
 // Offsets implements runtime.SourceReader.
 func (r *reader) Offsets() map[int32]int64 {

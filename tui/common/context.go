@@ -78,7 +78,12 @@ func (c *Context) CheckpointMode(cp *view.Checkpoint) string {
 // its styles built for the terminal r writes to (nil: lipgloss's default
 // renderer), before the first sample.
 func NewContext(r *lipgloss.Renderer) *Context {
-	return &Context{Styles: NewStyles(r, DefaultTheme()), Keys: DefaultKeyMap()}
+	return NewContextWith(r, DefaultTheme())
+}
+
+// NewContextWith is NewContext in theme t.
+func NewContextWith(r *lipgloss.Renderer, t Theme) *Context {
+	return &Context{Styles: NewStyles(r, t), Keys: DefaultKeyMap()}
 }
 
 // PendingCheckpoint returns the newest pending checkpoint in History, the

@@ -31,3 +31,17 @@ func TestFormats(t *testing.T) {
 		}
 	}
 }
+
+func TestThemes(t *testing.T) {
+	for _, name := range []string{"", "default", "high-contrast"} {
+		if _, ok := ThemeNamed(name); !ok {
+			t.Errorf("theme %q unknown", name)
+		}
+	}
+	if _, ok := ThemeNamed("neon"); ok {
+		t.Error("theme neon known")
+	}
+	if hc := HighContrastTheme(); hc.Muted == DefaultTheme().Muted {
+		t.Error("the high-contrast theme keeps the grey that washes out on a projector")
+	}
+}

@@ -35,6 +35,28 @@ func DefaultTheme() Theme {
 	}
 }
 
+// HighContrastTheme is for a projector, where the default's grey (bright
+// black) washes out: secondary text in the terminal's white, and the
+// states in the bright colours with nothing dimmed.
+func HighContrastTheme() Theme {
+	t := DefaultTheme()
+	t.Muted = lipgloss.ANSIColor(7)    // white
+	t.Primary = lipgloss.ANSIColor(15) // bright white
+	return t
+}
+
+// ThemeNamed is the theme called name: "" or "default", "high-contrast";
+// ok is false for another name.
+func ThemeNamed(name string) (t Theme, ok bool) {
+	switch name {
+	case "", "default":
+		return DefaultTheme(), true
+	case "high-contrast":
+		return HighContrastTheme(), true
+	}
+	return DefaultTheme(), false
+}
+
 // Styles are every style the UI draws with, built once from a Theme so that
 // no View has to make one.
 type Styles struct {
