@@ -65,12 +65,7 @@ func (t *task) runSource(ctx context.Context) error {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
 		t.srcBuf = recs
-		waited := t.readerWaited()
-		if len(recs) == 0 {
-			t.m.IdleNanos.Add(int64(clock.Since(t.wall(), began)))
-		} else {
-			t.m.IdleNanos.Add(int64(waited)) // waiting for the records it got
-		}
+		t.noteSourceIdle(began, len(recs))
 		for i := range recs {
 			t.in++
 			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
@@ -173,6 +168,18 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	}
 	t.persistAsync(ctx, id, state, nil, ack, false, nil)
 	return nil
+}
+
+// noteSourceIdle counts a poll begun at began that returned n records as
+// idle time: all of it when it returned none, else the time the reader
+// says it waited for them.
+func (t *task) noteSourceIdle(began time.Time, n int) {
+	waited := t.readerWaited()
+	if n == 0 {
+		t.m.IdleNanos.Add(int64(clock.Since(t.wall(), began)))
+	} else {
+		t.m.IdleNanos.Add(int64(waited))
+	}
 }
 
 // readerWaited is how long the source's reader has waited for records

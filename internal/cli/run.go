@@ -172,10 +172,8 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	r.store = store
 	r.onClose(func() { store.Close() })
-	if o.checkpointStorage == "jobmanager" {
-		if err := r.forgetMemoryCheckpoints(ctx); err != nil {
-			return exitError{code: 1, err: err}
-		}
+	if err := r.forgetMemoryCheckpoints(ctx); err != nil {
+		return exitError{code: 1, err: err}
 	}
 	embeddedBroker := len(p.client.Brokers) == 0
 	held, err := earlierRuns(ctx, store, stateDir, embeddedBroker)

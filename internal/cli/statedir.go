@@ -261,6 +261,9 @@ func (r *runState) checkInputWhole() error {
 // skip what the output already holds (refused when the broker deleted
 // part of the input, checkInputWhole).
 func (r *runState) forgetMemoryCheckpoints(ctx context.Context) error {
+	if r.o.checkpointStorage != "jobmanager" {
+		return nil
+	}
 	all, err := r.store.All(ctx)
 	if err != nil {
 		return err

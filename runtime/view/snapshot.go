@@ -142,8 +142,8 @@ type JobInfo struct {
 	Attempt int64
 	// FreezeLimit is how long the world can stay frozen before the job
 	// fails over (0: never), and FreezeLimitWhy what then expires: the
-	// nearer of a pending checkpoint's timeout and the sink's transaction
-	// timeout.
+	// sink's open transaction, whose timeout runs on the broker's clock (a
+	// checkpoint's timeout runs on the job's, which a freeze stops).
 	FreezeLimit    time.Duration
 	FreezeLimitWhy string
 	// StateTTL is the join's state TTL (0: sides wait for ever).

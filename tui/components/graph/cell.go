@@ -39,26 +39,7 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 		chips = append(chips, chip{text: slow, short: short, style: st.Warning})
 	}
 	if t.Status == "RUNNING" {
-		// Rate and back-pressure only mean something while it runs. When the
-		// line is short, "bp OK" goes first, then the rate.
-		bp := t.BackPressure
-		if bp == "" {
-			bp = view.BackPressureOK
-		}
-		bpDrop := 0
-		if bp == view.BackPressureOK {
-			bpDrop = 2
-		}
-		chips = append(chips,
-			// Always 6 cells wide, so that a changing rate never changes
-			// what else fits.
-			chip{text: common.PadLeft(common.HumanRate(t.RateIn), 6), style: st.Text, drop: 1})
-		if t.Busy >= busyShown {
-			// The bottleneck: busy most of the time (Flink colours such a
-			// vertex red). It goes before the rate when the line is short.
-			chips = append(chips, chip{text: "busy " + strconv.Itoa(int(t.Busy*100+0.5)) + "%", style: st.Warning, drop: 2})
-		}
-		chips = append(chips, chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
+		chips = append(chips, g.loadChips(t)...)
 	}
 	switch {
 	case t.Alignment.Checkpoint != 0:
@@ -104,6 +85,31 @@ func (g *Model) coreLine(op view.Operator, idx int, t view.Task, w int, pend *vi
 		chips = append(chips, chip{text: formatOffsets(t.Offsets), style: st.Muted})
 	}
 	return layoutChips(chips, w)
+}
+
+// loadChips are a running subtask's rate, its busy share when it is the
+// bottleneck, and its back-pressure: they only mean something while it
+// runs. When the line is short, "bp OK" and "busy" go first, then the
+// rate.
+func (g *Model) loadChips(t view.Task) []chip {
+	st := g.ctx.Styles
+	bp := t.BackPressure
+	if bp == "" {
+		bp = view.BackPressureOK
+	}
+	bpDrop := 0
+	if bp == view.BackPressureOK {
+		bpDrop = 2
+	}
+	// The rate is always 6 cells wide, so that a changing rate never
+	// changes what else fits.
+	chips := []chip{{text: common.PadLeft(common.HumanRate(t.RateIn), 6), style: st.Text, drop: 1}}
+	if t.Busy >= busyShown {
+		// The bottleneck: busy most of the time (Flink colours such a
+		// vertex red).
+		chips = append(chips, chip{text: "busy " + strconv.Itoa(int(t.Busy*100+0.5)) + "%", style: st.Warning, drop: 2})
+	}
+	return append(chips, chip{text: "bp " + string(bp), style: st.BackPressure(bp), drop: bpDrop})
 }
 
 // busyShown is the busy share from which a cell says "busy 98%".

@@ -88,19 +88,7 @@ func renderStrip(st *common.Styles, in view.InputView, aligning int64, w int, sc
 	}
 	persisted := int((min(max(in.Queue.Overtaken, 0), queued) + scale - 1) / scale)
 	slices.SortFunc(barriers, func(a, b view.BarrierPos) int { return int(a.Pos - b.Pos) })
-	cells, text := insertBarriers(int((queued+scale-1)/scale), persisted, barriers, scale, body)
-	if cells == nil {
-		// No room to put the ids between the elements: they go over the
-		// elements behind their barriers.
-		cells, text = make([]stripCell, body), make([]string, body)
-		for i := range min(int((queued+scale-1)/scale), body) {
-			cells[i], text[i] = cellElement, glyphElement
-			if i < persisted {
-				cells[i], text[i] = cellPersisted, glyphPersisted
-			}
-		}
-		placeBarriers(barriers, scale, cells, text)
-	}
+	cells, text := stripCells(int((queued+scale-1)/scale), persisted, barriers, scale, body)
 
 	// Write runs of one kind with one style.
 	for i := 0; i < body; {
@@ -151,6 +139,24 @@ func jumpText(id int64, body int) string {
 // jumpWidth is the most cells an unaligned barrier at the front of a
 // strip takes.
 func jumpWidth(id int64) int { return 2 + len(strconv.FormatInt(id, 10)) }
+
+// stripCells lays out n element cells, the first persisted overtaken, and
+// the barriers in body cells: each id after its barrier (insertBarriers),
+// or, with no room for that, over the elements behind it.
+func stripCells(n, persisted int, barriers []view.BarrierPos, scale int64, body int) ([]stripCell, []string) {
+	if cells, text := insertBarriers(n, persisted, barriers, scale, body); cells != nil {
+		return cells, text
+	}
+	cells, text := make([]stripCell, body), make([]string, body)
+	for i := range min(n, body) {
+		cells[i], text[i] = cellElement, glyphElement
+		if i < persisted {
+			cells[i], text[i] = cellPersisted, glyphPersisted
+		}
+	}
+	placeBarriers(barriers, scale, cells, text)
+	return cells, text
+}
 
 // insertBarriers lays out n element cells (the first persisted of them
 // overtaken), with each barrier (sorted by position) in place of the

@@ -178,17 +178,7 @@ func (p *Model) lines() []restartLine {
 		out = append(out, l)
 	}
 	if b := restartBudget(r, job); b != "" {
-		l := restartLine{text: b, prio: 1}
-		if r.Strategy != "" && r.Strategy != "none" {
-			// When the strategy's line goes, its name comes here:
-			// "attempts 1/10" alone does not say whose.
-			name := st.Bold.Render(r.Strategy) + st.Muted.Render(" · ")
-			l.named = []string{name + b}
-			if budget, _, ok := strings.Cut(b, " · "); ok {
-				l.named = append(l.named, name+budget) // without the delay
-			}
-		}
-		out = append(out, l)
+		out = append(out, p.budgetLine(r, b))
 	}
 
 	failover := "failover " + r.Failover
@@ -258,6 +248,22 @@ func restartBudget(r view.Restart, job string) string {
 		out += delay + common.HumanDuration(s.NextDelay)
 	}
 	return out
+}
+
+// budgetLine is the line of budget b: when the strategy's line goes, its
+// name comes here, "attempts 1/10" alone does not say whose (without the
+// delay when the whole does not fit).
+func (p *Model) budgetLine(r view.Restart, b string) restartLine {
+	st := p.ctx.Styles
+	l := restartLine{text: b, prio: 1}
+	if r.Strategy != "" && r.Strategy != "none" {
+		name := st.Bold.Render(r.Strategy) + st.Muted.Render(" · ")
+		l.named = []string{name + b}
+		if budget, _, ok := strings.Cut(b, " · "); ok {
+			l.named = append(l.named, name+budget)
+		}
+	}
+	return l
 }
 
 // named puts the strategy's name into the budget's line when the
