@@ -1,6 +1,9 @@
 package common
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // KeyMap is every key binding of the UI (keys are data: matched with
 // key.Matches, listed by bubbles/help). Faults are injected on plain letters
@@ -133,4 +136,21 @@ func (k KeyMap) HelpGroups(tour bool) (titles []string, groups [][]key.Binding) 
 // them.
 func (k KeyMap) TourHelp() []key.Binding {
 	return []key.Binding{k.TourNext, k.TourBack, k.TourRestart}
+}
+
+// ScrollTop moves top, the first of total lines shown rows at a time, as the
+// arrow and page keys in km say (the overlays' scrolling), and keeps it
+// in range.
+func (k KeyMap) ScrollTop(km tea.KeyMsg, top, rows, total int) int {
+	switch {
+	case key.Matches(km, k.Up):
+		top--
+	case key.Matches(km, k.Down):
+		top++
+	case key.Matches(km, k.PageUp):
+		top -= rows
+	case key.Matches(km, k.PageDown):
+		top += rows
+	}
+	return max(min(top, total-rows), 0)
 }

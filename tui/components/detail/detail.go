@@ -73,19 +73,10 @@ func (d *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	k := d.ctx.Keys
 	rows := d.tableRows(len(d.summary(d.ctx.CheckpointByID(d.id))))
-	switch {
-	case key.Matches(km, k.Back):
+	if key.Matches(km, k.Back) {
 		return d, func() tea.Msg { return common.CloseOverlayMsg{} }
-	case key.Matches(km, k.Up):
-		d.top--
-	case key.Matches(km, k.Down):
-		d.top++
-	case key.Matches(km, k.PageUp):
-		d.top -= rows
-	case key.Matches(km, k.PageDown):
-		d.top += rows
 	}
-	d.top = max(min(d.top, len(d.subtasks())-rows), 0)
+	d.top = k.ScrollTop(km, d.top, rows, len(d.subtasks()))
 	return d, nil
 }
 

@@ -54,20 +54,11 @@ func (o *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return o, nil
 	}
 	k := o.ctx.Keys
-	switch {
-	case key.Matches(km, k.Overview, k.Back):
+	if key.Matches(km, k.Overview, k.Back) {
 		o.top = 0
 		return o, func() tea.Msg { return common.CloseOverlayMsg{} }
-	case key.Matches(km, k.Up):
-		o.top--
-	case key.Matches(km, k.Down):
-		o.top++
-	case key.Matches(km, k.PageUp):
-		o.top -= o.rows()
-	case key.Matches(km, k.PageDown):
-		o.top += o.rows()
 	}
-	o.top = max(min(o.top, len(o.lines())-o.rows()), 0)
+	o.top = k.ScrollTop(km, o.top, o.rows(), len(o.lines()))
 	return o, nil
 }
 
