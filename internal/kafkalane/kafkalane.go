@@ -105,12 +105,13 @@ func Start(t testing.TB, opt Options) *Broker {
 	t.Helper()
 	b := &Broker{lib: Lib(t), dir: t.TempDir(), opt: opt}
 	b.logFile = filepath.Join(b.dir, "broker.log")
-	b.plain, b.controller = freePort(t), freePort(t)
+	ports := freePorts(t, 4)
+	b.plain, b.controller = ports[0], ports[1]
 	if opt.SCRAM {
-		b.scram = freePort(t)
+		b.scram = ports[2]
 	}
 	if opt.TLS {
-		b.tls = freePort(t)
+		b.tls = ports[3]
 		if err := writeCerts(b.dir); err != nil {
 			t.Fatal(err)
 		}
@@ -415,15 +416,22 @@ func clusterID() string {
 	}
 }
 
-// freePort is a loopback TCP port nothing listens on now.
-func freePort(t testing.TB) int {
+// freePorts is n distinct loopback TCP ports nothing listens on now. It
+// holds each one open until it has them all: a port closed before the next
+// is asked for may come back again, and Kafka refuses two listeners on one
+// port.
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }

@@ -207,6 +207,27 @@ func runToEndWith(t *testing.T, limit time.Duration, env []string, args ...strin
 	return code, report, stderr.String()
 }
 
+// stoppedByCtrlC waits for cmd, sent a SIGINT, and fails t unless it
+// stopped as a stopped run must: exit 0 with its output checked, or, where
+// the lane's JVMs starve it of the CPU, exit 1 saying the stop's budget ran
+// out before the check (which the next run does). Either way it ends
+// within the stop's 5 s (given a second more here, for a starved machine
+// to reap the process).
+func stoppedByCtrlC(t *testing.T, cmd *exec.Cmd, stderr func() string, sent time.Time) {
+	t.Helper()
+	code := exitCode(cmd.Wait())
+	took := time.Since(sent)
+	switch {
+	case took > 6*time.Second:
+		t.Fatalf("stopped with Ctrl-C: exit %d after %s, over the stop's 5 s; stderr:\n%s", code, took, stderr())
+	case code == 0:
+	case code == 1 && strings.Contains(stderr(), "a stopped run has") && strings.Contains(stderr(), "it was not enough"):
+		t.Logf("stopped with Ctrl-C in %s before the output was checked (the lane's CPU is busy): %s", took.Round(time.Millisecond), stderr())
+	default:
+		t.Fatalf("stopped with Ctrl-C: exit %d; stderr:\n%s", code, stderr())
+	}
+}
+
 // exitCode is the exit code of a finished command, minus the signal's
 // number when a signal ended it.
 func exitCode(err error) int {
