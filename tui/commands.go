@@ -21,8 +21,10 @@ const maxEventBatch = 256
 type sampler struct {
 	ctrl  Controller
 	count *atomic.Int64
-	// done is closed when Run returns: a tick waiting then takes no sample.
-	done <-chan struct{}
+	// done is closed when Run returns, gone when a Session's next run
+	// replaces the one sampled: a tick waiting then takes no sample.
+	done, gone <-chan struct{}
+	run        int // the Session's run sampled (SnapshotMsg.Run)
 	// settings puts the setters of one setting in the order of their
 	// requests (see newest).
 	settings *newest
@@ -57,7 +59,7 @@ func (n *newest) apply(setting string, gen int, set func()) bool {
 // sample is a command that takes one Snapshot now.
 func (s sampler) sample() tea.Msg {
 	seq := s.count.Add(1)
-	return SnapshotMsg{Snapshot: s.ctrl.Snapshot(), Seq: seq}
+	return SnapshotMsg{Snapshot: s.ctrl.Snapshot(), Seq: seq, Run: s.run}
 }
 
 // tick is a command that takes one Snapshot after period, unless Run has
@@ -71,6 +73,8 @@ func (s sampler) tick(period time.Duration) tea.Cmd {
 			return s.sample()
 		case <-s.done:
 			return nil
+		case <-s.gone:
+			return nil
 		}
 	}
 }
@@ -82,33 +86,36 @@ func (s sampler) taken() int64 { return s.count.Load() }
 // waitEvents is a command that waits for the next lifecycle event, then
 // takes up to maxEventBatch more without waiting, and returns them as one
 // EventsMsg (bubbletea's examples/realtime). It is issued again once the
-// batch is handled, unless the channel was closed. It returns nil when done
-// is closed first, so that it never outlives Run.
-func waitEvents(events <-chan view.Stamped, done <-chan struct{}) tea.Cmd {
+// batch is handled, unless the channel was closed. It returns nil when the
+// sampler's done or gone is closed first, so that it never outlives Run or
+// its run of a Session; its batches carry the sampler's run.
+func waitEvents(events <-chan view.Stamped, s sampler) tea.Cmd {
 	return func() tea.Msg {
 		var first view.Stamped
 		var ok bool
 		select {
 		case first, ok = <-events:
-		case <-done:
+		case <-s.done:
+			return nil
+		case <-s.gone:
 			return nil
 		}
 		if !ok {
-			return EventsMsg{Closed: true}
+			return EventsMsg{Closed: true, Run: s.run}
 		}
 		batch := []view.Stamped{first}
 		for len(batch) <= maxEventBatch {
 			select {
 			case e, ok := <-events:
 				if !ok {
-					return EventsMsg{Events: batch, Closed: true}
+					return EventsMsg{Events: batch, Closed: true, Run: s.run}
 				}
 				batch = append(batch, e)
 			default:
-				return EventsMsg{Events: batch}
+				return EventsMsg{Events: batch, Run: s.run}
 			}
 		}
-		return EventsMsg{Events: batch}
+		return EventsMsg{Events: batch, Run: s.run}
 	}
 }
 

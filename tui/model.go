@@ -64,10 +64,12 @@ type model struct {
 
 	ctrl    Controller
 	events  <-chan view.Stamped
-	done    <-chan struct{}
-	period  time.Duration
+	cfg     modelConfig
 	sampler sampler
 	lastSeq int64
+	// gone is closed when a Session's next run replaces this one, whose
+	// number of the Session's runs is sampler.run.
+	gone chan struct{}
 
 	ctx           *common.Context
 	keys          common.KeyMap // the same as ctx.Keys
@@ -131,12 +133,13 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 		ShortKey: st.HelpKey, ShortDesc: st.HelpDesc, ShortSeparator: st.HelpSep, Ellipsis: st.HelpSep,
 		FullKey: st.HelpKey, FullDesc: st.HelpDesc, FullSeparator: st.HelpSep,
 	}
+	gone := make(chan struct{})
 	return &model{
 		ctrl:     ctrl,
 		events:   stream,
-		done:     cfg.done,
-		period:   cfg.period,
-		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done, settings: &newest{}},
+		cfg:      cfg,
+		gone:     gone,
+		sampler:  sampler{ctrl: ctrl, count: new(atomic.Int64), done: cfg.done, gone: gone, settings: &newest{}},
 		ctx:      ctx,
 		keys:     keys,
 		help:     h,
@@ -159,7 +162,7 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 func (m *model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.sampler.sample}
 	if m.events != nil {
-		cmds = append(cmds, waitEvents(m.events, m.done))
+		cmds = append(cmds, waitEvents(m.events, m.sampler))
 	}
 	return tea.Batch(cmds...)
 }
@@ -175,9 +178,17 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		cmd = m.handleKeys(msg)
 	case SnapshotMsg:
+		if msg.Run != m.sampler.run {
+			return m, nil // of a run this one replaced: its ticks end
+		}
 		cmd = m.handleSnapshot(msg)
 	case EventsMsg:
+		if msg.Run != m.sampler.run {
+			return m, nil
+		}
 		cmd = m.handleEvents(msg)
+	case attachMsg:
+		return m.attach(msg)
 	default:
 		cmd = m.handleResult(msg)
 	}
@@ -187,7 +198,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // handleSnapshot takes a sample and schedules the next.
 func (m *model) handleSnapshot(msg SnapshotMsg) tea.Cmd {
-	next := m.sampler.tick(m.period)
+	next := m.sampler.tick(m.cfg.period)
 	if msg.Seq != 0 {
 		if msg.Seq <= m.lastSeq {
 			return next // older than what is shown
@@ -242,7 +253,7 @@ func (m *model) handleEvents(msg EventsMsg) tea.Cmd {
 		m.eventsClosed = true
 		return nil
 	}
-	return waitEvents(m.events, m.done)
+	return waitEvents(m.events, m.sampler)
 }
 
 // sync writes the shown settings and the selection into the Context, tells

@@ -521,7 +521,7 @@ func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
 	ch <- view.Stamped{Event: view.JobStatus{Status: "RUNNING"}}
 	close(ch)
 	m := newModel(newFake(fixture.Running()), ch, modelConfig{})
-	msg := waitEvents(ch, nil)()
+	msg := waitEvents(ch, sampler{})()
 	em, ok := msg.(EventsMsg)
 	if !ok || len(em.Events) != 1 || !em.Closed {
 		t.Fatalf("wait on a closed channel returned %#v", msg)
@@ -532,7 +532,7 @@ func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {
 	if !m.eventsClosed {
 		t.Fatal("the model did not note the end of the stream")
 	}
-	if msg := waitEvents(ch, nil)(); !msg.(EventsMsg).Closed || len(msg.(EventsMsg).Events) != 0 {
+	if msg := waitEvents(ch, sampler{})(); !msg.(EventsMsg).Closed || len(msg.(EventsMsg).Events) != 0 {
 		t.Fatalf("wait again returned %#v", msg)
 	}
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
@@ -546,13 +546,13 @@ func TestWaitEventsBatches(t *testing.T) {
 	for range 600 {
 		ch <- view.Stamped{Event: fixture.Event(t, "x", nil)}
 	}
-	msg := waitEvents(ch, nil)().(EventsMsg)
+	msg := waitEvents(ch, sampler{})().(EventsMsg)
 	if len(msg.Events) != maxEventBatch+1 || msg.Closed {
 		t.Fatalf("batch of %d (closed %v)", len(msg.Events), msg.Closed)
 	}
 	done := make(chan struct{})
 	close(done)
-	if msg := waitEvents(make(chan view.Stamped), done)(); msg != nil {
+	if msg := waitEvents(make(chan view.Stamped), sampler{done: done})(); msg != nil {
 		t.Fatalf("after done: %#v", msg)
 	}
 }

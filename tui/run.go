@@ -55,6 +55,17 @@ func CheckTheme(name string) error {
 // The end of ctx quits the program as q does, not by Bubble Tea's
 // WithContext, whose kill closes the input reader while it still reads.
 func Run(ctx context.Context, ctrl Controller, events <-chan view.Stamped, opts Options) error {
+	done := make(chan struct{})
+	defer close(done)
+	prog := newProgram(ctrl, events, opts, done)
+	defer context.AfterFunc(ctx, prog.Quit)()
+	_, err := prog.Run()
+	return err
+}
+
+// newProgram is the program that shows ctrl and its events as opts say;
+// done is to be closed once it has ended.
+func newProgram(ctrl Controller, events <-chan view.Stamped, opts Options, done <-chan struct{}) *tea.Program {
 	popts := []tea.ProgramOption{tea.WithoutSignalHandler()}
 	// Left alone, Bubble Tea reads os.Stdin, or the controlling terminal
 	// when stdin is not one, and writes os.Stdout.
@@ -66,16 +77,10 @@ func Run(ctx context.Context, ctrl Controller, events <-chan view.Stamped, opts 
 		popts = append(popts, tea.WithOutput(opts.Output))
 		r = lipgloss.NewRenderer(opts.Output)
 	}
-	done := make(chan struct{})
-	defer close(done)
 	theme, _ := common.ThemeNamed(opts.Theme)
 	m := newModel(ctrl, events, modelConfig{period: opts.TickPeriod, renderer: r, done: done, theme: theme})
-
 	if !opts.NoAltScreen {
 		popts = append(popts, tea.WithAltScreen())
 	}
-	prog := tea.NewProgram(m, popts...)
-	defer context.AfterFunc(ctx, prog.Quit)()
-	_, err := prog.Run()
-	return err
+	return tea.NewProgram(m, popts...)
 }

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -36,6 +35,9 @@ type tourOptions struct {
 	// listen is the embedded broker's port (--listen), 0 when not given:
 	// the tour's job then takes run's default.
 	listen int
+	// screen is the terminal UI all the tour's runs show on (nil
+	// headless).
+	screen *tourScreen
 }
 
 func newTourCmd() *cobra.Command {
@@ -204,12 +206,21 @@ func (p tourPass) verdict(name string) error {
 }
 
 // run runs t until it ends (once, or for ever with --loop).
-func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) error {
+func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.Writer) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if !o.headless {
+		o.screen = newTourScreen(ctx, stdout, stderr, os.Getenv(themeEnv))
+		defer func() {
+			if uiErr := o.screen.close(); uiErr != nil && err == nil {
+				err = fmt.Errorf("tour %s: terminal UI: %w", t.Name, uiErr)
+			}
+		}()
+		stdout, stderr = o.screen.stdout, o.screen.stderr
+	}
 	for {
 		pass, err := o.once(ctx, t, stdout, stderr)
 		switch {
@@ -289,6 +300,7 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 	}
 	started := time.Now()
 	r := tour.NewRunner(t, mode, report)
+	r.Seen = seenAtTourSizes
 	var last lastLine
 	end := func(p tourPass, why string) {
 		if !o.headless {
@@ -303,6 +315,12 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 	}
 	flags, from, first := t.Run, 0, true
 	for from < len(t.Steps) {
+		if o.screen != nil && o.screen.ended() {
+			// The learner quit between two runs.
+			pass.end = tourQuit
+			end(pass, "stopped before its end")
+			return pass, nil
+		}
 		step, err := o.runJob(ctx, r, t, dir, flags, from, first, &last, stdout, stderr)
 		if step.job != nil {
 			pass.job = step.job
@@ -329,6 +347,22 @@ func (o *tourOptions) once(ctx context.Context, t *tour.Tour, stdout, stderr io.
 	}
 	end(pass, "")
 	return pass, nil
+}
+
+// tourSizes are the terminal sizes the tours are written for: the
+// smallest the UI lays out in, and a projector's usual.
+var tourSizes = [][2]int{{tui.MinWidth, tui.MinHeight}, {120, 40}}
+
+// seenAtTourSizes lists what snap's tour points at and a screen of one of
+// tourSizes does not show ("checkpoint 5's row at 80x24").
+func seenAtTourSizes(snap view.Snapshot) []string {
+	var out []string
+	for _, size := range tourSizes {
+		for _, m := range tui.Unseen(snap, size[0], size[1]) {
+			out = append(out, fmt.Sprintf("%s at %dx%d", m, size[0], size[1]))
+		}
+	}
+	return out
 }
 
 // tourStep is how one run of a tour's job ended: where the tour goes on,
@@ -432,40 +466,38 @@ func (o *tourOptions) front(ctx context.Context, r *tour.Runner, ctrl *uiControl
 			}
 		}
 	}()
-	uiCtx, stopUI := context.WithCancel(ctx)
-	defer stopUI()
-	ran := make(chan struct{})
-	var byTour atomic.Bool // the tour, not the learner, closed the UI
+	// The screen stays up when this run ends: the tour's next run shows on
+	// it, and the tour closes it at its end. The run's part of the tour
+	// ends when its steps have run, or when the learner quit.
+	screenDone := o.screen.show(ctrl, uiEvents)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	go func() {
-		defer close(ran)
-		next, flags, err = r.Run(uiCtx, ctrl, from)
-		switch {
-		case err != nil && !errors.Is(err, tour.ErrRestart):
-			return // the learner quit
-		case err == nil && next >= len(r.Steps()):
-			if !o.autoplay {
-				// The panel says the tour is complete: r starts it
-				// again, q quits.
-				if !r.AwaitRestart(uiCtx) {
-					return
-				}
-				err = tour.ErrRestart
-				break
-			}
-			select {
-			case <-uiCtx.Done():
-				return
-			case <-time.After(8 * time.Second):
-			}
+		select {
+		case <-screenDone:
+			stopRun()
+		case <-runCtx.Done():
 		}
-		byTour.Store(true)
-		stopUI()
 	}()
-	uiErr := tui.Run(uiCtx, ctrl, uiEvents, tui.Options{Theme: os.Getenv(themeEnv)})
-	stopUI()
-	<-ran
-	if uiErr != nil {
-		return next, flags, uiErr, true
+	next, flags, err = r.Run(runCtx, ctrl, from)
+	switch {
+	case err != nil && !errors.Is(err, tour.ErrRestart):
+		return next, flags, err, true // the learner quit
+	case err == nil && next >= len(r.Steps()):
+		if !o.autoplay {
+			// The panel says the tour is complete: r starts it again,
+			// q quits.
+			if !r.AwaitRestart(runCtx) {
+				return next, flags, nil, true
+			}
+			err = tour.ErrRestart
+			break
+		}
+		select {
+		case <-runCtx.Done():
+			return next, flags, nil, true
+		case <-time.After(8 * time.Second):
+		}
 	}
-	return next, flags, err, !byTour.Load()
+	return next, flags, err, false
 }

@@ -22,11 +22,14 @@ import (
 	"faultline/tui"
 )
 
-// isTerminal reports whether w is a terminal the UI can draw on.
+// isTerminal reports whether w is a terminal the UI can draw on (see
+// terminalOf).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(f.Fd())
+	_, ok := terminalOf(w)
+	return ok
 }
+
+func isTerminalFile(f *os.File) bool { return term.IsTerminal(f.Fd()) }
 
 // crashFunc is what the crash fault does: SIGKILL to this process. In front
 // of the terminal UI it first gives the terminal back as it found it (out
@@ -34,13 +37,16 @@ func isTerminal(w io.Writer) bool {
 // after a SIGKILL to do that.
 func (o *runOptions) crashFunc(stdout, stderr io.Writer) func() {
 	var restore func()
-	if f, ok := stdout.(*os.File); ok && !o.headless && isTerminal(stdout) {
+	if f, ok := terminalOf(stdout); ok && !o.headless {
 		if st, err := term.GetState(os.Stdin.Fd()); err == nil {
 			restore = func() {
 				fmt.Fprint(f, "\x1b[?1049l\x1b[?25h")
 				term.Restore(os.Stdin.Fd(), st)
 			}
 		}
+	}
+	if h, ok := stderr.(*heldOutput); ok {
+		stderr = h.w // a tour's screen holds it: the crash ends the screen
 	}
 	return func() {
 		if restore != nil {

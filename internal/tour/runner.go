@@ -72,6 +72,10 @@ type Runner struct {
 	report func(StepResult)
 	// ReadTime is how long autoplay shows a narration of n words.
 	ReadTime func(words int) time.Duration
+	// Seen, when set, lists what the snapshot's tour points at and the
+	// screen would not show: a narration said while the tour points at
+	// something it does not show fails, as a check that did not hold.
+	Seen func(view.Snapshot) []string
 
 	keys    chan string
 	changed chan struct{}
@@ -274,11 +278,14 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 }
 
 // NewRun tells the runner that another run of the job starts: waits for
-// events count from here until the next key or action. Call it before the
-// run's first event is fed.
+// events count from here until the next key or action, and nothing is
+// pointed at. Call it before the run's first event is fed.
 func (r *Runner) NewRun() {
 	r.mu.Lock()
 	r.mark = r.seq
+	// What the tour pointed at was the run before's: the new run's
+	// screen starts afresh.
+	r.panel.Highlight = view.Highlight{}
 	r.failedAsClaimed = false
 	r.mu.Unlock()
 }
@@ -319,6 +326,7 @@ func (r *Runner) do(ctx context.Context, d Driver, s Step, res *StepResult) erro
 		r.said = append(r.said, r.current)
 		r.panel.Text, r.panel.Link = s.Say, s.Link
 		r.mu.Unlock()
+		r.lookAt(d, res)
 		switch {
 		case r.mode == Headless:
 		case r.mode == Autoplay || s.Auto:
@@ -361,6 +369,20 @@ func (r *Runner) do(ctx context.Context, d Driver, s Step, res *StepResult) erro
 		return r.check(ctx, d, s.Check, res)
 	}
 	return nil
+}
+
+// lookAt fails res, a narration's, when the tour points at something the
+// screen does not show as it is said (see Seen).
+func (r *Runner) lookAt(d Driver, res *StepResult) {
+	p := r.Panel()
+	if r.Seen == nil || !p.Highlight.Any() {
+		return
+	}
+	snap := d.Snapshot()
+	snap.Tour = p
+	if missing := r.Seen(snap); len(missing) > 0 {
+		res.OK, res.Detail = false, "pointed at and not on screen: "+strings.Join(missing, "; ")
+	}
 }
 
 func (r *Runner) setPanel(f func(p *view.Tour)) {

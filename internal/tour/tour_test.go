@@ -336,3 +336,35 @@ steps:
 		t.Fatal(err)
 	}
 }
+
+// A narration said while the tour points at something the screen does not
+// show fails, naming it; one said with nothing pointed at is not judged.
+func TestANarrationPointingAtWhatIsNotOnScreenFails(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - say: before anything is pointed at
+  - highlight: {checkpoint: 5}
+  - say: look at checkpoint 5
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []StepResult
+	r := NewRunner(tr, Headless, func(s StepResult) { results = append(results, s) })
+	var seen []view.Highlight
+	r.Seen = func(s view.Snapshot) []string {
+		seen = append(seen, s.Tour.Highlight)
+		return []string{"checkpoint 5's row at 80x24"}
+	}
+	if _, _, err := r.Run(context.Background(), &fakeDriver{r: r}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0].Checkpoint != 5 {
+		t.Fatalf("Seen was asked about %+v, want once, about checkpoint 5", seen)
+	}
+	if !results[0].OK || results[2].OK || results[2].Detail != "pointed at and not on screen: checkpoint 5's row at 80x24" || r.Failed() != 1 {
+		t.Fatalf("results %+v, %d failed", results, r.Failed())
+	}
+}

@@ -13,6 +13,9 @@ type SnapshotMsg struct {
 	// Seq numbers the samples in the order the tick command took them
 	// (0: sent from outside, e.g. by a test, and always applied).
 	Seq int64
+	// Run is which run of a Session the sample is of (0: the first, and
+	// one sent from outside); a sample of an earlier run is dropped.
+	Run int
 }
 
 // EventsMsg carries a batch of lifecycle events, oldest first. Closed
@@ -21,6 +24,7 @@ type SnapshotMsg struct {
 type EventsMsg struct {
 	Events []view.Stamped
 	Closed bool
+	Run    int // as SnapshotMsg.Run
 }
 
 // OpenDetailMsg asks the root model to open the checkpoint detail view.

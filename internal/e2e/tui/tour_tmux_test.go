@@ -56,3 +56,39 @@ func TestTUITourAlignmentWithKeys(t *testing.T) {
 		})
 	}
 }
+
+// A tour of two runs (a savepoint taken as the job stops, then a job
+// started from it with three join subtasks) stays on one screen from its
+// first narration to its end: no capture in between shows the shell, and
+// each run's summary is printed once the screen has closed.
+func TestTUITourRunsStayOnOneScreen(t *testing.T) {
+	e2e.NeedProgram(t)
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := fmt.Sprintf("%s%s tour savepoints --autoplay --state-dir %s 2>%s; echo faultline exited $?; sleep 600",
+		e2e.ShellEnv(t), e2e.Binary(t), filepath.Join(dir, "state"), filepath.Join(dir, "stderr"))
+	s := e2e.StartTmux(t, 80, 24, cmd)
+	const panel = "tour · Savepoints and rescaling"
+	s.WaitFor("the tour's panel", 60*time.Second, e2e.Contains(panel))
+	var left string // a capture without the tour's screen, before the end
+	steps := map[string]bool{}
+	s.WaitFor("the end of the tour, on the screen it started on", 3*time.Minute, func(sc string) bool {
+		if !strings.Contains(sc, panel) && left == "" {
+			left = sc
+		}
+		if i := strings.Index(sc, "· step "); i >= 0 {
+			steps[strings.Fields(sc[i+len("· step "):])[0]] = true
+		}
+		return strings.Contains(sc, "tour complete") || strings.Contains(sc, "faultline exited")
+	})
+	if left != "" {
+		t.Fatalf("the tour left its screen before its end:\n%s", left)
+	}
+	if !steps["11/11"] {
+		t.Fatalf("the tour never reached its last step, which the second run shows (steps seen: %v)", steps)
+	}
+	sc := s.WaitFor("the runs' summaries after the screen closed", 60*time.Second, e2e.Contains("faultline exited"))
+	if !strings.Contains(sc, "faultline exited 0") || strings.Count(sc, "verify: committed") != 2 {
+		t.Fatalf("after the tour, want exit 0 and the two runs' summaries:\n%s", sc)
+	}
+}
