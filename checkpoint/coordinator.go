@@ -164,6 +164,7 @@ type Coordinator struct {
 	failedBy                    map[string]int // failed checkpoints by FailureReason
 	lastCompletedID             int64
 	restored                    []int64
+	restoredSavepoint           bool             // the newest of restored is a savepoint
 	damaged                     map[int64]string // checkpoints a restore found damaged, and why
 	history                     []*record        // oldest first
 

@@ -673,10 +673,10 @@ func TestStats(t *testing.T) {
 	h.ack(1, first, job...)
 	second := h.trigger(KindSavepoint)
 	h.ack(1, second, sink)
-	h.c.MarkRestored(first)
+	h.c.MarkRestored(first, KindCheckpoint)
 
 	s := h.c.Stats()
-	if s.Completed != 1 || s.InProgress != 1 || s.LastCompleted != first || !slices.Equal(s.Restored, []int64{first}) {
+	if s.Completed != 1 || s.InProgress != 1 || s.LastCompleted != first || !slices.Equal(s.Restored, []int64{first}) || s.RestoredSavepoint {
 		t.Errorf("stats = %+v", s)
 	}
 	if len(s.History) != 2 {

@@ -83,17 +83,21 @@ type Stats struct {
 	FailedBy            map[string]int
 	LastCompleted       int64
 	ConsecutiveFailures int
-	// Restored lists the checkpoints the job restored from, in order.
-	Restored []int64
+	// Restored lists the checkpoints the job restored from, in order;
+	// RestoredSavepoint says the last of them is a savepoint (Flink:
+	// RestoredCheckpointStats' properties).
+	Restored          []int64
+	RestoredSavepoint bool
 	// History holds the newest checkpoints first, at most the last 64.
 	History []CheckpointStats
 }
 
-// MarkRestored records that the job restored its state from checkpoint id
-// (Flink: RestoredCheckpointStats).
-func (c *Coordinator) MarkRestored(id int64) {
+// MarkRestored records that the job restored its state from checkpoint id,
+// of kind k (Flink: RestoredCheckpointStats).
+func (c *Coordinator) MarkRestored(id int64, k Kind) {
 	c.mu.Lock()
 	c.restored = append(c.restored, id)
+	c.restoredSavepoint = k == KindSavepoint
 	c.mu.Unlock()
 }
 
@@ -124,6 +128,7 @@ func (c *Coordinator) Stats() Stats {
 		LastCompleted:       c.lastCompletedID,
 		ConsecutiveFailures: c.consecutive,
 		Restored:            slices.Clone(c.restored),
+		RestoredSavepoint:   c.restoredSavepoint,
 		History:             make([]CheckpointStats, 0, len(c.history)),
 	}
 	for i := len(c.history) - 1; i >= 0; i-- {

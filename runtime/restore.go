@@ -193,7 +193,7 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 		j.obs.Emit(f)
 		return
 	}
-	j.coord.MarkRestored(c.ID)
+	j.coord.MarkRestored(c.ID, c.Kind)
 	res.RestoredFrom = append(res.RestoredFrom, c.ID)
 	if scope == nil {
 		f.PassedOver, j.passedOver = j.passedOver, nil

@@ -177,7 +177,7 @@ func statusView(s checkpoint.Status) view.CheckpointStatus {
 // checkpointsView copies the coordinator's statistics into the UI's view.
 func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 	v := view.Checkpoints{Completed: st.Completed, Failed: st.Failed, InProgress: st.InProgress,
-		LastCompleted: st.LastCompleted, ConsecutiveFailures: st.ConsecutiveFailures, Restored: st.Restored,
+		LastCompleted: st.LastCompleted, ConsecutiveFailures: st.ConsecutiveFailures, Restored: st.Restored, RestoredSavepoint: st.RestoredSavepoint,
 		History: make([]view.Checkpoint, 0, len(st.History))}
 	for _, c := range st.History {
 		cv := view.Checkpoint{ID: c.ID, Savepoint: c.Kind == checkpoint.KindSavepoint, Status: statusView(c.Status),

@@ -420,9 +420,11 @@ type Checkpoints struct {
 	Completed, Failed, InProgress int
 	LastCompleted                 int64
 	ConsecutiveFailures           int
-	// Restored lists the checkpoints the job restored from, in order.
-	Restored []int64
-	History  []Checkpoint
+	// Restored lists the checkpoints the job restored from, in order;
+	// RestoredSavepoint says the last of them is a savepoint.
+	Restored          []int64
+	RestoredSavepoint bool
+	History           []Checkpoint
 }
 
 // RestartStatus is where the restart strategy stands.

@@ -197,6 +197,9 @@ func (p *Model) lines() []restartLine {
 	out = append(out, restartLine{text: failover, prio: 2})
 	if rs := snap.Checkpoints.Restored; len(rs) > 0 {
 		from := "restored from checkpoint " + fmt.Sprint(rs[len(rs)-1])
+		if snap.Checkpoints.RestoredSavepoint {
+			from = "restored from savepoint " + fmt.Sprint(rs[len(rs)-1])
+		}
 		if len(rs) > 1 {
 			from += fmt.Sprintf(" (%d restores)", len(rs))
 		}

@@ -57,3 +57,21 @@ func TestTourHighlight(t *testing.T) {
 		t.Errorf("the marker moved the layout:\n%s\nwas\n%s", got, plain)
 	}
 }
+
+// A job started from a savepoint says so, not "checkpoint".
+func TestRestoredFromASavepointSaysSo(t *testing.T) {
+	draw := func(savepoint bool) string {
+		ctx := common.NewContext(nil)
+		ctx.Snap, ctx.HasSnap = fixture.Running(), true
+		ctx.Snap.Checkpoints.Restored, ctx.Snap.Checkpoints.RestoredSavepoint = []int64{13}, savepoint
+		p := New(ctx)
+		p.SetSize(48, 8)
+		return p.View()
+	}
+	if got := draw(true); !strings.Contains(got, "restored from savepoint 13") {
+		t.Fatalf("a restore from savepoint 13:\n%s", got)
+	}
+	if got := draw(false); !strings.Contains(got, "restored from checkpoint 13") {
+		t.Fatalf("a restore from checkpoint 13:\n%s", got)
+	}
+}
