@@ -43,8 +43,10 @@ func Unseen(snap view.Snapshot, width, height int) []string {
 		}
 	}
 	if h.Checkpoint != 0 {
-		// The row's id, then its status word: "» 5 completed".
-		need(fmt.Sprintf("checkpoint %d's row", h.Checkpoint), fmt.Sprintf(`%s *%d +[a-z]`, mark, h.Checkpoint))
+		// The row's id, then its status word (common.CheckpointWord):
+		// "» 5 completed", "»13 DAMAGED".
+		need(fmt.Sprintf("checkpoint %d's row", h.Checkpoint),
+			fmt.Sprintf(`%s *%d +(pending|completed|failed|DAMAGED|restored|savepoint)\b`, mark, h.Checkpoint))
 	}
 	if h.Task != "" {
 		_, idx, _ := strings.Cut(h.Task, "/")

@@ -31,6 +31,13 @@ func TestUnseenNamesWhatATourPointsAtAndTheScreenLacks(t *testing.T) {
 				}
 			}
 			tour := fixture.TourStep()
+			tour.Highlight = view.Highlight{Checkpoint: 13}
+			damaged := fixture.Touring(fixture.Running(), tour)
+			damaged.Checkpoints.History[1].Damaged = "checksum mismatch in join/1's state"
+			if got := Unseen(damaged, size[0], size[1]); len(got) != 0 {
+				t.Errorf("a damaged checkpoint's row: unseen %v on\n%s", got, Frame(damaged, size[0], size[1]))
+			}
+			tour = fixture.TourStep()
 			tour.Highlight = view.Highlight{Checkpoint: 7} // not in the history
 			if got := Unseen(fixture.Touring(fixture.Running(), tour), size[0], size[1]); !slices.Equal(got, []string{"checkpoint 7's row"}) {
 				t.Errorf("a checkpoint not in the history: unseen %v", got)
