@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-e2e-race test-short test-kafka soak bench lint clean deps
+.PHONY: build run test test-e2e-race test-short test-kafka test-tours soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -91,6 +91,14 @@ test-kafka:
 	fi
 	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 1 -parallel 4 \
 		-run 'RealKafka|BrokerWithEveryListener' -v ./internal/kafkalane/ ./internal/e2e/runs/
+
+# The tours lane: every built-in tour in autoplay in tmux, at 80x24 and
+# 120x40, each narration that points at something checked on a capture
+# taken while it is read. A tour mostly waits for its job: six at once.
+test-tours: deps
+	$(GO) build -o build/faultline-plain .
+	FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/build/faultline-plain $(GO) test -tags tours -count=1 -timeout 20m -parallel 6 \
+		-run TestEveryTourInAutoplayShowsWhatItPointsAt -v ./internal/e2e/tui/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...

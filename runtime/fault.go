@@ -435,6 +435,11 @@ func (j *Job) deliver(ctx context.Context, a *attempt, f *faultEntry) {
 	}
 	if f.Kind.JobLevel() {
 		f.fired.Store(true)
+		if f.Kind == FaultCrash {
+			// Before anyone hears of it: whatever ends the run from
+			// here on ends it as a crash.
+			j.crashed.Store(true)
+		}
 		j.obs.Emit(view.FaultInjected{Fault: string(f.Kind), Spec: f.Spec})
 		j.noteFault("", f.Kind)
 		j.jobFault(ctx, f)

@@ -84,6 +84,10 @@ type Config struct {
 	// (the broker-down fault); nil without an embedded broker.
 	BrokerDown func(d time.Duration) error
 	// Crash kills the process (the crash fault); default: SIGKILL to self.
+	// A Crash that returns (a guided tour's: the tour outlives its job)
+	// must end Run's context: the run then ends as the process's death
+	// would end it, with nothing settled, no savepoint and no check
+	// (Result.Crashed), and the next run goes on from the state dir.
 	Crash func()
 	// Logf receives diagnostics that do not belong on the user's screen.
 	Logf func(format string, args ...any)
@@ -122,6 +126,7 @@ type Job struct {
 	ckptFaults []*faultEntry
 	paused     atomic.Bool
 	in         atomic.Int64 // records read by sources, over all attempts
+	crashed    atomic.Bool  // the crash fault fired (see Config.Crash)
 
 	storageFails atomic.Int64 // checkpoint writes still to fail (storage-fail)
 	live         atomic.Int64 // goroutines of attempts still running
@@ -228,6 +233,9 @@ type Result struct {
 	Checkpoints   checkpoint.Stats
 	// Unaligned is set when a checkpoint of the run completed unaligned.
 	Unaligned bool
+	// Crashed is set when the crash fault ended the run and the process
+	// lived on (see Config.Crash): nothing was settled after it.
+	Crashed bool
 }
 
 // New prepares a job; Run starts it.

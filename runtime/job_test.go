@@ -55,6 +55,9 @@ type run struct {
 	// periods, when set, keeps the job's at-least-once periods, and the
 	// verdict judges duplicates by them, as faultline run's does.
 	periods *verify.Periods
+	// crashEnds has the crash fault end the run's context, as in a tour
+	// (Config.Crash), instead of killing the test.
+	crashEnds bool
 
 	// filled in by do
 	restarts RestartView
@@ -119,8 +122,15 @@ func (r *run) do(t *testing.T) *run {
 		}
 		collected <- evs
 	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	crash := func() { t.Error("the crash fault would kill the test") }
+	if r.crashEnds {
+		crash = cancel
+	}
 	j, err := New(Config{
-		Job: r.job, Env: env, Mode: r.mode, Unaligned: r.unaligned, AlignedTimeout: r.alignedTimeout, Observer: obs, Clock: clk, StateBackend: r.backend, WorkDir: t.TempDir(),
+		Crash: crash,
+		Job:   r.job, Env: env, Mode: r.mode, Unaligned: r.unaligned, AlignedTimeout: r.alignedTimeout, Observer: obs, Clock: clk, StateBackend: r.backend, WorkDir: t.TempDir(),
 		Checkpoint:  checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
 		Restart:     cmp.Or[restart.BackoffStrategy](r.backoff, restart.NewFixedDelay(r.attempts, 10*time.Millisecond)),
 		Failover:    r.failover,
@@ -134,8 +144,6 @@ func (r *run) do(t *testing.T) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	if r.during != nil {
 		done := make(chan struct{})
 		defer func() { <-done }()

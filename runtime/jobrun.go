@@ -66,6 +66,12 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	if err := j.runAttempts(ctx, opts, res, restore, states, reason); err != nil {
 		return nil, err
 	}
+	if j.crashed.Load() {
+		// A crash settles nothing: the next run does it as it restores.
+		j.tally(res, start)
+		res.Crashed = true
+		return res, nil
+	}
 	// What follows must happen however the run ended, a cancelled ctx
 	// included: it keeps ctx's values, not its end, and has the stop's
 	// budget from that end.
@@ -77,6 +83,10 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	j.tally(res, start)
 	return res, nil
 }
+
+// Crashed reports whether the crash fault ended the run and the process
+// lived on (see Config.Crash).
+func (j *Job) Crashed() bool { return j.crashed.Load() }
 
 // startPoint picks what the first attempt restores: the savepoint asked
 // for, the newest valid checkpoint when resuming, or nothing. reason is
@@ -146,7 +156,7 @@ func (j *Job) runAttempts(ctx context.Context, opts RunOptions, res *Result, res
 		j.coord.Start(a.epoch.Load(), a.taskIDs())
 		j.status(JobRunning, reason)
 		out := j.supervise(ctx, actx, a, res)
-		if out.kind == outCanceled && opts.SavepointOnExit {
+		if out.kind == outCanceled && opts.SavepointOnExit && !j.crashed.Load() {
 			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
 		}
 		if out.kind != outFailed || out.d.GiveUp != "" {
@@ -200,7 +210,11 @@ func (j *Job) endAttempt(a *attempt, out outcome, res *Result) error {
 	case outCanceled:
 		j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job canceled"))
 		j.teardown(a, nil)
-		j.status(JobCanceled, "canceled by the user")
+		why := "canceled by the user"
+		if j.crashed.Load() {
+			why = "the crash fault: the run ends as the process's death would end it"
+		}
+		j.status(JobCanceled, why)
 		res.Status = JobCanceled
 	case outFailed:
 		// The failure handler gave up.

@@ -63,3 +63,24 @@ func TestThrowingStrategyFailsAtTheRestart(t *testing.T) {
 		t.Errorf("verify %+v", r.verify)
 	}
 }
+
+// In a tour, the crash fault ends the run's context (Config.Crash): the
+// run ends as the process's death would end it, with no savepoint on exit
+// and nothing settled, and says it crashed.
+func TestACrashThatReturnsEndsTheRunAsACrash(t *testing.T) {
+	r := (&run{records: 200000, rate: 5000, interval: 200 * time.Millisecond, crashEnds: true,
+		opts: RunOptions{SavepointOnExit: true, SavepointTimeout: 5 * time.Second},
+		during: func(j *Job) {
+			waitFor(t, "a completed checkpoint", func() bool { return j.Coordinator().Stats().Completed > 0 })
+			if err := j.Inject(Fault{Kind: FaultCrash}); err != nil {
+				t.Error(err)
+			}
+		}}).do(t)
+	if !r.res.Crashed || r.res.Status != JobCanceled || r.res.ExitSavepoint != 0 || r.res.Latest != nil {
+		t.Fatalf("crashed %v, status %s, exit savepoint %d, latest %v: want a crash, with no savepoint and nothing settled",
+			r.res.Crashed, r.res.Status, r.res.ExitSavepoint, r.res.Latest)
+	}
+	if n := r.count("savepoint_completed"); n != 0 {
+		t.Errorf("%d savepoints completed after the crash", n)
+	}
+}

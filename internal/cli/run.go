@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -66,6 +67,9 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 	if err != nil {
 		return stoppedEarly(wind, err, "the job's outputs were left as its last checkpoint had them", "the next run does it as it restores")
 	}
+	if res.Crashed {
+		return r.reportCrash(res)
+	}
 	v, err := r.verify(wind, res)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -118,6 +122,9 @@ type runState struct {
 	outputs     map[string]*kafka.Output
 	outputStart map[string]map[int32]int64
 	job         *runtime.Job
+	// runUI: what ends the job's context, for a tour's crash (see
+	// crashHook)
+	endJob atomic.Pointer[context.CancelFunc]
 }
 
 // onClose has close call f.
@@ -413,7 +420,7 @@ func (r *runState) buildEnv() error {
 		ChannelCapacity: o.channelCapacity,
 		BatchSize:       o.batchSize,
 		Logf:            r.logger.Printf,
-		Crash:           o.crashFunc(r.stdout, r.stderr),
+		Crash:           r.crashHook(),
 	})
 	if err != nil {
 		return usageError{err}
@@ -458,7 +465,9 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		}
 	}
 	stopRetention := func() {}
-	if r.embedded != nil && o.retention > 0 && len(r.outputStart) == 1 {
+	// The jobmanager storage's checkpoints die with the process, and the
+	// next run starts over from the beginning of the input: keep it all.
+	if r.embedded != nil && o.retention > 0 && len(r.outputStart) == 1 && o.checkpointStorage != "jobmanager" {
 		stopRetention = o.startRetention(ctx, retentionSetup{client: p.client, inputs: p.logicalTopics(), outputStart: r.outputStart,
 			sources: r.sources, continues: r.continues, ledger: r.ledger, path: r.ledgerPath, store: r.store, job: r.job,
 			live: live, logf: r.logger.Printf})

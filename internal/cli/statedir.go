@@ -264,6 +264,11 @@ func (r *runState) forgetMemoryCheckpoints(ctx context.Context) error {
 	if r.o.checkpointStorage != "jobmanager" {
 		return nil
 	}
+	if r.o.kafka.brokers == "" && r.o.retention > 0 {
+		r.notices = append(r.notices, view.Notice{
+			Text:   "jobmanager checkpoint storage: the embedded broker keeps the whole input (no retention)",
+			Advice: "a crash loses the checkpoints, and the next run starts over from the beginning of the input, which must still be there"})
+	}
 	all, err := r.store.All(ctx)
 	if err != nil {
 		return err

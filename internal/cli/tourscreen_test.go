@@ -3,7 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
+
+	"faultline/runtime/view"
 )
 
 // What a tour's runs write while its screen is up waits, in order and each
@@ -34,5 +37,22 @@ func TestTourScreenHoldsTheRunsOutputUntilItCloses(t *testing.T) {
 	}
 	if _, ok := terminalOf(s.stdout); ok {
 		t.Error("a buffer beneath the held output counts as a terminal")
+	}
+}
+
+// guide is a tourGuide whose step asks for asked.
+type guide struct{ asked string }
+
+func (guide) Panel() *view.Tour        { return nil }
+func (guide) Key(string) bool          { return false }
+func (g guide) Asks(fault string) bool { return fault == g.asked }
+
+// In a tour, the crash fault from the menu ends the tour's run: it is
+// refused unless the tour's step asks for it.
+func TestATourRefusesACrashItDidNotAskFor(t *testing.T) {
+	u := &uiController{tour: guide{asked: "panic"}}
+	err := u.Inject("crash", "")
+	if err == nil || !strings.Contains(err.Error(), "only where the tour asks for it") {
+		t.Fatalf("a crash the tour did not ask for: %v", err)
 	}
 }

@@ -40,6 +40,8 @@ type tourGuide interface {
 	Panel() *view.Tour
 	// Key takes n, b or r; it reports whether the key was the tour's.
 	Key(k string) bool
+	// Asks reports whether the step shown now asks for fault.
+	Asks(fault string) bool
 }
 
 // taskSample is what rates and ratios are computed from.
@@ -207,6 +209,11 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 // promises (runtime.MenuFault); poison goes into the partition the chosen
 // subtask reads, or orders/0.
 func (u *uiController) Inject(fault string, task string) error {
+	if u.tour != nil && runtime.FaultKind(fault) == runtime.FaultCrash && !u.tour.Asks(fault) {
+		// A tour's crash ends its run as the process's death would: only
+		// where the tour goes on from it.
+		return errors.New("in a tour, only where the tour asks for it (the state-backends tour does); faultline run takes it any time")
+	}
 	return u.InjectFor(fault, task, 0)
 }
 

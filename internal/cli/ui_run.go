@@ -83,6 +83,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 	o, job, obs, stdout, logger := r.o, r.job, r.obs, r.stdout, r.logger
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r.endJob.Store(&cancel)
 	type ran struct {
 		res *runtime.Result
 		err error
@@ -110,7 +111,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 	} else {
 		uiErr = tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{Theme: os.Getenv(themeEnv)})
 	}
-	if !o.headless {
+	if !o.headless && !job.Crashed() {
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
 	}
 	if errors.Is(uiErr, errFrontDone) {

@@ -143,6 +143,19 @@ func (r *Runner) Panel() *view.Tour {
 	return &p
 }
 
+// Asks reports whether the step shown now asks for fault, by a press or a
+// do: a fault the tour's run does not outlive (the crash) is the tour's to
+// ask for.
+func (r *Runner) Asks(fault string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.current >= len(r.t.Steps) {
+		return false
+	}
+	s := r.t.Steps[r.current]
+	return s.Press != nil && s.Press.Do.Inject == fault || s.Do != nil && s.Do.Inject == fault
+}
+
 // Key takes n (next), b (back to the previous narration) and r (restart);
 // it reports whether the key was the tour's.
 func (r *Runner) Key(k string) bool {

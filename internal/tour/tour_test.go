@@ -368,3 +368,20 @@ steps:
 		t.Fatalf("results %+v, %d failed", results, r.Failed())
 	}
 }
+
+// Asks tells which fault the step shown now asks for.
+func TestAsksIsTheStepsFault(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - press: {keys: x 9 y, do: {inject: crash}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(tr, Interactive, nil)
+	if !r.Asks("crash") || r.Asks("panic") {
+		t.Fatalf("Asks(crash) %v, Asks(panic) %v at a press of the crash fault", r.Asks("crash"), r.Asks("panic"))
+	}
+}
