@@ -19,6 +19,12 @@ func TestFrozenTimeIsLeftOutOfAlignmentAndFaults(t *testing.T) {
 			t.Error(err)
 			return
 		}
+		// The fault reaches join/0 through its mailbox: an alignment may
+		// begin before it has taken, and a freeze then would hold it back.
+		waitFor(t, "the slow fault to take", func() bool {
+			_, _, ok := j.metrics["join/0"].Slowed()
+			return ok
+		})
 		waitFor(t, "join/0 to align", func() bool {
 			_, al, _ := j.Inputs("join/0")
 			aligning = al.Checkpoint
