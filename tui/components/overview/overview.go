@@ -120,7 +120,7 @@ func (o *Model) lines() []string {
 		if rest, ok := strings.CutPrefix(flinkKey, checkpointingKeys); ok {
 			flinkKey = "." + rest
 		}
-		out = append(out, " "+common.PadRight(c[0], 17)+" "+common.PadRight(c[1], 23)+" "+st.Muted.Render(flinkKey))
+		out = append(out, " "+common.PadRight(c[0], 18)+" "+common.PadRight(c[1], 23)+" "+st.Muted.Render(flinkKey))
 	}
 	return out
 }
