@@ -88,6 +88,9 @@ func (m *model) attach(msg attachMsg) (tea.Model, tea.Cmd) {
 	next.sampler.run = m.sampler.run + 1
 	next.width, next.height = m.width, m.height
 	next.ctx.Width, next.ctx.Height = m.width, m.height
+	// Until the new run's first sample, the tour's panel stays where it
+	// was: the layout does not jump to the events and back.
+	next.ctx.Snap.Tour = m.ctx.Snap.Tour
 	next.sync()
 	return next, next.Init()
 }

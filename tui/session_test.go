@@ -27,10 +27,14 @@ func TestAttachReplacesTheRunAndDropsTheOldOnesSamples(t *testing.T) {
 	m.Update(m.sampler.sample())
 
 	events := make(chan view.Stamped, 1)
+	m.Update(SnapshotMsg{Snapshot: fixture.Touring(fixture.Running(), fixture.TourStep())})
 	got, cmd := m.Update(attachMsg{ctrl: second, events: events})
 	next := got.(*model)
 	if next == m || cmd == nil {
 		t.Fatal("attach did not start a model of its own for the next run")
+	}
+	if v := next.View(); !strings.Contains(v, "tour · ") {
+		t.Fatalf("before the next run's first sample the tour's panel is gone:\n%s", v)
 	}
 	select {
 	case <-m.gone:

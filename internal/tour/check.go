@@ -20,12 +20,9 @@ func (r *Runner) check(ctx context.Context, d Driver, c *Check, res *StepResult)
 		within = defaultTimeout
 	}
 	r.setPanel(func(p *view.Tour) { p.Waiting = "checking: " + c.Claim })
-	ok, why, err := r.until(ctx, d, within, func(s view.Snapshot) (bool, string) { return r.claim(c, s) })
+	ok, why, err := r.until(ctx, d, within, func(s view.Snapshot) (bool, string) { return r.claim(c, s) }, false)
 	if err != nil {
 		return err
-	}
-	if ok && why == "skipped (n)" {
-		ok, why = r.claim(c, d.Snapshot())
 	}
 	if !ok && c.Explain != "" {
 		why = strings.TrimSpace(why + " — " + c.Explain)
@@ -37,7 +34,7 @@ func (r *Runner) check(ctx context.Context, d Driver, c *Check, res *StepResult)
 		r.mu.Unlock()
 	}
 	r.setPanel(func(p *view.Tour) {
-		p.Waiting = ""
+		p.Waiting, p.Hint = "", ""
 		p.Check = &view.TourCheck{Claim: c.Claim, Held: ok, Why: why}
 	})
 	return nil

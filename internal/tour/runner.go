@@ -500,7 +500,7 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 				r.setPanel(func(pn *view.Tour) { pn.Hint = hint })
 			}
 			return r.holds(until, s, since, ids)
-		})
+		}, true)
 		if err != nil || ok && detail != "skipped (n)" {
 			res.OK, res.Detail = ok, detail
 			return err
@@ -548,7 +548,7 @@ func (r *Runner) wrongAction(a Action, since int64) string {
 // running waits (at most 30 s) until the job runs: a key pressed while it
 // starts or restarts would find nothing to act on.
 func (r *Runner) running(ctx context.Context, d Driver) error {
-	_, _, err := r.until(ctx, d, defaultTimeout, func(s view.Snapshot) (bool, string) { return s.Job.Status == "RUNNING", "" })
+	_, _, err := r.until(ctx, d, defaultTimeout, func(s view.Snapshot) (bool, string) { return s.Job.Status == "RUNNING", "" }, false)
 	return err
 }
 

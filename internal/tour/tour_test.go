@@ -385,3 +385,41 @@ steps:
 		t.Fatalf("Asks(crash) %v, Asks(panic) %v at a press of the crash fault", r.Asks("crash"), r.Asks("panic"))
 	}
 }
+
+// A trainer pressing n fast does not skip a moment the tour needs: the
+// wait goes on, the panel says why, and the tour moves once it comes.
+func TestNDoesNotSkipAWait(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - wait: {event: restored, timeout: 5s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StepResult
+	r := NewRunner(tr, Interactive, func(s StepResult) { res = s })
+	done := make(chan error, 1)
+	go func() { _, _, err := r.Run(context.Background(), &fakeDriver{r: r}, 0); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Panel().Hint == "" {
+		r.Key("n")
+		if time.Now().After(deadline) {
+			t.Fatal("n during a wait said nothing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatalf("n ended the wait: %+v", res)
+	case <-time.After(200 * time.Millisecond):
+	}
+	r.Feed(view.Stamped{Event: view.Restored{Checkpoint: 3}})
+	if err := <-done; err != nil || !res.OK || res.Detail == "skipped (n)" {
+		t.Fatalf("the wait ended %+v, %v; want held by the restore", res, err)
+	}
+	if h := r.Panel().Hint; h != "" {
+		t.Errorf("the hint outlived the wait: %q", h)
+	}
+}

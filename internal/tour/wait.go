@@ -20,9 +20,9 @@ func (r *Runner) wait(ctx context.Context, d Driver, c *Cond, res *StepResult) e
 	since, ids := r.mark, len(r.done)
 	r.mu.Unlock()
 	r.setPanel(func(p *view.Tour) { p.Waiting = c.says() })
-	defer r.setPanel(func(p *view.Tour) { p.Waiting = "" })
+	defer r.setPanel(func(p *view.Tour) { p.Waiting, p.Hint = "", "" })
 	holds := func(s view.Snapshot) (bool, string) { return r.holds(c, s, since, ids) }
-	ok, detail, err := r.until(ctx, d, c.timeout(), holds)
+	ok, detail, err := r.until(ctx, d, c.timeout(), holds, false)
 	if ok && err == nil && c.Freeze {
 		ok, detail, err = r.freezeOn(ctx, d, holds)
 	}
@@ -34,8 +34,11 @@ func (r *Runner) wait(ctx context.Context, d Driver, c *Cond, res *StepResult) e
 }
 
 // until evaluates f on every event and every 100 ms until it holds or
-// timeout passes. Interactively, n ends the wait (as held).
-func (r *Runner) until(ctx context.Context, d Driver, timeout time.Duration, f func(view.Snapshot) (bool, string)) (bool, string, error) {
+// timeout passes. Interactively, n ends the wait (as held) where nEnds: a
+// press, which the tour then does for the learner. A moment or a claim the
+// tour needs is waited for however often n is pressed: skipping it would
+// leave what the tour shows next without it.
+func (r *Runner) until(ctx context.Context, d Driver, timeout time.Duration, f func(view.Snapshot) (bool, string), nEnds bool) (bool, string, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -54,14 +57,20 @@ func (r *Runner) until(ctx context.Context, d Driver, timeout time.Duration, f f
 			switch {
 			case k == "r":
 				return false, "", ErrRestart
-			case k == "n" && r.mode == Interactive:
+			case k == "n" && r.mode == Interactive && nEnds:
 				return true, "skipped (n)", nil
+			case k == "n" && r.mode == Interactive:
+				r.setPanel(func(p *view.Tour) { p.Hint = nWaits })
 			}
 		case <-r.changed:
 		case <-tick.C:
 		}
 	}
 }
+
+// nWaits is what the panel says when n is pressed during a wait or a
+// check.
+const nWaits = "n: the tour goes on by itself once this comes, as what it shows next needs it"
 
 func (c *Cond) timeout() time.Duration {
 	if c.Timeout > 0 {
