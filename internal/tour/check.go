@@ -94,7 +94,7 @@ func (r *Runner) claim(c *Check, s view.Snapshot) (bool, string) {
 		return false, "the job is " + s.Job.Status
 	}
 	if c.Event != "" {
-		if _, ok := r.seenSince(c.Event, c.Where, 0); !ok {
+		if _, ok := r.seenSince(c.Event, c.Where, r.runFrom); !ok {
 			return false, "no " + strings.ReplaceAll(c.Event, "_", " ") + " event"
 		}
 	}

@@ -94,8 +94,10 @@ type Runner struct {
 	// savepntFailed is why the newest savepoint the job tried failed ("":
 	// it completed, or none failed after it).
 	savepntFailed string
-	// mark is the event a wait for an event counts from (see Run).
-	mark int64
+	// mark is the event a wait for an event counts from (see Run);
+	// runFrom the first of this run of the job, which a check's event
+	// counts from.
+	mark, runFrom int64
 	// failedAsClaimed: a check held that this run of the job FAILED.
 	failedAsClaimed bool
 }
@@ -295,7 +297,7 @@ func (r *Runner) Run(ctx context.Context, d Driver, from int) (next int, flags [
 // pointed at. Call it before the run's first event is fed.
 func (r *Runner) NewRun() {
 	r.mu.Lock()
-	r.mark = r.seq
+	r.mark, r.runFrom = r.seq, r.seq
 	// What the tour pointed at was the run before's: the new run's
 	// screen starts afresh.
 	r.panel.Highlight = view.Highlight{}
@@ -509,7 +511,11 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 			res.OK, res.Detail = false, "timed out waiting for "+until.says()
 			return nil
 		}
-		// n: the tour presses the keys for the learner.
+		// n: the tour presses the keys for the learner, once the job
+		// runs (n right after a run starts would find nothing to act on).
+		if err := r.running(ctx, d); err != nil {
+			return err
+		}
 		if err := act(d, p.Do); err != nil {
 			res.OK, res.Detail = false, err.Error()
 			return nil
