@@ -148,6 +148,14 @@ type Completed struct {
 	Tasks    map[TaskID]SubtaskAck `json:"-"`
 }
 
+// CarriedOver reports whether subtask id finished before c was triggered:
+// c holds its last acknowledgement, of an earlier checkpoint, so that a
+// restore finds its state; its figures are that checkpoint's, not c's.
+func (c *Completed) CarriedOver(id TaskID) bool {
+	a, ok := c.Tasks[id]
+	return ok && a.Finished && !a.AckTime.IsZero() && a.AckTime.Before(c.TriggerTime)
+}
+
 // SortedTasks returns the subtasks of c by operator name, then index.
 func (c *Completed) SortedTasks() []TaskID {
 	ids := make([]TaskID, 0, len(c.Tasks))

@@ -11,7 +11,9 @@ import (
 // frozen, and a slow fault lasts its length of job time, not of wall time.
 func TestFrozenTimeIsLeftOutOfAlignmentAndFaults(t *testing.T) {
 	const frozenFor = 3 * time.Second
-	const slowFor = 4 * time.Second
+	// Long enough that the slow fault outlasts the wait for an alignment
+	// on a busy machine: the freeze must come while it holds.
+	const slowFor = time.Minute
 	var aligning int64
 	r := (&run{records: 60000, rate: 4000, interval: 300 * time.Millisecond, cancelAfterDuring: true, during: func(j *Job) {
 		waitFor(t, "a checkpoint", func() bool { return j.coord.Stats().Completed >= 1 })
@@ -30,11 +32,17 @@ func TestFrozenTimeIsLeftOutOfAlignmentAndFaults(t *testing.T) {
 			aligning = al.Checkpoint
 			return aligning != 0
 		})
-		injected := j.Now()
 		j.SetTempo(TempoFrozen)
+		frozenAt := j.Now()
+		_, until, ok := j.metrics["join/0"].Slowed()
+		if !ok {
+			t.Errorf("the slow fault of %s ended before the freeze", slowFor)
+			return
+		}
 		time.Sleep(frozenFor)
-		if _, until, ok := j.metrics["join/0"].Slowed(); !ok || !until.After(j.Now()) {
-			t.Errorf("after %s frozen the slow fault is over: %v of job time passed of its %s", frozenFor, j.Now().Sub(injected), slowFor)
+		if _, after, ok := j.metrics["join/0"].Slowed(); !ok || !after.Equal(until) || !after.After(j.Now()) {
+			t.Errorf("after %s frozen the slow fault is over or moved (ok %v, until %v, was %v): %v of job time passed",
+				frozenFor, ok, after, until, j.Now().Sub(frozenAt))
 		}
 		j.SetTempo(TempoNormal)
 		waitFor(t, "the checkpoint join/0 aligned to end", func() bool {
@@ -46,6 +54,13 @@ func TestFrozenTimeIsLeftOutOfAlignmentAndFaults(t *testing.T) {
 			return false
 		})
 	}}).do(t)
+	if t.Failed() {
+		for _, e := range r.events {
+			if n := e.Event.Name(); n != "task_load" && n != "checkpoint_triggered" {
+				t.Logf("event %s %+v", n, e.Event)
+			}
+		}
+	}
 	var found bool
 	for _, c := range r.res.Checkpoints.History {
 		if c.ID != aligning {

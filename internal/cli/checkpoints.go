@@ -316,6 +316,9 @@ type taskJSON struct {
 	Bytes            int64             `json:"bytes"`
 	IncrementalBytes int64             `json:"incremental_bytes"`
 	Finished         bool              `json:"finished,omitempty"`
+	// CarriedOver: the subtask finished before the checkpoint; its state
+	// is carried over from an earlier one, and its figures are left out.
+	CarriedOver bool `json:"carried_over,omitempty"`
 	// The subtask's figures of unaligned checkpoints (checkpoint.SubtaskAck),
 	// and the channel state it persisted, or why it cannot be read.
 	Unaligned                bool          `json:"unaligned,omitempty"`
@@ -350,6 +353,9 @@ func toJSON(c *checkpoint.Completed, withTasks bool, chans map[checkpoint.TaskID
 				EndToEndMs: ms(a.EndToEnd), AckTime: a.AckTime, Bytes: a.Bytes, IncrementalBytes: a.IncrementalBytes, Finished: a.Finished,
 				Unaligned: a.Unaligned, TimedOut: a.TimedOut, PersistedInFlightBytes: a.PersistedInFlight,
 				PersistedInFlightRecords: a.PersistedRecords, ProcessedInFlightBytes: a.ProcessedInFlight}
+			if c.CarriedOver(id) {
+				tj = taskJSON{Task: id.String(), Handle: a.Handle, AckTime: a.AckTime, Bytes: a.Bytes, Finished: true, CarriedOver: true}
+			}
 			if tc, ok := chans[id]; ok {
 				tj.Channels = tc.channels
 				if tc.err != nil {
@@ -455,6 +461,12 @@ func printInspect(out io.Writer, c *checkpoint.Completed, chans map[checkpoint.T
 		size := bytesHuman(a.Bytes)
 		if inFlight {
 			size += "\t" + bytesHuman(a.ProcessedInFlight) + "\t" + bytesHuman(a.PersistedInFlight)
+		}
+		if c.CarriedOver(id) {
+			// Its figures are the earlier checkpoint's.
+			dash := "—\t—\t—\t—\t" + size
+			fmt.Fprintf(tw, "%s\t%s\t%08x\t%s\n", id, dash, a.Handle.Checksum, "finished before this checkpoint; its state carried over")
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%08x\t%s\n", id, a.SyncDuration.Round(time.Microsecond), a.AsyncDuration.Round(time.Microsecond),
 			a.Alignment.Round(time.Microsecond), a.StartDelay.Round(time.Microsecond), size, a.Handle.Checksum, subtaskNote(a))
