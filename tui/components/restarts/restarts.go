@@ -195,14 +195,7 @@ func (p *Model) lines() []restartLine {
 		failover += ": " + common.Plural(n, "task", "tasks")
 	}
 	out = append(out, restartLine{text: failover, prio: 2})
-	if rs := snap.Checkpoints.Restored; len(rs) > 0 {
-		from := "restored from checkpoint " + fmt.Sprint(rs[len(rs)-1])
-		if snap.Checkpoints.RestoredSavepoint {
-			from = "restored from savepoint " + fmt.Sprint(rs[len(rs)-1])
-		}
-		if len(rs) > 1 {
-			from += fmt.Sprintf(" (%d restores)", len(rs))
-		}
+	if from := restoredFrom(snap.Checkpoints); from != "" {
 		out = append(out, restartLine{text: from, prio: 2})
 	}
 
@@ -285,4 +278,22 @@ func named(body []restartLine, w int) {
 			}
 		}
 	}
+}
+
+// restoredFrom is "restored from checkpoint 13 (2 restores)", or from a
+// savepoint; "" before the first restore.
+func restoredFrom(c view.Checkpoints) string {
+	rs := c.Restored
+	if len(rs) == 0 {
+		return ""
+	}
+	kind := "checkpoint"
+	if c.RestoredSavepoint {
+		kind = "savepoint"
+	}
+	from := fmt.Sprintf("restored from %s %d", kind, rs[len(rs)-1])
+	if len(rs) > 1 {
+		from += fmt.Sprintf(" (%d restores)", len(rs))
+	}
+	return from
 }
