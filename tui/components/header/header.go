@@ -213,10 +213,9 @@ func (h *Model) modeSegment() segment {
 		mode = strings.TrimSpace(strings.Replace(mode, "unaligned", "", 1))
 		detail, short = "· unaligned", " unaligned"
 	case mode == common.ExactlyOnce:
-		detail = "· aligned"
+		detail, short = "· aligned", " · aligned"
 		if t := job.AlignedTimeout; t > 0 {
 			detail += ", timeout " + common.RoundDuration(t)
-			short = " · aligned"
 		}
 	case mode == common.AtLeastOnce:
 		detail = "· no alignment"
@@ -227,7 +226,9 @@ func (h *Model) modeSegment() segment {
 	if short != "" {
 		modeShort += st.Muted.Render(short)
 	}
-	// The short form keeps what the mode is: unaligned, aligned.
+	// The short form keeps what the mode is: unaligned, aligned; once
+	// taken, it outlasts the interval on a narrow screen (see fit):
+	// whether barriers align is what the lessons there are about.
 	seg := segment{text: modeText + st.Muted.Render(" "+detail), short: modeShort, keep: 40}
 	if detail == "" {
 		seg.text, seg.short = modeText, ""

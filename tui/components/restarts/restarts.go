@@ -102,7 +102,7 @@ func (p *Model) View() string {
 			}
 		}
 		if short >= 0 {
-			body[short] = restartLine{text: body[short].short, prio: body[short].prio}
+			body[short] = restartLine{text: body[short].short, prio: body[short].prio, strategy: body[short].strategy}
 			continue
 		}
 		worst := 0

@@ -75,3 +75,17 @@ func TestRestoredFromASavepointSaysSo(t *testing.T) {
 		t.Fatalf("a restore from checkpoint 13:\n%s", got)
 	}
 }
+
+// However short the pane, the strategy's name shows once: on its own line,
+// shortened, or in the budget's line when its own went for room.
+func TestTheStrategyIsNamedOnce(t *testing.T) {
+	for h := 3; h <= 8; h++ {
+		ctx := common.NewContext(nil)
+		ctx.Snap, ctx.HasSnap = fixture.Running(), true
+		p := New(ctx)
+		p.SetSize(31, h)
+		if n := strings.Count(p.View(), ctx.Snap.Restart.Strategy); n > 1 {
+			t.Errorf("height %d: the strategy named %d times:\n%s", h, n, p.View())
+		}
+	}
+}
