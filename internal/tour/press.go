@@ -30,12 +30,8 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 				return err
 			}
 		}
-		if err := r.running(ctx, d); err != nil {
+		if acted, err := r.actOnceRunning(ctx, d, p.Do, res); !acted {
 			return err
-		}
-		if err := act(d, p.Do); err != nil {
-			res.OK, res.Detail = false, err.Error()
-			return nil
 		}
 	}
 	for {
@@ -59,14 +55,23 @@ func (r *Runner) press(ctx context.Context, d Driver, p *Press, res *StepResult)
 		}
 		// n: the tour presses the keys for the learner, once the job
 		// runs (n right after a run starts would find nothing to act on).
-		if err := r.running(ctx, d); err != nil {
+		if acted, err := r.actOnceRunning(ctx, d, p.Do, res); !acted {
 			return err
 		}
-		if err := act(d, p.Do); err != nil {
-			res.OK, res.Detail = false, err.Error()
-			return nil
-		}
 	}
+}
+
+// actOnceRunning does a once the job runs, as its keys would; an action
+// the job refuses fails res. It reports whether a was done.
+func (r *Runner) actOnceRunning(ctx context.Context, d Driver, a Action, res *StepResult) (bool, error) {
+	if err := r.running(ctx, d); err != nil {
+		return false, err
+	}
+	if err := act(d, a); err != nil {
+		res.OK, res.Detail = false, err.Error()
+		return false, nil
+	}
+	return true, nil
 }
 
 // wrongAction is a hint when the learner injected a fault since event

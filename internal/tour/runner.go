@@ -373,12 +373,8 @@ func (r *Runner) do(ctx context.Context, d Driver, s Step, res *StepResult) erro
 	case s.Press != nil:
 		return r.press(ctx, d, s.Press, res)
 	case s.Do != nil:
-		if err := r.running(ctx, d); err != nil {
-			return err
-		}
-		if err := act(d, *s.Do); err != nil {
-			res.OK, res.Detail = false, err.Error()
-		}
+		_, err := r.actOnceRunning(ctx, d, *s.Do, res)
+		return err
 	case s.Check != nil:
 		return r.check(ctx, d, s.Check, res)
 	}
