@@ -36,6 +36,12 @@ type Element struct {
 	// Savepoint marks the barrier of a savepoint, which every subtask
 	// snapshots in full.
 	Savepoint bool
+	// StayAligned marks a barrier no subtask takes unaligned, not even
+	// when the aligned-checkpoint timeout runs out: a savepoint's, and the
+	// barriers a source injects once it has read all its input, so that
+	// the job's last checkpoint holds nothing in flight that the job's
+	// final commit writes after it (see sourceCheckpoint).
+	StayAligned bool
 	// AtLeastOnce marks the barrier of a checkpoint taken in at-least-once
 	// mode (no alignment); the mode can change while the job runs.
 	AtLeastOnce bool
@@ -57,7 +63,7 @@ type marker struct {
 
 // barrierElement is the barrier of checkpoint id.
 func barrierElement(id, triggerNanos int64, savepoint, atLeastOnce bool) Element {
-	return Element{Kind: KindBarrier, Savepoint: savepoint, AtLeastOnce: atLeastOnce, Record: Record{Value: &marker{id, triggerNanos}}}
+	return Element{Kind: KindBarrier, Savepoint: savepoint, StayAligned: savepoint, AtLeastOnce: atLeastOnce, Record: Record{Value: &marker{id, triggerNanos}}}
 }
 
 // cancelElement cancels checkpoint id downstream.

@@ -164,7 +164,9 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 		}
 	}
 	var inFlight <-chan channelState
-	if b := barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce); r.Unaligned {
+	b := barrierElement(id, triggerNs, info.savepoint, info.atLeastOnce)
+	b.StayAligned = info.stayAligned
+	if r.Unaligned {
 		t.broadcastPriority(b)
 		inFlight = t.startInFlight(id, r.TimedOut)
 	} else {

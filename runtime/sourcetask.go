@@ -144,7 +144,15 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
 	b := barrierElement(id, triggerNs, savepoint, mode == barrier.AtLeastOnce)
-	unaligned = unaligned && !savepoint && mode == barrier.ExactlyOnce
+	// Once the source has read all its input, its barriers stay aligned:
+	// the checkpoint it then waits for to end (finalBarrier) is the last
+	// the job completes, and records its barrier overtook would reach the
+	// sinks after it, in the final transaction the job commits as it
+	// finishes; a run resumed from that checkpoint would replay them and
+	// write them twice. (Flink's final checkpoint is likewise taken after
+	// every record was processed.)
+	b.StayAligned = b.StayAligned || t.atEnd
+	unaligned = unaligned && !savepoint && mode == barrier.ExactlyOnce && !t.atEnd
 	if unaligned {
 		t.broadcastPriority(b)
 	} else {

@@ -149,6 +149,7 @@ type taskEvent struct {
 type barrierInfo struct {
 	ns          int64 // trigger time
 	savepoint   bool  // a savepoint: snapshot in full
+	stayAligned bool  // no timeout switches it to unaligned; forwarded
 	atLeastOnce bool  // forwarded with the barrier
 }
 

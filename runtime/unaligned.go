@@ -199,7 +199,8 @@ func (t *task) noteBarrier(e *Element) {
 		t.firstBarrier = id
 		t.stepSaw(t.a.job.steps.arrived(t.op.Name, id))
 	}
-	t.lastTrig[id] = barrierInfo{ns: e.TriggerNanos(), savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce}
+	t.lastTrig[id] = barrierInfo{ns: e.TriggerNanos(), savepoint: e.Savepoint, atLeastOnce: e.AtLeastOnce,
+		stayAligned: e.StayAligned || t.lastTrig[id].stayAligned}
 }
 
 // timeoutDue says how long until the aligned-checkpoint timeout may
@@ -211,7 +212,7 @@ func (t *task) timeoutDue() (time.Duration, bool) {
 	}
 	oldest := int64(0)
 	if p := t.handler.Pending(); p != 0 {
-		if info, ok := t.lastTrig[p]; ok && !info.savepoint {
+		if info, ok := t.lastTrig[p]; ok && !info.stayAligned {
 			oldest = info.ns
 		}
 	}
@@ -230,12 +231,13 @@ func (t *task) timeoutDue() (time.Duration, bool) {
 }
 
 // timesOut accepts the barriers of channel i the aligned-checkpoint
-// timeout applies to: of an aligned exactly-once checkpoint, not a
-// savepoint (always aligned), that the handler has not had from i.
+// timeout applies to: of an aligned exactly-once checkpoint, not one
+// that stays aligned (Element.StayAligned), that the handler has not had
+// from i.
 func (t *task) timesOut(i int) func(*Element) bool {
 	last := t.handler.LastBarrier(i)
 	return func(e *Element) bool {
-		return !e.AtLeastOnce && !e.Savepoint && e.ID() > last && e.TriggerNanos() != 0
+		return !e.AtLeastOnce && !e.StayAligned && e.ID() > last && e.TriggerNanos() != 0
 	}
 }
 
@@ -254,7 +256,7 @@ func (t *task) checkTimeout(ctx context.Context) error {
 	now := t.clk().Now()
 	due := func(ns int64) bool { return ns != 0 && now.Sub(time.Unix(0, ns)) >= d }
 	if p := t.handler.Pending(); p != 0 && !t.handler.Unaligned() {
-		if info, ok := t.lastTrig[p]; ok && !info.savepoint && due(info.ns) {
+		if info, ok := t.lastTrig[p]; ok && !info.stayAligned && due(info.ns) {
 			if err := t.actOn(ctx, t.handler.TimeOut(p), info.ns, nil); err != nil {
 				return err
 			}

@@ -162,3 +162,32 @@ func TestStoppedUnalignedRunLosesNothing(t *testing.T) {
 	}
 	t.Logf("verify %v", report["verify"])
 }
+
+// A bounded unaligned run whose join is slowed as its sources reach their
+// end finishes and is then resumed over the same state dir (as after a
+// kill while it verified its output): the job's last checkpoint is
+// aligned, so it holds nothing in flight that the finished run's final
+// commit already wrote, and the resumed run writes nothing twice.
+func TestFinishedUnalignedRunResumesWithoutDuplicates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := e2e.Faultline(t, unalignedArgs("30000", "--state-dir", dir)...)
+	if first.Code != 0 || first.Report == nil || e2e.Num(first.Report, "verify", "duplicates") != 0 {
+		t.Fatalf("first run: exit %d, report %v, stderr %s", first.Code, first.Report, first.Stderr)
+	}
+	completed := first.EventsNamed("checkpoint_completed")
+	if most, n := persistedMost(first.Events); most == 0 || n == 0 {
+		t.Fatalf("first run: %d checkpoints unaligned, the most in flight %v bytes: nothing overtaken to test", n, most)
+	}
+	last := completed[len(completed)-1]
+	if last["unaligned"] == true || e2e.Num(last, "persisted_in_flight_bytes") != 0 {
+		t.Errorf("the finished run's last checkpoint is unaligned with in-flight records: %v", last)
+	}
+	again := e2e.Faultline(t, unalignedArgs("30000", "--state-dir", dir, "--resume")...)
+	if again.Code != 0 || again.Report == nil {
+		t.Fatalf("resumed run: exit %d, stderr %s", again.Code, again.Stderr)
+	}
+	if e2e.Num(again.Report, "verify", "duplicates") != 0 || e2e.Num(again.Report, "verify", "lost") != 0 {
+		t.Fatalf("resumed after finishing: verify %v", again.Report["verify"])
+	}
+}
