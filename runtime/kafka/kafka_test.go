@@ -303,3 +303,44 @@ func TestCloseCommitsTheLastOffsets(t *testing.T) {
 		}
 	}
 }
+
+// The same while the group's coordinator is still loading (a cluster's
+// first consumer group: its offsets topic is being created): the last
+// offsets are retried until they are committed, though Close has begun.
+func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
+	e, c, cl := embeddedClient(t)
+	gen := runtime.NewGenerator(3, 2000, runtime.GeneratorPartitions)
+	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := EndOffsets(cl, runtime.TopicOrders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(8) { // Close races the commit: either may come first
+		src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "loading", ends)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := src.Reader([]int32{0, 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
+		r.(*reader).CommitOffsets(map[int32]int64{0: 100 + i, 1: 200 + i})
+		r.Close()
+		if err := r.(*reader).LastCommitError(); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		src2, _ := NewSource(c, cl, runtime.TopicOrders, StartCommitted, "loading", ends)
+		r2, err := src2.Reader([]int32{0, 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := r2.Offsets()
+		r2.Close()
+		if o[0] != 100+i || o[1] != 200+i {
+			t.Fatalf("round %d: committed %v after Close, want 0:%d 1:%d", i, o, 100+i, 200+i)
+		}
+	}
+}

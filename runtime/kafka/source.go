@@ -453,6 +453,12 @@ func (r *reader) committer() {
 	for {
 		select {
 		case offs := <-r.commits:
+			if r.closing() {
+				// Close came with these offsets (select picks either
+				// case): the last ones, retried as long as Close waits.
+				r.commitKeepingError(offs, lastCommitTimeout, nil)
+				return
+			}
 			r.commitKeepingError(offs, commitRetryTimeout, r.stop)
 		case <-r.stop:
 			// Offsets handed over just before Close are committed still:
@@ -465,6 +471,16 @@ func (r *reader) committer() {
 			}
 			return
 		}
+	}
+}
+
+// closing reports whether Close has begun.
+func (r *reader) closing() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
 	}
 }
 
