@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-e2e-race test-short test-kafka test-tours soak bench lint clean deps
+.PHONY: build run test test-e2e-race test-short test-kafka kafka-jars test-tours soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -83,14 +83,19 @@ soak: deps
 # and `make run` never need them. KAFKA_VERSION=4.1.1 picks another 4.x.
 KAFKA_VERSION ?= 4.4.0
 KAFKA_LIB     := $(CURDIR)/build/kafka/$(KAFKA_VERSION)/lib
-test-kafka:
+# The two packages run side by side: the broker in kafkalane's own test
+# starts while the runs' brokers do.
+test-kafka: kafka-jars
+	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 2 -parallel 4 \
+		-run 'RealKafka|BrokerWithEveryListener' -v ./internal/kafkalane/ ./internal/e2e/runs/
+
+# The Kafka jars, fetched once (.ci/run fetches them while make test runs).
+kafka-jars:
 	@if [ ! -d $(KAFKA_LIB) ]; then \
 		echo "fetching Apache Kafka $(KAFKA_VERSION) into $(KAFKA_LIB)"; \
 		rm -rf $(KAFKA_LIB).partial && mvn -q -f .ci/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
 			-DoutputDirectory=$(KAFKA_LIB).partial && mv $(KAFKA_LIB).partial $(KAFKA_LIB); \
 	fi
-	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 1 -parallel 4 \
-		-run 'RealKafka|BrokerWithEveryListener' -v ./internal/kafkalane/ ./internal/e2e/runs/
 
 # The tours lane: every built-in tour in autoplay in tmux, at 80x24 and
 # 120x40, each narration that points at something checked on a capture
