@@ -48,6 +48,8 @@ type tourGuide interface {
 type taskSample struct {
 	at                  time.Time
 	in, idle, pressured int64
+	// busy and bp are the load shares last shown, held while frozen.
+	busy, bp float64
 	// The rate's window: from rateAt (wall) and rateJob (job clock),
 	// with rateIn records then; rate is the last one measured.
 	rateAt, rateJob time.Time
@@ -82,6 +84,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 		s.Operators = append(s.Operators, o)
 	}
 	metrics := u.job.Metrics()
+	frozen := u.job.Tempo() == runtime.TempoFrozen
 	u.mu.Lock()
 	for _, op := range u.spec.Operators {
 		for i := 0; i < op.Parallelism; i++ {
@@ -90,24 +93,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
 				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(), Watermark: m.Watermark.Load(),
 				Restarts: int(max(m.Deploys.Load()-1, 0))}
-			cur := taskSample{at: now, in: t.RecordsIn, idle: m.Idle(now), pressured: m.BackPressured(now)}
-			p, ok := u.prev[name]
-			if ok && now.Sub(p.at) > 0 {
-				dt := float64(now.Sub(p.at))
-				t.BackPressureRatio = clamp01(float64(cur.pressured-p.pressured) / dt)
-				t.Busy = clamp01(1 - float64(cur.idle-p.idle)/dt - t.BackPressureRatio)
-			}
-			rateOn(&cur, p, ok, jobNow)
-			t.RateIn = cur.rate
-			u.prev[name] = cur
-			switch {
-			case t.BackPressureRatio > 0.5:
-				t.BackPressure = tui.BackPressureHigh
-			case t.BackPressureRatio > 0.1:
-				t.BackPressure = tui.BackPressureLow
-			default:
-				t.BackPressure = tui.BackPressureOK
-			}
+			u.sampleLoad(&t, m, now, jobNow, frozen)
 			if in, al, ok := u.job.Inputs(name); ok {
 				t.Inputs, t.Alignment = in, al
 			}
@@ -149,6 +135,36 @@ func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 // jobNow) over a window of at least rateWindow since p's window began
 // (ok: there is a p), else p's rate. In slow motion it is the rate the
 // job runs at on its own clock; while the world stands frozen (its clock
+
+// sampleLoad sets t's rate and load shares from m, measured since the
+// previous sample (u.mu held). A frozen subtask is neither busy nor idle:
+// its load stays what it was when the world froze, as the screen does, and
+// is measured again from the next sample.
+func (u *uiController) sampleLoad(t *tui.Task, m *runtime.TaskMetrics, now, jobNow time.Time, frozen bool) {
+	cur := taskSample{at: now, in: t.RecordsIn, idle: m.Idle(now), pressured: m.BackPressured(now)}
+	p, ok := u.prev[t.Name]
+	switch {
+	case ok && frozen:
+		t.Busy, t.BackPressureRatio = p.busy, p.bp
+	case ok && now.Sub(p.at) > 0:
+		dt := float64(now.Sub(p.at))
+		t.BackPressureRatio = clamp01(float64(cur.pressured-p.pressured) / dt)
+		t.Busy = clamp01(1 - float64(cur.idle-p.idle)/dt - t.BackPressureRatio)
+	}
+	cur.busy, cur.bp = t.Busy, t.BackPressureRatio
+	rateOn(&cur, p, ok, jobNow)
+	t.RateIn = cur.rate
+	u.prev[t.Name] = cur
+	switch {
+	case t.BackPressureRatio > 0.5:
+		t.BackPressure = tui.BackPressureHigh
+	case t.BackPressureRatio > 0.1:
+		t.BackPressure = tui.BackPressureLow
+	default:
+		t.BackPressure = tui.BackPressureOK
+	}
+}
+
 // still) the last rate measured.
 func rateOn(cur *taskSample, p taskSample, ok bool, jobNow time.Time) {
 	switch {

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime"
+	"faultline/runtime/spec"
 	"faultline/runtime/view"
+	"faultline/tui"
 )
 
 // The UI's view of the checkpoint statistics says what the coordinator's
@@ -33,5 +37,48 @@ func TestCheckpointsViewCopiesTheStatistics(t *testing.T) {
 	}
 	if a, ok := h[0].AckedTasks["join/1"]; !ok || a.Alignment != time.Millisecond || a.Bytes != 9 || len(h[0].WaitingFor) != 1 || h[0].WaitingFor[0] != "sink/0" {
 		t.Errorf("acks %v, waiting for %v", h[0].AckedTasks, h[0].WaitingFor)
+	}
+}
+
+// While the world is frozen, each subtask's load reads what it was when
+// it froze: a frozen subtask is neither busy nor idle, whatever it waits
+// in (a slowed one's held record, a source's next batch).
+func TestFrozenLoadHoldsWhatItWas(t *testing.T) {
+	gen := runtime.NewGenerator(1, 2_000_000, runtime.GeneratorPartitions).WithRate(4000)
+	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{"revenue": runtime.NewMemoryOutput()}}
+	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+		src, err := gen.Source(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Sources[topic] = src
+	}
+	sp := spec.Default()
+	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
+		Observer: runtime.NewObserver(nil, 8192)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()
+	defer func() { cancel(); <-done }()
+	ctrl := newUIController(j, sp, tui.JobInfo{Name: sp.Name}, nil, nil, nil)
+	waitUntil(t, "records through the join", func() bool { return ctrl.Snapshot().Tasks["join/0"].RateIn > 0 })
+	if err := j.Inject(runtime.Fault{Kind: runtime.FaultSlow, Task: "join/0", Factor: 10, For: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	ctrl.Snapshot()
+	time.Sleep(300 * time.Millisecond)
+	j.SetTempo(runtime.TempoFrozen)
+	before := ctrl.Snapshot()
+	time.Sleep(time.Second)
+	frozen := ctrl.Snapshot()
+	for name, b := range before.Tasks {
+		f := frozen.Tasks[name]
+		if f.Busy != b.Busy || f.BackPressureRatio != b.BackPressureRatio {
+			t.Errorf("%s: busy %.2f bp %.2f frozen for a second, %.2f %.2f as it froze", name, f.Busy, f.BackPressureRatio, b.Busy, b.BackPressureRatio)
+		}
 	}
 }
