@@ -26,6 +26,10 @@ import (
 // been measured yet (it has handled nothing for a second).
 const slowFloorRate = 100.0
 
+// earliestRate is the least time a rate is taken over: a slow fault
+// that begins sooner goes by slowFloorRate.
+const earliestRate = 100 * time.Millisecond
+
 // slowBatch is the most records a slowed source reads at once, so that a
 // checkpoint's trigger waits behind a few held records only.
 const slowBatch = 8
@@ -48,6 +52,9 @@ type slowing struct {
 	markAt                  time.Time
 	markProcessed, markIdle int64
 	disturbed               bool
+	// The last batch measured: when, and the records handled by then.
+	lastAt        time.Time
+	lastProcessed int64
 }
 
 // measure updates the normal rate from processed, the subtask's records so
@@ -56,6 +63,7 @@ func (s *slowing) measure(now time.Time, processed, idle int64) {
 	if !s.until.IsZero() {
 		s.disturbed = true
 	}
+	s.lastAt, s.lastProcessed = now, processed
 	if s.markAt.IsZero() {
 		s.markAt, s.markProcessed, s.markIdle = now, processed, idle
 		return
@@ -73,9 +81,14 @@ func (s *slowing) measure(now time.Time, processed, idle int64) {
 	s.markAt, s.markProcessed, s.markIdle, s.disturbed = now, processed, idle, !s.until.IsZero()
 }
 
-// begin starts a slow fault of factor for d at now.
+// begin starts a slow fault of factor for d at now. Before the first
+// measure of the normal rate (a fault early in a run) it goes by the rate
+// so far, when there is a tenth of a second of it.
 func (s *slowing) begin(now time.Time, factor float64, d time.Duration) {
 	rate := s.rate
+	if so := s.lastAt.Sub(s.markAt); rate == 0 && !s.markAt.IsZero() && so >= earliestRate {
+		rate = float64(s.lastProcessed-s.markProcessed) / so.Seconds()
+	}
 	if rate < slowFloorRate {
 		rate = slowFloorRate
 	}

@@ -53,3 +53,26 @@ func TestSlowFaultSlowsAgainstTheNormalRate(t *testing.T) {
 		t.Fatalf("rate %v, want the new normal 2000", s.rate)
 	}
 }
+
+// A slow fault early in a run, before the first measure of the normal
+// rate, goes by the rate so far: 1,000 records/s over a tenth of a second
+// and more, slowed tenfold, holds each record 10 ms, not the 100 ms of the
+// floor's 100 records/s.
+func TestEarlySlowFaultGoesByTheRateSoFar(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	var s slowing
+	s.measure(t0, 0, 0)
+	s.measure(t0.Add(150*time.Millisecond), 150, 0)
+	s.begin(t0.Add(150*time.Millisecond), 10, time.Second)
+	if s.rate != 0 || s.perRecord != 10*time.Millisecond {
+		t.Fatalf("early fault: normal rate %v, each record held %s; want not measured yet, 10ms", s.rate, s.perRecord)
+	}
+	// Sooner than a tenth of a second: the floor.
+	var soon slowing
+	soon.measure(t0, 0, 0)
+	soon.measure(t0.Add(50*time.Millisecond), 50, 0)
+	soon.begin(t0.Add(50*time.Millisecond), 10, time.Second)
+	if soon.perRecord != 100*time.Millisecond {
+		t.Fatalf("a fault 50ms in holds each record %s, want the floor's 100ms", soon.perRecord)
+	}
+}
