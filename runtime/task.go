@@ -311,6 +311,7 @@ func (t *task) run(ctx context.Context) {
 		}
 		if t.reader != nil {
 			t.reader.Close()
+			t.noteLastCommit()
 		}
 		switch {
 		case err == nil:

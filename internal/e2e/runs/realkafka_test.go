@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,6 +229,11 @@ func TestRealKafkaConsumerGroupAfterABoundedRun(t *testing.T) {
 		if off.Lag != 0 {
 			t.Errorf("%s: lag %d after the run read everything", p, off.Lag)
 		}
+	}
+	if t.Failed() {
+		dir := args[slices.Index(args, "--state-dir")+1]
+		log, _ := os.ReadFile(filepath.Join(dir, "faultline.log"))
+		t.Logf("faultline.log:\n%s", log)
 	}
 }
 
