@@ -57,3 +57,29 @@ func TestLoadFindsTheSlowedSubtask(t *testing.T) {
 		}
 	}
 }
+
+// A subtask that waits long for input reads idle while it waits, not
+// when the wait ends: paused, the sources read nothing and every subtask
+// downstream waits, and each report says so.
+func TestLoadCountsALongWaitAsIdleWhileItLasts(t *testing.T) {
+	r := (&run{records: 40000, rate: 4000, interval: 500 * time.Millisecond, loadEvery: 400 * time.Millisecond, cancelAfterDuring: true,
+		during: func(j *Job) {
+			waitFor(t, "records flowing", func() bool { return recordsIn(j) > 2000 })
+			j.Pause(true)
+			time.Sleep(2500 * time.Millisecond)
+		}}).do(t)
+	var last view.TaskLoad
+	for _, e := range r.events {
+		if l, ok := e.Event.(view.TaskLoad); ok {
+			last = l
+		}
+	}
+	if len(last.Tasks) == 0 {
+		t.Fatal("no load report")
+	}
+	for _, l := range last.Tasks {
+		if l.IdleMsPerSecond < 900 {
+			t.Errorf("%s paused: busy %d idle %d bp %d ms/s, want idle", l.Task, l.BusyMsPerSecond, l.IdleMsPerSecond, l.BackPressuredMsPerSecond)
+		}
+	}
+}

@@ -139,7 +139,11 @@ func (t *task) noteLastCommit() {
 	}
 }
 
+// waitPaused waits a moment while the source is paused, counted as idle:
+// a paused source reads nothing.
 func (t *task) waitPaused(ctx context.Context) {
+	start := t.wall().Now()
+	t.m.waitingSince.Store(start.UnixNano())
 	after, tm := clock.After(t.wall(), 20*time.Millisecond)
 	defer tm.Stop()
 	select {
@@ -147,6 +151,7 @@ func (t *task) waitPaused(ctx context.Context) {
 	case <-after:
 	case <-ctx.Done():
 	}
+	t.m.idleFrom(start, t.wall().Now())
 }
 
 // sourceCheckpoint snapshots a source's offsets and injects barrier id

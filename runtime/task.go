@@ -33,6 +33,10 @@ type TaskMetrics struct {
 	// the wall clock; 0: not held), so that a freeze shows as idle time
 	// before it ends (Idle).
 	heldSince atomic.Int64
+	// waitingSince is when the subtask began to wait for input (Unix ns
+	// on the wall clock; 0: not waiting), so that a long wait (a join
+	// aligning upstream, a paused source) shows as idle before it ends.
+	waitingSince atomic.Int64
 	// Watermark is the subtask's current input watermark (event-time ms;
 	// 0: none, or an operator that keeps none).
 	Watermark atomic.Int64
@@ -63,14 +67,24 @@ func (m *TaskMetrics) Offsets() map[int32]int64 {
 	return o
 }
 
-// Idle is IdleNanos with the tempo's hold under way at now, if the
-// subtask is held (a frozen world is idle, not busy).
+// Idle is IdleNanos with the tempo's hold or the wait for input under
+// way at now, if the subtask is held (a frozen world is idle, not busy)
+// or waits.
 func (m *TaskMetrics) Idle(now time.Time) int64 {
 	n := m.IdleNanos.Load()
-	if since := m.heldSince.Load(); since != 0 {
-		n += max(now.UnixNano()-since, 0)
+	for _, since := range []int64{m.heldSince.Load(), m.waitingSince.Load()} {
+		if since != 0 {
+			n += max(now.UnixNano()-since, 0)
+		}
 	}
 	return n
+}
+
+// idleFrom counts the time since start, a wait for input that has just
+// ended, as idle.
+func (m *TaskMetrics) idleFrom(start, now time.Time) {
+	m.waitingSince.Store(0)
+	m.IdleNanos.Add(int64(max(now.Sub(start), 0)))
 }
 
 // BackPressured is BackPressuredNanos with the wait under way at now, if
@@ -497,8 +511,9 @@ func (t *task) outputsFull() bool {
 // or until the aligned-checkpoint timeout may have something to do.
 func (t *task) wait(ctx context.Context) {
 	start := t.wall().Now()
+	t.m.waitingSince.Store(start.UnixNano())
 	t.waitGate(ctx)
-	t.m.IdleNanos.Add(int64(clock.Since(t.wall(), start)))
+	t.m.idleFrom(start, t.wall().Now())
 }
 
 // backPressured waits, while an output channel is full, for room in it,
