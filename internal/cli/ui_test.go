@@ -7,7 +7,6 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
-	"faultline/runtime/spec"
 	"faultline/runtime/view"
 	"faultline/tui"
 )
@@ -44,21 +43,7 @@ func TestCheckpointsViewCopiesTheStatistics(t *testing.T) {
 // it froze: a frozen subtask is neither busy nor idle, whatever it waits
 // in (a slowed one's held record, a source's next batch).
 func TestFrozenLoadHoldsWhatItWas(t *testing.T) {
-	gen := runtime.NewGenerator(1, 2_000_000, runtime.GeneratorPartitions).WithRate(4000)
-	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{"revenue": runtime.NewMemoryOutput()}}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
-		src, err := gen.Source(topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env.Sources[topic] = src
-	}
-	sp := spec.Default()
-	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
-		Observer: runtime.NewObserver(nil, 8192)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, sp := memoryJob(t, runtime.NewGenerator(1, 2_000_000, runtime.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()

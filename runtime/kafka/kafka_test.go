@@ -266,48 +266,23 @@ func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
 // closes at once, and its group used to keep older offsets (lag > 0 after
 // the run had read everything) when the committer saw the close first.
 func TestCloseCommitsTheLastOffsets(t *testing.T) {
-	_, c := embedded(t)
-	cl, err := c.NewClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	gen := runtime.NewGenerator(3, 2000, runtime.GeneratorPartitions)
-	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ends, err := EndOffsets(cl, runtime.TopicOrders)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range int64(20) {
-		src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "close", ends)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := src.Reader([]int32{0, 1}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.(*reader).CommitOffsets(map[int32]int64{0: 100 + i, 1: 200 + i})
-		r.Close()
-		src2, _ := NewSource(c, cl, runtime.TopicOrders, StartCommitted, "close", ends)
-		r2, err := src2.Reader([]int32{0, 1}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := r2.Offsets()
-		r2.Close()
-		if o[0] != 100+i || o[1] != 200+i {
-			t.Fatalf("round %d: committed %v after Close, want 0:%d 1:%d", i, o, 100+i, 200+i)
-		}
-	}
+	closeCommitsTheLastOffsets(t, 20, nil)
 }
 
 // The same while the group's coordinator is still loading (a cluster's
 // first consumer group: its offsets topic is being created): the last
 // offsets are retried until they are committed, though Close has begun.
+// Close races the commit, either may come first: eight rounds.
 func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
+	closeCommitsTheLastOffsets(t, 8, func(e *Embedded) {
+		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
+	})
+}
+
+// closeCommitsTheLastOffsets hands a reader offsets and closes it, rounds
+// times, each after before (nil: nothing), and fails t unless a reader of
+// the group's committed offsets starts from them.
+func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embedded)) {
 	e, c, cl := embeddedClient(t)
 	gen := runtime.NewGenerator(3, 2000, runtime.GeneratorPartitions)
 	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
@@ -317,8 +292,8 @@ func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range int64(8) { // Close races the commit: either may come first
-		src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "loading", ends)
+	for i := range rounds {
+		src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "close", ends)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,13 +301,15 @@ func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
+		if before != nil {
+			before(e)
+		}
 		r.(*reader).CommitOffsets(map[int32]int64{0: 100 + i, 1: 200 + i})
 		r.Close()
 		if err := r.(*reader).LastCommitError(); err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
-		src2, _ := NewSource(c, cl, runtime.TopicOrders, StartCommitted, "loading", ends)
+		src2, _ := NewSource(c, cl, runtime.TopicOrders, StartCommitted, "close", ends)
 		r2, err := src2.Reader([]int32{0, 1}, nil)
 		if err != nil {
 			t.Fatal(err)
