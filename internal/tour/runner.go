@@ -371,8 +371,10 @@ func (r *Runner) do(ctx context.Context, d Driver, s Step, res *StepResult) erro
 		}
 		r.setPanel(func(p *view.Tour) { p.Highlight = h })
 	case s.Press != nil:
+		r.forgetCheck()
 		return r.press(ctx, d, s.Press, res)
 	case s.Do != nil:
+		r.forgetCheck()
 		_, err := r.actOnceRunning(ctx, d, *s.Do, res)
 		return err
 	case s.Check != nil:
@@ -393,6 +395,13 @@ func (r *Runner) lookAt(d Driver, res *StepResult) {
 	if missing := r.Seen(snap); len(missing) > 0 {
 		res.OK, res.Detail = false, "pointed at and not on screen: "+strings.Join(missing, "; ")
 	}
+}
+
+// forgetCheck takes the last check's result off the panel as the tour
+// acts on the job: what it said held before the act ("nothing
+// duplicated") and need not after it (a switch to at-least-once).
+func (r *Runner) forgetCheck() {
+	r.setPanel(func(p *view.Tour) { p.Check = nil })
 }
 
 func (r *Runner) setPanel(f func(p *view.Tour)) {

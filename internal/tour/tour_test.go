@@ -135,6 +135,36 @@ steps:
 	}
 }
 
+// A check's result stays on the panel until the tour next acts on the job:
+// "nothing duplicated" said before a switch to at-least-once does not
+// stand beside that mode's duplicates.
+func TestACheckIsForgottenWhenTheTourActs(t *testing.T) {
+	tr, err := Parse("t.yaml", []byte(`title: T
+summary: S
+minutes: 2
+steps:
+  - check: {claim: exact, duplicates: "0", within: 1s}
+  - say: read this beside the check
+    auto: true
+  - do: {mode: at-least-once}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var panels []*view.TourCheck
+	var r *Runner
+	r = NewRunner(tr, Headless, func(StepResult) { panels = append(panels, r.Panel().Check) })
+	d := &fakeDriver{r: r}
+	d.snap.Verify = view.Verify{Available: true, AsOf: 1}
+	d.snap.Job.Status = "RUNNING"
+	if _, _, err := r.Run(context.Background(), d, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(panels) != 3 || panels[0] == nil || panels[1] == nil || panels[2] != nil {
+		t.Fatalf("the check on the panel after each step: %v", panels)
+	}
+}
+
 // A claim that does not hold fails its step and says what was seen.
 func TestAFailedCheckSaysWhy(t *testing.T) {
 	tr, err := Parse("t.yaml", []byte("title: T\nsummary: S\nminutes: 2\nsteps:\n  - check: {claim: no duplicates, duplicates: \"0\", within: 200ms, explain: because}\n"))
