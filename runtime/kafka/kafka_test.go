@@ -266,7 +266,7 @@ func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
 // closes at once, and its group used to keep older offsets (lag > 0 after
 // the run had read everything) when the committer saw the close first.
 func TestCloseCommitsTheLastOffsets(t *testing.T) {
-	closeCommitsTheLastOffsets(t, 20, nil)
+	closeCommitsTheLastOffsets(t, 20, nil, 0)
 }
 
 // The same while the group's coordinator is still loading (a cluster's
@@ -276,13 +276,21 @@ func TestCloseCommitsTheLastOffsets(t *testing.T) {
 func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
 	closeCommitsTheLastOffsets(t, 8, func(e *Embedded) {
 		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
-	})
+	}, 0)
 }
 
-// closeCommitsTheLastOffsets hands a reader offsets and closes it, rounds
-// times, each after before (nil: nothing), and fails t unless a reader of
-// the group's committed offsets starts from them.
-func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embedded)) {
+// The same when Close comes while the committer waits to try the last
+// offsets again: the wait is cut short, the try is not.
+func TestCloseDuringTheLastOffsetsRetryStillCommitsThem(t *testing.T) {
+	closeCommitsTheLastOffsets(t, 4, func(e *Embedded) {
+		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
+	}, 50*time.Millisecond)
+}
+
+// closeCommitsTheLastOffsets hands a reader offsets and closes it settle
+// later, rounds times, each after before (nil: nothing), and fails t
+// unless a reader of the group's committed offsets starts from them.
+func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embedded), settle time.Duration) {
 	e, c, cl := embeddedClient(t)
 	gen := runtime.NewGenerator(3, 2000, runtime.GeneratorPartitions)
 	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
@@ -305,6 +313,7 @@ func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embed
 			before(e)
 		}
 		r.(*reader).CommitOffsets(map[int32]int64{0: 100 + i, 1: 200 + i})
+		time.Sleep(settle)
 		r.Close()
 		if err := r.(*reader).LastCommitError(); err != nil {
 			t.Fatalf("round %d: %v", i, err)

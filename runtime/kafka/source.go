@@ -451,26 +451,33 @@ func (r *reader) LastCommitError() error {
 func (r *reader) committer() {
 	defer r.wg.Done()
 	for {
+		var offs map[int32]int64
 		select {
-		case offs := <-r.commits:
-			if r.closing() {
-				// Close came with these offsets (select picks either
-				// case): the last ones, retried as long as Close waits.
-				r.commitKeepingError(offs, lastCommitTimeout, nil)
-				return
-			}
-			r.commitKeepingError(offs, commitRetryTimeout, r.stop)
+		case offs = <-r.commits:
 		case <-r.stop:
 			// Offsets handed over just before Close are committed still:
 			// a bounded source commits its final checkpoint's offsets and
 			// closes at once, and select may see the stop first.
 			select {
-			case offs := <-r.commits:
-				r.commitKeepingError(offs, lastCommitTimeout, nil)
+			case offs = <-r.commits:
+			default:
+				return
+			}
+		}
+		if !r.closing() {
+			if r.commitKeepingError(offs, commitRetryTimeout, r.stop) == nil || !r.closing() {
+				continue
+			}
+			// Close came while these offsets waited for another try:
+			// they, or newer ones handed over since, are the last.
+			select {
+			case offs = <-r.commits:
 			default:
 			}
-			return
 		}
+		// The last offsets, tried as long as Close waits for them.
+		r.commitKeepingError(offs, lastCommitTimeout, nil)
+		return
 	}
 }
 
@@ -485,12 +492,13 @@ func (r *reader) closing() bool {
 }
 
 // commitKeepingError commits offsets and keeps the error for
-// LastCommitError.
-func (r *reader) commitKeepingError(offsets map[int32]int64, timeout time.Duration, stop <-chan struct{}) {
+// LastCommitError, which it returns.
+func (r *reader) commitKeepingError(offsets map[int32]int64, timeout time.Duration, stop <-chan struct{}) error {
 	err := r.commit(offsets, timeout, stop)
 	r.commitMu.Lock()
 	r.commitErr = err
 	r.commitMu.Unlock()
+	return err
 }
 
 // commitRetryTimeout bounds the retries of one offset commit (a newer
