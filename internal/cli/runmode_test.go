@@ -84,4 +84,19 @@ func TestRatesAreOnTheJobsClock(t *testing.T) {
 	if cur.rate != 16 {
 		t.Fatalf("frozen: %v, want the last 16", cur.rate)
 	}
+	// Stepping: 16 records in 10 ms of the job's clock over a second of
+	// wall time are not 1,600 a second; the window stays open until the
+	// steps add up to a quarter second of the job's clock.
+	p = cur
+	cur = taskSample{at: t0.Add(4 * time.Second), in: 21}
+	rateOn(&cur, p, true, t0.Add(time.Second/4+10*time.Millisecond))
+	if cur.rate != 16 {
+		t.Fatalf("a step: %v, want the last 16", cur.rate)
+	}
+	p = cur
+	cur = taskSample{at: t0.Add(5 * time.Second), in: 25}
+	rateOn(&cur, p, true, t0.Add(time.Second/2))
+	if cur.rate != 84 {
+		t.Fatalf("steps adding up to a quarter second: %v, want the 21 records since the window began in 0.25s, 84", cur.rate)
+	}
 }

@@ -62,6 +62,10 @@ type taskSample struct {
 // windows read 0/s and 16/s by turns.
 const rateWindow = time.Second
 
+// minJobWindow is the least job time a rate is measured over: a quarter
+// of rateWindow, what a second of wall time is in the slowest motion.
+const minJobWindow = rateWindow / 4
+
 func newUIController(job *runtime.Job, sp *spec.Job, info tui.JobInfo, w *kafka.Writer, live *kafka.LiveVerifier, broker *kafka.Embedded) *uiController {
 	return &uiController{job: job, spec: sp, started: time.Now(), info: info, writer: w, live: live, broker: broker,
 		prev: map[string]taskSample{}}
@@ -131,11 +135,6 @@ func (u *uiController) Snapshot() tui.Snapshot {
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
 
-// rateOn sets cur's rate: records per second of the job's clock (at
-// jobNow) over a window of at least rateWindow since p's window began
-// (ok: there is a p), else p's rate. In slow motion it is the rate the
-// job runs at on its own clock; while the world stands frozen (its clock
-
 // sampleLoad sets t's rate and load shares from m, measured since the
 // previous sample (u.mu held). A frozen subtask is neither busy nor idle:
 // its load stays what it was when the world froze, as the screen does, and
@@ -165,18 +164,21 @@ func (u *uiController) sampleLoad(t *tui.Task, m *runtime.TaskMetrics, now, jobN
 	}
 }
 
-// still) the last rate measured.
+// rateOn sets cur's rate: records per second of the job's clock (at
+// jobNow) over a window of at least rateWindow since p's window began
+// (ok: there is a p), and of at least minJobWindow of the job's clock,
+// else p's rate. In slow motion it is the rate the job runs at on its own
+// clock; while the world stands frozen (its clock still) the last rate
+// measured, and while it steps, a rate once the steps add up to
+// minJobWindow (a step's few milliseconds read 1.6k/s beside 0/s).
 func rateOn(cur *taskSample, p taskSample, ok bool, jobNow time.Time) {
 	switch {
 	case !ok:
 		cur.rateAt, cur.rateJob, cur.rateIn = cur.at, jobNow, cur.in
-	case cur.at.Sub(p.rateAt) < rateWindow:
+	case cur.at.Sub(p.rateAt) < rateWindow || jobNow.Sub(p.rateJob) < minJobWindow:
 		cur.rateAt, cur.rateJob, cur.rateIn, cur.rate = p.rateAt, p.rateJob, p.rateIn, p.rate
 	default:
-		cur.rate = p.rate
-		if dt := jobNow.Sub(p.rateJob); dt > 0 {
-			cur.rate = float64(cur.in-p.rateIn) / dt.Seconds()
-		}
+		cur.rate = float64(cur.in-p.rateIn) / jobNow.Sub(p.rateJob).Seconds()
 		cur.rateAt, cur.rateJob, cur.rateIn = cur.at, jobNow, cur.in
 	}
 }
