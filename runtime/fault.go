@@ -78,10 +78,10 @@ func inCatalogue(k FaultKind) bool {
 	return false
 }
 
-// MenuFault is the fault of kind with the defaults the UI's menu promises,
-// aimed at task (ignored for faults of the whole job): slow 10× for 5 s,
-// storage-fail the next 3 writes, broker-down 5 s; poison goes to topic and
-// partition.
+// MenuFault is the fault of kind with the defaults the UI's menu promises
+// (CatalogueEntry.Menu; a test holds the two together), aimed at task
+// (ignored for faults of the whole job): slow 10× for 30 s, storage-fail
+// the next 3 writes, broker-down 5 s; poison goes to topic and partition.
 func MenuFault(kind FaultKind, task, topic string, partition int32) Fault {
 	f := Fault{Kind: kind, Task: task}
 	switch kind {
