@@ -3,6 +3,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -124,7 +125,11 @@ type Badger struct {
 	closing  atomic.Bool              // set by Close: Encodes under way stop early
 }
 
-var _ KeyedBackend = (*Badger)(nil)
+var (
+	_ KeyedBackend = (*Badger)(nil)
+	_ Abandoner    = (*Badger)(nil)
+	_ io.Closer    = (*Badger)(nil)
+)
 
 // openDirs are the working directories of the open Badger backends of this
 // process: emptying a directory a live backend uses would destroy its state.

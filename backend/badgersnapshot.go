@@ -51,7 +51,7 @@ func (b *Badger) snapshot(incremental bool) *BadgerSnapshot {
 // of a (full or incremental) checkpoint; Encode is its asynchronous part.
 type BadgerSnapshot struct{ v *badgerView }
 
-var _ Snapshot = (*BadgerSnapshot)(nil)
+var _ DeltaSnapshot = (*BadgerSnapshot)(nil)
 
 // Incremental reports whether Encode gives a delta (FLD1) rather than a full
 // snapshot (FLK1).

@@ -33,6 +33,8 @@ type Heap struct {
 // a failover does not wait for them.
 func (h *Heap) Abandon() { h.abandoned.Store(true) }
 
+var _ Abandoner = (*Heap)(nil)
+
 // heapGroup is one key group's entries, each in one of two places: a table
 // of small entries stored inline (all of the default job's), and a map from
 // composite key to value for entries too large for a slot, whose key and

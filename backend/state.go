@@ -81,6 +81,19 @@ type Snapshot interface {
 	Encode() ([]byte, error)
 }
 
+// DeltaSnapshot is a Snapshot that says whether it holds only the changes
+// since the previous one (an incremental snapshot) or the whole state.
+type DeltaSnapshot interface {
+	Snapshot
+	Incremental() bool
+}
+
+// Abandoner is a keyed backend whose snapshots being encoded can be told
+// to stop early: the subtask is being torn down.
+type Abandoner interface {
+	Abandon()
+}
+
 // Codec turns a state value into bytes and back.
 type Codec[T any] interface {
 	Append(dst []byte, v T) []byte

@@ -176,6 +176,8 @@ func readID(txn *badger.Txn, key string) (id int64, ok bool, err error) {
 // Dir is the directory the store lives in.
 func (s *BadgerStore) Dir() string { return s.dir }
 
+var _ Located = (*BadgerStore)(nil)
+
 // Close waits for background work, releases the directory and closes the
 // database. Closing twice is a no-op.
 func (s *BadgerStore) Close() error {

@@ -250,6 +250,12 @@ type PartsStorage interface {
 	PutStateParts(ctx context.Context, id int64, task TaskID, parts [][]byte) (Handle, error)
 }
 
+// Located is a Store kept in a folder, which it can name (the Badger
+// store): a savepoint's path.
+type Located interface {
+	Dir() string
+}
+
 // Store keeps completed checkpoints (Flink: CompletedCheckpointStore). A
 // checkpoint is listed only once Add has returned without error.
 type Store interface {

@@ -5,6 +5,7 @@ package runtime
 
 import (
 	"context"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -74,7 +75,7 @@ func (a *attempt) isCurrent(t *task) bool { return a.lookup(t.name) == t }
 // resources (the Badger databases); only after every goroutine of the
 // instance, its snapshot writers included, has ended.
 func (a *attempt) closeBackend(t *task) {
-	if c, ok := t.keyed.(interface{ Close() error }); ok {
+	if c, ok := t.keyed.(io.Closer); ok {
 		if err := c.Close(); err != nil {
 			a.job.logf("%s: close state backend: %v", t.name, err)
 		}

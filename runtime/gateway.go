@@ -47,7 +47,7 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 		j.obs.Emit(done)
 		if e.Kind == checkpoint.KindSavepoint {
 			sp := view.SavepointCompleted{ID: e.ID, SizeBytes: full}
-			if d, ok := j.cfg.Store.(interface{ Dir() string }); ok {
+			if d, ok := j.cfg.Store.(checkpoint.Located); ok {
 				sp.Path = d.Dir()
 			}
 			j.obs.Emit(sp)

@@ -238,6 +238,41 @@ type TxnOutput interface {
 	AbortLingering(prefix string, from int64) error
 }
 
+// FragileOutput is a TxnOutput whose prepared transactions may be lost
+// behind the sink's back (the Kafka output at exactly-once: a broker that
+// dies aborts them); the sink then keeps a redo log of each in its
+// checkpoint (see redoLost).
+type FragileOutput interface {
+	PreparedMayBeLost() bool
+}
+
+// PositionReader is a TxnOutput that can say where in the output a
+// transaction named by its committable began (the Kafka output: topic and
+// offsets; ok false when it cannot tell).
+type PositionReader interface {
+	PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
+}
+
+// CommittedReader is a PositionReader that can read its committed output
+// from given positions (the Kafka output). A read gives up when ctx ends.
+type CommittedReader interface {
+	PositionReader
+	CommittedFrom(ctx context.Context, from map[int32]int64) ([]OutputRecord, error)
+}
+
+// CommittedChecker is a TxnOutput that can say which of a prepared
+// transaction's records its committed output lacks (the Kafka output reads
+// the output topic from where the transaction began).
+type CommittedChecker interface {
+	Missing(ctx context.Context, committable string, recs []OutputRecord) ([]OutputRecord, error)
+}
+
+// CommitReporter is an OffsetCommitter that can say whether its last
+// commit, the one its Close waits for, failed.
+type CommitReporter interface {
+	LastCommitError() error
+}
+
 // TimedWriter is a TxnOutput that takes each record's timestamp from the
 // sink (its processing time) instead of reading the clock for each.
 type TimedWriter interface {

@@ -294,7 +294,7 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 	s.ctx = ctx
 	s.timed, _ = s.out.(TimedWriter)
 	p, idx := ctx.Parallelism, ctx.Task.Index
-	if l, ok := s.out.(interface{ PreparedMayBeLost() bool }); ok && l.PreparedMayBeLost() {
+	if l, ok := s.out.(FragileOutput); ok && l.PreparedMayBeLost() {
 		s.redoLog = true
 	}
 	// This subtask recovers its own transactions and those of old subtasks
@@ -406,9 +406,7 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 // partition at which the pending transactions may have written, as the
 // output tells from their committables (nothing when it cannot).
 func (s *sinkOp) OutputFrom() checkpoint.Offsets {
-	p, ok := s.out.(interface {
-		PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
-	})
+	p, ok := s.out.(PositionReader)
 	if !ok || len(s.pending) == 0 && s.anchor == "" {
 		return nil
 	}

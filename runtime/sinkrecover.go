@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,13 +104,6 @@ func (t pendingTxn) redoable(err error) bool {
 // (prefix txn+"/redo/").
 func redoName(txn string) string { return txn + "/redo/0" }
 
-// committedChecker is a TxnOutput that can say which of a prepared
-// transaction's records its committed output lacks (the Kafka output reads
-// the output topic from where the transaction began).
-type committedChecker interface {
-	Missing(ctx context.Context, committable string, recs []OutputRecord) ([]OutputRecord, error)
-}
-
 // redoLost writes again what the output lacks of a transaction the restored
 // checkpoint pre-committed and whose commit failed with err (ErrTxnLost):
 // the output has lost it (an embedded broker that died with the process
@@ -130,7 +122,7 @@ func redoLost(stop <-chan struct{}, out TxnOutput, t pendingTxn, err error) erro
 	if derr != nil {
 		return fmt.Errorf("%w; its redo log: %w", err, derr)
 	}
-	checker, ok := out.(committedChecker)
+	checker, ok := out.(CommittedChecker)
 	if !ok {
 		return err
 	}

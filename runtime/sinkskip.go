@@ -27,14 +27,6 @@ type skipState struct {
 	IDs   []string           `json:"ids"`
 }
 
-// committedReader is a TxnOutput that can read its committed output from
-// the positions a committable names on (the Kafka output). A read gives up
-// when ctx ends.
-type committedReader interface {
-	PositionOf(committable string) (topic string, from map[int32]int64, ok bool)
-	CommittedFrom(ctx context.Context, from map[int32]int64) ([]OutputRecord, error)
-}
-
 // restoreSkip takes the sink's anchor and skip set from the restored
 // checkpoint; on a restore past a damaged checkpoint (ctx.Replay) it adds
 // to the skip set what the output holds past the restored checkpoint (see
@@ -61,7 +53,7 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 	// The restore went back past damaged checkpoints: what they committed
 	// is held too, beside what the restored checkpoint still skipped (a
 	// second fallback while the job was skipping after a first).
-	reader, ok := s.out.(committedReader)
+	reader, ok := s.out.(CommittedReader)
 	if !ok {
 		return nil
 	}
@@ -127,7 +119,7 @@ func restoredSkipSets(restored map[string][][]byte) (skip map[string]struct{}, u
 // again: what newer checkpoints committed. With no position to read from
 // (no checkpoint, or one taken before the sink first committed) it is
 // every id the committed output holds.
-func committedPast(ctx context.Context, reader committedReader, restored map[string][][]byte) (map[string]struct{}, error) {
+func committedPast(ctx context.Context, reader CommittedReader, restored map[string][][]byte) (map[string]struct{}, error) {
 	from := map[int32]int64{}
 	consider := func(c string) {
 		if _, f, ok := reader.PositionOf(c); ok {
@@ -274,7 +266,7 @@ func (j *Job) heldAhead(ctx context.Context, states map[string][]*backend.Subtas
 		if err != nil {
 			return nil, err
 		}
-		reader, ok := out.(committedReader)
+		reader, ok := out.(CommittedReader)
 		if !ok {
 			continue
 		}

@@ -49,7 +49,7 @@ func (t *task) persistAsync(ctx context.Context, id int64, state *backend.Subtas
 		defer close(done)
 		start := clk.Now()
 		if keyed != nil {
-			if d, ok := keyed.(interface{ Incremental() bool }); ok {
+			if d, ok := keyed.(backend.DeltaSnapshot); ok {
 				delta = delta && d.Incremental()
 			}
 			b, err := keyed.Encode()

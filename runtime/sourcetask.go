@@ -123,16 +123,10 @@ func (t *task) commitOffsets(id int64) {
 	}
 }
 
-// commitReporter is an OffsetCommitter that can say whether its last
-// commit, the one its Close waits for, failed.
-type commitReporter interface {
-	LastCommitError() error
-}
-
 // noteLastCommit logs a closed reader's failed last offset commit: the job
 // does not depend on it, but Kafka's tools then show its group lagging.
 func (t *task) noteLastCommit() {
-	if c, ok := t.reader.(commitReporter); ok {
+	if c, ok := t.reader.(CommitReporter); ok {
 		if err := c.LastCommitError(); err != nil {
 			t.a.job.logf("%s: the last offsets were not committed to the consumer group (Kafka's tools show it behind): %v", t.name, err)
 		}

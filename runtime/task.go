@@ -282,7 +282,7 @@ func (t *task) Collect(rec Record) {
 // abandon makes the snapshots this instance's writers are encoding stop
 // early: it is being torn down, and the failover must not wait for them.
 func (t *task) abandon() {
-	if ab, ok := t.keyed.(interface{ Abandon() }); ok {
+	if ab, ok := t.keyed.(backend.Abandoner); ok {
 		ab.Abandon()
 	}
 }

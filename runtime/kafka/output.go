@@ -518,6 +518,17 @@ func (o *Output) PositionOf(committable string) (string, map[int32]int64, bool) 
 // timeout).
 func (o *Output) PreparedMayBeLost() bool { return o.guarantee == ExactlyOnce }
 
+// The sink finds these by type assertion: a method renamed here would
+// switch one off without a word (the redo log, the fallback's skip set,
+// the record timestamps), so the compiler checks them.
+var (
+	_ runtime.TxnOutput        = (*Output)(nil)
+	_ runtime.FragileOutput    = (*Output)(nil)
+	_ runtime.TimedWriter      = (*Output)(nil)
+	_ runtime.CommittedReader  = (*Output)(nil)
+	_ runtime.CommittedChecker = (*Output)(nil)
+)
+
 // Close stops every writer without committing or aborting anything.
 func (o *Output) Close() error {
 	o.mu.Lock()

@@ -403,7 +403,13 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 // for records.
 func (r *reader) Waited() time.Duration { return r.waited }
 
-var _ runtime.WaitingReader = (*reader)(nil)
+// What the source task finds by type assertion, checked by the compiler.
+var (
+	_ runtime.SourceReader    = (*reader)(nil)
+	_ runtime.WaitingReader   = (*reader)(nil)
+	_ runtime.OffsetCommitter = (*reader)(nil)
+	_ runtime.CommitReporter  = (*reader)(nil)
+)
 
 // Offsets implements runtime.SourceReader.
 func (r *reader) Offsets() map[int32]int64 {
