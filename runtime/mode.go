@@ -18,11 +18,12 @@ func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
 // are unaligned.
 func (j *Job) Unaligned() bool { return j.unaligned.Load() }
 
-// Checkpointing modes by name, as the UI and the report show them.
+// Checkpointing modes by name, as the UI and the report show them
+// (view.Mode).
 const (
-	ModeAligned     = "exactly-once"
-	ModeUnaligned   = "exactly-once unaligned"
-	ModeAtLeastOnce = "at-least-once"
+	ModeAligned     = string(view.ModeExactlyOnce)
+	ModeUnaligned   = string(view.ModeExactlyOnceUnaligned)
+	ModeAtLeastOnce = string(view.ModeAtLeastOnce)
 )
 
 // ModeName names a checkpointing mode.

@@ -67,7 +67,7 @@ var (
 	checkKeys     = []string{"claim", "duplicates", "lost", "restarts", "restored_from", "job_status", "event", "where", "within", "explain"}
 
 	tempos    = []string{"normal", "slow", "slower", "frozen"}
-	modes     = []string{"exactly-once", "exactly-once unaligned", "at-least-once"}
+	modes     = modeNames()
 	statuses  = []string{"CREATED", "RUNNING", "RESTARTING", "FAILING", "FAILED", "FINISHED", "CANCELED"}
 	compareRe = regexp.MustCompile(`^(>=|<=|>|<|=)?[0-9]+$`)
 	taskRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[0-9]+$`)

@@ -162,3 +162,12 @@ type Check struct {
 	// Explain says why when the claim does not hold.
 	Explain string
 }
+
+// modeNames are the names a tour file may give a mode (view.Modes).
+func modeNames() []string {
+	names := make([]string, len(view.Modes))
+	for i, m := range view.Modes {
+		names[i] = string(m)
+	}
+	return names
+}

@@ -10,11 +10,11 @@ import (
 
 // The checkpointing modes (Flink: CheckpointingMode, and
 // execution.checkpointing.unaligned for exactly-once) as the view names
-// them.
+// them (view.Mode).
 const (
-	ExactlyOnce          = "exactly-once"
-	ExactlyOnceUnaligned = "exactly-once unaligned"
-	AtLeastOnce          = "at-least-once"
+	ExactlyOnce          = string(view.ModeExactlyOnce)
+	ExactlyOnceUnaligned = string(view.ModeExactlyOnceUnaligned)
+	AtLeastOnce          = string(view.ModeAtLeastOnce)
 )
 
 // NextMode is the mode the mode key asks for after mode: exactly-once
