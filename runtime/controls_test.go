@@ -8,6 +8,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
+	"faultline/runtime/spec"
 	"faultline/runtime/verify"
 )
 
@@ -174,4 +175,33 @@ func afterBarrier(c checkpoint.CheckpointStats) int64 {
 		n += a.AfterBarrier
 	}
 	return n
+}
+
+// Inject leaves room in the fault queue for every configured fault: the
+// UI's faults past 64 waiting are refused, so that a timed or
+// after-checkpoints fault is always queued without waiting.
+func TestInjectLeavesRoomForTheConfiguredFaults(t *testing.T) {
+	faults := []Fault{{Kind: FaultPanic, Task: "join/0", AfterCheckpoints: 1}, {Kind: FaultPanic, Task: "join/1", After: time.Hour}}
+	gen := NewGenerator(1, 10, GeneratorPartitions)
+	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
+	for _, topic := range []string{TopicOrders, TopicPayments} {
+		src, err := gen.Source(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Sources[topic] = src
+	}
+	j, err := New(Config{Job: spec.Default(), Env: env, Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for range 100 {
+		if j.Inject(Fault{Kind: FaultPanic, Task: "join/1"}) == nil {
+			taken++
+		}
+	}
+	if taken != 64 || cap(j.faultCh)-len(j.faultCh) != len(faults) {
+		t.Fatalf("%d injected, room for %d of the %d configured faults", taken, cap(j.faultCh)-len(j.faultCh), len(faults))
+	}
 }

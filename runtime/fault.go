@@ -317,11 +317,15 @@ func (j *Job) Inject(f Fault) error {
 		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
 	}
 	e := &faultEntry{Fault: f, adhoc: true}
+	tooMany := errors.New("too many faults waiting to be injected; try again")
+	if len(j.faultCh) >= cap(j.faultCh)-len(j.cfg.Faults) {
+		return tooMany // the rest is kept for the configured faults, each sent once
+	}
 	select {
 	case j.faultCh <- e:
 		return nil
 	default:
-		return errors.New("too many faults waiting to be injected; try again")
+		return tooMany
 	}
 }
 
