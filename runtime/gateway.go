@@ -100,11 +100,18 @@ func (j *Job) current(n int64) *attempt {
 	return nil
 }
 
+// gateway is the job as its checkpoint coordinator reaches it
+// (checkpoint.Gateway), kept off Job's exported surface: nothing else
+// triggers barriers or fails the job this way.
+type gateway struct{ j *Job }
+
+var _ checkpoint.Gateway = gateway{}
+
 // TriggerSources implements checkpoint.Gateway: the barriers carry the
 // mode the coordinator recorded for the checkpoint, decided once, when it
 // was triggered.
-func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, name string, at time.Time) {
-	if a := j.current(n); a != nil {
+func (g gateway) TriggerSources(n, id int64, kind checkpoint.Kind, name string, at time.Time) {
+	if a := g.j.current(n); a != nil {
 		mode, unaligned := modeNamed(name)
 		// A savepoint is always aligned (as in Flink).
 		unaligned = unaligned && kind != checkpoint.KindSavepoint
@@ -115,8 +122,8 @@ func (j *Job) TriggerSources(n, id int64, kind checkpoint.Kind, name string, at 
 }
 
 // NotifyComplete implements checkpoint.Gateway.
-func (j *Job) NotifyComplete(n, id int64) {
-	if a := j.current(n); a != nil {
+func (g gateway) NotifyComplete(n, id int64) {
+	if a := g.j.current(n); a != nil {
 		for _, t := range a.taskList() {
 			t.mb.post(mail{kind: mailComplete, id: id})
 		}
@@ -124,8 +131,8 @@ func (j *Job) NotifyComplete(n, id int64) {
 }
 
 // NotifyAborted implements checkpoint.Gateway.
-func (j *Job) NotifyAborted(n, id int64) {
-	if a := j.current(n); a != nil {
+func (g gateway) NotifyAborted(n, id int64) {
+	if a := g.j.current(n); a != nil {
 		for _, t := range a.taskList() {
 			t.mb.post(mail{kind: mailAborted, id: id})
 		}
@@ -133,9 +140,9 @@ func (j *Job) NotifyAborted(n, id int64) {
 }
 
 // FailJob implements checkpoint.Gateway.
-func (j *Job) FailJob(n int64, err error) {
+func (g gateway) FailJob(n int64, err error) {
 	select {
-	case j.coordFail <- attemptErr{attempt: n, err: err}:
+	case g.j.coordFail <- attemptErr{attempt: n, err: err}:
 	default:
 	}
 }

@@ -348,7 +348,7 @@ func New(cfg Config) (*Job, error) {
 	// make fail; the rest of the store is the configured one.
 	j.store = faultyStore{Store: cfg.Store, fails: &j.storageFails}
 	cfg.Checkpoint.Wall = cfg.Clock
-	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, j.clk, j, j.onCheckpointEvent)
+	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, j.clk, gateway{j}, j.onCheckpointEvent)
 	return j, nil
 }
 
