@@ -18,18 +18,19 @@ import (
 	"faultline/runtime/view"
 )
 
-// JobStatus is the job's life-cycle state (Flink: JobStatus).
-type JobStatus string
+// JobStatus is the job's life-cycle state (Flink: JobStatus), as the view
+// names it.
+type JobStatus = view.JobState
 
-// Job statuses, named as Flink names them.
+// Job statuses, named as Flink names them (view.JobState).
 const (
-	JobCreated    JobStatus = "CREATED"
-	JobRunning    JobStatus = "RUNNING"
-	JobRestarting JobStatus = "RESTARTING"
-	JobFailing    JobStatus = "FAILING"
-	JobFailed     JobStatus = "FAILED"
-	JobFinished   JobStatus = "FINISHED"
-	JobCanceled   JobStatus = "CANCELED"
+	JobCreated    = view.JobCreated
+	JobRunning    = view.JobRunning
+	JobRestarting = view.JobRestarting
+	JobFailing    = view.JobFailing
+	JobFailed     = view.JobFailed
+	JobFinished   = view.JobFinished
+	JobCanceled   = view.JobCanceled
 )
 
 // Config is everything a job run needs.

@@ -68,7 +68,7 @@ var (
 
 	tempos    = []string{"normal", "slow", "slower", "frozen"}
 	modes     = modeNames()
-	statuses  = []string{"CREATED", "RUNNING", "RESTARTING", "FAILING", "FAILED", "FINISHED", "CANCELED"}
+	statuses  = statusNames()
 	compareRe = regexp.MustCompile(`^(>=|<=|>|<|=)?[0-9]+$`)
 	taskRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[0-9]+$`)
 )

@@ -164,10 +164,16 @@ type Check struct {
 }
 
 // modeNames are the names a tour file may give a mode (view.Modes).
-func modeNames() []string {
-	names := make([]string, len(view.Modes))
-	for i, m := range view.Modes {
-		names[i] = string(m)
+func modeNames() []string { return names(view.Modes) }
+
+// statusNames are the job statuses a tour file may name (view.JobStates).
+func statusNames() []string { return names(view.JobStates) }
+
+// names are vs as strings.
+func names[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
 	}
-	return names
+	return out
 }

@@ -153,14 +153,14 @@ func NewStyles(r *lipgloss.Renderer, t Theme) *Styles {
 
 // JobStatus is the style of a job status word (Flink's JobStatus).
 func (s *Styles) JobStatus(status string) lipgloss.Style {
-	switch status {
-	case "RUNNING":
+	switch view.JobState(status) {
+	case view.JobRunning:
 		return s.Success
-	case "RESTARTING", "FAILING", "CANCELLING", "CANCELING", "SUSPENDED":
+	case view.JobRestarting, view.JobFailing, "CANCELLING", "CANCELING", "SUSPENDED":
 		return s.Warning
-	case "FAILED":
+	case view.JobFailed:
 		return s.Error
-	case "FINISHED":
+	case view.JobFinished:
 		return s.Info
 	}
 	return s.Muted
