@@ -57,9 +57,9 @@ func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed
 		}
 	}
 	a.mu.Unlock()
-	j.mu.Lock()
-	j.cur = a
-	j.mu.Unlock()
+	j.cur.Lock()
+	j.cur.a = a
+	j.cur.Unlock()
 	for _, t := range built {
 		j.start(actx, t)
 	}

@@ -332,9 +332,9 @@ func (j *Job) Inject(f Fault) error {
 // noteFault records an injected fault that fails no task, for the
 // report's failures.
 func (j *Job) noteFault(task string, kind FaultKind) {
-	j.faultsMu.Lock()
-	j.injected = append(j.injected, FailureInfo{At: j.obs.Since(), Task: task, Fault: string(kind)})
-	j.faultsMu.Unlock()
+	j.injected.Lock()
+	j.injected.list = append(j.injected.list, FailureInfo{At: j.obs.Since(), Task: task, Fault: string(kind)})
+	j.injected.Unlock()
 }
 
 // jobFault makes a fault that acts on the whole job happen.

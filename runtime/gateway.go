@@ -92,10 +92,10 @@ func (j *Job) checkpointFaults() {
 
 // current returns the running attempt when its epoch is n.
 func (j *Job) current(n int64) *attempt {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.cur != nil && j.cur.epoch.Load() == n {
-		return j.cur
+	j.cur.Lock()
+	defer j.cur.Unlock()
+	if j.cur.a != nil && j.cur.a.epoch.Load() == n {
+		return j.cur.a
 	}
 	return nil
 }

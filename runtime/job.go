@@ -132,8 +132,11 @@ type Job struct {
 	storageFails atomic.Int64 // checkpoint writes still to fail (storage-fail)
 	live         atomic.Int64 // goroutines of attempts still running
 
-	mu  sync.Mutex
-	cur *attempt
+	// cur is the running attempt (nil between attempts), under its lock.
+	cur struct {
+		sync.Mutex
+		a *attempt
+	}
 
 	epoch atomic.Int64 // bumped by every deployment and failover
 
@@ -144,8 +147,12 @@ type Job struct {
 	restarts restartState
 	losses   lossLog
 
-	faultsMu sync.Mutex
-	injected []FailureInfo // faults that failed no task: job-level ones, slow
+	// injected are the faults that failed no task (job-level ones, slow),
+	// under their lock.
+	injected struct {
+		sync.Mutex
+		list []FailureInfo
+	}
 
 	commits       commitProgress
 	lastCommitted struct {
@@ -366,9 +373,9 @@ func (j *Job) Metrics() map[string]*TaskMetrics { return j.metrics }
 // running attempt: queues, barriers, blocking, and its alignment. ok is
 // false while no attempt runs or the subtask does not exist.
 func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok bool) {
-	j.mu.Lock()
-	a := j.cur
-	j.mu.Unlock()
+	j.cur.Lock()
+	a := j.cur.a
+	j.cur.Unlock()
 	if a == nil {
 		return nil, AlignmentView{}, false
 	}

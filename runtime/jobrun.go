@@ -306,9 +306,9 @@ func (j *Job) tally(res *Result, start time.Time) {
 	j.flushLosses()
 	res.LostByFailover = j.RestartView().LostRecords
 	res.Failover = string(j.handler.Failover())
-	j.faultsMu.Lock()
-	res.Failures = append(res.Failures, j.injected...)
-	j.faultsMu.Unlock()
+	j.injected.Lock()
+	res.Failures = append(res.Failures, j.injected.list...)
+	j.injected.Unlock()
 	sort.SliceStable(res.Failures, func(a, b int) bool { return res.Failures[a].At < res.Failures[b].At })
 	res.BadSkipped, res.BadDeadLettered = j.bad.Counts()
 	res.StateTTL = j.StateTTL()
@@ -344,9 +344,9 @@ func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
 	}
 	a.stop()
 	a.closeBackends()
-	j.mu.Lock()
-	j.cur = nil
-	j.mu.Unlock()
+	j.cur.Lock()
+	j.cur.a = nil
+	j.cur.Unlock()
 	// Failures the supervisor did not take (it stopped at the first) were
 	// not acted on: an injected fault among them fires again later.
 	pending := a.sv.deferred
