@@ -19,46 +19,18 @@ import (
 // promptly (none waits for a checkpoint or a restart); the UI calls them
 // only from tea.Cmds, never from Update or View.
 type Controller interface {
-	// Snapshot samples the job for one frame.
-	Snapshot() Snapshot
+	view.JobControls
 	// Inject makes fault happen now: in task (e.g. "join/1") for task
 	// faults, job-wide when task is "" and the fault is job-level.
 	Inject(fault string, task string) error
-	// TriggerCheckpoint and TriggerSavepoint start one now and return its id.
-	TriggerCheckpoint() (int64, error)
-	TriggerSavepoint() (int64, error)
-	// SetMode switches the checkpointing mode for the checkpoints
-	// triggered from now on: "exactly-once" (aligned barriers, unaligned
-	// once an alignment outlasts JobInfo.AlignedTimeout when it is set),
-	// "exactly-once unaligned" (Flink's unaligned checkpoints) or
-	// "at-least-once". It returns an error for a mode the job cannot
-	// take.
-	SetMode(mode string) error
 	// SetSourcesPaused stops (true) or resumes the sources: no new
 	// records enter the job; barriers, checkpoints and everything
 	// downstream go on.
 	SetSourcesPaused(paused bool)
-	// SetTempo sets how fast the whole dataflow moves. TempoNormal is full
-	// speed; the slow-motion tempos add a delay before every batch each
-	// task handles, so that queues fill and a barrier can be followed hop by
-	// hop; TempoFrozen stops every task before its next batch (the world
-	// stands still; Step moves it).
-	SetTempo(t Tempo)
-	// Step, while frozen, lets the world run slowly to the next moment a
-	// person can see (a checkpoint's barriers leave a stage of the job or
-	// reach an operator that aligns, a checkpoint completes), then freezes
-	// again (Input.Stepping while it runs).
-	Step()
-	// ResetRestarts makes the restart strategy forget its failures, as a
-	// newly submitted job's starts (a restarts_reset event follows).
-	ResetRestarts()
 	// Resubmit starts a FAILED job again from its newest checkpoint, with
 	// the restart strategy's count afresh: a new job, as flink run -s
 	// starts one. It fails for a job that has not FAILED.
 	Resubmit() error
-	// SetRate sets the input generator's records/s (ignored, with an
-	// error, when there is no generator).
-	SetRate(recordsPerSecond float64) error
 	// Faults lists the fault catalogue for the fault menu, in menu order.
 	Faults() []FaultChoice
 	// TourKey hands a guided tour's key to the tour: "n" next, "b" back

@@ -16,17 +16,10 @@ import (
 // Driver is the running job as a tour drives it: what the terminal UI's
 // keys do, and the snapshot the UI draws.
 type Driver interface {
-	Snapshot() view.Snapshot
+	view.JobControls
 	// InjectFor injects a fault of the catalogue as the UI's menu does,
 	// lasting d instead of the menu's time when d > 0.
 	InjectFor(fault, task string, d time.Duration) error
-	TriggerCheckpoint() (int64, error)
-	TriggerSavepoint() (int64, error)
-	SetMode(mode string) error
-	SetTempo(t view.Tempo)
-	Step()
-	ResetRestarts()
-	SetRate(recordsPerSecond float64) error
 }
 
 // Mode is how a tour is run.
