@@ -70,12 +70,12 @@ func describeRunEvent(e view.Event) (string, common.Level, bool) {
 		if e.Reason != "" {
 			text += ": " + e.Reason
 		}
-		switch e.Status {
-		case "FAILED":
+		switch view.JobState(e.Status) {
+		case view.JobFailed:
 			return text, common.LevelError, true
-		case "RESTARTING", "FAILING":
+		case view.JobRestarting, view.JobFailing:
 			return text, common.LevelWarning, true
-		case "RUNNING", "FINISHED":
+		case view.JobRunning, view.JobFinished:
 			return text, common.LevelSuccess, true
 		}
 		return text, common.LevelMuted, true

@@ -55,11 +55,12 @@ func (r *restartSeen) observe(s *view.Snapshot) {
 		r.init = true
 		return
 	}
-	if job.Attempt > r.attempt || (r.status == "RESTARTING" && job.Status != "RESTARTING") {
+	restarting := string(view.JobRestarting)
+	if job.Attempt > r.attempt || (r.status == restarting && job.Status != restarting) {
 		r.at, r.runningSince = s.Now, time.Time{}
 	}
-	switch job.Status {
-	case "FAILED", "FINISHED", "CANCELED":
+	switch view.JobState(job.Status) {
+	case view.JobFailed, view.JobFinished, view.JobCanceled:
 		r.at = time.Time{} // over: the status says what became of it
 	}
 	if r.at.IsZero() {
