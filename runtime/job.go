@@ -246,8 +246,9 @@ type Result struct {
 	Crashed bool
 }
 
-// New prepares a job; Run starts it.
-func New(cfg Config) (*Job, error) {
+// withDefaults fills in what cfg leaves unset and checks the choices
+// that need no job to check.
+func withDefaults(cfg Config) (Config, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -280,27 +281,36 @@ func New(cfg Config) (*Job, error) {
 		cfg.StateBackend = "heap"
 	case "badger":
 		if cfg.WorkDir == "" {
-			return nil, errors.New("the badger state backend needs a work directory")
+			return cfg, errors.New("the badger state backend needs a work directory")
 		}
 	default:
-		return nil, fmt.Errorf("state backend %q: want heap or badger", cfg.StateBackend)
+		return cfg, fmt.Errorf("state backend %q: want heap or badger", cfg.StateBackend)
 	}
 	switch cfg.Failover {
 	case "":
 		cfg.Failover = restart.FailoverFull
 	case restart.FailoverFull, restart.FailoverRegion, restart.FailoverIndividual, restart.FailoverNone:
 	default:
-		return nil, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
+		return cfg, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
 	}
 	var err error
 	if cfg.OnBadRecord, err = ParseOnBadRecord(cfg.OnBadRecord); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	if cfg.OnBadRecord == BadRecordDeadLetter && cfg.Env.DeadLetters == nil {
-		return nil, errors.New("--on-bad-record dead-letter needs a dead-letter topic")
+		return cfg, errors.New("--on-bad-record dead-letter needs a dead-letter topic")
 	}
 	if cfg.Incremental && cfg.StateBackend != "badger" {
-		return nil, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
+		return cfg, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
+	}
+	return cfg, nil
+}
+
+// New prepares a job; Run starts it.
+func New(cfg Config) (*Job, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Checkpoint.Job = cfg.Job.Name
 	cfg.Checkpoint.Mode = ModeName(cfg.Mode, cfg.Unaligned)
@@ -328,29 +338,8 @@ func New(cfg Config) (*Job, error) {
 		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
 		Status: cfg.Restart.Status(), Failover: cfg.Failover,
 	}
-	for _, op := range j.spec.Operators {
-		for i := 0; i < op.Parallelism; i++ {
-			j.metrics[checkpoint.TaskID{Operator: op.Name, Index: i}.String()] = &TaskMetrics{}
-		}
-		switch op.Type {
-		case spec.TypeSource:
-			if _, err := cfg.Env.source(op.Topic); err != nil {
-				return nil, fmt.Errorf("operator %s: %w", op.Name, err)
-			}
-		case spec.TypeSink:
-			if _, err := cfg.Env.output(op.Topic); err != nil {
-				return nil, fmt.Errorf("operator %s: %w", op.Name, err)
-			}
-		}
-	}
-	for _, f := range cfg.Faults {
-		if err := CheckFaultTask(f, j.spec); err != nil {
-			return nil, err
-		}
-		j.faults = append(j.faults, &faultEntry{Fault: f})
-		if f.AfterCheckpoints > 0 {
-			j.ckptFaults = append(j.ckptFaults, j.faults[len(j.faults)-1])
-		}
+	if err := j.addTasksAndFaults(); err != nil {
+		return nil, err
 	}
 	// Checkpoint writes go through a store that the storage-fail fault can
 	// make fail; the rest of the store is the configured one.
@@ -358,6 +347,38 @@ func New(cfg Config) (*Job, error) {
 	cfg.Checkpoint.Wall = cfg.Clock
 	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, j.clk, gateway{j}, j.onCheckpointEvent)
 	return j, nil
+}
+
+// addTasksAndFaults makes the metrics of every subtask, checks that the
+// environment has each source's and sink's topic, and arms the configured
+// faults.
+func (j *Job) addTasksAndFaults() error {
+	cfg := j.cfg
+	for _, op := range j.spec.Operators {
+		for i := 0; i < op.Parallelism; i++ {
+			j.metrics[checkpoint.TaskID{Operator: op.Name, Index: i}.String()] = &TaskMetrics{}
+		}
+		switch op.Type {
+		case spec.TypeSource:
+			if _, err := cfg.Env.source(op.Topic); err != nil {
+				return fmt.Errorf("operator %s: %w", op.Name, err)
+			}
+		case spec.TypeSink:
+			if _, err := cfg.Env.output(op.Topic); err != nil {
+				return fmt.Errorf("operator %s: %w", op.Name, err)
+			}
+		}
+	}
+	for _, f := range cfg.Faults {
+		if err := CheckFaultTask(f, j.spec); err != nil {
+			return err
+		}
+		j.faults = append(j.faults, &faultEntry{Fault: f})
+		if f.AfterCheckpoints > 0 {
+			j.ckptFaults = append(j.ckptFaults, j.faults[len(j.faults)-1])
+		}
+	}
+	return nil
 }
 
 // Coordinator is the job's checkpoint coordinator.

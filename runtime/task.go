@@ -71,13 +71,15 @@ func (m *TaskMetrics) Offsets() map[int32]int64 {
 // way at now, if the subtask is held (a frozen world is idle, not busy)
 // or waits.
 func (m *TaskMetrics) Idle(now time.Time) int64 {
-	n := m.IdleNanos.Load()
-	for _, since := range []int64{m.heldSince.Load(), m.waitingSince.Load()} {
-		if since != 0 {
-			n += max(now.UnixNano()-since, 0)
-		}
+	return m.IdleNanos.Load() + underWay(m.heldSince.Load(), now) + underWay(m.waitingSince.Load(), now)
+}
+
+// underWay is the time since since (Unix ns; 0: nothing under way).
+func underWay(since int64, now time.Time) int64 {
+	if since == 0 {
+		return 0
 	}
-	return n
+	return max(now.UnixNano()-since, 0)
 }
 
 // idleFrom counts the time since start, a wait for input that has just
@@ -90,11 +92,7 @@ func (m *TaskMetrics) idleFrom(start, now time.Time) {
 // BackPressured is BackPressuredNanos with the wait under way at now, if
 // the subtask is blocked on a full channel.
 func (m *TaskMetrics) BackPressured(now time.Time) int64 {
-	n := m.BackPressuredNanos.Load()
-	if since := m.blockedSince.Load(); since != 0 {
-		n += max(now.UnixNano()-since, 0)
-	}
-	return n
+	return m.BackPressuredNanos.Load() + underWay(m.blockedSince.Load(), now)
 }
 
 // Slowed returns, while a slow fault holds the subtask, its factor and
