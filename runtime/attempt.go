@@ -36,8 +36,6 @@ type attempt struct {
 	tasks   []*task
 	sources []*task
 	byName  map[string]*task
-
-	sv *supervision // the master's record of it; only the master touches it
 }
 
 func (a *attempt) report(ctx context.Context, ev taskEvent) {
@@ -67,9 +65,24 @@ func (a *attempt) lookup(name string) *task {
 	return a.byName[name]
 }
 
-// isCurrent reports whether t is the current instance of its subtask (and
-// not one a failover replaced).
-func (a *attempt) isCurrent(t *task) bool { return a.lookup(t.name) == t }
+// replace puts news in the place of olds (a partial restart).
+func (a *attempt) replace(olds, news []*task) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, t := range news {
+		for k, x := range a.tasks {
+			if x == olds[i] {
+				a.tasks[k] = t
+			}
+		}
+		for k, x := range a.sources {
+			if x == olds[i] {
+				a.sources[k] = t
+			}
+		}
+		a.byName[t.name] = t
+	}
+}
 
 // closeBackend closes a subtask instance's state backend when it holds
 // resources (the Badger databases); only after every goroutine of the

@@ -16,16 +16,16 @@ import (
 	"faultline/runtime/spec"
 )
 
-// deploy builds and starts every subtask of attempt n. It returns the
+// deploy builds and starts every subtask of attempt n at epoch. It returns the
 // attempt's context, which the master passes to the subtasks it starts
 // for the attempt later (partial failovers).
-func (j *Job) deploy(ctx context.Context, n int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, context.Context, error) {
+func (j *Job) deploy(ctx context.Context, n, epoch int64, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState) (*attempt, context.Context, error) {
 	// The attempt ends when the master cancels it (teardown), not with the
 	// run's context: stopping with a savepoint needs it running a moment longer.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &attempt{n: n, job: j, cancel: cancel, byName: map[string]*task{},
-		sv: &supervision{finished: map[string]bool{}, atEnd: map[string]bool{}}}
-	a.epoch.Store(j.epoch.Add(1))
+	a := &attempt{n: n, job: j, cancel: cancel, byName: map[string]*task{}}
+	a.epoch.Store(epoch)
+	j.epoch.Store(epoch)
 	var built []*task
 	fail := func(err error) (*attempt, context.Context, error) {
 		for _, t := range built {

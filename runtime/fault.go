@@ -316,7 +316,7 @@ func (j *Job) Inject(f Fault) error {
 	if err := CheckFaultTask(f, j.spec); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
 	}
-	e := &faultEntry{Fault: f, adhoc: true}
+	e := &faultEntry{Fault: f, adhoc: true, id: int(j.nextFault.Add(1))}
 	tooMany := errors.New("too many faults waiting to be injected; try again")
 	if len(j.faultCh) >= cap(j.faultCh)-len(j.cfg.Faults) {
 		return tooMany // the rest is kept for the configured faults, each sent once

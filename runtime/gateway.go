@@ -24,6 +24,7 @@ func (j *Job) onCheckpointEvent(e checkpoint.Event) {
 			j.lenient(j.cfg.AtLeastOnce.Close)
 		}
 		if e.Kind != checkpoint.KindSavepoint {
+			j.newestCheckpoint.Store(e.ID)
 			j.checkpointFaults()
 		}
 		full, inc := e.Completed.Size()

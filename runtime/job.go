@@ -138,7 +138,13 @@ type Job struct {
 		a *attempt
 	}
 
-	epoch atomic.Int64 // bumped by every deployment and failover
+	// epoch is the job master's (master.Master.Epoch), stored as each
+	// deployment or partial restart takes it.
+	epoch atomic.Int64
+	// newestCheckpoint is the newest checkpoint that completed, for the
+	// master; nextFault numbers the faults.
+	newestCheckpoint atomic.Int64
+	nextFault        atomic.Int64
 
 	// handler decides what a failure restarts, and when (it holds the
 	// backoff and failover strategies and the pipelined regions).
@@ -194,6 +200,7 @@ type attemptErr struct {
 
 type faultEntry struct {
 	Fault
+	id        int // the job master's name for it
 	fired     atomic.Bool
 	delivered atomic.Bool  // a timed fault was posted to its task
 	queued    atomic.Bool  // an after-checkpoints fault was sent to the master
@@ -373,7 +380,7 @@ func (j *Job) addTasksAndFaults() error {
 		if err := CheckFaultTask(f, j.spec); err != nil {
 			return err
 		}
-		j.faults = append(j.faults, &faultEntry{Fault: f})
+		j.faults = append(j.faults, &faultEntry{Fault: f, id: int(j.nextFault.Add(1))})
 		if f.AfterCheckpoints > 0 {
 			j.ckptFaults = append(j.ckptFaults, j.faults[len(j.faults)-1])
 		}

@@ -10,7 +10,6 @@ import (
 	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/internal/clock"
-	"faultline/restart"
 	"faultline/runtime/view"
 )
 
@@ -63,7 +62,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	defer stopTimers()
 	stopLoad := j.startLoadReports(ctx)
 	defer stopLoad()
-	if err := j.runAttempts(ctx, opts, res, restore, states, reason); err != nil {
+	if err := j.runMaster(ctx, opts, res, restore, states, reason); err != nil {
 		return nil, err
 	}
 	if j.crashed.Load() {
@@ -132,140 +131,6 @@ func (j *Job) armTimedFaults() (stop func()) {
 	}
 }
 
-// runAttempts deploys the job from restore, and again after every failure
-// it restarts from, until the run ends: it sets res.Status, or returns the
-// error that failed the job.
-func (j *Job) runAttempts(ctx context.Context, opts RunOptions, res *Result, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState, reason string) error {
-	var queued []*faultEntry
-	for n := int64(1); ; n++ {
-		a, actx, err := j.deploy(ctx, n, restore, states)
-		if err != nil {
-			if ctx.Err() != nil {
-				j.status(JobCanceled, "canceled while restarting")
-				res.Status = JobCanceled
-				return nil
-			}
-			j.status(JobFailed, err.Error())
-			return err
-		}
-		for _, f := range queued {
-			j.deliver(ctx, a, f)
-		}
-		queued = nil
-		// RUNNING is told once checkpoints can be triggered.
-		j.coord.Start(a.epoch.Load(), a.taskIDs())
-		j.status(JobRunning, reason)
-		out := j.supervise(ctx, actx, a, res)
-		if out.kind == outCanceled && opts.SavepointOnExit && !j.crashed.Load() {
-			res.ExitSavepoint = j.stopWithSavepoint(a, opts.SavepointTimeout)
-		}
-		if out.kind != outFailed || out.d.GiveUp != "" {
-			if err := j.endAttempt(a, out, res); err != nil || res.Status != JobFailed || !opts.WaitToResubmit {
-				return err
-			}
-			var ok bool
-			if restore, states, ok, err = j.awaitResubmit(ctx, res); !ok {
-				return err
-			}
-			reason = "resubmitted from the newest checkpoint"
-			continue
-		}
-		j.status(JobRestarting, out.err.Error())
-		queued = append(queued, j.teardown(a, out.fault)...)
-		var ok bool
-		if restore, states, ok, err = j.restartFrom(ctx, out, res); !ok {
-			if err != nil || res.Status != JobFailed || !opts.WaitToResubmit {
-				return err
-			}
-			if restore, states, ok, err = j.awaitResubmit(ctx, res); !ok {
-				return err
-			}
-			reason = "resubmitted from the newest checkpoint"
-			continue
-		}
-		reason = fmt.Sprintf("restarted after failure of %s", restart.OrJob(out.task))
-		j.markRestored(res, restore, reason)
-	}
-}
-
-// endAttempt ends the run with attempt a, which ended as out says and is
-// not restarted: it tears a down and sets res.Status, or returns the error
-// that failed the job.
-func (j *Job) endAttempt(a *attempt, out outcome, res *Result) error {
-	switch out.kind {
-	case outError:
-		j.coord.Stop(checkpoint.ReasonJobFailover, out.err)
-		j.teardown(a, nil)
-		j.status(JobFailed, out.err.Error())
-		return out.err
-	case outFinished:
-		j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job finished"))
-		j.teardown(a, nil)
-		if err := j.finalCommit(a); err != nil {
-			j.status(JobFailed, err.Error())
-			return err
-		}
-		j.status(JobFinished, "every task finished")
-		res.Status = JobFinished
-	case outCanceled:
-		j.coord.Stop(checkpoint.ReasonJobFailover, errors.New("job canceled"))
-		j.teardown(a, nil)
-		why := "canceled by the user"
-		if j.crashed.Load() {
-			why = "the crash fault: the run ends as the process's death would end it"
-		}
-		j.status(JobCanceled, why)
-		res.Status = JobCanceled
-	case outFailed:
-		// The failure handler gave up.
-		j.status(JobFailing, out.err.Error())
-		j.teardown(a, out.fault)
-		res.GaveUp = out.d.GiveUp
-		j.status(JobFailed, res.GaveUp)
-		res.Status = JobFailed
-	}
-	return nil
-}
-
-// restartFrom waits the restart delay the failure handler chose for out,
-// then picks the checkpoint the next attempt restores. ok is false when
-// the run ends instead: canceled (res.Status says so) or failed (err).
-func (j *Job) restartFrom(ctx context.Context, out outcome, res *Result) (restore *checkpoint.Completed, states map[string][]*backend.SubtaskState, ok bool, err error) {
-	all := j.handler.AllTasks()
-	j.emitFailover(out.task, all)
-	j.emitRestartScheduled(out.d.Delay, res.Restarts, all)
-	if !j.sleep(ctx, out.d.Delay) || ctx.Err() != nil {
-		j.status(JobCanceled, "canceled while restarting")
-		res.Status = JobCanceled
-		return nil, nil, false, nil
-	}
-	if r, ok := j.handler.Backoff().(restart.Restarter); ok {
-		if err := r.Restart(); err != nil {
-			// The strategy threw where the restart was attempted: the
-			// job fails here, with that exception as its cause.
-			res.GaveUp = fmt.Sprintf("restart strategy %s: the restart after the failure of %s was attempted and threw: %v",
-				j.handler.Backoff().Name(), restart.OrJob(out.task), err)
-			j.restarts.update(func(v *RestartView) {
-				v.NextRestartAt, v.GaveUp, v.Status = time.Time{}, res.GaveUp, j.handler.Backoff().Status()
-			})
-			j.status(JobFailed, res.GaveUp)
-			res.Status = JobFailed
-			return nil, nil, false, nil
-		}
-	}
-	if restore, states, err = j.pickRestore(ctx, true); err != nil {
-		if ctx.Err() != nil {
-			j.status(JobCanceled, "canceled while restarting")
-			res.Status = JobCanceled
-			return nil, nil, false, nil
-		}
-		j.status(JobFailed, err.Error())
-		return nil, nil, false, err
-	}
-	j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
-	return restore, states, true, nil
-}
-
 // settleEnd sets res.Latest once the run has ended, under after (see
 // WindDown). Unless the job finished, it also leaves the outputs as the
 // newest valid checkpoint had them.
@@ -315,136 +180,6 @@ func (j *Job) tally(res *Result, start time.Time) {
 	res.ReplaySkipped = j.bad.replaySkipped.Load()
 	res.Checkpoints = j.coord.Stats()
 	res.Unaligned = j.usedUnaligned.Load()
-}
-
-func (j *Job) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	done := make(chan struct{})
-	t := j.clk.AfterFunc(d, func() { close(done) })
-	select {
-	case <-done:
-		return true
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	}
-}
-
-// teardown cancels attempt a and waits for all its goroutines. first is the
-// injected fault whose failure caused it, if any. It returns the timed
-// faults that fired in the attempt without taking effect, to be delivered
-// to the next one.
-func (j *Job) teardown(a *attempt, first *faultEntry) (again []*faultEntry) {
-	for _, t := range a.taskList() {
-		if s := t.m.Status(); s == TaskRunning || s == TaskDeploying {
-			t.setStatus(TaskCanceling, "the attempt is torn down")
-		}
-	}
-	a.stop()
-	a.closeBackends()
-	j.cur.Lock()
-	j.cur.a = nil
-	j.cur.Unlock()
-	// Failures the supervisor did not take (it stopped at the first) were
-	// not acted on: an injected fault among them fires again later.
-	pending := a.sv.deferred
-	a.sv.deferred = nil
-	for {
-		select {
-		case ev := <-a.events:
-			pending = append(pending, ev)
-			continue
-		default:
-		}
-		break
-	}
-	for _, ev := range pending {
-		if ev.kind == evFailed && ev.fault != nil && ev.fault != first {
-			ev.fault.fired.Store(false)
-		}
-	}
-	again = append(again, a.sv.queued...)
-	a.sv.queued = nil
-	for _, f := range j.faults {
-		if f.AfterRecords == 0 && f.delivered.Load() && !f.fired.Load() {
-			f.delivered.Store(false)
-			again = append(again, f)
-		}
-	}
-	if j.cfg.AfterTeardown != nil {
-		j.cfg.AfterTeardown(a.n, j.live.Load())
-	}
-	return again
-}
-
-type outcomeKind int
-
-const (
-	outFinished outcomeKind = iota
-	outCanceled
-	outFailed
-	outError // the job cannot go on: a restart found nothing to restore
-)
-
-type outcome struct {
-	kind  outcomeKind
-	task  string
-	err   error
-	fault *faultEntry
-	d     restart.Decision // outFailed: what the failure handler decided
-}
-
-// supervise runs the attempt until its end: all tasks finished, a failure
-// that fails or restarts the whole job, the coordinator giving up, or
-// cancellation of ctx, the run's. Failures that the failover strategy
-// handles by restarting part of the job are handled here, and the attempt
-// goes on; its new subtasks run under actx, the attempt's context.
-func (j *Job) supervise(ctx, actx context.Context, a *attempt, res *Result) outcome {
-	sv := a.sv
-	for {
-		if len(sv.deferred) > 0 {
-			ev := sv.deferred[0]
-			sv.deferred = sv.deferred[1:]
-			if !a.isCurrent(ev.task) {
-				if ev.fault != nil {
-					ev.fault.fired.Store(false)
-				}
-				continue
-			}
-			out := outcome{kind: outFailed, task: ev.task.name, err: ev.err, fault: ev.fault}
-			out.d = j.decide(out, res)
-			if out.d.GiveUp != "" || out.d.Tasks == nil {
-				return out
-			}
-			ok, err := j.restartPart(ctx, actx, a, out.d, res, sv, ev.task.name)
-			switch {
-			case err != nil:
-				return outcome{kind: outError, err: err}
-			case !ok:
-				return outcome{kind: outCanceled}
-			}
-			continue
-		}
-		select {
-		case ev := <-a.events:
-			j.track(a, ev, sv)
-			if len(sv.finished) == len(a.taskList()) {
-				return outcome{kind: outFinished}
-			}
-		case f := <-j.faultCh:
-			j.deliver(ctx, a, f)
-		case e := <-j.coordFail:
-			if e.attempt == a.epoch.Load() {
-				out := outcome{kind: outFailed, err: e.err}
-				out.d = j.decide(out, res)
-				return out
-			}
-		case <-ctx.Done():
-			return outcome{kind: outCanceled}
-		}
-	}
 }
 
 // stopWithSavepoint takes a savepoint of the running attempt before it is
@@ -497,27 +232,4 @@ func (j *Job) Resubmit() error {
 	default: // one is asked for already
 	}
 	return nil
-}
-
-// awaitResubmit waits, with the job FAILED, for a Resubmit or the end of
-// ctx, then picks the checkpoint the new job restores. ok is false when
-// the run ends instead (FAILED, as it was; or err).
-func (j *Job) awaitResubmit(ctx context.Context, res *Result) (restore *checkpoint.Completed, states map[string][]*backend.SubtaskState, ok bool, err error) {
-	select {
-	case <-ctx.Done():
-		return nil, nil, false, nil
-	case <-j.resubmits:
-	}
-	if restore, states, err = j.pickRestore(ctx, true); err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, false, nil
-		}
-		return nil, nil, false, err
-	}
-	b := j.handler.Backoff()
-	b.Reset()
-	j.restarts.update(func(v *RestartView) { v.Status, v.GaveUp = b.Status(), "" })
-	res.Status, res.GaveUp = "", ""
-	j.markRestored(res, restore, "resubmitted")
-	return restore, states, true, nil
 }

@@ -71,6 +71,7 @@ var rules = []rule{
 	{"faultline/runtime/verify", []string{"faultline"}, "the oracle judges the output on its own: it imports nothing of the engine", []string{"faultline/runtime/flatjson", "faultline/runtime/spec", "faultline/internal/atomicfile"}},
 	{"faultline/runtime/flatjson", []string{"faultline"}, "the record scanner is a leaf", nil},
 	{"faultline/runtime/barrier", []string{"faultline"}, "barrier handlers are pure state machines", nil},
+	{"faultline/runtime/master", []string{"faultline"}, "the job master's decisions are a pure state machine over the failure handler's", []string{"faultline/restart", "faultline/runtime/view"}},
 	{"faultline/runtime/spec", []string{"faultline"}, "job specs are plain data", []string{"faultline/internal/smallfile"}},
 	{"faultline/internal/clock", []string{"faultline"}, "the clock is a leaf", nil},
 	{"faultline/internal/supervise", []string{"faultline"}, "the supervisor is a leaf", nil},
