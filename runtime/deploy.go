@@ -34,7 +34,7 @@ func (j *Job) deploy(ctx context.Context, n, epoch int64, restore *checkpoint.Co
 		cancel()
 		return nil, nil, err
 	}
-	if err := j.checkInFlight(restore, states); err != nil {
+	if err := j.rs.checkInFlight(restore, states); err != nil {
 		return fail(err)
 	}
 	for _, op := range j.spec.Operators {
@@ -113,7 +113,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		break
 	}
 	if ss := states[op.Name]; ss != nil {
-		r := &restoredState{from: restore.ID, operator: operatorStates(ss), replay: j.replayUntil}
+		r := &restoredState{from: restore.ID, operator: operatorStates(ss), replay: j.rs.replayUntil}
 		for _, s := range ss {
 			if len(s.Keyed) > 0 {
 				r.keyed = append(r.keyed, s.Keyed)
@@ -133,7 +133,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 		t.restored = r
 	}
-	if restore == nil && j.skipCommitted {
+	if restore == nil && j.rs.skipCommitted {
 		// Nothing to restore, over output the runs before committed: the
 		// job emits all of it again (see OperatorContext.Replay).
 		t.replayAll = true

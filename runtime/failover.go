@@ -2,12 +2,9 @@ package runtime
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"faultline/checkpoint"
-	"faultline/internal/clock"
 	"faultline/restart"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
@@ -55,46 +52,6 @@ type FailoverInfo struct {
 	Restarted []string
 }
 
-// RestartView is what the UI shows of restarts (see Job.RestartView).
-type RestartView struct {
-	Strategy      string
-	Description   string
-	Status        restart.Status
-	Failover      restart.FailoverStrategy
-	NextRestartAt time.Time // zero when no restart is scheduled
-	LastRestarted []string
-	LastFailed    string
-	LastError     string
-	Restarts      int
-	GaveUp        string
-	LostRecords   int64
-}
-
-// restartState is the master's record behind RestartView.
-type restartState struct {
-	mu sync.Mutex
-	v  RestartView
-	// lostFrom holds the records individual failover lost, by the
-	// checkpoint its restore went back to: the input they came from lies
-	// after that checkpoint's offsets.
-	lostFrom map[int64]int64
-}
-
-func (r *restartState) update(f func(v *RestartView)) {
-	r.mu.Lock()
-	f(&r.v)
-	r.mu.Unlock()
-}
-
-// RestartView returns the restart and failover strategies' state.
-func (j *Job) RestartView() RestartView {
-	j.restarts.mu.Lock()
-	defer j.restarts.mu.Unlock()
-	v := j.restarts.v
-	v.LastRestarted = slices.Clone(v.LastRestarted)
-	return v
-}
-
 // ResetRestarts makes the restart strategy forget every failure so far, as
 // the strategy of a newly submitted job starts (Flink keeps no count across
 // jobs): a demo that used up its attempts can go on failing and restarting.
@@ -103,20 +60,22 @@ func (j *Job) ResetRestarts() {
 	b := j.handler.Backoff()
 	before := b.Status().Attempts
 	b.Reset()
-	j.restarts.update(func(v *RestartView) { v.Status = b.Status() })
+	j.ledger.restarts.update(func(v *RestartView) { v.Status = b.Status() })
 	j.obs.Emit(view.RestartsReset{Strategy: b.Name(), Attempts: before})
 }
 
 // emitFailover tells that the failure of failed restarts tasks (the
 // failover event, emitted here only).
-func (j *Job) emitFailover(failed string, tasks []string) {
+func (d *driver) emitFailover(failed string, tasks []string) {
+	j := d.j
 	j.obs.Emit(view.Failover{Strategy: string(j.handler.Failover()), Failed: failed, Tasks: tasks})
 }
 
 // emitRestartScheduled tells that tasks restart after delay, the
 // attempt-th restart of the run (the restart_scheduled event, emitted here
 // only).
-func (j *Job) emitRestartScheduled(delay time.Duration, attempt int, tasks []string) {
+func (d *driver) emitRestartScheduled(delay time.Duration, attempt int, tasks []string) {
+	j := d.j
 	b := j.handler.Backoff()
 	j.obs.Emit(view.RestartScheduled{Strategy: b.Name(), DelayMs: delay.Milliseconds(), Attempt: attempt,
 		Description: b.Describe(), Failover: string(j.handler.Failover()), Tasks: tasks})
@@ -149,7 +108,8 @@ type keyedReader interface {
 // of the same subtask) stopped, for individual failover: the same input
 // channels, at the element old failed on, the same outputs, the same
 // wake-up gate; old's state is gone, replaced by the checkpoint's.
-func (j *Job) takeOver(t, old *task, restore *checkpoint.Completed) {
+func (d *driver) takeOver(t, old *task, restore *checkpoint.Completed) {
+	j := d.j
 	t.gate = old.gate
 	t.mb = newMailbox(old.gate)
 	t.inputs = old.inputs
@@ -174,7 +134,7 @@ func (j *Job) takeOver(t, old *task, restore *checkpoint.Completed) {
 	if rc, ok := old.oper.(rollbackCounter); ok {
 		lost, later = rc.rollback(from, old.keyed)
 	}
-	report := func(n int64, what string) { j.reportLost(t.name, n, from, what) }
+	report := func(n int64, what string) { j.ledger.reportLost(t.name, n, from, what) }
 	if ad, ok := t.oper.(rollbackAdopter); ok && later != nil {
 		ad.adoptRollback(later, report)
 	}
@@ -185,114 +145,5 @@ func (j *Job) takeOver(t, old *task, restore *checkpoint.Completed) {
 	j.obs.Emit(view.RolledBack{Task: t.name, Checkpoint: from, Lost: lost, What: what})
 	if lost > 0 {
 		report(lost, "written since the checkpoint in transactions that are now aborted")
-	}
-}
-
-// reportLost counts records an individual failover lost.
-// Losses found one record at a time (a join side whose partner arrives)
-// are told at most every lossEventEvery per subtask: the first at once, the
-// ones after it summed up.
-func (j *Job) reportLost(task string, n, from int64, what string) {
-	var total int64
-	j.restarts.mu.Lock()
-	j.restarts.v.LostRecords += n
-	total = j.restarts.v.LostRecords
-	if j.restarts.lostFrom == nil {
-		j.restarts.lostFrom = map[int64]int64{}
-	}
-	j.restarts.lostFrom[from] += n
-	j.restarts.mu.Unlock()
-	l := &j.losses
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending == nil {
-		l.pending = map[string]*pendingLoss{}
-	}
-	p := l.pending[task]
-	now := j.wall.Now()
-	if p == nil || now.Sub(p.last) >= lossEventEvery {
-		if p != nil && p.n > 0 {
-			j.emitLoss(task, p)
-		}
-		j.obs.Emit(view.RecordsLost{Task: task, Records: n, Total: total, Checkpoint: from, What: what})
-		l.pending[task] = &pendingLoss{last: now, from: from}
-		return
-	}
-	p.n += n
-	p.what = what
-	p.total = total
-	if l.timer == nil {
-		l.timer = j.wall.AfterFunc(lossEventEvery, j.flushLosses)
-	}
-}
-
-const lossEventEvery = 250 * time.Millisecond
-
-// takeBackLosses is called on a restart of the whole job from checkpoint
-// id (0: from the beginning): every source reads again from there, so the
-// losses of individual failovers that went back to id or to a later
-// checkpoint are made good by the replay. It takes them off the count and
-// says so (records_replayed), so that lost_by_failover agrees with what
-// the verification finds missing.
-func (j *Job) takeBackLosses(id int64) {
-	j.flushLosses()
-	var n, total int64
-	j.restarts.mu.Lock()
-	for from, lost := range j.restarts.lostFrom {
-		if from >= id {
-			n += lost
-			delete(j.restarts.lostFrom, from)
-		}
-	}
-	j.restarts.v.LostRecords -= n
-	total = j.restarts.v.LostRecords
-	j.restarts.mu.Unlock()
-	if n > 0 {
-		from := fmt.Sprintf("checkpoint %d", id)
-		if id == 0 {
-			from = "the beginning"
-		}
-		j.obs.Emit(view.RecordsReplayed{Records: n, TotalLost: total, Checkpoint: id,
-			What: fmt.Sprintf("the whole job restarts from %s and reads its input again from there, so the records individual failover lost after it are made again", from)})
-	}
-}
-
-// lossLog holds the losses not told yet.
-type lossLog struct {
-	mu      sync.Mutex
-	pending map[string]*pendingLoss
-	timer   clock.Timer
-}
-
-type pendingLoss struct {
-	last     time.Time // when the last event was emitted
-	n, total int64
-	from     int64
-	what     string
-}
-
-func (j *Job) emitLoss(task string, p *pendingLoss) {
-	what := p.what
-	if p.n > 1 {
-		what = fmt.Sprintf("%d more like the last one: %s", p.n, p.what)
-	}
-	j.obs.Emit(view.RecordsLost{Task: task, Records: p.n, Total: p.total, Checkpoint: p.from, What: what})
-	p.n, p.last = 0, j.wall.Now()
-}
-
-// flushLosses tells the losses summed up since the last events; the end of
-// a run calls it too.
-func (j *Job) flushLosses() {
-	l := &j.losses
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	for task, p := range l.pending {
-		if p.n > 0 {
-			j.emitLoss(task, p)
-		}
 	}
 }

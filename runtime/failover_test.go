@@ -199,14 +199,14 @@ func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.reportLost("join/1", 5, 2, "before checkpoint 3")
-	j.reportLost("join/0", 7, 4, "after checkpoint 3")
-	j.reportLost("join/1", 11, 3, "at checkpoint 3")
-	j.takeBackLosses(3)
+	j.ledger.reportLost("join/1", 5, 2, "before checkpoint 3")
+	j.ledger.reportLost("join/0", 7, 4, "after checkpoint 3")
+	j.ledger.reportLost("join/1", 11, 3, "at checkpoint 3")
+	j.ledger.takeBackLosses(3)
 	if got := j.RestartView().LostRecords; got != 5 {
 		t.Fatalf("lost after a full restart from checkpoint 3: %d, want the 5 lost back to checkpoint 2", got)
 	}
-	j.takeBackLosses(0)
+	j.ledger.takeBackLosses(0)
 	if got := j.RestartView().LostRecords; got != 0 {
 		t.Fatalf("lost after a full restart from the beginning: %d, want 0", got)
 	}

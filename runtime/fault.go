@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -298,6 +299,37 @@ func CheckFaultTask(f Fault, job *spec.Job) error {
 	return nil
 }
 
+// injector holds the run's faults: the configured ones (--inject), those
+// injected while the job runs (Inject), the after-checkpoints ones' count,
+// and the channel that brings due faults to the job master. Firing a
+// fault is the subtask's (task.fire) or the job's (Job.deliver).
+type injector struct {
+	jobSpec *spec.Job
+	events  *Observer
+	logf    func(format string, args ...any) // Config.Logf, the job's j.logf
+	// configured is how many faults --inject configured: faultCh keeps
+	// room for each.
+	configured int
+	faults     []*faultEntry
+	// ckptFaults are the after-checkpoints faults of the run (never
+	// changed once the job is made).
+	ckptFaults []*faultEntry
+	faultCh    chan *faultEntry
+	nextFault  atomic.Int64 // numbers the faults (faultEntry.id)
+	// injected are the faults that failed no task (job-level ones, slow),
+	// under their lock.
+	injected struct {
+		sync.Mutex
+		list []FailureInfo
+	}
+	crashed      atomic.Bool  // the crash fault fired (see Config.Crash)
+	storageFails atomic.Int64 // checkpoint writes still to fail (storage-fail)
+}
+
+// Crashed reports whether the crash fault ended the run and the process
+// lived on (see Config.Crash).
+func (inj *injector) Crashed() bool { return inj.crashed.Load() }
+
 // ErrNoSuchTask means a fault names a subtask the job does not have.
 var ErrNoSuchTask = errors.New("no such subtask")
 
@@ -305,7 +337,7 @@ var ErrNoSuchTask = errors.New("no such subtask")
 // entry point to the fault catalogue; --inject's timed faults take the same
 // path). It returns an error when f names no subtask of the job, or when
 // too many faults are waiting.
-func (j *Job) Inject(f Fault) error {
+func (inj *injector) Inject(f Fault) error {
 	f.After, f.AfterRecords = 0, 0
 	if f.Spec == "" {
 		f.Spec = "fault=" + string(f.Kind)
@@ -313,16 +345,16 @@ func (j *Job) Inject(f Fault) error {
 			f.Spec = "task=" + f.Task + "," + f.Spec
 		}
 	}
-	if err := CheckFaultTask(f, j.spec); err != nil {
+	if err := CheckFaultTask(f, inj.jobSpec); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
 	}
-	e := &faultEntry{Fault: f, adhoc: true, id: int(j.nextFault.Add(1))}
+	e := &faultEntry{Fault: f, adhoc: true, id: int(inj.nextFault.Add(1))}
 	tooMany := errors.New("too many faults waiting to be injected; try again")
-	if len(j.faultCh) >= cap(j.faultCh)-len(j.cfg.Faults) {
+	if len(inj.faultCh) >= cap(inj.faultCh)-inj.configured {
 		return tooMany // the rest is kept for the configured faults, each sent once
 	}
 	select {
-	case j.faultCh <- e:
+	case inj.faultCh <- e:
 		return nil
 	default:
 		return tooMany
@@ -331,14 +363,15 @@ func (j *Job) Inject(f Fault) error {
 
 // noteFault records an injected fault that fails no task, for the
 // report's failures.
-func (j *Job) noteFault(task string, kind FaultKind) {
-	j.injected.Lock()
-	j.injected.list = append(j.injected.list, FailureInfo{At: j.obs.Since(), Task: task, Fault: string(kind)})
-	j.injected.Unlock()
+func (inj *injector) noteFault(task string, kind FaultKind) {
+	inj.injected.Lock()
+	inj.injected.list = append(inj.injected.list, FailureInfo{At: inj.events.Since(), Task: task, Fault: string(kind)})
+	inj.injected.Unlock()
 }
 
 // jobFault makes a fault that acts on the whole job happen.
-func (j *Job) jobFault(ctx context.Context, f *faultEntry) {
+func (d *driver) jobFault(ctx context.Context, f *faultEntry) {
+	j := d.j
 	switch f.Kind {
 	case FaultSavepoint:
 		if _, err := j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
@@ -347,7 +380,7 @@ func (j *Job) jobFault(ctx context.Context, f *faultEntry) {
 	case FaultStorageFail:
 		j.storageFails.Add(int64(f.Count))
 	case FaultCorruptCheckpoint:
-		c, err := j.corruptNewest(ctx)
+		c, err := d.corruptNewest(ctx)
 		f := view.CheckpointCorrupted{Fault: string(FaultCorruptCheckpoint)}
 		if err != nil {
 			f.Error = err.Error()
@@ -381,7 +414,8 @@ func (j *Job) jobFault(ctx context.Context, f *faultEntry) {
 
 // corruptNewest damages one state blob of the newest retained checkpoint
 // of the job and returns its id.
-func (j *Job) corruptNewest(ctx context.Context) (int64, error) {
+func (d *driver) corruptNewest(ctx context.Context) (int64, error) {
+	j := d.j
 	c, err := j.store.Latest(ctx)
 	if err != nil {
 		return 0, err
@@ -432,7 +466,8 @@ func (s faultyStore) PutStateParts(ctx context.Context, id int64, task checkpoin
 
 // deliver hands a timed fault to its task; a task that already finished is
 // past harm. ctx is the run's.
-func (j *Job) deliver(ctx context.Context, a *attempt, f *faultEntry) {
+func (d *driver) deliver(ctx context.Context, a *attempt, f *faultEntry) {
+	j := d.j
 	if f.adhoc && !slices.Contains(j.faults, f) {
 		// Known from now on, so that a failover re-arms it like the others.
 		j.faults = append(j.faults, f)
@@ -446,7 +481,7 @@ func (j *Job) deliver(ctx context.Context, a *attempt, f *faultEntry) {
 		}
 		j.obs.Emit(view.FaultInjected{Fault: string(f.Kind), Spec: f.Spec})
 		j.noteFault("", f.Kind)
-		j.jobFault(ctx, f)
+		d.jobFault(ctx, f)
 		return
 	}
 	j.obs.Emit(view.FaultInjected{Task: f.Task, Fault: string(f.Kind), Spec: f.Spec})

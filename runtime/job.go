@@ -100,6 +100,16 @@ type Config struct {
 	LoadEvery time.Duration
 }
 
+// published are the job's figures read across goroutines.
+type published struct {
+	// epoch is the job master's (master.Master.Epoch), stored as each
+	// deployment or partial restart takes it.
+	epoch atomic.Int64
+	// newestCheckpoint is the newest checkpoint that completed, for the
+	// master.
+	newestCheckpoint atomic.Int64
+}
+
 // Job runs one job graph and recovers it from failures (Flink: JobMaster
 // with its scheduler). It owns the attempts: deploys every subtask, waits for
 // the first failure, cancels and waits for every goroutine of the attempt,
@@ -110,27 +120,15 @@ type Job struct {
 	obs   *Observer
 	coord *checkpoint.Coordinator
 	store faultyStore
-	// clk is the job's clock: it stops while the world is frozen and runs
-	// slower in slow motion (view.Tempo.ClockRate), so that durations, timeouts,
-	// restart delays and fault timers measured on it leave out the time a
-	// person spent reading the screen. wall is the clock it runs on
-	// (Config.Clock): the tempo's own waits, the times a person reads as
-	// clock times, the stop budget and the run's elapsed time use it.
-	clk  *clock.Scaled
-	wall clock.Clock
+	// timeControls are the job's clocks, its tempo, steps and pause.
+	timeControls
 
 	metrics map[string]*TaskMetrics
-	faults  []*faultEntry
-	steps   *stepWatch // what a Step stops at
-	// ckptFaults are the after-checkpoints faults of the run (never
-	// changed once the job is made).
-	ckptFaults []*faultEntry
-	paused     atomic.Bool
-	in         atomic.Int64 // records read by sources, over all attempts
-	crashed    atomic.Bool  // the crash fault fired (see Config.Crash)
-
-	storageFails atomic.Int64 // checkpoint writes still to fail (storage-fail)
-	live         atomic.Int64 // goroutines of attempts still running
+	// injector holds the run's faults: the configured ones, those
+	// injected while it runs, and the way due ones reach the master.
+	injector
+	in   atomic.Int64 // records read by sources, over all attempts
+	live atomic.Int64 // goroutines of attempts still running
 
 	// cur is the running attempt (nil between attempts), under its lock.
 	cur struct {
@@ -138,59 +136,33 @@ type Job struct {
 		a *attempt
 	}
 
-	// epoch is the job master's (master.Master.Epoch), stored as each
-	// deployment or partial restart takes it.
-	epoch atomic.Int64
-	// newestCheckpoint is the newest checkpoint that completed, for the
-	// master; nextFault numbers the faults.
-	newestCheckpoint atomic.Int64
-	nextFault        atomic.Int64
+	// published are figures the job master's goroutine and the
+	// coordinator's publish for the others.
+	published
 
 	// handler decides what a failure restarts, and when (it holds the
 	// backoff and failover strategies and the pipelined regions).
-	handler  *restart.Handler
-	bad      *badRecords
-	restarts restartState
-	losses   lossLog
+	handler *restart.Handler
+	bad     *badRecords
+	ledger  ledger
 
-	// injected are the faults that failed no task (job-level ones, slow),
-	// under their lock.
-	injected struct {
-		sync.Mutex
-		list []FailureInfo
+	// commitLog is what the sinks have committed.
+	commitLog
+	// rs picks and reads what the run restores.
+	rs        restorer
+	jobStatus atomic.Value // JobStatus
+	// modeState is the checkpointing mode of the checkpoints triggered now.
+	modeState
+
+	// inbox holds what reaches the job master from elsewhere, besides
+	// the attempt's events and the due faults.
+	inbox struct {
+		coordFail  chan attemptErr
+		savepoints chan int64 // completed savepoints, for stop-with-savepoint
+		// resubmits carries Resubmit's request to a FAILED run that waits
+		// for one (RunOptions.WaitToResubmit).
+		resubmits chan struct{}
 	}
-
-	commits       commitProgress
-	lastCommitted struct {
-		sync.Mutex
-		c *checkpoint.Completed
-	}
-	// passedOver are the damaged checkpoints the latest pickRestore passed
-	// over, newest first, for the next Restored event. Master goroutine.
-	passedOver []int64
-	// replayUntil is set by pickRestore when it fell back past a newer
-	// completed checkpoint whose state cannot be read: that one's source
-	// offsets (see OperatorContext.Replay); nil otherwise.
-	replayUntil checkpoint.Offsets
-	// skipCommitted is RunOptions.SkipCommitted of the run.
-	skipCommitted bool
-	jobStatus     atomic.Value // JobStatus
-	mode          atomic.Int32 // barrier.Mode of the checkpoints triggered now
-	unaligned     atomic.Bool  // exactly-once checkpoints triggered now are unaligned
-	// usedUnaligned is set once a checkpoint completed unaligned.
-	usedUnaligned atomic.Bool
-	// exactlyOnceSince is when checkpoints began to be triggered
-	// exactly-once (Unix ns), 0 while they are triggered at-least-once: a
-	// completed checkpoint triggered since ends the at-least-once period.
-	exactlyOnceSince atomic.Int64
-	tempo            tempo
-
-	coordFail  chan attemptErr
-	faultCh    chan *faultEntry
-	savepoints chan int64 // completed savepoints, for stop-with-savepoint
-	// resubmits carries Resubmit's request to a FAILED run that waits for
-	// one (RunOptions.WaitToResubmit).
-	resubmits chan struct{}
 }
 
 type attemptErr struct {
@@ -322,16 +294,19 @@ func New(cfg Config) (*Job, error) {
 	cfg.Checkpoint.Job = cfg.Job.Name
 	cfg.Checkpoint.Mode = ModeName(cfg.Mode, cfg.Unaligned)
 	j := &Job{
-		cfg: cfg, spec: cfg.Job, obs: cfg.Observer, clk: clock.NewScaled(cfg.Clock), wall: cfg.Clock,
-		metrics:    map[string]*TaskMetrics{},
-		coordFail:  make(chan attemptErr, 1),
-		faultCh:    make(chan *faultEntry, len(cfg.Faults)+64),
-		savepoints: make(chan int64, 16),
-		resubmits:  make(chan struct{}, 1),
-		handler:    restart.NewHandler(cfg.Restart, cfg.Failover, pipelinedRegions(cfg.Job)),
-		bad:        newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
+		cfg: cfg, spec: cfg.Job, obs: cfg.Observer,
+		timeControls: timeControls{clk: clock.NewScaled(cfg.Clock), wall: cfg.Clock, obs: cfg.Observer},
+		injector: injector{jobSpec: cfg.Job, events: cfg.Observer, logf: cfg.Logf,
+			configured: len(cfg.Faults), faultCh: make(chan *faultEntry, len(cfg.Faults)+64)},
+		metrics: map[string]*TaskMetrics{},
+		handler: restart.NewHandler(cfg.Restart, cfg.Failover, pipelinedRegions(cfg.Job)),
+		bad:     newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
 	}
-	j.bad.progress = &j.commits
+	j.inbox.coordFail = make(chan attemptErr, 1)
+	j.inbox.savepoints = make(chan int64, 16)
+	j.inbox.resubmits = make(chan struct{}, 1)
+	j.commitLog.init(cfg.Job, cfg.Store)
+	j.bad.progress = &j.progress
 	j.mode.Store(int32(cfg.Mode))
 	j.unaligned.Store(cfg.Unaligned)
 	j.steps = newStepWatch(cfg.Job)
@@ -341,7 +316,8 @@ func New(cfg Config) (*Job, error) {
 		j.exactlyOnceSince.Store(j.wall.Now().UnixNano())
 	}
 	j.tempo.init(j.clk)
-	j.restarts.v = RestartView{
+	j.ledger.obs, j.ledger.wall = cfg.Observer, cfg.Clock
+	j.ledger.restarts.v = RestartView{
 		Strategy: cfg.Restart.Name(), Description: cfg.Restart.Describe(),
 		Status: cfg.Restart.Status(), Failover: cfg.Failover,
 	}
@@ -352,7 +328,9 @@ func New(cfg Config) (*Job, error) {
 	// make fail; the rest of the store is the configured one.
 	j.store = faultyStore{Store: cfg.Store, fails: &j.storageFails}
 	cfg.Checkpoint.Wall = cfg.Clock
-	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, j.clk, gateway{j}, j.onCheckpointEvent)
+	j.coord = checkpoint.NewCoordinator(cfg.Checkpoint, j.store, j.clk, gateway{j}, gateway{j}.onCheckpointEvent)
+	j.rs = restorer{store: j.store, job: cfg.Job, obs: cfg.Observer, coord: j.coord, env: cfg.Env,
+		logf: cfg.Logf, allowFreshStart: cfg.AllowFreshStart}
 	return j, nil
 }
 
@@ -415,16 +393,6 @@ func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok b
 	return in, al, true
 }
 
-// Pause stops (true) or resumes (false) the sources.
-func (j *Job) Pause(p bool) {
-	if j.paused.Swap(p) != p {
-		j.obs.Emit(view.SourcesPaused{Paused: p})
-	}
-}
-
-// Paused reports whether the sources are paused.
-func (j *Job) Paused() bool { return j.paused.Load() }
-
 // Status is the job's current status.
 func (j *Job) Status() JobStatus {
 	if s, ok := j.jobStatus.Load().(JobStatus); ok {
@@ -435,14 +403,6 @@ func (j *Job) Status() JobStatus {
 
 // Epoch counts the deployments and failovers of the job so far.
 func (j *Job) Epoch() int64 { return j.epoch.Load() }
-
-func (j *Job) logf(format string, args ...any) { j.cfg.Logf(format, args...) }
-
-func (j *Job) recordsIn(t *task, n int64) {
-	if t.src != nil {
-		j.in.Add(n)
-	}
-}
 
 func (j *Job) status(s JobStatus, reason string) {
 	j.jobStatus.Store(s)

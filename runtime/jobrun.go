@@ -52,13 +52,13 @@ type RunOptions struct {
 func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	start := j.wall.Now()
 	res := &Result{}
-	j.skipCommitted = opts.SkipCommitted
+	j.rs.skipCommitted = opts.SkipCommitted
 	j.status(JobCreated, "")
 	restore, states, reason, err := j.startPoint(ctx, opts, res)
 	if err != nil {
 		return nil, err
 	}
-	stopTimers := j.armTimedFaults()
+	stopTimers := j.armTimedFaults(j.clk)
 	defer stopTimers()
 	stopLoad := j.startLoadReports(ctx)
 	defer stopLoad()
@@ -83,17 +83,13 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	return res, nil
 }
 
-// Crashed reports whether the crash fault ended the run and the process
-// lived on (see Config.Crash).
-func (j *Job) Crashed() bool { return j.crashed.Load() }
-
 // startPoint picks what the first attempt restores: the savepoint asked
 // for, the newest valid checkpoint when resuming, or nothing. reason is
 // what RUNNING will say; an error fails the job.
 func (j *Job) startPoint(ctx context.Context, opts RunOptions, res *Result) (restore *checkpoint.Completed, states map[string][]*backend.SubtaskState, reason string, err error) {
 	reason = "job submitted"
 	if opts.FromSavepoint > 0 {
-		if restore, states, err = j.savepointRestore(ctx, opts); err != nil {
+		if restore, states, err = j.rs.savepointRestore(ctx, opts); err != nil {
 			j.status(JobFailed, err.Error())
 			return nil, nil, "", err
 		}
@@ -101,7 +97,7 @@ func (j *Job) startPoint(ctx context.Context, opts RunOptions, res *Result) (res
 		res.Resumed = restore.ID
 		reason = fmt.Sprintf("started from savepoint %d", restore.ID)
 	} else if opts.Resume {
-		if restore, states, err = j.pickRestore(ctx, true); err != nil {
+		if restore, states, err = j.rs.pickRestore(ctx, true); err != nil {
 			j.status(JobFailed, err.Error())
 			return nil, nil, "", err
 		}
@@ -116,12 +112,12 @@ func (j *Job) startPoint(ctx context.Context, opts RunOptions, res *Result) (res
 
 // armTimedFaults starts the timers of the faults that fire after a time
 // (not after records or checkpoints); the func it returns stops them.
-func (j *Job) armTimedFaults() (stop func()) {
+func (inj *injector) armTimedFaults(clk clock.Clock) (stop func()) {
 	var timers []clock.Timer
-	for _, f := range j.faults {
+	for _, f := range inj.faults {
 		if f.AfterRecords == 0 && f.AfterCheckpoints == 0 {
 			f := f
-			timers = append(timers, j.clk.AfterFunc(f.After, func() { j.faultCh <- f }))
+			timers = append(timers, clk.AfterFunc(f.After, func() { inj.faultCh <- f }))
 		}
 	}
 	return func() {
@@ -144,7 +140,7 @@ func (j *Job) settleEnd(after context.Context, res *Result) error {
 	} else {
 		// Leave the outputs as a restart from the newest valid checkpoint
 		// would, and check the output against that checkpoint.
-		latest, states, err := j.pickRestore(after, false)
+		latest, states, err := j.rs.pickRestore(after, false)
 		if err != nil && !errors.Is(err, ErrNoValidCheckpoint) {
 			return err
 		}
@@ -156,7 +152,7 @@ func (j *Job) settleEnd(after context.Context, res *Result) error {
 			}
 			return fmt.Errorf("the job ended %s, and its outputs could not be left as its last checkpoint had them; the next run settles them: %w", how, err)
 		}
-		if res.Ahead, err = j.heldAhead(after, states); err != nil {
+		if res.Ahead, err = j.rs.heldAhead(after, states); err != nil {
 			return fmt.Errorf("read what the output holds past the newest valid checkpoint: %w", err)
 		}
 	}
@@ -168,7 +164,7 @@ func (j *Job) settleEnd(after context.Context, res *Result) error {
 func (j *Job) tally(res *Result, start time.Time) {
 	res.Elapsed = j.wall.Now().Sub(start)
 	res.RecordsIn = j.in.Load()
-	j.flushLosses()
+	j.ledger.flushLosses()
 	res.LostByFailover = j.RestartView().LostRecords
 	res.Failover = string(j.handler.Failover())
 	j.injected.Lock()
@@ -184,12 +180,13 @@ func (j *Job) tally(res *Result, start time.Time) {
 
 // stopWithSavepoint takes a savepoint of the running attempt before it is
 // cancelled, and returns its id (0 when it failed).
-func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
+func (d *driver) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
+	j := d.j
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	for len(j.savepoints) > 0 {
-		<-j.savepoints
+	for len(j.inbox.savepoints) > 0 {
+		<-j.inbox.savepoints
 	}
 	id, err := j.coord.Trigger(checkpoint.KindSavepoint)
 	if err != nil {
@@ -200,7 +197,7 @@ func (j *Job) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 	defer tm.Stop()
 	for {
 		select {
-		case done := <-j.savepoints:
+		case done := <-j.inbox.savepoints:
 			if done == id {
 				return id
 			}
@@ -228,7 +225,7 @@ func (j *Job) Resubmit() error {
 		return ErrNotFailed
 	}
 	select {
-	case j.resubmits <- struct{}{}:
+	case j.inbox.resubmits <- struct{}{}:
 	default: // one is asked for already
 	}
 	return nil

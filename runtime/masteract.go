@@ -43,12 +43,12 @@ func (d *driver) carryOut(ctx context.Context, act master.Action) {
 	case master.CancelTasks:
 		d.cancelTasks(act)
 	case master.Failover:
-		j.emitFailover(act.Failed, act.Tasks)
+		d.emitFailover(act.Failed, act.Tasks)
 	case master.ScheduleRestart:
 		d.scheduleRestart(act)
 	case master.PickRestore:
 		var err error
-		d.restore, d.states, err = j.pickRestore(ctx, true)
+		d.restore, d.states, err = j.rs.pickRestore(ctx, true)
 		var id int64
 		if d.restore != nil {
 			id = d.restore.ID
@@ -57,7 +57,7 @@ func (d *driver) carryOut(ctx context.Context, act master.Action) {
 	case master.MarkRestored:
 		j.markRestored(d.res, d.restore, act.Why, act.Tasks...)
 	case master.RestartScheduledNoMore:
-		j.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
+		j.ledger.restarts.update(func(v *RestartView) { v.NextRestartAt = time.Time{} })
 	case master.ReplaceTasks:
 		err := d.replaceTasks(act.Epoch)
 		d.answer(ctx, err, master.ReplaceFailed{Err: err}, master.Replaced{})
@@ -81,7 +81,7 @@ func (d *driver) carryOutMore(ctx context.Context, act master.Action) {
 		}
 	case master.Deliver:
 		if f := d.faults[act.Fault.ID]; f != nil && (d.live || f.Kind.JobLevel()) {
-			j.deliver(ctx, d.a, f)
+			d.deliver(ctx, d.a, f)
 		}
 	case master.Rearm:
 		if f := d.faults[act.Fault.ID]; f != nil {
@@ -95,19 +95,19 @@ func (d *driver) carryOutMore(ctx context.Context, act master.Action) {
 			j.logf("final checkpoint: %v", err)
 		}
 	case master.StopWithSavepoint:
-		d.res.ExitSavepoint = j.stopWithSavepoint(d.a, d.opts.SavepointTimeout)
+		d.res.ExitSavepoint = d.stopWithSavepoint(d.a, d.opts.SavepointTimeout)
 	case master.FinalCommit:
 		err := j.finalCommit(d.a)
 		d.pending = append(d.pending, master.Committed{Err: err})
 	case master.GiveUp:
 		d.res.GaveUp = act.Reason
 		b := j.handler.Backoff()
-		j.restarts.update(func(v *RestartView) {
+		j.ledger.restarts.update(func(v *RestartView) {
 			v.NextRestartAt, v.GaveUp, v.Status = time.Time{}, act.Reason, b.Status()
 		})
 	case master.ResetRestarts:
 		b := j.handler.Backoff()
-		j.restarts.update(func(v *RestartView) { v.Status, v.GaveUp = b.Status(), "" })
+		j.ledger.restarts.update(func(v *RestartView) { v.Status, v.GaveUp = b.Status(), "" })
 		d.res.Status, d.res.GaveUp = "", ""
 	case master.End:
 		if act.Err != nil {
@@ -164,7 +164,7 @@ func (d *driver) decided(dc master.Decided) {
 	} else {
 		d.res.GaveUp = giveUp
 	}
-	j.restarts.update(func(v *RestartView) {
+	j.ledger.restarts.update(func(v *RestartView) {
 		v.Status = j.handler.Backoff().Status()
 		v.LastFailed, v.LastError = dc.Failed, dc.Err.Error()
 		v.GaveUp = giveUp
@@ -178,7 +178,7 @@ func (d *driver) decided(dc master.Decided) {
 
 // scheduleRestart tells the restart and starts its timer.
 func (d *driver) scheduleRestart(s master.ScheduleRestart) {
-	d.j.emitRestartScheduled(s.Delay, s.Attempt, s.Tasks)
+	d.emitRestartScheduled(s.Delay, s.Attempt, s.Tasks)
 	if d.timer != nil {
 		d.timer.Stop()
 	}
@@ -272,7 +272,7 @@ func (d *driver) replaceTasks(epoch int64) error {
 	}
 	if j.handler.Failover() == restart.FailoverIndividual {
 		for i, old := range d.olds {
-			j.takeOver(d.news[i], old, d.restore)
+			d.takeOver(d.news[i], old, d.restore)
 		}
 	} else {
 		j.wire(d.news)

@@ -100,7 +100,7 @@ func (d *driver) await(ctx context.Context) {
 	}
 	var resubmits chan struct{}
 	if d.m.Failed() {
-		resubmits = j.resubmits
+		resubmits = j.inbox.resubmits
 	}
 	var done <-chan struct{}
 	if !d.told {
@@ -111,7 +111,7 @@ func (d *driver) await(ctx context.Context) {
 		d.pending = append(d.pending, d.taskEvent(ev))
 	case f := <-j.faultCh:
 		d.pending = append(d.pending, master.FaultDue{Fault: *d.fault(f)})
-	case e := <-j.coordFail:
+	case e := <-j.inbox.coordFail:
 		d.pending = append(d.pending, master.JobFailed{Epoch: e.attempt, Err: e.err})
 	case <-d.elapsed:
 		d.pending = append(d.pending, d.newest(), master.DelayElapsed{})

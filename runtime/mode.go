@@ -4,6 +4,7 @@ package runtime
 // at-least-once, and switching it while the job runs.
 
 import (
+	"sync/atomic"
 	"time"
 
 	"faultline/checkpoint"
@@ -11,12 +12,25 @@ import (
 	"faultline/runtime/view"
 )
 
+// modeState is the checkpointing mode of the checkpoints triggered now,
+// and since when the job runs exactly-once.
+type modeState struct {
+	mode      atomic.Int32 // barrier.Mode of the checkpoints triggered now
+	unaligned atomic.Bool  // exactly-once checkpoints triggered now are unaligned
+	// usedUnaligned is set once a checkpoint completed unaligned.
+	usedUnaligned atomic.Bool
+	// exactlyOnceSince is when checkpoints began to be triggered
+	// exactly-once (Unix ns), 0 while they are triggered at-least-once: a
+	// completed checkpoint triggered since ends the at-least-once period.
+	exactlyOnceSince atomic.Int64
+}
+
 // Mode is the checkpointing mode of the checkpoints triggered now.
-func (j *Job) Mode() barrier.Mode { return barrier.Mode(j.mode.Load()) }
+func (ms *modeState) Mode() barrier.Mode { return barrier.Mode(ms.mode.Load()) }
 
 // Unaligned reports whether the exactly-once checkpoints triggered now
 // are unaligned.
-func (j *Job) Unaligned() bool { return j.unaligned.Load() }
+func (ms *modeState) Unaligned() bool { return ms.unaligned.Load() }
 
 // Checkpointing modes by name, as the UI and the report show them
 // (view.Mode).
@@ -49,7 +63,7 @@ func modeNamed(name string) (m barrier.Mode, unaligned bool) {
 }
 
 // ModeNameNow names the mode of the checkpoints triggered now.
-func (j *Job) ModeNameNow() string { return ModeName(j.Mode(), j.Unaligned()) }
+func (ms *modeState) ModeNameNow() string { return ModeName(ms.Mode(), ms.Unaligned()) }
 
 // SetMode switches the checkpointing mode for the checkpoints triggered
 // from now on (exactly-once aligns barriers, at-least-once does not); each
@@ -81,8 +95,8 @@ func (j *Job) SetMode(m barrier.Mode, unaligned bool) {
 // switched to exactly-once, so no failure will restore an at-least-once
 // checkpoint again. One triggered exactly-once before a switch to
 // at-least-once, or while the job still runs at-least-once, does not.
-func (j *Job) endsAtLeastOnce(c *checkpoint.Completed) bool {
-	since := j.exactlyOnceSince.Load()
+func (ms *modeState) endsAtLeastOnce(c *checkpoint.Completed) bool {
+	since := ms.exactlyOnceSince.Load()
 	return c.Mode != ModeAtLeastOnce && since != 0 && c.TriggerTime.UnixNano() >= since
 }
 

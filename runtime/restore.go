@@ -14,16 +14,40 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
 // ErrNoSavepoint means --from-savepoint named no savepoint in the store.
 var ErrNoSavepoint = errors.New("no such savepoint")
 
+// restorer picks and reads what a run restores: a savepoint, or the
+// newest valid checkpoint, passing over damaged ones. It keeps what its
+// latest pick passed over, for the restore's event and the sinks' replay
+// (master goroutine).
+type restorer struct {
+	store           faultyStore
+	job             *spec.Job
+	obs             *Observer
+	coord           *checkpoint.Coordinator
+	env             *Env
+	logf            func(format string, args ...any)
+	allowFreshStart bool
+	// passedOver are the damaged checkpoints the latest pickRestore passed
+	// over, newest first, for the next Restored event.
+	passedOver []int64
+	// replayUntil is set by pickRestore when it fell back past a newer
+	// completed checkpoint whose state cannot be read: that one's source
+	// offsets (see OperatorContext.Replay); nil otherwise.
+	replayUntil checkpoint.Offsets
+	// skipCommitted is RunOptions.SkipCommitted of the run.
+	skipCommitted bool
+}
+
 // savepointRestore loads savepoint id for a restore, checking that every
 // operator it holds state for is in the job.
-func (j *Job) savepointRestore(ctx context.Context, opts RunOptions) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
-	all, err := j.store.All(ctx)
+func (r *restorer) savepointRestore(ctx context.Context, opts RunOptions) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
+	all, err := r.store.All(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list savepoints: %w", err)
 	}
@@ -44,13 +68,13 @@ func (j *Job) savepointRestore(ctx context.Context, opts RunOptions) (*checkpoin
 		}
 		return nil, nil, fmt.Errorf("%w %d in the state dir (savepoints: %s)", ErrNoSavepoint, opts.FromSavepoint, have)
 	}
-	states, err := j.readRestore(ctx, sp)
+	states, err := r.readRestore(ctx, sp)
 	if err != nil {
 		return nil, nil, fmt.Errorf("savepoint %d cannot be read: %w", sp.ID, err)
 	}
 	var unknown []string
 	for op := range states {
-		if j.spec.Op(op) == nil {
+		if r.job.Op(op) == nil {
 			unknown = append(unknown, op)
 		}
 	}
@@ -75,31 +99,31 @@ var ErrNoValidCheckpoint = errors.New("no valid checkpoint to restore")
 // ErrNoValidCheckpoint when it has some but none is valid, unless
 // AllowFreshStart. A read that fails because ctx ended calls no checkpoint
 // damaged: pickRestore returns ctx's error.
-func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
-	all, err := j.store.All(ctx)
+func (r *restorer) pickRestore(ctx context.Context, report bool) (*checkpoint.Completed, map[string][]*backend.SubtaskState, error) {
+	all, err := r.store.All(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list checkpoints: %w", err)
 	}
 	var damaged []string
 	var firstErr error
-	j.passedOver = nil
+	r.passedOver = nil
 	invalid := func(id int64, err error) {
 		damaged = append(damaged, strconv.FormatInt(id, 10))
-		j.passedOver = append(j.passedOver, id)
+		r.passedOver = append(r.passedOver, id)
 		if firstErr == nil {
 			firstErr = err
 		}
-		j.logf("cannot restore checkpoint %d: %v", id, err)
-		j.coord.MarkDamaged(id, err.Error())
+		r.logf("cannot restore checkpoint %d: %v", id, err)
+		r.coord.MarkDamaged(id, err.Error())
 		if report {
-			j.obs.Emit(view.CheckpointInvalid{ID: id, Error: err.Error()})
+			r.obs.Emit(view.CheckpointInvalid{ID: id, Error: err.Error()})
 		}
 	}
 	// Records the store cannot read at all (damaged metadata, or a
 	// checkpoint it completed whose record is gone) are passed over first:
 	// they are newer than anything listed, or between listed ones.
 	var unreadable []int64
-	health, _ := j.store.Store.(storeHealth)
+	health, _ := r.store.Store.(storeHealth)
 	if health != nil {
 		ids, err := health.Damaged(ctx)
 		if err != nil {
@@ -111,16 +135,16 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 		c := all[i]
 		// Savepoints count too: their completion committed the sink's
 		// output as a checkpoint's does.
-		if c.Job != j.spec.Name {
+		if c.Job != r.job.Name {
 			continue
 		}
 		for k := len(unreadable) - 1; k >= 0 && unreadable[k] > c.ID; k-- {
 			invalid(unreadable[k], health.Verify(ctx, unreadable[k]))
 			unreadable = unreadable[:k]
 		}
-		states, err := j.readRestore(ctx, c)
+		states, err := r.readRestore(ctx, c)
 		if err == nil {
-			j.replayUntil = j.replayPast(all[i+1:], c)
+			r.replayUntil = r.replayPast(all[i+1:], c)
 			return c, states, nil
 		}
 		if ctx.Err() != nil {
@@ -134,13 +158,13 @@ func (j *Job) pickRestore(ctx context.Context, report bool) (*checkpoint.Complet
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	if len(damaged) > 0 && !j.cfg.AllowFreshStart {
+	if len(damaged) > 0 && !r.allowFreshStart {
 		what := "checkpoint " + damaged[0] + " is"
 		if len(damaged) > 1 {
 			what = "checkpoints " + strings.Join(damaged, ", ") + " are"
 		}
 		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v); start again from nothing with --fresh, or read the input again from its beginning, skipping what the output already holds, with --allow-fresh-start",
-			ErrNoValidCheckpoint, j.spec.Name, what, firstErr)
+			ErrNoValidCheckpoint, r.job.Name, what, firstErr)
 	}
 	return nil, nil, nil
 }
@@ -158,17 +182,17 @@ type storeHealth interface {
 // offsets when newer ones are listed (damaged); and empty offsets, "not
 // known", when the newest ones are gone (lost, or deleted with
 // `faultline checkpoints delete`). newer are the checkpoints listed after c.
-func (j *Job) replayPast(newer []*checkpoint.Completed, c *checkpoint.Completed) checkpoint.Offsets {
-	if c.ID >= j.store.MaxID() {
+func (r *restorer) replayPast(newer []*checkpoint.Completed, c *checkpoint.Completed) checkpoint.Offsets {
+	if c.ID >= r.store.MaxID() {
 		return nil
 	}
 	var last *checkpoint.Completed
 	for _, n := range newer {
-		if n.Job == j.spec.Name {
+		if n.Job == r.job.Name {
 			last = n
 		}
 	}
-	if last == nil || last.ID < j.store.MaxID() {
+	if last == nil || last.ID < r.store.MaxID() {
 		return checkpoint.Offsets{}
 	}
 	return last.SourceOffsets()
@@ -181,9 +205,9 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	switch {
 	case scope != nil:
 	case c != nil:
-		j.takeBackLosses(c.ID)
+		j.ledger.takeBackLosses(c.ID)
 	default:
-		j.takeBackLosses(0)
+		j.ledger.takeBackLosses(0)
 	}
 	if c == nil {
 		f.Reason = why + ": no checkpoint of job " + j.spec.Name + " to restore, starting from the beginning"
@@ -196,7 +220,7 @@ func (j *Job) markRestored(res *Result, c *checkpoint.Completed, why string, sco
 	j.coord.MarkRestored(c.ID, c.Kind)
 	res.RestoredFrom = append(res.RestoredFrom, c.ID)
 	if scope == nil {
-		f.PassedOver, j.passedOver = j.passedOver, nil
+		f.PassedOver, j.rs.passedOver = j.rs.passedOver, nil
 	}
 	offsets := c.SourceOffsets()
 	if scope != nil {
@@ -248,14 +272,14 @@ func operatorStates(ss []*backend.SubtaskState) map[string][][]byte {
 }
 
 // readRestore loads the state of every subtask in checkpoint c, by operator.
-func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[string][]*backend.SubtaskState, error) {
+func (r *restorer) readRestore(ctx context.Context, c *checkpoint.Completed) (map[string][]*backend.SubtaskState, error) {
 	out := map[string][]*backend.SubtaskState{}
 	for _, id := range c.SortedTasks() {
 		ack := c.Tasks[id]
 		var s *backend.SubtaskState
 		var keyed [][]byte
 		for _, h := range ack.Blobs() {
-			data, err := j.store.GetState(ctx, h)
+			data, err := r.store.GetState(ctx, h)
 			if err != nil {
 				return nil, fmt.Errorf("checkpoint %d: state of %s: %w", c.ID, id, err)
 			}
@@ -288,7 +312,7 @@ func (j *Job) readRestore(ctx context.Context, c *checkpoint.Completed) (map[str
 // that the job at its new parallelism does not have. (Flink redistributes
 // them by key group; here a savepoint, always aligned, is the way to
 // rescale.)
-func (j *Job) checkInFlight(c *checkpoint.Completed, states map[string][]*backend.SubtaskState) error {
+func (r *restorer) checkInFlight(c *checkpoint.Completed, states map[string][]*backend.SubtaskState) error {
 	if c == nil {
 		return nil
 	}
@@ -298,7 +322,7 @@ func (j *Job) checkInFlight(c *checkpoint.Completed, states map[string][]*backen
 		for _, s := range ss {
 			held = held || len(s.Channels) > 0
 		}
-		if op := j.spec.Op(name); op != nil && op.Parallelism != len(ss) {
+		if op := r.job.Op(name); op != nil && op.Parallelism != len(ss) {
 			changed = append(changed, fmt.Sprintf("%s from %d to %d", name, len(ss), op.Parallelism))
 		}
 	}

@@ -256,13 +256,13 @@ func covers(offsets, until checkpoint.Offsets) bool {
 // newer checkpoints over as damaged, what they committed (see
 // Result.Ahead). The outputs have been settled as that checkpoint had
 // them (settleOutputs).
-func (j *Job) heldAhead(ctx context.Context, states map[string][]*backend.SubtaskState) ([]string, error) {
+func (r *restorer) heldAhead(ctx context.Context, states map[string][]*backend.SubtaskState) ([]string, error) {
 	held := map[string]struct{}{}
-	for _, op := range j.spec.Operators {
+	for _, op := range r.job.Operators {
 		if op.Type != spec.TypeSink {
 			continue
 		}
-		out, err := j.cfg.Env.output(op.Topic)
+		out, err := r.env.output(op.Topic)
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +276,7 @@ func (j *Job) heldAhead(ctx context.Context, states map[string][]*backend.Subtas
 			return nil, err
 		}
 		maps.Copy(held, skip)
-		if len(j.passedOver) == 0 {
+		if len(r.passedOver) == 0 {
 			continue
 		}
 		past, err := committedPast(ctx, reader, restored)

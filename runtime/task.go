@@ -424,7 +424,9 @@ func (t *task) open(ctx context.Context) error {
 func (t *task) flushCounters() {
 	if t.in != 0 {
 		t.m.RecordsIn.Add(t.in)
-		t.a.job.recordsIn(t, t.in)
+		if t.src != nil {
+			t.a.job.in.Add(t.in)
+		}
 		t.in = 0
 	}
 	if t.out != 0 {

@@ -41,6 +41,25 @@ const (
 	SlowerDelay = 250 * time.Millisecond
 )
 
+// timeControls are the job's clocks and what a person does to its time:
+// the tempo (slow motion, frozen), steps in a frozen world, and the
+// sources' pause.
+type timeControls struct {
+	// clk is the job's clock: it stops while the world is frozen and runs
+	// slower in slow motion (view.Tempo.ClockRate), so that durations,
+	// timeouts, restart delays and fault timers measured on it leave out
+	// the time a person spent reading the screen. wall is the clock it
+	// runs on (Config.Clock): the tempo's own waits, the times a person
+	// reads as clock times, the stop budget and the run's elapsed time
+	// use it.
+	clk    *clock.Scaled
+	wall   clock.Clock
+	obs    *Observer
+	tempo  tempo
+	steps  *stepWatch // what a Step stops at
+	paused atomic.Bool
+}
+
 // tempo is the job's current tempo. wake is closed and replaced on every
 // change, so that waiting tasks look again; every change sets the job
 // clock's rate (clk).
@@ -80,37 +99,37 @@ func (p *tempo) change(f func()) {
 }
 
 // SetTempo sets how fast the dataflow moves.
-func (j *Job) SetTempo(t Tempo) {
-	old, _, _, _ := j.tempo.get()
-	now := j.wall.Now()
-	j.tempo.change(func() {
-		j.tempo.stepping = false
+func (c *timeControls) SetTempo(t Tempo) {
+	old, _, _, _ := c.tempo.get()
+	now := c.wall.Now()
+	c.tempo.change(func() {
+		c.tempo.stepping = false
 		switch {
 		case t != TempoFrozen:
-			j.tempo.since = time.Time{}
-		case j.tempo.t != TempoFrozen:
-			j.tempo.since = now
+			c.tempo.since = time.Time{}
+		case c.tempo.t != TempoFrozen:
+			c.tempo.since = now
 		}
-		j.tempo.t = t
+		c.tempo.t = t
 	})
 	if old != t {
-		j.obs.Emit(view.TempoChanged{Tempo: t.String()})
+		c.obs.Emit(view.TempoChanged{Tempo: t.String()})
 	}
 }
 
 // Now is the time on the job's clock, which stops while the world is
 // frozen and runs slower in slow motion (view.Tempo.ClockRate).
-func (j *Job) Now() time.Time { return j.clk.Now() }
+func (c *timeControls) Now() time.Time { return c.clk.Now() }
 
 // Tempo is how fast the dataflow moves now.
-func (j *Job) Tempo() Tempo { return Tempo(j.tempo.now.Load()) }
+func (c *timeControls) Tempo() Tempo { return Tempo(c.tempo.now.Load()) }
 
 // FrozenSince is when the world was frozen (steps do not change it), or
 // zero when it is not frozen.
-func (j *Job) FrozenSince() time.Time {
-	j.tempo.mu.Lock()
-	defer j.tempo.mu.Unlock()
-	return j.tempo.since
+func (c *timeControls) FrozenSince() time.Time {
+	c.tempo.mu.Lock()
+	defer c.tempo.mu.Unlock()
+	return c.tempo.since
 }
 
 // Step lets a frozen world run, slowly, until the next thing a person can
@@ -119,27 +138,37 @@ func (j *Job) FrozenSince() time.Time {
 // snapshot), a barrier reaches an operator with several inputs (a channel
 // blocks, an alignment begins), or a checkpoint completes (stepWatch). It
 // does nothing unless the world is frozen.
-func (j *Job) Step() {
-	until := j.wall.Now().Add(stepLimit)
-	j.tempo.change(func() {
-		if j.tempo.t == TempoFrozen {
-			j.tempo.stepping, j.tempo.stepUntil = true, until
+func (c *timeControls) Step() {
+	until := c.wall.Now().Add(stepLimit)
+	c.tempo.change(func() {
+		if c.tempo.t == TempoFrozen {
+			c.tempo.stepping, c.tempo.stepUntil = true, until
 		}
 	})
 }
 
 // Stepping reports whether a Step is running.
-func (j *Job) Stepping() bool {
-	_, stepping, _, _ := j.tempo.get()
+func (c *timeControls) Stepping() bool {
+	_, stepping, _, _ := c.tempo.get()
 	return stepping
 }
 
+// Pause stops (true) or resumes (false) the sources.
+func (c *timeControls) Pause(p bool) {
+	if c.paused.Swap(p) != p {
+		c.obs.Emit(view.SourcesPaused{Paused: p})
+	}
+}
+
+// Paused reports whether the sources are paused.
+func (c *timeControls) Paused() bool { return c.paused.Load() }
+
 // endStep ends a running Step: something visible happened.
-func (j *Job) endStep() {
-	if Tempo(j.tempo.now.Load()) != TempoFrozen {
+func (c *timeControls) endStep() {
+	if Tempo(c.tempo.now.Load()) != TempoFrozen {
 		return
 	}
-	j.tempo.change(func() { j.tempo.stepping = false })
+	c.tempo.change(func() { c.tempo.stepping = false })
 }
 
 // pace holds the task before its next batch as the tempo says, and returns
