@@ -101,16 +101,7 @@ type Badger struct {
 	reader   *badger.Txn
 	scanning int
 
-	// The overlay: index by storage key into entries, the entries in the
-	// order they came, scopes: the non-empty subs in the overlay under each
-	// (state, current key) prefix, for Scan.
-	overlay      map[string]int32
-	entries      []overlayEntry
-	scopes       map[string]*[]string
-	dirty        int // entries written since the last flush
-	overlayBytes int
-	maxEntries   int
-	maxBytes     int
+	badgerOverlay
 
 	n int // entries in the state
 
@@ -118,6 +109,26 @@ type Badger struct {
 	// means everything (no snapshot yet, or too many changes).
 	changes map[string]struct{}
 
+	badgerViews
+}
+
+// badgerOverlay is what a Badger backend holds in memory until it flushes:
+// index by storage key into entries, the entries in the order they came,
+// scopes: the non-empty subs in the overlay under each (state, current
+// key) prefix, for Scan.
+type badgerOverlay struct {
+	overlay      map[string]int32
+	entries      []overlayEntry
+	scopes       map[string]*[]string
+	dirty        int // entries written since the last flush
+	overlayBytes int
+	maxEntries   int
+	maxBytes     int
+}
+
+// badgerViews are a Badger backend's snapshots not yet encoded or
+// released, and its closing.
+type badgerViews struct {
 	mu       sync.Mutex // guards closed, views and viewState of every view
 	closed   bool
 	views    map[*badgerView]struct{} // snapshots not yet encoded or released
@@ -171,17 +182,10 @@ func NewBadger(dir string, maxParallelism int, kgs KeyGroupRange) (*Badger, erro
 	if err != nil {
 		return fail(err)
 	}
-	b := &Badger{
-		dir:        abs,
-		db:         db,
-		maxPar:     maxParallelism,
-		kgs:        kgs,
-		overlay:    map[string]int32{},
-		scopes:     map[string]*[]string{},
-		maxEntries: overlayMaxEntries,
-		maxBytes:   overlayMaxBytes,
-		views:      map[*badgerView]struct{}{},
-	}
+	b := &Badger{dir: abs, db: db, maxPar: maxParallelism, kgs: kgs}
+	b.badgerOverlay = badgerOverlay{overlay: map[string]int32{}, scopes: map[string]*[]string{},
+		maxEntries: overlayMaxEntries, maxBytes: overlayMaxBytes}
+	b.views = map[*badgerView]struct{}{}
 	b.reader = db.NewTransaction(false)
 	return b, nil
 }

@@ -97,67 +97,21 @@ func dataFile(name string) string {
 // an error wrapping ErrDamaged for damage that would lose checkpoints.
 func inspect(dir string) (inspection, error) {
 	var in inspection
-	entries, err := os.ReadDir(dir)
+	files, err := listStoreFiles(dir)
 	if err != nil {
 		return in, err
 	}
-	var tables, vlogs, mems []string
-	hasManifest := false
-	for _, e := range entries {
-		name := e.Name()
-		if what := dataFile(name); what != "" && !e.Type().IsRegular() {
-			// Opening it would wait (a named pipe) or fail in two lines
-			// of Badger's (a folder is no file to map).
-			return in, damaged(dir, name, "%s where %s belongs", smallfile.Kind(e.Type()), what)
-		}
-		switch {
-		case name == manifestFile:
-			hasManifest = true
-		case strings.HasSuffix(name, tableExt):
-			tables = append(tables, name)
-		case strings.HasSuffix(name, valueLogExt):
-			vlogs = append(vlogs, name)
-		case strings.HasSuffix(name, memLogExt):
-			mems = append(mems, name)
-		}
-	}
-	if !hasManifest {
-		if len(tables)+len(vlogs)+len(mems) > 0 {
+	if !files.manifest {
+		if len(files.tables)+len(files.vlogs)+len(files.mems) > 0 {
 			return in, damaged(dir, manifestFile, "missing, though the store has data files")
 		}
 		in.empty = true
 		return in, nil
 	}
-	listed, torn, err := readManifest(dir)
-	if err != nil {
+	if err := in.checkTables(dir, files.tables); err != nil {
 		return in, err
 	}
-	for _, name := range tables {
-		id, ok := table.ParseFileID(name)
-		if _, listedHere := listed[id]; ok && listedHere {
-			continue
-		}
-		if torn {
-			return in, damaged(dir, manifestFile, "cut short: it no longer lists %s, which opening would delete", name)
-		}
-		// A table written just before its process died, which Badger
-		// deletes: its data is still in the memtable log.
-		in.recover = append(in.recover, "table "+name+", which the MANIFEST does not list, deleted")
-	}
-	for _, id := range slices.Sorted(mapKeys(listed)) {
-		name := table.IDToFilename(id)
-		tm := listed[id]
-		if !slices.Contains(tables, name) {
-			return in, damaged(dir, name, "missing, though the MANIFEST lists it")
-		}
-		if tm.KeyID != 0 {
-			return in, damaged(dir, manifestFile, "says %s is encrypted, which this store never is", name)
-		}
-		if err := checkTable(filepath.Join(dir, name), tm.Compression); err != nil {
-			return in, damaged(dir, name, "%v", err)
-		}
-	}
-	for _, name := range vlogs {
+	for _, name := range files.vlogs {
 		head, size, err := readHead(filepath.Join(dir, name), 8)
 		switch {
 		case err != nil:
@@ -170,7 +124,7 @@ func inspect(dir string) (inspection, error) {
 			return in, damaged(dir, name, "its header is damaged")
 		}
 	}
-	for _, name := range mems {
+	for _, name := range files.mems {
 		in.recover = append(in.recover, "memtable log "+name+" replayed (the process that wrote it did not close the store)")
 	}
 	if err := checkKeyRegistry(filepath.Join(dir, keyRegistryFile)); err != nil {
@@ -180,6 +134,77 @@ func inspect(dir string) (inspection, error) {
 		in.replace = append(in.replace, discardFile)
 	}
 	return in, nil
+}
+
+// storeFiles are the Badger files of a store directory, by kind.
+type storeFiles struct {
+	manifest            bool
+	tables, vlogs, mems []string
+}
+
+// listStoreFiles sorts the files of dir by kind; a data file's name on
+// something that is not a regular file is damage.
+func listStoreFiles(dir string) (storeFiles, error) {
+	var f storeFiles
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return f, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if what := dataFile(name); what != "" && !e.Type().IsRegular() {
+			// Opening it would wait (a named pipe) or fail in two lines
+			// of Badger's (a folder is no file to map).
+			return f, damaged(dir, name, "%s where %s belongs", smallfile.Kind(e.Type()), what)
+		}
+		switch {
+		case name == manifestFile:
+			f.manifest = true
+		case strings.HasSuffix(name, tableExt):
+			f.tables = append(f.tables, name)
+		case strings.HasSuffix(name, valueLogExt):
+			f.vlogs = append(f.vlogs, name)
+		case strings.HasSuffix(name, memLogExt):
+			f.mems = append(f.mems, name)
+		}
+	}
+	return f, nil
+}
+
+// checkTables holds the tables in dir to what the MANIFEST lists: a table
+// it does not list is recovered (Badger deletes it) unless the MANIFEST
+// was cut short; a listed one must be there, unencrypted and readable.
+func (in *inspection) checkTables(dir string, tables []string) error {
+	listed, torn, err := readManifest(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range tables {
+		id, ok := table.ParseFileID(name)
+		if _, listedHere := listed[id]; ok && listedHere {
+			continue
+		}
+		if torn {
+			return damaged(dir, manifestFile, "cut short: it no longer lists %s, which opening would delete", name)
+		}
+		// A table written just before its process died, which Badger
+		// deletes: its data is still in the memtable log.
+		in.recover = append(in.recover, "table "+name+", which the MANIFEST does not list, deleted")
+	}
+	for _, id := range slices.Sorted(mapKeys(listed)) {
+		name := table.IDToFilename(id)
+		tm := listed[id]
+		if !slices.Contains(tables, name) {
+			return damaged(dir, name, "missing, though the MANIFEST lists it")
+		}
+		if tm.KeyID != 0 {
+			return damaged(dir, manifestFile, "says %s is encrypted, which this store never is", name)
+		}
+		if err := checkTable(filepath.Join(dir, name), tm.Compression); err != nil {
+			return damaged(dir, name, "%v", err)
+		}
+	}
+	return nil
 }
 
 // readHead reads the first n bytes of the file at path (fewer when it is

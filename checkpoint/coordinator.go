@@ -137,7 +137,18 @@ type Coordinator struct {
 	gw      Gateway
 	onEvent func(Event)
 
-	mu       sync.Mutex
+	// mu guards the groups below.
+	mu sync.Mutex
+	coordAttempt
+	coordPeriodic
+	coordFailures
+	coordStats
+	coordOutbox
+}
+
+// coordAttempt is the attempt the coordinator triggers checkpoints for,
+// and the checkpoints under way.
+type coordAttempt struct {
 	mode     string // recorded in each checkpoint triggered (Config.Mode at first)
 	running  bool
 	attempt  int64
@@ -145,21 +156,29 @@ type Coordinator struct {
 	finished map[TaskID]bool
 	nextID   int64
 	pending  map[int64]*pending
+}
 
-	// Periodic triggering (Flink: ScheduledTrigger + CheckpointRequestDecider).
+// coordPeriodic is the periodic triggering (Flink: ScheduledTrigger +
+// CheckpointRequestDecider).
+type coordPeriodic struct {
 	periodic    clock.Timer
 	periodicGen int64     // bumped to invalidate a tick already under way
 	nextTick    time.Time // when the periodic timer fires
 	due         bool      // a periodic trigger waits for MaxConcurrent
 	lastEnd     time.Time // completion time of the last completed checkpoint
 	hasLastEnd  bool
+}
 
-	// Failure counting (Flink: CheckpointFailureManager).
+// coordFailures is the failure counting (Flink: CheckpointFailureManager).
+type coordFailures struct {
 	consecutive   int
 	lastSucceeded int64
 	failedAttempt int64 // the attempt FailJob was called for
 	failJobCalled bool
+}
 
+// coordStats is what the coordinator reports of the checkpoints so far.
+type coordStats struct {
 	completedCount, failedCount int
 	failedBy                    map[string]int // failed checkpoints by FailureReason
 	lastCompletedID             int64
@@ -167,9 +186,11 @@ type Coordinator struct {
 	restoredSavepoint           bool             // the newest of restored is a savepoint
 	damaged                     map[int64]string // checkpoints a restore found damaged, and why
 	history                     []*record        // oldest first
+}
 
-	// outbox holds Gateway and onEvent calls decided under mu; flush runs
-	// them without mu, in order, one goroutine at a time.
+// coordOutbox holds Gateway and onEvent calls decided under mu; flush runs
+// them without mu, in order, one goroutine at a time.
+type coordOutbox struct {
 	outbox   []func()
 	flushing bool
 	idle     *sync.Cond // signalled when a flush ends
@@ -195,18 +216,9 @@ func NewCoordinator(cfg Config, store Store, clk clock.Clock, gw Gateway, onEven
 	if wall == nil {
 		wall = clk
 	}
-	c := &Coordinator{
-		cfg:      cfg,
-		mode:     cfg.Mode,
-		store:    store,
-		clk:      clk,
-		wall:     wall,
-		gw:       gw,
-		onEvent:  onEvent,
-		nextID:   store.MaxID() + 1,
-		pending:  map[int64]*pending{},
-		finished: map[TaskID]bool{},
-	}
+	c := &Coordinator{cfg: cfg, store: store, clk: clk, wall: wall, gw: gw, onEvent: onEvent}
+	c.coordAttempt = coordAttempt{mode: cfg.Mode, nextID: store.MaxID() + 1,
+		pending: map[int64]*pending{}, finished: map[TaskID]bool{}}
 	c.idle = sync.NewCond(&c.mu)
 	return c
 }

@@ -33,6 +33,16 @@ func (s Status) String() string {
 	return fmt.Sprintf("Status(%d)", int(s))
 }
 
+// InFlightStats are a checkpoint's in-flight data: PersistedInFlight and
+// ProcessedInFlight add up the subtasks' (see SubtaskAck); Unaligned is set
+// when a subtask took its snapshot unaligned, TimedOut lists, sorted,
+// those that switched to unaligned by the aligned-checkpoint timeout.
+type InFlightStats struct {
+	PersistedInFlight, ProcessedInFlight int64
+	Unaligned                            bool
+	TimedOut                             []TaskID
+}
+
 // CheckpointStats describes one checkpoint for monitoring (Flink:
 // AbstractCheckpointStats: PendingCheckpointStats, CompletedCheckpointStats,
 // FailedCheckpointStats).
@@ -58,13 +68,8 @@ type CheckpointStats struct {
 	WaitingFor                  []TaskID
 	FullBytes, IncrementalBytes int64
 	MaxAlignment                time.Duration
-	// PersistedInFlight and ProcessedInFlight add up the subtasks' (see
-	// SubtaskAck); Unaligned is set when a subtask took its snapshot
-	// unaligned, TimedOut lists, sorted, those that switched to unaligned
-	// by the aligned-checkpoint timeout.
-	PersistedInFlight, ProcessedInFlight int64
-	Unaligned                            bool
-	TimedOut                             []TaskID
+	// InFlightStats are its unaligned subtasks and in-flight data.
+	InFlightStats
 	// Failure is the reason and error text when failed.
 	Failure string
 	// Restored is set when the job restored from this checkpoint.

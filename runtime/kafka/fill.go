@@ -233,25 +233,14 @@ func (w *Writer) inputs() []string {
 	return out
 }
 
+// write writes the generator's records into the input topics, from where
+// they end, at the writer's rate, until a bounded generator has no more or
+// ctx ends; it returns how many it wrote.
 func (w *Writer) write(ctx context.Context) (int64, error) {
 	topics := w.inputs()
-	next := map[string][]int64{}
-	for _, t := range topics {
-		for p := 0; p < runtime.GeneratorPartitions; p++ {
-			end, err := w.cl.GetOffset(w.actual(t), int32(p), sarama.OffsetNewest)
-			if err != nil {
-				return 0, fmt.Errorf("end offset of %s/%d: %w", t, p, err)
-			}
-			next[t] = append(next[t], end)
-		}
-	}
-	var total int64 // to write, for a bounded generator
-	if w.gen.Bounded() {
-		for _, t := range topics {
-			for p := 0; p < runtime.GeneratorPartitions; p++ {
-				total += max(w.gen.EndOffset(t, p)-next[t][p], 0)
-			}
-		}
+	next, total, err := w.resumeAt(topics)
+	if err != nil {
+		return 0, err
 	}
 	prod, err := w.producer()
 	if err != nil {
@@ -269,9 +258,7 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	var written int64
 	lastReport := time.Now()
 	closed := false
-	// Pacing: allowed is how many records may go now; it grows with the
-	// rate as time passes, up to a fifth of a second's worth.
-	allowed, last := 0.0, time.Now()
+	pace := pacer{w: w, last: time.Now()}
 	defer func() {
 		if !closed {
 			wait := producerCloseWait
@@ -284,8 +271,8 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	// Payments wait for their block of orders (Generator.PaymentDue), so
 	// that an order and its payment are written close together.
 	paced := len(topics) == 2
-	for {
-		progressed := false
+	for progressed := true; progressed; {
+		progressed = false
 		for _, t := range topics {
 			for p := 0; p < runtime.GeneratorPartitions; p++ {
 				if paced && t == runtime.TopicPayments && !w.gen.PaymentDue(p, next[t][p], next[runtime.TopicOrders][p]) {
@@ -295,20 +282,8 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 				if !ok {
 					continue
 				}
-				if rate := w.Rate(); rate > 0 {
-					for allowed < 1 {
-						wait := max(time.Duration((1-allowed)/rate*float64(time.Second)), 5*time.Millisecond)
-						select {
-						case <-time.After(wait):
-						case <-ctx.Done():
-							return written, ctx.Err()
-						}
-						now := time.Now()
-						rate = w.Rate()
-						allowed = min(allowed+rate*now.Sub(last).Seconds(), max(rate/5, 1))
-						last = now
-					}
-					allowed--
+				if err := pace.wait(ctx); err != nil {
+					return written, err
 				}
 				msg := &sarama.ProducerMessage{Topic: w.actual(t), Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(orderKey(b))}
 				select {
@@ -327,9 +302,6 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 				}
 			}
 		}
-		if !progressed {
-			break
-		}
 	}
 	closed = true
 	if err := prod.Close(); err != nil {
@@ -341,6 +313,61 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 	default:
 	}
 	return written, nil
+}
+
+// resumeAt returns the offset each partition of topics is written from
+// (its end: what an earlier writer wrote stays), and, for a bounded
+// generator, how many records are left to write.
+func (w *Writer) resumeAt(topics []string) (next map[string][]int64, total int64, err error) {
+	next = map[string][]int64{}
+	for _, t := range topics {
+		for p := 0; p < runtime.GeneratorPartitions; p++ {
+			end, err := w.cl.GetOffset(w.actual(t), int32(p), sarama.OffsetNewest)
+			if err != nil {
+				return nil, 0, fmt.Errorf("end offset of %s/%d: %w", t, p, err)
+			}
+			next[t] = append(next[t], end)
+		}
+	}
+	if w.gen.Bounded() {
+		for _, t := range topics {
+			for p := 0; p < runtime.GeneratorPartitions; p++ {
+				total += max(w.gen.EndOffset(t, p)-next[t][p], 0)
+			}
+		}
+	}
+	return next, total, nil
+}
+
+// pacer holds the writer to its rate: allowed is how many records may go
+// now; it grows with the rate as time passes, up to a fifth of a second's
+// worth.
+type pacer struct {
+	w       *Writer
+	allowed float64
+	last    time.Time
+}
+
+// wait returns once one more record may go, or with ctx's error.
+func (p *pacer) wait(ctx context.Context) error {
+	rate := p.w.Rate()
+	if rate <= 0 {
+		return nil
+	}
+	for p.allowed < 1 {
+		wait := max(time.Duration((1-p.allowed)/rate*float64(time.Second)), 5*time.Millisecond)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		now := time.Now()
+		rate = p.w.Rate()
+		p.allowed = min(p.allowed+rate*now.Sub(p.last).Seconds(), max(rate/5, 1))
+		p.last = now
+	}
+	p.allowed--
+	return nil
 }
 
 // producerCloseWait bounds how long a writer whose write failed waits for

@@ -57,6 +57,9 @@ func offsetsOf(cl sarama.Client, topic string, which int64, what string) (map[in
 	return out, nil
 }
 
+// read reads topic's records from the offsets in from (missing: the
+// partition's first) up to those in to (nil: the end), read_committed when
+// committed, every partition at once.
 func read(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool) ([]runtime.OutputRecord, error) {
 	cfg, err := c.Config()
 	if err != nil {
@@ -102,67 +105,20 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 		if err != nil {
 			return nil, fmt.Errorf("read %s/%d: %w", topic, p, err)
 		}
+		part := partitionRead{cl: cl, pc: pc, topic: topic, p: p, start: start, end: end, committed: committed}
 		wg.Add(1)
-		go func(p int32, end int64) {
+		go func() {
 			defer wg.Done()
 			defer pc.AsyncClose()
-			var recs []runtime.OutputRecord
-			wait := firstWait
-			if committed {
-				wait = quiet
-			}
-			idle := time.NewTimer(wait)
-			defer idle.Stop()
-			next, silent := start, time.Duration(0)
-			fail := func(err error) {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
-				mu.Unlock()
-			}
-			for {
-				select {
-				case m := <-pc.Messages():
-					if m.Offset >= end {
-						// A read_committed consumer skips what is aborted
-						// and may hand over a record past end: not ours.
-						goto done
-					}
-					recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value, Time: m.Timestamp.UnixMilli()})
-					next, silent = m.Offset+1, 0
-					if next >= end {
-						goto done
-					}
-					idle.Reset(wait)
-				case err := <-pc.Errors():
-					fail(err)
-					return
-				case <-idle.C:
-					if !committed {
-						fail(fmt.Errorf("nothing came after offset %d of %d", next, end))
-						return
-					}
-					more, err := committedFrom(cl, topic, p, next, end)
-					if err != nil {
-						fail(err)
-						return
-					}
-					if !more {
-						goto done
-					}
-					if silent += quiet; silent >= patience {
-						fail(fmt.Errorf("the consumer delivered nothing after offset %d for %s, though committed records follow", next, patience))
-						return
-					}
-					idle.Reset(quiet)
-				case <-ctx.Done():
-					return
-				}
-			}
-		done:
+			recs, err := part.read(ctx)
 			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
+				return
+			}
 			out = append(out, recs...)
-			mu.Unlock()
-		}(p, end)
+		}()
 	}
 	wg.Wait()
 	if len(errs) > 0 {
@@ -172,6 +128,64 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 		return nil, ctx.Err()
 	}
 	return out, nil
+}
+
+// partitionRead is the read of one partition, from start up to end.
+type partitionRead struct {
+	cl         sarama.Client
+	pc         sarama.PartitionConsumer
+	topic      string
+	p          int32
+	start, end int64
+	committed  bool
+}
+
+// read returns the partition's records; it returns nil and no error when
+// ctx ends first (read sees ctx's end).
+func (r partitionRead) read(ctx context.Context) ([]runtime.OutputRecord, error) {
+	var recs []runtime.OutputRecord
+	wait := firstWait
+	if r.committed {
+		wait = quiet
+	}
+	idle := time.NewTimer(wait)
+	defer idle.Stop()
+	next, silent := r.start, time.Duration(0)
+	for {
+		select {
+		case m := <-r.pc.Messages():
+			if m.Offset >= r.end {
+				// A read_committed consumer skips what is aborted and may
+				// hand over a record past end: not ours.
+				return recs, nil
+			}
+			recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value, Time: m.Timestamp.UnixMilli()})
+			next, silent = m.Offset+1, 0
+			if next >= r.end {
+				return recs, nil
+			}
+			idle.Reset(wait)
+		case err := <-r.pc.Errors():
+			return nil, err
+		case <-idle.C:
+			if !r.committed {
+				return nil, fmt.Errorf("nothing came after offset %d of %d", next, r.end)
+			}
+			more, err := committedFrom(r.cl, r.topic, r.p, next, r.end)
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				return recs, nil
+			}
+			if silent += quiet; silent >= patience {
+				return nil, fmt.Errorf("the consumer delivered nothing after offset %d for %s, though committed records follow", next, patience)
+			}
+			idle.Reset(quiet)
+		case <-ctx.Done():
+			return nil, nil
+		}
+	}
 }
 
 // committedFrom reports whether a read_committed consumer of partition p

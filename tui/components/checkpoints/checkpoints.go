@@ -192,47 +192,72 @@ type cpCol struct {
 // Columns whose cells a failed or damaged checkpoint's reason replaces.
 var figureCols = []string{"dur", "full", "incr", "align", "after", "type", "persisted", "processed"}
 
+// rankedCol is a column of the table with its rank: lower stays longer
+// on a narrow screen.
+type rankedCol struct {
+	prio int
+	col  cpCol
+}
+
 // columns picks the columns that fit in w cells, in the order a reader
 // wants them (id, status, acknowledged, duration, the alignment's kind and
 // the persisted in-flight data, sizes, alignment, processed in-flight data
 // and records after the barrier, trigger time) and shows them in Flink's
 // order; the rest of the width is the note.
 func (p *Model) columns(w int) (cols []cpCol, noteW int) {
-	st := p.ctx.Styles
-	snap := &p.ctx.Snap
-	idW, ackW, afterW := 2, 4, 0
-	// The kind and in-flight columns show once a checkpoint has something
-	// to say of them, or the job may take an unaligned one.
-	inFlight := strings.Contains(p.ctx.Mode, "unaligned") || snap.Job.AlignedTimeout > 0
+	cw := p.columnWidths()
 	pr := columnPriorities(p.ctx.Mode)
+	all := p.baseColumns(cw, pr)
+	if cw.after > 0 {
+		all = append(all, p.afterColumn(cw.after, pr))
+	}
+	if cw.inFlight {
+		all = append(all, p.inFlightColumns(pr)...)
+	}
+	return fitColumns(all, w)
+}
+
+// colWidths are the widths of the columns that depend on the history,
+// and whether the in-flight columns show.
+type colWidths struct {
+	id, ack int
+	after   int // 0: no at-least-once checkpoint, no "after" column
+	// inFlight is set once a checkpoint has something to say of its
+	// kind and in-flight data, or the job may take an unaligned one.
+	inFlight bool
+}
+
+// columnWidths measures the history for the columns whose width or
+// presence depends on it.
+func (p *Model) columnWidths() colWidths {
+	snap := &p.ctx.Snap
+	cw := colWidths{id: 2, ack: 4}
+	cw.inFlight = strings.Contains(p.ctx.Mode, "unaligned") || snap.Job.AlignedTimeout > 0
 	for i := range snap.Checkpoints.History {
 		c := &snap.Checkpoints.History[i]
-		idW = max(idW, len(strconv.FormatInt(c.ID, 10)))
-		ackW = max(ackW, len(common.AckText(c)))
+		cw.id = max(cw.id, len(strconv.FormatInt(c.ID, 10)))
+		cw.ack = max(cw.ack, len(common.AckText(c)))
 		if p.ctx.CheckpointMode(c) == common.AtLeastOnce {
-			afterW = max(afterW, 5, len(common.Thousands(common.AfterBarrier(c))))
+			cw.after = max(cw.after, 5, len(common.Thousands(common.AfterBarrier(c))))
 		}
-		inFlight = inFlight || common.InFlight(c)
+		cw.inFlight = cw.inFlight || common.InFlight(c)
 	}
-	// inFlightText is a size of in-flight data: "—" for an at-least-once
-	// checkpoint, which stores none, and while nothing came in yet.
-	inFlightText := func(c *view.Checkpoint, alo bool, n int64) (string, lipgloss.Style) {
-		if alo {
-			return "—", st.Muted
-		}
-		return sizeText(c, n), st.Text
-	}
-	all := []struct {
-		prio int
-		col  cpCol
-	}{
-		{0, cpCol{"id", idW, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
+	return cw
+}
+
+// baseColumns are the columns every table may show: id, status,
+// acknowledged, trigger time, duration, sizes and alignment.
+func (p *Model) baseColumns(cw colWidths, pr priorities) []rankedCol {
+	st := p.ctx.Styles
+	snap := &p.ctx.Snap
+	return []rankedCol{
+		{0, cpCol{"id", cw.id, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return strconv.FormatInt(c.ID, 10), st.Bold
 		}}},
 		{1, cpCol{"status", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return common.CheckpointWord(st, c)
 		}}},
-		{2, cpCol{"acks", ackW, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
+		{2, cpCol{"acks", cw.ack, true, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
 			return common.AckText(c), st.Text
 		}}},
 		{7, cpCol{"trigger", 12, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
@@ -257,42 +282,57 @@ func (p *Model) columns(w int) (cols []cpCol, noteW int) {
 			return common.HumanDuration(c.MaxAlignment), st.Text
 		}}},
 	}
-	if afterW > 0 {
-		all = append(all, struct {
-			prio int
-			col  cpCol
-		}{pr.after, cpCol{"after", afterW, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
-			if !alo {
-				return "", st.Muted
+}
+
+// afterColumn is the column of the records an at-least-once checkpoint
+// processed after its barrier, w cells wide.
+func (p *Model) afterColumn(w int, pr priorities) rankedCol {
+	st := p.ctx.Styles
+	return rankedCol{pr.after, cpCol{"after", w, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+		if !alo {
+			return "", st.Muted
+		}
+		return common.Thousands(common.AfterBarrier(c)), st.Warning
+	}}}
+}
+
+// inFlightColumns are the columns of how a checkpoint handled its
+// barriers and of its persisted and processed in-flight data.
+func (p *Model) inFlightColumns(pr priorities) []rankedCol {
+	st := p.ctx.Styles
+	// inFlightText is a size of in-flight data: "—" for an at-least-once
+	// checkpoint, which stores none, and while nothing came in yet.
+	inFlightText := func(c *view.Checkpoint, alo bool, n int64) (string, lipgloss.Style) {
+		if alo {
+			return "—", st.Muted
+		}
+		return sizeText(c, n), st.Text
+	}
+	return []rankedCol{
+		// Flink's checkpoint type: aligned or unaligned, and here
+		// whether the aligned-checkpoint timeout switched it.
+		{pr.kind, cpCol{"type", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
+			kind := common.AlignmentKind(c, p.ctx.CheckpointMode(c))
+			if kind == "" {
+				return "—", st.Muted
 			}
-			return common.Thousands(common.AfterBarrier(c)), st.Warning
-		}}})
+			return kind, common.KindStyle(st, kind)
+		}}},
+		// Flink's persisted in-flight data: the records stored as
+		// channel state; processed in-flight data: those processed
+		// during alignments.
+		{pr.kind, cpCol{"persisted", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+			return inFlightText(c, alo, c.PersistedInFlight)
+		}}},
+		{pr.processed, cpCol{"processed", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
+			return inFlightText(c, alo, c.ProcessedInFlight)
+		}}},
 	}
-	if inFlight {
-		all = append(all, []struct {
-			prio int
-			col  cpCol
-		}{
-			// Flink's checkpoint type: aligned or unaligned, and here
-			// whether the aligned-checkpoint timeout switched it.
-			{pr.kind, cpCol{"type", 9, false, func(c *view.Checkpoint, _ bool) (string, lipgloss.Style) {
-				kind := common.AlignmentKind(c, p.ctx.CheckpointMode(c))
-				if kind == "" {
-					return "—", st.Muted
-				}
-				return kind, common.KindStyle(st, kind)
-			}}},
-			// Flink's persisted in-flight data: the records stored as
-			// channel state; processed in-flight data: those processed
-			// during alignments.
-			{pr.kind, cpCol{"persisted", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
-				return inFlightText(c, alo, c.PersistedInFlight)
-			}}},
-			{pr.processed, cpCol{"processed", 9, true, func(c *view.Checkpoint, alo bool) (string, lipgloss.Style) {
-				return inFlightText(c, alo, c.ProcessedInFlight)
-			}}},
-		}...)
-	}
+}
+
+// fitColumns keeps, rank by rank, the columns of all that fit in w cells
+// beside the selection marker, in all's order, and the cells left over.
+func fitColumns(all []rankedCol, w int) (cols []cpCol, noteW int) {
 	keep := make([]bool, len(all))
 	used := 1 // the selection marker
 	for prio := range 8 {

@@ -113,8 +113,20 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 	if c == nil {
 		return nil
 	}
+	out := d.joined(d.facts(c))
+	out = append(out, d.joined(d.figures(c))...)
+	notes := d.notes(c)
+	if len(notes) == 0 {
+		notes = []string{""} // nothing more to say: a blank line before the table
+	}
+	return append(out, notes...)
+}
+
+// facts are the first things the view says of checkpoint c: its status,
+// whether it is a restored savepoint, its mode, its acknowledgements, when
+// it was triggered and how long it ran or took.
+func (d *Model) facts(c *view.Checkpoint) []string {
 	st := d.ctx.Styles
-	alo := d.ctx.CheckpointMode(c) == common.AtLeastOnce
 	word, style := common.CheckpointWord(st, c)
 	facts := []string{style.Render(word)}
 	if c.Restored && c.Savepoint {
@@ -129,47 +141,62 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 		took += " (job time; the world stood " + note + " of it)"
 	}
 	if c.Status == view.StatusPending {
-		facts = append(facts, st.Info.Render("running for "+took))
-	} else {
-		facts = append(facts, "end to end "+took)
+		return append(facts, st.Info.Render("running for "+took))
 	}
-	sep := st.Muted.Render(" · ")
+	return append(facts, "end to end "+took)
+}
+
+// figures are checkpoint c's sizes, full and incremental, and its longest
+// alignment or, at-least-once, why it has none.
+func (d *Model) figures(c *view.Checkpoint) []string {
 	alignment := "longest alignment " + common.HumanDuration(c.MaxAlignment)
-	if alo {
+	if d.ctx.CheckpointMode(c) == common.AtLeastOnce {
 		alignment = "no alignment: barriers are counted, no input is held back"
 	}
+	return []string{"size " + common.HumanBytes(c.FullBytes) + " full",
+		common.HumanBytes(c.IncrementalBytes) + " incremental", alignment}
+}
+
+// notes are what more the view says of checkpoint c, below its facts and
+// figures: why it failed or a restore passed over it, or what it waits
+// for; its in-flight data; how its barriers were handled; and, for an
+// at-least-once checkpoint, the records processed after them.
+func (d *Model) notes(c *view.Checkpoint) []string {
+	st := d.ctx.Styles
 	var out []string
-	for _, l := range common.JoinWrapped(facts, sep, d.width-2) {
-		out = append(out, " "+l)
-	}
-	for _, l := range common.JoinWrapped([]string{"size " + common.HumanBytes(c.FullBytes) + " full",
-		common.HumanBytes(c.IncrementalBytes) + " incremental", alignment}, sep, d.width-2) {
-		out = append(out, " "+l)
-	}
-	said := len(out)
-	say := func(text string, style lipgloss.Style) {
-		for _, l := range common.Wrap(text, d.width-2, 3) {
-			out = append(out, " "+style.Render(l))
-		}
-	}
 	switch {
 	case c.Status == view.StatusFailed:
-		say("failed: "+common.CheckpointNote(c), st.Error)
+		out = d.said("failed: "+common.CheckpointNote(c), st.Error)
 	case c.Damaged != "":
-		say("DAMAGED: "+c.Damaged+" — a restore passed over it and went back to an older checkpoint", st.Error)
+		out = d.said("DAMAGED: "+c.Damaged+" — a restore passed over it and went back to an older checkpoint", st.Error)
 	case len(c.WaitingFor) > 0:
-		out = append(out, " "+st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks")))
+		out = []string{" " + st.Info.Render("waiting for "+common.Plural(len(c.WaitingFor), "subtask", "subtasks"))}
 	}
 	if d.inFlight(c) {
-		persisted := "persisted in-flight data " + common.HumanBytes(c.PersistedInFlight)
-		if n := common.PersistedRecords(c); n > 0 {
-			persisted += " (" + common.Plural(int(n), "record", "records") + ")"
-		}
-		for _, l := range common.JoinWrapped([]string{persisted,
-			"processed in-flight data " + common.HumanBytes(c.ProcessedInFlight)}, sep, d.width-2) {
-			out = append(out, " "+l)
-		}
+		out = append(out, d.inFlightData(c)...)
 	}
+	out = append(out, d.kindNote(c)...)
+	if d.ctx.CheckpointMode(c) == common.AtLeastOnce {
+		out = append(out, d.said(afterBarrierText(d.ctx.Snap.Operators, c), st.Warning)...)
+	}
+	return out
+}
+
+// inFlightData says checkpoint c's persisted in-flight data, with its
+// records, and its processed in-flight data.
+func (d *Model) inFlightData(c *view.Checkpoint) []string {
+	persisted := "persisted in-flight data " + common.HumanBytes(c.PersistedInFlight)
+	if n := common.PersistedRecords(c); n > 0 {
+		persisted += " (" + common.Plural(int(n), "record", "records") + ")"
+	}
+	return d.joined([]string{persisted, "processed in-flight data " + common.HumanBytes(c.ProcessedInFlight)})
+}
+
+// kindNote explains how checkpoint c's barriers were handled when they
+// were not aligned: timed out (and which subtasks the aligned-checkpoint
+// timeout switched) or unaligned; nothing otherwise.
+func (d *Model) kindNote(c *view.Checkpoint) []string {
+	st := d.ctx.Styles
 	switch kind := common.AlignmentKind(c, d.ctx.CheckpointMode(c)); {
 	case kind == common.KindTimedOut:
 		timeout := "the aligned-checkpoint timeout"
@@ -177,17 +204,31 @@ func (d *Model) summary(c *view.Checkpoint) []string {
 			timeout += " (" + common.RoundDuration(t) + ")"
 		}
 		who := strings.Join(c.TimedOut, ", ")
-		say("timed out → unaligned: "+who+" — the checkpoint was older than "+timeout+
+		return d.said("timed out → unaligned: "+who+" — the checkpoint was older than "+timeout+
 			" when it reached them: they took their snapshot unaligned and stored the records in flight with it", st.Warning)
 	case kind == common.KindUnaligned:
-		say("unaligned: the barriers overtook the records in flight; each subtask took its snapshot at its first barrier "+
+		return d.said("unaligned: the barriers overtook the records in flight; each subtask took its snapshot at its first barrier "+
 			"and stored the records it overtook as channel state, processed after the snapshot", st.Info)
 	}
-	if alo {
-		say(afterBarrierText(d.ctx.Snap.Operators, c), st.Warning)
+	return nil
+}
+
+// joined is parts joined by a muted " · " on as many lines of the view's
+// width as they take, each line indented by one cell.
+func (d *Model) joined(parts []string) []string {
+	var out []string
+	for _, l := range common.JoinWrapped(parts, d.ctx.Styles.Muted.Render(" · "), d.width-2) {
+		out = append(out, " "+l)
 	}
-	if len(out) == said {
-		out = append(out, "") // nothing more to say: a blank line before the table
+	return out
+}
+
+// said is text in style, wrapped on at most three lines of the view's
+// width, each line indented by one cell.
+func (d *Model) said(text string, style lipgloss.Style) []string {
+	var out []string
+	for _, l := range common.Wrap(text, d.width-2, 3) {
+		out = append(out, " "+style.Render(l))
 	}
 	return out
 }

@@ -124,38 +124,60 @@ func (p *Model) View() string {
 
 // lines is everything the pane would say with room enough.
 func (p *Model) lines() []restartLine {
+	job := p.jobStatus()
+	out := p.statusLines(job)
+	out = append(out, p.alarmLines()...)
+	out = append(out, p.strategyLines(job)...)
+	out = append(out, p.failoverLines()...)
+	if l, ok := p.failureLine(); ok {
+		out = append(out, l)
+	}
+	return out
+}
+
+// jobStatus is the job's status, "—" while it has none.
+func (p *Model) jobStatus() string {
+	if job := p.ctx.Snap.Job.Status; job != "" {
+		return job
+	}
+	return "—"
+}
+
+// statusLines say the job's status and, when restarting, the countdown
+// to the next restart or, when it gave up, that it did: on one line when
+// they fit, else on two.
+func (p *Model) statusLines(job string) []restartLine {
 	st := p.ctx.Styles
 	snap := &p.ctx.Snap
 	r := snap.Restart
-	s := r.Status
-	w := p.width - 1
-	var out []restartLine
-
-	job := snap.Job.Status
-	if job == "" {
-		job = "—"
-	}
 	status := "job " + st.JobStatus(job).Render(job)
 	var after string
 	switch {
 	case job == "RESTARTING" && !r.NextRestartAt.IsZero():
 		after = st.Warning.Render("restarting in " + common.Countdown(r.NextRestartAt.Sub(common.JobNow(snap))))
-	case r.GaveUp != "" || s.GaveUp:
+	case r.GaveUp != "" || r.Status.GaveUp:
 		after = st.Error.Render("gave up")
 	}
 	switch sep := st.Muted.Render(" · "); {
 	case after == "":
-		out = append(out, restartLine{text: status})
-	case common.Width(status+sep+after) <= w:
-		out = append(out, restartLine{text: status + sep + after})
+		return []restartLine{{text: status}}
+	case common.Width(status+sep+after) <= p.width-1:
+		return []restartLine{{text: status + sep + after}}
 	default:
-		out = append(out, restartLine{text: status}, restartLine{text: after})
+		return []restartLine{{text: status}, {text: after}}
 	}
+}
 
-	if r.GaveUp != "" || s.GaveUpReason != "" {
+// alarmLines say what the user must not miss: why the job gave up and
+// the records individual failover lost.
+func (p *Model) alarmLines() []restartLine {
+	st := p.ctx.Styles
+	r := p.ctx.Snap.Restart
+	var out []restartLine
+	if r.GaveUp != "" || r.Status.GaveUpReason != "" {
 		why := r.GaveUp
 		if why == "" {
-			why = s.GaveUpReason
+			why = r.Status.GaveUpReason
 		}
 		out = append(out, restartLine{text: "gave up: " + why, prio: 1, wrap: true, style: st.Error})
 	}
@@ -163,7 +185,15 @@ func (p *Model) lines() []restartLine {
 		out = append(out, restartLine{text: r.Failover + " failover lost " + common.Thousands(r.LostRecords) + " records",
 			prio: 0, wrap: true, style: st.Error})
 	}
+	return out
+}
 
+// strategyLines name the restart strategy with its parameters and say its
+// budget for a job whose status is job.
+func (p *Model) strategyLines(job string) []restartLine {
+	st := p.ctx.Styles
+	r := p.ctx.Snap.Restart
+	var out []restartLine
 	desc := r.Description
 	if desc == "" {
 		desc = r.Strategy
@@ -180,7 +210,14 @@ func (p *Model) lines() []restartLine {
 	if b := restartBudget(r, job); b != "" {
 		out = append(out, p.budgetLine(r, b))
 	}
+	return out
+}
 
+// failoverLines name the failover strategy and the subtasks its last
+// failover restarted, and the checkpoint the job last restored from.
+func (p *Model) failoverLines() []restartLine {
+	snap := &p.ctx.Snap
+	r := snap.Restart
 	failover := "failover " + r.Failover
 	if r.Failover == "" {
 		failover = "failover —"
@@ -189,31 +226,37 @@ func (p *Model) lines() []restartLine {
 	case n == 0:
 	case n <= 3:
 		failover += ": restarted " + strings.Join(r.LastRestarted, " ")
-	case common.Width(failover+": restarted "+common.Plural(n, "task", "tasks")) <= w:
+	case common.Width(failover+": restarted "+common.Plural(n, "task", "tasks")) <= p.width-1:
 		failover += ": restarted " + common.Plural(n, "task", "tasks")
 	default:
 		failover += ": " + common.Plural(n, "task", "tasks")
 	}
-	out = append(out, restartLine{text: failover, prio: 2})
+	out := []restartLine{{text: failover, prio: 2}}
 	if from := restoredFrom(snap.Checkpoints); from != "" {
 		out = append(out, restartLine{text: from, prio: 2})
 	}
-
-	if r.LastFailed != "" || r.LastError != "" {
-		who := r.LastFailed
-		if who == "" {
-			who = "the job"
-		}
-		text := who + " failed"
-		switch {
-		case strings.HasPrefix(r.LastError, who+": "):
-			text = r.LastError // the error names its subtask already
-		case r.LastError != "":
-			text = who + ": " + r.LastError
-		}
-		out = append(out, restartLine{text: st.Warning.Render(text), prio: 3})
-	}
 	return out
+}
+
+// failureLine says what failed last and why, and ok is false when
+// nothing failed.
+func (p *Model) failureLine() (l restartLine, ok bool) {
+	r := p.ctx.Snap.Restart
+	if r.LastFailed == "" && r.LastError == "" {
+		return restartLine{}, false
+	}
+	who := r.LastFailed
+	if who == "" {
+		who = "the job"
+	}
+	text := who + " failed"
+	switch {
+	case strings.HasPrefix(r.LastError, who+": "):
+		text = r.LastError // the error names its subtask already
+	case r.LastError != "":
+		text = who + ": " + r.LastError
+	}
+	return restartLine{text: p.ctx.Styles.Warning.Render(text), prio: 3}, true
 }
 
 // restartBudget is the strategy's budget and its delay: "attempts 1/3 ·

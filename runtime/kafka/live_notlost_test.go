@@ -1,0 +1,130 @@
+package kafka
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"faultline/checkpoint"
+	"faultline/runtime"
+)
+
+// With the join's state TTL, a paid order whose order and payment are
+// further apart in event time than the TTL is not expected: the live
+// verifier counts it as not joined, never as lost.
+func TestLiveVerifierStateTTL(t *testing.T) {
+	_, c := liveBroker(t, 1)
+	defer noLeaks(t)() // after the broker started: its goroutines stay until cleanup
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p, err := c.syncProducer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var msgs []*sarama.ProducerMessage
+	var orders []runtime.Order
+	for i := range 20 {
+		o := runtime.Order{OrderID: fmt.Sprintf("o-%06d", i), Customer: "c-1", AmountCents: 100}
+		pay := runtime.Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID, AmountCents: 100}
+		ob, _ := json.Marshal(o)
+		pb, _ := json.Marshal(pay)
+		payAt := base.Add(time.Second)
+		if i%2 == 1 {
+			payAt = base.Add(10 * time.Minute) // too far apart to join
+		} else {
+			orders = append(orders, o)
+		}
+		msgs = append(msgs,
+			&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.ByteEncoder(ob), Timestamp: base},
+			&sarama.ProducerMessage{Topic: runtime.TopicPayments, Partition: 0, Value: sarama.ByteEncoder(pb), Timestamp: payAt})
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	out, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	commit(t, out, writeTxn(t, out, "t/0", orders))
+
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments},
+		Output: "revenue", Expect: "paid-orders", StateTTL: time.Minute})
+	var committed fakeCommitted
+	committed.set(1, checkpoint.Offsets{runtime.TopicOrders: {0: 20}, runtime.TopicPayments: {0: 20}})
+	r := startLive(t, v, committed.get, func(s LiveStatus) error {
+		if s.Lost > 0 {
+			return fmt.Errorf("lost %d", s.Lost)
+		}
+		return nil
+	})
+	s := waitFor(t, v, "checkpoint 1 checked", func(s LiveStatus) bool { return s.AsOf == 1 })
+	r.stop()
+	if s.Lost != 0 || s.NotJoined != 10 || s.Committed != 10 || s.Duplicates != 0 {
+		t.Fatalf("status %+v, want 10 committed, 10 not joined, nothing lost", s)
+	}
+}
+
+// An unaligned checkpoint holds records in flight: the verifier does not
+// count their paid orders as lost while they are missing from the output
+// committed as of it, and counts them once a later checkpoint commits them
+// or no longer holds them.
+func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
+	_, c := liveBroker(t, 1)
+	defer noLeaks(t)()
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+
+	gen := runtime.NewGenerator(12, 600, runtime.GeneratorPartitions)
+	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	var committed fakeCommitted
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
+	defer run.stop()
+
+	// Checkpoint 1 holds two paid orders in flight: they are not in its
+	// output.
+	b1 := bounds(gen, topics, 1, 2)
+	out1 := newSince(expectedBelow(t, gen, b1, true), nil)
+	writeInputs(t, c, gen, nil, b1)
+	commit(t, o, writeTxn(t, o, "sink-1", out1[2:]))
+	committed.mu.Lock()
+	committed.inFlight = []string{out1[0].OrderID, out1[1].OrderID}
+	committed.mu.Unlock()
+	committed.set(1, b1)
+	s := waitFor(t, v, "checkpoint 1", func(s LiveStatus) bool { return s.AsOf == 1 })
+	if s.Lost != 0 || s.InFlight != 2 {
+		t.Fatalf("checkpoint 1: %+v, want 2 in flight, none lost", s)
+	}
+
+	// Checkpoint 2 commits one of them; the other is no longer in flight
+	// and not committed: lost.
+	b2 := bounds(gen, topics, 2, 2)
+	e2 := expectedBelow(t, gen, b2, true)
+	writeInputs(t, c, gen, b1, b2)
+	commit(t, o, writeTxn(t, o, "sink-2", append(newSince(e2, expectedBelow(t, gen, b1, true)), out1[0])))
+	committed.mu.Lock()
+	committed.inFlight = nil
+	committed.mu.Unlock()
+	committed.set(2, b2)
+	s = waitFor(t, v, "checkpoint 2", func(s LiveStatus) bool { return s.AsOf == 2 })
+	if s.Lost != 1 || s.InFlight != 0 {
+		t.Fatalf("checkpoint 2: %+v, want the one left out lost", s)
+	}
+}
