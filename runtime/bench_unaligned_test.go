@@ -8,6 +8,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
+	"faultline/runtime/fault"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
@@ -21,7 +22,7 @@ func backPressuredCheckpoints(b *testing.B, unaligned bool) ([]time.Duration, in
 	b.Helper()
 	const rate, seconds = 20_000, 8
 	_, _, env := genEnv(1, rate*seconds, rate)
-	slow, err := ParseFault("after-records=20000,task=join/0,fault=slow,factor=10,for=60s")
+	slow, err := fault.Parse("after-records=20000,task=join/0,fault=slow,factor=10,for=60s")
 	if err != nil {
 		b.Fatal(err)
 	}

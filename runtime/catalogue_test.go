@@ -1,9 +1,13 @@
 package runtime
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
+
+	"faultline/runtime/fault"
+	"faultline/runtime/spec"
 )
 
 // The fault menu says what the fault it injects does: the factor, the
@@ -27,6 +31,28 @@ func TestMenuSaysWhatMenuFaultDoes(t *testing.T) {
 			if w == "" || !strings.Contains(e.Menu, w) {
 				t.Errorf("%s: the menu says %q, MenuFault gives factor %v, for %s, count %d", e.Kind, e.Menu, f.Factor, f.For, f.Count)
 			}
+		}
+	}
+}
+
+// A poison fault writes into a topic the job reads: the first when it names
+// none, and never one the job does not read; a task fault names a subtask
+// the job has.
+func TestCheckFaultHoldsTheFaultToTheJob(t *testing.T) {
+	job := spec.Default()
+	f := Fault{Kind: FaultPoison, Spec: "fault=poison"}
+	if err := CheckFault(&f, job); err != nil || f.Topic != TopicOrders {
+		t.Fatalf("CheckFault = %v, topic %q: want the job's first input, %s", err, f.Topic, TopicOrders)
+	}
+	for _, bad := range []Fault{
+		{Kind: FaultPoison, Topic: "enriched", Spec: "fault=poison,topic=enriched"},
+		{Kind: FaultPoison, Partition: GeneratorPartitions, Spec: "fault=poison,partition=4"},
+		{Kind: FaultPanic, Task: "join/2", Spec: "task=join/2,fault=panic"},
+		{Kind: FaultPanic, Task: "meteor/0", Spec: "task=meteor/0,fault=panic"},
+	} {
+		var se *fault.SpecError
+		if err := CheckFault(&bad, job); !errors.As(err, &se) || se.Spec != bad.Spec {
+			t.Fatalf("CheckFault(%s) = %v, want a *fault.SpecError for it", bad.Spec, err)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func recordsIn(j *Job) int64 { return j.in.Load() }
 // and the output stays complete.
 func TestSetModeSwitchesTheNextCheckpoints(t *testing.T) {
 	var modes []string
-	r := (&run{records: 40000, rate: 20000, interval: 50 * time.Millisecond, during: func(j *Job) {
+	r := (&run{realTime: true, records: 40000, rate: 20000, interval: 50 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "two checkpoints", func() bool { return j.coord.Stats().Completed >= 2 })
 		j.SetMode(barrier.AtLeastOnce, false)
 		from := j.coord.NextID()
@@ -63,7 +63,7 @@ func TestSetModeSwitchesTheNextCheckpoints(t *testing.T) {
 // Inject is the keyboard's way into the fault catalogue: a panic injected
 // while the job runs fails the task and the job recovers exactly.
 func TestInjectWhileRunning(t *testing.T) {
-	r := (&run{records: 60000, rate: 30000, interval: 100 * time.Millisecond, during: func(j *Job) {
+	r := (&run{realTime: true, records: 60000, rate: 30000, interval: 100 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "a checkpoint", func() bool { return j.coord.Stats().Completed >= 1 })
 		if err := j.Inject(Fault{Kind: FaultPanic, Task: "join/1"}); err != nil {
 			t.Error(err)

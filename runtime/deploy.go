@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"faultline/backend"
@@ -52,7 +53,7 @@ func (j *Job) deploy(ctx context.Context, n, epoch int64, restore *checkpoint.Co
 	for _, t := range built {
 		a.tasks = append(a.tasks, t)
 		a.byName[t.name] = t
-		if t.src != nil {
+		if t.source != nil {
 			a.sources = append(a.sources, t)
 		}
 	}
@@ -73,44 +74,36 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 	maxP := j.spec.MaxParallelism
 	epoch := a.epoch.Load()
 	id := checkpoint.TaskID{Operator: op.Name, Index: i}
-	t := &task{
-		id: id, name: id.String(), a: a, op: op, gate: newGate(), deploys: epoch,
-		m: j.metrics[id.String()], lastTrig: map[int64]barrierInfo{}, faultAt: 1<<63 - 1,
-	}
+	t := &task{id: id, name: id.String(), a: a, op: op, deploys: epoch, m: j.metrics[id.String()]}
+	t.gate = newGate()
+	t.lastTrig = map[int64]barrierInfo{}
+	t.faultAt = 1<<63 - 1
 	t.mb = newMailbox(t.gate)
 	if op.Type == spec.TypeSource {
 		src, err := j.cfg.Env.source(op.Topic)
 		if err != nil {
 			return nil, err
 		}
-		t.src = src
+		t.source = &sourceTask{task: t, src: src}
 	} else {
 		oper, err := newOperator(op, j.cfg.Env, j.bad)
 		if err != nil {
 			return nil, err
 		}
 		t.oper = oper
-		t.one, _ = oper.(OneInput)
-		t.two, _ = oper.(TwoInput)
+		t.opr = &operatorTask{task: t}
+		t.opr.one, _ = oper.(OneInput)
+		t.opr.two, _ = oper.(TwoInput)
 	}
-	for _, in := range op.Inputs {
-		if in.Edge != spec.Hash {
-			continue
-		}
+	if slices.ContainsFunc(op.Inputs, func(in spec.Input) bool { return in.Edge == spec.Hash }) {
 		kgs := backend.RangeFor(maxP, op.Parallelism, i)
-		if j.cfg.StateBackend == "badger" {
-			dir := filepath.Join(j.cfg.WorkDir, fmt.Sprintf("attempt-%d", epoch), fmt.Sprintf("%s-%d", op.Name, i))
-			b, err := backend.NewBadger(dir, maxP, kgs)
-			if err != nil {
-				return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
-			}
-			t.keyed = b
-		} else {
-			t.keyed = backend.NewHeap(maxP, kgs)
+		keyed, err := newKeyed(j.cfg, kgs, maxP, fmt.Sprintf("attempt-%d", epoch), fmt.Sprintf("%s-%d", op.Name, i))
+		if err != nil {
+			return nil, fmt.Errorf("%s: state backend: %w", t.name, err)
 		}
-		t.prefetch, _ = t.keyed.(backend.Prefetcher)
-		t.grouped, _ = t.keyed.(backend.GroupedKeys)
-		break
+		t.keyed = keyed
+		t.opr.prefetch, _ = t.keyed.(backend.Prefetcher)
+		t.opr.grouped, _ = t.keyed.(backend.GroupedKeys)
 	}
 	if ss := states[op.Name]; ss != nil {
 		r := &restoredState{from: restore.ID, operator: operatorStates(ss), replay: j.rs.replayUntil}
@@ -148,6 +141,20 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 	}
 	return t, nil
+}
+
+// newKeyed makes the keyed state backend of one subtask instance over key
+// groups kgs: on the heap, or a Badger database in the work dir under
+// attempt/task.
+func newKeyed(cfg Config, kgs backend.KeyGroupRange, maxP int, attempt, task string) (backend.KeyedBackend, error) {
+	if cfg.StateBackend == "badger" {
+		b, err := backend.NewBadger(filepath.Join(cfg.WorkDir, attempt, task), maxP, kgs)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return backend.NewHeap(maxP, kgs), nil
 }
 
 // wire connects the subtasks in set with new channels, one per pair of
@@ -193,7 +200,7 @@ func (j *Job) wire(set []*task) {
 		}
 	}
 	for _, t := range set {
-		if t.src == nil {
+		if t.source == nil {
 			t.handler = j.newHandler(len(t.inputs))
 		}
 	}

@@ -117,7 +117,7 @@ func (d *driver) takeOver(t, old *task, restore *checkpoint.Completed) {
 	for _, in := range t.inputs {
 		in.blocked.Store(false)
 	}
-	if t.src == nil {
+	if t.source == nil {
 		t.handler = j.newHandler(len(t.inputs))
 		for i, in := range t.inputs {
 			if in.ended {
@@ -139,7 +139,7 @@ func (d *driver) takeOver(t, old *task, restore *checkpoint.Completed) {
 		ad.adoptRollback(later, report)
 	}
 	what := "its state went back to that checkpoint and its input is not replayed"
-	if t.src != nil {
+	if t.source != nil {
 		what = "it reads again from that checkpoint's offsets: what it had sent since is sent twice"
 	}
 	j.obs.Emit(view.RolledBack{Task: t.name, Checkpoint: from, Lost: lost, What: what})

@@ -100,7 +100,7 @@ func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 // On the default job, region failover restarts everything: its only region
 // is the whole job.
 func TestRegionFailoverOfOneRegionJobRestartsAll(t *testing.T) {
-	r := (&run{records: 40000, rate: 40000, interval: 100 * time.Millisecond, failover: restart.FailoverRegion,
+	r := (&run{realTime: true, records: 40000, rate: 40000, interval: 100 * time.Millisecond, failover: restart.FailoverRegion,
 		faults: []string{"after-records=6000,task=join/1,fault=panic"}}).do(t)
 	if r.res.Status != JobFinished || !r.verify.OK || r.verify.Duplicates != 0 || r.res.Restarts != 1 {
 		t.Fatalf("status %s restarts %d verify %+v", r.res.Status, r.res.Restarts, r.verify)
@@ -136,7 +136,7 @@ func TestIndividualFailoverCountsWhatItLoses(t *testing.T) {
 			if tc.unaligned {
 				faults = append(faults, "after-records=900,task=join/0,fault=slow,factor=5,for=2s")
 			}
-			r := (&run{records: 30000, rate: 25000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
+			r := (&run{realTime: true, records: 30000, rate: 25000, interval: 300 * time.Millisecond, failover: restart.FailoverIndividual,
 				unaligned: tc.unaligned, faults: faults}).do(t)
 			if r.res.Status != JobFinished || r.res.Restarts != 1 {
 				t.Fatalf("status %s restarts %d", r.res.Status, r.res.Restarts)
@@ -227,11 +227,11 @@ func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 // the two, and then the job finishes exactly once.
 func TestResetRestartsGivesTheAttemptsBack(t *testing.T) {
 	faults := []string{"after-records=3000,task=join/0,fault=panic", "after-records=12000,task=join/1,fault=panic"}
-	used := (&run{records: 40000, rate: 20000, interval: 50 * time.Millisecond, attempts: 1, faults: faults}).do(t)
+	used := (&run{realTime: true, records: 40000, rate: 20000, interval: 50 * time.Millisecond, attempts: 1, faults: faults}).do(t)
 	if used.res.Status != JobFailed {
 		t.Fatalf("without a reset: status %s, want FAILED after the second failure", used.res.Status)
 	}
-	r := (&run{records: 40000, rate: 20000, interval: 50 * time.Millisecond, attempts: 1, faults: faults, during: func(j *Job) {
+	r := (&run{realTime: true, records: 40000, rate: 20000, interval: 50 * time.Millisecond, attempts: 1, faults: faults, during: func(j *Job) {
 		waitFor(t, "the first restart", func() bool { return j.RestartView().Restarts >= 1 })
 		j.ResetRestarts()
 		if s := j.RestartView().Status; s.Attempts != 0 || s.GaveUp {
@@ -294,7 +294,7 @@ func TestACheckpointCanBeTriggeredOnceTheJobRunsAgain(t *testing.T) {
 				}
 				return false
 			}
-			r := (&run{job: tc.job, records: 50000, rate: 25000, interval: 50 * time.Millisecond,
+			r := (&run{realTime: true, job: tc.job, records: 50000, rate: 25000, interval: 50 * time.Millisecond,
 				failover: tc.failover, faults: tc.faults,
 				onEvent: func(j *Job, e Event) {
 					if !runsAgain(e) {

@@ -7,279 +7,61 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime/fault"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
-// FaultKind is an entry of the fault catalogue.
-type FaultKind string
-
-const (
-	// FaultPanic makes the task panic inside its operator.
-	FaultPanic FaultKind = "panic"
-	// FaultError makes the task's operator return an error.
-	FaultError FaultKind = "error"
-	// FaultSavepoint triggers a savepoint (it needs no task).
-	FaultSavepoint FaultKind = "savepoint"
-	// FaultSlow makes the task handle 1/Factor of the records per second it
-	// handled when the fault began, for For (see slowing).
-	FaultSlow FaultKind = "slow"
-	// FaultCrash kills the whole process, as SIGKILL does.
-	FaultCrash FaultKind = "crash"
-	// FaultStorageFail makes the next Count checkpoint writes fail.
-	FaultStorageFail FaultKind = "storage-fail"
-	// FaultCorruptCheckpoint damages the newest retained checkpoint's state
-	// so that the next recovery falls back to an older one.
-	FaultCorruptCheckpoint FaultKind = "corrupt-checkpoint"
-	// FaultPoison writes a record that can never be parsed into an input
-	// topic (Topic, Partition).
-	FaultPoison FaultKind = "poison"
-	// FaultBrokerDown makes the embedded broker refuse connections for For.
-	FaultBrokerDown FaultKind = "broker-down"
+// The fault catalogue and the spelled form of a fault are the leaf
+// package fault's; the engine knows them by these names.
+type (
+	// FaultKind is an entry of the fault catalogue.
+	FaultKind = fault.Kind
+	// CatalogueEntry is one fault of the catalogue.
+	CatalogueEntry = fault.Entry
+	// Fault is one injection: what, where and when.
+	Fault = fault.Fault
 )
 
-// CatalogueEntry is one fault of the catalogue that --inject, the UI's
-// fault menu and the chaos soak all draw from.
-type CatalogueEntry struct {
-	Kind FaultKind
-	// Inject says what the fault does with its --inject parameters.
-	Inject string
-	// Menu says what it does with the UI's defaults (MenuFault).
-	Menu string
-}
+// The faults of the catalogue.
+const (
+	FaultPanic             = fault.Panic
+	FaultError             = fault.Error
+	FaultSavepoint         = fault.Savepoint
+	FaultSlow              = fault.Slow
+	FaultCrash             = fault.Crash
+	FaultStorageFail       = fault.StorageFail
+	FaultCorruptCheckpoint = fault.CorruptCheckpoint
+	FaultPoison            = fault.Poison
+	FaultBrokerDown        = fault.BrokerDown
+)
 
 // Catalogue is the fault catalogue in the order the UI's menu lists it.
-var Catalogue = []CatalogueEntry{
-	{FaultPanic, "the task panics", "the task panics"},
-	{FaultError, "the task's operator returns an error", "the task's operator returns an error"},
-	{FaultSlow, "the task holds each record, handling 1/factor= of its rate, for for=", "the task falls to a tenth of its rate for 30 s"},
-	{FaultPoison, "a record that can never be parsed is written into topic= (orders) partition= (0)", "a record no parser accepts enters the input it reads"},
-	{FaultBrokerDown, "the embedded broker refuses connections for for= (5s)", "the embedded broker refuses connections for 5 s"},
-	{FaultStorageFail, "the next count= checkpoint writes fail", "the next 3 checkpoint writes fail"},
-	{FaultCorruptCheckpoint, "the newest checkpoint's state is damaged", "the newest checkpoint's state is damaged on disk"},
-	{FaultSavepoint, "a savepoint is taken", "a savepoint is taken"},
-	{FaultCrash, "the process dies as with SIGKILL", "the process dies as with SIGKILL (start faultline again to resume)"},
-}
-
-// inCatalogue reports whether k is a fault of the catalogue.
-func inCatalogue(k FaultKind) bool {
-	for _, e := range Catalogue {
-		if e.Kind == k {
-			return true
-		}
-	}
-	return false
-}
+var Catalogue = fault.Catalogue
 
 // MenuFault is the fault of kind with the defaults the UI's menu promises
-// (CatalogueEntry.Menu; a test holds the two together), aimed at task
-// (ignored for faults of the whole job): slow 10× for 30 s, storage-fail
-// the next 3 writes, broker-down 5 s; poison goes to topic and partition.
+// (fault.Menu).
 func MenuFault(kind FaultKind, task, topic string, partition int32) Fault {
-	f := Fault{Kind: kind, Task: task}
-	switch kind {
-	case FaultSlow:
-		f.Factor, f.For = 10, 30*time.Second
-	case FaultStorageFail:
-		f.Count = 3
-	case FaultBrokerDown:
-		f.For = 5 * time.Second
-	case FaultPoison:
-		f.Topic, f.Partition = topic, partition
-	}
-	if kind.JobLevel() {
-		f.Task = ""
-	}
-	return f
+	return fault.Menu(kind, task, topic, partition)
 }
-
-// JobLevel reports whether the fault acts on the job rather than a task.
-func (k FaultKind) JobLevel() bool {
-	switch k {
-	case FaultSavepoint, FaultCrash, FaultStorageFail, FaultCorruptCheckpoint, FaultPoison, FaultBrokerDown:
-		return true
-	}
-	return false
-}
-
-// Fault is one injection: what, where and when. It is the one entry point
-// for faults: --inject in headless runs, and later the keyboard.
-type Fault struct {
-	Kind FaultKind
-	Task string // "operator/index"
-	// After is the time since the run started; AfterRecords instead fires
-	// once the task has processed that many records (over all attempts),
-	// which keeps short bounded runs deterministic. Neither set: now.
-	After        time.Duration
-	AfterRecords int64
-	// AfterCheckpoints instead fires once that many checkpoints have
-	// completed in this run, counted from After on when both are given
-	// ("after=3s,after-checkpoints=1": right after the first checkpoint
-	// that completes 3 s into the run).
-	AfterCheckpoints int64
-	// Count is how many checkpoint writes a storage-fail fault fails.
-	Count int
-	// Factor and For shape a slow fault; For is also how long a
-	// broker-down fault lasts.
-	Factor float64
-	For    time.Duration
-	// Topic and Partition are where a poison fault writes its record.
-	Topic     string
-	Partition int32
-	Spec      string // as the user wrote it
-}
-
-func (f Fault) String() string { return f.Spec }
 
 // ErrInjected is the error an injected fault makes a task fail with.
 var ErrInjected = errors.New("injected fault")
 
-// ParseFault reads an --inject value such as
-// "after=3s,task=join/1,fault=panic" or "after-records=20000,task=join/1,fault=panic".
-func ParseFault(s string) (Fault, error) {
-	f := Fault{Spec: s}
-	seen := map[string]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			return f, fmt.Errorf("--inject %q: %q is not key=value (keys: after, after-records, after-checkpoints, task, fault)", s, part)
-		}
-		if seen[k] {
-			return f, fmt.Errorf("--inject %q: %s given twice", s, k)
-		}
-		seen[k] = true
-		switch k {
-		case "after":
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return f, fmt.Errorf("--inject %q: after=%s is not a duration like 3s or 500ms", s, v)
-			}
-			f.After = d
-		case "after-records":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return f, fmt.Errorf("--inject %q: after-records=%s is not a whole number", s, v)
-			}
-			f.AfterRecords = n
-		case "after-checkpoints":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 {
-				return f, fmt.Errorf("--inject %q: after-checkpoints=%s is not a whole number of 1 or more", s, v)
-			}
-			f.AfterCheckpoints = n
-		case "task":
-			f.Task = v
-		case "factor":
-			x, err := strconv.ParseFloat(v, 64)
-			if err != nil || x < 1 || x > 1000 {
-				return f, fmt.Errorf("--inject %q: factor=%s is not a number from 1 to 1000", s, v)
-			}
-			f.Factor = x
-		case "for":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return f, fmt.Errorf("--inject %q: for=%s is not a duration like 3s", s, v)
-			}
-			f.For = d
-		case "topic":
-			if v != TopicOrders && v != TopicPayments {
-				return f, fmt.Errorf("--inject %q: topic=%s: want orders or payments", s, v)
-			}
-			f.Topic = v
-		case "partition":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n >= GeneratorPartitions {
-				return f, fmt.Errorf("--inject %q: partition=%s: want 0 to %d", s, v, GeneratorPartitions-1)
-			}
-			f.Partition = int32(n)
-		case "count":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return f, fmt.Errorf("--inject %q: count=%s is not a whole number of 1 or more", s, v)
-			}
-			f.Count = n
-		case "fault":
-			f.Kind = FaultKind(v)
-			if !inCatalogue(f.Kind) {
-				return f, fmt.Errorf("--inject %q: unknown fault %q (known: %s)", s, v, knownFaults())
-			}
-		default:
-			return f, fmt.Errorf("--inject %q: unknown key %q (keys: after, after-records, after-checkpoints, task, fault, count, factor, for, topic, partition)", s, k)
-		}
+// CheckFault checks the fault against job: its subtask is one of the
+// job's, and a poison fault's topic one its sources read (the first when
+// none is named), at a partition the generated topics have. An error is a
+// *fault.SpecError.
+func CheckFault(f *Fault, job *spec.Job) error {
+	if f.Kind == FaultPoison {
+		return checkPoison(f, job)
 	}
-	if seen["after-records"] && (seen["after"] || seen["after-checkpoints"]) {
-		return f, fmt.Errorf("--inject %q: after-records= goes with neither after= nor after-checkpoints=", s)
-	}
-	if f.Kind == "" {
-		return f, fmt.Errorf("--inject %q: fault= is missing (known: %s)", s, knownFaults())
-	}
-	if seen["count"] && f.Kind != FaultStorageFail {
-		return f, fmt.Errorf("--inject %q: count= goes with fault=storage-fail", s)
-	}
-	if f.Kind == FaultStorageFail && f.Count == 0 {
-		f.Count = 1
-	}
-	if seen["factor"] && f.Kind != FaultSlow {
-		return f, fmt.Errorf("--inject %q: factor= goes with fault=slow", s)
-	}
-	if seen["for"] && f.Kind != FaultSlow && f.Kind != FaultBrokerDown {
-		return f, fmt.Errorf("--inject %q: for= goes with fault=slow or fault=broker-down", s)
-	}
-	if (seen["topic"] || seen["partition"]) && f.Kind != FaultPoison {
-		return f, fmt.Errorf("--inject %q: topic= and partition= go with fault=poison", s)
-	}
-	if f.Kind == FaultPoison && f.Topic == "" {
-		f.Topic = TopicOrders
-	}
-	if f.Kind == FaultBrokerDown && f.For == 0 {
-		f.For = 5 * time.Second
-	}
-	if f.Kind == FaultSlow {
-		if f.Factor == 0 {
-			f.Factor = 10
-		}
-		if f.For == 0 {
-			f.For = 5 * time.Second
-		}
-	}
-	if f.Kind.JobLevel() {
-		if f.Task != "" {
-			return f, fmt.Errorf("--inject %q: fault=%s acts on the whole job; leave out task=", s, f.Kind)
-		}
-		if f.AfterRecords > 0 {
-			return f, fmt.Errorf("--inject %q: fault=%s takes after=, not after-records=", s, f.Kind)
-		}
-		return f, nil
-	}
-	if f.Task == "" {
-		return f, fmt.Errorf("--inject %q: task= is missing (e.g. task=join/1)", s)
-	}
-	return f, nil
-}
-
-func knownFaults() string {
-	var ks []string
-	for _, e := range Catalogue {
-		ks = append(ks, string(e.Kind))
-	}
-	sort.Strings(ks)
-	return strings.Join(ks, ", ")
-}
-
-// CheckFaultTask verifies that the fault's task exists in job.
-func CheckFaultTask(f Fault, job *spec.Job) error {
 	if f.Kind.JobLevel() {
 		return nil
 	}
@@ -290,11 +72,31 @@ func CheckFaultTask(f Fault, job *spec.Job) error {
 		for _, o := range job.Operators {
 			names = append(names, o.Name)
 		}
-		return fmt.Errorf("--inject %q: the job has no operator %q (operators: %s)", f.Spec, name, strings.Join(names, ", "))
+		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("the job has no operator %q (operators: %s)", name, strings.Join(names, ", "))}
 	}
 	i, err := strconv.Atoi(idx)
 	if !ok || err != nil || i < 0 || i >= op.Parallelism {
-		return fmt.Errorf("--inject %q: task must be %s/0 to %s/%d", f.Spec, name, name, op.Parallelism-1)
+		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("task must be %s/0 to %s/%d", name, name, op.Parallelism-1)}
+	}
+	return nil
+}
+
+// checkPoison fills in and checks where a poison fault writes.
+func checkPoison(f *Fault, job *spec.Job) error {
+	var topics []string
+	for _, op := range job.Operators {
+		if op.Type == spec.TypeSource && !slices.Contains(topics, op.Topic) {
+			topics = append(topics, op.Topic)
+		}
+	}
+	if f.Topic == "" && len(topics) > 0 {
+		f.Topic = topics[0]
+	}
+	if !slices.Contains(topics, f.Topic) {
+		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("topic=%s: want one the job reads: %s", f.Topic, strings.Join(topics, ", "))}
+	}
+	if f.Partition >= GeneratorPartitions {
+		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("partition=%d: want 0 to %d", f.Partition, GeneratorPartitions-1)}
 	}
 	return nil
 }
@@ -345,7 +147,7 @@ func (inj *injector) Inject(f Fault) error {
 			f.Spec = "task=" + f.Task + "," + f.Spec
 		}
 	}
-	if err := CheckFaultTask(f, inj.jobSpec); err != nil {
+	if err := CheckFault(&f, inj.jobSpec); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
 	}
 	e := &faultEntry{Fault: f, adhoc: true, id: int(inj.nextFault.Add(1))}

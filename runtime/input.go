@@ -6,8 +6,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
 )
@@ -19,11 +21,37 @@ func modeOf(e *Element) barrier.Mode {
 	return barrier.ExactlyOnce
 }
 
+// operatorTask is an operator subtask: the task core, and what only an
+// operator has: its typed inputs, its alignment as the UI sees it, the
+// batch it processes, and the unaligned checkpoint it records.
+type operatorTask struct {
+	*task
+	one OneInput
+	two TwoInput
+	// prefetch is keyed, when it can load a key's state ahead of use
+	prefetch backend.Prefetcher
+	// grouped is keyed, when it takes the key groups hash edges computed
+	grouped backend.GroupedKeys
+	// batchStart is when processInput began the batch it is processing
+	// (OperatorContext.BatchStart).
+	batchStart time.Time
+	// channel is the input channel of that batch (OperatorContext.channel).
+	channel int
+	// published for the UI by the task goroutine
+	aligning   atomic.Int64 // checkpoint being aligned, 0: none
+	alignStart atomic.Int64 // unix ns of its first barrier
+	// unal is the unaligned checkpoint whose in-flight data the subtask
+	// records (nil: none); unalView mirrors it for the UI (1: unaligned,
+	// 2: switched by the aligned-checkpoint timeout).
+	unal     *inFlight
+	unalView atomic.Int32
+}
+
 // switchMode gives the subtask a barrier handler of mode, before it handles
 // the first barrier (of checkpoint id) triggered in that mode. A checkpoint
 // still aligning in the old mode is given up as subsumed, as a newer
 // barrier would subsume it anyway.
-func (t *task) switchMode(ctx context.Context, mode barrier.Mode, id int64) error {
+func (t *operatorTask) switchMode(ctx context.Context, mode barrier.Mode, id int64) error {
 	if p := t.handler.Pending(); p != 0 {
 		r := t.handler.Abort(p)
 		if r.Aborted != 0 {
@@ -57,7 +85,7 @@ const BufferTimeout = 10 * time.Millisecond
 // runOperator takes elements from the unblocked input channels in turn and
 // hands them to the operator and the barrier handler (Flink: StreamTask's
 // input processor with its CheckpointedInputGate).
-func (t *task) runOperator(ctx context.Context) error {
+func (t *operatorTask) runOperator(ctx context.Context) error {
 	next := 0
 	for ctx.Err() == nil {
 		finished, err := t.handleMail(ctx)
@@ -138,7 +166,7 @@ func (t *task) runOperator(ctx context.Context) error {
 const prefetchAhead = 4
 
 // prefetchKey prefetches the state of e's key, if e is a record.
-func (t *task) prefetchKey(e *Element) {
+func (t *operatorTask) prefetchKey(e *Element) {
 	if e.Kind == KindRecord {
 		t.prefetch.Prefetch(e.Record.Key, e.keyGroup())
 	}
@@ -151,15 +179,14 @@ func (t *task) prefetchKey(e *Element) {
 // task fails on a record, in.pos still points at it, so that an instance
 // that takes over these input channels (individual failover) handles it
 // again instead of dropping it.
-func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
+func (t *operatorTask) processInput(ctx context.Context, i int) (done bool, err error) {
 	in := t.inputs[i]
 	start := in.pos
 	began := t.clk().Now()
 	t.batchStart = began
 	t.channel = i
 	records := 0
-	past := t.pastBarrier(i)
-	rec, aligning := t.inFlightOf(i)
+	at := t.recordsAt(i)
 	defer func() {
 		in.ch.markConsumed(in.pos - start)
 		t.measureRate(began)
@@ -176,66 +203,10 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 		e := &in.cur[in.pos]
 		switch e.Kind {
 		case KindRecord:
-			t.in++
-			if past {
-				t.afterBarrier++
+			if err := t.processRecord(in, i, e, at); err != nil {
+				return false, err
 			}
-			if rec {
-				t.unal.record(i, &e.Record)
-			}
-			if aligning {
-				t.processedInFlight += int64(inFlightSize(&e.Record))
-			}
-			if t.in+t.m.RecordsIn.Load() >= t.faultAt {
-				if err := t.checkFaults(); err != nil {
-					return false, err
-				}
-			}
-			if t.keyed != nil {
-				if t.prefetch != nil && in.pos+prefetchAhead < len(in.cur) {
-					t.prefetchKey(&in.cur[in.pos+prefetchAhead])
-				}
-				if kg := e.keyGroup(); kg >= 0 && t.grouped != nil {
-					t.grouped.SetCurrentKeyInGroup(e.Record.Key, kg)
-				} else {
-					t.keyed.SetCurrentKey(e.Record.Key)
-				}
-			}
-			if t.two != nil {
-				if in.logical == 0 {
-					err = t.two.Process1(&e.Record, t)
-				} else {
-					err = t.two.Process2(&e.Record, t)
-				}
-			} else {
-				err = t.one.Process(&e.Record, t)
-			}
-			if err != nil {
-				return false, fmt.Errorf("%s: %w", t.name, err)
-			}
-			if t.emitErr != nil {
-				return false, t.emitErr
-			}
-			e.Record = Record{}
 			records++
-		case KindBarrier:
-			if mode := modeOf(e); mode != t.handler.Mode() {
-				if err := t.switchMode(ctx, mode, e.ID()); err != nil {
-					return false, err
-				}
-			}
-			t.noteBarrier(e)
-			if err := t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos()); err != nil {
-				return false, err
-			}
-			past = t.pastBarrier(i)
-			rec, aligning = t.inFlightOf(i)
-		case KindCancel:
-			if err := t.act(ctx, t.handler.OnCancel(i, e.ID()), 0); err != nil {
-				return false, err
-			}
-			past = t.pastBarrier(i)
-			rec, aligning = t.inFlightOf(i)
 		case KindEndOfInput:
 			in.pos++
 			in.ended = true
@@ -248,6 +219,11 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 				}
 			}
 			return true, nil
+		default:
+			if err := t.processControl(ctx, i, e); err != nil {
+				return false, err
+			}
+			at = t.recordsAt(i)
 		}
 		in.pos++
 		if t.handler.Blocked(i) {
@@ -257,11 +233,87 @@ func (t *task) processInput(ctx context.Context, i int) (done bool, err error) {
 	return false, nil
 }
 
+// recordsAt says what channel i's next records count for: past the
+// barrier of an at-least-once checkpoint (past), recorded as an unaligned
+// checkpoint's in-flight data (rec), processed while an aligned one aligns
+// (aligning). It changes only when a barrier or cancellation arrives.
+type recordsAt struct{ past, rec, aligning bool }
+
+func (t *operatorTask) recordsAt(i int) recordsAt {
+	at := recordsAt{past: t.pastBarrier(i)}
+	at.rec, at.aligning = t.inFlightOf(i)
+	return at
+}
+
+// processRecord hands record e of channel i (input in) to the operator
+// under its key, counting it for the checkpoint under way as at says and
+// firing a fault due at it.
+func (t *operatorTask) processRecord(in *inputChannel, i int, e *Element, at recordsAt) error {
+	t.in++
+	if at.past {
+		t.afterBarrier++
+	}
+	if at.rec {
+		t.unal.record(i, &e.Record)
+	}
+	if at.aligning {
+		t.processedInFlight += int64(inFlightSize(&e.Record))
+	}
+	if t.in+t.m.RecordsIn.Load() >= t.faultAt {
+		if err := t.checkFaults(); err != nil {
+			return err
+		}
+	}
+	if t.keyed != nil {
+		if t.prefetch != nil && in.pos+prefetchAhead < len(in.cur) {
+			t.prefetchKey(&in.cur[in.pos+prefetchAhead])
+		}
+		if kg := e.keyGroup(); kg >= 0 && t.grouped != nil {
+			t.grouped.SetCurrentKeyInGroup(e.Record.Key, kg)
+		} else {
+			t.keyed.SetCurrentKey(e.Record.Key)
+		}
+	}
+	var err error
+	switch {
+	case t.two != nil && in.logical == 0:
+		err = t.two.Process1(&e.Record, t)
+	case t.two != nil:
+		err = t.two.Process2(&e.Record, t)
+	default:
+		err = t.one.Process(&e.Record, t)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.name, err)
+	}
+	if t.emitErr != nil {
+		return t.emitErr
+	}
+	e.Record = Record{}
+	return nil
+}
+
+// processControl hands a barrier or a cancellation from channel i to the
+// barrier handler, switching the handler first when a barrier comes in
+// another checkpointing mode.
+func (t *operatorTask) processControl(ctx context.Context, i int, e *Element) error {
+	if e.Kind == KindCancel {
+		return t.act(ctx, t.handler.OnCancel(i, e.ID()), 0)
+	}
+	if mode := modeOf(e); mode != t.handler.Mode() {
+		if err := t.switchMode(ctx, mode, e.ID()); err != nil {
+			return err
+		}
+	}
+	t.noteBarrier(e)
+	return t.act(ctx, t.handler.OnBarrier(i, e.ID()), e.TriggerNanos())
+}
+
 // pastBarrier reports whether channel i has delivered the barrier of the
 // checkpoint the subtask waits for: its records then come after the
 // barrier, into the snapshot (at-least-once; an aligned channel is blocked
 // instead). It changes only when a barrier or cancellation arrives.
-func (t *task) pastBarrier(i int) bool {
+func (t *operatorTask) pastBarrier(i int) bool {
 	if t.handler.Mode() != barrier.AtLeastOnce {
 		return false // aligned: blocked; unaligned: after the snapshot
 	}
@@ -272,20 +324,20 @@ func (t *task) pastBarrier(i int) bool {
 // inFlightOf says whether the records of channel i are in flight for the
 // unaligned checkpoint being recorded, and whether an aligned checkpoint
 // is aligning (its records count as processed in-flight data).
-func (t *task) inFlightOf(i int) (recording, aligning bool) {
+func (t *operatorTask) inFlightOf(i int) (recording, aligning bool) {
 	p := t.handler.Pending()
 	return t.unal != nil && t.handler.Recording(i), p != 0 && !t.handler.Unaligned()
 }
 
 // act carries out what the barrier handler decided.
-func (t *task) act(ctx context.Context, r barrier.Result, triggerNs int64) error {
+func (t *operatorTask) act(ctx context.Context, r barrier.Result, triggerNs int64) error {
 	return t.actOn(ctx, r, triggerNs, nil)
 }
 
 // actOn carries out what the barrier handler decided; delivered, if set,
 // runs after the snapshot of a checkpoint triggered now, before its
 // in-flight data may be complete (it adds what a barrier overtook).
-func (t *task) actOn(ctx context.Context, r barrier.Result, triggerNs int64, delivered func()) error {
+func (t *operatorTask) actOn(ctx context.Context, r barrier.Result, triggerNs int64, delivered func()) error {
 	for _, id := range r.OlderAborted {
 		t.aborted(id, r.AbortReason)
 	}
@@ -319,7 +371,7 @@ func (t *task) actOn(ctx context.Context, r barrier.Result, triggerNs int64, del
 // aborted gives up checkpoint id at this subtask: a cancellation marker
 // goes downstream and, when a newer barrier subsumed it, the coordinator
 // hears of it.
-func (t *task) aborted(id int64, why barrier.Reason) {
+func (t *operatorTask) aborted(id int64, why barrier.Reason) {
 	if t.unal != nil && t.unal.id <= id {
 		t.dropInFlight()
 	}
@@ -332,7 +384,7 @@ func (t *task) aborted(id int64, why barrier.Reason) {
 }
 
 // publishHandler mirrors the barrier handler's state for the UI.
-func (t *task) publishHandler() {
+func (t *operatorTask) publishHandler() {
 	for i, in := range t.inputs {
 		in.blocked.Store(t.handler.Blocked(i))
 		in.recording.Store(t.unal != nil && t.handler.Recording(i))
@@ -355,7 +407,7 @@ func (t *task) publishHandler() {
 
 // finishOperator ends the operator after every input ended: the operator
 // flushes what it holds, and end of input travels on downstream.
-func (t *task) finishOperator(ctx context.Context) error {
+func (t *operatorTask) finishOperator(ctx context.Context) error {
 	if e, ok := t.oper.(InputEnder); ok {
 		if err := e.EndInput(t); err != nil {
 			return fmt.Errorf("%s: end of input: %w", t.name, err)

@@ -33,6 +33,40 @@ const (
 	JobCanceled   = view.JobCanceled
 )
 
+// StateConfig is where and how subtasks keep keyed state.
+type StateConfig struct {
+	// StateBackend keeps keyed state: "heap" (the default; Flink:
+	// HashMapStateBackend) or "badger" (Flink: EmbeddedRocksDBStateBackend),
+	// whose databases live under WorkDir.
+	StateBackend string
+	WorkDir      string
+	// Incremental makes the badger backend's checkpoints store only what
+	// changed since the subtask's previous snapshot (Flink:
+	// state.backend.incremental); savepoints are always full.
+	Incremental bool
+	// MaxChain is how many incremental snapshots may follow a full one
+	// (default DefaultMaxChain).
+	MaxChain int
+}
+
+// Hooks are what a job calls out to.
+type Hooks struct {
+	// BrokerDown makes the embedded broker refuse connections for a while
+	// (the broker-down fault); nil without an embedded broker.
+	BrokerDown func(d time.Duration) error
+	// Crash kills the process (the crash fault); default: SIGKILL to self.
+	// A Crash that returns (a guided tour's: the tour outlives its job)
+	// must end Run's context: the run then ends as the process's death
+	// would end it, with nothing settled, no savepoint and no check
+	// (Result.Crashed), and the next run goes on from the state dir.
+	Crash func()
+	// Logf receives diagnostics that do not belong on the user's screen.
+	Logf func(format string, args ...any)
+	// AfterTeardown, when set, is called after an attempt's goroutines have
+	// all ended (tests check that none is left).
+	AfterTeardown func(attempt int64, live int64)
+}
+
 // Config is everything a job run needs.
 type Config struct {
 	Job  *spec.Job
@@ -62,18 +96,8 @@ type Config struct {
 	// most elements in one batch.
 	ChannelCapacity int
 	BatchSize       int
-	// StateBackend keeps keyed state: "heap" (the default; Flink:
-	// HashMapStateBackend) or "badger" (Flink: EmbeddedRocksDBStateBackend),
-	// whose databases live under WorkDir.
-	StateBackend string
-	WorkDir      string
-	// Incremental makes the badger backend's checkpoints store only what
-	// changed since the subtask's previous snapshot (Flink:
-	// state.backend.incremental); savepoints are always full.
-	Incremental bool
-	// MaxChain is how many incremental snapshots may follow a full one
-	// (default DefaultMaxChain).
-	MaxChain int
+	// StateConfig is where and how subtasks keep keyed state.
+	StateConfig
 	// AllowFreshStart lets a job whose checkpoints are all damaged start
 	// from the beginning instead of failing.
 	AllowFreshStart bool
@@ -81,20 +105,9 @@ type Config struct {
 	// parse: BadRecordFail (the default), BadRecordSkip or
 	// BadRecordDeadLetter (to Env.DeadLetters).
 	OnBadRecord string
-	// BrokerDown makes the embedded broker refuse connections for a while
-	// (the broker-down fault); nil without an embedded broker.
-	BrokerDown func(d time.Duration) error
-	// Crash kills the process (the crash fault); default: SIGKILL to self.
-	// A Crash that returns (a guided tour's: the tour outlives its job)
-	// must end Run's context: the run then ends as the process's death
-	// would end it, with nothing settled, no savepoint and no check
-	// (Result.Crashed), and the next run goes on from the state dir.
-	Crash func()
-	// Logf receives diagnostics that do not belong on the user's screen.
-	Logf func(format string, args ...any)
-	// AfterTeardown, when set, is called after an attempt's goroutines have
-	// all ended (tests check that none is left).
-	AfterTeardown func(attempt int64, live int64)
+	// Hooks are what the job calls out to: the faults that act outside
+	// it, its diagnostics, and tests' checks.
+	Hooks
 	// LoadEvery is how often the run reports its subtasks' load
 	// (task_load events); 0: every 5 s.
 	LoadEvery time.Duration
@@ -188,13 +201,25 @@ type FailureInfo struct {
 	Error string
 }
 
-// Result is how a run ended.
-type Result struct {
-	Status    JobStatus
+// Recovery is what a run's failures cost: the restarts, the failures and
+// failovers, the checkpoints restored, and why the job gave up.
+type Recovery struct {
 	Restarts  int
 	Failures  []FailureInfo
 	Failovers []FailoverInfo
 	Failover  string // the failover strategy
+	// LostByFailover counts the records individual failover lost (it does
+	// not replay input).
+	LostByFailover int64
+	RestoredFrom   []int64
+	GaveUp         string
+}
+
+// Result is how a run ended.
+type Result struct {
+	Status JobStatus
+	// Recovery is what the run's failures cost.
+	Recovery
 	// BadSkipped and BadDeadLettered count the records that could not be
 	// parsed and were skipped or written to the dead-letter topic.
 	BadSkipped, BadDeadLettered int64
@@ -203,14 +228,9 @@ type Result struct {
 	// ReplaySkipped counts the records the sinks did not write again after
 	// a restore past a damaged checkpoint: the output held them already.
 	ReplaySkipped int64
-	// LostByFailover counts the records individual failover lost (it does
-	// not replay input).
-	LostByFailover int64
-	RestoredFrom   []int64
-	GaveUp         string
-	Elapsed        time.Duration
-	RecordsIn      int64
-	Latest         *checkpoint.Completed // newest completed checkpoint at the end
+	Elapsed       time.Duration
+	RecordsIn     int64
+	Latest        *checkpoint.Completed // newest completed checkpoint at the end
 	// Ahead are, in a run that did not finish, the order ids the committed
 	// output holds past Latest: what newer checkpoints, found damaged
 	// since, committed. A run restored from Latest skips them.
@@ -355,7 +375,7 @@ func (j *Job) addTasksAndFaults() error {
 		}
 	}
 	for _, f := range cfg.Faults {
-		if err := CheckFaultTask(f, j.spec); err != nil {
+		if err := CheckFault(&f, j.spec); err != nil {
 			return err
 		}
 		j.faults = append(j.faults, &faultEntry{Fault: f, id: int(j.nextFault.Add(1))})

@@ -20,11 +20,8 @@ type Report struct {
 	Checkpoints ReportCheckpoints `json:"checkpoints"`
 	Restarts    int               `json:"restarts"`
 	Failures    []ReportFailure   `json:"failures"`
-	// Failover is the failover strategy; Failovers what each failover
-	// restarted; LostByFailover the records individual failover lost.
-	Failover       string           `json:"failover,omitempty"`
-	Failovers      []ReportFailover `json:"failovers,omitempty"`
-	LostByFailover int64            `json:"lost_by_failover,omitempty"`
+	// ReportFailovers (inlined in the JSON) are the failovers.
+	ReportFailovers
 	// BadRecords counts the unparseable records skipped or dead-lettered
 	// (--on-bad-record).
 	BadRecords *ReportBadRecords `json:"bad_records,omitempty"`
@@ -82,6 +79,15 @@ type ReportFailover struct {
 	Strategy  string   `json:"strategy"`
 	Failed    string   `json:"failed,omitempty"`
 	Restarted []string `json:"restarted"`
+}
+
+// ReportFailovers are the run's failovers, inlined in the report's JSON:
+// Failover is the failover strategy; Failovers what each failover
+// restarted; LostByFailover the records individual failover lost.
+type ReportFailovers struct {
+	Failover       string           `json:"failover,omitempty"`
+	Failovers      []ReportFailover `json:"failovers,omitempty"`
+	LostByFailover int64            `json:"lost_by_failover,omitempty"`
 }
 
 // NewReport builds the report of a run.

@@ -160,7 +160,10 @@ func (t *task) holdRecords(ctx context.Context, n int) error {
 		case <-ctx.Done():
 		case <-t.gate.c:
 			woken = true
-			if err := t.takePriority(ctx); err != nil {
+			if t.opr == nil {
+				continue // a source has no input to take a barrier from
+			}
+			if err := t.opr.takePriority(ctx); err != nil {
 				return err
 			}
 			continue

@@ -37,90 +37,139 @@ type incrementalBackend interface {
 // and gives up, as the checkpoint was, when it is closed without a value.
 func (t *task) persistAsync(ctx context.Context, id int64, state *backend.SubtaskState, keyed backend.Snapshot, ack checkpoint.SubtaskAck, delta bool, inFlight <-chan channelState) {
 	a := t.a
-	clk := t.clk()
-	prev := t.lastPersist
-	done := make(chan struct{})
-	t.lastPersist = done
+	w := &snapshotWrite{t: t, id: id, state: state, keyed: keyed, ack: ack, delta: delta, inFlight: inFlight,
+		prev: t.lastPersist, done: make(chan struct{}), clk: t.clk()}
+	t.lastPersist = w.done
 	a.wg.Add(1)
 	t.done.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer t.done.Done()
-		defer close(done)
-		start := clk.Now()
-		if keyed != nil {
-			if d, ok := keyed.(backend.DeltaSnapshot); ok {
-				delta = delta && d.Incremental()
-			}
-			b, err := keyed.Encode()
-			if err != nil {
-				t.breakChain()
-				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, fmt.Errorf("%s: encode state: %w", t.name, err))
-				return
-			}
-			state.Keyed = b
-		} else {
-			delta = false
-		}
-		if inFlight != nil {
-			var cs channelState
-			var ok bool
-			select {
-			case cs, ok = <-inFlight:
-			case <-ctx.Done():
-			}
-			if !ok {
-				t.breakChain() // never stored: the next delta cannot build on it
-				return
-			}
-			if cs.err != nil {
-				t.breakChain()
-				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined, cs.err)
-				return
-			}
-			state.Channels = cs.channels
-			ack.PersistedInFlight, ack.PersistedRecords, ack.InFlightIDs = cs.bytes, cs.records, cs.ids
-		}
-		parts := state.Parts()
-		h, err := a.job.store.PutStateParts(ctx, id, t.id, parts)
-		if err != nil {
-			t.breakChain()
-			if ctx.Err() == nil {
-				a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
-			}
-			return
-		}
-		if prev != nil {
-			select {
-			case <-prev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		t.incMu.Lock()
-		if delta && t.broken {
-			t.incMu.Unlock()
-			a.job.coord.Decline(a.epoch.Load(), id, t.id, checkpoint.ReasonDeclined,
-				fmt.Errorf("%s: the incremental snapshot's base was lost; the next snapshot is full", t.name))
-			return
-		}
-		ack.Bytes = h.Size
-		if delta {
-			ack.Chain = append([]checkpoint.Handle(nil), t.chain...)
-			for _, c := range t.chain {
-				ack.Bytes += c.Size
-			}
-			t.chain = append(t.chain, h)
-		} else if keyed != nil {
-			t.chain = []checkpoint.Handle{h}
-			t.broken = false
-		}
-		t.incMu.Unlock()
-		ack.Handle = h
-		ack.AsyncDuration = clock.Since(clk, start)
-		ack.IncrementalBytes = h.Size
-		a.job.coord.Acknowledge(a.epoch.Load(), id, t.id, ack)
+		defer close(w.done)
+		w.run(ctx)
 	}()
+}
+
+// snapshotWrite is one snapshot's asynchronous part: encoding the keyed
+// state, waiting for the in-flight data of an unaligned checkpoint,
+// storing it all, and acknowledging it once the subtask's previous
+// snapshot is acknowledged (prev; done closes when this one ends).
+type snapshotWrite struct {
+	t          *task
+	id         int64
+	state      *backend.SubtaskState
+	keyed      backend.Snapshot
+	ack        checkpoint.SubtaskAck
+	delta      bool
+	inFlight   <-chan channelState
+	prev, done chan struct{}
+	clk        clock.Clock
+}
+
+// run stores the snapshot and acknowledges it, or declines it.
+func (w *snapshotWrite) run(ctx context.Context) {
+	t := w.t
+	start := w.clk.Now()
+	if err := w.encode(); err != nil {
+		t.breakChain()
+		w.decline(checkpoint.ReasonDeclined, fmt.Errorf("%s: encode state: %w", t.name, err))
+		return
+	}
+	if w.inFlight != nil && !w.takeInFlight(ctx) {
+		return
+	}
+	h, err := t.a.job.store.PutStateParts(ctx, w.id, t.id, w.state.Parts())
+	if err != nil {
+		t.breakChain()
+		if ctx.Err() == nil {
+			w.decline(checkpoint.ReasonStorage, fmt.Errorf("%s: write state: %w", t.name, err))
+		}
+		return
+	}
+	if w.prev != nil {
+		select {
+		case <-w.prev:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if !w.chainUp(h) {
+		return
+	}
+	w.ack.Handle = h
+	w.ack.AsyncDuration = clock.Since(w.clk, start)
+	w.ack.IncrementalBytes = h.Size
+	t.a.job.coord.Acknowledge(t.a.epoch.Load(), w.id, t.id, w.ack)
+}
+
+func (w *snapshotWrite) decline(why checkpoint.FailureReason, err error) {
+	w.t.a.job.coord.Decline(w.t.a.epoch.Load(), w.id, w.t.id, why, err)
+}
+
+// encode encodes the keyed state into the snapshot (a delta only when the
+// backend made one).
+func (w *snapshotWrite) encode() error {
+	if w.keyed == nil {
+		w.delta = false
+		return nil
+	}
+	if d, ok := w.keyed.(backend.DeltaSnapshot); ok {
+		w.delta = w.delta && d.Incremental()
+	}
+	b, err := w.keyed.Encode()
+	if err != nil {
+		return err
+	}
+	w.state.Keyed = b
+	return nil
+}
+
+// takeInFlight waits for the channel state of an unaligned checkpoint and
+// puts it into the snapshot; false when there is none to store.
+func (w *snapshotWrite) takeInFlight(ctx context.Context) bool {
+	var cs channelState
+	var ok bool
+	select {
+	case cs, ok = <-w.inFlight:
+	case <-ctx.Done():
+	}
+	if !ok {
+		w.t.breakChain() // never stored: the next delta cannot build on it
+		return false
+	}
+	if cs.err != nil {
+		w.t.breakChain()
+		w.decline(checkpoint.ReasonDeclined, cs.err)
+		return false
+	}
+	w.state.Channels = cs.channels
+	w.ack.PersistedInFlight, w.ack.PersistedRecords, w.ack.InFlightIDs = cs.bytes, cs.records, cs.ids
+	return true
+}
+
+// chainUp adds stored blob h to the subtask's chain of incremental
+// snapshots (or starts one with a full snapshot), and counts the chain's
+// size into the ack; false when a delta's base was lost meanwhile.
+func (w *snapshotWrite) chainUp(h checkpoint.Handle) bool {
+	t := w.t
+	t.incMu.Lock()
+	defer t.incMu.Unlock()
+	if w.delta && t.broken {
+		w.decline(checkpoint.ReasonDeclined, fmt.Errorf("%s: the incremental snapshot's base was lost; the next snapshot is full", t.name))
+		return false
+	}
+	w.ack.Bytes = h.Size
+	if w.delta {
+		w.ack.Chain = append([]checkpoint.Handle(nil), t.chain...)
+		for _, c := range t.chain {
+			w.ack.Bytes += c.Size
+		}
+		t.chain = append(t.chain, h)
+	} else if w.keyed != nil {
+		t.chain = []checkpoint.Handle{h}
+		t.broken = false
+	}
+	return true
 }
 
 // breakChain makes the next keyed snapshot a full one: a snapshot whose
@@ -168,7 +217,7 @@ func (t *task) snapshot(ctx context.Context, r barrier.Result, info barrierInfo)
 	b.StayAligned = info.stayAligned
 	if r.Unaligned {
 		t.broadcastPriority(b)
-		inFlight = t.startInFlight(id, r.TimedOut)
+		inFlight = t.opr.startInFlight(id, r.TimedOut)
 	} else {
 		t.broadcast(b)
 	}

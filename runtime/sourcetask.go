@@ -16,10 +16,25 @@ import (
 
 const sourceStateName = "offsets"
 
+// sourceTask is a source subtask: the task core, and the reader of its
+// partitions with what it keeps of them.
+type sourceTask struct {
+	*task
+	src    Source
+	reader SourceReader
+	srcBuf []Record
+	atEnd  bool
+	// finalBarrier is the checkpoint the source waits for once at its end.
+	finalBarrier int64
+	srcOffsets   map[int64]map[int32]int64 // checkpoint id → offsets, until it completes
+	// readerWaitedMark is the source reader's Waited at the last look.
+	readerWaitedMark time.Duration
+}
+
 // runSource reads the source's partitions, emitting batches and injecting
 // barriers when the coordinator triggers a checkpoint (Flink: SourceStreamTask
 // with its SourceReader).
-func (t *task) runSource(ctx context.Context) error {
+func (t *sourceTask) runSource(ctx context.Context) error {
 	checkpointing := t.a.job.cfg.Checkpoint.Interval > 0
 	for ctx.Err() == nil {
 		if d := t.pace(ctx); d > 0 {
@@ -90,7 +105,7 @@ func (t *task) runSource(ctx context.Context) error {
 		}
 		if done {
 			t.atEnd = true
-			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t})
+			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t.task})
 		}
 	}
 	return ctx.Err()
@@ -99,7 +114,7 @@ func (t *task) runSource(ctx context.Context) error {
 // commitOffsets hands the offsets of completed checkpoint id (or of the
 // newest one before it) to the source reader to commit, and forgets older
 // ones.
-func (t *task) commitOffsets(id int64) {
+func (t *sourceTask) commitOffsets(id int64) {
 	oc, ok := t.reader.(OffsetCommitter)
 	if !ok {
 		return
@@ -125,7 +140,7 @@ func (t *task) commitOffsets(id int64) {
 
 // noteLastCommit logs a closed reader's failed last offset commit: the job
 // does not depend on it, but Kafka's tools then show its group lagging.
-func (t *task) noteLastCommit() {
+func (t *sourceTask) noteLastCommit() {
 	if c, ok := t.reader.(CommitReporter); ok {
 		if err := c.LastCommitError(); err != nil {
 			t.a.job.logf("%s: the last offsets were not committed to the consumer group (Kafka's tools show it behind): %v", t.name, err)
@@ -135,7 +150,7 @@ func (t *task) noteLastCommit() {
 
 // waitPaused waits a moment while the source is paused, counted as idle:
 // a paused source reads nothing.
-func (t *task) waitPaused(ctx context.Context) {
+func (t *sourceTask) waitPaused(ctx context.Context) {
 	start := t.wall().Now()
 	t.m.waitingSince.Store(start.UnixNano())
 	after, tm := clock.After(t.wall(), 20*time.Millisecond)
@@ -154,7 +169,7 @@ func (t *task) waitPaused(ctx context.Context) {
 // An unaligned barrier goes ahead of the records the source already sent:
 // they are in flight for the checkpoint, stored by the subtasks that
 // receive them.
-func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode, unaligned bool) error {
+func (t *sourceTask) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepoint bool, mode barrier.Mode, unaligned bool) error {
 	start := t.clk().Now()
 	offs := t.reader.Offsets()
 	state := &backend.SubtaskState{Operator: map[string][]byte{sourceStateName: encodeOffsets(offs)}}
@@ -196,7 +211,7 @@ func (t *task) sourceCheckpoint(ctx context.Context, id, triggerNs int64, savepo
 // noteSourceIdle counts a poll begun at began that returned n records as
 // idle time: all of it when it returned none, else the time the reader
 // says it waited for them.
-func (t *task) noteSourceIdle(began time.Time, n int) {
+func (t *sourceTask) noteSourceIdle(began time.Time, n int) {
 	waited := t.readerWaited()
 	if n == 0 {
 		t.m.IdleNanos.Add(int64(clock.Since(t.wall(), began)))
@@ -207,7 +222,7 @@ func (t *task) noteSourceIdle(began time.Time, n int) {
 
 // readerWaited is how long the source's reader has waited for records
 // since the last call (0 for a reader that does not say).
-func (t *task) readerWaited() time.Duration {
+func (t *sourceTask) readerWaited() time.Duration {
 	w, ok := t.reader.(WaitingReader)
 	if !ok {
 		return 0
@@ -219,4 +234,37 @@ func (t *task) readerWaited() time.Duration {
 	}
 	t.readerWaitedMark = total
 	return d
+}
+
+// openReader opens the reader of the source's partitions at the offsets
+// its restored state holds (oc.RestoredState).
+func (t *sourceTask) openReader(oc *OperatorContext) error {
+	offsets := map[int32]int64{}
+	for _, b := range oc.RestoredState(sourceStateName) {
+		o, err := decodeOffsets(b)
+		if err != nil {
+			return fmt.Errorf("restore %s: %w", t.name, err)
+		}
+		for p, off := range o {
+			offsets[p] = off
+		}
+	}
+	var mine []int32
+	for p := 0; p < t.src.Partitions(); p++ {
+		if p%t.op.Parallelism == t.id.Index {
+			mine = append(mine, int32(p))
+		}
+	}
+	var r SourceReader
+	var err error
+	if cs, ok := t.src.(clockedSource); ok {
+		r, err = cs.readerOn(t.clk(), mine, offsets)
+	} else {
+		r, err = t.src.Reader(mine, offsets)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: open %s: %w", t.name, t.src.Topic(), err)
+	}
+	t.reader = r
+	return nil
 }

@@ -176,91 +176,97 @@ type restoredState struct {
 	channels map[string][]Record
 }
 
-// task is one subtask of one attempt, run by one goroutine (Flink:
-// StreamTask).
+// task is one instance of a subtask in one attempt, run by one goroutine
+// (Flink: StreamTask): what sources (sourceTask) and operators
+// (operatorTask) share. Its fields are grouped by concern.
 type task struct {
-	id   checkpoint.TaskID
-	name string
-	a    *attempt
-	// cancel ends the context start made for this instance of the subtask
-	// (a failover of its region; the attempt's cancel ends it too); done
-	// counts its goroutine and snapshot writers.
-	cancel  context.CancelFunc
-	done    sync.WaitGroup
-	deploys int64 // the job's epoch when this instance was deployed
+	id      checkpoint.TaskID
+	name    string
+	a       *attempt
 	op      *spec.Operator
+	deploys int64 // the job's epoch when this instance was deployed
+	m       *TaskMetrics
+	handler barrier.Handler
+	oper    Operator
+	keyed   backend.KeyedBackend
+	taskLife
+	taskWiring
+	taskRestore
+	taskFaults
+	taskCounts
+	taskBarriers
+	snapChain
+
+	// source is what only a source subtask has (nil for an operator),
+	// opr what only an operator has (nil for a source).
+	source *sourceTask
+	opr    *operatorTask
+}
+
+// taskLife is how an instance ends: cancel ends the context start made
+// for it (a failover of its region; the attempt's cancel ends it too);
+// done counts its goroutine and snapshot writers.
+type taskLife struct {
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// taskWiring is what connects an instance to the others: its input
+// channels, its outputs, the gate that wakes it, its mailbox.
+type taskWiring struct {
 	inputs  []*inputChannel
 	gate    *gate
 	mb      *mailbox
 	outputs []*output
-	handler barrier.Handler
-	m       *TaskMetrics
-	// published for the UI by the task goroutine
-	aligning   atomic.Int64 // checkpoint being aligned, 0: none
-	alignStart atomic.Int64 // unix ns of its first barrier
+}
 
-	oper  Operator
-	one   OneInput
-	two   TwoInput
-	keyed backend.KeyedBackend
-	// prefetch is keyed, when it can load a key's state ahead of use
-	prefetch backend.Prefetcher
-	// grouped is keyed, when it takes the key groups hash edges computed
-	grouped backend.GroupedKeys
-	// batchStart is when processInput began the batch it is processing
-	// (OperatorContext.BatchStart).
-	batchStart time.Time
-	// readerWaitedMark is the source reader's Waited at the last look.
-	readerWaitedMark time.Duration
-	// channel is the input channel of that batch (OperatorContext.channel).
-	channel int
-
+// taskRestore is what an instance starts from.
+type taskRestore struct {
 	restored *restoredState
 	// replayAll is set on a start with no checkpoint to restore over
 	// output earlier runs committed (RunOptions.SkipCommitted).
 	replayAll bool
-	faults    []*faultEntry
-	faultAt   int64       // lowest AfterRecords among unfired faults of this task
-	fired     *faultEntry // the injected fault this task is failing with
+}
 
-	// local counters flushed to m once per batch
+// taskFaults are the injected faults of an instance.
+type taskFaults struct {
+	faults  []*faultEntry
+	faultAt int64       // lowest AfterRecords among unfired faults of this task
+	fired   *faultEntry // the injected fault this task is failing with
+	slow    slowing     // a slow fault, and the rate it starts from
+}
+
+// taskCounts are an instance's local counters, flushed to its metrics
+// once per batch, and its mail taken but not handled yet.
+type taskCounts struct {
 	in, out int64
 	// emitErr is Collect's first error.
-	emitErr  error
-	mail     []mail
-	lastTrig map[int64]barrierInfo // barrier id → what its barrier carried
-
-	// incremental snapshots: the chain of stored blobs the next delta builds on
-	incMu       sync.Mutex
-	chain       []checkpoint.Handle
-	broken      bool
-	lastPersist chan struct{} // closed when the previous snapshot's writer ends
-
+	emitErr   error
 	lastFlush time.Time // when the outputs were last flushed
+	mail      []mail
+}
 
-	slow slowing // a slow fault, and the rate it starts from
+// taskBarriers is what an instance knows of the checkpoints under way.
+type taskBarriers struct {
+	lastTrig map[int64]barrierInfo // barrier id → what its barrier carried
 	// firstBarrier is the newest checkpoint whose barrier reached the
 	// subtask (for Step).
 	firstBarrier int64
 	// afterBarrier counts the records processed past the pending
 	// at-least-once checkpoint's barrier (SubtaskAck.AfterBarrier).
 	afterBarrier int64
-	// unal is the unaligned checkpoint whose in-flight data the subtask
-	// records (nil: none); unalView mirrors it for the UI (1: unaligned,
-	// 2: switched by the aligned-checkpoint timeout).
-	unal     *inFlight
-	unalView atomic.Int32
 	// processedInFlight adds up the size of the records processed while
 	// an aligned checkpoint aligns (SubtaskAck.ProcessedInFlight).
 	processedInFlight int64
+}
 
-	// sources
-	src          Source
-	reader       SourceReader
-	srcBuf       []Record
-	atEnd        bool
-	finalBarrier int64
-	srcOffsets   map[int64]map[int32]int64 // checkpoint id → offsets, until it completes
+// snapChain is the chain of stored blobs an instance's next incremental
+// snapshot builds on.
+type snapChain struct {
+	incMu       sync.Mutex
+	chain       []checkpoint.Handle
+	broken      bool
+	lastPersist chan struct{} // closed when the previous snapshot's writer ends
 }
 
 // Collect implements Collector for the task's operator.
@@ -321,9 +327,9 @@ func (t *task) run(ctx context.Context) {
 				err = cerr
 			}
 		}
-		if t.reader != nil {
-			t.reader.Close()
-			t.noteLastCommit()
+		if t.source != nil && t.source.reader != nil {
+			t.source.reader.Close()
+			t.source.noteLastCommit()
 		}
 		switch {
 		case err == nil:
@@ -346,10 +352,10 @@ func (t *task) run(ctx context.Context) {
 		return
 	}
 	t.setStatus(TaskRunning, "")
-	if t.src != nil {
-		err = t.runSource(ctx)
+	if t.source != nil {
+		err = t.source.runSource(ctx)
 	} else {
-		err = t.runOperator(ctx)
+		err = t.opr.runOperator(ctx)
 	}
 	if ctx.Err() != nil {
 		err = ctx.Err()
@@ -368,9 +374,7 @@ func (t *task) open(ctx context.Context) error {
 		Keyed:          t.keyed,
 		restored:       map[string][][]byte{},
 		clk:            t.clk(),
-		batchStart:     &t.batchStart,
 		InputChannels:  len(t.inputs),
-		channel:        &t.channel,
 		watermark:      &t.m.Watermark,
 	}
 	oc.Completed = t.a.job.completed
@@ -388,43 +392,17 @@ func (t *task) open(ctx context.Context) error {
 			}
 		}
 	}
-	if t.src != nil {
-		offsets := map[int32]int64{}
-		for _, b := range oc.RestoredState(sourceStateName) {
-			o, err := decodeOffsets(b)
-			if err != nil {
-				return fmt.Errorf("restore %s: %w", t.name, err)
-			}
-			for p, off := range o {
-				offsets[p] = off
-			}
-		}
-		var mine []int32
-		for p := 0; p < t.src.Partitions(); p++ {
-			if p%t.op.Parallelism == t.id.Index {
-				mine = append(mine, int32(p))
-			}
-		}
-		var r SourceReader
-		var err error
-		if cs, ok := t.src.(clockedSource); ok {
-			r, err = cs.readerOn(t.clk(), mine, offsets)
-		} else {
-			r, err = t.src.Reader(mine, offsets)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: open %s: %w", t.name, t.src.Topic(), err)
-		}
-		t.reader = r
-		return nil
+	if t.source != nil {
+		return t.source.openReader(oc)
 	}
+	oc.batchStart, oc.channel = &t.opr.batchStart, &t.opr.channel
 	return t.oper.Open(oc)
 }
 
 func (t *task) flushCounters() {
 	if t.in != 0 {
 		t.m.RecordsIn.Add(t.in)
-		if t.src != nil {
+		if t.source != nil {
 			t.a.job.in.Add(t.in)
 		}
 		t.in = 0
@@ -445,7 +423,7 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 				return false, err
 			}
 		case mailTrigger:
-			if err := t.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint, m.mode, m.unaligned); err != nil {
+			if err := t.source.sourceCheckpoint(ctx, m.id, m.triggerNs, m.savepoint, m.mode, m.unaligned); err != nil {
 				return false, err
 			}
 		case mailComplete:
@@ -454,15 +432,15 @@ func (t *task) handleMail(ctx context.Context) (finished bool, err error) {
 					return false, fmt.Errorf("%s: checkpoint %d complete: %w", t.name, m.id, err)
 				}
 			}
-			if t.src != nil {
-				t.commitOffsets(m.id)
-				if t.atEnd && t.finalBarrier != 0 && m.id >= t.finalBarrier {
+			if t.source != nil {
+				t.source.commitOffsets(m.id)
+				if t.source.atEnd && t.source.finalBarrier != 0 && m.id >= t.source.finalBarrier {
 					return true, nil
 				}
 			}
 		case mailAborted:
 			if t.handler != nil {
-				if err := t.act(ctx, t.handler.Abort(m.id), 0); err != nil {
+				if err := t.opr.act(ctx, t.handler.Abort(m.id), 0); err != nil {
 					return false, err
 				}
 			}
@@ -530,7 +508,12 @@ func (t *task) backPressured(ctx context.Context) {
 // waitGate waits for the subtask's gate, or for the moment an aligned
 // checkpoint it waits for outlives the aligned-checkpoint timeout.
 func (t *task) waitGate(ctx context.Context) {
-	if d, ok := t.timeoutDue(); ok {
+	var d time.Duration
+	var ok bool
+	if t.opr != nil { // a source has no alignment to time out
+		d, ok = t.opr.timeoutDue()
+	}
+	if ok {
 		after, tm := clock.After(t.clk(), d)
 		defer tm.Stop()
 		select {
@@ -563,9 +546,12 @@ func (t *task) views() ([]InputView, AlignmentView) {
 		}
 		out[i] = v
 	}
-	u := t.unalView.Load()
-	al := AlignmentView{Checkpoint: t.aligning.Load(), Unaligned: u > 0, TimedOut: u == 2}
-	if ns := t.alignStart.Load(); ns != 0 && al.Checkpoint != 0 {
+	if t.opr == nil {
+		return out, AlignmentView{} // a source aligns nothing
+	}
+	u := t.opr.unalView.Load()
+	al := AlignmentView{Checkpoint: t.opr.aligning.Load(), Unaligned: u > 0, TimedOut: u == 2}
+	if ns := t.opr.alignStart.Load(); ns != 0 && al.Checkpoint != 0 {
 		al.Since = time.Unix(0, ns)
 	}
 	return out, al

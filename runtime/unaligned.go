@@ -57,7 +57,7 @@ func (f *inFlight) record(i int, rec *Record) {
 // startInFlight begins recording the in-flight data of unaligned
 // checkpoint id, triggered now; it returns the channel the snapshot's
 // writer waits on.
-func (t *task) startInFlight(id int64, timedOut bool) <-chan channelState {
+func (t *operatorTask) startInFlight(id int64, timedOut bool) <-chan channelState {
 	t.dropInFlight() // an older one still recording was given up
 	t.unal = &inFlight{id: id, timedOut: timedOut, recs: make([][]Record, len(t.inputs)), done: make(chan channelState, 1)}
 	for _, in := range t.inputs {
@@ -68,7 +68,7 @@ func (t *task) startInFlight(id int64, timedOut bool) <-chan channelState {
 
 // dropInFlight gives up the in-flight data being recorded, if any: its
 // checkpoint was aborted.
-func (t *task) dropInFlight() {
+func (t *operatorTask) dropInFlight() {
 	if t.unal == nil {
 		return
 	}
@@ -81,7 +81,7 @@ func (t *task) dropInFlight() {
 
 // finishInFlight encodes the in-flight data of checkpoint id, now
 // complete, and hands it to the snapshot's writer.
-func (t *task) finishInFlight(id int64) {
+func (t *operatorTask) finishInFlight(id int64) {
 	f := t.unal
 	if f == nil || f.id != id {
 		return
@@ -114,7 +114,7 @@ func (t *task) finishInFlight(id int64) {
 // capture adds to the in-flight data of the recording checkpoint what
 // channel i holds before position upTo and has not processed: the rest of
 // its current batch, then its queue.
-func (t *task) capture(i int, upTo int64) {
+func (t *operatorTask) capture(i int, upTo int64) {
 	in := t.inputs[i]
 	if t.unal == nil {
 		return
@@ -140,7 +140,7 @@ func (t *task) capture(i int, upTo int64) {
 
 // takePriority handles the unaligned barriers waiting in the subtask's
 // input channels, ahead of everything queued.
-func (t *task) takePriority(ctx context.Context) error {
+func (t *operatorTask) takePriority(ctx context.Context) error {
 	waiting := false
 	for _, in := range t.inputs {
 		waiting = waiting || !in.ended && in.ch.hasPrio.Load()
@@ -172,7 +172,7 @@ func (t *task) takePriority(ctx context.Context) error {
 // unaligned barrier: one that overtook what was queued before it, or, when
 // timedOut, an aligned one the subtask takes early because its checkpoint
 // outlived the aligned-checkpoint timeout.
-func (t *task) onPriority(ctx context.Context, i int, e *Element, seq int64, timedOut bool) error {
+func (t *operatorTask) onPriority(ctx context.Context, i int, e *Element, seq int64, timedOut bool) error {
 	if mode := modeOf(e); mode != t.handler.Mode() {
 		if err := t.switchMode(ctx, mode, e.ID()); err != nil {
 			return err
@@ -193,7 +193,7 @@ func (t *task) onPriority(ctx context.Context, i int, e *Element, seq int64, tim
 }
 
 // noteBarrier notes that a barrier of e's checkpoint reached the subtask.
-func (t *task) noteBarrier(e *Element) {
+func (t *operatorTask) noteBarrier(e *Element) {
 	id := e.ID()
 	if id > t.firstBarrier {
 		t.firstBarrier = id
@@ -205,7 +205,7 @@ func (t *task) noteBarrier(e *Element) {
 
 // timeoutDue says how long until the aligned-checkpoint timeout may
 // switch a checkpoint the subtask waits for (ok false: none to wait for).
-func (t *task) timeoutDue() (time.Duration, bool) {
+func (t *operatorTask) timeoutDue() (time.Duration, bool) {
 	d := t.a.job.cfg.AlignedTimeout
 	if d <= 0 || t.handler == nil || t.handler.Mode() != barrier.ExactlyOnce || t.handler.Unaligned() {
 		return 0, false
@@ -234,7 +234,7 @@ func (t *task) timeoutDue() (time.Duration, bool) {
 // timeout applies to: of an aligned exactly-once checkpoint, not one
 // that stays aligned (Element.StayAligned), that the handler has not had
 // from i.
-func (t *task) timesOut(i int) func(*Element) bool {
+func (t *operatorTask) timesOut(i int) func(*Element) bool {
 	last := t.handler.LastBarrier(i)
 	return func(e *Element) bool {
 		return !e.AtLeastOnce && !e.StayAligned && e.ID() > last && e.TriggerNanos() != 0
@@ -245,7 +245,7 @@ func (t *task) timesOut(i int) func(*Element) bool {
 // timeout: the checkpoint the subtask aligns (its blocked channels
 // released, the others recorded), and barriers still queued behind records
 // in its channels, which it takes out early as if they had overtaken them.
-func (t *task) checkTimeout(ctx context.Context) error {
+func (t *operatorTask) checkTimeout(ctx context.Context) error {
 	if err := t.takeEarly(ctx); err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (t *task) checkTimeout(ctx context.Context) error {
 // recorded that are still queued in order behind records (sent by an
 // upstream subtask that took it aligned): what is queued before them is
 // in flight anyway, so the recording of their channels can end now.
-func (t *task) takeEarly(ctx context.Context) error {
+func (t *operatorTask) takeEarly(ctx context.Context) error {
 	if t.unal == nil || !t.handler.Unaligned() {
 		return nil
 	}

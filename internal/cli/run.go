@@ -21,7 +21,6 @@ import (
 	"faultline/internal/diskroom"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
-	"faultline/runtime/spec"
 	"faultline/runtime/verify"
 	"faultline/runtime/view"
 	"faultline/tui"
@@ -164,21 +163,10 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	// The checkpoint store's lock is the state dir's: take it before
 	// anything else in the dir (the embedded broker's log) is touched.
-	var store *checkpoint.BadgerStore
-	var err error
-	if o.fresh {
-		store, err = freshStateDir(ctx, stateDir, o.retained)
-		if err != nil && !errors.Is(err, checkpoint.ErrLocked) {
-			err = fmt.Errorf("--fresh: %w", err)
-		}
-	} else {
-		store, err = openStore(checkpointDir(stateDir), o.retained)
-	}
+	store, err := r.openStateStore(ctx)
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	r.store = store
-	r.onClose(func() { store.Close() })
 	if err := r.forgetMemoryCheckpoints(ctx); err != nil {
 		return exitError{code: 1, err: err}
 	}
@@ -206,20 +194,9 @@ func (r *runState) prepare(ctx context.Context) error {
 	if err := os.RemoveAll(r.workDir); err != nil {
 		return exitError{code: 1, err: fmt.Errorf("clear %s: %w", r.workDir, err)}
 	}
-	r.logPath = o.logFile
-	if r.logPath == "" {
-		r.logPath = filepath.Join(stateDir, "faultline.log")
+	if err := r.openLog(); err != nil {
+		return err
 	}
-	lf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		if o.logFile != "" {
-			return usagef("--log-file %s: %v", o.logFile, errors.Unwrap(err))
-		}
-		return fmt.Errorf("log file: %w", err)
-	}
-	r.onClose(func() { logSaramaTo(io.Discard); lf.Close() })
-	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
-	logSaramaTo(lf)
 	// A bad record ahead of the last checkpoint stops this run where it
 	// stopped the one before: say so before it starts.
 	r.warnBadRecords(ctx, embeddedBroker)
@@ -233,6 +210,49 @@ func (r *runState) prepare(ctx context.Context) error {
 	}
 	r.ledger, err = openLedger(r.ledgerPath, r.expect, r.continues, stateDir)
 	return err
+}
+
+// openStateStore opens the state dir's checkpoint store (emptied first
+// with --fresh), whose lock is the state dir's.
+func (r *runState) openStateStore(ctx context.Context) (*checkpoint.BadgerStore, error) {
+	o := r.o
+	var store *checkpoint.BadgerStore
+	var err error
+	if o.fresh {
+		store, err = freshStateDir(ctx, r.stateDir, o.retained)
+		if err != nil && !errors.Is(err, checkpoint.ErrLocked) {
+			err = fmt.Errorf("--fresh: %w", err)
+		}
+	} else {
+		store, err = openStore(checkpointDir(r.stateDir), o.retained)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.store = store
+	r.onClose(func() { store.Close() })
+	return store, nil
+}
+
+// openLog opens the run's log (--log-file, or faultline.log in the state
+// dir), where Sarama's logger writes too.
+func (r *runState) openLog() error {
+	o := r.o
+	r.logPath = o.logFile
+	if r.logPath == "" {
+		r.logPath = filepath.Join(r.stateDir, "faultline.log")
+	}
+	lf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		if o.logFile != "" {
+			return usagef("--log-file %s: %v", o.logFile, errors.Unwrap(err))
+		}
+		return fmt.Errorf("log file: %w", err)
+	}
+	r.onClose(func() { logSaramaTo(io.Discard); lf.Close() })
+	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
+	logSaramaTo(lf)
+	return nil
 }
 
 // goesOn decides whether the run continues the runs before it on the state
@@ -307,125 +327,6 @@ func (r *runState) watch(ctx context.Context) context.Context {
 	})
 	r.onClose(r.closeEvents)
 	return ctx
-}
-
-// buildEnv makes the job's environment (its Kafka sources and outputs, the
-// dead-letter writer, the poison fault's writer) and the job.
-func (r *runState) buildEnv() error {
-	o, p := r.o, r.p
-	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}, TxnPrefix: o.kafka.txnPrefix}
-	r.sources = map[string]*kafka.Source{}
-	r.outputStart = map[string]map[int32]int64{}
-	r.outputs = map[string]*kafka.Output{}
-	r.bounded = o.records > 0 || o.kafka.bounded
-	var err error
-	for _, op := range p.job.Operators {
-		topic := p.topicMap[op.Name]
-		switch op.Type {
-		case spec.TypeSource:
-			if r.sources[topic] != nil {
-				continue
-			}
-			var ends map[int32]int64
-			switch {
-			case r.generate && o.records > 0:
-				// The generator's input ends where it says, even while
-				// the writer is still filling the topic at --rate.
-				ends = map[int32]int64{}
-				for p := 0; p < runtime.GeneratorPartitions; p++ {
-					ends[int32(p)] = r.gen.EndOffset(op.Topic, p)
-				}
-			case r.bounded:
-				if ends, err = kafka.EndOffsets(r.cl, topic); err != nil {
-					return exitError{code: 1, err: err}
-				}
-			}
-			s, err := kafka.NewSource(p.client, r.cl, topic, p.startup, o.kafka.group, ends)
-			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			r.sources[topic] = s
-		case spec.TypeSink:
-			if r.outputs[topic] != nil {
-				continue
-			}
-			if r.outputStart[topic], err = kafka.EndOffsets(r.cl, topic); err != nil {
-				return exitError{code: 1, err: err}
-			}
-			out, err := kafka.NewOutput(p.client, r.cl, topic, p.sinkG)
-			if err != nil {
-				return exitError{code: 1, err: err}
-			}
-			// A request that fails with an error that may pass is retried
-			// for as long as a checkpoint may take.
-			out.WithTransactionTimeout(o.kafka.txnTimeout).WithRetryTimeout(o.timeout)
-			r.onClose(func() { out.Close() })
-			r.outputs[topic] = out
-		}
-	}
-	if o.onBadRecord == runtime.BadRecordDeadLetter {
-		dlq := kafka.NewDeadLetters(p.client, o.deadLetterTopic)
-		r.onClose(func() { dlq.Close() })
-		env.DeadLetters = dlq
-	}
-	// The poison fault writes into the Kafka topic behind a generator
-	// topic; a bounded source reads one record more there.
-	env.Poison = func(topic string, partition int32) (int64, error) {
-		actual := p.logicalTopics()[topic]
-		src := r.sources[actual]
-		if src == nil {
-			return 0, fmt.Errorf("the job reads no %s topic", topic)
-		}
-		src.ExtendEnd(partition, 1)
-		off, err := kafka.WritePoison(p.client, actual, partition)
-		if err != nil {
-			src.ExtendEnd(partition, -1)
-		}
-		return off, err
-	}
-	// The job names topics as its spec does; the env serves them from Kafka.
-	for _, op := range p.job.Operators {
-		switch op.Type {
-		case spec.TypeSource:
-			env.Sources[op.Topic] = r.sources[p.topicMap[op.Name]]
-		case spec.TypeSink:
-			env.Outputs[op.Topic] = r.outputs[p.topicMap[op.Name]]
-		}
-	}
-	r.job, err = runtime.New(runtime.Config{
-		Job:  p.job,
-		Env:  env,
-		Mode: p.mode,
-		// With a timeout, checkpoints start aligned and switch (as in
-		// Flink, where the timeout applies when unaligned ones are on).
-		Unaligned:      o.unaligned && o.alignedTimeout == 0,
-		AlignedTimeout: o.alignedTimeout,
-		AtLeastOnce:    r.ledger.Lenient,
-		Checkpoint: checkpoint.Config{
-			Interval: o.interval, MinPause: o.minPause, Timeout: o.timeout,
-			MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable,
-		},
-		Store:           inputStore{r.store, r.recordInput},
-		StateBackend:    o.stateBackend,
-		Incremental:     o.incremental,
-		WorkDir:         r.workDir,
-		AllowFreshStart: o.allowFreshStart,
-		Restart:         p.strategy,
-		Failover:        p.failover,
-		OnBadRecord:     o.onBadRecord,
-		BrokerDown:      r.brokerDown,
-		Faults:          p.faults,
-		Clock:           clock.Real{},
-		Observer:        r.obs,
-		ChannelCapacity: o.channelCapacity,
-		BatchSize:       o.batchSize,
-		Logf:            r.logger.Printf,
-		Crash:           r.crashHook(),
-	})
-	if err != nil {
-		return usageError{err}
-	}
-	return nil
 }
 
 // runJob runs the job to its end, headless or in front of the terminal UI

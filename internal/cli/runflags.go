@@ -18,6 +18,7 @@ import (
 	"faultline/restart"
 	"faultline/runtime"
 	"faultline/runtime/barrier"
+	"faultline/runtime/fault"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
@@ -486,12 +487,12 @@ func (o *runOptions) checkRestartStrategy(p *prepared) error {
 // job and the brokers.
 func (o *runOptions) checkInject(p *prepared) error {
 	for _, s := range o.inject {
-		f, err := runtime.ParseFault(s)
+		f, err := fault.Parse(s)
 		if err != nil {
-			return usageError{err}
+			return usagef("--inject %w", err)
 		}
-		if err := runtime.CheckFaultTask(f, p.job); err != nil {
-			return usageError{err}
+		if err := runtime.CheckFault(&f, p.job); err != nil {
+			return usagef("--inject %w", err)
 		}
 		if f.Kind == runtime.FaultBrokerDown && o.kafka.brokers != "" {
 			return usagef("--inject %q: broker-down takes down the embedded broker, and with --brokers there is none; to see the job lose its brokers, stop one of your cluster's", s)

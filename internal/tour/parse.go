@@ -16,7 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"faultline/internal/smallfile"
-	"faultline/runtime"
+	"faultline/runtime/fault"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
@@ -514,7 +514,7 @@ func (p *parser) action(n *yaml.Node, path string) (Action, error) {
 	if a.Inject != "" {
 		known := false
 		var names []string
-		for _, e := range runtime.Catalogue {
+		for _, e := range fault.Catalogue {
 			names = append(names, string(e.Kind))
 			known = known || string(e.Kind) == a.Inject
 		}
@@ -525,7 +525,7 @@ func (p *parser) action(n *yaml.Node, path string) (Action, error) {
 	if a.Task, err = p.task(f.get("task"), join(path, "task")); err != nil {
 		return a, err
 	}
-	if a.Inject != "" && !runtime.FaultKind(a.Inject).JobLevel() && a.Task == "" {
+	if a.Inject != "" && !fault.Kind(a.Inject).JobLevel() && a.Task == "" {
 		return a, p.errf(f.keyLine("inject"), join(path, "task"), "required: the subtask the %s fault hits, e.g. task: join/1", a.Inject)
 	}
 	if a.For, err = p.duration(f.get("for"), join(path, "for")); err != nil {

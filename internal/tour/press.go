@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"faultline/runtime"
+	"faultline/runtime/fault"
 	"faultline/runtime/view"
 )
 
@@ -112,7 +112,7 @@ func (r *Runner) running(ctx context.Context, d Driver) error {
 // effect is the moment that shows an action took effect.
 func (a Action) effect() *Cond {
 	switch {
-	case a.Inject != "" && !runtime.FaultKind(a.Inject).JobLevel():
+	case a.Inject != "" && !fault.Kind(a.Inject).JobLevel():
 		// The fault must hit the subtask the tour names.
 		return &Cond{Event: "fault_injected", Where: map[string]string{"fault": a.Inject, "task": a.Task}, Says: "the " + a.Inject + " fault in " + a.Task}
 	case a.Inject != "":
