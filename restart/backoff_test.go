@@ -486,24 +486,24 @@ func TestParseErrors(t *testing.T) {
 		want     string // the whole error message
 	}{
 		{"restart-forever", nil,
-			`--restart-strategy "restart-forever": want one of fixed-delay, failure-rate, exponential-delay, none, throwing`},
-		{"", nil, `--restart-strategy "": want one of fixed-delay, failure-rate, exponential-delay, none, throwing`},
-		{"fixed-delay", func(o *Options) { o.Attempts = -1 }, "--restart-attempts -1: want 0 or more"},
-		{"fixed-delay", func(o *Options) { o.Delay = -time.Second }, "--restart-delay -1s: want 0 or more"},
-		{"failure-rate", func(o *Options) { o.FailureRateMaxFailures = 0 }, "--failure-rate-max-failures 0: want 1 or more"},
-		{"failure-rate", func(o *Options) { o.FailureRateInterval = 0 }, "--failure-rate-interval 0s: want more than 0"},
-		{"failure-rate", func(o *Options) { o.FailureRateDelay = -time.Millisecond }, "--failure-rate-delay -1ms: want 0 or more"},
-		{"exponential-delay", func(o *Options) { o.Exponential.Initial = -time.Second }, "--backoff-initial -1s: want more than 0"},
-		{"exponential-delay", func(o *Options) { o.Exponential.Max = 0 }, "--backoff-max 0s: want more than 0"},
+			`restart-strategy.type "restart-forever": want one of fixed-delay, failure-rate, exponential-delay, none, throwing`},
+		{"", nil, `restart-strategy.type "": want one of fixed-delay, failure-rate, exponential-delay, none, throwing`},
+		{"fixed-delay", func(o *Options) { o.Attempts = -1 }, "restart-strategy.fixed-delay.attempts -1: want 0 or more"},
+		{"fixed-delay", func(o *Options) { o.Delay = -time.Second }, "restart-strategy.fixed-delay.delay -1s: want 0 or more"},
+		{"failure-rate", func(o *Options) { o.FailureRateMaxFailures = 0 }, "restart-strategy.failure-rate.max-failures-per-interval 0: want 1 or more"},
+		{"failure-rate", func(o *Options) { o.FailureRateInterval = 0 }, "restart-strategy.failure-rate.failure-rate-interval 0s: want more than 0"},
+		{"failure-rate", func(o *Options) { o.FailureRateDelay = -time.Millisecond }, "restart-strategy.failure-rate.delay -1ms: want 0 or more"},
+		{"exponential-delay", func(o *Options) { o.Exponential.Initial = -time.Second }, "restart-strategy.exponential-delay.initial-backoff -1s: want more than 0"},
+		{"exponential-delay", func(o *Options) { o.Exponential.Max = 0 }, "restart-strategy.exponential-delay.max-backoff 0s: want more than 0"},
 		{"exponential-delay", func(o *Options) { o.Exponential.Max = 500 * time.Millisecond },
-			"--backoff-max 500ms: want at least --backoff-initial (1s)"},
-		{"exponential-delay", func(o *Options) { o.Exponential.Multiplier = 0.5 }, "--backoff-multiplier 0.5: want 1 or more"},
-		{"exponential-delay", func(o *Options) { o.Exponential.Multiplier = math.NaN() }, "--backoff-multiplier NaN: want 1 or more"},
-		{"exponential-delay", func(o *Options) { o.Exponential.JitterFactor = -0.1 }, "--backoff-jitter -0.1: want a fraction from 0 to 1"},
-		{"exponential-delay", func(o *Options) { o.Exponential.JitterFactor = 1.5 }, "--backoff-jitter 1.5: want a fraction from 0 to 1"},
-		{"exponential-delay", func(o *Options) { o.Exponential.ResetThreshold = -time.Minute }, "--backoff-reset-threshold -1m0s: want more than 0"},
+			"restart-strategy.exponential-delay.max-backoff 500ms: want at least the initial backoff (1s)"},
+		{"exponential-delay", func(o *Options) { o.Exponential.Multiplier = 0.5 }, "restart-strategy.exponential-delay.backoff-multiplier 0.5: want 1 or more"},
+		{"exponential-delay", func(o *Options) { o.Exponential.Multiplier = math.NaN() }, "restart-strategy.exponential-delay.backoff-multiplier NaN: want 1 or more"},
+		{"exponential-delay", func(o *Options) { o.Exponential.JitterFactor = -0.1 }, "restart-strategy.exponential-delay.jitter-factor -0.1: want a fraction from 0 to 1"},
+		{"exponential-delay", func(o *Options) { o.Exponential.JitterFactor = 1.5 }, "restart-strategy.exponential-delay.jitter-factor 1.5: want a fraction from 0 to 1"},
+		{"exponential-delay", func(o *Options) { o.Exponential.ResetThreshold = -time.Minute }, "restart-strategy.exponential-delay.reset-backoff-threshold -1m0s: want more than 0"},
 		{"exponential-delay", func(o *Options) { o.Exponential.AttemptsBeforeReset = 0 },
-			"--backoff-attempts-before-reset 0: want 1 or more (2147483647 for no limit)"},
+			"restart-strategy.exponential-delay.attempts-before-reset-backoff 0: want 1 or more (2147483647 for no limit)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {
@@ -519,8 +519,8 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("error %q,\nwant  %q", err, tc.want)
 			}
 			var oe *OptionError
-			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) || !strings.HasPrefix(tc.want, oe.Flag+" ") {
-				t.Fatalf("error %#v is not an *OptionError wrapping ErrInvalidOption for its flag", err)
+			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) || !strings.HasPrefix(tc.want, oe.Key+" ") {
+				t.Fatalf("error %#v is not an *OptionError wrapping ErrInvalidOption for its key", err)
 			}
 		})
 	}

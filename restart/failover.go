@@ -43,7 +43,7 @@ func ParseFailoverStrategy(s string) (FailoverStrategy, error) {
 	for i, f := range FailoverStrategies {
 		names[i] = string(f)
 	}
-	return "", fmt.Errorf("--failover-strategy %q: want one of %s", s, strings.Join(names, ", "))
+	return "", &OptionError{Key: KeyFailover, Value: fmt.Sprintf("%q", s), Want: "one of " + strings.Join(names, ", ")}
 }
 
 // ErrUnrecoverable marks a failure that no restart can cure (Flink:

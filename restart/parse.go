@@ -12,15 +12,35 @@ import (
 // that cannot be used. The command line reports it as a usage error.
 var ErrInvalidOption = errors.New("invalid restart strategy option")
 
-// OptionError says which flag holds an unusable value and what would be
-// accepted instead, e.g. `--backoff-multiplier 0.5: want 1 or more`.
+// OptionError says which option holds an unusable value and what would be
+// accepted instead, e.g. `restart-strategy.exponential-delay.backoff-multiplier
+// 0.5: want 1 or more`. The option is named by Flink's configuration key;
+// whoever took the value from the user names it as the user wrote it (the
+// command line: its flag).
 type OptionError struct {
-	Flag  string // the flag, e.g. "--backoff-multiplier"
+	Key   string // Flink's key, e.g. "restart-strategy.exponential-delay.backoff-multiplier"
 	Value string // the value given, as the user would type it
 	Want  string // what is accepted
 }
 
-func (e *OptionError) Error() string { return e.Flag + " " + e.Value + ": want " + e.Want }
+func (e *OptionError) Error() string { return e.Key + " " + e.Value + ": want " + e.Want }
+
+// Flink's configuration keys of the restart and failover strategies' options.
+const (
+	KeyStrategy            = "restart-strategy.type"
+	KeyAttempts            = "restart-strategy.fixed-delay.attempts"
+	KeyDelay               = "restart-strategy.fixed-delay.delay"
+	KeyMaxFailures         = "restart-strategy.failure-rate.max-failures-per-interval"
+	KeyFailureRateInterval = "restart-strategy.failure-rate.failure-rate-interval"
+	KeyFailureRateDelay    = "restart-strategy.failure-rate.delay"
+	KeyInitialBackoff      = "restart-strategy.exponential-delay.initial-backoff"
+	KeyMaxBackoff          = "restart-strategy.exponential-delay.max-backoff"
+	KeyMultiplier          = "restart-strategy.exponential-delay.backoff-multiplier"
+	KeyJitter              = "restart-strategy.exponential-delay.jitter-factor"
+	KeyResetThreshold      = "restart-strategy.exponential-delay.reset-backoff-threshold"
+	KeyAttemptsBeforeReset = "restart-strategy.exponential-delay.attempts-before-reset-backoff"
+	KeyFailover            = "jobmanager.execution.failover-strategy"
+)
 
 // Unwrap makes errors.Is(err, ErrInvalidOption) true.
 func (e *OptionError) Unwrap() error { return ErrInvalidOption }
@@ -78,26 +98,26 @@ func DefaultOptions() Options {
 // Parse returns the strategy called name (the value of --restart-strategy),
 // built from the options of that strategy. It accepts Flink's spellings too
 // (fixeddelay, failurerate, exponentialdelay, off, disable), in any case. An
-// unknown name or an unusable parameter gives an *OptionError naming the
-// flag.
+// unknown name or an unusable parameter gives an *OptionError naming its
+// key.
 func Parse(name string, opts Options) (BackoffStrategy, error) {
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "fixed-delay", "fixeddelay":
 		switch {
 		case opts.Attempts < 0:
-			return nil, intErr("--restart-attempts", opts.Attempts, "0 or more")
+			return nil, intErr(KeyAttempts, opts.Attempts, "0 or more")
 		case opts.Delay < 0:
-			return nil, durErr("--restart-delay", opts.Delay, "0 or more")
+			return nil, durErr(KeyDelay, opts.Delay, "0 or more")
 		}
 		return NewFixedDelay(opts.Attempts, opts.Delay), nil
 	case "failure-rate", "failurerate":
 		switch {
 		case opts.FailureRateMaxFailures < 1:
-			return nil, intErr("--failure-rate-max-failures", opts.FailureRateMaxFailures, "1 or more")
+			return nil, intErr(KeyMaxFailures, opts.FailureRateMaxFailures, "1 or more")
 		case opts.FailureRateInterval <= 0:
-			return nil, durErr("--failure-rate-interval", opts.FailureRateInterval, "more than 0")
+			return nil, durErr(KeyFailureRateInterval, opts.FailureRateInterval, "more than 0")
 		case opts.FailureRateDelay < 0:
-			return nil, durErr("--failure-rate-delay", opts.FailureRateDelay, "0 or more")
+			return nil, durErr(KeyFailureRateDelay, opts.FailureRateDelay, "0 or more")
 		}
 		return NewFailureRate(opts.FailureRateMaxFailures, opts.FailureRateInterval, opts.FailureRateDelay), nil
 	case "exponential-delay", "exponentialdelay":
@@ -111,44 +131,44 @@ func Parse(name string, opts Options) (BackoffStrategy, error) {
 		return &Throwing{}, nil
 	}
 	return nil, &OptionError{
-		Flag:  "--restart-strategy",
+		Key:   KeyStrategy,
 		Value: fmt.Sprintf("%q", name),
 		Want:  "one of " + strings.Join(Names(), ", "),
 	}
 }
 
-// Validate checks the parameters as Flink does, with the errors named after
-// the flags. It is a little more lenient than Flink in one place: a
+// Validate checks the parameters as Flink does, with the errors naming
+// Flink's keys. It is a little more lenient than Flink in one place: a
 // multiplier of exactly 1 (a constant delay) is allowed, where Flink wants
 // more than 1.
 func (c ExponentialConfig) Validate() error {
 	switch {
 	case c.Initial <= 0:
-		return durErr("--backoff-initial", c.Initial, "more than 0")
+		return durErr(KeyInitialBackoff, c.Initial, "more than 0")
 	case c.Max <= 0:
-		return durErr("--backoff-max", c.Max, "more than 0")
+		return durErr(KeyMaxBackoff, c.Max, "more than 0")
 	case c.Max < c.Initial:
-		return durErr("--backoff-max", c.Max, fmt.Sprintf("at least --backoff-initial (%s)", c.Initial))
+		return durErr(KeyMaxBackoff, c.Max, fmt.Sprintf("at least the initial backoff (%s)", c.Initial))
 	case !(c.Multiplier >= 1): // also catches NaN
-		return floatErr("--backoff-multiplier", c.Multiplier, "1 or more")
+		return floatErr(KeyMultiplier, c.Multiplier, "1 or more")
 	case !(c.JitterFactor >= 0 && c.JitterFactor <= 1):
-		return floatErr("--backoff-jitter", c.JitterFactor, "a fraction from 0 to 1")
+		return floatErr(KeyJitter, c.JitterFactor, "a fraction from 0 to 1")
 	case c.ResetThreshold <= 0:
-		return durErr("--backoff-reset-threshold", c.ResetThreshold, "more than 0")
+		return durErr(KeyResetThreshold, c.ResetThreshold, "more than 0")
 	case c.AttemptsBeforeReset < 1:
-		return intErr("--backoff-attempts-before-reset", c.AttemptsBeforeReset, fmt.Sprintf("1 or more (%d for no limit)", UnlimitedAttempts))
+		return intErr(KeyAttemptsBeforeReset, c.AttemptsBeforeReset, fmt.Sprintf("1 or more (%d for no limit)", UnlimitedAttempts))
 	}
 	return nil
 }
 
-func intErr(flag string, v int, want string) error {
-	return &OptionError{Flag: flag, Value: fmt.Sprint(v), Want: want}
+func intErr(key string, v int, want string) error {
+	return &OptionError{Key: key, Value: fmt.Sprint(v), Want: want}
 }
 
-func durErr(flag string, v time.Duration, want string) error {
-	return &OptionError{Flag: flag, Value: v.String(), Want: want}
+func durErr(key string, v time.Duration, want string) error {
+	return &OptionError{Key: key, Value: v.String(), Want: want}
 }
 
-func floatErr(flag string, v float64, want string) error {
-	return &OptionError{Flag: flag, Value: fmt.Sprintf("%g", v), Want: want}
+func floatErr(key string, v float64, want string) error {
+	return &OptionError{Key: key, Value: fmt.Sprintf("%g", v), Want: want}
 }

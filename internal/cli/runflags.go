@@ -475,10 +475,10 @@ func (o *runOptions) checkRestartStrategy(p *prepared) error {
 	ropts := o.restartOpts
 	ropts.Attempts, ropts.Delay = o.restartAttempts, o.restartDelay
 	if p.strategy, err = restart.Parse(o.restartStrategy, ropts); err != nil {
-		return usageError{err}
+		return asFlagError(err)
 	}
 	if p.failover, err = restart.ParseFailoverStrategy(o.failoverStrategy); err != nil {
-		return usageError{err}
+		return asFlagError(err)
 	}
 	return nil
 }
