@@ -26,7 +26,8 @@ const (
 // no parser accepts.
 var PoisonRecord = []byte("\x00\xffpoison: not JSON, not an order, not a payment\xff")
 
-// ParseOnBadRecord reads an --on-bad-record value ("" is BadRecordFail).
+// ParseOnBadRecord reads what to do with a record a parse cannot read
+// ("" is BadRecordFail); an error is a *ConfigError.
 func ParseOnBadRecord(s string) (string, error) {
 	switch s {
 	case "":
@@ -34,7 +35,7 @@ func ParseOnBadRecord(s string) (string, error) {
 	case BadRecordFail, BadRecordSkip, BadRecordDeadLetter:
 		return s, nil
 	}
-	return "", fmt.Errorf("--on-bad-record %q: want fail, skip or dead-letter", s)
+	return "", &ConfigError{Key: KeyOnBadRecord, Value: fmt.Sprintf("%q", s), Want: "fail, skip or dead-letter"}
 }
 
 // DeadLetters takes the records a job could not parse (a dead-letter

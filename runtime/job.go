@@ -297,7 +297,7 @@ func withDefaults(cfg Config) (Config, error) {
 		return cfg, err
 	}
 	if cfg.OnBadRecord == BadRecordDeadLetter && cfg.Env.DeadLetters == nil {
-		return cfg, errors.New("--on-bad-record dead-letter needs a dead-letter topic")
+		return cfg, &ConfigError{Key: KeyOnBadRecord, Value: `"dead-letter"`, Want: "a dead-letter topic to write to"}
 	}
 	if cfg.Incremental && cfg.StateBackend != "badger" {
 		return cfg, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")

@@ -7,12 +7,16 @@ import (
 	"errors"
 
 	"faultline/restart"
+	"faultline/runtime"
+	"faultline/runtime/kafka"
 )
 
-// restartFlags are the flags of the restart and failover strategies'
-// options, by Flink's key (each flag's help names its key; a test holds
-// the two together).
-var restartFlags = map[string]string{
+// keyFlags are the flags of the settings the engine names by key (each
+// flag's help names its key; a test holds the two together).
+var keyFlags = map[string]string{
+	runtime.KeyOnBadRecord:         "on-bad-record",
+	kafka.KeyStartup:               "startup",
+	kafka.KeyGuarantee:             "sink-guarantee",
 	restart.KeyStrategy:            "restart-strategy",
 	restart.KeyAttempts:            "restart-attempts",
 	restart.KeyDelay:               "restart-delay",
@@ -28,14 +32,20 @@ var restartFlags = map[string]string{
 	restart.KeyFailover:            "failover-strategy",
 }
 
-// asFlagError is err as a usage error; a restart option's error names
-// the flag of its key.
+// asFlagError is err as a usage error; a setting the engine names by
+// its key (a restart option, a runtime.ConfigError) is named by its flag.
 func asFlagError(err error) error {
 	var oe *restart.OptionError
-	if errors.As(err, &oe) {
-		if f, ok := restartFlags[oe.Key]; ok {
-			return usagef("--%s %s: want %s", f, oe.Value, oe.Want)
-		}
+	var ce *runtime.ConfigError
+	key, value, want := "", "", ""
+	switch {
+	case errors.As(err, &oe):
+		key, value, want = oe.Key, oe.Value, oe.Want
+	case errors.As(err, &ce):
+		key, value, want = ce.Key, ce.Value, ce.Want
+	}
+	if f, ok := keyFlags[key]; ok {
+		return usagef("--%s %s: want %s", f, value, want)
 	}
 	return usageError{err}
 }

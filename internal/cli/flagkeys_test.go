@@ -9,10 +9,10 @@ import (
 	"faultline/restart"
 )
 
-// Each restart flag's help names the Flink key its errors come back with.
-func TestRestartFlagsNameTheirKeys(t *testing.T) {
+// Each keyed flag's help names the Flink key its errors come back with.
+func TestKeyedFlagsNameTheirKeys(t *testing.T) {
 	cmd, _ := newRunCmdOptions()
-	for key, name := range restartFlags {
+	for key, name := range keyFlags {
 		f := cmd.Flags().Lookup(name)
 		if f == nil {
 			t.Fatalf("no flag --%s for %s", name, key)

@@ -52,7 +52,7 @@ func (r *runState) buildEnv() error {
 	}
 	var err error
 	if r.job, err = runtime.New(r.jobConfig(env)); err != nil {
-		return usageError{err}
+		return asFlagError(err)
 	}
 	return nil
 }

@@ -124,8 +124,8 @@ func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&k.bounded, "bounded", false, "read the input topics only up to their end at start, then finish (implied by --records)")
 	f.StringArrayVar(&k.topics, "topic", nil, "Kafka topic of a source or sink operator, e.g. orders-source=shop.orders (repeatable)")
 	f.StringVar(&k.group, "group", "", "consumer group the sources commit their offsets to on every completed checkpoint (default faultline-<job>)")
-	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets)")
-	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none")
+	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets) ("+kafka.KeyStartup+")")
+	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none ("+kafka.KeyGuarantee+")")
 	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
 	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", kafka.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
 	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS")
@@ -202,7 +202,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
 	f.Int64Var(&o.fromSavepoint, "from-savepoint", 0, "start from this savepoint id (see: faultline checkpoints list), also at other parallelisms")
 	f.BoolVar(&o.allowNonRestore, "allow-non-restored-state", false, "with --from-savepoint: drop state of operators the job no longer has")
-	f.StringVar(&o.onBadRecord, "on-bad-record", runtime.BadRecordFail, "what parsing does with a record it cannot parse: fail (the task fails and the job restarts), skip (drop and count it) or dead-letter (write it to --dead-letter-topic and count it)")
+	f.StringVar(&o.onBadRecord, "on-bad-record", runtime.BadRecordFail, "what parsing does with a record it cannot parse: fail (the task fails and the job restarts), skip (drop and count it) or dead-letter (write it to --dead-letter-topic and count it) ("+runtime.KeyOnBadRecord+")")
 	f.StringVar(&o.deadLetterTopic, "dead-letter-topic", "dead-letter", "with --on-bad-record dead-letter: the topic unparseable records go to")
 	f.DurationVar(&o.stateTTL, "state-ttl", 0, "how long the join keeps an order or a payment waiting for the other, in event time (the records' Kafka timestamps): an order and a payment further apart are not joined, and the verification expects exactly that; 0 keeps them for ever (default: the job spec's state_ttl, 1m for the default job)")
 	o.kafka.addFlags(f)
@@ -257,7 +257,7 @@ func (o *runOptions) check() (*prepared, error) {
 		return nil, err
 	}
 	if _, err := runtime.ParseOnBadRecord(o.onBadRecord); err != nil {
-		return nil, usageError{err}
+		return nil, asFlagError(err)
 	}
 	if err := o.checkInject(p); err != nil {
 		return nil, err
@@ -508,10 +508,10 @@ func (o *runOptions) checkInject(p *prepared) error {
 func (o *runOptions) checkKafkaFlags(p *prepared) error {
 	var err error
 	if p.startup, err = kafka.ParseStartupMode(o.kafka.startup); err != nil {
-		return usageError{err}
+		return asFlagError(err)
 	}
 	if p.sinkG, err = kafka.ParseGuarantee(o.kafka.sinkGuarantee); err != nil {
-		return usageError{err}
+		return asFlagError(err)
 	}
 	for _, op := range p.job.Operators {
 		if op.Type == spec.TypeSource || op.Type == spec.TypeSink {

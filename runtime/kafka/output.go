@@ -24,13 +24,18 @@ const (
 	None        Guarantee = "none"          // written as it comes
 )
 
-// ParseGuarantee reads a --sink-guarantee value.
+// KeyGuarantee is the key of the sink's delivery guarantee (Flink's Kafka
+// connector: sink.delivery-guarantee).
+const KeyGuarantee = "sink.delivery-guarantee"
+
+// ParseGuarantee reads a delivery guarantee; an error is a
+// *runtime.ConfigError.
 func ParseGuarantee(s string) (Guarantee, error) {
 	switch g := Guarantee(s); g {
 	case ExactlyOnce, AtLeastOnce, None:
 		return g, nil
 	}
-	return "", fmt.Errorf("--sink-guarantee %q: want exactly-once, at-least-once or none", s)
+	return "", &runtime.ConfigError{Key: KeyGuarantee, Value: fmt.Sprintf("%q", s), Want: "exactly-once, at-least-once or none"}
 }
 
 // Output writes a sink's records to a Kafka topic (Flink: KafkaSink). With

@@ -24,13 +24,18 @@ const (
 	StartCommitted StartupMode = "committed" // the group's committed offsets, else earliest
 )
 
-// ParseStartupMode reads a --startup value.
+// KeyStartup is the key of the startup mode (Flink's Kafka connector:
+// scan.startup.mode).
+const KeyStartup = "scan.startup.mode"
+
+// ParseStartupMode reads a startup mode; an error is a
+// *runtime.ConfigError.
 func ParseStartupMode(s string) (StartupMode, error) {
 	switch m := StartupMode(s); m {
 	case StartEarliest, StartLatest, StartCommitted:
 		return m, nil
 	}
-	return "", fmt.Errorf("--startup %q: want earliest, latest or committed", s)
+	return "", &runtime.ConfigError{Key: KeyStartup, Value: fmt.Sprintf("%q", s), Want: "earliest, latest or committed"}
 }
 
 // Source is one Kafka topic as a job source (Flink: KafkaSource): its

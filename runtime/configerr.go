@@ -1,0 +1,20 @@
+package runtime
+
+// A setting the engine cannot use, named by its configuration key.
+
+// ConfigError is a setting the engine cannot use: Key names it (Flink's
+// configuration key where Flink has one, else faultline's own), Value is
+// what was given, as the user would type it, and Want what is accepted.
+// Whoever took the value from the user names the setting as the user
+// wrote it (the command line: its flag).
+type ConfigError struct {
+	Key   string
+	Value string
+	Want  string
+}
+
+func (e *ConfigError) Error() string { return e.Key + " " + e.Value + ": want " + e.Want }
+
+// KeyOnBadRecord is the key of Config.OnBadRecord (faultline's: Flink
+// leaves a record it cannot deserialize to the format).
+const KeyOnBadRecord = "faultline.on-bad-record"
