@@ -282,23 +282,6 @@ func (p *parser) words(n *yaml.Node, field string) ([]string, error) {
 	return out, nil
 }
 
-func (p *parser) where(n *yaml.Node, field string) (map[string]string, error) {
-	if n == nil {
-		return nil, nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return nil, p.errf(n.Line, field, "must be a mapping of event fields to values, got %s", describe(n))
-	}
-	out := map[string]string{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if v.Kind != yaml.ScalarNode {
-			return nil, p.errf(v.Line, join(field, k.Value), "must be a single value, got %s", describe(v))
-		}
-		out[k.Value] = v.Value
-	}
-	return out, nil
-}
 
 func (p *parser) task(n *yaml.Node, field string) (string, error) {
 	s, err := p.text(n, field)
@@ -431,8 +414,12 @@ func (p *parser) cond(n *yaml.Node, path string) (*Cond, error) {
 	if c.Where != nil && c.Event == "" {
 		return nil, p.errf(f.keyLine("where"), join(path, "where"), "where goes with event")
 	}
+	if err := p.knownEvent(f, path, c.Event, c.Where); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
+
 
 func (p *parser) highlight(n *yaml.Node, path string) (*view.Highlight, bool, error) {
 	f, err := p.mapping(n, path, highlightKeys)
@@ -582,6 +569,9 @@ func (p *parser) check(n *yaml.Node, path string) (*Check, error) {
 		return nil, err
 	}
 	if c.Within, err = p.duration(f.get("within"), join(path, "within")); err != nil {
+		return nil, err
+	}
+	if err := p.knownEvent(f, path, c.Event, c.Where); err != nil {
 		return nil, err
 	}
 	if c.Explain, err = p.text(f.get("explain"), join(path, "explain")); err != nil {

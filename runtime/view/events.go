@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -498,4 +500,40 @@ func (s *Stamped) UnmarshalJSON(b []byte) error {
 	}
 	s.At, s.Event = time.Duration(head.AtMs)*time.Millisecond, e
 	return nil
+}
+
+// EventNames lists the names of the events the engine emits, sorted.
+func EventNames() []string {
+	return slices.Sorted(maps.Keys(known))
+}
+
+// EventFields lists the JSON fields of the event called name, sorted; ok
+// is false for a name the engine never emits.
+func EventFields(name string) (fields []string, ok bool) {
+	mk, ok := known[name]
+	if !ok {
+		return nil, false
+	}
+	return jsonFields(reflect.TypeOf(mk()).Elem()), true
+}
+
+// jsonFields are the JSON names of struct type t's fields, those of
+// embedded structs inlined, sorted.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			out = append(out, jsonFields(f.Type)...)
+		case name == "":
+			out = append(out, f.Name)
+		default:
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
