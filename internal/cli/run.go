@@ -383,8 +383,8 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval, AlignedTimeout: o.alignedTimeout,
 			Broker: strings.Join(p.client.Brokers, ","), Embedded: r.embedded != nil,
 			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: r.stateDir,
-			CheckpointTimeout: o.timeout, MinPause: o.minPause, MaxConcurrent: o.maxConcurrent,
-			TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained, CheckpointStorage: o.checkpointStorage}
+			CheckpointSettings: view.CheckpointSettings{CheckpointTimeout: o.timeout, MinPause: o.minPause, MaxConcurrent: o.maxConcurrent,
+				TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained, CheckpointStorage: o.checkpointStorage}}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
 		info.StateTTL = r.expect.StateTTL
 		ctrl := newUIController(r.job, p.job, info, r.uiWriter, live, r.embedded)

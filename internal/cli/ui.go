@@ -204,7 +204,7 @@ func checkpointsView(st checkpoint.Stats) view.Checkpoints {
 			TriggerTime: c.TriggerTime, EndTime: c.EndTime, Duration: c.Duration, Frozen: c.Frozen, Acked: c.Acked, Total: c.Total,
 			AckedTasks: make(map[string]view.SubtaskAck, len(c.AckedTasks)), FullBytes: c.FullBytes,
 			IncrementalBytes: c.IncrementalBytes, MaxAlignment: c.MaxAlignment, Failure: c.Failure, Restored: c.Restored, Damaged: c.Damaged,
-			PersistedInFlight: c.PersistedInFlight, ProcessedInFlight: c.ProcessedInFlight, Unaligned: c.Unaligned}
+			InFlight: view.InFlight{PersistedInFlight: c.PersistedInFlight, ProcessedInFlight: c.ProcessedInFlight, Unaligned: c.Unaligned}}
 		for _, id := range c.TimedOut {
 			cv.TimedOut = append(cv.TimedOut, id.String())
 		}

@@ -106,6 +106,22 @@ type Snapshot struct {
 	Tour *Tour
 }
 
+// CheckpointSettings are the checkpointing configuration a job's info
+// shows besides its interval and mode (Flink: Checkpoints → Configuration):
+// execution.checkpointing.timeout, .min-pause, .max-concurrent-checkpoints,
+// .tolerable-failed-checkpoints, .unaligned.enabled and .num-retained;
+// CheckpointStorage is where completed checkpoints live
+// (state.checkpoint-storage): "filesystem" or "jobmanager".
+type CheckpointSettings struct {
+	CheckpointTimeout time.Duration
+	MinPause          time.Duration
+	MaxConcurrent     int
+	TolerableFailures int
+	Unaligned         bool
+	Retained          int
+	CheckpointStorage string
+}
+
 // JobInfo is the header line's content.
 type JobInfo struct {
 	Name   string // "orders"
@@ -125,19 +141,8 @@ type JobInfo struct {
 	StateBackend   string        // "heap" or "badger"
 	Incremental    bool
 	StateDir       string
-	// The rest of the checkpointing configuration (Flink: Checkpoints →
-	// Configuration): execution.checkpointing.timeout, .min-pause,
-	// .max-concurrent-checkpoints, .tolerable-failed-checkpoints,
-	// .unaligned.enabled and .num-retained.
-	CheckpointTimeout time.Duration
-	MinPause          time.Duration
-	MaxConcurrent     int
-	TolerableFailures int
-	Unaligned         bool
-	Retained          int
-	// CheckpointStorage is where completed checkpoints live
-	// (state.checkpoint-storage): "filesystem" or "jobmanager".
-	CheckpointStorage string
+	// CheckpointSettings are the rest of the checkpointing configuration.
+	CheckpointSettings
 	// Attempt counts deployments of the job (1 before any restart).
 	Attempt int64
 	// FreezeLimit is how long the world can stay frozen before the job
@@ -349,6 +354,18 @@ func (s CheckpointStatus) String() string {
 	return "pending"
 }
 
+// InFlight is a checkpoint's in-flight data: PersistedInFlight is the
+// size of the in-flight records stored as channel state (Flink: persisted
+// in-flight data), ProcessedInFlight of those processed during alignments
+// (processed in-flight data); Unaligned is set when a subtask took its
+// snapshot unaligned, and TimedOut lists, sorted, the subtasks that
+// switched it from aligned to unaligned by the aligned-checkpoint timeout.
+type InFlight struct {
+	PersistedInFlight, ProcessedInFlight int64
+	Unaligned                            bool
+	TimedOut                             []string
+}
+
 // Checkpoint is one checkpoint of the history (Flink: AbstractCheckpointStats).
 type Checkpoint struct {
 	ID        int64
@@ -368,15 +385,8 @@ type Checkpoint struct {
 	WaitingFor                  []string
 	FullBytes, IncrementalBytes int64
 	MaxAlignment                time.Duration
-	// PersistedInFlight is the size of the in-flight records stored as
-	// channel state (Flink: persisted in-flight data); ProcessedInFlight
-	// of those processed during alignments (processed in-flight data).
-	PersistedInFlight, ProcessedInFlight int64
-	// Unaligned is set when a subtask took its snapshot unaligned;
-	// TimedOut lists, sorted, the subtasks that switched it from aligned
-	// to unaligned by the aligned-checkpoint timeout.
-	Unaligned bool
-	TimedOut  []string
+	// InFlight is its in-flight data and its unaligned subtasks.
+	InFlight
 	// Failure is the reason and error text when failed.
 	Failure string
 	// Restored is set when the job restored from this checkpoint.
