@@ -2,6 +2,8 @@ package runtime
 
 // A setting the engine cannot use, named by its configuration key.
 
+import "fmt"
+
 // ConfigError is a setting the engine cannot use: Key names it (Flink's
 // configuration key where Flink has one, else faultline's own), Value is
 // what was given, as the user would type it, and Want what is accepted.
@@ -18,3 +20,24 @@ func (e *ConfigError) Error() string { return e.Key + " " + e.Value + ": want " 
 // KeyOnBadRecord is the key of Config.OnBadRecord (faultline's: Flink
 // leaves a record it cannot deserialize to the format).
 const KeyOnBadRecord = "faultline.on-bad-record"
+
+// Keys of the state backend's settings (Flink's).
+const (
+	KeyStateBackend = "state.backend.type"
+	KeyIncremental  = "state.backend.incremental"
+)
+
+// Check checks the state backend's settings, which need no job to check;
+// an error is a *ConfigError.
+func (s StateConfig) Check() error {
+	switch s.StateBackend {
+	case "", "heap", "badger":
+	default:
+		return &ConfigError{Key: KeyStateBackend, Value: fmt.Sprintf("%q", s.StateBackend), Want: "heap or badger"}
+	}
+	if s.Incremental && s.StateBackend != "badger" {
+		return &ConfigError{Key: KeyIncremental, Value: "true",
+			Want: "the badger state backend (as in Flink, where only RocksDB has incremental checkpoints)"}
+	}
+	return nil
+}

@@ -275,32 +275,28 @@ func withDefaults(cfg Config) (Config, error) {
 	if cfg.Crash == nil {
 		cfg.Crash = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
 	}
+	if err := cfg.StateConfig.Check(); err != nil {
+		return cfg, err
+	}
 	switch cfg.StateBackend {
-	case "", "heap":
+	case "":
 		cfg.StateBackend = "heap"
 	case "badger":
 		if cfg.WorkDir == "" {
 			return cfg, errors.New("the badger state backend needs a work directory")
 		}
-	default:
-		return cfg, fmt.Errorf("state backend %q: want heap or badger", cfg.StateBackend)
-	}
-	switch cfg.Failover {
-	case "":
-		cfg.Failover = restart.FailoverFull
-	case restart.FailoverFull, restart.FailoverRegion, restart.FailoverIndividual, restart.FailoverNone:
-	default:
-		return cfg, fmt.Errorf("failover strategy %q: want full, region, individual or none", cfg.Failover)
 	}
 	var err error
+	if cfg.Failover == "" {
+		cfg.Failover = restart.FailoverFull
+	} else if cfg.Failover, err = restart.ParseFailoverStrategy(string(cfg.Failover)); err != nil {
+		return cfg, err
+	}
 	if cfg.OnBadRecord, err = ParseOnBadRecord(cfg.OnBadRecord); err != nil {
 		return cfg, err
 	}
 	if cfg.OnBadRecord == BadRecordDeadLetter && cfg.Env.DeadLetters == nil {
 		return cfg, &ConfigError{Key: KeyOnBadRecord, Value: `"dead-letter"`, Want: "a dead-letter topic to write to"}
-	}
-	if cfg.Incremental && cfg.StateBackend != "badger" {
-		return cfg, errors.New("incremental checkpoints need the badger state backend (as in Flink, where only RocksDB has them)")
 	}
 	return cfg, nil
 }

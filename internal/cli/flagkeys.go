@@ -15,6 +15,8 @@ import (
 // flag's help names its key; a test holds the two together).
 var keyFlags = map[string]string{
 	runtime.KeyOnBadRecord:         "on-bad-record",
+	runtime.KeyStateBackend:        "state-backend",
+	runtime.KeyIncremental:         "incremental",
 	kafka.KeyStartup:               "startup",
 	kafka.KeyGuarantee:             "sink-guarantee",
 	restart.KeyStrategy:            "restart-strategy",

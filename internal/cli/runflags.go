@@ -196,7 +196,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.BoolVar(&o.allowFreshStart, "allow-fresh-start", false, "when every checkpoint of the job is damaged, start from the beginning, skipping what the output already holds, instead of failing")
 	f.IntVar(&o.retained, "retained-checkpoints", 3, "completed checkpoints kept in the state dir (savepoints are always kept)")
 	f.DurationVar(&o.retention, "retention-interval", 10*time.Second, "how often the embedded broker's log is trimmed of the records no recovery and no verification needs any more; 0 keeps every record")
-	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir)")
+	f.StringVar(&o.stateBackend, "state-backend", "heap", "where keyed state lives while the job runs: heap (in memory) or badger (on disk, in the state dir) ("+runtime.KeyStateBackend+")")
 	f.StringVar(&o.checkpointStorage, "checkpoint-storage", "filesystem", "where completed checkpoints live (state.checkpoint-storage): filesystem (the state dir: they survive a crash) or jobmanager (the process's memory: a crash loses them, and the next run starts over)")
 	f.BoolVar(&o.incremental, "incremental", false, "with --state-backend badger: checkpoints store only what changed since the previous one (state.backend.incremental)")
 	f.BoolVar(&o.savepointOnExit, "savepoint-on-exit", false, "when stopped (Ctrl-C, SIGTERM), take a savepoint before cancelling the job")
@@ -404,16 +404,14 @@ func (o *runOptions) checkChannelFlags() error {
 	return nil
 }
 
-// checkStateBackendFlags checks --state-backend, and that --incremental
-// goes with it.
+// checkStateBackendFlags checks --checkpoint-storage, and --state-backend with
+// --incremental as the engine checks them (runtime.StateConfig.Check).
 func (o *runOptions) checkStateBackendFlags() error {
-	switch {
-	case o.stateBackend != "heap" && o.stateBackend != "badger":
-		return usagef("--state-backend %q: want heap or badger", o.stateBackend)
-	case o.checkpointStorage != "filesystem" && o.checkpointStorage != "jobmanager":
+	if o.checkpointStorage != "filesystem" && o.checkpointStorage != "jobmanager" {
 		return usagef("--checkpoint-storage %q: want filesystem (checkpoints in the state dir) or jobmanager (in the process's memory)", o.checkpointStorage)
-	case o.incremental && o.stateBackend != "badger":
-		return usagef("--incremental needs --state-backend badger (as in Flink, where only RocksDB has incremental checkpoints)")
+	}
+	if err := (runtime.StateConfig{StateBackend: o.stateBackend, Incremental: o.incremental}).Check(); err != nil {
+		return asFlagError(err)
 	}
 	return nil
 }

@@ -282,7 +282,6 @@ func (p *parser) words(n *yaml.Node, field string) ([]string, error) {
 	return out, nil
 }
 
-
 func (p *parser) task(n *yaml.Node, field string) (string, error) {
 	s, err := p.text(n, field)
 	if err != nil || s == "" {
@@ -419,7 +418,6 @@ func (p *parser) cond(n *yaml.Node, path string) (*Cond, error) {
 	}
 	return c, nil
 }
-
 
 func (p *parser) highlight(n *yaml.Node, path string) (*view.Highlight, bool, error) {
 	f, err := p.mapping(n, path, highlightKeys)
