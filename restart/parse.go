@@ -25,6 +25,9 @@ type OptionError struct {
 
 func (e *OptionError) Error() string { return e.Key + " " + e.Value + ": want " + e.Want }
 
+// Setting names the option, the value given and what is accepted.
+func (e *OptionError) Setting() (key, value, want string) { return e.Key, e.Value, e.Want }
+
 // Flink's configuration keys of the restart and failover strategies' options.
 const (
 	KeyStrategy            = "restart-strategy.type"

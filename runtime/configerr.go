@@ -17,6 +17,9 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return e.Key + " " + e.Value + ": want " + e.Want }
 
+// Setting names the setting, the value given and what is accepted.
+func (e *ConfigError) Setting() (key, value, want string) { return e.Key, e.Value, e.Want }
+
 // KeyOnBadRecord is the key of Config.OnBadRecord (faultline's: Flink
 // leaves a record it cannot deserialize to the format).
 const KeyOnBadRecord = "faultline.on-bad-record"

@@ -6,6 +6,7 @@ package cli
 import (
 	"errors"
 
+	"faultline/checkpoint"
 	"faultline/restart"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
@@ -14,40 +15,53 @@ import (
 // keyFlags are the flags of the settings the engine names by key (each
 // flag's help names its key; a test holds the two together).
 var keyFlags = map[string]string{
-	runtime.KeyOnBadRecord:         "on-bad-record",
-	runtime.KeyStateBackend:        "state-backend",
-	runtime.KeyIncremental:         "incremental",
-	kafka.KeyStartup:               "startup",
-	kafka.KeyGuarantee:             "sink-guarantee",
-	restart.KeyStrategy:            "restart-strategy",
-	restart.KeyAttempts:            "restart-attempts",
-	restart.KeyDelay:               "restart-delay",
-	restart.KeyMaxFailures:         "failure-rate-max-failures",
-	restart.KeyFailureRateInterval: "failure-rate-interval",
-	restart.KeyFailureRateDelay:    "failure-rate-delay",
-	restart.KeyInitialBackoff:      "backoff-initial",
-	restart.KeyMaxBackoff:          "backoff-max",
-	restart.KeyMultiplier:          "backoff-multiplier",
-	restart.KeyJitter:              "backoff-jitter",
-	restart.KeyResetThreshold:      "backoff-reset-threshold",
-	restart.KeyAttemptsBeforeReset: "backoff-attempts-before-reset",
-	restart.KeyFailover:            "failover-strategy",
+	checkpoint.KeyInterval:          "checkpoint-interval",
+	checkpoint.KeyTimeout:           "checkpoint-timeout",
+	checkpoint.KeyMinPause:          "min-pause",
+	checkpoint.KeyMaxConcurrent:     "max-concurrent-checkpoints",
+	checkpoint.KeyTolerableFailures: "tolerable-failed-checkpoints",
+	runtime.KeyOnBadRecord:          "on-bad-record",
+	runtime.KeyStateBackend:         "state-backend",
+	runtime.KeyIncremental:          "incremental",
+	kafka.KeyStartup:                "startup",
+	kafka.KeyGuarantee:              "sink-guarantee",
+	restart.KeyStrategy:             "restart-strategy",
+	restart.KeyAttempts:             "restart-attempts",
+	restart.KeyDelay:                "restart-delay",
+	restart.KeyMaxFailures:          "failure-rate-max-failures",
+	restart.KeyFailureRateInterval:  "failure-rate-interval",
+	restart.KeyFailureRateDelay:     "failure-rate-delay",
+	restart.KeyInitialBackoff:       "backoff-initial",
+	restart.KeyMaxBackoff:           "backoff-max",
+	restart.KeyMultiplier:           "backoff-multiplier",
+	restart.KeyJitter:               "backoff-jitter",
+	restart.KeyResetThreshold:       "backoff-reset-threshold",
+	restart.KeyAttemptsBeforeReset:  "backoff-attempts-before-reset",
+	restart.KeyFailover:             "failover-strategy",
 }
 
-// asFlagError is err as a usage error; a setting the engine names by
-// its key (a restart option, a runtime.ConfigError) is named by its flag.
+// keyedError is an error of the engine that names a setting by its key
+// (restart.OptionError, runtime.ConfigError, checkpoint.OptionError).
+type keyedError interface {
+	error
+	Setting() (key, value, want string)
+}
+
+var (
+	_ keyedError = (*restart.OptionError)(nil)
+	_ keyedError = (*runtime.ConfigError)(nil)
+	_ keyedError = (*checkpoint.OptionError)(nil)
+)
+
+// asFlagError is err as a usage error; a setting the engine names by its
+// key is named by its flag.
 func asFlagError(err error) error {
-	var oe *restart.OptionError
-	var ce *runtime.ConfigError
-	key, value, want := "", "", ""
-	switch {
-	case errors.As(err, &oe):
-		key, value, want = oe.Key, oe.Value, oe.Want
-	case errors.As(err, &ce):
-		key, value, want = ce.Key, ce.Value, ce.Want
-	}
-	if f, ok := keyFlags[key]; ok {
-		return usagef("--%s %s: want %s", f, value, want)
+	var ke keyedError
+	if errors.As(err, &ke) {
+		key, value, want := ke.Setting()
+		if f, ok := keyFlags[key]; ok {
+			return usagef("--%s %s: want %s", f, value, want)
+		}
 	}
 	return usageError{err}
 }

@@ -164,11 +164,11 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.StringVar(&o.mode, "mode", "exactly-once", "checkpointing mode: exactly-once (aligned barriers), unaligned (exactly-once with unaligned barriers, as --unaligned) or at-least-once")
 	f.BoolVar(&o.unaligned, "unaligned", false, "unaligned exactly-once checkpoints: barriers overtake the queued records, which are stored with the snapshot (savepoints stay aligned)")
 	f.DurationVar(&o.alignedTimeout, "aligned-checkpoint-timeout", 0, "start checkpoints aligned and switch one to unaligned once it is older than this; 0 never switches")
-	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off")
-	f.DurationVar(&o.timeout, "checkpoint-timeout", checkpoint.DefaultTimeout, "a checkpoint not complete after this long expires")
-	f.DurationVar(&o.minPause, "min-pause", 0, "least time from the end of one checkpoint to the start of the next")
-	f.IntVar(&o.maxConcurrent, "max-concurrent-checkpoints", checkpoint.DefaultMaxConcurrent, "most checkpoints in progress at once")
-	f.IntVar(&o.tolerable, "tolerable-failed-checkpoints", 0, "consecutive failed checkpoints tolerated before the job fails over")
+	f.DurationVar(&o.interval, "checkpoint-interval", 2*time.Second, "time between periodic checkpoints; 0 turns checkpointing off ("+checkpoint.KeyInterval+")")
+	f.DurationVar(&o.timeout, "checkpoint-timeout", checkpoint.DefaultTimeout, "a checkpoint not complete after this long expires ("+checkpoint.KeyTimeout+")")
+	f.DurationVar(&o.minPause, "min-pause", 0, "least time from the end of one checkpoint to the start of the next ("+checkpoint.KeyMinPause+")")
+	f.IntVar(&o.maxConcurrent, "max-concurrent-checkpoints", checkpoint.DefaultMaxConcurrent, "most checkpoints in progress at once ("+checkpoint.KeyMaxConcurrent+")")
+	f.IntVar(&o.tolerable, "tolerable-failed-checkpoints", 0, "consecutive failed checkpoints tolerated before the job fails over ("+checkpoint.KeyTolerableFailures+")")
 	f.StringSliceVar(&o.parallelism, "parallelism", nil, "operator parallelism overrides, e.g. join=3,revenue=1")
 	f.StringVar(&o.stateDir, "state-dir", "", "the folder where everything a run keeps lives (default: faultline under the user's data directory)")
 	f.StringVar(&o.logFile, "log-file", "", "diagnostic log (default: faultline.log in the state dir)")
@@ -363,19 +363,10 @@ func (o *runOptions) checkInputFlags() error {
 // checkCheckpointFlags checks the periodic checkpoints' flags: their
 // interval, timeout, pause, concurrency and tolerated failures.
 func (o *runOptions) checkCheckpointFlags() error {
-	switch {
-	case o.interval < 0:
-		return usagef("--checkpoint-interval %s: want 0 (off) or a positive duration", o.interval)
-	case o.interval > 0 && o.interval < 10*time.Millisecond:
-		return usagef("--checkpoint-interval %s: the least is 10ms (as in Flink)", o.interval)
-	case o.timeout < 10*time.Millisecond:
-		return usagef("--checkpoint-timeout %s: the least is 10ms", o.timeout)
-	case o.minPause < 0:
-		return usagef("--min-pause %s: want 0 or more", o.minPause)
-	case o.maxConcurrent < 1:
-		return usagef("--max-concurrent-checkpoints %d: want 1 or more", o.maxConcurrent)
-	case o.tolerable < 0:
-		return usagef("--tolerable-failed-checkpoints %d: want 0 or more", o.tolerable)
+	cfg := checkpoint.Config{Interval: o.interval, Timeout: o.timeout, MinPause: o.minPause,
+		MaxConcurrent: o.maxConcurrent, TolerableFailures: o.tolerable}
+	if err := cfg.Check(); err != nil {
+		return asFlagError(err)
 	}
 	return nil
 }
