@@ -26,14 +26,7 @@ type commitLog struct {
 
 // init names the sink subtasks of job, whose checkpoints are in store.
 func (l *commitLog) init(job *spec.Job, store checkpoint.Store) {
-	l.ckpts = store
-	for _, op := range job.Operators {
-		if op.Type == spec.TypeSink {
-			for i := 0; i < op.Parallelism; i++ {
-				l.sinks = append(l.sinks, checkpoint.TaskID{Operator: op.Name, Index: i}.String())
-			}
-		}
-	}
+	l.ckpts, l.sinks = store, subtasksOf(job, spec.TypeSink)
 }
 
 // CommittedCheckpoint is the newest checkpoint whose output every sink

@@ -43,6 +43,20 @@ func pipelinedRegions(job *spec.Job) [][]string {
 	return restart.PipelinedRegions(tasks, edges)
 }
 
+// subtasksOf names the subtasks of job's operators of type typ, in job
+// spec order.
+func subtasksOf(job *spec.Job, typ string) []string {
+	var names []string
+	for _, op := range job.Operators {
+		if op.Type == typ {
+			for i := 0; i < op.Parallelism; i++ {
+				names = append(names, checkpoint.TaskID{Operator: op.Name, Index: i}.String())
+			}
+		}
+	}
+	return names
+}
+
 // FailoverInfo is one failover of the run, as the report lists it: which
 // subtask failed and which ones the failover strategy restarted.
 type FailoverInfo struct {

@@ -47,18 +47,10 @@ type driver struct {
 // runMaster runs the job from restore until the master ends the run: it
 // sets res.Status, or returns the error that failed the job.
 func (j *Job) runMaster(ctx context.Context, opts RunOptions, res *Result, restore *checkpoint.Completed, states map[string][]*backend.SubtaskState, reason string) error {
-	var sources []string
-	for _, op := range j.spec.Operators {
-		if op.Type == spec.TypeSource {
-			for i := 0; i < op.Parallelism; i++ {
-				sources = append(sources, checkpoint.TaskID{Operator: op.Name, Index: i}.String())
-			}
-		}
-	}
 	d := &driver{j: j, opts: opts, res: res, restore: restore, states: states,
 		elapsed: make(chan struct{}, 1), faults: map[int]*faultEntry{}}
 	d.m = master.New(master.Config{
-		Handler: j.handler, Sources: sources, FinalCheckpoint: j.cfg.Checkpoint.Interval > 0,
+		Handler: j.handler, Sources: subtasksOf(j.spec, spec.TypeSource), FinalCheckpoint: j.cfg.Checkpoint.Interval > 0,
 		SavepointOnExit: opts.SavepointOnExit, WaitToResubmit: opts.WaitToResubmit,
 	})
 	defer func() {
