@@ -86,12 +86,12 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 		t.source = &sourceTask{task: t, src: src}
 	} else {
-		oper, err := newOperator(op, j.cfg.Env, j.bad)
+		oper, err := newOperator(j.spec, op, j.cfg.Env, j.bad)
 		if err != nil {
 			return nil, err
 		}
 		t.oper = oper
-		t.opr = &operatorTask{task: t}
+		t.opr = &operatorTask{task: t, ids: idField(j.spec)}
 		t.opr.one, _ = oper.(OneInput)
 		t.opr.two, _ = oper.(TwoInput)
 	}

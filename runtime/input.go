@@ -5,6 +5,7 @@ package runtime
 
 import (
 	"context"
+	"faultline/runtime/flatjson"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,8 @@ type operatorTask struct {
 	*task
 	one OneInput
 	two TwoInput
+	// ids reads the job's id from records in flight (see recordID)
+	ids flatjson.Field
 	// prefetch is keyed, when it can load a key's state ahead of use
 	prefetch backend.Prefetcher
 	// grouped is keyed, when it takes the key groups hash edges computed

@@ -192,7 +192,10 @@ func (r *run) doHere(t *testing.T) *run {
 		}
 	}
 	expect := verify.ExpectOf(r.job)
-	l := verify.New(expect.Kind, expect.StateTTL)
+	l, err := verify.New(expect)
+	if err != nil {
+		t.Fatal(err)
+	}
 	l.Lenient = r.periods
 	r.verify, err = verify.VerifyOn(context.Background(), l, gen, r.mode.String(), bounds, committed)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // newOperator builds the operator of a spec entry (sources are run by the
 // source task directly and have no Operator). bad is what decoding
 // operators do with records they cannot parse.
-func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error) {
+func newOperator(job *spec.Job, op *spec.Operator, env *Env, bad *badRecords) (Operator, error) {
 	switch op.Type {
 	case spec.TypeParse:
 		return &parseOp{schema: op.Schema, bad: bad}, nil
@@ -31,7 +31,7 @@ func newOperator(op *spec.Operator, env *Env, bad *badRecords) (Operator, error)
 		if err != nil {
 			return nil, err
 		}
-		return &sinkOp{out: out, topic: op.Topic, txnPrefix: env.TxnPrefix, progress: bad.progress, skipped: &bad.replaySkipped, obs: bad.obs}, nil
+		return &sinkOp{out: out, topic: op.Topic, key: op.Key, ids: idField(job), txnPrefix: env.TxnPrefix, progress: bad.progress, skipped: &bad.replaySkipped, obs: bad.obs}, nil
 	}
 	return nil, fmt.Errorf("operator %s: type %q has no implementation", op.Name, op.Type)
 }

@@ -33,7 +33,7 @@ func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 				lim = b[topic]
 			}
 			gen.ReadInput(context.Background(), topic, lim, func(v []byte, _ int64) error {
-				id, _ := flatjson.OrderIDOf(v)
+				id, _ := flatjson.MustField("order_id").Of(v)
 				seen[string(id)] |= 1 << i
 				return nil
 			})
@@ -55,14 +55,14 @@ func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 	if after == 0 || inBounds == 0 {
 		t.Fatalf("paid orders: %d within the checkpoint, %d after it; want some of each", inBounds, after)
 	}
-	v, err := verify.Verify(context.Background(), gen, verify.Expect{Kind: "paid-orders"}, "at-least-once", bounds, out)
+	v, err := verify.Verify(context.Background(), gen, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "at-least-once", bounds, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !v.OK || v.Unexpected != 0 || v.AfterCheckpoint != after || v.Expected != inBounds || v.Lost != 0 {
 		t.Fatalf("at-least-once: %+v; want ok, %d expected, %d after the checkpoint, none unexpected", v, inBounds, after)
 	}
-	v, err = verify.Verify(context.Background(), gen, verify.Expect{Kind: "paid-orders"}, "exactly-once", bounds, out)
+	v, err = verify.Verify(context.Background(), gen, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", bounds, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/binary"
 	"encoding/json"
+	"faultline/runtime/flatjson"
 	"fmt"
 	"strconv"
 	"sync"
@@ -50,8 +51,12 @@ type sinkOp struct {
 	// (the damaged checkpoint's offsets; nil: when the set is empty).
 	skip      map[string]struct{}
 	skipUntil checkpoint.Offsets
-	skipped   *atomic.Int64 // shared by the job's sinks, for the report
-	obs       *Observer     // says what the skip set holds (may be nil)
+	// key names the field whose value keys each record written ("": no
+	// key); ids reads the job's id, which the skip set holds.
+	key     string
+	ids     flatjson.Field
+	skipped *atomic.Int64 // shared by the job's sinks, for the report
+	obs     *Observer     // says what the skip set holds (may be nil)
 }
 
 // Names of the sink's other operator state entries, each per owner
@@ -346,7 +351,7 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 	var c string
 	hasKey := false
 	if f, ok := rec.Value.(Fielder); ok {
-		c, hasKey = f.Field("customer")
+		c, hasKey = f.Field(s.key)
 	}
 	var key, val []byte
 	if s.redoLog {

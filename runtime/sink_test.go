@@ -312,7 +312,7 @@ func (mayLose) PreparedMayBeLost() bool { return true }
 func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	out := mayLose{&losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}}
 	task := checkpoint.TaskID{Operator: "sink", Index: 0}
-	s1 := &sinkOp{out: out, topic: "revenue", txnPrefix: "p"}
+	s1 := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
 	if err := s1.Open(&OperatorContext{Task: task, Parallelism: 1, restored: map[string][][]byte{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	for name, v := range entries {
 		restored[name] = [][]byte{append([]byte(nil), v...)} // as a store gives it back
 	}
-	s2 := &sinkOp{out: out, topic: "revenue", txnPrefix: "p"}
+	s2 := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
 	if err := s2.Open(&OperatorContext{Task: task, Parallelism: 1, Restored: true, RestoredFrom: 1, restored: restored}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	}
 	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1,
 		Completed: func(id int64) (*checkpoint.Completed, bool) { c, ok := at[id]; return c, ok }}
-	s := &sinkOp{out: NewMemoryOutput(), ctx: ctx, skip: map[string]struct{}{"o-000001": {}, "o-000002": {}}, skipUntil: until}
+	s := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: NewMemoryOutput(), ctx: ctx, skip: map[string]struct{}{"o-000001": {}, "o-000002": {}}, skipUntil: until}
 	entries, err := s.SnapshotState(6)
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +382,7 @@ func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	for name, v := range entries {
 		restored[name] = append(restored[name], v)
 	}
-	r := &sinkOp{out: NewMemoryOutput(), ctx: ctx}
+	r := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: NewMemoryOutput(), ctx: ctx}
 	rctx := *ctx
 	rctx.Restored, rctx.restored = true, restored
 	if err := r.restoreSkip(&rctx); err != nil {
@@ -444,7 +444,7 @@ func (h sinkHarness) rec(id string) *Record {
 // open opens a sink subtask restored from restored (nil: nothing).
 func (h sinkHarness) open(restored map[string][][]byte, from int64, replay checkpoint.Offsets) *sinkOp {
 	h.t.Helper()
-	s := &sinkOp{out: h.out, topic: "revenue", txnPrefix: "p"}
+	s := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: h.out, topic: "revenue", txnPrefix: "p"}
 	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1, Restored: restored != nil,
 		RestoredFrom: from, Replay: replay, restored: restored, Completed: func(int64) (*checkpoint.Completed, bool) { return nil, false }}
 	if restored == nil {
@@ -484,7 +484,7 @@ func (h sinkHarness) once(ids ...string) {
 	h.t.Helper()
 	count := map[string]int{}
 	for _, r := range h.out.Committed() {
-		id, _ := flatjson.OrderIDOf(r.Value)
+		id, _ := flatjson.MustField("order_id").Of(r.Value)
 		count[string(id)]++
 	}
 	for _, o := range ids {

@@ -57,7 +57,7 @@ func (s *sinkOp) restoreSkip(ctx *OperatorContext) error {
 	if !ok {
 		return nil
 	}
-	past, err := committedPast(context.Background(), reader, ctx.restored)
+	past, err := committedPast(context.Background(), reader, ctx.restored, s.ids)
 	if err != nil {
 		return fmt.Errorf("read the output the damaged checkpoint committed: %w", err)
 	}
@@ -119,7 +119,7 @@ func restoredSkipSets(restored map[string][][]byte) (skip map[string]struct{}, u
 // again: what newer checkpoints committed. With no position to read from
 // (no checkpoint, or one taken before the sink first committed) it is
 // every id the committed output holds.
-func committedPast(ctx context.Context, reader CommittedReader, restored map[string][][]byte) (map[string]struct{}, error) {
+func committedPast(ctx context.Context, reader CommittedReader, restored map[string][][]byte, ids flatjson.Field) (map[string]struct{}, error) {
 	from := map[int32]int64{}
 	consider := func(c string) {
 		if _, f, ok := reader.PositionOf(c); ok {
@@ -153,7 +153,7 @@ func committedPast(ctx context.Context, reader CommittedReader, restored map[str
 				return nil, err
 			}
 			for _, r := range recs {
-				if id, ok := flatjson.OrderIDOf(r.Value); ok {
+				if id, ok := ids.Of(r.Value); ok {
 					own[string(id)] = true
 				}
 			}
@@ -165,7 +165,7 @@ func committedPast(ctx context.Context, reader CommittedReader, restored map[str
 	}
 	past := map[string]struct{}{}
 	for _, r := range recs {
-		if id, ok := flatjson.OrderIDOf(r.Value); ok && len(id) > 0 && !own[string(id)] {
+		if id, ok := ids.Of(r.Value); ok && len(id) > 0 && !own[string(id)] {
 			past[string(id)] = struct{}{}
 		}
 	}
@@ -179,7 +179,7 @@ func (s *sinkOp) skipping(v any) bool {
 	if !ok {
 		return false
 	}
-	id, ok := f.Field("order_id")
+	id, ok := f.Field(s.ids.Name())
 	if !ok {
 		return false
 	}
@@ -279,7 +279,7 @@ func (r *restorer) heldAhead(ctx context.Context, states map[string][]*backend.S
 		if len(r.passedOver) == 0 {
 			continue
 		}
-		past, err := committedPast(ctx, reader, restored)
+		past, err := committedPast(ctx, reader, restored, idField(r.job))
 		if err != nil {
 			return nil, err
 		}

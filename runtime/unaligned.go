@@ -17,6 +17,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"faultline/runtime/spec"
 	"fmt"
 	"time"
 
@@ -94,7 +95,7 @@ func (t *operatorTask) finishInFlight(id int64) {
 			continue
 		}
 		for k := range recs {
-			if id, ok := orderIDOf(&recs[k]); ok && !seen[id] {
+			if id, ok := recordID(&recs[k], t.ids); ok && !seen[id] {
 				seen[id] = true
 				cs.ids = append(cs.ids, id)
 			}
@@ -308,23 +309,21 @@ func (t *operatorTask) takeEarly(ctx context.Context) error {
 	return nil
 }
 
-// orderIDOf is the order id a record in flight carries: decoded values
-// have it, raw input has it in its JSON.
-func orderIDOf(rec *Record) (string, bool) {
-	switch v := rec.Value.(type) {
-	case *Order:
-		return v.OrderID, true
-	case *Payment:
-		return v.OrderID, true
-	case *PaidOrder:
-		return v.OrderID, true
-	case *Revenue:
-		return v.OrderID, true
-	case *Enriched:
-		return v.OrderID, true
+// recordID is the id (the job spec's id field) a record in flight
+// carries: decoded values have it as a field, raw input in its JSON.
+func recordID(rec *Record, id flatjson.Field) (string, bool) {
+	if f, ok := rec.Value.(Fielder); ok {
+		return f.Field(id.Name())
 	}
-	if id, ok := flatjson.OrderIDOf(rec.Bytes); ok {
-		return string(id), true
+	if v, ok := id.Of(rec.Bytes); ok {
+		return string(v), true
 	}
 	return "", false
+}
+
+// idField reads job's id (spec.Job.ID) from raw records: the zero Field,
+// which reads nothing, when the job names none.
+func idField(job *spec.Job) flatjson.Field {
+	f, _ := flatjson.NewField(job.ID)
+	return f
 }

@@ -41,17 +41,21 @@ func openLedger(path string, expect verify.Expect, continues bool, stateDir stri
 
 func loadLedger(path string, expect verify.Expect, continues bool, stateDir string) (*verify.Ledger, error) {
 	if !continues {
-		return verify.New(expect.Kind, expect.StateTTL), nil
+		return verify.New(expect)
 	}
 	l, err := verify.Load(path)
+	if err == nil {
+		err = l.Adopt(expect.ID)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return verify.New(expect.Kind, expect.StateTTL), nil
+		return verify.New(expect)
 	case err != nil:
 		return nil, exitError{code: 1, err: fmt.Errorf("%w: it holds what the verification counted of the records the embedded broker has deleted, so the output can no longer be checked from the start; start afresh in another --state-dir", err)}
-	case l.Kind() != expect.Kind || l.TTL() != expect.StateTTL:
-		return nil, usagef("the runs before this one on %s expected %s with a state TTL of %s, this one would expect %s with %s: give the job and --state-ttl they had, or start afresh in another --state-dir",
-			stateDir, l.Kind(), l.TTL(), expect.Kind, expect.StateTTL)
+	case l.Expect() != expect:
+		was := l.Expect()
+		return nil, usagef("the runs before this one on %s expected %s by %s with a state TTL of %s, this one would expect %s by %s with %s: give the job and --state-ttl they had, or start afresh in another --state-dir",
+			stateDir, was.Kind, was.ID, was.StateTTL, expect.Kind, expect.ID, expect.StateTTL)
 	}
 	return l, nil
 }

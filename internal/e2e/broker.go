@@ -73,21 +73,40 @@ func Kcat(t *testing.T, stdin string, args ...string) string {
 // and counts each order id.
 func CommittedIDs(t *testing.T, stateDir string) map[string]int {
 	t.Helper()
-	b, addr := StartBrokerWith(t, "--state-dir", stateDir)
-	out := Kcat(t, "", "-b", addr, "-C", "-t", "revenue", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%s\n")
-	b.Process.Signal(syscall.SIGTERM)
-	b.Wait()
 	ids := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r struct {
+	for _, r := range Committed(t, stateDir, "revenue") {
+		var v struct {
 			OrderID string `json:"order_id"`
 		}
-		if err := json.Unmarshal([]byte(line), &r); err != nil || r.OrderID == "" {
-			t.Fatalf("output record %q: %v", line, err)
+		if err := json.Unmarshal([]byte(r.Value), &v); err != nil || v.OrderID == "" {
+			t.Fatalf("output record %q: %v", r.Value, err)
 		}
-		ids[r.OrderID]++
+		ids[v.OrderID]++
 	}
 	return ids
+}
+
+// KV is a record's key and value.
+type KV struct{ Key, Value string }
+
+// Committed reads topic of the state dir's embedded broker as a
+// read_committed consumer of its own (kcat, through `faultline broker` on
+// the state dir): every record's key and value.
+func Committed(t *testing.T, stateDir, topic string) []KV {
+	t.Helper()
+	b, addr := StartBrokerWith(t, "--state-dir", stateDir)
+	out := Kcat(t, "", "-b", addr, "-C", "-t", topic, "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%k\t%s\n")
+	b.Process.Signal(syscall.SIGTERM)
+	b.Wait()
+	var recs []KV
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("kcat printed %q, want key, tab, value", line)
+		}
+		recs = append(recs, KV{k, v})
+	}
+	return recs
 }
 
 // DeleteAllCheckpoints deletes every checkpoint in the state dir, newest

@@ -11,6 +11,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode"
 )
 
 // ErrNotFlat is what the scanner reports for anything it does not read itself.
@@ -271,12 +275,52 @@ func foldsTo(key []byte, names ...string) bool {
 	return false
 }
 
-// OrderIDOf returns the order_id of a flat JSON record (an input or output
-// record of the default job) as encoding/json reads it into
-// struct{ OrderID string `json:"order_id"` }: ok is false when encoding/json
-// cannot decode b at all, id is empty when the object has no order_id. id
-// may point into b. The live verifier calls it for every record it reads.
-func OrderIDOf(b []byte) (id []byte, ok bool) {
+// Field reads one string member of flat JSON records, by name: the field
+// that identifies a record end to end (the job spec's id), which the live
+// verifier, the oracle and the sink's skip set read from every record. It
+// reads as encoding/json reads the record into a struct with one string
+// field tagged with the name.
+type Field struct {
+	name string
+	typ  reflect.Type // struct{ V string `json:"<name>"` }, for encoding/json
+}
+
+// ErrFieldName means a field name cannot be read as a JSON member name.
+var ErrFieldName = errors.New("not a field name")
+
+// NewField returns the reader of field name: letters, digits, '_', '-' and
+// '.' only, as a JSON struct tag can name it.
+func NewField(name string) (Field, error) {
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r == '_' || r == '-' || r == '.' || r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)))
+	}) {
+		return Field{}, fmt.Errorf("%w: %q", ErrFieldName, name)
+	}
+	typ := reflect.StructOf([]reflect.StructField{{
+		Name: "V", Type: reflect.TypeFor[string](), Tag: reflect.StructTag(`json:"` + name + `"`),
+	}})
+	return Field{name: name, typ: typ}, nil
+}
+
+// MustField is NewField for a name known to be valid.
+func MustField(name string) Field {
+	f, err := NewField(name)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// Name is the field's name.
+func (f Field) Name() string { return f.name }
+
+// Of returns field f of a flat JSON record: ok is false when encoding/json
+// cannot decode b at all, the value is empty when the object has no such
+// member. The value may point into b.
+func (f Field) Of(b []byte) (v []byte, ok bool) {
+	if f.typ == nil {
+		return nil, false // the zero Field names nothing
+	}
 	if s, err := NewScanner(b); err == nil {
 		bad := false
 		for {
@@ -286,22 +330,20 @@ func OrderIDOf(b []byte) (id []byte, ok bool) {
 				break
 			}
 			switch {
-			case string(key) == "order_id":
+			case string(key) == f.name:
 				bad = bad || isNum
-				id = str // the last one wins, as in encoding/json
-			case foldsTo(key, "order_id"):
+				v = str // the last one wins, as in encoding/json
+			case foldsTo(key, f.name):
 				bad = true // encoding/json matches keys regardless of case
 			}
 		}
 		if !bad {
-			return id, true
+			return v, true
 		}
 	}
-	var r struct {
-		OrderID string `json:"order_id"`
-	}
-	if json.Unmarshal(b, &r) != nil {
+	r := reflect.New(f.typ)
+	if json.Unmarshal(b, r.Interface()) != nil {
 		return nil, false
 	}
-	return []byte(r.OrderID), true
+	return []byte(r.Elem().Field(0).String()), true
 }

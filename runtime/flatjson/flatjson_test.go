@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// OrderIDOf reads every record as encoding/json reads it into a struct with
-// an order_id: the same id, and ok exactly when encoding/json decodes it.
-func FuzzOrderIDOfAgreesWithEncodingJSON(f *testing.F) {
+// Field.Of reads every record as encoding/json reads it into a struct with
+// that field: the same value, and ok exactly when encoding/json decodes it.
+func FuzzFieldOfAgreesWithEncodingJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"order_id":"o-000001","customer":"c-7","amount_cents":1250}`,
 		`{"order_id":"o-000002","payment_id":"p-1","amount_cents":-3}`,
@@ -26,7 +26,7 @@ func FuzzOrderIDOfAgreesWithEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		id, ok := OrderIDOf(b)
+		id, ok := MustField("order_id").Of(b)
 		var want struct {
 			OrderID string `json:"order_id"`
 		}
@@ -38,6 +38,35 @@ func FuzzOrderIDOfAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("%q: id %q, encoding/json %q", b, id, want.OrderID)
 		}
 	})
+}
+
+// A field of any name reads as encoding/json reads it; a name a struct tag
+// cannot carry is refused.
+func TestFieldOfAnyName(t *testing.T) {
+	f := MustField("event-id")
+	for _, c := range []struct {
+		in   string
+		want string
+		ok   bool
+	}{
+		{`{"event-id":"e-1","order_id":"o"}`, "e-1", true},
+		{`{"EVENT-ID":"e-2"}`, "e-2", true}, // encoding/json folds case
+		{`{"order_id":"o"}`, "", true},
+		{`{"event-id":7}`, "", false},
+	} {
+		v, ok := f.Of([]byte(c.in))
+		if ok != c.ok || string(v) != c.want {
+			t.Errorf("%s: %q %v, want %q %v", c.in, v, ok, c.want, c.ok)
+		}
+	}
+	for _, bad := range []string{"", `a"b`, "a,b", "a b"} {
+		if _, err := NewField(bad); err == nil {
+			t.Errorf("NewField(%q) accepted", bad)
+		}
+	}
+	if _, ok := (Field{}).Of([]byte(`{"x":"y"}`)); ok {
+		t.Error("the zero Field read a value")
+	}
 }
 
 // The generator's records take the one-pass path and read their members.

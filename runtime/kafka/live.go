@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"faultline/runtime/flatjson"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -82,7 +83,8 @@ type Committed func() (id int64, bounds checkpoint.Offsets, inFlight []string, o
 // found something missing — never with a loss on screen meanwhile.
 type LiveVerifier struct {
 	cfg      LiveConfig
-	progress chan struct{} // a consumer applied records (cap 1, never blocks)
+	ids      flatjson.Field // reads cfg.ID
+	progress chan struct{}  // a consumer applied records (cap 1, never blocks)
 	running  atomic.Bool
 	sureWait atomic.Int64 // checks that needed the sure step (for tests)
 	// beforeDeliver, when set (by tests, before Run), runs before a
@@ -112,6 +114,9 @@ type LiveConfig struct {
 	OutputFrom map[int32]int64
 	// Expect is the job spec's verify kind: "paid-orders" or "orders".
 	Expect string
+	// ID is the field that identifies a record in the input and the
+	// output (the job spec's id): records are counted by it.
+	ID string
 	// StateTTL is the join's state TTL: an order and its payment further
 	// apart in event time are not expected (0: every paid order is).
 	StateTTL time.Duration
@@ -143,6 +148,7 @@ const (
 // NewLiveVerifier returns a verifier for cfg; Run starts it.
 func NewLiveVerifier(cfg LiveConfig) *LiveVerifier {
 	v := &LiveVerifier{cfg: cfg, progress: make(chan struct{}, 1)}
+	v.ids, _ = flatjson.NewField(cfg.ID) // validate refuses a bad one
 	v.st.needPayment = cfg.Expect == "paid-orders"
 	v.st.ttl = cfg.StateTTL.Milliseconds()
 	v.st.lenient = cfg.Lenient
@@ -158,6 +164,9 @@ func (cfg LiveConfig) validate() error {
 	}
 	if cfg.Output == "" {
 		return fmt.Errorf("%w: no output topic", errLiveConfig)
+	}
+	if _, err := flatjson.NewField(cfg.ID); err != nil {
+		return fmt.Errorf("%w: the id field: %v", errLiveConfig, err)
 	}
 	for _, t := range cfg.inputs() {
 		if cfg.Inputs[t] == "" {

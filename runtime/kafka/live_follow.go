@@ -8,7 +8,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/runtime"
-	"faultline/runtime/flatjson"
 )
 
 // liveConn is the verifier's connections: a client per consumer, so that a
@@ -203,7 +202,7 @@ func (v *LiveVerifier) deliver(lp *livePart, batch []*sarama.ConsumerMessage, pa
 	}
 	parsed = parsed[:0]
 	for _, m := range batch {
-		id, ok := flatjson.OrderIDOf(m.Value)
+		id, ok := v.ids.Of(m.Value)
 		parsed = append(parsed, parsedID{off: m.Offset, id: id, ok: ok, ts: m.Timestamp.UnixMilli()})
 	}
 	now := time.Now()

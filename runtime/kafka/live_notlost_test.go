@@ -57,7 +57,7 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 	commit(t, out, writeTxn(t, out, "t/0", orders))
 
 	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments},
-		Output: "revenue", Expect: "paid-orders", StateTTL: time.Minute})
+		Output: "revenue", Expect: "paid-orders", ID: "order_id", StateTTL: time.Minute})
 	var committed fakeCommitted
 	committed.set(1, checkpoint.Offsets{runtime.TopicOrders: {0: 20}, runtime.TopicPayments: {0: 20}})
 	r := startLive(t, v, committed.get, func(s LiveStatus) error {
@@ -94,7 +94,7 @@ func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
 	gen := runtime.NewGenerator(12, 600, runtime.GeneratorPartitions)
 	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
 	defer run.stop()
 

@@ -96,7 +96,7 @@ func FuzzOrderIDAgreesWithEncodingJSON(f *testing.F) {
 			OrderID string `json:"order_id"`
 		}
 		jerr := json.Unmarshal(b, &r)
-		id, ok := flatjson.OrderIDOf(b)
+		id, ok := flatjson.MustField("order_id").Of(b)
 		if ok != (jerr == nil) || ok && string(id) != r.OrderID {
 			t.Fatalf("%q: scanner %q %v, encoding/json %q %v", b, id, ok, r.OrderID, jerr)
 		}

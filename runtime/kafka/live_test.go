@@ -355,7 +355,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	gen := runtime.NewGenerator(7, 800, runtime.GeneratorPartitions)
 	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	var holdIn, holdOut gate // held: that side's consumers wait
 	v.beforeDeliver = func(input bool) {
 		if input {
@@ -438,7 +438,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := verify.Verify(context.Background(), Inputs{C: c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", b4, recs)
+	ver, err := verify.Verify(context.Background(), Inputs{C: c}, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", b4, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestLiveVerifierDuplicatesLossAndOpenTransactions(t *testing.T) {
 	gen := runtime.NewGenerator(11, 600, runtime.GeneratorPartitions)
 	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	run := startLive(t, v, committed.get, func(s LiveStatus) error {
 		switch {
 		case s.AsOf < 2 && s.Lost != 0:

@@ -9,7 +9,6 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
-	"faultline/runtime/flatjson"
 	"faultline/runtime/verify"
 )
 
@@ -263,7 +262,7 @@ func (r *Retention) from(topic string, p int32) (int64, bool) {
 // positions up to floor and adds it to the ledger.
 func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic string, floor map[int32]int64) error {
 	return r.advance(ctx, cl, topic, floor, false, func(rec runtime.OutputRecord) {
-		id, _ := flatjson.OrderIDOf(rec.Value)
+		id, _ := r.cfg.Ledger.IDOf(rec.Value)
 		r.cfg.Ledger.Input(gen, id, rec.Time)
 	})
 }
@@ -273,7 +272,7 @@ func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic st
 // adds it to the ledger.
 func (r *Retention) accountOutput(ctx context.Context, cl sarama.Client, lso map[int32]int64) error {
 	return r.advance(ctx, cl, r.cfg.Output, lso, true, func(rec runtime.OutputRecord) {
-		id, ok := flatjson.OrderIDOf(rec.Value)
+		id, ok := r.cfg.Ledger.IDOf(rec.Value)
 		r.cfg.Ledger.Output(id, ok, rec.Time)
 	})
 }

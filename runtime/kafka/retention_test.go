@@ -75,12 +75,12 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	defer func(n int64) { roundRecords = n }(roundRecords)
 	roundRecords = 700
 	f := newRetentionFixture(t)
-	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
+	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "ledger")
-	ledger := verify.New(verify.PaidOrders, 0)
+	ledger := mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"})
 	older := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{
 		{Operator: "src", Index: 0}:  {Offsets: f.eighth},
 		{Operator: "sink", Index: 0}: {OutputFrom: checkpoint.Offsets{"revenue": f.outFrom}},
@@ -208,11 +208,11 @@ func TestReadCommittedStopsAtItsBound(t *testing.T) {
 // everything.
 func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 	f := newRetentionFixture(t)
-	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
+	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger := verify.New(verify.PaidOrders, 0)
+	ledger := mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"})
 	cp := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: f.eighth}}}
 	r := NewRetention(RetentionConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Ledger: ledger, Path: filepath.Join(t.TempDir(), "ledger"),
 		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) { return []*checkpoint.Completed{cp}, nil }})
@@ -222,7 +222,7 @@ func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 	if f.logStart(t, runtime.TopicOrders, 0) == 0 || f.logStart(t, "revenue", 0) == 0 {
 		t.Fatal("the round deleted nothing: the test would not show the seed at work")
 	}
-	v := NewLiveVerifier(LiveConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Expect: "paid-orders"})
+	v := NewLiveVerifier(LiveConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	v.Seed(ledger)
 	var committed fakeCommitted
 	committed.set(1, f.quarter)
@@ -249,7 +249,7 @@ func TestRetentionKeepsTheEndOfAPartitionItEmpties(t *testing.T) {
 	writeInputs(t, c, gen, checkpoint.Offsets{}, all)
 	cp := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: all}}}
 	r := NewRetention(RetentionConfig{Client: c, Inputs: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments},
-		Output: "revenue", Ledger: verify.New(verify.PaidOrders, 0), Path: filepath.Join(t.TempDir(), "ledger"),
+		Output: "revenue", Ledger: mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"}), Path: filepath.Join(t.TempDir(), "ledger"),
 		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) { return []*checkpoint.Completed{cp}, nil }, Logf: t.Logf})
 	if err := r.Round(context.Background()); err != nil {
 		t.Fatal(err)
@@ -275,4 +275,13 @@ func TestRetentionKeepsTheEndOfAPartitionItEmpties(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mustLedger is verify.New for an expectation known to be valid.
+func mustLedger(e verify.Expect) *verify.Ledger {
+	l, err := verify.New(e)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }

@@ -13,12 +13,14 @@ const DefaultYAML = `# The default job: revenue per customer from paid orders.
 # time (the records' Kafka timestamps): an order whose payment is more than a
 # minute apart from it is not joined, and the verification expects exactly
 # that; revenue keeps a running total per customer. The sink writes one record per paid order inside Kafka
-# transactions, so a run can check that every paid order is in the committed
-# output exactly once (verify: paid-orders). faultline runs this job when no
-# --job is given; runtime/spec.DefaultYAML holds the same text.
+# transactions, keyed by customer, so a run can check that every paid order is
+# in the committed output exactly once (verify: paid-orders), counting the
+# records by their order_id (id). faultline runs this job when no --job is
+# given; runtime/spec.DefaultYAML holds the same text.
 name: orders
 max_parallelism: 128
 verify: paid-orders
+id: order_id
 operators:
   - name: orders-source
     type: source
@@ -56,6 +58,7 @@ operators:
   - name: sink
     type: sink
     topic: revenue
+    key: customer
     parallelism: 1
     inputs:
       - {from: revenue, edge: rebalance}

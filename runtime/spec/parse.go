@@ -18,8 +18,8 @@ import (
 
 // Keys each mapping of a spec may have, in the order messages list them.
 var (
-	jobKeys      = []string{"name", "max_parallelism", "verify", "operators"}
-	operatorKeys = []string{"name", "type", "parallelism", "topic", "schema", "state_ttl", "inputs"}
+	jobKeys      = []string{"name", "max_parallelism", "verify", "id", "operators"}
+	operatorKeys = []string{"name", "type", "parallelism", "topic", "key", "schema", "state_ttl", "inputs"}
 	inputKeys    = []string{"from", "edge", "key"}
 )
 
@@ -138,6 +138,12 @@ func (p *parser) parse() (*Job, error) {
 			return nil, p.errf(verifyNode.Line, "verify", "must be %s or %s, got %q", VerifyPaidOrders, VerifyOrders, job.Verify)
 		}
 	}
+	idNode := top.get("id")
+	if idNode != nil {
+		if job.ID, err = p.text(idNode, "id"); err != nil {
+			return nil, err
+		}
+	}
 	opsNode := top.get("operators")
 	if opsNode == nil {
 		return nil, p.errf(top.line, "operators", "required: the list of the job's operators, sources first")
@@ -158,6 +164,9 @@ func (p *parser) parse() (*Job, error) {
 		return nil, err
 	}
 	if err := p.checkJob(job, opsLine, verifyNode); err != nil {
+		return nil, err
+	}
+	if err := p.checkID(job, opsLine, idNode); err != nil {
 		return nil, err
 	}
 	if msg := SizeOf(job).TooBig(); msg != "" {

@@ -93,6 +93,12 @@ type Job struct {
 	// Verify is what the sink's output must contain exactly once:
 	// "paid-orders" (the default job) or "orders".
 	Verify string
+	// ID is the field that identifies a record end to end, from the input
+	// through every operator to the output: the verification counts the
+	// committed output by it, and a sink that restarts skips the records
+	// its committed output holds already by it. Default: the id field of
+	// the records the sinks read (see Record).
+	ID string
 	// Operators are in file order; every input refers to an earlier
 	// operator, so the graph has no cycles and this order is topological.
 	Operators []*Operator
@@ -107,7 +113,12 @@ type Operator struct {
 	Type        string
 	Parallelism int
 	Topic       string // source: topic read ("orders" or "payments"); sink: topic written
-	Schema      string // parse: "order" or "payment"
+	// Key is a sink's record key: the field of the records it reads whose
+	// value keys each output record (Kafka: the record key, which picks
+	// the partition). Default: the key field of the records it reads (see
+	// Record); none when they have none.
+	Key    string
+	Schema string // parse: "order" or "payment"
 	// StateTTL is how long a join keeps a side waiting for its partner, in
 	// event time (see runtime's joinOp); 0 keeps it for ever.
 	StateTTL time.Duration
@@ -238,6 +249,27 @@ func (j *Job) names() []string {
 		names[i] = op.Name
 	}
 	return names
+}
+
+// Record is what the records an operator emits carry: their fields (what a
+// hash edge from it can key by, what a sink's key and the job's id can
+// name), the field that identifies each record end to end, and the field
+// a sink keys them by unless its spec names another.
+type Record struct {
+	Fields []string
+	ID     string
+	Key    string
+}
+
+// RecordOf returns what op's records carry. Sources emit raw bytes and
+// sinks emit nothing, so both have no fields. The slices are the caller's
+// to keep.
+func RecordOf(j *Job, op *Operator) Record {
+	fields := OutputFields(j, op)
+	if len(fields) == 0 {
+		return Record{}
+	}
+	return Record{Fields: fields, ID: "order_id", Key: "customer"}
 }
 
 // OutputFields returns the fields that op's records carry, which are what a

@@ -64,7 +64,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty file", "", 1, "", "the file is empty"},
 		{"only comments", "# nothing here\n", 1, "", "the file is empty"},
 		{"only a document marker", "---\n", 1, "", "no content"},
-		{"not a mapping", lines("- a", "- b"), 1, "", "must be a mapping with keys name, max_parallelism, verify, operators, got a list"},
+		{"not a mapping", lines("- a", "- b"), 1, "", "must be a mapping with keys name, max_parallelism, verify, id, operators, got a list"},
 		{"a plain word", "orders\n", 1, "", `got "orders"`},
 		{"yaml syntax", lines("name: t", "b: 2", "c 2", "d: 3"), 3, "", "invalid YAML: could not find expected ':'"},
 		{"bad indentation", lines("name: t", "  oops: 1"), 2, "", "invalid YAML: mapping values are not allowed"},
@@ -77,7 +77,7 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", lines("name: a", "---", "name: b"), 2, "", "another one here"},
 
 		// Top-level keys.
-		{"unknown top key", lines("name: t", "paralelism: 2"), 2, "paralelism", `unknown key "paralelism" (allowed: name, max_parallelism, verify, operators)`},
+		{"unknown top key", lines("name: t", "paralelism: 2"), 2, "paralelism", `unknown key "paralelism" (allowed: name, max_parallelism, verify, id, operators)`},
 		{"duplicate top key", lines("name: t", "name: u"), 2, "name", "given twice (first at line 1)"},
 		{"job name missing", lines("verify: orders", "operators: []"), 1, "name", "required"},
 		{"job name empty", lines(`name: ""`), 1, "name", "must not be empty"},
@@ -94,11 +94,11 @@ func TestParseErrors(t *testing.T) {
 		{"operators empty", lines("name: t", "operators: []"), 2, "operators", "the list is empty"},
 
 		// Operator fields.
-		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, schema, state_ttl, inputs, got "source"`},
+		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, key, schema, state_ttl, inputs, got "source"`},
 		{"state_ttl on a source", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    state_ttl: 1m"}), 6, "operators[0].state_ttl", "only a join keeps records waiting"},
 		{"state_ttl not a duration", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: soon"}), 5, "operators[0].state_ttl", `must be a duration such as 1m or 30s (0: keep for ever), got "soon"`},
 		{"state_ttl negative", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: -1s"}), 5, "operators[0].state_ttl", "must be a duration"},
-		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, schema, state_ttl, inputs)`},
+		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, key, schema, state_ttl, inputs)`},
 		{"operator name missing", job(joinHeader, []string{"  - type: source", "    topic: orders"}), 3, "operators[0].name", "required"},
 		{"operator name with slash", job(joinHeader, []string{"  - name: a/b"}), 3, "operators[0].name", `"a/b": use only letters`},
 		{"duplicate operator name", job(joinHeader, srcOrders, srcOrders), 7, "operators[1].name", `"orders-source" is already the name of operators[0] (line 3)`},
@@ -168,6 +168,9 @@ func TestParseErrors(t *testing.T) {
 		{"verify paid-orders without a join", job([]string{"name: t", "verify: paid-orders", "operators:"}, srcOrders, parseOrders, sinkFrom("parse-orders")), 2, "verify", "without a join every order does; use verify: orders"},
 		{"sink straight from a source", job(joinHeader, srcOrders, sinkFrom("orders-source")), 11, "operators[1].inputs[0].from", "orders-source is a source of orders and emits raw bytes; put a parse (or an enrich) between them"},
 		{"sink from payments", withPrefix(sinkFrom("parse-payments")), 27, "operators[4].inputs[0].from", "parse-payments's records have order_id, payment_id, amount_cents"},
+		{"sink key not a field", job(joinHeader, srcOrders, parseOrders, append(sinkFrom("parse-orders"), "    key: tier")), 18, "operators[2].key", `parse-orders's records have no field "tier"; key by one of order_id, customer, amount_cents`},
+		{"key on a parse", job(joinHeader, srcOrders, append(slices.Clone(parseOrders), "    key: customer"), sinkFrom("parse-orders")), 13, "operators[1].key", "only a sink keys the records it writes"},
+		{"id not a field", job([]string{"name: t", "id: payment_id", "operators:"}, srcOrders, parseOrders, sinkFrom("parse-orders")), 2, "id", `out (operators[2]) writes the records of parse-orders, which have no field "payment_id"; the job's id must be a field every sink writes: one of order_id, customer, amount_cents`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -349,6 +352,33 @@ func TestPipelineFixture(t *testing.T) {
 	}
 	if j.Op("source").Topic != "orders" || j.Op("sink").Topic != "enriched-orders" {
 		t.Errorf("topics %q → %q", j.Op("source").Topic, j.Op("sink").Topic)
+	}
+	if j.ID != "order_id" || j.Op("sink").Key != "tier" {
+		t.Errorf("id %q, sink key %q; want the fixture's order_id and tier", j.ID, j.Op("sink").Key)
+	}
+}
+
+// A spec that names no id or sink key takes those of the records its
+// sinks read; one that does keeps its own.
+func TestIDAndSinkKey(t *testing.T) {
+	base := lines("name: t", "operators:",
+		"  - {name: s, type: source, topic: orders}",
+		"  - {name: e, type: enrich, inputs: [{from: s, edge: forward}]}",
+		"  - {name: k, type: sink, topic: out, inputs: [{from: e, edge: forward}]}")
+	j, err := Parse("t.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := RecordOf(j, j.Op("e"))
+	if j.ID != rec.ID || j.Op("k").Key != rec.Key || rec.ID == "" || rec.Key == "" {
+		t.Errorf("defaults: id %q, key %q; want the records' %q and %q", j.ID, j.Op("k").Key, rec.ID, rec.Key)
+	}
+	named := strings.Replace(base, "topic: out,", "topic: out, key: tier,", 1) + "id: amount_cents\n"
+	if j, err = Parse("t.yaml", []byte(named)); err != nil {
+		t.Fatal(err)
+	}
+	if j.ID != "amount_cents" || j.Op("k").Key != "tier" {
+		t.Errorf("named: id %q, key %q; want amount_cents and tier", j.ID, j.Op("k").Key)
 	}
 }
 

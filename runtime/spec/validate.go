@@ -90,7 +90,60 @@ func (p *parser) operator(job *Job, i int, n *yaml.Node, defined map[string]int)
 	if err := p.inputs(job, op, f, path, defined); err != nil {
 		return nil, err
 	}
+	if err := p.sinkKey(job, op, f, path); err != nil {
+		return nil, err
+	}
 	return op, nil
+}
+
+// sinkKey reads the key of a sink, a field of the records it reads, or
+// takes theirs; other operators write no records and have none.
+func (p *parser) sinkKey(job *Job, op *Operator, f fields, path string) error {
+	field := path + ".key"
+	n := f.get("key")
+	if op.Type != TypeSink {
+		if n != nil {
+			return p.errf(n.Line, field, "only a sink keys the records it writes; remove it from this %s (a hash edge names its key in its input)", op.Type)
+		}
+		return nil
+	}
+	up := RecordOf(job, job.Op(op.Inputs[0].From))
+	if n == nil {
+		op.Key = up.Key
+		return nil
+	}
+	var err error
+	if op.Key, err = p.text(n, field); err != nil {
+		return err
+	}
+	if !slices.Contains(up.Fields, op.Key) {
+		return p.errf(n.Line, field, "%s's records have no field %q; key by one of %s", op.Inputs[0].From, op.Key, strings.Join(up.Fields, ", "))
+	}
+	return nil
+}
+
+// checkID checks the job's id, or takes the id field of the records its
+// sinks read: every sink's records must carry it, so that the verification
+// can count each of them in the output.
+func (p *parser) checkID(job *Job, line int, n *yaml.Node) error {
+	for i, op := range job.Operators {
+		if op.Type != TypeSink {
+			continue
+		}
+		up := RecordOf(job, job.Op(op.Inputs[0].From))
+		if job.ID == "" {
+			job.ID = up.ID
+		}
+		if slices.Contains(up.Fields, job.ID) {
+			continue
+		}
+		if n != nil {
+			line = n.Line
+		}
+		return p.errf(line, "id", "%s (operators[%d]) writes the records of %s, which have no field %q; the job's id must be a field every sink writes: one of %s",
+			op.Name, i, op.Inputs[0].From, job.ID, strings.Join(up.Fields, ", "))
+	}
+	return nil
 }
 
 // topic reads the topic of a source or a sink; other operators have none.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"faultline/runtime/flatjson"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -25,6 +26,7 @@ var ErrCorrupt = errors.New("verification ledger damaged")
 type header struct {
 	Kind      string                     `json:"kind"`
 	TTLMs     int64                      `json:"ttl_ms"`
+	ID        string                     `json:"id,omitempty"`
 	Committed int                        `json:"committed"`
 	BadInput  int                        `json:"bad_input"`
 	BadOutput int                        `json:"bad_output"`
@@ -39,7 +41,7 @@ type header struct {
 // table compressed (a presence byte and the ids' bytes per chunk), and a
 // CRC-32C of everything before it.
 func (l *Ledger) MarshalBinary() ([]byte, error) {
-	h := header{Kind: l.kind, TTLMs: l.ttl, Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
+	h := header{Kind: l.kind, TTLMs: l.ttl, ID: l.id.Name(), Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
 		Positions: l.Positions, First: l.first, Newest: l.newest, Other: l.other, Chunks: len(l.dense)}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -103,9 +105,34 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("%w: table: %v", ErrCorrupt, err)
 		}
 	}
-	*l = Ledger{kind: h.Kind, ttl: h.TTLMs, dense: dense, other: orEmpty(h.Other), first: orEmpty(h.First),
+	var id flatjson.Field
+	if h.ID != "" {
+		var err error
+		if id, err = flatjson.NewField(h.ID); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}
+	*l = Ledger{kind: h.Kind, ttl: h.TTLMs, id: id, dense: dense, other: orEmpty(h.Other), first: orEmpty(h.First),
 		newest: orEmpty(h.Newest), committed: h.Committed, badInput: h.BadInput, badOutput: h.BadOutput,
 		Positions: orEmpty(h.Positions)}
+	return nil
+}
+
+// Unnamed reports whether the ledger was saved before ledgers named the
+// field they count records by; such a ledger counted the id of the
+// records of the jobs of its day, and Adopt names it.
+func (l *Ledger) Unnamed() bool { return l.id.Name() == "" }
+
+// Adopt names the id field of an Unnamed ledger; a named one keeps its own.
+func (l *Ledger) Adopt(id string) error {
+	if !l.Unnamed() {
+		return nil
+	}
+	f, err := flatjson.NewField(id)
+	if err != nil {
+		return fmt.Errorf("verify by id: %w", err)
+	}
+	l.id = f
 	return nil
 }
 

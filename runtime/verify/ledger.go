@@ -15,6 +15,7 @@
 package verify
 
 import (
+	"faultline/runtime/flatjson"
 	"fmt"
 	"strconv"
 	"time"
@@ -55,7 +56,8 @@ const ttlSlack = 5 * time.Second
 // zero value is not usable; see New.
 type Ledger struct {
 	kind string
-	ttl  int64 // ms; 0: every paid order is expected
+	ttl  int64          // ms; 0: every paid order is expected
+	id   flatjson.Field // the field records are counted by (Expect.ID)
 
 	dense  [][]byte         // generator ids ("o-000123") by number
 	other  map[string]byte  // any other id
@@ -76,16 +78,28 @@ type Ledger struct {
 	Positions map[string]map[int32]int64
 }
 
-// New returns an empty ledger for the job spec's verify kind; ttl is the
-// join's state TTL (0: every paid order is expected).
-func New(kind string, ttl time.Duration) *Ledger {
-	return &Ledger{kind: kind, ttl: ttl.Milliseconds(), other: map[string]byte{}, first: map[string]int64{},
-		newest: map[string]int64{}, Positions: map[string]map[int32]int64{}}
+// New returns an empty ledger for what e expects. An id field that cannot
+// be read is an error (spec.Parse lets none through).
+func New(e Expect) (*Ledger, error) {
+	id, err := flatjson.NewField(e.ID)
+	if err != nil {
+		return nil, fmt.Errorf("verify by id: %w", err)
+	}
+	return &Ledger{kind: e.Kind, ttl: e.StateTTL.Milliseconds(), id: id, other: map[string]byte{}, first: map[string]int64{},
+		newest: map[string]int64{}, Positions: map[string]map[int32]int64{}}, nil
 }
 
-// Kind is the verify kind the ledger was made for; TTL its state TTL.
-func (l *Ledger) Kind() string       { return l.kind }
-func (l *Ledger) TTL() time.Duration { return time.Duration(l.ttl) * time.Millisecond }
+// Expect is what the ledger was made for.
+func (l *Ledger) Expect() Expect {
+	return Expect{Kind: l.kind, StateTTL: time.Duration(l.ttl) * time.Millisecond, ID: l.id.Name()}
+}
+
+// IDOf reads the id the ledger counts records by from a record's value
+// (see flatjson.Field.Of).
+func (l *Ledger) IDOf(b []byte) ([]byte, bool) { return l.id.Of(b) }
+
+// Kind is the verify kind the ledger was made for.
+func (l *Ledger) Kind() string { return l.kind }
 
 // DenseID maps the generator's order ids ("o-" and at least six digits, as
 // fmt's %06d writes them) to their number; any other string is not dense.

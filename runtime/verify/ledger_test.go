@@ -59,7 +59,7 @@ func TestLedgerVerdict(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := New(tc.kind, ttl)
+			l := newLedger(tc.kind, ttl)
 			l.Lenient, _ = LoadPeriods("")
 			l.Lenient.Open(time.UnixMilli(10_000))
 			l.Lenient.Close(time.UnixMilli(20_000))
@@ -80,7 +80,7 @@ func TestLedgerVerdict(t *testing.T) {
 // A first side kept for the TTL is dropped once both inputs are TTL plus
 // slack past it; its partner then counts as too far apart, as in the job.
 func TestLedgerPrune(t *testing.T) {
-	l := New(PaidOrders, time.Second)
+	l := newLedger(PaidOrders, time.Second)
 	l.Input(TopicOrders, id(1), 1000)
 	l.Input(TopicOrders, id(2), 100_000)
 	l.Input(TopicPayments, id(3), 100_000)
@@ -132,12 +132,12 @@ func TestLedgerSavedInPartsEqualsOneFeed(t *testing.T) {
 			}
 		}
 	}
-	whole := New(PaidOrders, time.Minute)
+	whole := newLedger(PaidOrders, time.Minute)
 	feed(whole, recs)
 	want := whole.Result()
 
 	path := filepath.Join(t.TempDir(), "verify", "ledger")
-	parts := New(PaidOrders, time.Minute)
+	parts := newLedger(PaidOrders, time.Minute)
 	for i, step := 0, len(recs)/7; i < len(recs); i += step {
 		feed(parts, recs[i:min(i+step, len(recs))])
 		parts.SetPosition("orders", 0, int64(i+step))
@@ -165,7 +165,7 @@ func TestLedgerSavedInPartsEqualsOneFeed(t *testing.T) {
 
 func TestLedgerDamageIsReported(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger")
-	l := New(Orders, 0)
+	l := newLedger(Orders, 0)
 	l.Input(TopicOrders, id(1), 0)
 	if err := l.Save(path); err != nil {
 		t.Fatal(err)
@@ -247,14 +247,14 @@ func TestInFlightIsNeitherExpectedNorLost(t *testing.T) {
 	}
 	out := []Record{{Key: []byte("o-000001"), Value: rec("o-000001")}}
 	bounds := map[string]map[int32]int64{TopicOrders: {0: 3}, TopicPayments: {0: 3}}
-	v, err := VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000009"}}, out)
+	v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000009"}}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.InFlight != 1 || v.Lost != 1 || v.Expected != 2 || v.OK {
 		t.Fatalf("%+v: want o-000002 in flight, o-000003 lost, 2 expected", v)
 	}
-	v, err = VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000003"}}, out)
+	v, err = VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000003"}}, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestOutputPastTheCheckpointIsForgivenInAnAtLeastOncePeriod(t *testing.T) {
 		{"written before it", 50, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := New(PaidOrders, 0)
+			l := newLedger(PaidOrders, 0)
 			l.Lenient, _ = LoadPeriods("")
 			l.Lenient.Open(time.UnixMilli(100))
 			out := []Record{{Value: rec("o-000001"), Time: 20}, {Value: rec("o-000002"), Time: tc.written}}
@@ -334,7 +334,7 @@ func TestOutputAheadOfTheCheckpointIsNotUnexpected(t *testing.T) {
 		{"none held ahead", nil, 0, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: tc.ahead}, out)
+			v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: tc.ahead}, out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,8 +343,17 @@ func TestOutputAheadOfTheCheckpointIsNotUnexpected(t *testing.T) {
 			}
 		})
 	}
-	v, err := VerifyHeld(context.Background(), New(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: []string{"o-000002", "o-000003"}}, out[:3])
+	v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: []string{"o-000002", "o-000003"}}, out[:3])
 	if err != nil || !v.OK || v.Ahead != 2 || v.Unexpected != 0 {
 		t.Fatalf("%+v %v: the output the damaged checkpoint committed, held ahead, passes", v, err)
 	}
+}
+
+// newLedger is New for a job whose records are identified by order_id.
+func newLedger(kind string, ttl time.Duration) *Ledger {
+	l, err := New(Expect{Kind: kind, StateTTL: ttl, ID: "order_id"})
+	if err != nil {
+		panic(err)
+	}
+	return l
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"faultline/runtime/flatjson"
 	"faultline/runtime/spec"
 )
 
@@ -80,11 +79,14 @@ type Expect struct {
 	// payment are further apart in event time is not expected (0: every
 	// paid order is).
 	StateTTL time.Duration
+	// ID is the field that identifies a record in the input and the
+	// output (the job spec's id): records are counted by it.
+	ID string
 }
 
 // ExpectOf is what job's output must hold.
 func ExpectOf(job *spec.Job) Expect {
-	e := Expect{Kind: job.Verify}
+	e := Expect{Kind: job.Verify, ID: job.ID}
 	for _, op := range job.Operators {
 		if op.Type == spec.TypeJoin {
 			e.StateTTL = max(e.StateTTL, op.StateTTL)
@@ -99,7 +101,11 @@ func ExpectOf(job *spec.Job) Expect {
 // the input to the offsets a checkpoint covered; nil means the whole
 // (bounded) input.
 func Verify(ctx context.Context, in InputReader, expect Expect, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
-	return VerifyOn(ctx, New(expect.Kind, expect.StateTTL), in, guarantee, bounds, out)
+	l, err := New(expect)
+	if err != nil {
+		return Verification{}, err
+	}
+	return VerifyOn(ctx, l, in, guarantee, bounds, out)
 }
 
 // VerifyOn is Verify going on from what ledger l has accounted for already
@@ -140,7 +146,7 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 			}
 		}
 		err := in.ReadInput(ctx, topic, b, func(v []byte, t int64) error {
-			id, _ := flatjson.OrderIDOf(v) // not JSON or no order id: bad input
+			id, _ := l.id.Of(v) // not JSON or no id: bad input
 			l.Input(topic, id, t)
 			return nil
 		})
@@ -149,7 +155,7 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 		}
 	}
 	for _, r := range out {
-		id, ok := flatjson.OrderIDOf(r.Value)
+		id, ok := l.id.Of(r.Value)
 		if !ok {
 			return Verification{}, fmt.Errorf("output record %q: not JSON", r.Value)
 		}
@@ -227,7 +233,7 @@ func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []st
 			side = payment
 		}
 		err := in.ReadInputAfter(ctx, topic, bounds[topic], func(v []byte, _ int64) error {
-			if id, ok := flatjson.OrderIDOf(v); ok {
+			if id, ok := l.id.Of(v); ok {
 				if b, held := sides[string(id)]; held {
 					sides[string(id)] = b | side
 				}
