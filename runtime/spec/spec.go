@@ -269,7 +269,11 @@ func RecordOf(j *Job, op *Operator) Record {
 	if len(fields) == 0 {
 		return Record{}
 	}
-	return Record{Fields: fields, ID: "order_id", Key: "customer"}
+	r := Record{Fields: fields, ID: "order_id"}
+	if slices.Contains(fields, "customer") {
+		r.Key = "customer"
+	}
+	return r
 }
 
 // OutputFields returns the fields that op's records carry, which are what a

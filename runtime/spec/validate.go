@@ -306,14 +306,14 @@ func (p *parser) inputs(job *Job, op *Operator, f fields, path string, defined m
 	case TypeJoin:
 		return p.join(job, op, field)
 	case TypeSink:
-		// The sink writes each record as JSON keyed by customer, and the
-		// verification counts order ids in it: it needs decoded orders.
+		// The sink writes each record as JSON, and the verification
+		// expects orders in it: it needs decoded orders.
 		fields := OutputFields(job, up)
 		if len(fields) == 0 {
 			return p.errf(in.Line, from, "a sink writes decoded records as JSON, but %s is %s and emits raw bytes; put a parse (or an enrich) between them", up.Name, describeOp(up))
 		}
 		if !slices.Contains(fields, "order_id") || !slices.Contains(fields, "customer") {
-			return p.errf(in.Line, from, "a sink writes orders keyed by customer, and the verification counts their order_id; %s's records have %s; read from an operator whose records carry order_id and customer", up.Name, strings.Join(fields, ", "))
+			return p.errf(in.Line, from, "the verification expects the orders in a sink's output; %s's records have %s; read from an operator whose records carry order_id and customer", up.Name, strings.Join(fields, ", "))
 		}
 	}
 	return nil
