@@ -70,7 +70,7 @@ type inspection struct {
 
 // damaged is an error wrapping ErrDamaged about file in dir.
 func damaged(dir, file, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s; the store cannot be repaired: `faultline run --fresh` starts the job again from nothing",
+	return fmt.Errorf("%w: %s: %s; the store cannot be repaired",
 		ErrDamaged, filepath.Join(dir, file), fmt.Sprintf(format, args...))
 }
 

@@ -208,8 +208,8 @@ func checkDamagedStore(t *testing.T, dir string, newest int64, readOnly bool) {
 	s, err := open()
 	if err != nil {
 		t.Logf("open: %v", err)
-		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "faultline run --fresh") {
-			t.Errorf("open: %v, want ErrDamaged and the way on", err)
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "the store cannot be repaired") {
+			t.Errorf("open: %v, want ErrDamaged, said to be beyond repair", err)
 		}
 		return
 	}

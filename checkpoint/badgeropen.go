@@ -220,7 +220,7 @@ func isDir(dir string) error {
 
 // noStore says that dir holds no store.
 func noStore(dir string) error {
-	return fmt.Errorf("%w in %s: is --state-dir right?", ErrNoStore, dir)
+	return fmt.Errorf("%w in %s", ErrNoStore, dir)
 }
 
 // prepare inspects the store in dir for a read-write open, under dir's lock,
@@ -436,8 +436,7 @@ func openError(dir string, err error) error {
 	case isSystemError(err):
 		return fmt.Errorf("open checkpoint store %s: %w", dir, err)
 	}
-	return fmt.Errorf("%w: %s: %v; the store cannot be repaired: `faultline run --fresh` starts the job again from nothing",
-		ErrDamaged, dir, err)
+	return fmt.Errorf("%w: %s: %v; the store cannot be repaired", ErrDamaged, dir, err)
 }
 
 // isSystemError tells an error about the system (permissions, space, file

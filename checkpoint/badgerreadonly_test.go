@@ -53,7 +53,7 @@ func TestOpenWithoutAStore(t *testing.T) {
 				if err == nil {
 					s.Close()
 				}
-				if !errors.Is(err, ErrNoStore) || !strings.Contains(err.Error(), "no checkpoint store in "+dir+": is --state-dir right?") {
+				if !errors.Is(err, ErrNoStore) || !strings.Contains(err.Error(), "no checkpoint store in "+dir) {
 					t.Errorf("open: %v, want ErrNoStore naming %s", err, dir)
 				}
 				if after := listing(t, filepath.Dir(dir)); !slices.Equal(before, after) {

@@ -13,12 +13,23 @@ type ConfigError struct {
 	Key   string
 	Value string
 	Want  string
+	// Needs, when set, is the key of another setting without which this
+	// one is not used (Want is then empty).
+	Needs string
 }
 
-func (e *ConfigError) Error() string { return e.Key + " " + e.Value + ": want " + e.Want }
+func (e *ConfigError) Error() string {
+	if e.Needs != "" {
+		return e.Key + " " + e.Value + " is used only with " + e.Needs
+	}
+	return e.Key + " " + e.Value + ": want " + e.Want
+}
 
 // Setting names the setting, the value given and what is accepted.
 func (e *ConfigError) Setting() (key, value, want string) { return e.Key, e.Value, e.Want }
+
+// Requires is the key of the setting this one needs ("": none).
+func (e *ConfigError) Requires() string { return e.Needs }
 
 // KeyOnBadRecord is the key of Config.OnBadRecord (faultline's: Flink
 // leaves a record it cannot deserialize to the format).

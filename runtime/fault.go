@@ -206,7 +206,7 @@ func (d *driver) jobFault(ctx context.Context, f *faultEntry) {
 	case FaultBrokerDown:
 		e := view.BrokerDown{ForMs: f.For.Milliseconds()}
 		if j.cfg.BrokerDown == nil {
-			e.Error = "no embedded broker to take down (with --brokers, stop your own)"
+			e.Error = "no embedded broker to take down (the job reads a Kafka cluster of its own: stop one of its brokers)"
 		} else if err := j.cfg.BrokerDown(f.For); err != nil {
 			e.Error = err.Error()
 		}

@@ -21,6 +21,11 @@ import (
 // ErrNoSavepoint means --from-savepoint named no savepoint in the store.
 var ErrNoSavepoint = errors.New("no such savepoint")
 
+// ErrNonRestoredState means a savepoint holds state of operators the job
+// does not have; RunOptions.AllowNonRestoredState drops it (Flink:
+// execution.savepoint.ignore-unclaimed-state).
+var ErrNonRestoredState = errors.New("state not restored")
+
 // restorer picks and reads what a run restores: a savepoint, or the
 // newest valid checkpoint, passing over damaged ones. It keeps what its
 // latest pick passed over, for the restore's event and the sinks' replay
@@ -80,7 +85,7 @@ func (r *restorer) savepointRestore(ctx context.Context, opts RunOptions) (*chec
 	}
 	sort.Strings(unknown)
 	if len(unknown) > 0 && !opts.AllowNonRestoredState {
-		return nil, nil, fmt.Errorf("savepoint %d has state of operators the job does not have (%s); drop it with --allow-non-restored-state", sp.ID, strings.Join(unknown, ", "))
+		return nil, nil, fmt.Errorf("%w: savepoint %d has state of operators the job does not have (%s)", ErrNonRestoredState, sp.ID, strings.Join(unknown, ", "))
 	}
 	for _, op := range unknown {
 		delete(states, op)
@@ -163,7 +168,7 @@ func (r *restorer) pickRestore(ctx context.Context, report bool) (*checkpoint.Co
 		if len(damaged) > 1 {
 			what = "checkpoints " + strings.Join(damaged, ", ") + " are"
 		}
-		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v); start again from nothing with --fresh, or read the input again from its beginning, skipping what the output already holds, with --allow-fresh-start",
+		return nil, nil, fmt.Errorf("%w of job %s: %s damaged (the newest: %v)",
 			ErrNoValidCheckpoint, r.job.Name, what, firstErr)
 	}
 	return nil, nil, nil

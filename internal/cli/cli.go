@@ -84,14 +84,14 @@ func execute(args []string) int {
 	var ee exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "faultline:", ee.err)
+			fmt.Fprintln(os.Stderr, "faultline:", withRemedy(ee.err))
 		}
 		if ee.then != "" {
 			fmt.Fprintln(os.Stderr, "faultline:", ee.then)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "faultline:", err)
+	fmt.Fprintln(os.Stderr, "faultline:", withRemedy(err))
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return 2

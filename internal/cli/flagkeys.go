@@ -38,6 +38,10 @@ var keyFlags = map[string]string{
 	restart.KeyResetThreshold:       "backoff-reset-threshold",
 	restart.KeyAttemptsBeforeReset:  "backoff-attempts-before-reset",
 	restart.KeyFailover:             "failover-strategy",
+	kafka.KeySecurityProtocol:       "tls",
+	kafka.KeySSLCA:                  "tls-ca",
+	kafka.KeySASLMechanism:          "sasl-mechanism",
+	kafka.KeySASLUsername:           "sasl-user",
 }
 
 // keyedError is an error of the engine that names a setting by its key
@@ -59,7 +63,14 @@ func asFlagError(err error) error {
 	var ke keyedError
 	if errors.As(err, &ke) {
 		key, value, want := ke.Setting()
-		if f, ok := keyFlags[key]; ok {
+		f, ok := keyFlags[key]
+		var rq interface{ Requires() string }
+		if errors.As(err, &rq) && rq.Requires() != "" {
+			if other, known := keyFlags[rq.Requires()]; ok && known {
+				return usagef("--%s %s is used only with --%s: add --%s, or drop --%s", f, value, other, other, f)
+			}
+		}
+		if ok {
 			return usagef("--%s %s: want %s", f, value, want)
 		}
 	}

@@ -128,10 +128,10 @@ func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none ("+kafka.KeyGuarantee+")")
 	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
 	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", kafka.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
-	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS")
-	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (default: the system's)")
-	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512")
-	f.StringVar(&k.saslUser, "sasl-user", "", "SASL user")
+	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS (security.protocol; SSL, or SASL_SSL with --sasl-mechanism)")
+	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (ssl.ca.location; default: the system's)")
+	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512 (sasl.mechanism)")
+	f.StringVar(&k.saslUser, "sasl-user", "", "SASL user (sasl.username)")
 	f.StringVar(&k.saslPassword, "sasl-password", "", "SASL password (default: $FAULTLINE_SASL_PASSWORD)")
 }
 
@@ -540,7 +540,7 @@ func (o *runOptions) checkClientFlags(p *prepared) error {
 		}
 	}
 	if _, err := p.client.Config(); err != nil {
-		return usageError{err}
+		return asFlagError(err)
 	}
 	return nil
 }

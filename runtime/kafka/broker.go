@@ -77,7 +77,7 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32, options ..
 	if err := checkLog(dataDir, cfg.needs); err != nil {
 		var d *logDamage
 		if errors.As(err, &d) {
-			return nil, fmt.Errorf("%w: %v; start again from nothing with --fresh or faultline reset", ErrLogDamaged, d)
+			return nil, fmt.Errorf("%w: %v", ErrLogDamaged, d)
 		}
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func StartEmbedded(port int, dataDir string, topics map[string]int32, options ..
 	}
 	if err != nil {
 		if dataDir != "" && !isAddrInUse(err) {
-			return nil, fmt.Errorf("%w: %s cannot be read back (%v): its topics, offsets and transactions are lost; start again from nothing with --fresh or faultline reset", ErrLogDamaged, dataDir, err)
+			return nil, fmt.Errorf("%w: %s cannot be read back (%v): its topics, offsets and transactions are lost", ErrLogDamaged, dataDir, err)
 		}
 		if dataDir != "" {
 			return nil, fmt.Errorf("start the embedded Kafka broker (log in %s): %w", dataDir, err)

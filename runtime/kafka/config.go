@@ -16,6 +16,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"faultline/runtime"
 	"fmt"
 	"io"
 	"net"
@@ -47,6 +48,16 @@ type Client struct {
 	// errors speak of it rather than of TLS and SASL settings.
 	Embedded bool
 }
+
+// Keys of the client's TLS and SASL settings, as Kafka's clients name them
+// (librdkafka, kcat; Flink's Kafka connector passes them on as
+// properties.*).
+const (
+	KeySecurityProtocol = "security.protocol" // SSL: TLS on
+	KeySSLCA            = "ssl.ca.location"
+	KeySASLMechanism    = "sasl.mechanism"
+	KeySASLUsername     = "sasl.username"
+)
 
 // probeTimeout bounds the first request to a broker that accepted the
 // connection: a listener that never answers is reported in seconds.
@@ -80,20 +91,20 @@ func (c Client) Config() (*sarama.Config, error) {
 		cfg.Consumer.Fetch.Default = c.FetchBytes
 	}
 	if c.TLSCA != "" && !c.TLS {
-		// A CA file is read only for TLS: without --tls the connection
+		// A CA file is read only for TLS: without it the connection
 		// would go in the clear while the user believes otherwise.
-		return nil, fmt.Errorf("--tls-ca %s is used only with --tls: add --tls, or drop --tls-ca", c.TLSCA)
+		return nil, &runtime.ConfigError{Key: KeySSLCA, Value: c.TLSCA, Needs: KeySecurityProtocol}
 	}
 	if c.TLS {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
 		if c.TLSCA != "" {
 			pem, err := os.ReadFile(c.TLSCA)
 			if err != nil {
-				return nil, fmt.Errorf("--tls-ca: %w", err)
+				return nil, &runtime.ConfigError{Key: KeySSLCA, Value: c.TLSCA, Want: "a PEM file of CAs that can be read (" + err.Error() + ")"}
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in it", c.TLSCA)
+				return nil, &runtime.ConfigError{Key: KeySSLCA, Value: c.TLSCA, Want: "a PEM file of CAs; this one holds no PEM certificate"}
 			}
 			tc.RootCAs = pool
 		}
@@ -114,11 +125,11 @@ func (c Client) Config() (*sarama.Config, error) {
 		cfg.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 		cfg.Net.SASL.SCRAMClientGeneratorFunc = scramSHA512
 	default:
-		return nil, fmt.Errorf("--sasl-mechanism %q: want plain, scram-sha-256 or scram-sha-512", c.SASLMechanism)
+		return nil, &runtime.ConfigError{Key: KeySASLMechanism, Value: fmt.Sprintf("%q", c.SASLMechanism), Want: "plain, scram-sha-256 or scram-sha-512"}
 	}
 	if cfg.Net.SASL.Enable {
 		if c.SASLUser == "" {
-			return nil, errors.New("--sasl-mechanism needs --sasl-user (and --sasl-password or FAULTLINE_SASL_PASSWORD)")
+			return nil, &runtime.ConfigError{Key: KeySASLMechanism, Value: c.SASLMechanism, Needs: KeySASLUsername}
 		}
 		cfg.Net.SASL.User = c.SASLUser
 		cfg.Net.SASL.Password = c.SASLPassword
@@ -219,7 +230,7 @@ func (c Client) eofHint(err error) string {
 	case c.Embedded:
 		return " (the embedded broker closed the connection: it is down, as the broker-down fault makes it, or stopping)"
 	}
-	return " (the broker closed the connection, as a listener does when the client's TLS or SASL is not what it expects: check --tls and --sasl-mechanism)"
+	return " (the broker closed the connection, as a listener does when the client's TLS or SASL is not what it expects: check its TLS (security.protocol) and SASL (sasl.mechanism))"
 }
 
 // probe asks the brokers for their API versions, the first request of
@@ -244,7 +255,7 @@ func (c Client) probe(cfg *sarama.Config) error {
 		}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
-		return fmt.Errorf("%w: %s accepted the connection but answered no request in %s: is it a Kafka broker (a TLS listener needs --tls)?",
+		return fmt.Errorf("%w: %s accepted the connection but answered no request in %s: is it a Kafka broker (a TLS listener needs security.protocol SSL)?",
 			ErrUnreachable, strings.Join(c.Brokers, ","), probeTimeout)
 	}
 	return fmt.Errorf("connect to Kafka at %s: %w%s", strings.Join(c.Brokers, ","), err, c.eofHint(err))
@@ -275,9 +286,9 @@ func probeTLS(brokers []string, cfg *sarama.Config) error {
 		}
 		var verify *tls.CertificateVerificationError
 		if errors.As(err, &verify) {
-			err = fmt.Errorf("TLS handshake with %s: %w (--tls-ca names a PEM file of the CA that signed the broker's certificate)", b, err)
+			err = fmt.Errorf("TLS handshake with %s: %w (ssl.ca.location names a PEM file of the CA that signed the broker's certificate)", b, err)
 		} else {
-			err = fmt.Errorf("TLS handshake with %s: %w (is it a TLS listener? a plaintext one needs no --tls)", b, err)
+			err = fmt.Errorf("TLS handshake with %s: %w (is it a TLS listener? a plaintext one needs no TLS)", b, err)
 		}
 	}
 	return err

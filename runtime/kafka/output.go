@@ -466,7 +466,7 @@ func (o *Output) initProducer(txn *string) (int64, int16, error) {
 			pid, epoch = resp.ProducerID, resp.ProducerEpoch
 			return nil
 		case errors.Is(resp.Err, sarama.ErrInvalidTransactionTimeout):
-			return fmt.Errorf("the broker refuses a transaction timeout of %s, more than its transaction.max.timeout.ms allows: lower --sink-transaction-timeout: %w", o.txnTimeout, resp.Err)
+			return fmt.Errorf("the broker refuses a transaction timeout of %s, more than its transaction.max.timeout.ms allows: lower the producer's transaction.timeout.ms: %w", o.txnTimeout, resp.Err)
 		}
 		if needsCoordinatorRefresh(resp.Err) {
 			refresh()

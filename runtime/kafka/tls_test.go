@@ -8,6 +8,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"faultline/runtime"
 	"math/big"
 	"net"
 	"os"
@@ -101,16 +103,16 @@ func TestTLS(t *testing.T) {
 		// on a busy make test: "deadline exceeded", not the certificate.
 		c.DialTimeout = 4 * time.Second
 		err := connectWithin(t, c, 5*time.Second)
-		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "--tls-ca") {
-			t.Fatalf("err = %v, want a certificate error that points at --tls-ca", err)
+		if err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), KeySSLCA) {
+			t.Fatalf("err = %v, want a certificate error that points at %s", err, KeySSLCA)
 		}
 	})
 	t.Run("plaintext client, TLS listener", func(t *testing.T) {
 		c := good
 		c.TLS, c.TLSCA = false, ""
 		err := connectWithin(t, c, 5*time.Second)
-		if err == nil || !strings.Contains(err.Error(), "--tls") {
-			t.Fatalf("err = %v, want an error that suggests --tls", err)
+		if err == nil || !strings.Contains(err.Error(), KeySecurityProtocol) {
+			t.Fatalf("err = %v, want an error that suggests TLS (%s)", err, KeySecurityProtocol)
 		}
 	})
 	t.Run("TLS client, plaintext listener", func(t *testing.T) {
@@ -128,11 +130,12 @@ func TestTLS(t *testing.T) {
 	})
 }
 
-// --tls-ca without --tls is refused before anything connects: the CA
+// A CA file without TLS is refused before anything connects: the CA
 // would be read for nothing, and the connection would go in the clear.
 func TestTLSCAWithoutTLSIsRefused(t *testing.T) {
 	_, err := Client{Brokers: []string{"127.0.0.1:1"}, TLSCA: "ca.pem"}.Config()
-	if err == nil || !strings.Contains(err.Error(), "--tls-ca ca.pem is used only with --tls") {
-		t.Fatalf("err = %v, want a refusal naming --tls", err)
+	var ce *runtime.ConfigError
+	if !errors.As(err, &ce) || ce.Key != KeySSLCA || ce.Needs != KeySecurityProtocol || ce.Value != "ca.pem" {
+		t.Fatalf("err = %v, want a ConfigError: %s needs %s", err, KeySSLCA, KeySecurityProtocol)
 	}
 }

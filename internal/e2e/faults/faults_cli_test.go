@@ -151,11 +151,11 @@ func TestBrokerDownAndBack(t *testing.T) {
 	}
 	// What failed speaks of the embedded broker being down, never of the
 	// TLS and SASL settings a user would then go and check.
-	if strings.Contains(r.Stdout, "--tls") || strings.Contains(r.Stderr, "--tls") {
+	if strings.Contains(r.Stdout, "security.protocol") || strings.Contains(r.Stderr, "security.protocol") {
 		for _, e := range r.EventsNamed("task_failed") {
 			t.Logf("task_failed: %v", e)
 		}
-		t.Fatal("an error during broker-down advises checking --tls and --sasl-mechanism")
+		t.Fatal("an error during broker-down advises checking TLS and SASL")
 	}
 }
 
