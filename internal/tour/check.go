@@ -106,9 +106,13 @@ func (r *Runner) claim(c *Check, s view.Snapshot) (bool, string) {
 // happened before seq.
 func (r *Runner) completedAfter(seq, id int64) bool {
 	for i := len(r.recent) - 1; i >= 0 && r.recent[i].seq > seq; i-- {
-		e := r.recent[i]
-		if e.name == "checkpoint_completed" || e.name == "savepoint_completed" {
-			if n, err := strconv.ParseInt(e.fields["id"], 10, 64); err == nil && n <= id {
+		switch e := r.recent[i].ev.(type) {
+		case view.CheckpointCompleted:
+			if e.ID <= id {
+				return true
+			}
+		case view.SavepointCompleted:
+			if e.ID <= id {
 				return true
 			}
 		}

@@ -87,7 +87,8 @@ func (r *Runner) wrongAction(a Action, since int64) string {
 	if !ok {
 		return ""
 	}
-	fault, task := e.fields["fault"], e.fields["task"]
+	fi, _ := e.ev.(view.FaultInjected)
+	fault, task := fi.Fault, fi.Task
 	if fault == a.Inject && (a.Task == "" || task == a.Task) {
 		return ""
 	}

@@ -2,7 +2,6 @@ package tour
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -95,9 +94,9 @@ type Runner struct {
 }
 
 type seenEvent struct {
-	seq    int64
-	name   string
-	fields map[string]string
+	seq  int64
+	name string
+	ev   view.Event
 }
 
 type restore struct {
@@ -193,20 +192,10 @@ func (r *Runner) showsSay() bool {
 
 // Feed hands the runner one of the job's events. It never blocks long.
 func (r *Runner) Feed(e view.Stamped) {
-	fields := map[string]string{}
-	if raw, err := view.Fields(e.Event); err == nil {
-		for k, v := range raw {
-			var s string
-			if json.Unmarshal(v, &s) != nil {
-				s = string(v)
-			}
-			fields[k] = s
-		}
-	}
 	name := e.Event.Name()
 	r.mu.Lock()
 	r.seq++
-	r.recent = append(r.recent, seenEvent{seq: r.seq, name: name, fields: fields})
+	r.recent = append(r.recent, seenEvent{seq: r.seq, name: name, ev: e.Event})
 	if len(r.recent) > recentEvents {
 		r.recent = append(r.recent[:0], r.recent[len(r.recent)-recentEvents/2:]...)
 	}

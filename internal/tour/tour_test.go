@@ -456,3 +456,32 @@ steps:
 		t.Errorf("the hint outlived the wait: %q", h)
 	}
 }
+
+// A where condition matches the event's typed field as the tour writes
+// it: text, a named text type, whole numbers (and comparisons of them),
+// booleans, and lists as the JSON shows them; a field the event lacks
+// matches only "".
+func TestFieldMatchesTypedFields(t *testing.T) {
+	type status string
+	for _, tc := range []struct {
+		got  any
+		want string
+		ok   bool
+	}{
+		{"join/1", "join/1", true},
+		{"join/1", "join/0", false},
+		{status("RUNNING"), "RUNNING", true},
+		{int64(12), "12", true},
+		{int64(12), ">10", true},
+		{int64(12), "<=11", false},
+		{"12", ">10", false},
+		{true, "true", true},
+		{[]string{"a", "b"}, `["a","b"]`, true},
+		{nil, "", true},
+		{nil, "x", false},
+	} {
+		if got := fieldMatches(tc.got, tc.want); got != tc.ok {
+			t.Errorf("fieldMatches(%#v, %q) = %v, want %v", tc.got, tc.want, got, tc.ok)
+		}
+	}
+}

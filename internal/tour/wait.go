@@ -5,7 +5,9 @@ package tour
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +156,8 @@ func (r *Runner) seenSince(name string, where map[string]string, since int64) (s
 		}
 		match := true
 		for k, v := range where {
-			if !fieldMatches(e.fields[k], v) {
+			got, _ := view.FieldOf(e.ev, k)
+			if !fieldMatches(got, v) {
 				match = false
 				break
 			}
@@ -166,21 +169,34 @@ func (r *Runner) seenSince(name string, where map[string]string, since int64) (s
 	return seenEvent{}, false
 }
 
-// fieldMatches reports whether an event's field has the value want, or,
-// when want is a comparison (">20", "<=3"), a number that meets it.
-func fieldMatches(got, want string) bool {
-	if want == "" || !strings.ContainsAny(want[:1], "<>") {
-		return got == want
+// fieldMatches reports whether an event's field (as view.FieldOf has it)
+// has the value want, as a tour writes it, or, when want is a comparison
+// (">20", "<=3"), is a whole number that meets it.
+func fieldMatches(got any, want string) bool {
+	comparison := want != "" && strings.ContainsAny(want[:1], "<>")
+	if got == nil {
+		return want == ""
 	}
-	n, err := strconv.ParseInt(got, 10, 64)
-	return err == nil && compare(n, want)
+	switch v := reflect.ValueOf(got); v.Kind() {
+	case reflect.String: // named string types too (a status, a mode)
+		return !comparison && v.String() == want
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if comparison {
+			return compare(v.Int(), want)
+		}
+		return strconv.FormatInt(v.Int(), 10) == want
+	case reflect.Bool:
+		return !comparison && strconv.FormatBool(v.Bool()) == want
+	}
+	b, err := json.Marshal(got) // lists and the like, as the JSON shows them
+	return err == nil && !comparison && string(b) == want
 }
 
 func describeEvent(e seenEvent) string {
 	var parts []string
 	for _, k := range []string{"id", "checkpoint", "task", "status", "fault", "mode"} {
-		if v, ok := e.fields[k]; ok && v != "" {
-			parts = append(parts, k+" "+v)
+		if v, ok := view.FieldOf(e.ev, k); ok && v != "" && v != nil {
+			parts = append(parts, fmt.Sprint(k, " ", v))
 		}
 	}
 	return strings.TrimSpace(e.name + " " + strings.Join(parts, " "))

@@ -517,6 +517,42 @@ func EventFields(name string) (fields []string, ok bool) {
 	return jsonFields(reflect.TypeOf(mk()).Elem()), true
 }
 
+// FieldOf returns the value of e's field whose JSON name is name (one of
+// EventFields), typed as the event has it; ok is false when e has none.
+func FieldOf(e Event, name string) (v any, ok bool) {
+	rv := reflect.ValueOf(e)
+	if rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return nil, false
+		}
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		return nil, false
+	}
+	return fieldOf(rv, name)
+}
+
+// fieldOf finds the field of struct value rv named name in JSON, in
+// embedded structs too.
+func fieldOf(rv reflect.Value, name string) (any, bool) {
+	t := rv.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-" || !f.IsExported():
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			if v, ok := fieldOf(rv.Field(i), name); ok {
+				return v, true
+			}
+		case tag == name || tag == "" && f.Name == name:
+			return rv.Field(i).Interface(), true
+		}
+	}
+	return nil, false
+}
+
 // jsonFields are the JSON names of struct type t's fields, those of
 // embedded structs inlined, sorted.
 func jsonFields(t reflect.Type) []string {
