@@ -230,6 +230,24 @@ func (s Map[V]) Range(f func(k string, v V) bool) error {
 // ErrCorrupt means encoded state could not be decoded.
 var ErrCorrupt = errors.New("corrupt state encoding")
 
+// AppendString appends s with its length before it (a uvarint), as codecs
+// of values with strings keep them; ReadBytes reads it back.
+func AppendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// ReadBytes reads what AppendString wrote off the front of b: the bytes
+// (pointing into b) and the rest; ok is false when b is short of them.
+func ReadBytes(b []byte) (v, rest []byte, ok bool) {
+	l, n := binary.Uvarint(b)
+	if n <= 0 || uint64(len(b)-n) < l {
+		return nil, b, false
+	}
+	end := n + int(l)
+	return b[n:end:end], b[end:], true
+}
+
 // Int64Codec encodes int64 values as varints.
 type Int64Codec struct{}
 

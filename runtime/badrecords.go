@@ -53,7 +53,7 @@ type DeadLetters interface {
 // its counters.
 type badRecords struct {
 	progress *commitProgress // for sinks: not about bad records, but passed the same way
-	ttl      *ttlCounts      // for joins, passed the same way
+	ttl      *TTLCounts      // for joins, passed the same way
 	// replaySkipped counts, for the sinks, the records a restore past a
 	// damaged checkpoint did not write again (see sinkOp.skip).
 	replaySkipped atomic.Int64
@@ -64,7 +64,7 @@ type badRecords struct {
 }
 
 func newBadRecords(mode string, dlq DeadLetters, obs *Observer) *badRecords {
-	return &badRecords{mode: mode, dlq: dlq, obs: obs, ttl: &ttlCounts{}, count: map[string]*atomic.Int64{
+	return &badRecords{mode: mode, dlq: dlq, obs: obs, ttl: &TTLCounts{}, count: map[string]*atomic.Int64{
 		"skipped": {}, "dead-lettered": {},
 	}}
 }
@@ -90,7 +90,7 @@ func (b *badRecords) handle(task string, rec *Record, err error) error {
 		if b.dlq == nil {
 			return fmt.Errorf("%w (and there is no dead-letter topic to write it to)", err)
 		}
-		if derr := b.dlq.DeadLetter(task, record, eventTimeOf(rec).Origin, bad.Reason); derr != nil {
+		if derr := b.dlq.DeadLetter(task, record, EventTimeOf(rec).Origin, bad.Reason); derr != nil {
 			return fmt.Errorf("%w; writing it to dead-letter topic %s: %w", err, b.dlq.Topic(), derr)
 		}
 		action = "dead-lettered"
@@ -119,13 +119,13 @@ func snippet(record []byte) string {
 	return string(record)
 }
 
-// ttlCounts counts what the joins' state TTL did (see joinOp), over every
+// TTLCounts counts what the joins' state TTL did (see joinOp), over every
 // attempt of the job.
-type ttlCounts struct {
-	// notJoined counts the orders whose payment came more than the TTL
+type TTLCounts struct {
+	// NotJoined counts the orders whose payment came more than the TTL
 	// apart in event time: they are not joined.
-	notJoined atomic.Int64
-	// expired counts the waiting sides the cleanup dropped: orders never
+	NotJoined atomic.Int64
+	// Expired counts the waiting sides the cleanup dropped: orders never
 	// paid, and sides whose partner will come too late to join.
-	expired atomic.Int64
+	Expired atomic.Int64
 }

@@ -16,7 +16,7 @@ import (
 func TestMenuSaysWhatMenuFaultDoes(t *testing.T) {
 	tenth := map[float64]string{10: "a tenth"}
 	for _, e := range Catalogue {
-		f := MenuFault(e.Kind, "join/0", TopicOrders, 0)
+		f := MenuFault(e.Kind, "join/0", spec.TopicOrders, 0)
 		var want []string
 		if f.Factor != 0 {
 			want = append(want, tenth[f.Factor])
@@ -41,17 +41,17 @@ func TestMenuSaysWhatMenuFaultDoes(t *testing.T) {
 func TestCheckFaultHoldsTheFaultToTheJob(t *testing.T) {
 	job := spec.Default()
 	f := Fault{Kind: FaultPoison, Spec: "fault=poison"}
-	if err := CheckFault(&f, job); err != nil || f.Topic != TopicOrders {
-		t.Fatalf("CheckFault = %v, topic %q: want the job's first input, %s", err, f.Topic, TopicOrders)
+	if err := CheckFault(&f, job, testPartitions); err != nil || f.Topic != spec.TopicOrders {
+		t.Fatalf("CheckFault = %v, topic %q: want the job's first input, %s", err, f.Topic, spec.TopicOrders)
 	}
 	for _, bad := range []Fault{
 		{Kind: FaultPoison, Topic: "enriched", Spec: "fault=poison,topic=enriched"},
-		{Kind: FaultPoison, Partition: GeneratorPartitions, Spec: "fault=poison,partition=4"},
+		{Kind: FaultPoison, Partition: int32(testJob.Partitions), Spec: "fault=poison,partition=4"},
 		{Kind: FaultPanic, Task: "join/2", Spec: "task=join/2,fault=panic"},
 		{Kind: FaultPanic, Task: "meteor/0", Spec: "task=meteor/0,fault=panic"},
 	} {
 		var se *fault.SpecError
-		if err := CheckFault(&bad, job); !errors.As(err, &se) || se.Spec != bad.Spec {
+		if err := CheckFault(&bad, job, testPartitions); !errors.As(err, &se) || se.Spec != bad.Spec {
 			t.Fatalf("CheckFault(%s) = %v, want a *fault.SpecError for it", bad.Spec, err)
 		}
 	}

@@ -182,16 +182,16 @@ func afterBarrier(c checkpoint.CheckpointStats) int64 {
 // after-checkpoints fault is always queued without waiting.
 func TestInjectLeavesRoomForTheConfiguredFaults(t *testing.T) {
 	faults := []Fault{{Kind: FaultPanic, Task: "join/0", AfterCheckpoints: 1}, {Kind: FaultPanic, Task: "join/1", After: time.Hour}}
-	gen := NewGenerator(1, 10, GeneratorPartitions)
+	gen := newTestInput(1, 10, 0)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
+	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
 		src, err := gen.Source(topic)
 		if err != nil {
 			t.Fatal(err)
 		}
 		env.Sources[topic] = src
 	}
-	j, err := New(Config{Job: spec.Default(), Env: env, Faults: faults})
+	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		}
 		t.source = &sourceTask{task: t, src: src}
 	} else {
-		oper, err := newOperator(j.spec, op, j.cfg.Env, j.bad)
+		oper, err := newOperator(j.spec, op, j.cfg.Env, j.cfg.Types, j.bad)
 		if err != nil {
 			return nil, err
 		}
@@ -116,8 +116,9 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		// parallelism when there is channel state: subtask i's is its own.
 		if len(ss) == op.Parallelism && len(ss[i].Channels) > 0 {
 			r.channels = map[string][]Record{}
+			dec := jobDecoder(j.cfg.Types)
 			for key, b := range ss[i].Channels {
-				recs, err := decodeInFlight(b)
+				recs, err := decodeInFlight(b, dec)
 				if err != nil {
 					return nil, fmt.Errorf("restore %s from checkpoint %d: in-flight records of channel %q: %w", t.name, restore.ID, key, err)
 				}

@@ -41,6 +41,18 @@ func (e *Env) output(topic string) (TxnOutput, error) {
 	return nil, fmt.Errorf("no output topic %q (topics: %s)", topic, strings.Join(keys(e.Outputs), ", "))
 }
 
+// partitions is how many partitions the source of topic reads (0: the job
+// has no source of it).
+func (e *Env) partitions(topic string) int {
+	if e == nil {
+		return 0
+	}
+	if s, ok := e.Sources[topic]; ok {
+		return s.Partitions()
+	}
+	return 0
+}
+
 func keys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -95,7 +95,7 @@ func (d *driver) emitRestartScheduled(delay time.Duration, attempt int, tasks []
 		Description: b.Describe(), Failover: string(j.handler.Failover()), Tasks: tasks})
 }
 
-// rollbackCounter is an operator that can say what an individual failover
+// RollbackCounter is an operator that can say what an individual failover
 // costs: restarted alone from checkpoint `from`, its input not replayed,
 // the new instance has lost what the failed one did after that checkpoint.
 // rollback is called on the failed instance, whose keyed state (keyed) is
@@ -103,18 +103,18 @@ func (d *driver) emitRestartScheduled(delay time.Duration, attempt int, tasks []
 // later, when not nil, is handed to the new instance's adoptRollback, for
 // losses that only show later (a join side whose partner arrives after the
 // restart and finds nothing).
-type rollbackCounter interface {
-	rollback(from int64, keyed keyedReader) (lost int64, later any)
+type RollbackCounter interface {
+	Rollback(from int64, keyed KeyedReader) (lost int64, later any)
 }
 
-// rollbackAdopter is the new instance's side of rollbackCounter: report is
+// RollbackAdopter is the new instance's side of RollbackCounter: report is
 // called with every loss found later.
-type rollbackAdopter interface {
-	adoptRollback(later any, report func(n int64, what string))
+type RollbackAdopter interface {
+	AdoptRollback(later any, report func(n int64, what string))
 }
 
-// keyedReader is the part of a keyed backend rollback reads.
-type keyedReader interface {
+// KeyedReader is the part of a keyed backend Rollback reads.
+type KeyedReader interface {
 	SetCurrentKey(key string)
 }
 
@@ -145,12 +145,12 @@ func (d *driver) takeOver(t, old *task, restore *checkpoint.Completed) {
 	}
 	var lost int64
 	var later any
-	if rc, ok := old.oper.(rollbackCounter); ok {
-		lost, later = rc.rollback(from, old.keyed)
+	if rc, ok := old.oper.(RollbackCounter); ok {
+		lost, later = rc.Rollback(from, old.keyed)
 	}
 	report := func(n int64, what string) { j.ledger.reportLost(t.name, n, from, what) }
-	if ad, ok := t.oper.(rollbackAdopter); ok && later != nil {
-		ad.adoptRollback(later, report)
+	if ad, ok := t.oper.(RollbackAdopter); ok && later != nil {
+		ad.AdoptRollback(later, report)
 	}
 	what := "its state went back to that checkpoint and its input is not replayed"
 	if t.source != nil {

@@ -188,14 +188,14 @@ func TestFailoverNoneFailsTheJob(t *testing.T) {
 func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 	var err error
 	obs := NewObserver(nil, 1<<10)
-	gen := NewGenerator(1, 1000, GeneratorPartitions)
+	gen := newTestInput(1, 1000, 0)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
+	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
 		if env.Sources[topic], err = gen.Source(topic); err != nil {
 			t.Fatal(err)
 		}
 	}
-	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Failover: restart.FailoverIndividual})
+	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Observer: obs, Failover: restart.FailoverIndividual})
 	if err != nil {
 		t.Fatal(err)
 	}

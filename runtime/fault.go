@@ -56,11 +56,11 @@ var ErrInjected = errors.New("injected fault")
 
 // CheckFault checks the fault against job: its subtask is one of the
 // job's, and a poison fault's topic one its sources read (the first when
-// none is named), at a partition the generated topics have. An error is a
-// *fault.SpecError.
-func CheckFault(f *Fault, job *spec.Job) error {
+// none is named), at a partition the topic has (partitions says how many;
+// nil or 0: not known, not checked). An error is a *fault.SpecError.
+func CheckFault(f *Fault, job *spec.Job, partitions func(topic string) int) error {
 	if f.Kind == FaultPoison {
-		return checkPoison(f, job)
+		return checkPoison(f, job, partitions)
 	}
 	if f.Kind.JobLevel() {
 		return nil
@@ -81,8 +81,16 @@ func CheckFault(f *Fault, job *spec.Job) error {
 	return nil
 }
 
+// partitionsOf is partitions(topic), 0 when partitions is nil.
+func partitionsOf(partitions func(topic string) int, topic string) int {
+	if partitions == nil {
+		return 0
+	}
+	return partitions(topic)
+}
+
 // checkPoison fills in and checks where a poison fault writes.
-func checkPoison(f *Fault, job *spec.Job) error {
+func checkPoison(f *Fault, job *spec.Job, partitions func(topic string) int) error {
 	var topics []string
 	for _, op := range job.Operators {
 		if op.Type == spec.TypeSource && !slices.Contains(topics, op.Topic) {
@@ -95,8 +103,8 @@ func checkPoison(f *Fault, job *spec.Job) error {
 	if !slices.Contains(topics, f.Topic) {
 		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("topic=%s: want one the job reads: %s", f.Topic, strings.Join(topics, ", "))}
 	}
-	if f.Partition >= GeneratorPartitions {
-		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("partition=%d: want 0 to %d", f.Partition, GeneratorPartitions-1)}
+	if n := partitionsOf(partitions, f.Topic); n > 0 && int(f.Partition) >= n {
+		return &fault.SpecError{Spec: f.Spec, Want: fmt.Sprintf("partition=%d: want 0 to %d", f.Partition, n-1)}
 	}
 	return nil
 }
@@ -107,8 +115,10 @@ func checkPoison(f *Fault, job *spec.Job) error {
 // fault is the subtask's (task.fire) or the job's (Job.deliver).
 type injector struct {
 	jobSpec *spec.Job
-	events  *Observer
-	logf    func(format string, args ...any) // Config.Logf, the job's j.logf
+	// partitions says how many partitions a source's topic has (Env).
+	partitions func(topic string) int
+	events     *Observer
+	logf       func(format string, args ...any) // Config.Logf, the job's j.logf
 	// configured is how many faults --inject configured: faultCh keeps
 	// room for each.
 	configured int
@@ -147,7 +157,7 @@ func (inj *injector) Inject(f Fault) error {
 			f.Spec = "task=" + f.Task + "," + f.Spec
 		}
 	}
-	if err := CheckFault(&f, inj.jobSpec); err != nil {
+	if err := CheckFault(&f, inj.jobSpec, inj.partitions); err != nil {
 		return fmt.Errorf("%w: %v", ErrNoSuchTask, err)
 	}
 	e := &faultEntry{Fault: f, adhoc: true, id: int(inj.nextFault.Add(1))}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -33,25 +34,46 @@ import (
 // flight.
 const inFlightFormat byte = 0xC1
 
-// The value types a record may carry, as the built-in operators emit them:
-// nil and *EventTime on the records of a source (with Bytes), *Order and
-// *Payment from parse, *Enriched from enrich, *PaidOrder from the join,
-// *Revenue from the aggregation.
+// The tags of a record's value. The engine's own values take 0, 1 and 7:
+// nil and *EventTime on the records of a source (with Bytes). Every other
+// value is a job's own (an InFlightValue), which takes any other tag below
+// tagLimit (the orders job: 2 to 6).
 const (
 	tagNil byte = iota
 	tagEventTime
-	tagOrder
-	tagPayment
-	tagPaidOrder
-	tagRevenue
-	tagEnriched
-	tagEventTimeFrom // *EventTime with its origin
-	tagCount         // the number of tags
+	tagEventTimeFrom byte = 7 // *EventTime with its origin
+	tagLimit         byte = 0x40
 
 	flagKey   byte = 0x40
 	flagBytes byte = 0x80
 	tagMask        = ^(flagKey | flagBytes)
 )
+
+// InFlightValue is a record value of a job's own that channel state can
+// store (Flink: a TypeSerializer): an unaligned checkpoint persists the
+// records in flight with every field they have, and replays them as they
+// were. The job's InFlightDecoder reads them back.
+type InFlightValue interface {
+	// InFlightTag names the value's type: any tag but 0, 1 and 7, below
+	// 0x40, one per type of the job.
+	InFlightTag() byte
+	// AppendInFlight appends the value's fields (AppendInFlightString,
+	// binary.AppendVarint).
+	AppendInFlight(dst []byte) []byte
+	// InFlightSize is what AppendInFlight appends, in bytes, computed
+	// without encoding (InFlightStringSize, InFlightVarintSize): the hot
+	// path adds up the in-flight data a subtask processes.
+	InFlightSize() int
+}
+
+// InFlightDecoder reads back a job's InFlightValues. It may hand out
+// values from blocks of at most left values (the records still to decode,
+// this one included); a decoder belongs to one goroutine.
+type InFlightDecoder interface {
+	// Decode reads a value of tag off r; ok is false for a tag the job
+	// has no type of. A field that is not there sets r's error.
+	Decode(tag byte, r *InFlightReader, left int) (v any, ok bool)
+}
 
 // encodeInFlight appends recs to dst in the channel-state format. It fails
 // on a value of a type it cannot store (the error names the Go type), and
@@ -81,7 +103,7 @@ func encodeInFlight(dst []byte, recs []Record) ([]byte, error) {
 		}
 		dst = append(dst, tag)
 		if rec.Key != "" {
-			dst = appendString(dst, rec.Key)
+			dst = AppendInFlightString(dst, rec.Key)
 		}
 		if rec.Bytes != nil {
 			dst = binary.AppendUvarint(dst, uint64(len(rec.Bytes)))
@@ -93,36 +115,31 @@ func encodeInFlight(dst []byte, recs []Record) ([]byte, error) {
 }
 
 // inFlightTag is the tag of value v, or an error for a value that cannot be
-// stored: one of another type, or a nil pointer of one of the types (which
-// would come back as another value).
+// stored: one of another type, or a nil pointer (which would come back as
+// another value).
 func inFlightTag(v any) (byte, error) {
-	nilPtr := false
-	var tag byte
 	switch v := v.(type) {
 	case nil:
 		return tagNil, nil
 	case *EventTime:
-		tag, nilPtr = tagEventTime, v == nil
-		if !nilPtr && v.Origin.Topic != "" {
-			tag = tagEventTimeFrom
+		switch {
+		case v == nil:
+			return 0, fmt.Errorf("cannot store a nil %T as channel state", v)
+		case v.Origin.Topic != "":
+			return tagEventTimeFrom, nil
 		}
-	case *Order:
-		tag, nilPtr = tagOrder, v == nil
-	case *Payment:
-		tag, nilPtr = tagPayment, v == nil
-	case *PaidOrder:
-		tag, nilPtr = tagPaidOrder, v == nil
-	case *Revenue:
-		tag, nilPtr = tagRevenue, v == nil
-	case *Enriched:
-		tag, nilPtr = tagEnriched, v == nil
-	default:
-		return 0, fmt.Errorf("cannot store a value of type %T as channel state", v)
+		return tagEventTime, nil
+	case InFlightValue:
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			return 0, fmt.Errorf("cannot store a nil %T as channel state", v)
+		}
+		tag := v.InFlightTag()
+		if tag == tagNil || tag == tagEventTime || tag == tagEventTimeFrom || tag >= tagLimit {
+			return 0, fmt.Errorf("%T takes tag %d, which is the engine's or too large", v, tag)
+		}
+		return tag, nil
 	}
-	if nilPtr {
-		return 0, fmt.Errorf("cannot store a nil %T as channel state", v)
-	}
-	return tag, nil
+	return 0, fmt.Errorf("cannot store a value of type %T as channel state", v)
 }
 
 // appendInFlightValue appends v's fields; v is nil or one of the types
@@ -133,42 +150,14 @@ func appendInFlightValue(dst []byte, v any) []byte {
 		dst = binary.AppendVarint(dst, v.Time)
 		dst = binary.AppendVarint(dst, v.Watermark)
 		if v.Origin.Topic != "" {
-			dst = appendString(dst, v.Origin.Topic)
+			dst = AppendInFlightString(dst, v.Origin.Topic)
 			dst = binary.AppendVarint(dst, int64(v.Origin.Partition))
 			dst = binary.AppendVarint(dst, v.Origin.Offset)
 		}
-	case *Order:
-		dst = appendInFlightOrder(dst, v)
-	case *Payment:
-		dst = appendString(dst, v.OrderID)
-		dst = appendString(dst, v.PaymentID)
-		dst = binary.AppendVarint(dst, v.AmountCents)
-		dst = binary.AppendVarint(dst, v.EventTime)
-		dst = binary.AppendVarint(dst, v.Watermark)
-	case *PaidOrder:
-		dst = appendInFlightPaid(dst, v)
-	case *Revenue:
-		dst = appendInFlightPaid(dst, &v.PaidOrder)
-		dst = binary.AppendVarint(dst, v.CustomerTotalCents)
-	case *Enriched:
-		dst = appendInFlightOrder(dst, &v.Order)
-		dst = appendString(dst, v.Tier)
+	case InFlightValue:
+		dst = v.AppendInFlight(dst)
 	}
 	return dst
-}
-
-func appendInFlightOrder(dst []byte, o *Order) []byte {
-	dst = appendString(dst, o.OrderID)
-	dst = appendString(dst, o.Customer)
-	dst = binary.AppendVarint(dst, o.AmountCents)
-	dst = binary.AppendVarint(dst, o.EventTime)
-	return binary.AppendVarint(dst, o.Watermark)
-}
-
-func appendInFlightPaid(dst []byte, p *PaidOrder) []byte {
-	dst = appendString(dst, p.OrderID)
-	dst = appendString(dst, p.Customer)
-	return binary.AppendVarint(dst, p.AmountCents)
 }
 
 // inFlightSize is the size encodeInFlight gives rec: what it adds to the
@@ -178,73 +167,53 @@ func appendInFlightPaid(dst []byte, p *PaidOrder) []byte {
 func inFlightSize(rec *Record) int {
 	n := 1 // the tag
 	if rec.Key != "" {
-		n += lenSize(len(rec.Key))
+		n += InFlightStringSize(len(rec.Key))
 	}
 	if rec.Bytes != nil {
-		n += lenSize(len(rec.Bytes))
+		n += InFlightStringSize(len(rec.Bytes))
 	}
 	switch v := rec.Value.(type) {
 	case *EventTime:
 		if v != nil {
-			n += varintSize(v.Time) + varintSize(v.Watermark)
+			n += InFlightVarintSize(v.Time) + InFlightVarintSize(v.Watermark)
 			if v.Origin.Topic != "" {
-				n += lenSize(len(v.Origin.Topic)) + varintSize(int64(v.Origin.Partition)) + varintSize(v.Origin.Offset)
+				n += InFlightStringSize(len(v.Origin.Topic)) + InFlightVarintSize(int64(v.Origin.Partition)) + InFlightVarintSize(v.Origin.Offset)
 			}
 		}
-	case *Order:
-		if v != nil {
-			n += inFlightOrderSize(v)
-		}
-	case *Payment:
-		if v != nil {
-			n += lenSize(len(v.OrderID)) + lenSize(len(v.PaymentID)) +
-				varintSize(v.AmountCents) + varintSize(v.EventTime) + varintSize(v.Watermark)
-		}
-	case *PaidOrder:
-		if v != nil {
-			n += inFlightPaidSize(v)
-		}
-	case *Revenue:
-		if v != nil {
-			n += inFlightPaidSize(&v.PaidOrder) + varintSize(v.CustomerTotalCents)
-		}
-	case *Enriched:
-		if v != nil {
-			n += inFlightOrderSize(&v.Order) + lenSize(len(v.Tier))
+	case InFlightValue:
+		if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || !rv.IsNil() {
+			n += v.InFlightSize()
 		}
 	}
 	return n
 }
 
-func inFlightOrderSize(o *Order) int {
-	return lenSize(len(o.OrderID)) + lenSize(len(o.Customer)) +
-		varintSize(o.AmountCents) + varintSize(o.EventTime) + varintSize(o.Watermark)
-}
+// AppendInFlightString appends s as channel state keeps a string: its
+// length (a uvarint), then its bytes; InFlightReader.Field reads it.
+func AppendInFlightString(dst []byte, s string) []byte { return backend.AppendString(dst, s) }
 
-func inFlightPaidSize(p *PaidOrder) int {
-	return lenSize(len(p.OrderID)) + lenSize(len(p.Customer)) + varintSize(p.AmountCents)
-}
+// InFlightStringSize is the size of n bytes with their uvarint length
+// before them.
+func InFlightStringSize(n int) int { return uvarintSize(uint64(n)) + n }
 
-// lenSize is the size of n bytes with their uvarint length before them.
-func lenSize(n int) int { return uvarintSize(uint64(n)) + n }
+// InFlightVarintSize is the size of binary.AppendVarint's encoding of x.
+func InFlightVarintSize(x int64) int { return uvarintSize(uint64(x<<1) ^ uint64(x>>63)) }
 
 // uvarintSize is the size of binary.AppendUvarint's encoding of x.
 func uvarintSize(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
-// varintSize is the size of binary.AppendVarint's encoding of x.
-func varintSize(x int64) int { return uvarintSize(uint64(x<<1) ^ uint64(x>>63)) }
-
-// decodeInFlight reads what encodeInFlight wrote. Any malformed input is an
-// error wrapping backend.ErrCorrupt. The records share no memory with b.
-func decodeInFlight(b []byte) ([]Record, error) {
+// decodeInFlight reads what encodeInFlight wrote, the job's values with
+// job (nil: a job with none). Any malformed input is an error wrapping
+// backend.ErrCorrupt. The records share no memory with b.
+func decodeInFlight(b []byte, job InFlightDecoder) ([]Record, error) {
 	if len(b) == 0 || b[0] != inFlightFormat {
 		return nil, inFlightCorrupt(-1, "not channel state (bad format byte)")
 	}
 	// One copy of the input, which the records' raw bytes point into: the
 	// state blob they come from may be large, and must not stay in memory
 	// as long as a replayed record does.
-	r := inFlightReader{b: bytes.Clone(b[1:])}
-	count := r.uvarint()
+	r := InFlightReader{b: bytes.Clone(b[1:])}
+	count := r.Uvarint()
 	if r.bad != "" {
 		return nil, inFlightCorrupt(-1, "no record count")
 	}
@@ -252,7 +221,7 @@ func decodeInFlight(b []byte) ([]Record, error) {
 		return nil, inFlightCorrupt(-1, fmt.Sprintf("%d records in %d bytes", count, len(r.b)))
 	}
 	recs := make([]Record, count)
-	var d inFlightDecoder
+	d := inFlightDecoder{job: job}
 	for i := range recs {
 		d.left = len(recs) - i
 		if d.record(&r, &recs[i]); r.bad != "" {
@@ -272,14 +241,31 @@ func inFlightCorrupt(rec int, why string) error {
 	return fmt.Errorf("channel state: %w (record %d: %s)", backend.ErrCorrupt, rec, why)
 }
 
-// inFlightReader reads fields off the front of b; the first that is not
-// there sets bad, and every later read returns zero.
-type inFlightReader struct {
+// InFlightReader reads fields off the front of channel state; the first
+// that is not there makes it bad, and every later read returns zero.
+type InFlightReader struct {
 	b   []byte
 	bad string
 }
 
-func (r *inFlightReader) uvarint() uint64 {
+// NewInFlightReader reads the fields of b, as a job's tests of its
+// InFlightDecoder do.
+func NewInFlightReader(b []byte) *InFlightReader { return &InFlightReader{b: b} }
+
+// Err says what the first field that was not there was (nil: none was
+// missing), wrapping backend.ErrCorrupt.
+func (r *InFlightReader) Err() error {
+	if r.bad == "" {
+		return nil
+	}
+	return fmt.Errorf("channel state: %w (%s)", backend.ErrCorrupt, r.bad)
+}
+
+// Len is how many bytes are left to read.
+func (r *InFlightReader) Len() int { return len(r.b) }
+
+// Uvarint reads an unsigned varint.
+func (r *InFlightReader) Uvarint() uint64 {
 	if r.bad != "" {
 		return 0
 	}
@@ -292,7 +278,8 @@ func (r *inFlightReader) uvarint() uint64 {
 	return v
 }
 
-func (r *inFlightReader) varint() int64 {
+// Varint reads a varint (binary.AppendVarint).
+func (r *InFlightReader) Varint() int64 {
 	if r.bad != "" {
 		return 0
 	}
@@ -305,9 +292,11 @@ func (r *inFlightReader) varint() int64 {
 	return v
 }
 
-// field reads uvarint-length-prefixed bytes; they point into r.b.
-func (r *inFlightReader) field() []byte {
-	l := r.uvarint()
+// Field reads what AppendInFlightString wrote; the bytes point into the
+// state, which is the decoder's own copy: keep them as they are, or copy
+// them into strings.
+func (r *InFlightReader) Field() []byte {
+	l := r.Uvarint()
 	if r.bad != "" {
 		return nil
 	}
@@ -320,111 +309,70 @@ func (r *inFlightReader) field() []byte {
 	return f
 }
 
-// inFlightDecoder hands out the values of the records it decodes from
-// blocks, not one allocation each, of no more values than records are
-// left.
+// inFlightDecoder hands out the engine's values of the records it decodes
+// from blocks, not one allocation each, of no more values than records
+// are left; job decodes the job's own.
 type inFlightDecoder struct {
-	left     int // records left to decode, this one included
-	text     text
-	topic    string // the last origin's topic
-	times    slab[EventTime]
-	orders   slab[Order]
-	payments slab[Payment]
-	paid     slab[PaidOrder]
-	revenues slab[Revenue]
-	enriched slab[Enriched]
+	left  int    // records left to decode, this one included
+	topic string // the last origin's topic
+	times Slab[EventTime]
+	job   InFlightDecoder
 }
 
 // record decodes one record from r into rec; r.bad says what is wrong
 // with it.
-func (d *inFlightDecoder) record(r *inFlightReader, rec *Record) {
+func (d *inFlightDecoder) record(r *InFlightReader, rec *Record) {
 	if len(r.b) == 0 {
 		r.bad = "truncated"
 		return
 	}
 	tag := r.b[0]
 	r.b = r.b[1:]
-	if tag&tagMask >= tagCount {
-		r.bad = fmt.Sprintf("unknown tag %#x", tag)
-		return
-	}
 	if tag&flagKey != 0 {
-		if rec.Key = string(r.field()); r.bad == "" && rec.Key == "" {
+		if rec.Key = string(r.Field()); r.bad == "" && rec.Key == "" {
 			r.bad = "an empty key marked present"
 			return
 		}
 	}
 	if tag&flagBytes != 0 {
-		rec.Bytes = r.field()
+		rec.Bytes = r.Field()
 	}
-	switch tag & tagMask {
+	switch tag &= tagMask; tag {
+	case tagNil:
 	case tagEventTime, tagEventTimeFrom:
-		v := take(&d.times, d.left)
-		v.Time, v.Watermark = r.varint(), r.varint()
-		if tag&tagMask == tagEventTimeFrom {
-			topic := r.field()
+		v := d.times.Take(d.left)
+		v.Time, v.Watermark = r.Varint(), r.Varint()
+		if tag == tagEventTimeFrom {
+			topic := r.Field()
 			if string(topic) != d.topic { // the records of a channel share it
 				d.topic = string(topic)
 			}
-			v.Origin = Origin{Topic: d.topic, Partition: int32(r.varint()), Offset: r.varint()}
+			v.Origin = Origin{Topic: d.topic, Partition: int32(r.Varint()), Offset: r.Varint()}
 		}
 		rec.Value = v
-	case tagOrder:
-		v := take(&d.orders, d.left)
-		d.order(r, v)
-		rec.Value = v
-	case tagPayment:
-		v := take(&d.payments, d.left)
-		v.OrderID, v.PaymentID = d.text.two(r.field(), r.field())
-		v.AmountCents, v.EventTime, v.Watermark = r.varint(), r.varint(), r.varint()
-		rec.Value = v
-	case tagPaidOrder:
-		v := take(&d.paid, d.left)
-		d.paidOrder(r, v)
-		rec.Value = v
-	case tagRevenue:
-		v := take(&d.revenues, d.left)
-		d.paidOrder(r, &v.PaidOrder)
-		v.CustomerTotalCents = r.varint()
-		rec.Value = v
-	case tagEnriched:
-		v := take(&d.enriched, d.left)
-		d.order(r, &v.Order)
-		v.Tier = string(r.field())
-		rec.Value = v
+	default:
+		var ok bool
+		if d.job != nil {
+			rec.Value, ok = d.job.Decode(tag, r, d.left)
+		}
+		if !ok {
+			r.bad = fmt.Sprintf("unknown tag %#x", tag)
+		}
 	}
-}
-
-// take is s.new, from a block of at most left values.
-func take[T any](s *slab[T], left int) *T {
-	if len(s.free) == 0 {
-		s.free = make([]T, min(left, slabBlock))
-	}
-	return s.new()
-}
-
-func (d *inFlightDecoder) order(r *inFlightReader, o *Order) {
-	o.OrderID, o.Customer = d.text.two(r.field(), r.field())
-	o.AmountCents, o.EventTime, o.Watermark = r.varint(), r.varint(), r.varint()
-}
-
-func (d *inFlightDecoder) paidOrder(r *inFlightReader, p *PaidOrder) {
-	p.OrderID, p.Customer = d.text.two(r.field(), r.field())
-	p.AmountCents = r.varint()
 }
 
 // InFlightChannel reads one entry of a subtask's channel state
 // (backend.SubtaskState Channels), for tools that show what a checkpoint
 // holds: the input channel its key names, by the subtask's logical input
 // and the upstream subtask, and the number of in-flight records stored for
-// it. The formats stay the package's own. An error wraps
-// backend.ErrCorrupt.
-func InFlightChannel(key string, state []byte) (input int, from string, records int, err error) {
+// it; job decodes the job's own values. The formats stay the package's
+// own. An error wraps backend.ErrCorrupt.
+func InFlightChannel(key string, state []byte, job InFlightDecoder) (input int, from string, records int, err error) {
 	input, from, ok := parseChannelKey(key)
 	if !ok {
 		return 0, "", 0, fmt.Errorf("channel state: %w (%q is not a channel)", backend.ErrCorrupt, key)
 	}
-	recs, err := decodeInFlight(state)
+	recs, err := decodeInFlight(state, job)
 	return input, from, len(recs), err
 }
 

@@ -67,11 +67,21 @@ type Hooks struct {
 	AfterTeardown func(attempt int64, live int64)
 }
 
+// ChannelConfig sizes the channels between subtasks (0: the defaults).
+type ChannelConfig struct {
+	// ChannelCapacity is each channel's capacity in batches; BatchSize the
+	// most elements in one batch.
+	ChannelCapacity int
+	BatchSize       int
+}
+
 // Config is everything a job run needs.
 type Config struct {
-	Job  *spec.Job
-	Env  *Env
-	Mode barrier.Mode
+	Job *spec.Job
+	Env *Env
+	// Types is the job's own code: its operators besides source and sink.
+	Types Types
+	Mode  barrier.Mode
 	// Unaligned makes exactly-once checkpoints unaligned (Flink:
 	// execution.checkpointing.unaligned): their barriers overtake the
 	// records queued in the channels, which are stored with the snapshot.
@@ -92,10 +102,7 @@ type Config struct {
 	Faults   []Fault
 	Clock    clock.Clock
 	Observer *Observer
-	// ChannelCapacity is each channel's capacity in batches; BatchSize the
-	// most elements in one batch.
-	ChannelCapacity int
-	BatchSize       int
+	ChannelConfig
 	// StateConfig is where and how subtasks keep keyed state.
 	StateConfig
 	// AllowFreshStart lets a job whose checkpoints are all damaged start
@@ -312,7 +319,7 @@ func New(cfg Config) (*Job, error) {
 	j := &Job{
 		cfg: cfg, spec: cfg.Job, obs: cfg.Observer,
 		timeControls: timeControls{clk: clock.NewScaled(cfg.Clock), wall: cfg.Clock, obs: cfg.Observer},
-		injector: injector{jobSpec: cfg.Job, events: cfg.Observer, logf: cfg.Logf,
+		injector: injector{jobSpec: cfg.Job, partitions: cfg.Env.partitions, events: cfg.Observer, logf: cfg.Logf,
 			configured: len(cfg.Faults), faultCh: make(chan *faultEntry, len(cfg.Faults)+64)},
 		metrics: map[string]*TaskMetrics{},
 		handler: restart.NewHandler(cfg.Restart, cfg.Failover, pipelinedRegions(cfg.Job)),
@@ -371,7 +378,7 @@ func (j *Job) addTasksAndFaults() error {
 		}
 	}
 	for _, f := range cfg.Faults {
-		if err := CheckFault(&f, j.spec); err != nil {
+		if err := CheckFault(&f, j.spec, cfg.Env.partitions); err != nil {
 			return err
 		}
 		j.faults = append(j.faults, &faultEntry{Fault: f, id: int(j.nextFault.Add(1))})
@@ -437,7 +444,7 @@ type StateTTLStatus struct {
 // StateTTL says what the state TTL of the job's join did so far; safe to
 // call at any time.
 func (j *Job) StateTTL() StateTTLStatus {
-	s := StateTTLStatus{NotJoined: j.bad.ttl.notJoined.Load(), Expired: j.bad.ttl.expired.Load()}
+	s := StateTTLStatus{NotJoined: j.bad.ttl.NotJoined.Load(), Expired: j.bad.ttl.Expired.Load()}
 	for _, op := range j.spec.Operators {
 		if op.Type == spec.TypeJoin {
 			s.TTL = max(s.TTL, op.StateTTL)

@@ -99,7 +99,7 @@ func (r *run) doHere(t *testing.T) *run {
 	case r.attempts < 0:
 		r.attempts = 0 // no restart: the first failure fails the job
 	}
-	gen := NewGenerator(r.seed, r.records, GeneratorPartitions).WithRate(r.rate)
+	gen := newTestInput(r.seed, r.records, r.rate)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{}}
 	outs := map[string]*MemoryOutput{}
 	for _, op := range r.job.Operators {
@@ -146,7 +146,7 @@ func (r *run) doHere(t *testing.T) *run {
 	if r.crashEnds {
 		crash = cancel
 	}
-	j, err := New(Config{
+	j, err := New(Config{Types: testJob.Types,
 		Job: r.job, Env: env, Mode: r.mode, Unaligned: r.unaligned, AlignedTimeout: r.alignedTimeout, Observer: obs, Clock: clk,
 		StateConfig: StateConfig{StateBackend: r.backend, WorkDir: t.TempDir()},
 		Checkpoint:  checkpoint.Config{Interval: r.interval, Timeout: time.Minute},
@@ -368,7 +368,7 @@ func TestRestartStrategyGivesUp(t *testing.T) {
 func TestCancelLeavesExactOutput(t *testing.T) {
 	job := spec.Default()
 	gen, out, env := genEnv(7, 0, 20000)
-	j, err := New(Config{Job: job, Env: env, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	j, err := New(Config{Types: testJob.Types, Job: job, Env: env, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

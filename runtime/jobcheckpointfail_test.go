@@ -50,7 +50,7 @@ func TestStorageFailDeclinesCheckpointsThenFailsOver(t *testing.T) {
 	// with one tolerated every second fails over: 15 restarts must be
 	// allowed for the run to finish however the writes fall. At least
 	// ceil(30/subtasks) checkpoints fail, two of them in a row.
-	j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
+	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
 		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond, TolerableFailures: 1},
 		Restart:    restart.NewFixedDelay(15, 10*time.Millisecond)})
 	if err != nil {
@@ -95,7 +95,7 @@ func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
 				}
 			}
 		}()
-		j, err := New(Config{Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
+		j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
 			Checkpoint: checkpoint.Config{Interval: 100 * time.Millisecond, Timeout: 150 * time.Millisecond, TolerableFailures: 100}})
 		if err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
 	var damaged int64
 	fault, _ := fault.Parse("after-records=12000,task=join/1,fault=panic")
 	obs := NewObserver(nil, 1<<16)
-	j, err := New(Config{
+	j, err := New(Config{Types: testJob.Types,
 		Job: job, Env: env, Store: store, Observer: obs, Faults: []Fault{fault},
 		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond},
 		Restart:    restart.NewFixedDelay(3, 10*time.Millisecond),
@@ -116,7 +116,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 					for range obs.Events() {
 					}
 				}()
-				j, err := New(Config{Job: job, Env: env, Store: store, Observer: obs, StateConfig: StateConfig{StateBackend: backend, WorkDir: t.TempDir()},
+				j, err := New(Config{Types: testJob.Types, Job: job, Env: env, Store: store, Observer: obs, StateConfig: StateConfig{StateBackend: backend, WorkDir: t.TempDir()},
 					Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 				if err != nil {
 					t.Fatal(err)
@@ -162,7 +162,7 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 		for range obs.Events() {
 		}
 	}()
-	j, _ := New(Config{Job: spec.Default(), Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	j, _ := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	res, err := j.Run(ctx, RunOptions{SavepointOnExit: true})
@@ -176,12 +176,12 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j2, _ := New(Config{Job: other, Env: env, Store: store, Observer: obs})
+	j2, _ := New(Config{Types: testJob.Types, Job: other, Env: env, Store: store, Observer: obs})
 	if _, err := j2.Run(context.Background(), RunOptions{FromSavepoint: res.ExitSavepoint}); err == nil || !strings.Contains(err.Error(), "revenue") {
 		t.Fatalf("restore into a job without revenue: %v", err)
 	}
 	// …unless told to drop it.
-	j3, _ := New(Config{Job: other, Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	j3, _ := New(Config{Types: testJob.Types, Job: other, Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 	if res3, err := j3.Run(context.Background(), RunOptions{FromSavepoint: res.ExitSavepoint, AllowNonRestoredState: true}); err != nil || res3.Status != JobFinished {
 		t.Fatalf("with AllowNonRestoredState: %v", err)
 	}
@@ -205,7 +205,7 @@ func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
 		}
 	}()
 	var chained bool
-	j, err := New(Config{
+	j, err := New(Config{Types: testJob.Types,
 		Job: job, Env: env, Store: store, Observer: obs, Faults: []Fault{fault},
 		// MaxChain: never a full one again, so the newest is incremental.
 		StateConfig: StateConfig{StateBackend: "badger", WorkDir: t.TempDir(), Incremental: true, MaxChain: 1 << 20},

@@ -33,7 +33,7 @@ type OperatorContext struct {
 	// RestoredFrom is that checkpoint's id.
 	RestoredFrom int64
 	// TrackRollback asks the operator to keep what it needs to count the
-	// records an individual failover would lose (see rollbackCounter).
+	// records an individual failover would lose (see RollbackCounter).
 	TrackRollback bool
 	// Replay is set when the restore went back past newer completed
 	// checkpoints whose state could not be read (a damaged checkpoint):
@@ -55,7 +55,7 @@ type OperatorContext struct {
 	// upstream subtask of each input edge.
 	InputChannels int
 	// channel is the input channel, 0 to InputChannels-1, of the batch the
-	// subtask is processing (nil outside a subtask); inputWatermarks reads
+	// subtask is processing (nil outside a subtask); InputWatermarks reads
 	// it.
 	channel *int
 	// stop is closed when the subtask is cancelled (nil outside a
@@ -63,6 +63,45 @@ type OperatorContext struct {
 	stop <-chan struct{}
 	// watermark is where NoteWatermark publishes (nil outside a subtask).
 	watermark *atomic.Int64
+	// bad is what the job does with records its operators cannot decode,
+	// and where it counts what the joins' state TTL did (nil outside a
+	// job: a bad record fails the operator, the counts go nowhere).
+	bad    *badRecords
+	ownTTL *TTLCounts
+}
+
+// StandaloneContext is the context of an operator opened outside a job
+// (a job's unit tests, tools): subtask 0 of 1, keyed state kb (nil: none)
+// over maxParallelism key groups, reading channels input channels, the
+// record at hand from channel *ch (nil: channel 0). A bad record fails the
+// operator; its state TTL counts are its own.
+func StandaloneContext(kb backend.KeyedBackend, maxParallelism, channels int, ch *int) *OperatorContext {
+	return &OperatorContext{Keyed: kb, Parallelism: 1, MaxParallelism: maxParallelism, InputChannels: channels, channel: ch}
+}
+
+// BadRecord hands the engine a record the operator could not decode (err
+// an *ErrBadRecord): it fails the job, skips the record or sends it to
+// the dead-letter topic, as the job is configured (Config.OnBadRecord).
+// An error it returns is the operator's to return; any other err comes
+// back as it is.
+func (c *OperatorContext) BadRecord(rec *Record, err error) error {
+	if c.bad == nil {
+		return err
+	}
+	return c.bad.handle(c.Task.String(), rec, err)
+}
+
+// StateTTL is where an operator with a state TTL counts what it did,
+// shared by the job's operators, for the report's state_ttl; outside a
+// job, counts of its own.
+func (c *OperatorContext) StateTTL() *TTLCounts {
+	if c.bad == nil || c.bad.ttl == nil {
+		if c.ownTTL == nil {
+			c.ownTTL = &TTLCounts{}
+		}
+		return c.ownTTL
+	}
+	return c.bad.ttl
 }
 
 // NoteWatermark publishes the subtask's current input watermark (event-time
@@ -184,10 +223,10 @@ type WaitingReader interface {
 	Waited() time.Duration
 }
 
-// clockedSource is a Source whose readers keep time (the generator at a
+// ClockedSource is a Source whose readers keep time (a generator at a
 // rate): a subtask opens them on the job's clock.
-type clockedSource interface {
-	readerOn(clk clock.Clock, partitions []int32, offsets map[int32]int64) (SourceReader, error)
+type ClockedSource interface {
+	ReaderOn(clk clock.Clock, partitions []int32, offsets map[int32]int64) (SourceReader, error)
 }
 
 // OffsetCommitter is a SourceReader that reports its progress outside the

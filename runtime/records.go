@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // Fielder is a record value whose fields a hash edge can key by.
@@ -14,183 +12,6 @@ type Fielder interface {
 // JSONAppender is a record value a sink can write.
 type JSONAppender interface {
 	AppendJSON(dst []byte) []byte
-}
-
-// Order is a decoded order.
-type Order struct {
-	OrderID     string `json:"order_id"`
-	Customer    string `json:"customer"`
-	AmountCents int64  `json:"amount_cents"`
-	// EventTime is when the order happened, in Unix milliseconds: the
-	// timestamp of the Kafka record it came in (0: not known).
-	EventTime int64 `json:"-"`
-	// Watermark is the event-time watermark of the stream the order came
-	// in (Flink: Watermark), as the operator that decoded it had it when
-	// it emitted the order (0: none yet). It is not kept in state.
-	Watermark int64 `json:"-"`
-}
-
-// Payment is a decoded payment of one order.
-type Payment struct {
-	OrderID     string `json:"order_id"`
-	PaymentID   string `json:"payment_id"`
-	AmountCents int64  `json:"amount_cents"`
-	// EventTime and Watermark are as Order's.
-	EventTime int64 `json:"-"`
-	Watermark int64 `json:"-"`
-}
-
-// PaidOrder is an order joined with its payment.
-type PaidOrder struct {
-	OrderID     string
-	Customer    string
-	AmountCents int64
-}
-
-// Revenue is a paid order with its customer's running total.
-type Revenue struct {
-	PaidOrder
-	CustomerTotalCents int64
-}
-
-// Enriched is an order with a tier added by the enrich operator.
-type Enriched struct {
-	Order
-	Tier string
-}
-
-// Field implements Fielder.
-func (o *Order) Field(name string) (string, bool) {
-	switch name {
-	case "order_id":
-		return o.OrderID, true
-	case "customer":
-		return o.Customer, true
-	case "amount_cents":
-		return strconv.FormatInt(o.AmountCents, 10), true
-	}
-	return "", false
-}
-
-// Field implements Fielder.
-func (p *Payment) Field(name string) (string, bool) {
-	switch name {
-	case "order_id":
-		return p.OrderID, true
-	case "payment_id":
-		return p.PaymentID, true
-	case "amount_cents":
-		return strconv.FormatInt(p.AmountCents, 10), true
-	}
-	return "", false
-}
-
-// Field implements Fielder.
-func (p *PaidOrder) Field(name string) (string, bool) {
-	switch name {
-	case "order_id":
-		return p.OrderID, true
-	case "customer":
-		return p.Customer, true
-	case "amount_cents":
-		return strconv.FormatInt(p.AmountCents, 10), true
-	}
-	return "", false
-}
-
-// Field implements Fielder.
-func (r *Revenue) Field(name string) (string, bool) {
-	if name == "customer_total_cents" {
-		return strconv.FormatInt(r.CustomerTotalCents, 10), true
-	}
-	return r.PaidOrder.Field(name)
-}
-
-// Field implements Fielder.
-func (e *Enriched) Field(name string) (string, bool) {
-	if name == "tier" {
-		return e.Tier, true
-	}
-	return e.Order.Field(name)
-}
-
-func appendStr(dst []byte, k, v string, first bool) []byte {
-	if !first {
-		dst = append(dst, ',')
-	}
-	dst = append(dst, '"')
-	dst = append(dst, k...)
-	dst = append(dst, `":`...)
-	return appendJSONString(dst, v)
-}
-
-// appendJSONString appends v as a JSON string. Printable ASCII without a
-// quote or a backslash, all the default job writes, is copied as it is;
-// anything else is encoded by encoding/json.
-func appendJSONString(dst []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			q, _ := json.Marshal(v) // a string always encodes
-			return append(dst, q...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, v...)
-	return append(dst, '"')
-}
-
-func appendInt(dst []byte, k string, v int64) []byte {
-	dst = append(dst, `,"`...)
-	dst = append(dst, k...)
-	dst = append(dst, `":`...)
-	return strconv.AppendInt(dst, v, 10)
-}
-
-// AppendJSON implements JSONAppender.
-func (o *Order) AppendJSON(dst []byte) []byte {
-	dst = append(dst, '{')
-	dst = appendStr(dst, "order_id", o.OrderID, true)
-	dst = appendStr(dst, "customer", o.Customer, false)
-	dst = appendInt(dst, "amount_cents", o.AmountCents)
-	return append(dst, '}')
-}
-
-// AppendJSON implements JSONAppender.
-func (p *Payment) AppendJSON(dst []byte) []byte {
-	dst = append(dst, '{')
-	dst = appendStr(dst, "order_id", p.OrderID, true)
-	dst = appendStr(dst, "payment_id", p.PaymentID, false)
-	dst = appendInt(dst, "amount_cents", p.AmountCents)
-	return append(dst, '}')
-}
-
-// AppendJSON implements JSONAppender.
-func (p *PaidOrder) AppendJSON(dst []byte) []byte {
-	dst = append(dst, '{')
-	dst = appendStr(dst, "order_id", p.OrderID, true)
-	dst = appendStr(dst, "customer", p.Customer, false)
-	dst = appendInt(dst, "amount_cents", p.AmountCents)
-	return append(dst, '}')
-}
-
-// AppendJSON implements JSONAppender: the default job's output value.
-func (r *Revenue) AppendJSON(dst []byte) []byte {
-	dst = append(dst, '{')
-	dst = appendStr(dst, "order_id", r.OrderID, true)
-	dst = appendStr(dst, "customer", r.Customer, false)
-	dst = appendInt(dst, "amount_cents", r.AmountCents)
-	dst = appendInt(dst, "customer_total_cents", r.CustomerTotalCents)
-	return append(dst, '}')
-}
-
-// AppendJSON implements JSONAppender.
-func (e *Enriched) AppendJSON(dst []byte) []byte {
-	dst = append(dst, '{')
-	dst = appendStr(dst, "order_id", e.OrderID, true)
-	dst = appendStr(dst, "customer", e.Customer, false)
-	dst = appendInt(dst, "amount_cents", e.AmountCents)
-	dst = appendStr(dst, "tier", e.Tier, false)
-	return append(dst, '}')
 }
 
 // ErrBadRecord means an input record cannot be parsed.
@@ -212,78 +33,31 @@ func (e *ErrBadRecord) Error() string {
 	return fmt.Sprintf("bad %s record %q: %s", e.Schema, in, e.Reason)
 }
 
-// DecodeOrder parses and validates an order.
-func DecodeOrder(b []byte) (*Order, error) {
-	o := &Order{}
-	if err := decodeOrderInto(b, o, nil); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-// decodeOrderInto is DecodeOrder into a zero o, its strings from t.
-func decodeOrderInto(b []byte, o *Order, t *text) error {
-	if err := unmarshalOrder(b, o, t); err != nil {
-		return &ErrBadRecord{Schema: "order", Input: b, Reason: err.Error()}
-	}
-	switch {
-	case o.OrderID == "":
-		return &ErrBadRecord{Schema: "order", Input: b, Reason: "order_id missing"}
-	case o.Customer == "":
-		if p, err := DecodePayment(b); err == nil && p.PaymentID != "" {
-			return &ErrBadRecord{Schema: "order", Input: b, Reason: "it is a payment", OtherSchema: "payment"}
-		}
-		return &ErrBadRecord{Schema: "order", Input: b, Reason: "customer missing"}
-	case o.AmountCents <= 0:
-		return &ErrBadRecord{Schema: "order", Input: b, Reason: "amount_cents must be positive"}
-	}
-	return nil
-}
-
-// DecodePayment parses and validates a payment.
-func DecodePayment(b []byte) (*Payment, error) {
-	p := &Payment{}
-	if err := decodePaymentInto(b, p, nil); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// decodePaymentInto is DecodePayment into a zero p, its strings from t.
-func decodePaymentInto(b []byte, p *Payment, t *text) error {
-	if err := unmarshalPayment(b, p, t); err != nil {
-		return &ErrBadRecord{Schema: "payment", Input: b, Reason: err.Error()}
-	}
-	switch {
-	case p.OrderID == "":
-		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "order_id missing"}
-	case p.AmountCents <= 0:
-		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "amount_cents must be positive"}
-	case p.PaymentID == "":
-		o := &Order{}
-		if unmarshalOrder(b, o, nil) == nil && o.Customer != "" {
-			return &ErrBadRecord{Schema: "payment", Input: b, Reason: "it is an order", OtherSchema: "order"}
-		}
-		return &ErrBadRecord{Schema: "payment", Input: b, Reason: "payment_id missing"}
-	}
-	return nil
-}
-
-// slab hands out zero values of T from blocks, one allocation per block
+// Slab hands out zero values of T from blocks, one allocation per block
 // instead of one per value: the operators allocate a record value for each
 // record they emit, and nothing keeps those long. A block stays in memory
-// while any of its values is referenced.
-type slab[T any] struct{ free []T }
+// while any of its values is referenced. A Slab belongs to one goroutine.
+type Slab[T any] struct{ free []T }
 
 const slabBlock = 256
 
-func (s *slab[T]) new() *T {
+// New returns a zero value of T.
+func (s *Slab[T]) New() *T {
 	if len(s.free) == 0 {
 		s.free = make([]T, slabBlock)
 	}
 	v := &s.free[0]
 	s.free = s.free[1:]
 	return v
+}
+
+// Take is New, from a block of at most left values when a new block is
+// needed: a decoder that knows how many values are left wastes none.
+func (s *Slab[T]) Take(left int) *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, max(1, min(left, slabBlock)))
+	}
+	return s.New()
 }
 
 // EventTime is what a source hands along with each record it reads, in
@@ -318,19 +92,19 @@ type Origin struct {
 
 // EventTimes hands out *EventTime values from blocks, so that a source
 // stamps its records without an allocation each; a value is never reused.
-type EventTimes struct{ s slab[EventTime] }
+type EventTimes struct{ s Slab[EventTime] }
 
 // New returns a new *EventTime holding event time ms, watermark wm and
 // the record's origin.
 func (e *EventTimes) New(ms, wm int64, from Origin) *EventTime {
-	v := e.s.new()
+	v := e.s.New()
 	*v = EventTime{Time: ms, Watermark: wm, Origin: from}
 	return v
 }
 
-// eventTimeOf is the event time and watermark a source handed along with
+// EventTimeOf is the event time and watermark a source handed along with
 // rec (zero: none).
-func eventTimeOf(rec *Record) EventTime {
+func EventTimeOf(rec *Record) EventTime {
 	if t, ok := rec.Value.(*EventTime); ok {
 		return *t
 	}

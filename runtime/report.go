@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 
 	"faultline/runtime/verify"
 )
@@ -133,41 +131,4 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Report plain `json:"report"`
 	}{plain(r)})
-}
-
-// ReadInputAfter implements InputReader for the generator.
-func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
-	for p := 0; p < g.partitions; p++ {
-		end := g.EndOffset(topic, p) // a walk over the partition's blocks: once
-		for off := bounds[int32(p)]; off < end; off++ {
-			b, ok := g.Read(topic, p, off)
-			if !ok {
-				break
-			}
-			if err := f(b, 0); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// ReadInput implements InputReader for the generator.
-func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
-	for p := 0; p < g.partitions; p++ {
-		n := g.EndOffset(topic, p)
-		if bounds != nil {
-			n = bounds[int32(p)]
-		}
-		for off := int64(0); off < n; off++ {
-			b, ok := g.Read(topic, p, off)
-			if !ok {
-				return fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
-			}
-			if err := f(b, 0); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

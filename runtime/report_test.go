@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"faultline/runtime/spec"
 	"fmt"
 	"testing"
 
@@ -15,11 +16,11 @@ import (
 // after_checkpoint, never as unexpected, and in exactly-once they stay
 // unexpected.
 func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
-	gen := NewGenerator(7, 20000, GeneratorPartitions)
+	gen := newTestInput(7, 20000, 0)
 	bounds := checkpoint.Offsets{}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
+	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
 		bounds[topic] = map[int32]int64{}
-		for p := 0; p < GeneratorPartitions; p++ {
+		for p := 0; p < testJob.Partitions; p++ {
 			bounds[topic][int32(p)] = gen.EndOffset(topic, p) / 2
 		}
 	}
@@ -27,7 +28,7 @@ func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 	// below bounds already pays.
 	sides := func(b checkpoint.Offsets) map[string]int {
 		seen := map[string]int{}
-		for i, topic := range []string{TopicOrders, TopicPayments} {
+		for i, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
 			var lim map[int32]int64
 			if b != nil {
 				lim = b[topic]

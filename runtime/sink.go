@@ -45,18 +45,23 @@ type sinkOp struct {
 	// committed: the output after where it began holds everything the
 	// subtask committed since (see replay).
 	anchor string
-	// skip holds, after a restore past a damaged checkpoint, the order
-	// ids the output already holds that the job is emitting again; each
-	// is dropped once, and the set goes when the sources pass skipUntil
-	// (the damaged checkpoint's offsets; nil: when the set is empty).
+	// key names the field whose value keys each record written ("": no
+	// key).
+	key string
+	skipSet
+}
+
+// skipSet is what a sink restored past a damaged checkpoint skips: skip
+// holds the ids (the job's id field, which ids reads) the output already
+// holds that the job is emitting again; each is dropped once, and the set
+// goes when the sources pass skipUntil (the damaged checkpoint's offsets;
+// nil: when the set is empty).
+type skipSet struct {
+	ids       flatjson.Field
 	skip      map[string]struct{}
 	skipUntil checkpoint.Offsets
-	// key names the field whose value keys each record written ("": no
-	// key); ids reads the job's id, which the skip set holds.
-	key     string
-	ids     flatjson.Field
-	skipped *atomic.Int64 // shared by the job's sinks, for the report
-	obs     *Observer     // says what the skip set holds (may be nil)
+	skipped   *atomic.Int64 // shared by the job's sinks, for the report
+	obs       *Observer     // says what the skip set holds (may be nil)
 }
 
 // Names of the sink's other operator state entries, each per owner
@@ -135,18 +140,9 @@ func (l *redoLog) records() ([]OutputRecord, error) {
 // readRecord reads one record of a redo log: its key, its value and what
 // follows.
 func readRecord(b []byte) (k, v, rest []byte, ok bool) {
-	k, rest, okk := readBytes(b)
-	v, rest, okv := readBytes(rest)
+	k, rest, okk := backend.ReadBytes(b)
+	v, rest, okv := backend.ReadBytes(rest)
 	return k, v, rest, okk && okv
-}
-
-func readBytes(b []byte) ([]byte, []byte, bool) {
-	l, n := binary.Uvarint(b)
-	if n <= 0 || uint64(len(b)-n) < l {
-		return nil, b, false
-	}
-	end := n + int(l)
-	return b[n:end:end], b[end:], true
 }
 
 // arena holds the bytes of records written without a redo log, in chunks
@@ -201,8 +197,8 @@ func (st sinkState) entries() map[string][]byte {
 	m := map[string][]byte{}
 	for _, t := range st.pending {
 		b = binary.AppendUvarint(b, uint64(t.checkpoint))
-		b = appendString(b, t.txn)
-		b = appendString(b, t.committable)
+		b = backend.AppendString(b, t.txn)
+		b = backend.AppendString(b, t.committable)
 		// 0: no records here; checkpoints written before the chunks were
 		// entries of their own have n+1 and the n records inline.
 		b = binary.AppendUvarint(b, 0)
@@ -469,11 +465,11 @@ func (s *sinkOp) EndInput(Collector) error {
 	return nil
 }
 
-// rollback implements rollbackCounter: restarted alone from checkpoint
+// rollback implements RollbackCounter: restarted alone from checkpoint
 // from, the sink aborts every transaction it opened after that checkpoint
 // (the open one, and those pre-committed for checkpoints that never
 // completed), and their records are not written again.
-func (s *sinkOp) rollback(from int64, _ keyedReader) (int64, any) {
+func (s *sinkOp) Rollback(from int64, _ KeyedReader) (int64, any) {
 	lost := s.curN
 	for _, p := range s.pending {
 		if p.checkpoint > from {
@@ -507,3 +503,9 @@ func (p *commitProgress) committed(task string, id int64) {
 func (s *sinkOp) FinalCommittables() []string { return s.final }
 
 func (s *sinkOp) Close() error { return nil }
+
+// readString reads what backend.AppendString wrote off the front of b.
+func readString(b []byte) (string, []byte, bool) {
+	s, rest, ok := backend.ReadBytes(b)
+	return string(s), rest, ok
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"faultline/backend"
 	"fmt"
 	"testing"
 	"time"
@@ -188,8 +189,8 @@ func TestSinkStateReadsInlineRedoLogs(t *testing.T) {
 	b := binary.AppendUvarint(nil, 0) // owner
 	b = binary.AppendUvarint(b, 3)    // next sequence number
 	b = binary.AppendUvarint(b, 2)    // checkpoint
-	b = appendString(b, "p/0/2")
-	b = appendString(b, "p/0/2#1")
+	b = backend.AppendString(b, "p/0/2")
+	b = backend.AppendString(b, "p/0/2#1")
 	b = binary.AppendUvarint(b, uint64(log.n)+1)
 	b = append(b, log.chunks[0]...)
 	st, err := decodeSinkState(b, lookup(nil))
@@ -259,9 +260,9 @@ func (s *stampingOutput) WriteAt(txn string, key, value []byte, at time.Time) er
 // The sink stamps each record with the time its subtask began the batch
 // holding it: a time within the run, never earlier than the record before.
 func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
-	gen := NewGenerator(3, 20_000, GeneratorPartitions)
+	gen := newTestInput(3, 20_000, 0)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
+	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
 		s, err := gen.Source(topic)
 		if err != nil {
 			t.Fatal(err)
@@ -270,7 +271,7 @@ func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
 	}
 	out := &stampingOutput{MemoryOutput: NewMemoryOutput()}
 	env.Outputs["revenue"] = out
-	j, err := New(Config{Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
+	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,13 +313,13 @@ func (mayLose) PreparedMayBeLost() bool { return true }
 func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	out := mayLose{&losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}}
 	task := checkpoint.TaskID{Operator: "sink", Index: 0}
-	s1 := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
+	s1 := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id")}, key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
 	if err := s1.Open(&OperatorContext{Task: task, Parallelism: 1, restored: map[string][][]byte{}}); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for i := range 3 {
-		r := &Revenue{PaidOrder: PaidOrder{OrderID: fmt.Sprintf("o-%d", i), Customer: "c-1", AmountCents: 100}, CustomerTotalCents: int64(100 * (i + 1))}
+		r := &testRow{OrderID: fmt.Sprintf("o-%d", i), Customer: "c-1", Total: int64(100 * (i + 1))}
 		want = append(want, string(r.AppendJSON(nil)))
 		if err := s1.Process(&Record{Value: r}, nil); err != nil {
 			t.Fatal(err)
@@ -336,7 +337,7 @@ func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	for name, v := range entries {
 		restored[name] = [][]byte{append([]byte(nil), v...)} // as a store gives it back
 	}
-	s2 := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
+	s2 := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id")}, key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
 	if err := s2.Open(&OperatorContext{Task: task, Parallelism: 1, Restored: true, RestoredFrom: 1, restored: restored}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	}
 	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1,
 		Completed: func(id int64) (*checkpoint.Completed, bool) { c, ok := at[id]; return c, ok }}
-	s := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: NewMemoryOutput(), ctx: ctx, skip: map[string]struct{}{"o-000001": {}, "o-000002": {}}, skipUntil: until}
+	s := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id"), skip: map[string]struct{}{"o-000001": {}, "o-000002": {}}, skipUntil: until}, key: "customer", out: NewMemoryOutput(), ctx: ctx}
 	entries, err := s.SnapshotState(6)
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +383,7 @@ func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	for name, v := range entries {
 		restored[name] = append(restored[name], v)
 	}
-	r := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: NewMemoryOutput(), ctx: ctx}
+	r := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id")}, key: "customer", out: NewMemoryOutput(), ctx: ctx}
 	rctx := *ctx
 	rctx.Restored, rctx.restored = true, restored
 	if err := r.restoreSkip(&rctx); err != nil {
@@ -391,7 +392,7 @@ func TestSinkSkipSetLastsUntilTheReplayIsPast(t *testing.T) {
 	if len(r.skip) != 2 || !covers(until, r.skipUntil) {
 		t.Fatalf("restored skip set %v until %v", r.skip, r.skipUntil)
 	}
-	if !r.skipping(&PaidOrder{OrderID: "o-000001"}) || r.skipping(&PaidOrder{OrderID: "o-000001"}) {
+	if !r.skipping(&testRow{OrderID: "o-000001"}) || r.skipping(&testRow{OrderID: "o-000001"}) {
 		t.Fatal("an id in the set is skipped exactly once")
 	}
 	if err := r.NotifyCheckpointComplete(7); err != nil || r.skip == nil {
@@ -438,13 +439,13 @@ type sinkHarness struct {
 }
 
 func (h sinkHarness) rec(id string) *Record {
-	return &Record{Value: &Revenue{PaidOrder: PaidOrder{OrderID: id, Customer: "c-1", AmountCents: 100}}}
+	return &Record{Value: &testRow{OrderID: id, Customer: "c-1"}}
 }
 
 // open opens a sink subtask restored from restored (nil: nothing).
 func (h sinkHarness) open(restored map[string][][]byte, from int64, replay checkpoint.Offsets) *sinkOp {
 	h.t.Helper()
-	s := &sinkOp{ids: flatjson.MustField("order_id"), key: "customer", out: h.out, topic: "revenue", txnPrefix: "p"}
+	s := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id")}, key: "customer", out: h.out, topic: "revenue", txnPrefix: "p"}
 	ctx := &OperatorContext{Task: checkpoint.TaskID{Operator: "sink", Index: 0}, Parallelism: 1, Restored: restored != nil,
 		RestoredFrom: from, Replay: replay, restored: restored, Completed: func(int64) (*checkpoint.Completed, bool) { return nil, false }}
 	if restored == nil {
@@ -531,4 +532,25 @@ func TestSinkSecondFallbackSkipsBoth(t *testing.T) {
 	s3 := h.open(cp3, 3, checkpoint.Offsets{"orders": {0: 40}})
 	h.checkpoint(s3, 5, "o-3", "o-4", "o-5")
 	h.once("o-1", "o-2", "o-3", "o-4", "o-5")
+}
+
+// testRow is a record a sink writes, as a job's operators emit them: its
+// fields by name (Fielder) and its JSON (JSONAppender).
+type testRow struct {
+	OrderID, Customer string
+	Total             int64
+}
+
+func (r *testRow) Field(name string) (string, bool) {
+	switch name {
+	case "order_id":
+		return r.OrderID, true
+	case "customer":
+		return r.Customer, true
+	}
+	return "", false
+}
+
+func (r *testRow) AppendJSON(dst []byte) []byte {
+	return fmt.Appendf(dst, `{"order_id":%q,"customer":%q,"total_cents":%d}`, r.OrderID, r.Customer, r.Total)
 }

@@ -6,6 +6,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"faultline/backend"
@@ -257,8 +260,8 @@ func (t *sourceTask) openReader(oc *OperatorContext) error {
 	}
 	var r SourceReader
 	var err error
-	if cs, ok := t.src.(clockedSource); ok {
-		r, err = cs.readerOn(t.clk(), mine, offsets)
+	if cs, ok := t.src.(ClockedSource); ok {
+		r, err = cs.ReaderOn(t.clk(), mine, offsets)
 	} else {
 		r, err = t.src.Reader(mine, offsets)
 	}
@@ -267,4 +270,40 @@ func (t *sourceTask) openReader(oc *OperatorContext) error {
 	}
 	t.reader = r
 	return nil
+}
+
+// encodeOffsets and decodeOffsets keep a source subtask's positions.
+func encodeOffsets(offs map[int32]int64) []byte {
+	parts := make([]int, 0, len(offs))
+	for p := range offs {
+		parts = append(parts, int(p))
+	}
+	sort.Ints(parts)
+	var sb strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.Itoa(p))
+		sb.WriteByte(':')
+		sb.WriteString(strconv.FormatInt(offs[int32(p)], 10))
+	}
+	return []byte(sb.String())
+}
+
+func decodeOffsets(b []byte) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	if len(b) == 0 {
+		return out, nil
+	}
+	for _, kv := range strings.Split(string(b), ",") {
+		k, v, ok := strings.Cut(kv, ":")
+		p, err1 := strconv.Atoi(k)
+		o, err2 := strconv.ParseInt(v, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("source offsets %q: %w", b, backend.ErrCorrupt)
+		}
+		out[int32(p)] = o
+	}
+	return out, nil
 }

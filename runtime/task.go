@@ -376,6 +376,7 @@ func (t *task) open(ctx context.Context) error {
 		clk:            t.clk(),
 		InputChannels:  len(t.inputs),
 		watermark:      &t.m.Watermark,
+		bad:            t.a.job.bad,
 	}
 	oc.Completed = t.a.job.completed
 	if t.replayAll {

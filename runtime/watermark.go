@@ -60,28 +60,28 @@ func least(of []int64) int64 {
 	return m
 }
 
-// inputWatermarks are an operator's Watermarks over the input channels of
+// InputWatermarks are an operator's Watermarks over the input channels of
 // its subtask (OperatorContext.InputChannels), each record's watermark
 // counted for the channel it came from (OperatorContext.channel). Flink
 // sends watermarks as elements of their own, through every channel; here
 // they ride on the records (EventTime, Order.Watermark), so a channel's
 // watermark moves only when a record comes through it: a subtask that a
 // hash edge sends no records to learns nothing from it.
-type inputWatermarks struct {
+type InputWatermarks struct {
 	Watermarks
 	channel *int
 }
 
 // newInputWatermarks returns the watermarks of the input channels of the
 // subtask ctx belongs to; outside a subtask, of one channel.
-func newInputWatermarks(ctx *OperatorContext) inputWatermarks {
+func NewInputWatermarks(ctx *OperatorContext) InputWatermarks {
 	ch := ctx.channel
 	if ch == nil {
 		ch = new(int)
 	}
-	return inputWatermarks{Watermarks: NewWatermarks(max(1, ctx.InputChannels)), channel: ch}
+	return InputWatermarks{Watermarks: NewWatermarks(max(1, ctx.InputChannels)), channel: ch}
 }
 
-// advance notes watermark t of the record being processed and returns the
+// Note notes watermark t of the record being processed and returns the
 // operator's watermark, the least over its input channels.
-func (w *inputWatermarks) advance(t int64) int64 { return w.Advance(*w.channel, t) }
+func (w *InputWatermarks) Note(t int64) int64 { return w.Advance(*w.channel, t) }

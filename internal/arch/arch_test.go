@@ -212,3 +212,23 @@ func TestRootHoldsOnlyMain(t *testing.T) {
 		}
 	}
 }
+
+// The engine names no job: a job's operators, records and input live in
+// its own package under runtime/jobs and reach the engine as runtime.Types
+// from the command line. No package of the engine imports one, nor does a
+// job import another.
+func TestTheEngineNamesNoJob(t *testing.T) {
+	engine := []string{"faultline/runtime", "faultline/checkpoint", "faultline/restart", "faultline/backend"}
+	for _, p := range listPackages(t) {
+		job := own(p.ImportPath, "faultline/runtime/jobs")
+		inEngine := slices.ContainsFunc(engine, func(e string) bool { return under(p.ImportPath, e) })
+		for _, imp := range p.Imports {
+			if !under(imp, "faultline/runtime/jobs") {
+				continue
+			}
+			if job == "" && inEngine || job != "" && !under(imp, job) {
+				t.Errorf("%s imports %s: the engine names no job, and a job no other", p.ImportPath, imp)
+			}
+		}
+	}
+}

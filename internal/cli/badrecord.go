@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,8 +215,8 @@ func (r *runState) failedParsing(res *runtime.Result) bool {
 // parsers are, per Kafka topic, how the operators that read it straight
 // from a source parse its records.
 func (r *runState) parsers() map[string][]func([]byte) error {
-	order := func(v []byte) error { _, err := runtime.DecodeOrder(v); return err }
-	payment := func(v []byte) error { _, err := runtime.DecodePayment(v); return err }
+	order := func(v []byte) error { _, err := orders.DecodeOrder(v); return err }
+	payment := func(v []byte) error { _, err := orders.DecodePayment(v); return err }
 	out := map[string][]func([]byte) error{}
 	for _, op := range r.p.job.Operators {
 		var parse func([]byte) error

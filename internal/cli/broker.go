@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"os/signal"
@@ -61,7 +62,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 				}
 			}
 			job := spec.Default()
-			topics := kafka.Topics(job.Op("sink").Topic, 1)
+			topics := defaultTopics(job.Op("sink").Topic, 1)
 			b, err := kafka.StartEmbedded(listen, dir, topics, kafka.WithLogNeeds(needs))
 			if err != nil {
 				return exitError{code: 1, err: err}
@@ -99,4 +100,14 @@ func stopSignals() []os.Signal {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
 	return sigs
+}
+
+// defaultTopics are the topics of the default job: the generator's inputs
+// with its partitions, and the output.
+func defaultTopics(output string, outputPartitions int32) map[string]int32 {
+	return map[string]int32{
+		orders.TopicOrders:   orders.GeneratorPartitions,
+		orders.TopicPayments: orders.GeneratorPartitions,
+		output:               outputPartitions,
+	}
 }

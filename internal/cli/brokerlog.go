@@ -3,13 +3,13 @@ package cli
 import (
 	"cmp"
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"faultline/checkpoint"
-	"faultline/runtime"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/verify"
@@ -53,9 +53,9 @@ func logNeeds(s stateNeeds) kafka.LogNeeds {
 	}
 	add(&n.Within, s.positions, "the verification ledger's position")
 	if in := s.input; in != nil && in.Written > 0 && s.inputs != nil {
-		gen := runtime.NewGenerator(in.Seed, in.Written, runtime.GeneratorPartitions)
+		gen := orders.NewGenerator(in.Seed, in.Written, orders.GeneratorPartitions)
 		for genTopic, topic := range s.inputs {
-			for p := range runtime.GeneratorPartitions {
+			for p := range orders.GeneratorPartitions {
 				n.Reach = append(n.Reach, kafka.LogNeed{Topic: topic, Partition: int32(p), Offset: gen.EndOffset(genTopic, p),
 					Why: fmt.Sprintf("the input written whole (--records %d, %s)", in.Written, inputFile)})
 			}
@@ -96,7 +96,7 @@ func (r *runState) startEmbedded(ctx context.Context) error {
 	o, p := r.o, r.p
 	topics := map[string]int32{}
 	for _, t := range p.logicalTopics() {
-		topics[t] = runtime.GeneratorPartitions
+		topics[t] = orders.GeneratorPartitions
 	}
 	for _, op := range p.job.Operators {
 		if op.Type == spec.TypeSink {

@@ -1,12 +1,12 @@
 package cli
 
 import (
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"slices"
 	"testing"
 
 	"faultline/checkpoint"
-	"faultline/runtime"
 )
 
 // What a state dir holds becomes what its broker log must hold: every
@@ -19,7 +19,7 @@ func TestLogNeedsOfAStateDir(t *testing.T) {
 			{Operator: "sink"}: {OutputFrom: checkpoint.Offsets{"revenue": {0: out}}},
 		}}
 	}
-	gen := runtime.NewGenerator(3, 1000, runtime.GeneratorPartitions)
+	gen := orders.NewGenerator(3, 1000, orders.GeneratorPartitions)
 	for _, tc := range []struct {
 		name   string
 		s      stateNeeds

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"slices"
@@ -81,7 +82,7 @@ func channelsOf(ctx context.Context, s checkpoint.StateStorage, to checkpoint.Ta
 	for name, v := range st.Channels {
 		ch := channelJSON{Channel: name, Bytes: int64(len(v))}
 		var err error
-		if ch.Input, ch.From, ch.Records, err = runtime.InFlightChannel(name, v); err != nil {
+		if ch.Input, ch.From, ch.Records, err = runtime.InFlightChannel(name, v, orders.Types{}.NewInFlightDecoder()); err != nil {
 			ch.Error = err.Error()
 			if tc.err == nil {
 				tc.err = fmt.Errorf("channel %q: %w", name, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"log"
@@ -113,7 +114,7 @@ type runState struct {
 	embedded   *kafka.Embedded
 	brokerDown func(time.Duration) error
 	cl         sarama.Client
-	gen        *runtime.Generator
+	gen        *orders.Generator
 	uiWriter   *kafka.Writer // the writer of an unbounded input, for the UI's rate keys
 	// buildEnv
 	bounded     bool

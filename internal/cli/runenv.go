@@ -5,6 +5,7 @@ package cli
 // writer, and the engine's configuration of the run.
 
 import (
+	"faultline/runtime/jobs/orders"
 	"fmt"
 
 	"faultline/checkpoint"
@@ -71,7 +72,7 @@ func (r *runState) addSource(op *spec.Operator) error {
 	switch {
 	case r.generate && o.records > 0:
 		ends = map[int32]int64{}
-		for p := 0; p < runtime.GeneratorPartitions; p++ {
+		for p := 0; p < orders.GeneratorPartitions; p++ {
 			ends[int32(p)] = r.gen.EndOffset(op.Topic, p)
 		}
 	case r.bounded:
@@ -132,9 +133,10 @@ func (r *runState) writePoison(topic string, partition int32) (int64, error) {
 func (r *runState) jobConfig(env *runtime.Env) runtime.Config {
 	o, p := r.o, r.p
 	return runtime.Config{
-		Job:  p.job,
-		Env:  env,
-		Mode: p.mode,
+		Types: orders.Types{},
+		Job:   p.job,
+		Env:   env,
+		Mode:  p.mode,
 		// With a timeout, checkpoints start aligned and switch (as in
 		// Flink, where the timeout applies when unaligned ones are on).
 		Unaligned:      o.unaligned && o.alignedTimeout == 0,
@@ -153,8 +155,7 @@ func (r *runState) jobConfig(env *runtime.Env) runtime.Config {
 		Faults:          p.faults,
 		Clock:           clock.Real{},
 		Observer:        r.obs,
-		ChannelCapacity: o.channelCapacity,
-		BatchSize:       o.batchSize,
+		ChannelConfig:   runtime.ChannelConfig{ChannelCapacity: o.channelCapacity, BatchSize: o.batchSize},
 		Hooks:           runtime.Hooks{BrokerDown: r.brokerDown, Logf: r.logger.Printf, Crash: r.crashHook()},
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"math"
 	"os"
@@ -480,7 +481,7 @@ func (o *runOptions) checkInject(p *prepared) error {
 		if err != nil {
 			return usagef("--inject %w", err)
 		}
-		if err := runtime.CheckFault(&f, p.job); err != nil {
+		if err := runtime.CheckFault(&f, p.job, func(string) int { return orders.GeneratorPartitions }); err != nil {
 			return usagef("--inject %w", err)
 		}
 		if f.Kind == runtime.FaultBrokerDown && o.kafka.brokers != "" {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,7 +38,7 @@ func (r *runState) startKafka(ctx context.Context) error {
 	for _, op := range p.job.Operators {
 		switch op.Type {
 		case spec.TypeSource:
-			topics[p.topicMap[op.Name]] = runtime.GeneratorPartitions
+			topics[p.topicMap[op.Name]] = orders.GeneratorPartitions
 		case spec.TypeSink:
 			topics[p.topicMap[op.Name]] = 1
 		}
@@ -50,13 +51,13 @@ func (r *runState) startKafka(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := kafka.EnsureTopics(ctx, cl, topics); err != nil {
+	if err := kafka.EnsureTopics(ctx, cl, topics, orders.TopicOrders, orders.TopicPayments); err != nil {
 		return exitError{code: 1, err: err}
 	}
 	if err := r.checkInputWhole(); err != nil {
 		return err
 	}
-	r.gen = runtime.NewGenerator(o.seed, o.records, runtime.GeneratorPartitions)
+	r.gen = orders.NewGenerator(o.seed, o.records, orders.GeneratorPartitions)
 	if !r.generate {
 		return nil
 	}

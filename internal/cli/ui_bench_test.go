@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"os"
@@ -51,15 +52,15 @@ func openPTY(width, height int) (term, screen *os.File, err error) {
 // benchJob is the default job over a bounded in-memory input, ready to run.
 func benchJob(b *testing.B, records int64) (*runtime.Job, *spec.Job) {
 	b.Helper()
-	return memoryJob(b, runtime.NewGenerator(1, records, runtime.GeneratorPartitions), time.Second)
+	return memoryJob(b, orders.NewGenerator(1, records, orders.GeneratorPartitions), time.Second)
 }
 
 // memoryJob is the default job over gen's input, its output in memory,
 // checkpointed every interval, ready to run.
-func memoryJob(tb testing.TB, gen *runtime.Generator, interval time.Duration) (*runtime.Job, *spec.Job) {
+func memoryJob(tb testing.TB, gen *orders.Generator, interval time.Duration) (*runtime.Job, *spec.Job) {
 	tb.Helper()
 	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{"revenue": runtime.NewMemoryOutput()}}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
 		s, err := gen.Source(topic)
 		if err != nil {
 			tb.Fatal(err)
@@ -67,7 +68,7 @@ func memoryJob(tb testing.TB, gen *runtime.Generator, interval time.Duration) (*
 		env.Sources[topic] = s
 	}
 	sp := spec.Default()
-	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Checkpoint: checkpoint.Config{Interval: interval},
+	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Types: orders.Types{}, Checkpoint: checkpoint.Config{Interval: interval},
 		Observer: runtime.NewObserver(nil, 8192)})
 	if err != nil {
 		tb.Fatal(err)

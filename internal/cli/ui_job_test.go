@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"io"
 	"regexp"
 	"strings"
@@ -63,16 +64,16 @@ func TestUIDrivesARealJobFromTheKeyboard(t *testing.T) {
 	drawn := &screenLog{}
 	go drawn.read(screen)
 
-	gen := runtime.NewGenerator(1, 2_000_000, runtime.GeneratorPartitions).WithRate(4000)
+	gen := orders.NewGenerator(1, 2_000_000, orders.GeneratorPartitions).WithRate(4000)
 	out := runtime.NewMemoryOutput()
 	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{"revenue": out}}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
 		if env.Sources[topic], err = gen.Source(topic); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sp := spec.Default()
-	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
+	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Types: orders.Types{}, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
 		Observer: runtime.NewObserver(nil, 8192)})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestCheckpointsViewCopiesTheStatistics(t *testing.T) {
 // it froze: a frozen subtask is neither busy nor idle, whatever it waits
 // in (a slowed one's held record, a source's next batch).
 func TestFrozenLoadHoldsWhatItWas(t *testing.T) {
-	j, sp := memoryJob(t, runtime.NewGenerator(1, 2_000_000, runtime.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
+	j, sp := memoryJob(t, orders.NewGenerator(1, 2_000_000, orders.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()

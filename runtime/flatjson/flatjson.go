@@ -134,19 +134,19 @@ func scanString(b []byte, i int) (s []byte, next int, ok bool) {
 	return nil, i, false
 }
 
-// Layout is a record of the string members first and second and the number
-// amount_cents (an input of the default job), with the exact text the
-// generator writes around its values: {"first":"…","second":"…",
-// "amount_cents":…}.
+// Layout is a record of two string members and a whole number (an input
+// record of the orders job), with the exact text a generator writes around
+// its values: {"first":"…","second":"…","number":…}.
 type Layout struct {
-	First, Second     string
-	open, mid, amount string
+	First, Second, Number string
+	open, mid, amount     string
 }
 
-// NewLayout is the record of string members first and second and amount_cents.
-func NewLayout(first, second string) Layout {
-	return Layout{First: first, Second: second,
-		open: `{"` + first + `":"`, mid: `","` + second + `":"`, amount: `","amount_cents":`}
+// NewLayout is the record of string members first and second and the
+// whole number member number.
+func NewLayout(first, second, number string) Layout {
+	return Layout{First: first, Second: second, Number: number,
+		open: `{"` + first + `":"`, mid: `","` + second + `":"`, amount: `","` + number + `":`}
 }
 
 // Read reads b as l: in one pass when it has the generator's text
@@ -156,14 +156,8 @@ func (l Layout) Read(b []byte) (x, y []byte, amount int64, err error) {
 	if x, y, amount, ok := l.ReadFast(b); ok {
 		return x, y, amount, nil
 	}
-	return scanTwoStringsAndAmount(b, l.First, l.Second)
+	return scanTwoStringsAndNumber(b, l.First, l.Second, l.Number)
 }
-
-var (
-	// OrderLayout and PaymentLayout are the generator's records.
-	OrderLayout   = NewLayout("order_id", "customer")
-	PaymentLayout = NewLayout("order_id", "payment_id")
-)
 
 // ReadFast reads b when it is exactly l with plain strings and a whole
 // number, which is every record the generator writes: one pass and three
@@ -228,10 +222,10 @@ func plainUntilQuote(b []byte, i int) ([]byte, int, bool) {
 	return nil, len(b), false
 }
 
-// scanTwoStringsAndAmount reads a flat object of the string members
-// first and second and the number amount_cents (the inputs of the default
-// job), or reports ErrNotFlat or a type error.
-func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amount int64, err error) {
+// scanTwoStringsAndNumber reads a flat object of the string members
+// first and second and the whole number member number, or reports
+// ErrNotFlat or a type error.
+func scanTwoStringsAndNumber(b []byte, first, second, number string) (x, y []byte, amount int64, err error) {
 	s, err := NewScanner(b)
 	if err != nil {
 		return nil, nil, 0, err
@@ -252,12 +246,12 @@ func scanTwoStringsAndAmount(b []byte, first, second string) (x, y []byte, amoun
 		case second:
 			bad = bad || isNum
 			y = str
-		case "amount_cents":
+		case number:
 			bad = bad || !isNum
 			amount = num
 		default:
 			// encoding/json matches keys regardless of case.
-			bad = bad || foldsTo(key, first, second, "amount_cents")
+			bad = bad || foldsTo(key, first, second, number)
 		}
 	}
 	if bad {

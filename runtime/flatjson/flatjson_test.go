@@ -69,6 +69,12 @@ func TestFieldOfAnyName(t *testing.T) {
 	}
 }
 
+// The orders job's input records, as its generator writes them.
+var (
+	OrderLayout   = NewLayout("order_id", "customer", "amount_cents")
+	PaymentLayout = NewLayout("order_id", "payment_id", "amount_cents")
+)
+
 // The generator's records take the one-pass path and read their members.
 func TestLayoutReadsTheGeneratorsText(t *testing.T) {
 	x, y, amount, ok := OrderLayout.ReadFast([]byte(`{"order_id":"o-000042","customer":"c-3","amount_cents":990}`))

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"testing"
 	"time"
 
@@ -28,8 +29,8 @@ func bareConsume(b *testing.B, c Client, total int64) time.Duration {
 	}
 	defer cons.Close()
 	done := make(chan int64)
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
-		for p := int32(0); p < runtime.GeneratorPartitions; p++ {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
+		for p := int32(0); p < orders.GeneratorPartitions; p++ {
 			end, _ := cl.GetOffset(topic, p, sarama.OffsetNewest)
 			pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
 			if err != nil {
@@ -49,7 +50,7 @@ func bareConsume(b *testing.B, c Client, total int64) time.Duration {
 		}
 	}
 	var n int64
-	for i := 0; i < 2*runtime.GeneratorPartitions; i++ {
+	for i := 0; i < 2*orders.GeneratorPartitions; i++ {
 		n += <-done
 	}
 	if n != total {
@@ -68,7 +69,7 @@ func runJob(b *testing.B, c Client, total int64) time.Duration {
 	}
 	defer cl.Close()
 	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}, TxnPrefix: "bench"}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
 		ends, err := EndOffsets(cl, topic)
 		if err != nil {
 			b.Fatal(err)
@@ -111,7 +112,7 @@ func runJob(b *testing.B, c Client, total int64) time.Duration {
 // rate is bound by the CPU.
 func BenchmarkJobVersusBareConsumer(b *testing.B) {
 	const records = 2_000_000
-	e, err := StartEmbedded(0, "", Topics("revenue", 1))
+	e, err := StartEmbedded(0, "", testTopics("revenue", 1))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func BenchmarkJobVersusBareConsumer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gen := runtime.NewGenerator(1, records, runtime.GeneratorPartitions)
+	gen := orders.NewGenerator(1, records, orders.GeneratorPartitions)
 	total, err := NewWriter(c, cl, gen).Fill(context.Background())
 	cl.Close()
 	if err != nil {
@@ -157,7 +158,7 @@ func BenchmarkJobVersusBareConsumer(b *testing.B) {
 // that log takes, the check included (start-ms).
 func BenchmarkCheckLog(b *testing.B) {
 	dir := b.TempDir()
-	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+	e, err := StartEmbedded(0, dir, testTopics("revenue", 1))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func BenchmarkCheckLog(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gen := runtime.NewGenerator(1, 400_000, runtime.GeneratorPartitions)
+	gen := orders.NewGenerator(1, 400_000, orders.GeneratorPartitions)
 	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func BenchmarkCheckLog(b *testing.B) {
 	}
 	b.StopTimer()
 	start := time.Now()
-	e, err = StartEmbedded(0, dir, Topics("revenue", 1))
+	e, err = StartEmbedded(0, dir, testTopics("revenue", 1))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"io/fs"
@@ -62,7 +63,7 @@ func copyTree(t *testing.T, src, dst string) {
 // revenue with parts partitions), closed when the test ends.
 func startOn(t *testing.T, dir string, parts int32) (*Embedded, Client) {
 	t.Helper()
-	e, err := StartEmbedded(0, dir, Topics("revenue", parts))
+	e, err := StartEmbedded(0, dir, testTopics("revenue", parts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 // the broker reads back with the topic and its records.
 func TestTopicCreatedOnFirstUseOutlivesAKill(t *testing.T) {
 	dir := t.TempDir()
-	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+	e, err := StartEmbedded(0, dir, testTopics("revenue", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestEmbeddedBrokerCompletesAnIndexACrashLeftShort(t *testing.T) {
 			p, err := c.syncProducer()
 			must(t, err)
 			for i := range 10 {
-				_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})
+				_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})
 				must(t, err)
 			}
 			p.Close()

@@ -9,18 +9,29 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
-	"faultline/runtime"
 )
 
-// Topics is what the default job needs: the two inputs with the generator's
-// partitions, and the output.
-func Topics(output string, outputPartitions int32) map[string]int32 {
-	return map[string]int32{
-		runtime.TopicOrders:   runtime.GeneratorPartitions,
-		runtime.TopicPayments: runtime.GeneratorPartitions,
-		output:                outputPartitions,
-	}
+// Input is the seeded input a Writer writes into Kafka (the orders job's
+// Generator): every record a pure function of its topic, partition and
+// offset, so that a writer can go on where another stopped.
+type Input interface {
+	// Topics are the input's topics, in the order the writer takes them.
+	Topics() []string
+	// Partitions is how many partitions each topic has.
+	Partitions() int
+	// Bounded reports whether the input has an end; EndOffset is where
+	// a partition of a bounded one ends.
+	Bounded() bool
+	EndOffset(topic string, p int) int64
+	// Read returns the record at offset off of topic's partition p, and
+	// Key the Kafka key of a record it returned.
+	Read(topic string, p int, off int64) ([]byte, bool)
+	Key(value []byte) []byte
+	// Due reports whether the record at off of topic's partition p may
+	// be written yet, given how far partition p of each topic being
+	// written is (written; ok false for a topic not written): a record
+	// may wait for those of another topic that belong with it.
+	Due(topic string, p int, off int64, written func(topic string) (off int64, ok bool)) bool
 }
 
 // MissingTopics returns those of names the cluster does not have, sorted.
@@ -47,7 +58,10 @@ func MissingTopics(cl sarama.Client, names []string) ([]string, error) {
 // cluster answers CreateTopics once its controller has recorded them, a
 // moment before a broker leads their partitions, and a request there in
 // between fails with NOT_LEADER_OR_FOLLOWER.
-func EnsureTopics(ctx context.Context, cl sarama.Client, topics map[string]int32) error {
+//
+// inputs are topics a Writer writes by partition: one that exists already
+// must have the partitions asked.
+func EnsureTopics(ctx context.Context, cl sarama.Client, topics map[string]int32, inputs ...string) error {
 	admin, err := sarama.NewClusterAdminFromClient(cl)
 	if err != nil {
 		return err
@@ -62,8 +76,8 @@ func EnsureTopics(ctx context.Context, cl sarama.Client, topics map[string]int32
 			return context.Cause(ctx)
 		}
 		if d, ok := existing[name]; ok {
-			if name != "" && d.NumPartitions < parts && (name == runtime.TopicOrders || name == runtime.TopicPayments) {
-				return fmt.Errorf("topic %s has %d partitions; the generator writes %d", name, d.NumPartitions, parts)
+			if name != "" && d.NumPartitions < parts && slices.Contains(inputs, name) {
+				return fmt.Errorf("topic %s has %d partitions; the input writer writes %d", name, d.NumPartitions, parts)
 			}
 			continue
 		}
@@ -132,7 +146,7 @@ func answersAtLeaders(cl sarama.Client, topic string) error {
 type Writer struct {
 	c      Client
 	cl     sarama.Client
-	gen    *runtime.Generator
+	gen    Input
 	topics map[string]string // generator topic → Kafka topic
 	rate   atomic.Uint64     // records/s as float64 bits; 0: as fast as it can
 
@@ -168,7 +182,7 @@ func (w *Writer) actual(t string) string {
 
 // NewWriter returns a writer of gen's records to the cluster c; cl is a
 // client of the same cluster, for offsets.
-func NewWriter(c Client, cl sarama.Client, gen *runtime.Generator) *Writer {
+func NewWriter(c Client, cl sarama.Client, gen Input) *Writer {
 	return &Writer{c: c, cl: cl, gen: gen}
 }
 
@@ -218,14 +232,14 @@ func (w *Writer) Run(ctx context.Context, rate float64) error {
 	return err
 }
 
-// inputs are the generator topics the writer writes: those WithTopics
-// named, or both.
+// inputs are the input's topics the writer writes: those WithTopics
+// named, or all.
 func (w *Writer) inputs() []string {
 	if w.topics == nil {
-		return []string{runtime.TopicOrders, runtime.TopicPayments}
+		return w.gen.Topics()
 	}
 	var out []string
-	for _, t := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, t := range w.gen.Topics() {
 		if _, ok := w.topics[t]; ok {
 			out = append(out, t)
 		}
@@ -255,10 +269,8 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 			}
 		}
 	}()
-	var written int64
-	lastReport := time.Now()
+	r := &writeRun{w: w, prod: prod, errs: errs, next: next, total: total, lastReport: time.Now(), pace: pacer{w: w, last: time.Now()}}
 	closed := false
-	pace := pacer{w: w, last: time.Now()}
 	defer func() {
 		if !closed {
 			wait := producerCloseWait
@@ -268,51 +280,90 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 			closeProducer(prod, wait)
 		}
 	}()
-	// Payments wait for their block of orders (Generator.PaymentDue), so
-	// that an order and its payment are written close together.
-	paced := len(topics) == 2
 	for progressed := true; progressed; {
-		progressed = false
-		for _, t := range topics {
-			for p := 0; p < runtime.GeneratorPartitions; p++ {
-				if paced && t == runtime.TopicPayments && !w.gen.PaymentDue(p, next[t][p], next[runtime.TopicOrders][p]) {
-					continue
-				}
-				b, ok := w.gen.Read(t, p, next[t][p])
-				if !ok {
-					continue
-				}
-				if err := pace.wait(ctx); err != nil {
-					return written, err
-				}
-				msg := &sarama.ProducerMessage{Topic: w.actual(t), Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(orderKey(b))}
-				select {
-				case prod.Input() <- msg:
-				case err := <-errs:
-					return written, fmt.Errorf("write %s/%d: %w", t, p, err)
-				case <-ctx.Done():
-					return written, ctx.Err()
-				}
-				next[t][p]++
-				written++
-				progressed = true
-				if w.progress != nil && written%1024 == 0 && time.Since(lastReport) >= w.progressEvery {
-					w.progress(written, total)
-					lastReport = time.Now()
-				}
-			}
+		if progressed, err = r.round(ctx, topics); err != nil {
+			return r.written, err
 		}
 	}
 	closed = true
 	if err := prod.Close(); err != nil {
-		return written, fmt.Errorf("input writer: %w", err)
+		return r.written, fmt.Errorf("input writer: %w", err)
 	}
 	select {
 	case err := <-errs:
-		return written, fmt.Errorf("input writer: %w", err)
+		return r.written, fmt.Errorf("input writer: %w", err)
 	default:
 	}
-	return written, nil
+	return r.written, nil
+}
+
+// writeRun is a write under way: where each partition of the topics is
+// written up to (next), and how much was written of the total.
+type writeRun struct {
+	w              *Writer
+	prod           sarama.AsyncProducer
+	errs           <-chan error
+	next           map[string][]int64
+	written, total int64
+	lastReport     time.Time
+	pace           pacer
+	at             int // the partition Input.Due asks about
+}
+
+// round writes what is due of every partition of topics, one record each,
+// and reports whether it wrote any. A record may wait for those of
+// another topic (Input.Due): the orders job's payments for their block of
+// orders, so that an order and its payment are written close together.
+func (r *writeRun) round(ctx context.Context, topics []string) (progressed bool, err error) {
+	for _, t := range topics {
+		for p := 0; p < r.w.gen.Partitions(); p++ {
+			if r.at = p; !r.w.gen.Due(t, p, r.next[t][p], r.writtenTo) {
+				continue
+			}
+			b, ok := r.w.gen.Read(t, p, r.next[t][p])
+			if !ok {
+				continue
+			}
+			if err := r.send(ctx, t, p, b); err != nil {
+				return progressed, err
+			}
+			progressed = true
+		}
+	}
+	return progressed, nil
+}
+
+// writtenTo is where partition r.at of topic is written up to (ok false
+// for a topic not written).
+func (r *writeRun) writtenTo(topic string) (int64, bool) {
+	offs, ok := r.next[topic]
+	if !ok {
+		return 0, false
+	}
+	return offs[r.at], true
+}
+
+// send writes record b at the next offset of topic's partition p, at the
+// writer's pace, and reports progress.
+func (r *writeRun) send(ctx context.Context, t string, p int, b []byte) error {
+	if err := r.pace.wait(ctx); err != nil {
+		return err
+	}
+	msg := &sarama.ProducerMessage{Topic: r.w.actual(t), Partition: int32(p), Value: sarama.ByteEncoder(b), Key: sarama.ByteEncoder(r.w.gen.Key(b))}
+	select {
+	case r.prod.Input() <- msg:
+	case err := <-r.errs:
+		return fmt.Errorf("write %s/%d: %w", t, p, err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.next[t][p]++
+	r.written++
+	if r.w.progress != nil && r.written%1024 == 0 && time.Since(r.lastReport) >= r.w.progressEvery {
+		r.w.progress(r.written, r.total)
+		r.lastReport = time.Now()
+	}
+	return nil
 }
 
 // resumeAt returns the offset each partition of topics is written from
@@ -321,7 +372,7 @@ func (w *Writer) write(ctx context.Context) (int64, error) {
 func (w *Writer) resumeAt(topics []string) (next map[string][]int64, total int64, err error) {
 	next = map[string][]int64{}
 	for _, t := range topics {
-		for p := 0; p < runtime.GeneratorPartitions; p++ {
+		for p := 0; p < w.gen.Partitions(); p++ {
 			end, err := w.cl.GetOffset(w.actual(t), int32(p), sarama.OffsetNewest)
 			if err != nil {
 				return nil, 0, fmt.Errorf("end offset of %s/%d: %w", t, p, err)
@@ -331,7 +382,7 @@ func (w *Writer) resumeAt(topics []string) (next map[string][]int64, total int64
 	}
 	if w.gen.Bounded() {
 		for _, t := range topics {
-			for p := 0; p < runtime.GeneratorPartitions; p++ {
+			for p := 0; p < w.gen.Partitions(); p++ {
 				total += max(w.gen.EndOffset(t, p)-next[t][p], 0)
 			}
 		}
@@ -392,20 +443,4 @@ func closeProducer(p sarama.AsyncProducer, d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
-}
-
-// orderKey pulls the order id out of a generated record, for the message key.
-func orderKey(b []byte) []byte {
-	const k = `"order_id":"`
-	for i := 0; i+len(k) < len(b); i++ {
-		if string(b[i:i+len(k)]) == k {
-			j := i + len(k)
-			e := j
-			for e < len(b) && b[e] != '"' {
-				e++
-			}
-			return b[j:e]
-		}
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"testing"
 	"time"
@@ -9,14 +10,12 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"faultline/runtime"
 )
 
 // embedded starts a broker for a test, with the default job's topics.
 func embedded(t *testing.T) (*Embedded, Client) {
 	t.Helper()
-	e, err := StartEmbedded(0, t.TempDir(), Topics("revenue", 1))
+	e, err := StartEmbedded(0, t.TempDir(), testTopics("revenue", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	gen := runtime.NewGenerator(2, 20000, runtime.GeneratorPartitions)
+	gen := orders.NewGenerator(2, 20000, orders.GeneratorPartitions)
 	ctx := context.Background()
 	n, err := NewWriter(c, cl, gen).Fill(ctx)
 	if err != nil || n < 20000 {
@@ -54,17 +53,17 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	if n, err := NewWriter(c, cl, gen).Fill(ctx); err != nil || n != 0 {
 		t.Fatalf("second fill wrote %d: %v", n, err)
 	}
-	ends, err := EndOffsets(cl, runtime.TopicPayments)
+	ends, err := EndOffsets(cl, orders.TopicPayments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := NewSource(c, cl, runtime.TopicPayments, StartEarliest, "g", ends)
+	src, err := NewSource(c, cl, orders.TopicPayments, StartEarliest, "g", ends)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for p := int32(0); p < 4; p++ {
-		if src.EndOffsets()[p] != gen.EndOffset(runtime.TopicPayments, int(p)) {
-			t.Fatalf("end offset of partition %d: %d, generator %d", p, src.EndOffsets()[p], gen.EndOffset(runtime.TopicPayments, int(p)))
+		if src.EndOffsets()[p] != gen.EndOffset(orders.TopicPayments, int(p)) {
+			t.Fatalf("end offset of partition %d: %d, generator %d", p, src.EndOffsets()[p], gen.EndOffset(orders.TopicPayments, int(p)))
 		}
 	}
 	// Partition 1 from offset 10, partition 3 from the start.
@@ -93,8 +92,8 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 		if p == 1 {
 			from = 10
 		}
-		for off := from; off < gen.EndOffset(runtime.TopicPayments, p); off++ {
-			b, _ := gen.Read(runtime.TopicPayments, p, off)
+		for off := from; off < gen.EndOffset(orders.TopicPayments, p); off++ {
+			b, _ := gen.Read(orders.TopicPayments, p, off)
 			if !got[string(b)] {
 				t.Fatalf("partition %d offset %d not read", p, off)
 			}
@@ -105,7 +104,7 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 		t.Fatalf("read %d records, want %d", len(got), want)
 	}
 	offs := r.Offsets()
-	if offs[1] != gen.EndOffset(runtime.TopicPayments, 1) || offs[3] != gen.EndOffset(runtime.TopicPayments, 3) {
+	if offs[1] != gen.EndOffset(orders.TopicPayments, 1) || offs[3] != gen.EndOffset(orders.TopicPayments, 3) {
 		t.Fatalf("offsets at the end: %v", offs)
 	}
 	// Committed offsets reach the group, and a committed start resumes
@@ -115,7 +114,7 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	if err := r.(*reader).commit(map[int32]int64{1: 25, 3: 30}, commitRetryTimeout, nil); err != nil {
 		t.Fatal(err)
 	}
-	src2, _ := NewSource(c, cl, runtime.TopicPayments, StartCommitted, "g", ends)
+	src2, _ := NewSource(c, cl, orders.TopicPayments, StartCommitted, "g", ends)
 	r2, err := src2.Reader([]int32{1, 2, 3}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +183,7 @@ func TestSASLMechanisms(t *testing.T) {
 // only).
 func TestEmbeddedBrokerHasSmallSegments(t *testing.T) {
 	for _, dir := range []string{"", t.TempDir()} {
-		e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+		e, err := StartEmbedded(0, dir, testTopics("revenue", 1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,8 +219,8 @@ func TestEmbeddedBrokerHasSmallSegments(t *testing.T) {
 	}
 }
 
-// An unbounded writer writes each payment at most a block of orders ahead
-// of its order: written at one pace, the payments (fewer than the orders)
+// An unbounded writer writes each payment at most a block of ords ahead
+// of its order: written at one pace, the payments (fewer than the ords)
 // ran ahead further every second, and after ten minutes a payment came a
 // minute before its order, longer than the join waits.
 func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
@@ -231,32 +230,32 @@ func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	gen := runtime.NewGenerator(5, 0, runtime.GeneratorPartitions)
+	gen := orders.NewGenerator(5, 0, orders.GeneratorPartitions)
 	w := NewWriter(c, cl, gen)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	if err := w.Run(ctx, 40000); err != nil {
 		t.Fatal(err)
 	}
-	for p := int32(0); p < runtime.GeneratorPartitions; p++ {
-		orders, err := cl.GetOffset(runtime.TopicOrders, p, sarama.OffsetNewest)
+	for p := int32(0); p < orders.GeneratorPartitions; p++ {
+		ords, err := cl.GetOffset(orders.TopicOrders, p, sarama.OffsetNewest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		payments, err := cl.GetOffset(runtime.TopicPayments, p, sarama.OffsetNewest)
+		payments, err := cl.GetOffset(orders.TopicPayments, p, sarama.OffsetNewest)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if orders < 1000 {
-			t.Fatalf("partition %d: only %d orders written", p, orders)
+		if ords < 1000 {
+			t.Fatalf("partition %d: only %d ords written", p, ords)
 		}
 		// The last payment written was due: its block had begun.
-		if !gen.PaymentDue(int(p), payments-1, orders) {
-			t.Errorf("partition %d: payment %d written with only %d orders", p, payments-1, orders)
+		if !gen.PaymentDue(int(p), payments-1, ords) {
+			t.Errorf("partition %d: payment %d written with only %d orders", p, payments-1, ords)
 		}
 		// And the next one is not far behind: the payments keep up.
-		if !gen.PaymentDue(int(p), payments+64, orders+3*32) {
-			t.Errorf("partition %d: payments lag: %d payments for %d orders", p, payments, orders)
+		if !gen.PaymentDue(int(p), payments+64, ords+3*32) {
+			t.Errorf("partition %d: payments lag: %d payments for %d orders", p, payments, ords)
 		}
 	}
 }
@@ -292,16 +291,16 @@ func TestCloseDuringTheLastOffsetsRetryStillCommitsThem(t *testing.T) {
 // unless a reader of the group's committed offsets starts from them.
 func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embedded), settle time.Duration) {
 	e, c, cl := embeddedClient(t)
-	gen := runtime.NewGenerator(3, 2000, runtime.GeneratorPartitions)
+	gen := orders.NewGenerator(3, 2000, orders.GeneratorPartitions)
 	if _, err := NewWriter(c, cl, gen).Fill(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ends, err := EndOffsets(cl, runtime.TopicOrders)
+	ends, err := EndOffsets(cl, orders.TopicOrders)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range rounds {
-		src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "close", ends)
+		src, err := NewSource(c, cl, orders.TopicOrders, StartEarliest, "close", ends)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +317,7 @@ func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embed
 		if err := r.(*reader).LastCommitError(); err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
-		src2, _ := NewSource(c, cl, runtime.TopicOrders, StartCommitted, "close", ends)
+		src2, _ := NewSource(c, cl, orders.TopicOrders, StartCommitted, "close", ends)
 		r2, err := src2.Reader([]int32{0, 1}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -328,5 +327,15 @@ func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embed
 		if o[0] != 100+i || o[1] != 200+i {
 			t.Fatalf("round %d: committed %v after Close, want 0:%d 1:%d", i, o, 100+i, 200+i)
 		}
+	}
+}
+
+// testTopics are the topics of the ords job: its inputs with the
+// generator's partitions, and the output.
+func testTopics(output string, outputPartitions int32) map[string]int32 {
+	return map[string]int32{
+		orders.TopicOrders:   orders.GeneratorPartitions,
+		orders.TopicPayments: orders.GeneratorPartitions,
+		output:               outputPartitions,
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"faultline/checkpoint"
-	"faultline/runtime"
 	"faultline/runtime/verify"
 )
 
@@ -182,9 +181,9 @@ func (cfg LiveConfig) validate() error {
 // inputs are the generator topics the expected records come from.
 func (cfg LiveConfig) inputs() []string {
 	if cfg.Expect == "paid-orders" {
-		return []string{runtime.TopicOrders, runtime.TopicPayments}
+		return []string{verify.TopicOrders, verify.TopicPayments}
 	}
-	return []string{runtime.TopicOrders}
+	return []string{verify.TopicOrders}
 }
 
 // Run follows the topics until ctx ends, checking Lost each time committed

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"testing"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/checkpoint"
-	"faultline/runtime"
 )
 
 // The broker goes away for a while: the verifier says so, keeps going, and
@@ -28,8 +28,8 @@ func TestLiveVerifierRidesOutBrokerDown(t *testing.T) {
 	}
 	defer o.Close()
 
-	gen := runtime.NewGenerator(3, 300, runtime.GeneratorPartitions)
-	topics := []string{runtime.TopicOrders}
+	gen := orders.NewGenerator(3, 300, orders.GeneratorPartitions)
+	topics := []string{orders.TopicOrders}
 	var committed fakeCommitted
 	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: "orders", ID: "order_id"})
 	run := startLive(t, v, committed.get, func(s LiveStatus) error {
@@ -89,9 +89,9 @@ func TestListOffsetsReadCommittedIsLastStableOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	ord := runtime.Order{OrderID: "o-000001", Customer: "c-1", AmountCents: 5}
-	commit(t, o, writeTxn(t, o, "a", []runtime.Order{ord}))
-	open := writeTxn(t, o, "b", []runtime.Order{ord, ord})
+	ord := orders.Order{OrderID: "o-000001", Customer: "c-1", AmountCents: 5}
+	commit(t, o, writeTxn(t, o, "a", []orders.Order{ord}))
+	open := writeTxn(t, o, "b", []orders.Order{ord, ord})
 	lso, err := listOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
 	if err != nil {
 		t.Fatal(err)

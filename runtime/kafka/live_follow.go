@@ -7,7 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
+	"faultline/runtime/verify"
 )
 
 // liveConn is the verifier's connections: a client per consumer, so that a
@@ -93,8 +93,8 @@ func (v *LiveVerifier) dial() (conn *liveConn, parts liveParts, err error) {
 		return
 	}
 	bits := map[string][2]uint32{
-		runtime.TopicOrders:   {orderConf, orderTent},
-		runtime.TopicPayments: {paymentConf, paymentTent},
+		verify.TopicOrders:   {orderConf, orderTent},
+		verify.TopicPayments: {paymentConf, paymentTent},
 	}
 	for _, gen := range v.cfg.inputs() {
 		topic := v.cfg.Inputs[gen]

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/json"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"testing"
 	"time"
@@ -9,7 +10,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/checkpoint"
-	"faultline/runtime"
 )
 
 // With the join's state TTL, a paid order whose order and payment are
@@ -29,21 +29,21 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 	}
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	var msgs []*sarama.ProducerMessage
-	var orders []runtime.Order
+	var ords []orders.Order
 	for i := range 20 {
-		o := runtime.Order{OrderID: fmt.Sprintf("o-%06d", i), Customer: "c-1", AmountCents: 100}
-		pay := runtime.Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID, AmountCents: 100}
+		o := orders.Order{OrderID: fmt.Sprintf("o-%06d", i), Customer: "c-1", AmountCents: 100}
+		pay := orders.Payment{OrderID: o.OrderID, PaymentID: "p-" + o.OrderID, AmountCents: 100}
 		ob, _ := json.Marshal(o)
 		pb, _ := json.Marshal(pay)
 		payAt := base.Add(time.Second)
 		if i%2 == 1 {
 			payAt = base.Add(10 * time.Minute) // too far apart to join
 		} else {
-			orders = append(orders, o)
+			ords = append(ords, o)
 		}
 		msgs = append(msgs,
-			&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.ByteEncoder(ob), Timestamp: base},
-			&sarama.ProducerMessage{Topic: runtime.TopicPayments, Partition: 0, Value: sarama.ByteEncoder(pb), Timestamp: payAt})
+			&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.ByteEncoder(ob), Timestamp: base},
+			&sarama.ProducerMessage{Topic: orders.TopicPayments, Partition: 0, Value: sarama.ByteEncoder(pb), Timestamp: payAt})
 	}
 	if err := p.SendMessages(msgs); err != nil {
 		t.Fatal(err)
@@ -54,12 +54,12 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	commit(t, out, writeTxn(t, out, "t/0", orders))
+	commit(t, out, writeTxn(t, out, "t/0", ords))
 
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments},
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments},
 		Output: "revenue", Expect: "paid-orders", ID: "order_id", StateTTL: time.Minute})
 	var committed fakeCommitted
-	committed.set(1, checkpoint.Offsets{runtime.TopicOrders: {0: 20}, runtime.TopicPayments: {0: 20}})
+	committed.set(1, checkpoint.Offsets{orders.TopicOrders: {0: 20}, orders.TopicPayments: {0: 20}})
 	r := startLive(t, v, committed.get, func(s LiveStatus) error {
 		if s.Lost > 0 {
 			return fmt.Errorf("lost %d", s.Lost)
@@ -74,7 +74,7 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 }
 
 // An unaligned checkpoint holds records in flight: the verifier does not
-// count their paid orders as lost while they are missing from the output
+// count their paid ords as lost while they are missing from the output
 // committed as of it, and counts them once a later checkpoint commits them
 // or no longer holds them.
 func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
@@ -91,14 +91,14 @@ func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
 	}
 	defer o.Close()
 
-	gen := runtime.NewGenerator(12, 600, runtime.GeneratorPartitions)
-	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	gen := orders.NewGenerator(12, 600, orders.GeneratorPartitions)
+	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	var committed fakeCommitted
 	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
 	defer run.stop()
 
-	// Checkpoint 1 holds two paid orders in flight: they are not in its
+	// Checkpoint 1 holds two paid ords in flight: they are not in its
 	// output.
 	b1 := bounds(gen, topics, 1, 2)
 	out1 := newSince(expectedBelow(t, gen, b1, true), nil)

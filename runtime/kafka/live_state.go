@@ -5,7 +5,6 @@ import (
 	"maps"
 	"time"
 
-	"faultline/runtime"
 	"faultline/runtime/verify"
 )
 
@@ -169,7 +168,7 @@ const ttlSlack = 5 * time.Second
 // far apart to be joined.
 func (s *liveState) timed(r idRef, gen string, t int64) {
 	read, other := orderRead, paymentRead
-	if gen == runtime.TopicPayments {
+	if gen == verify.TopicPayments {
 		read, other = paymentRead, orderRead
 	}
 	w := s.ids.at(r)
@@ -201,7 +200,7 @@ func (s *liveState) prune() {
 		return
 	}
 	s.sincePrune = 0
-	now := min(s.newest[runtime.TopicOrders], s.newest[runtime.TopicPayments])
+	now := min(s.newest[verify.TopicOrders], s.newest[verify.TopicPayments])
 	before := now - s.ttl - max(s.ttl, ttlSlack.Milliseconds())
 	for r, t := range s.firstTime {
 		if t != 0 && t < before {
@@ -258,7 +257,7 @@ func (s *liveState) see(r idRef, at int64) {
 }
 
 // addInput applies consumed input records of lp, in offset order. Records
-// that are not JSON with an order_id are bad input and expect nothing.
+// that are not JSON with the job's id are bad input and expect nothing.
 func (s *liveState) addInput(lp *livePart, recs []parsedID) {
 	for _, r := range recs {
 		lp.next = r.off + 1
@@ -385,7 +384,7 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 	})
 	st.committed = l.Committed()
 	l.FirstSides(func(id string, t int64) { st.firstTime[st.ids.ref([]byte(id))] = t })
-	for _, gen := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, gen := range []string{verify.TopicOrders, verify.TopicPayments} {
 		st.newest[gen] = l.Newest(gen)
 	}
 }

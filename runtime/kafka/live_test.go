@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/json"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"sync"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"go.uber.org/goleak"
 
 	"faultline/checkpoint"
-	"faultline/runtime"
 	"faultline/runtime/verify"
 )
 
@@ -28,7 +28,7 @@ func noLeaks(t *testing.T) func() {
 // topic of outParts partitions.
 func liveBroker(t *testing.T, outParts int32) (*Embedded, Client) {
 	t.Helper()
-	e, err := StartEmbedded(0, "", Topics("revenue", outParts))
+	e, err := StartEmbedded(0, "", testTopics("revenue", outParts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func (f *fakeCommitted) get() (int64, checkpoint.Offsets, []string, bool) {
 }
 
 // bounds is the share k/n of every generator partition.
-func bounds(gen *runtime.Generator, topics []string, k, n int64) checkpoint.Offsets {
+func bounds(gen *orders.Generator, topics []string, k, n int64) checkpoint.Offsets {
 	out := checkpoint.Offsets{}
 	for _, t := range topics {
 		out[t] = map[int32]int64{}
-		for p := 0; p < runtime.GeneratorPartitions; p++ {
+		for p := 0; p < orders.GeneratorPartitions; p++ {
 			out[t][int32(p)] = gen.EndOffset(t, p) * k / n
 		}
 	}
@@ -78,7 +78,7 @@ func bounds(gen *runtime.Generator, topics []string, k, n int64) checkpoint.Offs
 
 // writeInputs writes the generator's records in [from, to) of every
 // partition, as the input writer would.
-func writeInputs(t *testing.T, c Client, gen *runtime.Generator, from, to checkpoint.Offsets) {
+func writeInputs(t *testing.T, c Client, gen *orders.Generator, from, to checkpoint.Offsets) {
 	t.Helper()
 	p, err := c.syncProducer()
 	if err != nil {
@@ -102,24 +102,24 @@ func writeInputs(t *testing.T, c Client, gen *runtime.Generator, from, to checkp
 	}
 }
 
-// expectedBelow is the test's own oracle: the orders below b (that are
+// expectedBelow is the test's own oracle: the ords below b (that are
 // paid below b, when paid).
-func expectedBelow(t *testing.T, gen *runtime.Generator, b checkpoint.Offsets, paid bool) map[string]runtime.Order {
+func expectedBelow(t *testing.T, gen *orders.Generator, b checkpoint.Offsets, paid bool) map[string]orders.Order {
 	t.Helper()
-	orders := map[string]runtime.Order{}
+	ords := map[string]orders.Order{}
 	payments := map[string]bool{}
-	for p := 0; p < runtime.GeneratorPartitions; p++ {
-		for off := int64(0); off < b[runtime.TopicOrders][int32(p)]; off++ {
-			raw, _ := gen.Read(runtime.TopicOrders, p, off)
-			var o runtime.Order
+	for p := 0; p < orders.GeneratorPartitions; p++ {
+		for off := int64(0); off < b[orders.TopicOrders][int32(p)]; off++ {
+			raw, _ := gen.Read(orders.TopicOrders, p, off)
+			var o orders.Order
 			if err := json.Unmarshal(raw, &o); err != nil {
 				t.Fatal(err)
 			}
-			orders[o.OrderID] = o
+			ords[o.OrderID] = o
 		}
-		for off := int64(0); off < b[runtime.TopicPayments][int32(p)]; off++ {
-			raw, _ := gen.Read(runtime.TopicPayments, p, off)
-			var pay runtime.Payment
+		for off := int64(0); off < b[orders.TopicPayments][int32(p)]; off++ {
+			raw, _ := gen.Read(orders.TopicPayments, p, off)
+			var pay orders.Payment
 			if err := json.Unmarshal(raw, &pay); err != nil {
 				t.Fatal(err)
 			}
@@ -127,10 +127,10 @@ func expectedBelow(t *testing.T, gen *runtime.Generator, b checkpoint.Offsets, p
 		}
 	}
 	if !paid {
-		return orders
+		return ords
 	}
-	out := map[string]runtime.Order{}
-	for id, o := range orders {
+	out := map[string]orders.Order{}
+	for id, o := range ords {
 		if payments[id] {
 			out[id] = o
 		}
@@ -139,8 +139,8 @@ func expectedBelow(t *testing.T, gen *runtime.Generator, b checkpoint.Offsets, p
 }
 
 // newSince lists the ids of now that were not in before, in a fixed order.
-func newSince(now, before map[string]runtime.Order) []runtime.Order {
-	var out []runtime.Order
+func newSince(now, before map[string]orders.Order) []orders.Order {
+	var out []orders.Order
 	for id, o := range now {
 		if _, ok := before[id]; !ok {
 			out = append(out, o)
@@ -150,7 +150,7 @@ func newSince(now, before map[string]runtime.Order) []runtime.Order {
 	return out
 }
 
-func sortOrders(os []runtime.Order) {
+func sortOrders(os []orders.Order) {
 	for i := 1; i < len(os); i++ {
 		for j := i; j > 0 && os[j].OrderID < os[j-1].OrderID; j-- {
 			os[j], os[j-1] = os[j-1], os[j]
@@ -158,12 +158,12 @@ func sortOrders(os []runtime.Order) {
 	}
 }
 
-// writeTxn writes the sink's records of orders into transaction txn of o
+// writeTxn writes the sink's records of ords into transaction txn of o
 // and prepares it (flushed, still open); the committable commits it.
-func writeTxn(t *testing.T, o *Output, txn string, orders []runtime.Order) string {
+func writeTxn(t *testing.T, o *Output, txn string, ords []orders.Order) string {
 	t.Helper()
-	for _, ord := range orders {
-		r := runtime.Revenue{PaidOrder: runtime.PaidOrder{OrderID: ord.OrderID, Customer: ord.Customer, AmountCents: ord.AmountCents}, CustomerTotalCents: ord.AmountCents}
+	for _, ord := range ords {
+		r := orders.Revenue{PaidOrder: orders.PaidOrder{OrderID: ord.OrderID, Customer: ord.Customer, AmountCents: ord.AmountCents}, CustomerTotalCents: ord.AmountCents}
 		if err := o.Write(txn, []byte(ord.Customer), r.AppendJSON(nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -352,8 +352,8 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	}
 	defer o.Close()
 
-	gen := runtime.NewGenerator(7, 800, runtime.GeneratorPartitions)
-	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	gen := orders.NewGenerator(7, 800, orders.GeneratorPartitions)
+	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	var committed fakeCommitted
 	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	var holdIn, holdOut gate // held: that side's consumers wait
@@ -380,7 +380,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	// verifier that does not wait has a third of a second to show a loss.
 	const steps = 4
 	var prevB checkpoint.Offsets
-	prevE := map[string]runtime.Order{}
+	prevE := map[string]orders.Order{}
 	for k := int64(1); k <= 2; k++ {
 		b := bounds(gen, topics, k, steps)
 		exp := expectedBelow(t, gen, b, true)
@@ -465,8 +465,8 @@ func TestLiveVerifierDuplicatesLossAndOpenTransactions(t *testing.T) {
 	}
 	defer o.Close()
 
-	gen := runtime.NewGenerator(11, 600, runtime.GeneratorPartitions)
-	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	gen := orders.NewGenerator(11, 600, orders.GeneratorPartitions)
+	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	var committed fakeCommitted
 	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
 	run := startLive(t, v, committed.get, func(s LiveStatus) error {

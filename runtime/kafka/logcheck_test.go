@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -11,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
-
-	"faultline/runtime"
 )
 
 // logCase is a kind of damage, or of what a killed process leaves, done to
@@ -95,7 +94,7 @@ func (tc logCase) run(t *testing.T, log brokerLog) {
 	if tc.needs != nil {
 		needs = tc.needs(dir)
 	}
-	e, err := StartEmbedded(0, dir, Topics("revenue", 1), WithLogNeeds(needs))
+	e, err := StartEmbedded(0, dir, testTopics("revenue", 1), WithLogNeeds(needs))
 	if tc.want != "" {
 		if err == nil {
 			e.Close()
@@ -113,7 +112,7 @@ func (tc logCase) run(t *testing.T, log brokerLog) {
 	p, err := Client{Brokers: []string{e.Addr}}.syncProducer()
 	must(t, err)
 	for i := range 10 {
-		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})
+		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})
 		must(t, err)
 	}
 	p.Close()

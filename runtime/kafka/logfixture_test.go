@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +12,9 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
-
-	"faultline/runtime"
 )
 
-// brokerLog is a real log written by the embedded broker and closed: orders
+// brokerLog is a real log written by the embedded broker and closed: ords
 // partition 0 in several segments, the other input partitions in one, and
 // committed transactions in revenue.
 type brokerLog struct {
@@ -23,14 +22,14 @@ type brokerLog struct {
 	ends map[string]int64 // per partition folder ("orders-0"), the log's end
 }
 
-// writeBrokerLog writes a brokerLog: 7,000 records of 1 KiB into orders/0
+// writeBrokerLog writes a brokerLog: 7,000 records of 1 KiB into ords/0
 // (four segments or more) and five batches of one record, 200 records into
 // each other input partition, and two committed transactions of 500
 // records into revenue.
 func writeBrokerLog(t *testing.T) brokerLog {
 	t.Helper()
 	dir := t.TempDir()
-	e, err := StartEmbedded(0, dir, Topics("revenue", 1))
+	e, err := StartEmbedded(0, dir, testTopics("revenue", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +40,10 @@ func writeBrokerLog(t *testing.T) brokerLog {
 		t.Fatal(err)
 	}
 	pad := strings.Repeat("x", 1000)
-	for topic, parts := range map[string][]int32{runtime.TopicOrders: {0, 0, 0, 0, 0, 0, 0, 1, 2, 3}, runtime.TopicPayments: {0, 1, 2, 3}} {
+	for topic, parts := range map[string][]int32{orders.TopicOrders: {0, 0, 0, 0, 0, 0, 0, 1, 2, 3}, orders.TopicPayments: {0, 1, 2, 3}} {
 		for i, part := range parts {
 			n := 200
-			if topic == runtime.TopicOrders && part == 0 {
+			if topic == orders.TopicOrders && part == 0 {
 				n = 1000 // seven rounds of 1,000
 			}
 			var msgs []*sarama.ProducerMessage
@@ -56,10 +55,10 @@ func writeBrokerLog(t *testing.T) brokerLog {
 			}
 		}
 	}
-	// Five batches of one record each close orders/0: its last segment
+	// Five batches of one record each close ords/0: its last segment
 	// holds several batches whatever Sarama made of the rounds.
 	for i := range 5 {
-		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("last-", i))}); err != nil {
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("last-", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +84,7 @@ func writeBrokerLog(t *testing.T) brokerLog {
 	}
 	o.Close()
 	log := brokerLog{dir: dir, ends: map[string]int64{}}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments, "revenue"} {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments, "revenue"} {
 		ends, err := EndOffsets(cl, topic)
 		if err != nil {
 			t.Fatal(err)

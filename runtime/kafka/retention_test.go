@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"path/filepath"
 	"testing"
 
@@ -13,12 +14,12 @@ import (
 )
 
 // retentionSetup is a broker on disk with a quarter of the generator's input
-// and a job's output of it: committed transactions for the paid orders of
+// and a job's output of it: committed transactions for the paid ords of
 // the first and second eighth, a duplicate, and a transaction still open.
 type retentionFixture struct {
 	c          Client
 	cl         sarama.Client
-	gen        *runtime.Generator
+	gen        *orders.Generator
 	eighth     checkpoint.Offsets // the input's first eighth
 	quarter    checkpoint.Offsets
 	outFrom    map[int32]int64 // where the second transaction began
@@ -33,9 +34,9 @@ func newRetentionFixture(t *testing.T) *retentionFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	f := &retentionFixture{c: c, cl: cl, gen: runtime.NewGenerator(3, 40_000, runtime.GeneratorPartitions),
-		inputTopic: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments}}
-	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	f := &retentionFixture{c: c, cl: cl, gen: orders.NewGenerator(3, 40_000, orders.GeneratorPartitions),
+		inputTopic: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments}}
+	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	f.eighth, f.quarter = bounds(f.gen, topics, 1, 8), bounds(f.gen, topics, 1, 4)
 	writeInputs(t, c, f.gen, checkpoint.Offsets{}, f.quarter)
 	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
@@ -100,14 +101,14 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	if err := r.Round(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.logStart(t, runtime.TopicOrders, 0); got != 0 {
-		t.Fatalf("deleted below %d of orders/0 while a reader had read nothing", got)
+	if got := f.logStart(t, orders.TopicOrders, 0); got != 0 {
+		t.Fatalf("deleted below %d of ords/0 while a reader had read nothing", got)
 	}
 	readersReady = true
 	if err := r.Round(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
 		for p, o := range f.eighth[topic] {
 			if got := f.logStart(t, topic, p); got != o {
 				t.Errorf("%s/%d starts at %d, want %d (the oldest checkpoint's offset)", topic, p, got, o)
@@ -134,7 +135,7 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := map[string]map[int32]int64{}
-	for _, topic := range []string{runtime.TopicOrders, runtime.TopicPayments} {
+	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
 		from[topic] = saved.Positions[topic]
 	}
 	got, err := verify.VerifyOn(context.Background(), saved, Inputs{C: f.c, From: from}, "exactly-once", f.quarter, mustRead(t, f.c, saved.Positions["revenue"]))
@@ -219,7 +220,7 @@ func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 	if err := r.Round(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if f.logStart(t, runtime.TopicOrders, 0) == 0 || f.logStart(t, "revenue", 0) == 0 {
+	if f.logStart(t, orders.TopicOrders, 0) == 0 || f.logStart(t, "revenue", 0) == 0 {
 		t.Fatal("the round deleted nothing: the test would not show the seed at work")
 	}
 	v := NewLiveVerifier(LiveConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
@@ -243,12 +244,12 @@ func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 func TestRetentionKeepsTheEndOfAPartitionItEmpties(t *testing.T) {
 	dir := t.TempDir()
 	_, c := startOn(t, dir, 1)
-	gen := runtime.NewGenerator(3, 4_000, runtime.GeneratorPartitions)
-	topics := []string{runtime.TopicOrders, runtime.TopicPayments}
+	gen := orders.NewGenerator(3, 4_000, orders.GeneratorPartitions)
+	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	all := bounds(gen, topics, 1, 1)
 	writeInputs(t, c, gen, checkpoint.Offsets{}, all)
 	cp := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: all}}}
-	r := NewRetention(RetentionConfig{Client: c, Inputs: map[string]string{runtime.TopicOrders: runtime.TopicOrders, runtime.TopicPayments: runtime.TopicPayments},
+	r := NewRetention(RetentionConfig{Client: c, Inputs: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments},
 		Output: "revenue", Ledger: mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"}), Path: filepath.Join(t.TempDir(), "ledger"),
 		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) { return []*checkpoint.Completed{cp}, nil }, Logf: t.Logf})
 	if err := r.Round(context.Background()); err != nil {

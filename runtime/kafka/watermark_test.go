@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"math"
 	"testing"
@@ -33,7 +34,7 @@ func TestSourceWatermarkIsTheSlowestPartitions(t *testing.T) {
 		t.Helper()
 		var msgs []*sarama.ProducerMessage
 		for _, s := range secs {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: runtime.TopicOrders, Partition: part,
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: part,
 				Value: sarama.StringEncoder(fmt.Sprintf("%d@%d", part, s)), Timestamp: base.Add(time.Duration(s) * time.Second)})
 		}
 		if err := prod.SendMessages(msgs); err != nil {
@@ -104,7 +105,7 @@ func TestSourceWatermarkIsTheSlowestPartitions(t *testing.T) {
 		return last
 	}
 
-	src, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "", nil)
+	src, err := NewSource(c, cl, orders.TopicOrders, StartEarliest, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +127,11 @@ func TestSourceWatermarkIsTheSlowestPartitions(t *testing.T) {
 
 	// Bounded, with an empty partition 2: it holds nothing back, nor does
 	// a partition once read to its end.
-	ends, err := EndOffsets(cl, runtime.TopicOrders)
+	ends, err := EndOffsets(cl, orders.TopicOrders)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bsrc, err := NewSource(c, cl, runtime.TopicOrders, StartEarliest, "", ends)
+	bsrc, err := NewSource(c, cl, orders.TopicOrders, StartEarliest, "", ends)
 	if err != nil {
 		t.Fatal(err)
 	}

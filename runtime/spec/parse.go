@@ -129,20 +129,9 @@ func (p *parser) parse() (*Job, error) {
 			return nil, err
 		}
 	}
-	verifyNode := top.get("verify")
-	if verifyNode != nil {
-		if job.Verify, err = p.text(verifyNode, "verify"); err != nil {
-			return nil, err
-		}
-		if job.Verify != VerifyPaidOrders && job.Verify != VerifyOrders {
-			return nil, p.errf(verifyNode.Line, "verify", "must be %s or %s, got %q", VerifyPaidOrders, VerifyOrders, job.Verify)
-		}
-	}
-	idNode := top.get("id")
-	if idNode != nil {
-		if job.ID, err = p.text(idNode, "id"); err != nil {
-			return nil, err
-		}
+	verifyNode, idNode := top.get("verify"), top.get("id")
+	if err := p.verifyAndID(job, verifyNode, idNode); err != nil {
+		return nil, err
 	}
 	opsNode := top.get("operators")
 	if opsNode == nil {
@@ -173,6 +162,25 @@ func (p *parser) parse() (*Job, error) {
 		return nil, p.errf(opsLine, "operators", "%s", msg)
 	}
 	return job, nil
+}
+
+// verifyAndID reads the job's verify kind and id, when the spec names them.
+func (p *parser) verifyAndID(job *Job, verifyNode, idNode *yaml.Node) error {
+	var err error
+	if verifyNode != nil {
+		if job.Verify, err = p.text(verifyNode, "verify"); err != nil {
+			return err
+		}
+		if job.Verify != VerifyPaidOrders && job.Verify != VerifyOrders {
+			return p.errf(verifyNode.Line, "verify", "must be %s or %s, got %q", VerifyPaidOrders, VerifyOrders, job.Verify)
+		}
+	}
+	if idNode != nil {
+		if job.ID, err = p.text(idNode, "id"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Messages of the YAML parser that syntaxError takes apart.

@@ -168,7 +168,7 @@ type Operator struct {
 type Edge struct {
 	From string // upstream operator
 	Kind string // forward, hash, rebalance, broadcast
-	Key  string // hash: the key field, e.g. "order_id"
+	Key  string // hash: the field the records are keyed by
 }
 
 // BackPressure is Flink's back-pressure level of a subtask: how much of the

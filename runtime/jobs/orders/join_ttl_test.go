@@ -1,6 +1,7 @@
-package runtime
+package orders
 
 import (
+	"faultline/runtime"
 	"fmt"
 	"testing"
 	"time"
@@ -9,9 +10,9 @@ import (
 )
 
 // collected keeps what an operator emits.
-type collected []Record
+type collected []runtime.Record
 
-func (c *collected) Collect(r Record) { *c = append(*c, r) }
+func (c *collected) Collect(r runtime.Record) { *c = append(*c, r) }
 
 // newTestJoin opens a join with state TTL ttl on a heap backend that owns
 // every key group, reading one input channel.
@@ -26,9 +27,9 @@ func newTestJoin(t *testing.T, ttl time.Duration) (*joinOp, backend.KeyedBackend
 func newTestJoinOn(t *testing.T, ttl time.Duration, channels int) (*joinOp, backend.KeyedBackend, *int) {
 	t.Helper()
 	kb := backend.NewHeap(128, backend.RangeFor(128, 1, 0))
-	j := &joinOp{ttl: ttl.Milliseconds(), counts: &ttlCounts{}}
+	j := &joinOp{ttl: ttl.Milliseconds()}
 	ch := new(int)
-	if err := j.Open(&OperatorContext{Keyed: kb, Parallelism: 1, MaxParallelism: 128, InputChannels: channels, channel: ch}); err != nil {
+	if err := j.Open(runtime.StandaloneContext(kb, 128, channels, ch)); err != nil {
 		t.Fatal(err)
 	}
 	return j, kb, ch
@@ -43,15 +44,15 @@ type side struct {
 	at      int64
 }
 
-func (s side) feed(t *testing.T, j *joinOp, kb backend.KeyedBackend, out Collector) {
+func (s side) feed(t *testing.T, j *joinOp, kb backend.KeyedBackend, out runtime.Collector) {
 	t.Helper()
 	key := fmt.Sprintf("o-%06d", s.id)
 	kb.SetCurrentKey(key)
 	var err error
 	if s.payment {
-		err = j.Process2(&Record{Key: key, Value: &Payment{OrderID: key, PaymentID: "p", AmountCents: 1, EventTime: s.at, Watermark: s.at}}, out)
+		err = j.Process2(&runtime.Record{Key: key, Value: &Payment{OrderID: key, PaymentID: "p", AmountCents: 1, EventTime: s.at, Watermark: s.at}}, out)
 	} else {
-		err = j.Process1(&Record{Key: key, Value: &Order{OrderID: key, Customer: "c-1", AmountCents: 1, EventTime: s.at, Watermark: s.at}}, out)
+		err = j.Process1(&runtime.Record{Key: key, Value: &Order{OrderID: key, Customer: "c-1", AmountCents: 1, EventTime: s.at, Watermark: s.at}}, out)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +99,10 @@ func TestJoinStateTTL(t *testing.T) {
 			if got := joinedIDs(out); fmt.Sprint(got) != fmt.Sprint(tc.joined) {
 				t.Errorf("joined %v, want %v", got, tc.joined)
 			}
-			if n := j.counts.notJoined.Load(); n != tc.notJoined {
+			if n := j.counts.NotJoined.Load(); n != tc.notJoined {
 				t.Errorf("not joined %d, want %d", n, tc.notJoined)
 			}
-			if n := j.counts.expired.Load(); n != tc.expired {
+			if n := j.counts.Expired.Load(); n != tc.expired {
 				t.Errorf("expired %d, want %d", n, tc.expired)
 			}
 			if kb.Len() != tc.stillThere {
@@ -156,16 +157,16 @@ func TestJoinSweepsByTheSlowestChannel(t *testing.T) {
 		*ch = st.ch
 		st.feed(t, j, kb, &out)
 		if i == 8 {
-			if got := joinedIDs(out); fmt.Sprint(got) != "[1 2]" || j.counts.expired.Load() != 0 {
+			if got := joinedIDs(out); fmt.Sprint(got) != "[1 2]" || j.counts.Expired.Load() != 0 {
 				t.Fatalf("once the slow channels caught up: joined %v, expired %d; want [1 2] joined, nothing expired",
-					got, j.counts.expired.Load())
+					got, j.counts.Expired.Load())
 			}
 		}
 	}
 	if got := joinedIDs(out); fmt.Sprint(got) != "[1 2 4 3]" {
 		t.Errorf("joined %v, want [1 2 4 3]", got)
 	}
-	if n := j.counts.expired.Load(); n != 1 {
+	if n := j.counts.Expired.Load(); n != 1 {
 		t.Errorf("expired %d, want 1 (the unpaid order 9)", n)
 	}
 	if kb.Len() != 2 {
@@ -181,15 +182,15 @@ func TestJoinWithoutTTLKeepsEverything(t *testing.T) {
 		side{false, i, int64(i) * int64(time.Hour/time.Millisecond)}.feed(t, j, kb, &out)
 	}
 	side{true, 0, 1}.feed(t, j, kb, &out)
-	if len(out) != 1 || kb.Len() != 99 || j.counts.expired.Load() != 0 {
-		t.Fatalf("joined %d, %d entries left, %d expired", len(out), kb.Len(), j.counts.expired.Load())
+	if len(out) != 1 || kb.Len() != 99 || j.counts.Expired.Load() != 0 {
+		t.Fatalf("joined %d, %d entries left, %d expired", len(out), kb.Len(), j.counts.Expired.Load())
 	}
 }
 
 // A side kept before sides had event times (state of an older checkpoint)
 // decodes with time 0, which always joins.
 func TestJoinSideCodecsReadStateWithoutEventTime(t *testing.T) {
-	old := appendString(appendString(nil, "o-000001"), "c-7")
+	old := backend.AppendString(backend.AppendString(nil, "o-000001"), "c-7")
 	old = append(old, 0x02) // varint 1
 	o, err := (orderCodec{}).Decode(old)
 	if err != nil || o.OrderID != "o-000001" || o.Customer != "c-7" || o.AmountCents != 1 || o.EventTime != 0 {

@@ -1,4 +1,4 @@
-package runtime
+package orders
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"faultline/internal/clock"
+	"faultline/runtime"
 )
 
 // Generator is the deterministic, seeded input of the default job: orders
@@ -49,7 +50,7 @@ func NewGenerator(seed, records int64, partitions int) *Generator {
 		var n, total int64
 		for total < records {
 			total++
-			if g.paid(n) {
+			if g.Paid(n) {
 				total++
 			}
 			n++
@@ -78,8 +79,8 @@ func (g *Generator) mix(i int64, salt uint64) uint64 {
 	return x
 }
 
-// paid reports whether order i has a payment (nine in ten have).
-func (g *Generator) paid(i int64) bool { return g.mix(i, 1)%100 < 90 }
+// Paid reports whether order i has a payment (nine in ten have).
+func (g *Generator) Paid(i int64) bool { return g.mix(i, 1)%100 < 90 }
 
 // OrderAt returns order i.
 func (g *Generator) OrderAt(i int64) Order {
@@ -110,7 +111,7 @@ func (g *Generator) block(p int, b int64) []int64 {
 		if g.orders > 0 && i >= g.orders {
 			break
 		}
-		if g.paid(i) {
+		if g.Paid(i) {
 			ids = append(ids, i)
 		}
 	}
@@ -213,7 +214,7 @@ func (g *Generator) payment(order int64) []byte {
 }
 
 // Source returns the generator's topic as a job source.
-func (g *Generator) Source(topic string) (Source, error) {
+func (g *Generator) Source(topic string) (runtime.Source, error) {
 	if topic != TopicOrders && topic != TopicPayments {
 		return nil, fmt.Errorf("the generator has no topic %q (it has %q and %q)", topic, TopicOrders, TopicPayments)
 	}
@@ -229,13 +230,13 @@ func (s *genSource) Topic() string   { return s.topic }
 func (s *genSource) Partitions() int { return s.g.partitions }
 
 // Reader reads partitions on the wall clock.
-func (s *genSource) Reader(partitions []int32, offsets map[int32]int64) (SourceReader, error) {
-	return s.readerOn(clock.Real{}, partitions, offsets)
+func (s *genSource) Reader(partitions []int32, offsets map[int32]int64) (runtime.SourceReader, error) {
+	return s.ReaderOn(clock.Real{}, partitions, offsets)
 }
 
 // readerOn reads partitions, keeping the generator's rate on clk
 // (clockedSource).
-func (s *genSource) readerOn(clk clock.Clock, partitions []int32, offsets map[int32]int64) (SourceReader, error) {
+func (s *genSource) ReaderOn(clk clock.Clock, partitions []int32, offsets map[int32]int64) (runtime.SourceReader, error) {
 	r := &genReader{g: s.g, topic: s.topic, next: map[int32]int64{}, blocks: map[int32]*payBlockCache{}, clk: clk, start: clk.Now()}
 	r.parts = append(r.parts, partitions...)
 	sort.Slice(r.parts, func(i, j int) bool { return r.parts[i] < r.parts[j] })
@@ -267,7 +268,7 @@ type genReader struct {
 	emitted int64
 }
 
-func (r *genReader) Poll(ctx context.Context, dst []Record, max int) ([]Record, bool, error) {
+func (r *genReader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]runtime.Record, bool, error) {
 	if r.rate > 0 {
 		allowed := int64(r.rate*clock.Since(r.clk, r.start).Seconds()) - r.emitted
 		if allowed <= 0 {
@@ -294,7 +295,7 @@ func (r *genReader) Poll(ctx context.Context, dst []Record, max int) ([]Record, 
 				continue
 			}
 			r.next[p]++
-			dst = append(dst, Record{Bytes: b})
+			dst = append(dst, runtime.Record{Bytes: b})
 			n++
 			progressed = true
 			if n == max {
@@ -340,3 +341,78 @@ func (r *genReader) Offsets() map[int32]int64 {
 }
 
 func (r *genReader) Close() error { return nil }
+
+// ReadInputAfter implements InputReader for the generator.
+func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+	for p := 0; p < g.partitions; p++ {
+		end := g.EndOffset(topic, p) // a walk over the partition's blocks: once
+		for off := bounds[int32(p)]; off < end; off++ {
+			b, ok := g.Read(topic, p, off)
+			if !ok {
+				break
+			}
+			if err := f(b, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ReadInput implements InputReader for the generator.
+func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+	for p := 0; p < g.partitions; p++ {
+		n := g.EndOffset(topic, p)
+		if bounds != nil {
+			n = bounds[int32(p)]
+		}
+		for off := int64(0); off < n; off++ {
+			b, ok := g.Read(topic, p, off)
+			if !ok {
+				return fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
+			}
+			if err := f(b, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Topics are the generator's topics, orders first: what an input writer
+// writes (kafka.Input).
+func (g *Generator) Topics() []string { return []string{TopicOrders, TopicPayments} }
+
+// Partitions is how many partitions each topic has.
+func (g *Generator) Partitions() int { return g.partitions }
+
+// Due reports whether the record at off of topic's partition p may be
+// written yet: a payment waits for its block of orders (PaymentDue), so
+// that an order and its payment are written close together, unless the
+// orders are not being written.
+func (g *Generator) Due(topic string, p int, off int64, written func(topic string) (int64, bool)) bool {
+	if topic != TopicPayments {
+		return true
+	}
+	orders, ok := written(TopicOrders)
+	return !ok || g.PaymentDue(p, off, orders)
+}
+
+// Key is the Kafka key of a generated record: its order id.
+func (g *Generator) Key(value []byte) []byte { return orderKey(value) }
+
+// orderKey pulls the order id out of a generated record, for the message key.
+func orderKey(b []byte) []byte {
+	const k = `"order_id":"`
+	for i := 0; i+len(k) < len(b); i++ {
+		if string(b[i:i+len(k)]) == k {
+			j := i + len(k)
+			e := j
+			for e < len(b) && b[e] != '"' {
+				e++
+			}
+			return b[j:e]
+		}
+	}
+	return nil
+}

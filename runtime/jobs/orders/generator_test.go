@@ -1,4 +1,4 @@
-package runtime
+package orders
 
 import (
 	"context"
@@ -85,17 +85,4 @@ func TestGeneratorReaderSeeksAndMatchesRead(t *testing.T) {
 	if offs[1] != g.EndOffset(TopicPayments, 1) || offs[3] != g.EndOffset(TopicPayments, 3) {
 		t.Fatalf("offsets %v at the end, want the end offsets", offs)
 	}
-}
-
-// genEnv is the default job's world for a test: the seeded generator's
-// topics and an in-memory transactional output for the revenue sink.
-func genEnv(seed, records int64, rate float64) (*Generator, *MemoryOutput, *Env) {
-	gen := NewGenerator(seed, records, GeneratorPartitions).WithRate(rate)
-	out := NewMemoryOutput()
-	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-	for _, topic := range []string{TopicOrders, TopicPayments} {
-		s, _ := gen.Source(topic)
-		env.Sources[topic] = s
-	}
-	return gen, out, env
 }

@@ -1,4 +1,4 @@
-package runtime
+package orders
 
 import (
 	"encoding/json"
@@ -41,9 +41,16 @@ func (t *text) two(a, b []byte) (string, string) {
 	return x, y
 }
 
+// orderLayout and paymentLayout are the generator's records, which the
+// parse operators read in one pass.
+var (
+	orderLayout   = flatjson.NewLayout("order_id", "customer", "amount_cents")
+	paymentLayout = flatjson.NewLayout("order_id", "payment_id", "amount_cents")
+)
+
 // decodeOrderFast fills o from b, or reports flatjson.ErrNotFlat or a type error.
 func decodeOrderFast(b []byte, o *Order, t *text) error {
-	id, customer, amount, err := flatjson.OrderLayout.Read(b)
+	id, customer, amount, err := orderLayout.Read(b)
 	if err != nil {
 		return err
 	}
@@ -53,7 +60,7 @@ func decodeOrderFast(b []byte, o *Order, t *text) error {
 }
 
 func decodePaymentFast(b []byte, p *Payment, t *text) error {
-	id, payment, amount, err := flatjson.PaymentLayout.Read(b)
+	id, payment, amount, err := paymentLayout.Read(b)
 	if err != nil {
 		return err
 	}

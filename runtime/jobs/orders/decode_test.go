@@ -1,12 +1,10 @@
-package runtime
+package orders
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
-
-	"faultline/runtime/flatjson"
 )
 
 // The hand scanner must agree with encoding/json on every input: same
@@ -133,9 +131,9 @@ func TestGeneratorRecordsTakeTheLayoutPath(t *testing.T) {
 	g := NewGenerator(7, 2_000, GeneratorPartitions)
 	n := 0
 	for _, topic := range []string{TopicOrders, TopicPayments} {
-		l := flatjson.OrderLayout
+		l := orderLayout
 		if topic == TopicPayments {
-			l = flatjson.PaymentLayout
+			l = paymentLayout
 		}
 		for p := 0; p < GeneratorPartitions; p++ {
 			for off := int64(0); off < g.EndOffset(topic, p); off++ {

@@ -1,0 +1,17 @@
+package runtime_test
+
+import (
+	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
+)
+
+// The engine's tests run the orders job (see runtime.TestJob).
+func init() {
+	runtime.SetTestJob(runtime.TestJob{
+		Types:      orders.Types{},
+		Partitions: orders.GeneratorPartitions,
+		NewInput: func(seed, records int64, rate float64) runtime.TestInput {
+			return orders.NewGenerator(seed, records, orders.GeneratorPartitions).WithRate(rate)
+		},
+	})
+}
