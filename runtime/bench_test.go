@@ -10,7 +10,6 @@ import (
 	"faultline/checkpoint"
 	"faultline/restart"
 	"faultline/runtime/barrier"
-	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
@@ -25,7 +24,7 @@ func timeRun(b *testing.B, records int64, interval time.Duration, mode barrier.M
 func timeRunWith(b *testing.B, records int64, interval time.Duration, mode barrier.Mode, unaligned bool) (time.Duration, int64) {
 	b.Helper()
 	_, _, env := genEnv(1, records, 0)
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Mode: mode, Unaligned: unaligned, Checkpoint: checkpoint.Config{Interval: interval}})
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Mode: mode, Unaligned: unaligned, Checkpoint: checkpoint.Config{Interval: interval}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -92,7 +91,7 @@ func recoveryRun(b *testing.B, failures int) ([]time.Duration, int) {
 	b.Helper()
 	const records = 6_000_000
 	gen, _, env := genEnv(1, records, 150_000)
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
 		Restart: restart.NewFixedDelay(1000, 0), Observer: NewObserver(nil, 1<<20)})
 	if err != nil {
 		b.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
 	"faultline/runtime/fault"
-	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
 
@@ -26,7 +25,7 @@ func backPressuredCheckpoints(b *testing.B, unaligned bool) ([]time.Duration, in
 	if err != nil {
 		b.Fatal(err)
 	}
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Unaligned: unaligned, Faults: []Fault{slow},
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Unaligned: unaligned, Faults: []Fault{slow},
 		Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond, Timeout: time.Minute},
 		Observer:   NewObserver(nil, 1<<16)})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"faultline/runtime/fault"
-	"faultline/runtime/spec"
 )
 
 // The fault menu says what the fault it injects does: the factor, the
@@ -16,7 +15,7 @@ import (
 func TestMenuSaysWhatMenuFaultDoes(t *testing.T) {
 	tenth := map[float64]string{10: "a tenth"}
 	for _, e := range Catalogue {
-		f := MenuFault(e.Kind, "join/0", spec.TopicOrders, 0)
+		f := MenuFault(e.Kind, "join/0", topicOrders, 0)
 		var want []string
 		if f.Factor != 0 {
 			want = append(want, tenth[f.Factor])
@@ -39,10 +38,10 @@ func TestMenuSaysWhatMenuFaultDoes(t *testing.T) {
 // none, and never one the job does not read; a task fault names a subtask
 // the job has.
 func TestCheckFaultHoldsTheFaultToTheJob(t *testing.T) {
-	job := spec.Default()
+	job := testJob.Spec()
 	f := Fault{Kind: FaultPoison, Spec: "fault=poison"}
-	if err := CheckFault(&f, job, testPartitions); err != nil || f.Topic != spec.TopicOrders {
-		t.Fatalf("CheckFault = %v, topic %q: want the job's first input, %s", err, f.Topic, spec.TopicOrders)
+	if err := CheckFault(&f, job, testPartitions); err != nil || f.Topic != topicOrders {
+		t.Fatalf("CheckFault = %v, topic %q: want the job's first input, %s", err, f.Topic, topicOrders)
 	}
 	for _, bad := range []Fault{
 		{Kind: FaultPoison, Topic: "enriched", Spec: "fault=poison,topic=enriched"},

@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"faultline/checkpoint"
-	"faultline/runtime/spec"
 )
 
 func TestChannelViewPlacesBarriers(t *testing.T) {
@@ -104,7 +103,7 @@ func TestUnalignedBarrierOvertakesTheQueue(t *testing.T) {
 // blocked, what they hold back, and which checkpoint it aligns.
 func TestInputsShowAlignment(t *testing.T) {
 	_, _, env := genEnv(1, 0, 4000)
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
-	"faultline/runtime/spec"
 	"faultline/runtime/verify"
 )
 
@@ -184,14 +183,14 @@ func TestInjectLeavesRoomForTheConfiguredFaults(t *testing.T) {
 	faults := []Fault{{Kind: FaultPanic, Task: "join/0", AfterCheckpoints: 1}, {Kind: FaultPanic, Task: "join/1", After: time.Hour}}
 	gen := newTestInput(1, 10, 0)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
-	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
+	for _, topic := range []string{topicOrders, topicPayments} {
 		src, err := gen.Source(topic)
 		if err != nil {
 			t.Fatal(err)
 		}
 		env.Sources[topic] = src
 	}
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Faults: faults})
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}

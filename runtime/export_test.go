@@ -16,7 +16,18 @@ type TestJob struct {
 	NewInput func(seed, records int64, rate float64) TestInput
 	// Partitions is how many partitions each input topic has.
 	Partitions int
+	// Spec returns the job's built-in spec; Catalogue is what its specs
+	// are checked against.
+	Spec      func() *spec.Job
+	YAML      string
+	Catalogue spec.Catalogue
 }
+
+// The test job's input topics.
+const (
+	topicOrders   = "orders"
+	topicPayments = "payments"
+)
 
 // TestInput is the seeded input of the test job, as the tests use it.
 type TestInput interface {
@@ -47,7 +58,7 @@ func genEnv(seed, records int64, rate float64) (TestInput, *MemoryOutput, *Env) 
 	gen := newTestInput(seed, records, rate)
 	out := NewMemoryOutput()
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": out}}
-	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
+	for _, topic := range []string{topicOrders, topicPayments} {
 		s, _ := gen.Source(topic)
 		env.Sources[topic] = s
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 func TestPipelinedRegions(t *testing.T) {
-	pipeline, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	pipeline, err := spec.Load("../fixtures/jobs/pipeline.yaml", testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestPipelinedRegions(t *testing.T) {
 	}
 	// The keyBy edges into the join join every parse subtask to every join
 	// subtask, and so on downstream: one region of all 13 subtasks.
-	if got := pipelinedRegions(spec.Default()); len(got) != 1 || len(got[0]) != 13 {
+	if got := pipelinedRegions(testJob.Spec()); len(got) != 1 || len(got[0]) != 13 {
 		t.Errorf("default job regions = %v, want one of 13 subtasks", got)
 	}
 }
@@ -55,7 +55,7 @@ func (r *run) taskStatuses() map[string][]string {
 // other three pipelines run on untouched; the committed output stays exact.
 func TestRegionFailoverRestartsOnlyTheFailedRegion(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml", testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,12 +190,12 @@ func TestFullRestartTakesBackTheLossesItReplays(t *testing.T) {
 	obs := NewObserver(nil, 1<<10)
 	gen := newTestInput(1, 1000, 0)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{"revenue": NewMemoryOutput()}}
-	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
+	for _, topic := range []string{topicOrders, topicPayments} {
 		if env.Sources[topic], err = gen.Source(topic); err != nil {
 			t.Fatal(err)
 		}
 	}
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Observer: obs, Failover: restart.FailoverIndividual})
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Observer: obs, Failover: restart.FailoverIndividual})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestResetRestartsGivesTheAttemptsBack(t *testing.T) {
 // the restore is the sign; a full restart goes RESTARTING, restores, and
 // then says RUNNING.
 func TestACheckpointCanBeTriggeredOnceTheJobRunsAgain(t *testing.T) {
-	pipeline, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	pipeline, err := spec.Load("../fixtures/jobs/pipeline.yaml", testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestACheckpointCanBeTriggeredOnceTheJobRunsAgain(t *testing.T) {
 			"after-records=2500,task=enrich/0,fault=panic",
 			"after-records=3750,task=enrich/3,fault=panic",
 		}},
-		{"full", spec.Default(), restart.FailoverFull, []string{
+		{"full", testJob.Spec(), restart.FailoverFull, []string{
 			"after-records=6000,task=join/1,fault=panic",
 			"after-records=7000,task=revenue/0,fault=error",
 			"after-records=8000,task=parse-orders/1,fault=panic",

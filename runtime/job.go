@@ -446,9 +446,7 @@ type StateTTLStatus struct {
 func (j *Job) StateTTL() StateTTLStatus {
 	s := StateTTLStatus{NotJoined: j.bad.ttl.NotJoined.Load(), Expired: j.bad.ttl.Expired.Load()}
 	for _, op := range j.spec.Operators {
-		if op.Type == spec.TypeJoin {
-			s.TTL = max(s.TTL, op.StateTTL)
-		}
+		s.TTL = max(s.TTL, op.StateTTL) // the operators that keep records waiting
 	}
 	return s
 }

@@ -88,7 +88,7 @@ func (r *run) do(t *testing.T) *run {
 func (r *run) doHere(t *testing.T) *run {
 	t.Helper()
 	if r.job == nil {
-		r.job = spec.Default()
+		r.job = testJob.Spec()
 	}
 	if r.seed == 0 {
 		r.seed = 1
@@ -331,7 +331,7 @@ func TestNoGoroutineOutlivesItsAttempt(t *testing.T) {
 }
 
 func TestPipelineJob(t *testing.T) {
-	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml", testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestRestartStrategyGivesUp(t *testing.T) {
 }
 
 func TestCancelLeavesExactOutput(t *testing.T) {
-	job := spec.Default()
+	job := testJob.Spec()
 	gen, out, env := genEnv(7, 0, 20000)
 	j, err := New(Config{Types: testJob.Types, Job: job, Env: env, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 	if err != nil {
@@ -399,7 +399,7 @@ func TestCancelLeavesExactOutput(t *testing.T) {
 // the whole job finished: a failure elsewhere restarts everything from the
 // beginning, and what was committed would be written again.
 func TestCheckpointingOffLateFailureDoesNotDuplicate(t *testing.T) {
-	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml", testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"faultline/checkpoint"
 	"faultline/restart"
 	"faultline/runtime/fault"
-	"faultline/runtime/spec"
 	"faultline/runtime/verify"
 	"faultline/runtime/view"
 )
@@ -50,7 +49,7 @@ func TestStorageFailDeclinesCheckpointsThenFailsOver(t *testing.T) {
 	// with one tolerated every second fails over: 15 restarts must be
 	// allowed for the run to finish however the writes fall. At least
 	// ceil(30/subtasks) checkpoints fail, two of them in a row.
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Observer: obs, Faults: []Fault{fault},
 		Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond, TolerableFailures: 1},
 		Restart:    restart.NewFixedDelay(15, 10*time.Millisecond)})
 	if err != nil {
@@ -95,7 +94,7 @@ func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
 				}
 			}
 		}()
-		j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Observer: obs, Faults: []Fault{fault},
+		j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Observer: obs, Faults: []Fault{fault},
 			Checkpoint: checkpoint.Config{Interval: 100 * time.Millisecond, Timeout: 150 * time.Millisecond, TolerableFailures: 100}})
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +108,7 @@ func TestSlowTaskMakesCheckpointsExpire(t *testing.T) {
 		if expired == 0 {
 			t.Fatal("no checkpoint expired while join/1 was slow")
 		}
-		v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(spec.Default()), "exactly-once", nil, out.Committed())
+		v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(testJob.Spec()), "exactly-once", nil, out.Committed())
 		if err != nil || !v.OK {
 			t.Fatalf("verify %+v %v", v, err)
 		}

@@ -20,7 +20,7 @@ import (
 // before it and says so. Nothing is lost; what the damaged checkpoint had
 // already committed is written again (the price of falling back).
 func TestRecoveryFallsBackFromADamagedCheckpoint(t *testing.T) {
-	job := spec.Default()
+	job := testJob.Spec()
 	gen, out, env := genEnv(1, 60000, 30000)
 	store := checkpoint.NewMemoryStore(3)
 	var damaged int64
@@ -124,7 +124,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 				return j, obs
 			}
 			// First run: stopped part way, with a savepoint.
-			j1, obs1 := newJob(spec.Default(), "heap")
+			j1, obs1 := newJob(testJob.Spec(), "heap")
 			ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 			defer cancel()
 			res1, err := j1.Run(ctx, RunOptions{SavepointOnExit: true})
@@ -133,7 +133,7 @@ func TestSavepointRestoresAtOtherParallelisms(t *testing.T) {
 				t.Fatalf("first run: %v status %s savepoint %d", err, res1.Status, res1.ExitSavepoint)
 			}
 			// Second run: another parallelism, from the savepoint.
-			job := spec.Default()
+			job := testJob.Spec()
 			if err := job.SetParallelisms(map[string]int{"join": p, "revenue": p}); err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +162,7 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 		for range obs.Events() {
 		}
 	}()
-	j, _ := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
+	j, _ := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Store: store, Observer: obs, Checkpoint: checkpoint.Config{Interval: 50 * time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	res, err := j.Run(ctx, RunOptions{SavepointOnExit: true})
@@ -170,9 +170,9 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 		t.Fatalf("%v %+v", err, res)
 	}
 	// A job without the revenue operator cannot take the savepoint's revenue state…
-	yaml := strings.Replace(spec.DefaultYAML, "name: revenue", "name: totals", 1)
+	yaml := strings.Replace(testJob.YAML, "name: revenue", "name: totals", 1)
 	yaml = strings.Replace(yaml, "from: revenue", "from: totals", 1)
-	other, err := spec.Parse("renamed.yaml", []byte(yaml))
+	other, err := spec.Parse("renamed.yaml", []byte(yaml), testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestFromSavepointChecksItsOperators(t *testing.T) {
 // first store only what changed, recovery composes the chain, and the output
 // stays exact.
 func TestIncrementalCheckpointsRestoreFromTheirChain(t *testing.T) {
-	job := spec.Default()
+	job := testJob.Spec()
 	gen, out, env := genEnv(2, 40000, 40000)
 	store := checkpoint.NewMemoryStore(3)
 	fault, _ := fault.Parse("after-records=7000,task=revenue/1,fault=panic")

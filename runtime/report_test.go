@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"faultline/runtime/spec"
 	"fmt"
 	"testing"
 
@@ -18,7 +17,7 @@ import (
 func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 	gen := newTestInput(7, 20000, 0)
 	bounds := checkpoint.Offsets{}
-	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
+	for _, topic := range []string{topicOrders, topicPayments} {
 		bounds[topic] = map[int32]int64{}
 		for p := 0; p < testJob.Partitions; p++ {
 			bounds[topic][int32(p)] = gen.EndOffset(topic, p) / 2
@@ -28,7 +27,7 @@ func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 	// below bounds already pays.
 	sides := func(b checkpoint.Offsets) map[string]int {
 		seen := map[string]int{}
-		for i, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
+		for i, topic := range []string{topicOrders, topicPayments} {
 			var lim map[int32]int64
 			if b != nil {
 				lim = b[topic]

@@ -11,7 +11,6 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime/flatjson"
-	"faultline/runtime/spec"
 )
 
 // losingOutput is a MemoryOutput whose prepared transactions can vanish, as
@@ -262,7 +261,7 @@ func (s *stampingOutput) WriteAt(txn string, key, value []byte, at time.Time) er
 func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
 	gen := newTestInput(3, 20_000, 0)
 	env := &Env{Sources: map[string]Source{}, Outputs: map[string]TxnOutput{}}
-	for _, topic := range []string{spec.TopicOrders, spec.TopicPayments} {
+	for _, topic := range []string{topicOrders, topicPayments} {
 		s, err := gen.Source(topic)
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +270,7 @@ func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
 	}
 	out := &stampingOutput{MemoryOutput: NewMemoryOutput()}
 	env.Outputs["revenue"] = out
-	j, err := New(Config{Types: testJob.Types, Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
+	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,9 @@ func init() {
 	runtime.SetTestJob(runtime.TestJob{
 		Types:      orders.Types{},
 		Partitions: orders.GeneratorPartitions,
+		Spec:       orders.Default,
+		YAML:       orders.DefaultYAML,
+		Catalogue:  orders.Catalogue(),
 		NewInput: func(seed, records int64, rate float64) runtime.TestInput {
 			return orders.NewGenerator(seed, records, orders.GeneratorPartitions).WithRate(rate)
 		},

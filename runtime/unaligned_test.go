@@ -141,7 +141,7 @@ func TestSavepointIsAlwaysAligned(t *testing.T) {
 // restarted region's channels get the in-flight records of the restored
 // checkpoint back, the other regions run on, and the output is exact.
 func TestRegionFailoverReplaysTheRegionsInFlightRecords(t *testing.T) {
-	job, err := spec.Load("../fixtures/jobs/pipeline.yaml")
+	job, err := spec.Load("../fixtures/jobs/pipeline.yaml", testJob.Catalogue)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func (r *runState) failedParsing(res *runtime.Result) bool {
 		if i := strings.LastIndexByte(name, '/'); i >= 0 {
 			name = name[:i]
 		}
-		if op := r.p.job.Op(name); op != nil && (op.Type == spec.TypeParse || op.Type == spec.TypeEnrich) {
+		if op := r.p.job.Op(name); op != nil && (op.Type == orders.TypeParse || op.Type == orders.TypeEnrich) {
 			return true
 		}
 	}
@@ -221,9 +221,9 @@ func (r *runState) parsers() map[string][]func([]byte) error {
 	for _, op := range r.p.job.Operators {
 		var parse func([]byte) error
 		switch {
-		case op.Type == spec.TypeParse && op.Schema == spec.SchemaPayment:
+		case op.Type == orders.TypeParse && op.Schema == orders.SchemaPayment:
 			parse = payment
-		case op.Type == spec.TypeParse || op.Type == spec.TypeEnrich:
+		case op.Type == orders.TypeParse || op.Type == orders.TypeEnrich:
 			parse = order
 		default:
 			continue

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"faultline/runtime/kafka"
-	"faultline/runtime/spec"
 )
 
 // newBrokerCmd is `faultline broker`: the embedded Kafka broker alone, with
@@ -61,7 +60,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 					return exitError{code: 1, err: err}
 				}
 			}
-			job := spec.Default()
+			job := orders.Default()
 			topics := defaultTopics(job.Op("sink").Topic, 1)
 			b, err := kafka.StartEmbedded(listen, dir, topics, kafka.WithLogNeeds(needs))
 			if err != nil {

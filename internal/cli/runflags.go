@@ -290,8 +290,8 @@ func (o *runOptions) check() (*prepared, error) {
 func (o *runOptions) checkJob(p *prepared) error {
 	var err error
 	if o.jobFile == "" {
-		p.job = spec.Default()
-	} else if p.job, err = spec.Load(o.jobFile); err != nil {
+		p.job = orders.Default()
+	} else if p.job, err = spec.Load(o.jobFile, orders.Catalogue()); err != nil {
 		return usageError{err}
 	}
 	if len(o.parallelism) > 0 {
@@ -314,7 +314,7 @@ func (o *runOptions) checkJob(p *prepared) error {
 		}
 		joins := 0
 		for _, op := range p.job.Operators {
-			if op.Type == spec.TypeJoin {
+			if op.Type == orders.TypeJoin {
 				op.StateTTL = o.stateTTL
 				joins++
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"sync"
 	"time"
@@ -257,15 +258,15 @@ func (u *uiController) poisonTarget(task string) (string, int32) {
 			switch op.Type {
 			case spec.TypeSource:
 				return op.Topic, int32(i)
-			case spec.TypeParse:
-				if op.Schema == spec.SchemaPayment {
-					return spec.TopicPayments, int32(i)
+			case orders.TypeParse:
+				if op.Schema == orders.SchemaPayment {
+					return orders.TopicPayments, int32(i)
 				}
-				return spec.TopicOrders, int32(i)
+				return orders.TopicOrders, int32(i)
 			}
 		}
 	}
-	return spec.TopicOrders, 0
+	return orders.TopicOrders, 0
 }
 
 // TriggerCheckpoint implements tui.Controller.

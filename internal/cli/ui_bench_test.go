@@ -67,7 +67,7 @@ func memoryJob(tb testing.TB, gen *orders.Generator, interval time.Duration) (*r
 		}
 		env.Sources[topic] = s
 	}
-	sp := spec.Default()
+	sp := orders.Default()
 	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Types: orders.Types{}, Checkpoint: checkpoint.Config{Interval: interval},
 		Observer: runtime.NewObserver(nil, 8192)})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime"
 	"faultline/runtime/barrier"
-	"faultline/runtime/spec"
 	"faultline/runtime/verify"
 	"faultline/tui"
 )
@@ -72,7 +71,7 @@ func TestUIDrivesARealJobFromTheKeyboard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sp := spec.Default()
+	sp := orders.Default()
 	j, err := runtime.New(runtime.Config{Job: sp, Env: env, Types: orders.Types{}, Checkpoint: checkpoint.Config{Interval: 200 * time.Millisecond},
 		Observer: runtime.NewObserver(nil, 8192)})
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"maps"
@@ -67,7 +68,7 @@ func jobTitle(j *spec.Job) string {
 		}
 	}
 	for _, op := range j.Operators {
-		if op.Type == spec.TypeJoin && len(topics) == 2 {
+		if op.Type == orders.TypeJoin && len(topics) == 2 {
 			return topics[0] + " ⋈ " + topics[1]
 		}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
-	"faultline/runtime/spec"
 )
 
 // bareConsume reads every record of the input topics with plain Sarama
@@ -86,7 +85,7 @@ func runJob(b *testing.B, c Client, total int64) time.Duration {
 	}
 	defer out.Close()
 	env.Outputs["revenue"] = out
-	j, err := runtime.New(runtime.Config{Job: spec.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: time.Second}})
+	j, err := runtime.New(runtime.Config{Job: orders.Default(), Env: env, Checkpoint: checkpoint.Config{Interval: time.Second}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,22 +35,24 @@ var topicPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 // device) from being read into memory.
 const MaxFileSize = 1 << 20
 
-// Load reads the job spec at path and parses it. Only a regular file of at
-// most MaxFileSize is read: a device such as /dev/zero, a FIFO or a folder
-// is refused at once instead of read for ever or waited on.
-func Load(path string) (*Job, error) {
+// Load reads the job spec at path and parses it against the job's
+// catalogue. Only a regular file of at most MaxFileSize is read: a device
+// such as /dev/zero, a FIFO or a folder is refused at once instead of read
+// for ever or waited on.
+func Load(path string, cat Catalogue) (*Job, error) {
 	data, err := smallfile.Read(path, "job spec", MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data)
+	return Parse(path, data, cat)
 }
 
-// Parse parses and validates a job spec. file names the spec in messages.
-// Every problem with the spec is returned as an *Error; the first one found
-// is reported.
-func Parse(file string, data []byte) (*Job, error) {
-	p := &parser{file: file, data: data}
+// Parse parses and validates a job spec against the catalogue of the job
+// it is for (its operator kinds, input topics and verify kinds). file
+// names the spec in messages. Every problem with the spec is returned as
+// an *Error; the first one found is reported.
+func Parse(file string, data []byte, cat Catalogue) (*Job, error) {
+	p := &parser{file: file, data: data, cat: cat}
 	return p.parse()
 }
 
@@ -58,6 +60,7 @@ func Parse(file string, data []byte) (*Job, error) {
 type parser struct {
 	file string
 	data []byte
+	cat  Catalogue
 }
 
 func (p *parser) errf(line int, field, format string, args ...any) *Error {
@@ -152,7 +155,7 @@ func (p *parser) parse() (*Job, error) {
 	if err := p.operators(job, opsNode); err != nil {
 		return nil, err
 	}
-	if err := p.checkJob(job, opsLine, verifyNode); err != nil {
+	if err := p.checkJob(job, opsLine, verifyNode, opsNode); err != nil {
 		return nil, err
 	}
 	if err := p.checkID(job, opsLine, idNode); err != nil {
@@ -171,8 +174,8 @@ func (p *parser) verifyAndID(job *Job, verifyNode, idNode *yaml.Node) error {
 		if job.Verify, err = p.text(verifyNode, "verify"); err != nil {
 			return err
 		}
-		if job.Verify != VerifyPaidOrders && job.Verify != VerifyOrders {
-			return p.errf(verifyNode.Line, "verify", "must be %s or %s, got %q", VerifyPaidOrders, VerifyOrders, job.Verify)
+		if !slices.Contains(p.cat.Verifies, job.Verify) {
+			return p.errf(verifyNode.Line, "verify", "must be %s, got %q", orList(p.cat.Verifies), job.Verify)
 		}
 	}
 	if idNode != nil {

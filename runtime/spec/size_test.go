@@ -1,28 +1,30 @@
-package spec
+package spec_test
 
 import (
 	"errors"
+	"faultline/runtime/jobs/orders"
+	"faultline/runtime/spec"
 	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestSizeTooBig(t *testing.T) {
-	within := Size{Operators: MaxOperators, Subtasks: MaxSubtasks, SinkSubtasks: MaxSinkSubtasks, Channels: MaxChannels, Topics: MaxTopics}
-	over := func(f func(*Size)) Size { s := within; f(&s); return s }
+	within := spec.Size{Operators: spec.MaxOperators, Subtasks: spec.MaxSubtasks, SinkSubtasks: spec.MaxSinkSubtasks, Channels: spec.MaxChannels, Topics: spec.MaxTopics}
+	over := func(f func(*spec.Size)) spec.Size { s := within; f(&s); return s }
 	tests := []struct {
 		name string
-		size Size
+		size spec.Size
 		want string // "" within the limits
 	}{
-		{"the default job", SizeOf(Default()), ""},
+		{"the default job", spec.SizeOf(orders.Default()), ""},
 		{"every limit reached", within, ""},
-		{"operators", over(func(s *Size) { s.Operators++ }), "65 operators, more than the 64 faultline runs; split it into smaller jobs"},
-		{"subtasks", over(func(s *Size) { s.Subtasks++ }), "257 subtasks (the operators' parallelism added up), more than the 256"},
-		{"sink subtasks", over(func(s *Size) { s.SinkSubtasks++ }), "33 sink subtasks (the sinks' parallelism added up), more than the 32"},
-		{"channels", over(func(s *Size) { s.Channels++ }), "16385 channels between subtasks"},
-		{"topics", over(func(s *Size) { s.Topics++ }), "9 Kafka topics (its sources' and sinks' topics), more than the 8"},
-		{"operators named first", Size{Operators: 10002, Subtasks: 10002, SinkSubtasks: 3334, Channels: 6668, Topics: 3335}, "10002 operators"},
+		{"operators", over(func(s *spec.Size) { s.Operators++ }), "65 operators, more than the 64 faultline runs; split it into smaller jobs"},
+		{"subtasks", over(func(s *spec.Size) { s.Subtasks++ }), "257 subtasks (the operators' parallelism added up), more than the 256"},
+		{"sink subtasks", over(func(s *spec.Size) { s.SinkSubtasks++ }), "33 sink subtasks (the sinks' parallelism added up), more than the 32"},
+		{"channels", over(func(s *spec.Size) { s.Channels++ }), "16385 channels between subtasks"},
+		{"topics", over(func(s *spec.Size) { s.Topics++ }), "9 Kafka topics (its sources' and sinks' topics), more than the 8"},
+		{"operators named first", spec.Size{Operators: 10002, Subtasks: 10002, SinkSubtasks: 3334, Channels: 6668, Topics: 3335}, "10002 operators"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,12 +40,12 @@ func TestSizeTooBig(t *testing.T) {
 }
 
 func TestSizeOf(t *testing.T) {
-	if got, want := SizeOf(Default()), (Size{Operators: 7, Subtasks: 13, SinkSubtasks: 1, Channels: 2 + 2 + 4 + 4 + 4 + 2, Topics: 3}); got != want {
+	if got, want := spec.SizeOf(orders.Default()), (spec.Size{Operators: 7, Subtasks: 13, SinkSubtasks: 1, Channels: 2 + 2 + 4 + 4 + 4 + 2, Topics: 3}); got != want {
 		t.Errorf("default job: %+v, want %+v", got, want)
 	}
 	j := mustParse(t, pipelines(2, 3, "rebalance", "out"))
 	// Per pipeline: 3 operators of 3 subtasks, two edges of 3×3 channels.
-	if got, want := SizeOf(j), (Size{Operators: 6, Subtasks: 18, SinkSubtasks: 6, Channels: 36, Topics: 2}); got != want {
+	if got, want := spec.SizeOf(j), (spec.Size{Operators: 6, Subtasks: 18, SinkSubtasks: 6, Channels: 36, Topics: 2}); got != want {
 		t.Errorf("two pipelines: %+v, want %+v", got, want)
 	}
 }
@@ -72,14 +74,14 @@ func TestParseRefusesJobsTooBig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("jobs/big.yaml", []byte(tc.yaml))
+			_, err := parse("jobs/big.yaml", []byte(tc.yaml))
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			var e *Error
+			var e *spec.Error
 			if !errors.As(err, &e) || e.Line != 3 || e.Field != "operators" || !strings.Contains(e.Msg, tc.want) {
 				t.Fatalf("err = %v, want jobs/big.yaml:3: operators: …%s…", err, tc.want)
 			}
@@ -91,7 +93,7 @@ func TestParseRefusesJobsTooBig(t *testing.T) {
 }
 
 func TestSetParallelismsKeepsTheJobWithinLimits(t *testing.T) {
-	j := Default()
+	j := orders.Default()
 	err := j.SetParallelisms(map[string]int{"join": 128, "revenue": 128})
 	if err == nil || !strings.Contains(err.Error(), "parallelism of join, revenue: the job is too big to run: 265 subtasks") {
 		t.Fatalf("err = %v, want 265 subtasks refused", err)
@@ -131,9 +133,9 @@ func wide(s, e, k int) string {
 		"  - {name: k, type: sink, topic: out, parallelism: %d, inputs: [{from: e, edge: rebalance}]}\n", s, e, k)
 }
 
-func mustParse(t *testing.T, yaml string) *Job {
+func mustParse(t *testing.T, yaml string) *spec.Job {
 	t.Helper()
-	j, err := Parse("t.yaml", []byte(yaml))
+	j, err := parse("t.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

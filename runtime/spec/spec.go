@@ -39,36 +39,11 @@ const (
 // EdgeTypes lists the edge types in the order messages show them.
 var EdgeTypes = []EdgeType{Forward, Hash, Rebalance, Broadcast}
 
-// Operator types.
+// The operator types the engine runs itself; a job brings the others (see
+// Kind).
 const (
-	TypeSource    = "source"    // reads a Kafka topic; emits raw record bytes
-	TypeParse     = "parse"     // decodes raw bytes as an order or a payment
-	TypeJoin      = "join"      // matches each payment to its order (keyed state)
-	TypeAggregate = "aggregate" // keeps a running total per customer (keyed state)
-	TypeEnrich    = "enrich"    // decodes raw order bytes and adds a tier
-	TypeSink      = "sink"      // writes to a Kafka topic in transactions (two-phase commit)
-)
-
-// Types lists the operator types in the order messages show them.
-var Types = []string{TypeSource, TypeParse, TypeJoin, TypeAggregate, TypeEnrich, TypeSink}
-
-// What a job's verification checks: which records the committed output of
-// the sink must contain exactly once.
-const (
-	VerifyPaidOrders = "paid-orders" // every paid order (jobs with a join)
-	VerifyOrders     = "orders"      // every order (jobs without a join)
-)
-
-// Topics a source can read: the two the generator writes.
-const (
-	TopicOrders   = "orders"
-	TopicPayments = "payments"
-)
-
-// Schemas a parse operator can decode.
-const (
-	SchemaOrder   = "order"
-	SchemaPayment = "payment"
+	TypeSource = "source" // reads a Kafka topic; emits raw record bytes
+	TypeSink   = "sink"   // writes to a Kafka topic in transactions (two-phase commit)
 )
 
 // Parallelism limits.
@@ -90,8 +65,9 @@ type Job struct {
 	// into; no operator may have more subtasks (Flink: max parallelism).
 	// Default 128; 1..32768.
 	MaxParallelism int
-	// Verify is what the sink's output must contain exactly once:
-	// "paid-orders" (the default job) or "orders".
+	// Verify is what the sink's output must contain exactly once, one of
+	// the job's verify kinds (Catalogue.Verifies; the orders job's:
+	// "paid-orders" or "orders").
 	Verify string
 	// ID is the field that identifies a record end to end, from the input
 	// through every operator to the output: the verification counts the
@@ -112,7 +88,7 @@ type Operator struct {
 	Name        string
 	Type        string
 	Parallelism int
-	Topic       string // source: topic read ("orders" or "payments"); sink: topic written
+	Topic       string // source: topic read (one of the job's inputs); sink: topic written
 	// Key is a sink's record key: the field of the records it reads whose
 	// value keys each output record (Kafka: the record key, which picks
 	// the partition). Default: the key field of the records it reads (see
@@ -259,44 +235,4 @@ type Record struct {
 	Fields []string
 	ID     string
 	Key    string
-}
-
-// RecordOf returns what op's records carry. Sources emit raw bytes and
-// sinks emit nothing, so both have no fields. The slices are the caller's
-// to keep.
-func RecordOf(j *Job, op *Operator) Record {
-	fields := OutputFields(j, op)
-	if len(fields) == 0 {
-		return Record{}
-	}
-	r := Record{Fields: fields, ID: "order_id"}
-	if slices.Contains(fields, "customer") {
-		r.Key = "customer"
-	}
-	return r
-}
-
-// OutputFields returns the fields that op's records carry, which are what a
-// hash edge from op can key by. Sources emit raw bytes and sinks emit
-// nothing, so both have none. The slice is the caller's to keep.
-func OutputFields(j *Job, op *Operator) []string {
-	if op == nil {
-		return nil
-	}
-	switch op.Type {
-	case TypeParse:
-		switch op.Schema {
-		case SchemaOrder:
-			return []string{"order_id", "customer", "amount_cents"}
-		case SchemaPayment:
-			return []string{"order_id", "payment_id", "amount_cents"}
-		}
-	case TypeJoin:
-		return []string{"order_id", "customer", "amount_cents"}
-	case TypeAggregate:
-		return []string{"order_id", "customer", "amount_cents", "customer_total_cents"}
-	case TypeEnrich:
-		return []string{"order_id", "customer", "amount_cents", "tier"}
-	}
-	return nil
 }

@@ -1,7 +1,9 @@
-package spec
+package spec_test
 
 import (
 	"errors"
+	"faultline/runtime/jobs/orders"
+	"faultline/runtime/spec"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +15,14 @@ import (
 	"testing"
 	"time"
 )
+
+// parse and load read a spec of the orders job, whose kinds the specs of
+// these tests use (the parser's own rules are the same for every job).
+func parse(file string, data []byte) (*spec.Job, error) {
+	return spec.Parse(file, data, orders.Catalogue())
+}
+
+func load(path string) (*spec.Job, error) { return spec.Load(path, orders.Catalogue()) }
 
 // lines joins its arguments as the lines of a file, so that a test can count
 // them: the first argument is line 1.
@@ -93,9 +103,9 @@ func TestParseErrors(t *testing.T) {
 		{"operators not a list", lines("name: t", "operators:", "  a: 1"), 3, "operators", "must be a list of operators, got a mapping"},
 		{"operators empty", lines("name: t", "operators: []"), 2, "operators", "the list is empty"},
 
-		// Operator fields.
+		// spec.Operator fields.
 		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, key, schema, state_ttl, inputs, got "source"`},
-		{"state_ttl on a source", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    state_ttl: 1m"}), 6, "operators[0].state_ttl", "only a join keeps records waiting"},
+		{"state_ttl on a source", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    state_ttl: 1m"}), 6, "operators[0].state_ttl", "only join operators keep records waiting"},
 		{"state_ttl not a duration", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: soon"}), 5, "operators[0].state_ttl", `must be a duration such as 1m or 30s (0: keep for ever), got "soon"`},
 		{"state_ttl negative", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: -1s"}), 5, "operators[0].state_ttl", "must be a duration"},
 		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, key, schema, state_ttl, inputs)`},
@@ -113,7 +123,7 @@ func TestParseErrors(t *testing.T) {
 
 		// Topics and schemas.
 		{"source without topic", job(joinHeader, []string{"  - name: s", "    type: source"}), 3, "operators[0].topic", "required for a source"},
-		{"source of unknown topic", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: clicks"}), 5, "operators[0].topic", `a source reads orders or payments (the topics the generator writes), got "clicks"`},
+		{"source of unknown topic", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: clicks"}), 5, "operators[0].topic", `a source reads orders or payments (the topics of the job's input), got "clicks"`},
 		{"source with inputs", job(joinHeader, srcOrders, []string{"  - name: s2", "    type: source", "    topic: orders", "    inputs:", "      - {from: orders-source, edge: forward}"}), 10, "operators[1].inputs", "takes no inputs"},
 		{"source with schema", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    schema: order"}), 6, "operators[0].schema", "only parse operators have a schema"},
 		{"sink without topic", withPrefix([]string{"  - name: out", "    type: sink"}), 23, "operators[4].topic", "required for a sink"},
@@ -174,11 +184,11 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			j, err := Parse("jobs/t.yaml", []byte(tc.yaml))
+			j, err := parse("jobs/t.yaml", []byte(tc.yaml))
 			if err == nil {
 				t.Fatalf("Parse succeeded (%d operators), want an error at line %d\n%s", len(j.Operators), tc.line, tc.yaml)
 			}
-			var e *Error
+			var e *spec.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v is a %T, want *Error", err, err)
 			}
@@ -209,13 +219,13 @@ func numbered(s string) string {
 
 func TestErrorString(t *testing.T) {
 	tests := []struct {
-		err  Error
+		err  spec.Error
 		want string
 	}{
-		{Error{"jobs/x.yaml", 14, "operators[2].inputs[0].key", `"ordr_id" is not a field of parse-orders (fields: order_id, customer, amount_cents)`},
+		{spec.Error{"jobs/x.yaml", 14, "operators[2].inputs[0].key", `"ordr_id" is not a field of parse-orders (fields: order_id, customer, amount_cents)`},
 			`jobs/x.yaml:14: operators[2].inputs[0].key: "ordr_id" is not a field of parse-orders (fields: order_id, customer, amount_cents)`},
-		{Error{"jobs/x.yaml", 3, "", "invalid YAML: could not find expected ':'"}, "jobs/x.yaml:3: invalid YAML: could not find expected ':'"},
-		{Error{"jobs/x.yaml", 0, "", "invalid YAML: something"}, "jobs/x.yaml: invalid YAML: something"},
+		{spec.Error{"jobs/x.yaml", 3, "", "invalid YAML: could not find expected ':'"}, "jobs/x.yaml:3: invalid YAML: could not find expected ':'"},
+		{spec.Error{"jobs/x.yaml", 0, "", "invalid YAML: something"}, "jobs/x.yaml: invalid YAML: something"},
 	}
 	for _, tc := range tests {
 		if got := tc.err.Error(); got != tc.want {
@@ -227,31 +237,31 @@ func TestErrorString(t *testing.T) {
 func TestValidSpecs(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
 		// No max_parallelism, verify or parallelism: 128, inferred, 1.
-		j, err := Parse("t.yaml", []byte(lines("name: t", "operators:",
+		j, err := parse("t.yaml", []byte(lines("name: t", "operators:",
 			"  - {name: s, type: source, topic: orders}",
 			"  - {name: e, type: enrich, inputs: [{from: s, edge: forward}]}",
 			"  - {name: k, type: sink, topic: out, inputs: [{from: e, edge: hash, key: tier}]}")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.MaxParallelism != 128 || j.Verify != VerifyOrders || j.Op("e").Parallelism != 1 {
+		if j.MaxParallelism != 128 || j.Verify != orders.VerifyOrders || j.Op("e").Parallelism != 1 {
 			t.Errorf("defaults: max_parallelism %d, verify %q, parallelism %d; want 128, orders, 1", j.MaxParallelism, j.Verify, j.Op("e").Parallelism)
 		}
-		if got := j.Op("k").Inputs[0]; got != (Input{From: "e", Edge: Hash, Key: "tier", Line: 5}) {
+		if got := j.Op("k").Inputs[0]; got != (spec.Input{From: "e", Edge: spec.Hash, Key: "tier", Line: 5}) {
 			t.Errorf("sink input = %+v", got)
 		}
 	})
 	t.Run("verify inferred for a join", func(t *testing.T) {
-		j, err := Parse("t.yaml", []byte(strings.Replace(DefaultYAML, "verify: paid-orders\n", "", 1)))
+		j, err := parse("t.yaml", []byte(strings.Replace(orders.DefaultYAML, "verify: paid-orders\n", "", 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Verify != VerifyPaidOrders {
+		if j.Verify != orders.VerifyPaidOrders {
 			t.Errorf("verify = %q, want paid-orders", j.Verify)
 		}
 	})
 	t.Run("anchors, quoted numbers and key order", func(t *testing.T) {
-		j, err := Parse("t.yaml", []byte(lines(
+		j, err := parse("t.yaml", []byte(lines(
 			"operators:",
 			"  - {name: s, type: source, topic: orders, parallelism: &p 4}",
 			"  - {name: e, type: enrich, parallelism: *p, inputs: [{from: s, edge: forward}]}",
@@ -270,23 +280,23 @@ func TestValidSpecs(t *testing.T) {
 
 func TestDefaultEqualsFixture(t *testing.T) {
 	path := filepath.Join("..", "..", "fixtures", "jobs", "orders.yaml")
-	fixture, err := Load(path)
+	fixture, err := load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := Default()
-	if def.File != DefaultFile || fixture.File != path {
+	def := orders.Default()
+	if def.File != orders.DefaultFile || fixture.File != path {
 		t.Errorf("File: default %q, fixture %q", def.File, fixture.File)
 	}
 	fixture.File = def.File
 	if !reflect.DeepEqual(def, fixture) {
-		t.Errorf("Default() and %s differ; copy DefaultYAML into the fixture or back", path)
+		t.Errorf("Default() and %s differ; copy orders.DefaultYAML into the fixture or back", path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data) != DefaultYAML {
+	if string(data) != orders.DefaultYAML {
 		t.Errorf("%s is not byte for byte DefaultYAML", path)
 	}
 
@@ -296,15 +306,15 @@ func TestDefaultEqualsFixture(t *testing.T) {
 		p         int
 		from      []string
 	}{
-		{"orders-source", TypeSource, 2, nil},
-		{"payments-source", TypeSource, 2, nil},
-		{"parse-orders", TypeParse, 2, []string{"orders-source"}},
-		{"parse-payments", TypeParse, 2, []string{"payments-source"}},
-		{"join", TypeJoin, 2, []string{"parse-orders", "parse-payments"}},
-		{"revenue", TypeAggregate, 2, []string{"join"}},
-		{"sink", TypeSink, 1, []string{"revenue"}},
+		{"orders-source", spec.TypeSource, 2, nil},
+		{"payments-source", spec.TypeSource, 2, nil},
+		{"parse-orders", orders.TypeParse, 2, []string{"orders-source"}},
+		{"parse-payments", orders.TypeParse, 2, []string{"payments-source"}},
+		{"join", orders.TypeJoin, 2, []string{"parse-orders", "parse-payments"}},
+		{"revenue", orders.TypeAggregate, 2, []string{"join"}},
+		{"sink", spec.TypeSink, 1, []string{"revenue"}},
 	}
-	if def.Name != "orders" || def.MaxParallelism != 128 || def.Verify != VerifyPaidOrders || len(def.Operators) != len(want) {
+	if def.Name != "orders" || def.MaxParallelism != 128 || def.Verify != orders.VerifyPaidOrders || len(def.Operators) != len(want) {
 		t.Fatalf("default job %q max %d verify %q with %d operators", def.Name, def.MaxParallelism, def.Verify, len(def.Operators))
 	}
 	for i, w := range want {
@@ -317,7 +327,7 @@ func TestDefaultEqualsFixture(t *testing.T) {
 			t.Errorf("operators[%d] = %s %s[%d] from %v; want %s %s[%d] from %v", i, op.Type, op.Name, op.Parallelism, from, w.typ, w.name, w.p, w.from)
 		}
 	}
-	if in := def.Op("revenue").Inputs[0]; in.Edge != Hash || in.Key != "customer" {
+	if in := def.Op("revenue").Inputs[0]; in.Edge != spec.Hash || in.Key != "customer" {
 		t.Errorf("revenue input = %+v, want hash by customer", in)
 	}
 	if def.Op("sink").Topic != "revenue" {
@@ -326,17 +336,17 @@ func TestDefaultEqualsFixture(t *testing.T) {
 
 	// Each call returns a job of its own.
 	def.Op("join").Parallelism = 7
-	if Default().Op("join").Parallelism != 2 {
-		t.Error("changing one Default() changed the next")
+	if orders.Default().Op("join").Parallelism != 2 {
+		t.Error("changing one orders.Default() changed the next")
 	}
 }
 
 func TestPipelineFixture(t *testing.T) {
-	j, err := Load(filepath.Join("..", "..", "fixtures", "jobs", "pipeline.yaml"))
+	j, err := load(filepath.Join("..", "..", "fixtures", "jobs", "pipeline.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Name != "pipeline" || j.Verify != VerifyOrders || len(j.Operators) != 3 {
+	if j.Name != "pipeline" || j.Verify != orders.VerifyOrders || len(j.Operators) != 3 {
 		t.Fatalf("job %q verify %q with %d operators", j.Name, j.Verify, len(j.Operators))
 	}
 	for i, want := range []string{"source", "enrich", "sink"} {
@@ -345,7 +355,7 @@ func TestPipelineFixture(t *testing.T) {
 			t.Errorf("operators[%d] = %s %s[%d], want %s %s[4]", i, op.Type, op.Name, op.Parallelism, want, want)
 		}
 		for _, in := range op.Inputs {
-			if in.Edge != Forward {
+			if in.Edge != spec.Forward {
 				t.Errorf("%s reads %s over %s, want forward", op.Name, in.From, in.Edge)
 			}
 		}
@@ -358,33 +368,9 @@ func TestPipelineFixture(t *testing.T) {
 	}
 }
 
-// A spec that names no id or sink key takes those of the records its
-// sinks read; one that does keeps its own.
-func TestIDAndSinkKey(t *testing.T) {
-	base := lines("name: t", "operators:",
-		"  - {name: s, type: source, topic: orders}",
-		"  - {name: e, type: enrich, inputs: [{from: s, edge: forward}]}",
-		"  - {name: k, type: sink, topic: out, inputs: [{from: e, edge: forward}]}")
-	j, err := Parse("t.yaml", []byte(base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := RecordOf(j, j.Op("e"))
-	if j.ID != rec.ID || j.Op("k").Key != rec.Key || rec.ID == "" || rec.Key == "" {
-		t.Errorf("defaults: id %q, key %q; want the records' %q and %q", j.ID, j.Op("k").Key, rec.ID, rec.Key)
-	}
-	named := strings.Replace(base, "topic: out,", "topic: out, key: tier,", 1) + "id: amount_cents\n"
-	if j, err = Parse("t.yaml", []byte(named)); err != nil {
-		t.Fatal(err)
-	}
-	if j.ID != "amount_cents" || j.Op("k").Key != "tier" {
-		t.Errorf("named: id %q, key %q; want amount_cents and tier", j.ID, j.Op("k").Key)
-	}
-}
-
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.yaml")
-	_, err := Load(path)
+	_, err := load(path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Errorf("Load(%q) = %v; want a not-exist error naming the path", path, err)
 	}
@@ -395,7 +381,7 @@ func TestLoadNamesFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("name: t\nverify: maybe\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Load(path)
+	_, err := load(path)
 	if want := path + ":2: verify: "; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Load = %v; want it to start with %q", err, want)
 	}
@@ -421,7 +407,7 @@ func TestLoadReadsOnlyRegularFilesOfASaneSize(t *testing.T) {
 		{big, "2097152 bytes, more than the 1048576 a job spec may have"},
 	} {
 		done := make(chan error, 1)
-		go func() { _, err := Load(tc.path); done <- err }()
+		go func() { _, err := load(tc.path); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
@@ -433,8 +419,8 @@ func TestLoadReadsOnlyRegularFilesOfASaneSize(t *testing.T) {
 	}
 }
 
-// FuzzParse: no spec, however broken, makes Parse panic; every error it
-// returns is an *Error that names the file.
+// FuzzParse: no spec, however broken, makes spec.Parse panic; every error it
+// returns is an *spec.Error that names the file.
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"orders.yaml", "pipeline.yaml"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "jobs", name))
@@ -448,11 +434,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("name: t\noperators: [{name: s, type: sink, inputs: [{from: s}]}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		j, err := Parse("fuzz.yaml", data)
+		j, err := parse("fuzz.yaml", data)
 		if err != nil {
-			var se *Error
+			var se *spec.Error
 			if !errors.As(err, &se) || se.File != "fuzz.yaml" {
-				t.Fatalf("Parse error %v (%T) is not an *Error naming the file", err, err)
+				t.Fatalf("Parse error %v (%T) is not an *spec.Error naming the file", err, err)
 			}
 			return
 		}
@@ -463,11 +449,11 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestOpAndDownstream(t *testing.T) {
-	j := Default()
-	if j.Op("join") == nil || j.Op("join").Type != TypeJoin || j.Op("nope") != nil {
+	j := orders.Default()
+	if j.Op("join") == nil || j.Op("join").Type != orders.TypeJoin || j.Op("nope") != nil {
 		t.Error("Op")
 	}
-	names := func(ops []*Operator) []string {
+	names := func(ops []*spec.Operator) []string {
 		var s []string
 		for _, op := range ops {
 			s = append(s, op.Name)
@@ -488,7 +474,7 @@ func TestOpAndDownstream(t *testing.T) {
 		}
 	}
 	// Two inputs from one operator list it once.
-	j2, err := Parse("t.yaml", []byte(lines("name: t", "operators:",
+	j2, err := parse("t.yaml", []byte(lines("name: t", "operators:",
 		"  - {name: s, type: source, topic: orders}",
 		"  - {name: e, type: enrich, inputs: [{from: s, edge: forward}]}",
 		"  - {name: k, type: sink, topic: out, inputs: [{from: e, edge: forward}]}",
@@ -504,19 +490,19 @@ func TestOpAndDownstream(t *testing.T) {
 func TestSetParallelism(t *testing.T) {
 	tests := []struct {
 		name   string
-		job    func() *Job
+		job    func() *spec.Job
 		set    map[string]int
 		errMsg string // empty: succeeds
 	}{
-		{"hash edges rescale freely", Default, map[string]int{"join": 4}, ""},
-		{"sink over rebalance", Default, map[string]int{"sink": 3}, ""},
-		{"up to max parallelism", Default, map[string]int{"revenue": 128}, ""},
-		{"unknown operator", Default, map[string]int{"jion": 2}, `unknown operator "jion" (operators: orders-source, payments-source, parse-orders, parse-payments, join, revenue, sink)`},
-		{"zero", Default, map[string]int{"join": 0}, "parallelism of join: must be a whole number from 1 to 128 (the job's max_parallelism), got 0"},
-		{"over max parallelism", Default, map[string]int{"join": 129}, "got 129"},
-		{"forward upstream", Default, map[string]int{"parse-orders": 3}, "parallelism of parse-orders: forward edge orders-source[2] → parse-orders[3] needs equal parallelism; give orders-source parallelism 3 too, or use a rebalance or hash edge"},
-		{"forward downstream", Default, map[string]int{"payments-source": 1}, "forward edge payments-source[1] → parse-payments[2] needs equal parallelism; give parse-payments parallelism 1 too"},
-		{"forward pair together", Default, map[string]int{"orders-source": 4, "parse-orders": 4}, ""},
+		{"hash edges rescale freely", orders.Default, map[string]int{"join": 4}, ""},
+		{"sink over rebalance", orders.Default, map[string]int{"sink": 3}, ""},
+		{"up to max parallelism", orders.Default, map[string]int{"revenue": 128}, ""},
+		{"unknown operator", orders.Default, map[string]int{"jion": 2}, `unknown operator "jion" (operators: orders-source, payments-source, parse-orders, parse-payments, join, revenue, sink)`},
+		{"zero", orders.Default, map[string]int{"join": 0}, "parallelism of join: must be a whole number from 1 to 128 (the job's max_parallelism), got 0"},
+		{"over max parallelism", orders.Default, map[string]int{"join": 129}, "got 129"},
+		{"forward upstream", orders.Default, map[string]int{"parse-orders": 3}, "parallelism of parse-orders: forward edge orders-source[2] → parse-orders[3] needs equal parallelism; give orders-source parallelism 3 too, or use a rebalance or hash edge"},
+		{"forward downstream", orders.Default, map[string]int{"payments-source": 1}, "forward edge payments-source[1] → parse-payments[2] needs equal parallelism; give parse-payments parallelism 1 too"},
+		{"forward pair together", orders.Default, map[string]int{"orders-source": 4, "parse-orders": 4}, ""},
 		{"forward chain in part", pipeline(t), map[string]int{"source": 2, "enrich": 2}, "forward edge enrich[2] → sink[4]"},
 		{"forward chain whole", pipeline(t), map[string]int{"source": 2, "enrich": 2, "sink": 2}, ""},
 	}
@@ -551,48 +537,17 @@ func TestSetParallelism(t *testing.T) {
 			}
 		})
 	}
-	if err := Default().SetParallelism("nope", 1); !errors.Is(err, ErrUnknownOperator) {
+	if err := orders.Default().SetParallelism("nope", 1); !errors.Is(err, spec.ErrUnknownOperator) {
 		t.Errorf("err = %v, want ErrUnknownOperator", err)
 	}
 }
 
-func pipeline(t *testing.T) func() *Job {
-	return func() *Job {
-		j, err := Load(filepath.Join("..", "..", "fixtures", "jobs", "pipeline.yaml"))
+func pipeline(t *testing.T) func() *spec.Job {
+	return func() *spec.Job {
+		j, err := load(filepath.Join("..", "..", "fixtures", "jobs", "pipeline.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return j
-	}
-}
-
-func TestOutputFields(t *testing.T) {
-	j := Default()
-	tests := []struct {
-		op   *Operator
-		want []string
-	}{
-		{j.Op("orders-source"), nil},
-		{j.Op("parse-orders"), []string{"order_id", "customer", "amount_cents"}},
-		{j.Op("parse-payments"), []string{"order_id", "payment_id", "amount_cents"}},
-		{j.Op("join"), []string{"order_id", "customer", "amount_cents"}},
-		{j.Op("revenue"), []string{"order_id", "customer", "amount_cents", "customer_total_cents"}},
-		{&Operator{Name: "e", Type: TypeEnrich}, []string{"order_id", "customer", "amount_cents", "tier"}},
-		{j.Op("sink"), nil},
-		{nil, nil},
-	}
-	for _, tc := range tests {
-		name := "nil"
-		if tc.op != nil {
-			name = tc.op.Name
-		}
-		if got := OutputFields(j, tc.op); !slices.Equal(got, tc.want) {
-			t.Errorf("OutputFields(%s) = %v, want %v", name, got, tc.want)
-		}
-	}
-	// The caller owns the slice.
-	OutputFields(j, j.Op("join"))[0] = "changed"
-	if OutputFields(j, j.Op("join"))[0] != "order_id" {
-		t.Error("OutputFields returned shared storage")
 	}
 }

@@ -63,13 +63,13 @@ func (p *parser) operator(job *Job, i int, n *yaml.Node, defined map[string]int)
 
 	tn := f.get("type")
 	if tn == nil {
-		return nil, p.errf(f.line, path+".type", "required: one of %s", strings.Join(Types, ", "))
+		return nil, p.errf(f.line, path+".type", "required: one of %s", strings.Join(p.cat.types(), ", "))
 	}
 	if op.Type, err = p.text(tn, path+".type"); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(Types, op.Type) {
-		return nil, p.errf(tn.Line, path+".type", "unknown type %q (types: %s)", op.Type, strings.Join(Types, ", "))
+	if !slices.Contains(p.cat.types(), op.Type) {
+		return nil, p.errf(tn.Line, path+".type", "unknown type %q (types: %s)", op.Type, strings.Join(p.cat.types(), ", "))
 	}
 
 	if pn := f.get("parallelism"); pn != nil {
@@ -86,6 +86,11 @@ func (p *parser) operator(job *Job, i int, n *yaml.Node, defined map[string]int)
 	}
 	if err := p.stateTTL(op, f, path); err != nil {
 		return nil, err
+	}
+	if k := p.cat.Kind(op.Type); k != nil {
+		if pr := k.CheckKeys(op); pr != nil {
+			return nil, p.problem(op, f, path, pr)
+		}
 	}
 	if err := p.inputs(job, op, f, path, defined); err != nil {
 		return nil, err
@@ -107,7 +112,7 @@ func (p *parser) sinkKey(job *Job, op *Operator, f fields, path string) error {
 		}
 		return nil
 	}
-	up := RecordOf(job, job.Op(op.Inputs[0].From))
+	up := p.cat.RecordOf(job, job.Op(op.Inputs[0].From))
 	if n == nil {
 		op.Key = up.Key
 		return nil
@@ -130,7 +135,7 @@ func (p *parser) checkID(job *Job, line int, n *yaml.Node) error {
 		if op.Type != TypeSink {
 			continue
 		}
-		up := RecordOf(job, job.Op(op.Inputs[0].From))
+		up := p.cat.RecordOf(job, job.Op(op.Inputs[0].From))
 		if job.ID == "" {
 			job.ID = up.ID
 		}
@@ -153,7 +158,7 @@ func (p *parser) topic(op *Operator, f fields, path string) error {
 	switch op.Type {
 	case TypeSource:
 		if n == nil {
-			return p.errf(f.line, field, "required for a source: the Kafka topic it reads, %s or %s", TopicOrders, TopicPayments)
+			return p.errf(f.line, field, "required for a source: the Kafka topic it reads, %s", orList(p.cat.Inputs))
 		}
 	case TypeSink:
 		if n == nil {
@@ -170,9 +175,9 @@ func (p *parser) topic(op *Operator, f fields, path string) error {
 		return err
 	}
 	switch {
-	case op.Type == TypeSource && op.Topic != TopicOrders && op.Topic != TopicPayments:
-		return p.errf(n.Line, field, "a source reads %s or %s (the topics the generator writes), got %q", TopicOrders, TopicPayments, op.Topic)
-	case op.Type == TypeSink && (op.Topic == TopicOrders || op.Topic == TopicPayments):
+	case op.Type == TypeSource && !slices.Contains(p.cat.Inputs, op.Topic):
+		return p.errf(n.Line, field, "a source reads %s (the topics of the job's input), got %q", orList(p.cat.Inputs), op.Topic)
+	case op.Type == TypeSink && slices.Contains(p.cat.Inputs, op.Topic):
 		return p.errf(n.Line, field, "a sink must not write to %s, which the sources read; choose another topic, e.g. revenue", op.Topic)
 	case op.Type == TypeSink && !IsTopicName(op.Topic):
 		return p.errf(n.Line, field, "%q is not a Kafka topic name: %s", op.Topic, TopicNameRule)
@@ -188,39 +193,31 @@ func IsTopicName(name string) bool {
 	return topicPattern.MatchString(name) && name != "." && name != ".."
 }
 
-// schema reads the schema of a parse operator; other operators have none.
+// schema reads the schema of an operator whose kind takes one (the kind
+// checks it); others have none.
 func (p *parser) schema(op *Operator, f fields, path string) error {
-	field := path + ".schema"
 	n := f.get("schema")
-	if op.Type != TypeParse {
-		if n != nil {
-			return p.errf(n.Line, field, "only parse operators have a schema; remove it from this %s", op.Type)
-		}
+	if n == nil {
 		return nil
 	}
-	if n == nil {
-		return p.errf(f.line, field, "required for a parse: %s or %s", SchemaOrder, SchemaPayment)
+	if k := p.cat.Kind(op.Type); k == nil || !k.Takes("schema") {
+		return p.errf(n.Line, path+".schema", "only %s operators have a schema; remove it from this %s", p.cat.takers("schema"), op.Type)
 	}
 	var err error
-	if op.Schema, err = p.text(n, field); err != nil {
-		return err
-	}
-	if op.Schema != SchemaOrder && op.Schema != SchemaPayment {
-		return p.errf(n.Line, field, "must be %s or %s, got %q", SchemaOrder, SchemaPayment, op.Schema)
-	}
-	return nil
+	op.Schema, err = p.text(n, path+".schema")
+	return err
 }
 
-// stateTTL reads how long a join keeps a waiting side; other operators keep
-// nothing waiting.
+// stateTTL reads how long an operator keeps a record waiting, for a kind
+// that keeps records waiting; others have none.
 func (p *parser) stateTTL(op *Operator, f fields, path string) error {
 	field := path + ".state_ttl"
 	n := f.get("state_ttl")
 	if n == nil {
 		return nil
 	}
-	if op.Type != TypeJoin {
-		return p.errf(n.Line, field, "only a join keeps records waiting; remove it from this %s", op.Type)
+	if k := p.cat.Kind(op.Type); k == nil || !k.Takes("state_ttl") {
+		return p.errf(n.Line, field, "only %s operators keep records waiting; remove it from this %s", p.cat.takers("state_ttl"), op.Type)
 	}
 	s, err := p.text(n, field)
 	if err != nil {
@@ -240,13 +237,25 @@ func (p *parser) stateTTL(op *Operator, f fields, path string) error {
 	return nil
 }
 
-// wantInputs is how many inputs each operator type reads, in words.
-var wantInputs = map[string]string{
-	TypeParse:     "exactly one input (a source)",
-	TypeEnrich:    "exactly one input (a source of orders)",
-	TypeJoin:      "exactly two inputs (the orders first, then the payments)",
-	TypeAggregate: "exactly one input (a hash edge)",
-	TypeSink:      "exactly one input",
+// problem is a kind's problem with op as an *Error, at the line of the
+// field it names.
+func (p *parser) problem(op *Operator, f fields, path string, pr *Problem) error {
+	line := op.Line
+	if k, ok := inputIndex(pr.Field); ok && k < len(op.Inputs) {
+		line = op.Inputs[k].Line
+	} else if n := f.get(pr.Field); n != nil {
+		line = n.Line
+	}
+	return p.errf(line, path+"."+pr.Field, "%s", pr.Msg)
+}
+
+// wantInputs is how many inputs an operator of type typ reads, and how
+// to say so.
+func (p *parser) wantInputs(typ string) (int, string) {
+	if k := p.cat.Kind(typ); k != nil {
+		return k.Inputs()
+	}
+	return 1, "exactly one input"
 }
 
 // inputs reads an operator's inputs and checks them against its type.
@@ -259,8 +268,9 @@ func (p *parser) inputs(job *Job, op *Operator, f fields, path string, defined m
 		}
 		return nil
 	}
+	want, words := p.wantInputs(op.Type)
 	if n == nil {
-		return p.errf(f.line, field, "required: %s reads %s, e.g. inputs: [{from: NAME, edge: forward}]", article(op.Type), wantInputs[op.Type])
+		return p.errf(f.line, field, "required: %s reads %s, e.g. inputs: [{from: NAME, edge: forward}]", Article(op.Type), words)
 	}
 	if n.Kind != yaml.SequenceNode {
 		return p.errf(n.Line, field, "must be a list of inputs, got %s", describe(n))
@@ -272,78 +282,25 @@ func (p *parser) inputs(job *Job, op *Operator, f fields, path string, defined m
 		}
 		op.Inputs = append(op.Inputs, in)
 	}
-	want := 1
-	if op.Type == TypeJoin {
-		want = 2
-	}
 	if len(op.Inputs) != want {
-		return p.errf(f.entries["inputs"].key.Line, field, "%s reads %s, got %d", article(op.Type), wantInputs[op.Type], len(op.Inputs))
+		return p.errf(f.entries["inputs"].key.Line, field, "%s reads %s, got %d", Article(op.Type), words, len(op.Inputs))
 	}
-
+	if k := p.cat.Kind(op.Type); k != nil {
+		if pr := k.Check(job, op); pr != nil {
+			return p.problem(op, f, path, pr)
+		}
+		return nil
+	}
+	// A sink writes each record as JSON: it needs decoded records, and
+	// what else the job asks of them.
+	if p.cat.CheckSink != nil {
+		if pr := p.cat.CheckSink(job, op); pr != nil {
+			return p.problem(op, f, path, pr)
+		}
+	}
 	in := op.Inputs[0]
-	up := job.Op(in.From)
-	from := field + "[0].from"
-	switch op.Type {
-	case TypeParse:
-		if up.Type != TypeSource {
-			return p.errf(in.Line, from, "a parse decodes the raw bytes a source reads, so its input must be a source; %s is %s", up.Name, describeOp(up))
-		}
-		if want := schemaOf(up.Topic); op.Schema != want {
-			return p.errf(f.get("schema").Line, path+".schema", "schema %s does not match topic %s, which %s reads; use schema %s", op.Schema, up.Topic, up.Name, want)
-		}
-	case TypeEnrich:
-		if up.Type != TypeSource || up.Topic != TopicOrders {
-			return p.errf(in.Line, from, "enrich decodes raw order records, so its input must be a source reading topic %s; %s is %s", TopicOrders, up.Name, describeOp(up))
-		}
-	case TypeAggregate:
-		if in.Edge != Hash {
-			return p.errf(in.Line, field+"[0].edge", "an aggregate keeps its totals in keyed state, so its input must be a hash edge, got %s", in.Edge)
-		}
-		fields := OutputFields(job, up)
-		if !slices.Contains(fields, "customer") || !slices.Contains(fields, "amount_cents") {
-			return p.errf(in.Line, from, "an aggregate sums amount_cents per customer, so its input must carry both; %s's records have %s", up.Name, strings.Join(fields, ", "))
-		}
-	case TypeJoin:
-		return p.join(job, op, field)
-	case TypeSink:
-		// The sink writes each record as JSON, and the verification
-		// expects orders in it: it needs decoded orders.
-		fields := OutputFields(job, up)
-		if len(fields) == 0 {
-			return p.errf(in.Line, from, "a sink writes decoded records as JSON, but %s is %s and emits raw bytes; put a parse (or an enrich) between them", up.Name, describeOp(up))
-		}
-		if !slices.Contains(fields, "order_id") || !slices.Contains(fields, "customer") {
-			return p.errf(in.Line, from, "the verification expects the orders in a sink's output; %s's records have %s; read from an operator whose records carry order_id and customer", up.Name, strings.Join(fields, ", "))
-		}
-	}
-	return nil
-}
-
-// join checks the two inputs of a join: orders first, payments second, both
-// hash edges keyed by order_id so that an order and its payment meet in the
-// same subtask.
-func (p *parser) join(job *Job, op *Operator, field string) error {
-	ups := []*Operator{job.Op(op.Inputs[0].From), job.Op(op.Inputs[1].From)}
-	isOrders := func(o *Operator) bool { return o.Type == TypeParse && o.Schema == SchemaOrder }
-	isPayments := func(o *Operator) bool { return o.Type == TypeParse && o.Schema == SchemaPayment }
-	if !isOrders(ups[0]) {
-		if isPayments(ups[0]) && isOrders(ups[1]) {
-			return p.errf(op.Inputs[0].Line, field+"[0].from", "a join reads the orders first and the payments second; swap the two inputs")
-		}
-		return p.errf(op.Inputs[0].Line, field+"[0].from", "a join's first input must be the orders (a parse with schema order); %s is %s", ups[0].Name, describeOp(ups[0]))
-	}
-	if !isPayments(ups[1]) {
-		return p.errf(op.Inputs[1].Line, field+"[1].from", "a join's second input must be the payments (a parse with schema payment); %s is %s", ups[1].Name, describeOp(ups[1]))
-	}
-	for k, in := range op.Inputs {
-		if in.Edge != Hash {
-			return p.errf(in.Line, fmt.Sprintf("%s[%d].edge", field, k), "a join keeps orders and payments in keyed state, so both inputs must be hash edges keyed by order_id, got %s", in.Edge)
-		}
-	}
-	for k, in := range op.Inputs {
-		if in.Key != "order_id" {
-			return p.errf(in.Line, fmt.Sprintf("%s[%d].key", field, k), "a join matches each payment to its order, so both inputs must use the same key, order_id; got %s", in.Key)
-		}
+	if up := job.Op(in.From); len(p.cat.RecordOf(job, up).Fields) == 0 {
+		return p.errf(in.Line, field+"[0].from", "a sink writes decoded records as JSON, but %s is %s and emits raw bytes; put an operator that decodes them between them", up.Name, p.cat.describe(up))
 	}
 	return nil
 }
@@ -403,7 +360,7 @@ func (p *parser) input(job *Job, op *Operator, path string, n *yaml.Node, define
 			return in, p.errf(kn.Line, path+".key", "key only applies to hash edges, and this edge is %s; remove key, or use edge: hash", in.Edge)
 		}
 	} else {
-		fields := OutputFields(job, up)
+		fields := p.cat.RecordOf(job, up).Fields
 		if len(fields) == 0 {
 			return in, p.errf(en.Line, path+".edge", "a hash edge keys records by a field, but %s is a source and emits raw bytes; parse it first, or use forward or rebalance", up.Name)
 		}
@@ -426,13 +383,14 @@ func (p *parser) input(job *Job, op *Operator, path string, n *yaml.Node, define
 }
 
 // checkJob checks the job as a whole once every operator has been read.
-// line is the line of the operators key.
-func (p *parser) checkJob(job *Job, line int, verify *yaml.Node) error {
+// line is the line of the operators key, verify and ops the nodes of the
+// verify key (nil: absent) and of the operator list.
+func (p *parser) checkJob(job *Job, line int, verify, ops *yaml.Node) error {
 	count := func(typ string) int {
 		return len(slices.DeleteFunc(slices.Clone(job.Operators), func(o *Operator) bool { return o.Type != typ }))
 	}
 	if count(TypeSource) == 0 {
-		return p.errf(line, "operators", "the job has no source; add an operator with type: source that reads %s or %s", TopicOrders, TopicPayments)
+		return p.errf(line, "operators", "the job has no source; add an operator with type: source that reads %s", orList(p.cat.Inputs))
 	}
 	if count(TypeSink) == 0 {
 		return p.errf(line, "operators", "the job has no sink; add an operator with type: sink that writes the results to a topic")
@@ -442,46 +400,33 @@ func (p *parser) checkJob(job *Job, line int, verify *yaml.Node) error {
 			return p.errf(op.Line, fmt.Sprintf("operators[%d]", i), "nothing reads the output of %s; add it to the inputs of a later operator, or remove it", op.Name)
 		}
 	}
-	joins := count(TypeJoin) > 0
-	switch {
-	case job.Verify == "" && joins:
-		job.Verify = VerifyPaidOrders
-	case job.Verify == "":
-		job.Verify = VerifyOrders
-	case job.Verify == VerifyOrders && joins:
-		return p.errf(verify.Line, "verify", "%s means every order reaches the sink, but a join passes only the orders that were paid; use verify: %s", VerifyOrders, VerifyPaidOrders)
-	case job.Verify == VerifyPaidOrders && !joins:
-		return p.errf(verify.Line, "verify", "%s means only paid orders reach the sink, but without a join every order does; use verify: %s", VerifyPaidOrders, VerifyOrders)
+	if p.cat.Finish == nil {
+		return nil
 	}
-	return nil
+	pr := p.cat.Finish(job)
+	if pr == nil {
+		return nil
+	}
+	if i := slices.IndexFunc(job.Operators, func(o *Operator) bool { return o.Name == pr.Op }); pr.Op != "" && i >= 0 {
+		op := job.Operators[i]
+		l := op.Line
+		if k, ok := inputIndex(pr.Field); ok && k < len(op.Inputs) {
+			l = op.Inputs[k].Line
+		}
+		return p.errf(l, fmt.Sprintf("operators[%d].%s", i, pr.Field), "%s", pr.Msg)
+	}
+	if pr.Field == "verify" && verify != nil {
+		line = verify.Line
+	}
+	return p.errf(line, pr.Field, "%s", pr.Msg)
 }
 
-// describeOp says what an operator is, for messages: "a source of payments",
-// "a parse of orders", "a join".
-func describeOp(o *Operator) string {
-	switch o.Type {
-	case TypeSource:
-		return "a source of " + o.Topic
-	case TypeParse:
-		return "a parse of " + o.Schema + "s"
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
 	}
-	return article(o.Type)
-}
-
-// article puts "a" or "an" before an operator type.
-func article(typ string) string {
-	if typ != "" && strings.ContainsRune("aeiou", rune(typ[0])) {
-		return "an " + typ
-	}
-	return "a " + typ
-}
-
-// schemaOf is the schema of the records in a source topic.
-func schemaOf(topic string) string {
-	if topic == TopicPayments {
-		return SchemaPayment
-	}
-	return SchemaOrder
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func edgeList() string {

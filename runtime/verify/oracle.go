@@ -88,9 +88,7 @@ type Expect struct {
 func ExpectOf(job *spec.Job) Expect {
 	e := Expect{Kind: job.Verify, ID: job.ID}
 	for _, op := range job.Operators {
-		if op.Type == spec.TypeJoin {
-			e.StateTTL = max(e.StateTTL, op.StateTTL)
-		}
+		e.StateTTL = max(e.StateTTL, op.StateTTL) // the join's
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package crash
 
 import (
 	"bytes"
+	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,7 +111,7 @@ func nearLimitSpec(t *testing.T) string {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, err := spec.Load(path)
+	j, err := spec.Load(path, orders.Catalogue())
 	if err != nil {
 		t.Fatal(err)
 	}

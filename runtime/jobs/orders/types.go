@@ -20,13 +20,13 @@ var _ runtime.Types = Types{}
 // NewOperator implements runtime.Types.
 func (Types) NewOperator(op *spec.Operator) (runtime.Operator, error) {
 	switch op.Type {
-	case spec.TypeParse:
+	case TypeParse:
 		return &parseOp{schema: op.Schema}, nil
-	case spec.TypeEnrich:
+	case TypeEnrich:
 		return &enrichOp{}, nil
-	case spec.TypeJoin:
+	case TypeJoin:
 		return &joinOp{ttl: op.StateTTL.Milliseconds()}, nil
-	case spec.TypeAggregate:
+	case TypeAggregate:
 		return &aggregateOp{}, nil
 	}
 	return nil, fmt.Errorf("type %q has no implementation in the orders job", op.Type)

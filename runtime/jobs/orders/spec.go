@@ -1,4 +1,6 @@
-package spec
+package orders
+
+import "faultline/runtime/spec"
 
 // DefaultYAML is the built-in default job (see DESIGN.md, "The default job").
 // fixtures/jobs/orders.yaml holds the same text, byte for byte; a test keeps
@@ -16,7 +18,7 @@ const DefaultYAML = `# The default job: revenue per customer from paid orders.
 # transactions, keyed by customer, so a run can check that every paid order is
 # in the committed output exactly once (verify: paid-orders), counting the
 # records by their order_id (id). faultline runs this job when no --job is
-# given; runtime/spec.DefaultYAML holds the same text.
+# given; runtime/jobs/orders.DefaultYAML holds the same text.
 name: orders
 max_parallelism: 128
 verify: paid-orders
@@ -70,10 +72,10 @@ const DefaultFile = "built-in default job"
 // Default returns the built-in default job: orders and payments joined by
 // order_id, revenue per customer, written to the revenue topic. Each call
 // returns a new Job that the caller may change.
-func Default() *Job {
-	job, err := Parse(DefaultFile, []byte(DefaultYAML))
+func Default() *spec.Job {
+	job, err := spec.Parse(DefaultFile, []byte(DefaultYAML), Catalogue())
 	if err != nil {
-		panic("spec: the built-in default job is invalid: " + err.Error())
+		panic("orders: the built-in default job is invalid: " + err.Error())
 	}
 	return job
 }
