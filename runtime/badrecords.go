@@ -119,8 +119,9 @@ func snippet(record []byte) string {
 	return string(record)
 }
 
-// TTLCounts counts what the joins' state TTL did (see joinOp), over every
-// attempt of the job.
+// TTLCounts counts what the state TTL of the job's operators did (the
+// orders job's join), over every attempt of the job; OperatorContext.
+// StateTTL hands it to them.
 type TTLCounts struct {
 	// NotJoined counts the orders whose payment came more than the TTL
 	// apart in event time: they are not joined.

@@ -75,7 +75,7 @@ type EventTime struct {
 	// least, over the partitions it reads, of the newest event time it
 	// read of each (0: none yet, until every partition delivered). A record
 	// it emits later is older only as far as one partition's timestamps
-	// are out of order, which the join's TTL slack tolerates (see joinOp).
+	// are out of order, which a join's TTL slack tolerates (the orders job's).
 	Watermark int64
 	// Origin is where the source read the record, for the dead-letter
 	// topic's headers (Topic "": not read from Kafka).

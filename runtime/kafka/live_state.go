@@ -130,7 +130,7 @@ type liveState struct {
 	// firstTime holds the event time of an id's side consumed first until
 	// the other comes; newest is the newest event time consumed of each
 	// input, by which prune drops those whose partner could only come too
-	// far apart (see runtime's joinOp, which drops them the same way).
+	// far apart (see the orders job's join, which drops them the same way).
 	ttl        int64
 	firstTime  map[idRef]int64
 	newest     map[string]int64

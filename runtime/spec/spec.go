@@ -93,10 +93,13 @@ type Operator struct {
 	// value keys each output record (Kafka: the record key, which picks
 	// the partition). Default: the key field of the records it reads (see
 	// Record); none when they have none.
-	Key    string
-	Schema string // parse: "order" or "payment"
-	// StateTTL is how long a join keeps a side waiting for its partner, in
-	// event time (see runtime's joinOp); 0 keeps it for ever.
+	Key string
+	// Schema names the records an operator decodes, for a kind that takes
+	// it (the orders job's parse: "order" or "payment").
+	Schema string
+	// StateTTL is how long an operator keeps a record waiting in keyed
+	// state, in event time, for a kind that takes it (the orders job's
+	// join); 0 keeps it for ever (Flink: state TTL).
 	StateTTL time.Duration
 	Inputs   []Input
 	Line     int

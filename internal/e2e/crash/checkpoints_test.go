@@ -405,8 +405,10 @@ func TestCheckpointsDeleteNewestAsks(t *testing.T) {
 	// a busy machine the last interval sometimes read next to nothing (the
 	// sources starved): the run then goes on (--resume) and is stopped
 	// again, until the newest checkpoint holds 2,000 input records more;
-	// 120,000 records leave each of those runs six seconds of input.
-	args := []string{"run", "--headless", "--records", "120000", "--rate", "20000", "--checkpoint-interval", "100ms", "--listen", "0", "--state-dir", dir}
+	// 120,000 records leave each of those runs six seconds of input. An
+	// interval of 250 ms holds about 5,000 at the rate: at 100 ms (2,000)
+	// a make test with the machine busy stopped five times short of it.
+	args := []string{"run", "--headless", "--records", "120000", "--rate", "20000", "--checkpoint-interval", "250ms", "--listen", "0", "--state-dir", dir}
 	list := func() []map[string]any {
 		l := e2e.Faultline(t, "checkpoints", "list", "--json", "--state-dir", dir)
 		var cps []map[string]any
