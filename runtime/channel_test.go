@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unsafe"
 
@@ -102,48 +103,50 @@ func TestUnalignedBarrierOvertakesTheQueue(t *testing.T) {
 // While the join aligns, the UI can see which of its input channels are
 // blocked, what they hold back, and which checkpoint it aligns.
 func TestInputsShowAlignment(t *testing.T) {
-	_, _, env := genEnv(1, 0, 4000)
-	j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for range j.obs.Events() {
+	synctest.Test(t, func(t *testing.T) {
+		_, _, env := genEnv(1, 0, 4000)
+		j, err := New(Config{Types: testJob.Types, Job: testJob.Spec(), Env: env, Checkpoint: checkpoint.Config{Interval: 20 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		j.Run(ctx, RunOptions{})
-	}()
-	defer func() {
-		cancel()
-		<-done
-		j.obs.Close()
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, name := range []string{"join/0", "join/1"} {
-			ins, al, ok := j.Inputs(name)
-			if !ok {
-				continue
+		go func() {
+			for range j.obs.Events() {
 			}
-			if len(ins) != 4 {
-				t.Fatalf("%s has %d inputs, want 4 (two parse-orders, two parse-payments)", name, len(ins))
-			}
-			for _, in := range ins {
-				if in.Blocked && al.Checkpoint > 0 && !al.Since.IsZero() {
-					if in.HeldBack != in.Queue.Queued {
-						t.Fatalf("blocked channel holds back %d but queues %d", in.HeldBack, in.Queue.Queued)
+		}()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			j.Run(ctx, RunOptions{})
+		}()
+		defer func() {
+			cancel()
+			<-done
+			j.obs.Close()
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, name := range []string{"join/0", "join/1"} {
+				ins, al, ok := j.Inputs(name)
+				if !ok {
+					continue
+				}
+				if len(ins) != 4 {
+					t.Fatalf("%s has %d inputs, want 4 (two parse-orders, two parse-payments)", name, len(ins))
+				}
+				for _, in := range ins {
+					if in.Blocked && al.Checkpoint > 0 && !al.Since.IsZero() {
+						if in.HeldBack != in.Queue.Queued {
+							t.Fatalf("blocked channel holds back %d but queues %d", in.HeldBack, in.Queue.Queued)
+						}
+						return
 					}
-					return
 				}
 			}
+			elapse(50 * time.Microsecond)
 		}
-		time.Sleep(50 * time.Microsecond)
-	}
-	t.Fatal("never saw a join input blocked by alignment")
+		t.Fatal("never saw a join input blocked by alignment")
+	})
 }
 
 // An element is one cache line: the records that make up nearly all of

@@ -11,7 +11,20 @@ import (
 	"faultline/runtime/verify"
 )
 
-// waitFor polls cond until it holds or the deadline passes.
+// elapse lets d pass on the clock of a run's bubble (run.do, in
+// testing/synctest): every goroutine of the job runs until it blocks, and
+// the fake clock jumps; no real time passes. It panics outside a bubble,
+// whose clock would make the test sleep for real.
+func elapse(d time.Duration) {
+	if time.Now().Year() != 2000 { // a bubble's clock starts at 2000-01-01 UTC
+		panic("elapse outside a testing/synctest bubble: it would sleep for real")
+	}
+	time.Sleep(d)
+}
+
+// waitFor polls cond until it holds or the deadline passes: in a run's
+// bubble on its fake clock; in a run on the wall clock (run.realTime,
+// the CPU-bound runs) on that, the one place the engine's tests sleep.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

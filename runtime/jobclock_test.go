@@ -39,7 +39,7 @@ func TestFrozenTimeIsLeftOutOfAlignmentAndFaults(t *testing.T) {
 			t.Errorf("the slow fault of %s ended before the freeze", slowFor)
 			return
 		}
-		time.Sleep(frozenFor)
+		elapse(frozenFor)
 		if _, after, ok := j.metrics["join/0"].Slowed(); !ok || !after.Equal(until) || !after.After(j.Now()) {
 			t.Errorf("after %s frozen the slow fault is over or moved (ok %v, until %v, was %v): %v of job time passed",
 				frozenFor, ok, after, until, j.Now().Sub(frozenAt))

@@ -21,7 +21,7 @@ func TestLoadFindsTheSlowedSubtask(t *testing.T) {
 				return
 			}
 			slowed = true
-			time.Sleep(3 * time.Second)
+			elapse(3 * time.Second)
 		}}).do(t)
 	if !slowed {
 		t.Fatal("the slow fault was not injected")
@@ -66,7 +66,7 @@ func TestLoadCountsALongWaitAsIdleWhileItLasts(t *testing.T) {
 		during: func(j *Job) {
 			waitFor(t, "records flowing", func() bool { return recordsIn(j) > 2000 })
 			j.Pause(true)
-			time.Sleep(2500 * time.Millisecond)
+			elapse(2500 * time.Millisecond)
 		}}).do(t)
 	var last view.TaskLoad
 	for _, e := range r.events {

@@ -12,10 +12,10 @@ func TestStepGoesToTheNextVisibleMoment(t *testing.T) {
 	r := (&run{records: 15000, rate: 3000, interval: 300 * time.Millisecond, during: func(j *Job) {
 		waitFor(t, "a checkpoint", func() bool { return j.coord.Stats().Completed >= 1 })
 		j.SetTempo(TempoFrozen)
-		time.Sleep(200 * time.Millisecond) // batches already under way end
+		elapse(200 * time.Millisecond) // batches already under way end
 		frozen := recordsIn(j)
 		at := j.steps.newestAt("join")
-		time.Sleep(200 * time.Millisecond)
+		elapse(200 * time.Millisecond)
 		if got := recordsIn(j); got != frozen {
 			t.Errorf("frozen, yet the sources read %d more records", got-frozen)
 		}
@@ -32,9 +32,9 @@ func TestStepGoesToTheNextVisibleMoment(t *testing.T) {
 		if j.steps.newestAt("join") <= at {
 			t.Errorf("5 steps did not bring a barrier from the sources to the join")
 		}
-		time.Sleep(200 * time.Millisecond) // a batch under way when the step ended ends
+		elapse(200 * time.Millisecond) // a batch under way when the step ended ends
 		still := recordsIn(j)
-		time.Sleep(200 * time.Millisecond)
+		elapse(200 * time.Millisecond)
 		if got := recordsIn(j); got != still {
 			t.Errorf("after the steps the world moved on: %d more records", got-still)
 		}
@@ -64,7 +64,7 @@ func TestSlowMotionKeepsQueuesShort(t *testing.T) {
 						}
 					}
 				}
-				time.Sleep(20 * time.Millisecond)
+				elapse(20 * time.Millisecond)
 			}
 			return float64(sum) / float64(n), most
 		}

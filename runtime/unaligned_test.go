@@ -119,7 +119,7 @@ func TestSavepointIsAlwaysAligned(t *testing.T) {
 			var err error
 			for sp == 0 {
 				if sp, err = j.coord.Trigger(checkpoint.KindSavepoint); err != nil {
-					time.Sleep(10 * time.Millisecond) // another checkpoint is in progress
+					elapse(10 * time.Millisecond) // another checkpoint is in progress
 				}
 			}
 		}}).do(t)
