@@ -87,6 +87,7 @@ const (
 // the runtime restarts it from the latest checkpoint.
 type Badger struct {
 	dir    string
+	home   dbclose.Dir // dir as it was opened: Close touches only that one
 	db     *badger.DB
 	maxPar int
 	kgs    KeyGroupRange
@@ -182,7 +183,7 @@ func NewBadger(dir string, maxParallelism int, kgs KeyGroupRange) (*Badger, erro
 	if err != nil {
 		return fail(err)
 	}
-	b := &Badger{dir: abs, db: db, maxPar: maxParallelism, kgs: kgs}
+	b := &Badger{dir: abs, home: dbclose.At(abs), db: db, maxPar: maxParallelism, kgs: kgs}
 	b.badgerOverlay = badgerOverlay{overlay: map[string]int32{}, scopes: map[string]*[]string{},
 		maxEntries: overlayMaxEntries, maxBytes: overlayMaxBytes}
 	b.views = map[*badgerView]struct{}{}
@@ -269,8 +270,10 @@ func (b *Badger) Close() error {
 	b.mu.Unlock()
 	b.encoding.Wait()
 	b.reader.Discard()
-	err := dbclose.Close(b.db, b.dir, 0)
-	if rerr := os.RemoveAll(b.dir); rerr != nil {
+	err := dbclose.Close(b.db, b.home, 0)
+	if b.home.Gone() {
+		// Removed, or made again by another run: nothing here is ours.
+	} else if rerr := os.RemoveAll(b.dir); rerr != nil {
 		err = errors.Join(err, rerr)
 	}
 	openDirs.Delete(b.dir)

@@ -72,6 +72,7 @@ const MaxStateSize = 1 << 30
 // GC run and for Clear), then gcCheck (whether GC may run).
 type BadgerStore struct {
 	dir      string
+	home     dbclose.Dir // dir as it was opened: Close touches only that one
 	retained int
 	db       *badger.DB
 	readOnly bool // see OpenBadgerStoreReadOnly
@@ -189,10 +190,10 @@ func (s *BadgerStore) Close() error {
 	s.closed = true
 	close(s.gcQuit)
 	<-s.gcDone
-	if !s.readOnly { // a read-only store wrote no OWNER
+	if !s.readOnly && !s.home.Gone() { // a read-only store wrote no OWNER; a new run's dir has its own
 		_ = os.Remove(filepath.Join(s.dir, ownerFile))
 	}
-	if err := dbclose.Close(s.db, s.dir, 0); err != nil {
+	if err := dbclose.Close(s.db, s.home, 0); err != nil {
 		return fmt.Errorf("close checkpoint store %s: %w", s.dir, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"errors"
+	"faultline/internal/dbclose"
 	"fmt"
 	"io/fs"
 	"os"
@@ -196,6 +197,7 @@ func recoverReadOnly(dir string, why []string) (*BadgerStore, error) {
 func newBadgerStore(dir string, retained int, db *badger.DB) *BadgerStore {
 	return &BadgerStore{
 		dir:      dir,
+		home:     dbclose.At(dir),
 		retained: max(retained, 1),
 		db:       db,
 		gcKick:   make(chan struct{}, 1),

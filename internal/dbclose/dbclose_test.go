@@ -10,7 +10,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-func open(t *testing.T, dir string) *badger.DB {
+func open(t *testing.T, dir string) (*badger.DB, Dir) {
 	t.Helper()
 	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
 	if err != nil {
@@ -20,12 +20,12 @@ func open(t *testing.T, dir string) *badger.DB {
 	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("k"), []byte("v")) }); err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return db, At(dir)
 }
 
 // closeWithin fails t when Close has not returned after a minute (Badger's
 // own Close never returns once its directory is gone).
-func closeWithin(t *testing.T, db *badger.DB, dir string, interval time.Duration) error {
+func closeWithin(t *testing.T, db *badger.DB, dir Dir, interval time.Duration) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- Close(db, dir, interval) }()
@@ -40,10 +40,11 @@ func closeWithin(t *testing.T, db *badger.DB, dir string, interval time.Duration
 
 func TestCloseWritesTheDatabaseOut(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	if err := closeWithin(t, open(t, dir), dir, 10*time.Millisecond); err != nil {
+	db, at := open(t, dir)
+	if err := closeWithin(t, db, at, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	db := open(t, dir) // opens again: it was closed, not abandoned
+	db, at = open(t, dir) // opens again: it was closed, not abandoned
 	err := db.View(func(txn *badger.Txn) error {
 		_, err := txn.Get([]byte("k"))
 		return err
@@ -51,18 +52,18 @@ func TestCloseWritesTheDatabaseOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the value written before Close: %v", err)
 	}
-	if err := closeWithin(t, db, dir, 0); err != nil {
+	if err := closeWithin(t, db, at, 0); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestCloseGivesUpOnARemovedDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	db := open(t, dir)
+	db, at := open(t, dir)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := closeWithin(t, db, dir, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
+	if err := closeWithin(t, db, at, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
 		t.Fatalf("Close = %v, want ErrDirGone", err)
 	}
 }
@@ -71,7 +72,7 @@ func TestCloseGivesUpOnARemovedDirectory(t *testing.T) {
 // already retrying: a later look notices.
 func TestCloseGivesUpWhenTheDirectoryGoesDuringClose(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	db := open(t, dir)
+	db, at := open(t, dir)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +80,12 @@ func TestCloseGivesUpWhenTheDirectoryGoesDuringClose(t *testing.T) {
 	statDir = func(name string) (os.FileInfo, error) {
 		looks++
 		if looks == 1 {
-			return os.Stat(filepath.Dir(name)) // "still there"
+			return at.id, nil // "still there"
 		}
 		return os.Stat(name)
 	}
 	defer func() { statDir = os.Stat }()
-	if err := closeWithin(t, db, dir, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
+	if err := closeWithin(t, db, at, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
 		t.Fatalf("Close = %v, want ErrDirGone", err)
 	}
 	if looks < 2 {
@@ -95,14 +96,41 @@ func TestCloseGivesUpWhenTheDirectoryGoesDuringClose(t *testing.T) {
 // A file where the directory was is no directory either.
 func TestCloseGivesUpOnAFileInTheDirectorysPlace(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	db := open(t, dir)
+	db, at := open(t, dir)
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := closeWithin(t, db, dir, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
+	if err := closeWithin(t, db, at, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
 		t.Fatalf("Close = %v, want ErrDirGone", err)
+	}
+}
+
+// A directory removed and made again at its path, by a new run's database,
+// is not the one the database was opened in: Close leaves it alone.
+// Badger's Close would write its memtable there and delete the new
+// database's memtable file, which has the same name.
+func TestCloseLeavesADirectoryMadeAgainAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	old, at := open(t, dir)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	db, again := open(t, dir)
+	if err := db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("new"), []byte("run")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := closeWithin(t, old, at, 10*time.Millisecond); !errors.Is(err, ErrDirGone) {
+		t.Fatalf("Close of the old database = %v, want ErrDirGone", err)
+	}
+	if err := closeWithin(t, db, again, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	db, again = open(t, dir)
+	defer closeWithin(t, db, again, 0)
+	if err := db.View(func(txn *badger.Txn) error { _, err := txn.Get([]byte("new")); return err }); err != nil {
+		t.Fatalf("the new database lost what it wrote: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -24,12 +25,18 @@ func TestIDAndSinkKey(t *testing.T) {
 	if j.ID != rec.ID || j.Op("k").Key != rec.Key || rec.ID == "" || rec.Key == "" {
 		t.Errorf("defaults: id %q, key %q; want the records' %q and %q", j.ID, j.Op("k").Key, rec.ID, rec.Key)
 	}
-	named := strings.Replace(base, "topic: out,", "topic: out, key: tier,", 1) + "id: amount_cents\n"
+	named := strings.Replace(base, "topic: out,", "topic: out, key: tier,", 1) + "id: order_id\n"
 	if j, err = parse("t.yaml", []byte(named)); err != nil {
 		t.Fatal(err)
 	}
-	if j.ID != "amount_cents" || j.Op("k").Key != "tier" {
-		t.Errorf("named: id %q, key %q; want amount_cents and tier", j.ID, j.Op("k").Key)
+	if j.ID != "order_id" || j.Op("k").Key != "tier" {
+		t.Errorf("named: id %q, key %q; want order_id and tier", j.ID, j.Op("k").Key)
+	}
+	// An id must identify the records: the verification counts them by it.
+	_, err = parse("t.yaml", []byte(base+"id: customer\n"))
+	var e *spec.Error
+	if !errors.As(err, &e) || e.Field != "id" || !strings.Contains(e.Msg, `"customer" does not identify the records k (operators[2]) writes`) || !strings.Contains(e.Msg, "identified by order_id") {
+		t.Errorf("id: customer: %v", err)
 	}
 }
 

@@ -128,8 +128,9 @@ func (p *parser) sinkKey(job *Job, op *Operator, f fields, path string) error {
 }
 
 // checkID checks the job's id, or takes the id field of the records its
-// sinks read: every sink's records must carry it, so that the verification
-// can count each of them in the output.
+// sinks read: every sink's records must carry it, and be identified by it
+// (spec.Record.ID), so that the verification can count each of them in
+// the output and find it in the input.
 func (p *parser) checkID(job *Job, line int, n *yaml.Node) error {
 	for i, op := range job.Operators {
 		if op.Type != TypeSink {
@@ -139,14 +140,17 @@ func (p *parser) checkID(job *Job, line int, n *yaml.Node) error {
 		if job.ID == "" {
 			job.ID = up.ID
 		}
-		if slices.Contains(up.Fields, job.ID) {
-			continue
-		}
 		if n != nil {
 			line = n.Line
 		}
-		return p.errf(line, "id", "%s (operators[%d]) writes the records of %s, which have no field %q; the job's id must be a field every sink writes: one of %s",
-			op.Name, i, op.Inputs[0].From, job.ID, strings.Join(up.Fields, ", "))
+		if !slices.Contains(up.Fields, job.ID) {
+			return p.errf(line, "id", "%s (operators[%d]) writes the records of %s, which have no field %q; the job's id must be a field every sink writes: one of %s",
+				op.Name, i, op.Inputs[0].From, job.ID, strings.Join(up.Fields, ", "))
+		}
+		if job.ID != up.ID {
+			return p.errf(line, "id", "%q does not identify the records %s (operators[%d]) writes: the verification counts each record by the job's id, from the input to the output, and %s's records are identified by %s",
+				job.ID, op.Name, i, op.Inputs[0].From, up.ID)
+		}
 	}
 	return nil
 }
