@@ -51,6 +51,17 @@ func MenuFault(kind FaultKind, task, topic string, partition int32) Fault {
 	return fault.Menu(kind, task, topic, partition)
 }
 
+// Corrupter is a checkpoint store that can damage a state blob on
+// purpose, for the corrupt-checkpoint fault (the Badger store can).
+type Corrupter interface {
+	Corrupt(key string) error
+}
+
+var (
+	_ Corrupter = (*checkpoint.BadgerStore)(nil)
+	_ Corrupter = (*checkpoint.MemoryStore)(nil)
+)
+
 // ErrInjected is the error an injected fault makes a task fail with.
 var ErrInjected = errors.New("injected fault")
 
@@ -235,9 +246,7 @@ func (d *driver) corruptNewest(ctx context.Context) (int64, error) {
 	if c == nil {
 		return 0, errors.New("no checkpoint to damage yet")
 	}
-	corrupter, ok := j.cfg.Store.(interface {
-		Corrupt(key string) error
-	})
+	corrupter, ok := j.cfg.Store.(Corrupter)
 	if !ok {
 		return 0, fmt.Errorf("this checkpoint store cannot be damaged on purpose")
 	}
