@@ -99,3 +99,6 @@ func (d *DeadLetters) Close() error {
 	d.p = nil
 	return err
 }
+
+// The engine takes the dead-letter topic as a runtime.DeadLetters.
+var _ runtime.DeadLetters = (*DeadLetters)(nil)

@@ -532,6 +532,7 @@ var (
 	_ runtime.TimedWriter      = (*Output)(nil)
 	_ runtime.CommittedReader  = (*Output)(nil)
 	_ runtime.CommittedChecker = (*Output)(nil)
+	_ runtime.PositionReader   = (*Output)(nil)
 )
 
 // Close stops every writer without committing or aborting anything.

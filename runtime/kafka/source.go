@@ -410,6 +410,7 @@ func (r *reader) Waited() time.Duration { return r.waited }
 
 // What the source task finds by type assertion, checked by the compiler.
 var (
+	_ runtime.Source          = (*Source)(nil)
 	_ runtime.SourceReader    = (*reader)(nil)
 	_ runtime.WaitingReader   = (*reader)(nil)
 	_ runtime.OffsetCommitter = (*reader)(nil)

@@ -155,7 +155,7 @@ func (p *parser) parse() (*Job, error) {
 	if err := p.operators(job, opsNode); err != nil {
 		return nil, err
 	}
-	if err := p.checkJob(job, opsLine, verifyNode, opsNode); err != nil {
+	if err := p.checkJob(job, opsLine, verifyNode); err != nil {
 		return nil, err
 	}
 	if err := p.checkID(job, opsLine, idNode); err != nil {

@@ -387,9 +387,9 @@ func (p *parser) input(job *Job, op *Operator, path string, n *yaml.Node, define
 }
 
 // checkJob checks the job as a whole once every operator has been read.
-// line is the line of the operators key, verify and ops the nodes of the
-// verify key (nil: absent) and of the operator list.
-func (p *parser) checkJob(job *Job, line int, verify, ops *yaml.Node) error {
+// line is the line of the operators key, verify the node of the verify
+// key (nil: absent).
+func (p *parser) checkJob(job *Job, line int, verify *yaml.Node) error {
 	count := func(typ string) int {
 		return len(slices.DeleteFunc(slices.Clone(job.Operators), func(o *Operator) bool { return o.Type != typ }))
 	}
