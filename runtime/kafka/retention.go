@@ -102,7 +102,28 @@ func (r *Retention) Run(ctx context.Context) {
 
 // Round moves the ledger up to what the retained checkpoints need, saves
 // it, and deletes what every reader is past.
+//
+// The output's last stable offset is read before the checkpoints: a
+// checkpoint that completes in between is then among them when its
+// transactions are below that offset. Read the other way round (as it
+// was), a checkpoint completing and committing between the two reads was
+// missing from the floor, and the output its restore reads again (from
+// where its pre-committed transactions began) was deleted: the next start
+// found the log short of it and refused to run.
 func (r *Retention) Round(ctx context.Context) error {
+	cl, err := r.cfg.Client.NewClient()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	outParts, err := cl.Partitions(r.cfg.Output)
+	if err != nil {
+		return fmt.Errorf("topic %s: %w", r.cfg.Output, err)
+	}
+	lso, err := listOffsets(cl, r.cfg.Output, outParts, sarama.ReadCommitted)
+	if err != nil {
+		return err
+	}
 	cps, err := r.cfg.Checkpoints(ctx)
 	if err != nil {
 		return fmt.Errorf("list checkpoints: %w", err)
@@ -110,11 +131,6 @@ func (r *Retention) Round(ctx context.Context) error {
 	if len(cps) == 0 {
 		return nil // nothing to recover from yet: keep everything
 	}
-	cl, err := r.cfg.Client.NewClient()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 
 	inFloor := checkpoint.Offsets{}
 	for gen, topic := range r.cfg.Inputs {
@@ -127,14 +143,6 @@ func (r *Retention) Round(ctx context.Context) error {
 			return err
 		}
 		inFloor[topic] = floor
-	}
-	outParts, err := cl.Partitions(r.cfg.Output)
-	if err != nil {
-		return fmt.Errorf("topic %s: %w", r.cfg.Output, err)
-	}
-	lso, err := listOffsets(cl, r.cfg.Output, outParts, sarama.ReadCommitted)
-	if err != nil {
-		return err
 	}
 	if err := r.accountOutput(ctx, cl, lso); err != nil {
 		return err

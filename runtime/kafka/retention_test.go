@@ -286,3 +286,46 @@ func mustLedger(e verify.Expect) *verify.Ledger {
 	}
 	return l
 }
+
+// A checkpoint that completes and commits while a round lists the
+// checkpoints is not among them, and its restore reads the output again
+// from where its pre-committed transaction began: the round must not
+// delete that output. (It did when it listed the checkpoints before it
+// read the output's last stable offset: the kill soak of unaligned runs
+// then found the log short of the checkpoint at the next start.)
+func TestRetentionKeepsTheOutputOfACheckpointCompletingDuringTheRound(t *testing.T) {
+	_, c := startOn(t, t.TempDir(), 1)
+	cl, err := c.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	gen := orders.NewGenerator(3, 4_000, orders.GeneratorPartitions)
+	topics := []string{orders.TopicOrders, orders.TopicPayments}
+	all := bounds(gen, topics, 1, 1)
+	writeInputs(t, c, gen, checkpoint.Offsets{}, all)
+	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	pending := writeTxn(t, o, "t/1", newSince(expectedBelow(t, gen, all, true), nil)[:50])
+	_, from, _ := o.PositionOf(pending)
+	// The first checkpoint: nothing pre-committed, so no output floor.
+	first := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: checkpoint.Offsets{}}}}
+	r := NewRetention(RetentionConfig{Client: c, Inputs: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments},
+		Output: "revenue", Ledger: mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"}), Path: filepath.Join(t.TempDir(), "ledger"),
+		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) {
+			// The second checkpoint completes and commits as the list is
+			// read, too late to be in it.
+			commit(t, o, pending)
+			return []*checkpoint.Completed{first}, nil
+		}, Logf: t.Logf})
+	if err := r.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := &retentionFixture{cl: cl}
+	if start := f.logStart(t, "revenue", 0); start > from[0] {
+		t.Fatalf("the output now starts at %d; the checkpoint that completed during the round needs it from %d", start, from[0])
+	}
+}
