@@ -55,14 +55,14 @@ func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 	if after == 0 || inBounds == 0 {
 		t.Fatalf("paid orders: %d within the checkpoint, %d after it; want some of each", inBounds, after)
 	}
-	v, err := verify.Verify(context.Background(), gen, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "at-least-once", bounds, out)
+	v, err := verify.Verify(context.Background(), gen, verify.ExpectOf(testJob.Spec()), "at-least-once", bounds, out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !v.OK || v.Unexpected != 0 || v.AfterCheckpoint != after || v.Expected != inBounds || v.Lost != 0 {
 		t.Fatalf("at-least-once: %+v; want ok, %d expected, %d after the checkpoint, none unexpected", v, inBounds, after)
 	}
-	v, err = verify.Verify(context.Background(), gen, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", bounds, out)
+	v, err = verify.Verify(context.Background(), gen, verify.ExpectOf(testJob.Spec()), "exactly-once", bounds, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -358,7 +358,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	var live *kafka.LiveVerifier
 	if (!o.headless || o.front != nil) && len(r.outputStart) == 1 {
 		for topic, start := range r.outputStart {
-			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: p.job.Verify, ID: p.job.ID, StateTTL: r.expect.StateTTL, Lenient: r.ledger.Lenient}
+			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: r.expect, Lenient: r.ledger.Lenient}
 			if r.continues {
 				lc.OutputFrom = nil
 			}

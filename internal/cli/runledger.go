@@ -45,14 +45,14 @@ func loadLedger(path string, expect verify.Expect, continues bool, stateDir stri
 	}
 	l, err := verify.Load(path)
 	if err == nil {
-		err = l.Adopt(expect.ID)
+		err = l.Adopt(expect)
 	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return verify.New(expect)
 	case err != nil:
 		return nil, exitError{code: 1, err: fmt.Errorf("%w: it holds what the verification counted of the records the embedded broker has deleted, so the output can no longer be checked from the start; start afresh in another --state-dir", err)}
-	case l.Expect() != expect:
+	case !l.Expect().Equal(expect):
 		was := l.Expect()
 		return nil, usagef("the runs before this one on %s expected %s by %s with a state TTL of %s, this one would expect %s by %s with %s: give the job and --state-ttl they had, or start afresh in another --state-dir",
 			stateDir, was.Kind, was.ID, was.StateTTL, expect.Kind, expect.ID, expect.StateTTL)

@@ -101,8 +101,8 @@ type LiveVerifier struct {
 // LiveConfig says what a LiveVerifier reads.
 type LiveConfig struct {
 	Client Client
-	// Inputs maps the generator's topics ("orders", and "payments" for a
-	// paid-orders job) to the Kafka topics the job reads them from.
+	// Inputs maps the input topics of the relation (Expect.Inputs) to the
+	// Kafka topics the job reads them from.
 	Inputs map[string]string
 	// InputFrom is, per generator topic, the offset of each partition the
 	// job's input starts at (nil or missing: the beginning).
@@ -111,14 +111,9 @@ type LiveConfig struct {
 	// output starts at (nil: the beginning).
 	Output     string
 	OutputFrom map[int32]int64
-	// Expect is the job spec's verify kind: "paid-orders" or "orders".
-	Expect string
-	// ID is the field that identifies a record in the input and the
-	// output (the job spec's id): records are counted by it.
-	ID string
-	// StateTTL is the join's state TTL: an order and its payment further
-	// apart in event time are not expected (0: every paid order is).
-	StateTTL time.Duration
+	// Expect is what the output must hold: the relation, its input
+	// topics, the id records are counted by, the state TTL.
+	Expect verify.Expect
 	// Lenient are the at-least-once periods: duplicates with a copy
 	// written in one are counted apart (nil: none).
 	Lenient *verify.Periods
@@ -147,24 +142,22 @@ const (
 // NewLiveVerifier returns a verifier for cfg; Run starts it.
 func NewLiveVerifier(cfg LiveConfig) *LiveVerifier {
 	v := &LiveVerifier{cfg: cfg, progress: make(chan struct{}, 1)}
-	v.ids, _ = flatjson.NewField(cfg.ID) // validate refuses a bad one
-	v.st.needPayment = cfg.Expect == "paid-orders"
-	v.st.ttl = cfg.StateTTL.Milliseconds()
+	v.ids, _ = flatjson.NewField(cfg.Expect.ID) // validate refuses a bad one
+	v.st.inputs = cfg.inputs()
+	v.st.ttl = cfg.Expect.StateTTL.Milliseconds()
 	v.st.lenient = cfg.Lenient
 	v.st.firstTime, v.st.newest = map[idRef]int64{}, map[string]int64{}
 	return v
 }
 
 func (cfg LiveConfig) validate() error {
-	switch cfg.Expect {
-	case "paid-orders", "orders":
-	default:
-		return fmt.Errorf("%w: verify kind %q: want paid-orders or orders", errLiveConfig, cfg.Expect)
+	if n := len(cfg.inputs()); n == 0 || cfg.Expect.Joined && n < 2 {
+		return fmt.Errorf("%w: verify kind %q names %d input topics", errLiveConfig, cfg.Expect.Kind, len(cfg.Expect.Inputs))
 	}
 	if cfg.Output == "" {
 		return fmt.Errorf("%w: no output topic", errLiveConfig)
 	}
-	if _, err := flatjson.NewField(cfg.ID); err != nil {
+	if _, err := flatjson.NewField(cfg.Expect.ID); err != nil {
 		return fmt.Errorf("%w: the id field: %v", errLiveConfig, err)
 	}
 	for _, t := range cfg.inputs() {
@@ -178,12 +171,14 @@ func (cfg LiveConfig) validate() error {
 	return nil
 }
 
-// inputs are the generator topics the expected records come from.
+// inputs are the input topics the expected records come from: the
+// relation's first, and its second when joined.
 func (cfg LiveConfig) inputs() []string {
-	if cfg.Expect == "paid-orders" {
-		return []string{verify.TopicOrders, verify.TopicPayments}
+	in := cfg.Expect.Inputs
+	if cfg.Expect.Joined {
+		return in[:min(len(in), 2)]
 	}
-	return []string{verify.TopicOrders}
+	return in[:min(len(in), 1)]
 }
 
 // Run follows the topics until ctx ends, checking Lost each time committed

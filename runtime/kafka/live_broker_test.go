@@ -31,7 +31,7 @@ func TestLiveVerifierRidesOutBrokerDown(t *testing.T) {
 	gen := orders.NewGenerator(3, 300, orders.GeneratorPartitions)
 	topics := []string{orders.TopicOrders}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: "orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: expectOrders("orders", 0)})
 	run := startLive(t, v, committed.get, func(s LiveStatus) error {
 		if s.Lost != 0 || s.Duplicates != 0 {
 			return fmt.Errorf("lost %d, duplicates %d", s.Lost, s.Duplicates)
@@ -65,7 +65,7 @@ func TestLiveVerifierRidesOutBrokerDown(t *testing.T) {
 
 // A bad configuration stops Run at once with a named error.
 func TestLiveVerifierRejectsBadConfig(t *testing.T) {
-	v := NewLiveVerifier(LiveConfig{Client: Client{Brokers: []string{"127.0.0.1:1"}}, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: Client{Brokers: []string{"127.0.0.1:1"}}, Inputs: map[string]string{"orders": "orders"}, Output: "revenue", Expect: expectOrders("paid-orders", 0)})
 	err := v.Run(context.Background(), func() (int64, checkpoint.Offsets, []string, bool) { return 0, nil, nil, false })
 	if err == nil || !contains(err.Error(), "payments") {
 		t.Fatalf("Run: %v, want an error naming the payments input", err)

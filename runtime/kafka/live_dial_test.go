@@ -9,7 +9,7 @@ import "testing"
 func TestLiveVerifierDialFailingLateClosesAndRetries(t *testing.T) {
 	_, c := liveBroker(t, 1)
 	defer noLeaks(t)()
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders"}, Output: "bad topic!", Expect: "orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders"}, Output: "bad topic!", Expect: expectOrders("orders", 0)})
 	conn, _, err := v.dial()
 	if err == nil || conn != nil {
 		t.Fatalf("dial over a topic Kafka refuses: conn %v, err %v", conn, err)

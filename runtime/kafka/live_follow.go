@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-
-	"faultline/runtime/verify"
 )
 
 // liveConn is the verifier's connections: a client per consumer, so that a
@@ -92,9 +90,12 @@ func (v *LiveVerifier) dial() (conn *liveConn, parts liveParts, err error) {
 	if conn.outCons, err = sarama.NewConsumerFromClient(conn.out); err != nil {
 		return
 	}
-	bits := map[string][2]uint32{
-		verify.TopicOrders:   {orderConf, orderTent},
-		verify.TopicPayments: {paymentConf, paymentTent},
+	bits := map[string][2]uint32{} // the first input's records, then the partners'
+	for i, gen := range v.cfg.inputs() {
+		bits[gen] = [2]uint32{orderConf, orderTent}
+		if i == 1 {
+			bits[gen] = [2]uint32{paymentConf, paymentTent}
+		}
 	}
 	for _, gen := range v.cfg.inputs() {
 		topic := v.cfg.Inputs[gen]

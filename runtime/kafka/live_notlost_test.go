@@ -57,7 +57,7 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 	commit(t, out, writeTxn(t, out, "t/0", ords))
 
 	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments},
-		Output: "revenue", Expect: "paid-orders", ID: "order_id", StateTTL: time.Minute})
+		Output: "revenue", Expect: expectOrders("paid-orders", time.Minute)})
 	var committed fakeCommitted
 	committed.set(1, checkpoint.Offsets{orders.TopicOrders: {0: 20}, orders.TopicPayments: {0: 20}})
 	r := startLive(t, v, committed.get, func(s LiveStatus) error {
@@ -94,7 +94,7 @@ func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
 	gen := orders.NewGenerator(12, 600, orders.GeneratorPartitions)
 	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: expectOrders("paid-orders", 0)})
 	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
 	defer run.stop()
 

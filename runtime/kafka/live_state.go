@@ -119,11 +119,18 @@ type livePart struct {
 	tentIdx              int // pending[:tentIdx] are tentatively marked
 }
 
+// needPayment reports whether the relation is joined: a record of the
+// first input is expected once its partner from the second came.
+func (s *liveState) needPayment() bool { return len(s.inputs) > 1 }
+
 // liveState is the verifier's view of the input and the committed output.
 type liveState struct {
-	needPayment bool // "paid-orders": an order is expected once paid
-	ids         idTable
-	in, out     []*livePart
+	// inputs are the relation's input topics, the expected records' first;
+	// two for a joined relation, whose records are expected once their
+	// partner came (needPayment).
+	inputs  []string
+	ids     idTable
+	in, out []*livePart
 
 	// With the join's state TTL (ms; 0: none), an order and its payment
 	// more than ttl apart in event time are not expected (farApart).
@@ -153,11 +160,11 @@ type liveState struct {
 }
 
 func (s *liveState) expectedConf(w uint32) bool {
-	return w&orderConf != 0 && (!s.needPayment || w&paymentConf != 0) && w&farApart == 0
+	return w&orderConf != 0 && (!s.needPayment() || w&paymentConf != 0) && w&farApart == 0
 }
 
 func (s *liveState) expectedTent(w uint32) bool {
-	return w&orderTent != 0 && (!s.needPayment || w&paymentTent != 0) && w&farApart == 0
+	return w&orderTent != 0 && (!s.needPayment() || w&paymentTent != 0) && w&farApart == 0
 }
 
 // ttlSlack is runtime's: a side waits ttl plus at least this long.
@@ -168,7 +175,7 @@ const ttlSlack = 5 * time.Second
 // far apart to be joined.
 func (s *liveState) timed(r idRef, gen string, t int64) {
 	read, other := orderRead, paymentRead
-	if gen == verify.TopicPayments {
+	if len(s.inputs) > 1 && gen == s.inputs[1] {
 		read, other = paymentRead, orderRead
 	}
 	w := s.ids.at(r)
@@ -200,7 +207,10 @@ func (s *liveState) prune() {
 		return
 	}
 	s.sincePrune = 0
-	now := min(s.newest[verify.TopicOrders], s.newest[verify.TopicPayments])
+	if len(s.inputs) < 2 {
+		return
+	}
+	now := min(s.newest[s.inputs[0]], s.newest[s.inputs[1]])
 	before := now - s.ttl - max(s.ttl, ttlSlack.Milliseconds())
 	for r, t := range s.firstTime {
 		if t != 0 && t < before {
@@ -265,7 +275,7 @@ func (s *liveState) addInput(lp *livePart, recs []parsedID) {
 			continue
 		}
 		ref := s.ids.ref(r.id)
-		if s.ttl > 0 && s.needPayment {
+		if s.ttl > 0 && s.needPayment() {
 			s.timed(ref, lp.gen, r.ts)
 		}
 		switch {
@@ -384,7 +394,7 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 	})
 	st.committed = l.Committed()
 	l.FirstSides(func(id string, t int64) { st.firstTime[st.ids.ref([]byte(id))] = t })
-	for _, gen := range []string{verify.TopicOrders, verify.TopicPayments} {
+	for _, gen := range st.inputs {
 		st.newest[gen] = l.Newest(gen)
 	}
 }

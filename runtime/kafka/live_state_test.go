@@ -11,7 +11,7 @@ import (
 
 // The bookkeeping alone: bounds, tentative and confirmed, duplicates.
 func TestLiveStateCounts(t *testing.T) {
-	s := liveState{needPayment: true}
+	s := liveState{inputs: []string{"orders", "payments"}}
 	ords := &livePart{input: true, conf: orderConf, tent: orderTent}
 	payments := &livePart{input: true, conf: paymentConf, tent: paymentTent}
 	out := &livePart{}

@@ -355,7 +355,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	gen := orders.NewGenerator(7, 800, orders.GeneratorPartitions)
 	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: expectOrders("paid-orders", 0)})
 	var holdIn, holdOut gate // held: that side's consumers wait
 	v.beforeDeliver = func(input bool) {
 		if input {
@@ -438,7 +438,7 @@ func TestLiveVerifierFollowsExactOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ver, err := verify.Verify(context.Background(), Inputs{C: c}, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", b4, recs)
+	ver, err := verify.Verify(context.Background(), Inputs{C: c}, expectOrders("paid-orders", 0), "exactly-once", b4, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestLiveVerifierDuplicatesLossAndOpenTransactions(t *testing.T) {
 	gen := orders.NewGenerator(11, 600, orders.GeneratorPartitions)
 	topics := []string{orders.TopicOrders, orders.TopicPayments}
 	var committed fakeCommitted
-	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: c, Inputs: map[string]string{"orders": "orders", "payments": "payments"}, Output: "revenue", Expect: expectOrders("paid-orders", 0)})
 	run := startLive(t, v, committed.get, func(s LiveStatus) error {
 		switch {
 		case s.AsOf < 2 && s.Lost != 0:

@@ -5,6 +5,7 @@ import (
 	"faultline/runtime/jobs/orders"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -76,12 +77,12 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	defer func(n int64) { roundRecords = n }(roundRecords)
 	roundRecords = 700
 	f := newRetentionFixture(t)
-	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
+	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, expectOrders("paid-orders", 0), "exactly-once", f.quarter, mustRead(t, f.c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "ledger")
-	ledger := mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"})
+	ledger := mustLedger(expectOrders("paid-orders", 0))
 	older := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{
 		{Operator: "src", Index: 0}:  {Offsets: f.eighth},
 		{Operator: "sink", Index: 0}: {OutputFrom: checkpoint.Offsets{"revenue": f.outFrom}},
@@ -209,11 +210,11 @@ func TestReadCommittedStopsAtItsBound(t *testing.T) {
 // everything.
 func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 	f := newRetentionFixture(t)
-	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, verify.Expect{Kind: "paid-orders", ID: "order_id"}, "exactly-once", f.quarter, mustRead(t, f.c, nil))
+	want, err := verify.Verify(context.Background(), Inputs{C: f.c}, expectOrders("paid-orders", 0), "exactly-once", f.quarter, mustRead(t, f.c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledger := mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"})
+	ledger := mustLedger(expectOrders("paid-orders", 0))
 	cp := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: f.eighth}}}
 	r := NewRetention(RetentionConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Ledger: ledger, Path: filepath.Join(t.TempDir(), "ledger"),
 		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) { return []*checkpoint.Completed{cp}, nil }})
@@ -223,7 +224,7 @@ func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
 	if f.logStart(t, orders.TopicOrders, 0) == 0 || f.logStart(t, "revenue", 0) == 0 {
 		t.Fatal("the round deleted nothing: the test would not show the seed at work")
 	}
-	v := NewLiveVerifier(LiveConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Expect: "paid-orders", ID: "order_id"})
+	v := NewLiveVerifier(LiveConfig{Client: f.c, Inputs: f.inputTopic, Output: "revenue", Expect: expectOrders("paid-orders", 0)})
 	v.Seed(ledger)
 	var committed fakeCommitted
 	committed.set(1, f.quarter)
@@ -250,7 +251,7 @@ func TestRetentionKeepsTheEndOfAPartitionItEmpties(t *testing.T) {
 	writeInputs(t, c, gen, checkpoint.Offsets{}, all)
 	cp := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: all}}}
 	r := NewRetention(RetentionConfig{Client: c, Inputs: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments},
-		Output: "revenue", Ledger: mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"}), Path: filepath.Join(t.TempDir(), "ledger"),
+		Output: "revenue", Ledger: mustLedger(expectOrders("paid-orders", 0)), Path: filepath.Join(t.TempDir(), "ledger"),
 		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) { return []*checkpoint.Completed{cp}, nil }, Logf: t.Logf})
 	if err := r.Round(context.Background()); err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func TestRetentionKeepsTheOutputOfACheckpointCompletingDuringTheRound(t *testing
 	// The first checkpoint: nothing pre-committed, so no output floor.
 	first := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: checkpoint.Offsets{}}}}
 	r := NewRetention(RetentionConfig{Client: c, Inputs: map[string]string{orders.TopicOrders: orders.TopicOrders, orders.TopicPayments: orders.TopicPayments},
-		Output: "revenue", Ledger: mustLedger(verify.Expect{Kind: verify.PaidOrders, ID: "order_id"}), Path: filepath.Join(t.TempDir(), "ledger"),
+		Output: "revenue", Ledger: mustLedger(expectOrders("paid-orders", 0)), Path: filepath.Join(t.TempDir(), "ledger"),
 		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) {
 			// The second checkpoint completes and commits as the list is
 			// read, too late to be in it.
@@ -328,4 +329,11 @@ func TestRetentionKeepsTheOutputOfACheckpointCompletingDuringTheRound(t *testing
 	if start := f.logStart(t, "revenue", 0); start > from[0] {
 		t.Fatalf("the output now starts at %d; the checkpoint that completed during the round needs it from %d", start, from[0])
 	}
+}
+
+// expectOrders is what the orders job's verify kind expects (its
+// catalogue's relation), by order_id.
+func expectOrders(kind string, ttl time.Duration) verify.Expect {
+	rel := orders.Catalogue().Relations[kind]
+	return verify.Expect{Kind: kind, Inputs: rel.Inputs, Joined: rel.Joined, StateTTL: ttl, ID: "order_id"}
 }

@@ -49,14 +49,27 @@ type Catalogue struct {
 	// Inputs are the topics a source may read, in the order messages name
 	// them.
 	Inputs []string
-	// Verifies are the verify kinds a spec may name.
-	Verifies []string
+	// Verifies are the verify kinds a spec may name, and Relations what
+	// each means: the input records the committed output must hold once.
+	Verifies  []string
+	Relations map[string]Relation
 	// CheckSink checks the records a sink reads, beyond that they are
 	// decoded (nil: nothing more).
 	CheckSink func(job *Job, sink *Operator) *Problem
 	// Finish checks the job as a whole once every operator is read, and
 	// fills in what the spec left out (its verify kind); nil: nothing.
 	Finish func(job *Job) *Problem
+}
+
+// Relation is what a verify kind expects of the committed output, by the
+// job's id: every record of the first of Inputs (the job's input topics,
+// as its sources name them) once; with Joined, only those whose id a
+// record of the second also has (within the state TTL of the job's
+// operators, when they have one). The orders job: "orders" is each order,
+// "paid-orders" each order joined with its payment.
+type Relation struct {
+	Inputs []string
+	Joined bool
 }
 
 // Kind is the kind called name, or nil.

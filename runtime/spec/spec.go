@@ -69,6 +69,8 @@ type Job struct {
 	// the job's verify kinds (Catalogue.Verifies; the orders job's:
 	// "paid-orders" or "orders").
 	Verify string
+	// Relation is what Verify means (Catalogue.Relations).
+	Relation Relation
 	// ID is the field that identifies a record end to end, from the input
 	// through every operator to the output: the verification counts the
 	// committed output by it, and a sink that restarts skips the records

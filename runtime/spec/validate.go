@@ -404,13 +404,19 @@ func (p *parser) checkJob(job *Job, line int, verify *yaml.Node) error {
 			return p.errf(op.Line, fmt.Sprintf("operators[%d]", i), "nothing reads the output of %s; add it to the inputs of a later operator, or remove it", op.Name)
 		}
 	}
-	if p.cat.Finish == nil {
-		return nil
+	if p.cat.Finish != nil {
+		if pr := p.cat.Finish(job); pr != nil {
+			return p.jobProblem(job, line, verify, pr)
+		}
 	}
-	pr := p.cat.Finish(job)
-	if pr == nil {
-		return nil
-	}
+	job.Relation = p.cat.Relations[job.Verify]
+	return nil
+}
+
+// jobProblem is a problem the catalogue found with the job as a whole, as
+// an *Error at the line of what it names: an operator's field, the verify
+// key, or the operators key.
+func (p *parser) jobProblem(job *Job, line int, verify *yaml.Node, pr *Problem) error {
 	if i := slices.IndexFunc(job.Operators, func(o *Operator) bool { return o.Name == pr.Op }); pr.Op != "" && i >= 0 {
 		op := job.Operators[i]
 		l := op.Line

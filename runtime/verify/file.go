@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 
 	"faultline/internal/atomicfile"
 )
@@ -27,6 +28,8 @@ type header struct {
 	Kind      string                     `json:"kind"`
 	TTLMs     int64                      `json:"ttl_ms"`
 	ID        string                     `json:"id,omitempty"`
+	Inputs    []string                   `json:"inputs,omitempty"`
+	Joined    bool                       `json:"joined,omitempty"`
 	Committed int                        `json:"committed"`
 	BadInput  int                        `json:"bad_input"`
 	BadOutput int                        `json:"bad_output"`
@@ -41,7 +44,7 @@ type header struct {
 // table compressed (a presence byte and the ids' bytes per chunk), and a
 // CRC-32C of everything before it.
 func (l *Ledger) MarshalBinary() ([]byte, error) {
-	h := header{Kind: l.kind, TTLMs: l.ttl, ID: l.id.Name(), Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
+	h := header{Kind: l.kind, TTLMs: l.ttl, ID: l.id.Name(), Inputs: l.inputs, Joined: l.joined, Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
 		Positions: l.Positions, First: l.first, Newest: l.newest, Other: l.other, Chunks: len(l.dense)}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -112,23 +115,24 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 	}
-	*l = Ledger{kind: h.Kind, ttl: h.TTLMs, id: id, dense: dense, other: orEmpty(h.Other), first: orEmpty(h.First),
+	*l = Ledger{kind: h.Kind, inputs: h.Inputs, joined: h.Joined, ttl: h.TTLMs, id: id, dense: dense, other: orEmpty(h.Other), first: orEmpty(h.First),
 		newest: orEmpty(h.Newest), committed: h.Committed, badInput: h.BadInput, badOutput: h.BadOutput,
 		Positions: orEmpty(h.Positions)}
 	return nil
 }
 
-// Unnamed reports whether the ledger was saved before ledgers named the
-// field they count records by; such a ledger counted the id of the
-// records of the jobs of its day, and Adopt names it.
-func (l *Ledger) Unnamed() bool { return l.id.Name() == "" }
-
-// Adopt names the id field of an Unnamed ledger; a named one keeps its own.
-func (l *Ledger) Adopt(id string) error {
-	if !l.Unnamed() {
+// Adopt gives a ledger saved before ledgers named the field they count
+// records by, and the input topics of their relation, those of e: such a
+// ledger counted by the id and read the topics of the jobs of its day. A
+// ledger that names them keeps its own.
+func (l *Ledger) Adopt(e Expect) error {
+	if len(l.inputs) == 0 && len(e.Inputs) > 0 {
+		l.inputs, l.joined = slices.Clone(e.Inputs), e.Joined
+	}
+	if l.id.Name() != "" {
 		return nil
 	}
-	f, err := flatjson.NewField(id)
+	f, err := flatjson.NewField(e.ID)
 	if err != nil {
 		return fmt.Errorf("verify by id: %w", err)
 	}

@@ -17,28 +17,15 @@ package verify
 import (
 	"faultline/runtime/flatjson"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
 
-// Kinds of expectation (the job spec's verify).
-const (
-	// PaidOrders expects every order that has a payment exactly once.
-	PaidOrders = "paid-orders"
-	// Orders expects every order exactly once.
-	Orders = "orders"
-)
-
-// Generator topics an input record comes from.
-const (
-	TopicOrders   = "orders"
-	TopicPayments = "payments"
-)
-
 // Bits of an id's byte.
 const (
-	hasOrder   byte = 1 << 0 // an order of the id is in the input read
-	hasPayment byte = 1 << 1 // a payment of the id is in the input read
+	hasFirst   byte = 1 << 0 // an order of the id is in the input read
+	hasSecond  byte = 1 << 1 // a payment of the id is in the input read
 	farApart   byte = 1 << 2 // its order and payment are more than the TTL apart: not joined
 	countShift      = 3      // bits 3-4: how often the committed output holds it, up to 3
 	countMask  byte = 3 << countShift
@@ -55,9 +42,11 @@ const ttlSlack = 5 * time.Second
 // Ledger is what the oracle knows of a job's input and committed output. The
 // zero value is not usable; see New.
 type Ledger struct {
-	kind string
-	ttl  int64          // ms; 0: every paid order is expected
-	id   flatjson.Field // the field records are counted by (Expect.ID)
+	kind   string         // the job spec's verify kind, for messages
+	inputs []string       // the relation's input topics (Expect.Inputs)
+	joined bool           // Expect.Joined
+	ttl    int64          // ms; 0: every paid order is expected
+	id     flatjson.Field // the field records are counted by (Expect.ID)
 
 	dense  [][]byte         // generator ids ("o-000123") by number
 	other  map[string]byte  // any other id
@@ -85,13 +74,13 @@ func New(e Expect) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify by id: %w", err)
 	}
-	return &Ledger{kind: e.Kind, ttl: e.StateTTL.Milliseconds(), id: id, other: map[string]byte{}, first: map[string]int64{},
+	return &Ledger{kind: e.Kind, inputs: slices.Clone(e.Inputs), joined: e.Joined, ttl: e.StateTTL.Milliseconds(), id: id, other: map[string]byte{}, first: map[string]int64{},
 		newest: map[string]int64{}, Positions: map[string]map[int32]int64{}}, nil
 }
 
 // Expect is what the ledger was made for.
 func (l *Ledger) Expect() Expect {
-	return Expect{Kind: l.kind, StateTTL: time.Duration(l.ttl) * time.Millisecond, ID: l.id.Name()}
+	return Expect{Kind: l.kind, Inputs: slices.Clone(l.inputs), Joined: l.joined, StateTTL: time.Duration(l.ttl) * time.Millisecond, ID: l.id.Name()}
 }
 
 // IDOf reads the id the ledger counts records by from a record's value
@@ -100,6 +89,15 @@ func (l *Ledger) IDOf(b []byte) ([]byte, bool) { return l.id.Of(b) }
 
 // Kind is the verify kind the ledger was made for.
 func (l *Ledger) Kind() string { return l.kind }
+
+// Inputs are the input topics of its relation, the expected records' first.
+func (l *Ledger) Inputs() []string { return l.inputs }
+
+// second reports whether topic is the relation's second input, whose
+// records are the partners the first's wait for.
+func (l *Ledger) second(topic string) bool {
+	return l.joined && len(l.inputs) > 1 && topic == l.inputs[1]
+}
 
 // DenseID maps the generator's order ids ("o-" and at least six digits, as
 // fmt's %06d writes them) to their number; any other string is not dense.
@@ -160,16 +158,16 @@ func (l *Ledger) Input(topic string, id []byte, eventTime int64) {
 		l.badInput++
 		return
 	}
-	bit, other := hasOrder, hasPayment
-	if topic == TopicPayments {
-		bit, other = hasPayment, hasOrder
+	bit, other := hasFirst, hasSecond
+	if l.second(topic) {
+		bit, other = hasSecond, hasFirst
 	}
 	b, p := l.load(id)
 	if b&bit != 0 {
 		return
 	}
 	b |= bit
-	if l.ttl > 0 && l.kind == PaidOrders {
+	if l.ttl > 0 && l.joined {
 		b |= l.timed(id, topic, b&other != 0, eventTime)
 	}
 	l.store(id, p, b)
@@ -202,7 +200,10 @@ func (l *Ledger) Prune() {
 	if l.ttl == 0 {
 		return
 	}
-	now := min(l.newest[TopicOrders], l.newest[TopicPayments])
+	if len(l.inputs) < 2 {
+		return
+	}
+	now := min(l.newest[l.inputs[0]], l.newest[l.inputs[1]])
 	before := now - l.ttl - max(l.ttl, ttlSlack.Milliseconds())
 	for id, t := range l.first {
 		if t != 0 && t < before {
@@ -247,10 +248,10 @@ type Result struct {
 
 // expected reports whether the output must hold an id with byte b.
 func (l *Ledger) expected(b byte) bool {
-	if l.kind == PaidOrders {
-		return b&hasOrder != 0 && b&hasPayment != 0 && b&farApart == 0
+	if l.joined {
+		return b&hasFirst != 0 && b&hasSecond != 0 && b&farApart == 0
 	}
-	return b&hasOrder != 0
+	return b&hasFirst != 0
 }
 
 // EachUnexpected calls f with every id the committed output holds that the
@@ -259,10 +260,10 @@ func (l *Ledger) EachUnexpected(f func(id string)) {
 	l.Each(func(id string, order, payment, far bool, seen int, _ bool) {
 		var b byte
 		if order {
-			b |= hasOrder
+			b |= hasFirst
 		}
 		if payment {
-			b |= hasPayment
+			b |= hasSecond
 		}
 		if far {
 			b |= farApart
@@ -280,9 +281,9 @@ func (l *Ledger) Result() Result {
 		if b == 0 {
 			return
 		}
-		expected := b&hasOrder != 0
-		if l.kind == PaidOrders {
-			paid := expected && b&hasPayment != 0
+		expected := b&hasFirst != 0
+		if l.joined {
+			paid := expected && b&hasSecond != 0
 			if paid && b&farApart != 0 {
 				r.NotJoined++
 			}
@@ -339,7 +340,7 @@ func (l *Ledger) Committed() int { return l.committed }
 // it was written in an at-least-once period.
 func (l *Ledger) Each(f func(id string, order, payment, far bool, seen int, lenientCopy bool)) {
 	call := func(id string, b byte) {
-		f(id, b&hasOrder != 0, b&hasPayment != 0, b&farApart != 0, int((b&countMask)>>countShift), b&lenient != 0)
+		f(id, b&hasFirst != 0, b&hasSecond != 0, b&farApart != 0, int((b&countMask)>>countShift), b&lenient != 0)
 	}
 	for c, chunk := range l.dense {
 		for i, b := range chunk {

@@ -349,11 +349,70 @@ func TestOutputAheadOfTheCheckpointIsNotUnexpected(t *testing.T) {
 	}
 }
 
-// newLedger is New for a job whose records are identified by order_id.
+// The relations of the orders job (orders.Catalogue), which these tests
+// check the ledger with.
+const (
+	PaidOrders    = "paid-orders"
+	Orders        = "orders"
+	TopicOrders   = "orders"
+	TopicPayments = "payments"
+)
+
+// expectOf is what the orders job's verify kind expects, by order_id.
+func expectOf(kind string, ttl time.Duration) Expect {
+	e := Expect{Kind: kind, Inputs: []string{TopicOrders}, StateTTL: ttl, ID: "order_id"}
+	if kind == PaidOrders {
+		e.Inputs, e.Joined = []string{TopicOrders, TopicPayments}, true
+	}
+	return e
+}
+
+// newLedger is New for the orders job's verify kind.
 func newLedger(kind string, ttl time.Duration) *Ledger {
-	l, err := New(Expect{Kind: kind, StateTTL: ttl, ID: "order_id"})
+	l, err := New(expectOf(kind, ttl))
 	if err != nil {
 		panic(err)
 	}
 	return l
+}
+
+// A relation over other topics and another id works as the orders job's
+// does: each record of the first input once, or each joined with a partner
+// of the second; a saved ledger keeps the relation, and one saved before
+// ledgers kept it adopts the job's.
+func TestRelationOfAnyJob(t *testing.T) {
+	each := Expect{Kind: "clicks", Inputs: []string{"clicks"}, ID: "click_id"}
+	l, err := New(each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Input("clicks", []byte("k-1"), 0)
+	l.Input("clicks", []byte("k-2"), 0)
+	l.Output([]byte("k-1"), true, 0)
+	if r := l.Result(); r.Expected != 2 || r.Lost != 1 || r.Committed != 1 {
+		t.Errorf("each click: %+v", r)
+	}
+	joined := Expect{Kind: "paid-rides", Inputs: []string{"rides", "fares"}, Joined: true, ID: "ride"}
+	if l, err = New(joined); err != nil {
+		t.Fatal(err)
+	}
+	l.Input("rides", []byte("r-1"), 0)
+	l.Input("rides", []byte("r-2"), 0)
+	l.Input("fares", []byte("r-2"), 0)
+	l.Output([]byte("r-2"), true, 0)
+	if r := l.Result(); r.Expected != 1 || r.Lost != 0 || r.Unexpected != 0 {
+		t.Errorf("joined rides: %+v", r)
+	}
+	b, err := l.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Ledger
+	if err := back.UnmarshalBinary(b); err != nil || !back.Expect().Equal(joined) {
+		t.Fatalf("saved and read back: %+v, %v; want %+v", back.Expect(), err, joined)
+	}
+	old := Ledger{kind: "paid-rides"} // as read from a file of before
+	if err := old.Adopt(joined); err != nil || !old.Expect().Equal(joined) {
+		t.Fatalf("adopted: %+v, %v", old.Expect(), err)
+	}
 }

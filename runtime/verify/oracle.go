@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"faultline/runtime/spec"
@@ -75,6 +76,11 @@ type Expect struct {
 	// Kind is the job spec's verify kind: "paid-orders" (every order that
 	// has a payment, exactly once) or "orders" (every order exactly once).
 	Kind string
+	// Inputs and Joined are what Kind means (spec.Relation): the input
+	// topics, the expected records' first, and whether a record is
+	// expected only when the second input has its partner.
+	Inputs []string
+	Joined bool
 	// StateTTL is the join's state TTL: a paid order whose order and
 	// payment are further apart in event time is not expected (0: every
 	// paid order is).
@@ -84,9 +90,14 @@ type Expect struct {
 	ID string
 }
 
+// Equal reports whether e and o expect the same.
+func (e Expect) Equal(o Expect) bool {
+	return e.Kind == o.Kind && slices.Equal(e.Inputs, o.Inputs) && e.Joined == o.Joined && e.StateTTL == o.StateTTL && e.ID == o.ID
+}
+
 // ExpectOf is what job's output must hold.
 func ExpectOf(job *spec.Job) Expect {
-	e := Expect{Kind: job.Verify, ID: job.ID}
+	e := Expect{Kind: job.Verify, Inputs: job.Relation.Inputs, Joined: job.Relation.Joined, ID: job.ID}
 	for _, op := range job.Operators {
 		e.StateTTL = max(e.StateTTL, op.StateTTL) // the join's
 	}
@@ -131,9 +142,9 @@ type Held struct {
 // Held): in-flight ids are not counted as expected or lost, and ids ahead
 // of it whose input lies after bounds not as unexpected.
 func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, held Held, out []Record) (Verification, error) {
-	topics := []string{TopicOrders}
-	if l.Kind() == PaidOrders {
-		topics = append(topics, TopicPayments)
+	topics := l.inputs[:min(len(l.inputs), 1)]
+	if l.joined {
+		topics = l.inputs
 	}
 	for _, topic := range topics {
 		var b map[int32]int64
@@ -227,7 +238,7 @@ func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []st
 	})
 	for _, topic := range topics {
 		side := byte(order)
-		if topic == TopicPayments {
+		if l.second(topic) {
 			side = payment
 		}
 		err := in.ReadInputAfter(ctx, topic, bounds[topic], func(v []byte, _ int64) error {
@@ -243,7 +254,7 @@ func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []st
 		}
 	}
 	want := byte(order)
-	if l.Kind() == PaidOrders {
+	if l.joined {
 		want = order | payment
 	}
 	n := 0

@@ -41,9 +41,13 @@ const (
 // kinds, its input's topics and its verify kinds.
 func Catalogue() spec.Catalogue {
 	return spec.Catalogue{
-		Kinds:     []spec.Kind{parseKind{}, joinKind{}, aggregateKind{}, enrichKind{}},
-		Inputs:    []string{TopicOrders, TopicPayments},
-		Verifies:  []string{VerifyPaidOrders, VerifyOrders},
+		Kinds:    []spec.Kind{parseKind{}, joinKind{}, aggregateKind{}, enrichKind{}},
+		Inputs:   []string{TopicOrders, TopicPayments},
+		Verifies: []string{VerifyPaidOrders, VerifyOrders},
+		Relations: map[string]spec.Relation{
+			VerifyPaidOrders: {Inputs: []string{TopicOrders, TopicPayments}, Joined: true},
+			VerifyOrders:     {Inputs: []string{TopicOrders}},
+		},
 		CheckSink: checkSink,
 		Finish:    finish,
 	}
