@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"errors"
-	"faultline/internal/dbclose"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sys/unix"
 
+	"faultline/internal/dbclose"
 	"faultline/internal/smallfile"
 )
 

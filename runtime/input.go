@@ -5,7 +5,6 @@ package runtime
 
 import (
 	"context"
-	"faultline/runtime/flatjson"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/runtime/barrier"
+	"faultline/runtime/flatjson"
 )
 
 func modeOf(e *Element) barrier.Mode {

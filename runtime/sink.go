@@ -3,7 +3,6 @@ package runtime
 import (
 	"encoding/binary"
 	"encoding/json"
-	"faultline/runtime/flatjson"
 	"fmt"
 	"strconv"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/runtime/flatjson"
 )
 
 // sinkOp writes records to a transactional output with two-phase commit

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"faultline/backend"
 	"fmt"
 	"testing"
 	"time"
 
+	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/runtime/flatjson"
 )

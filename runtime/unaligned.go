@@ -17,12 +17,12 @@ package runtime
 import (
 	"bytes"
 	"context"
-	"faultline/runtime/spec"
 	"fmt"
 	"time"
 
 	"faultline/runtime/barrier"
 	"faultline/runtime/flatjson"
+	"faultline/runtime/spec"
 )
 
 // inFlight is the in-flight data a subtask records for its unaligned

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/internal/atomicfile"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )

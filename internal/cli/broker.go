@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 )
 

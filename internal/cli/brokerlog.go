@@ -3,13 +3,13 @@ package cli
 import (
 	"cmp"
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/verify"

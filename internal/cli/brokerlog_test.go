@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"slices"
 	"testing"
 
 	"faultline/checkpoint"
+	"faultline/runtime/jobs/orders"
 )
 
 // What a state dir holds becomes what its broker log must hold: every

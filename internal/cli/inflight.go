@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"faultline/backend"
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 )
 
 // What checkpoints inspect shows of unaligned checkpoints (Flink FLIP-76):

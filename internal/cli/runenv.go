@@ -5,12 +5,12 @@ package cli
 // writer, and the engine's configuration of the run.
 
 import (
-	"faultline/runtime/jobs/orders"
 	"fmt"
 
 	"faultline/checkpoint"
 	"faultline/internal/clock"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 )

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"math"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"faultline/runtime"
 	"faultline/runtime/barrier"
 	"faultline/runtime/fault"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"

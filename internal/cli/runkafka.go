@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime"
 	"faultline/runtime/barrier"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"

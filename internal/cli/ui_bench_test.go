@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/spec"
 	"faultline/tui"
 )

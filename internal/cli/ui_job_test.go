@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"io"
 	"regexp"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime"
 	"faultline/runtime/barrier"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/verify"
 	"faultline/tui"
 )

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"maps"
@@ -18,6 +17,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/tui"

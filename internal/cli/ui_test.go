@@ -2,12 +2,12 @@ package cli
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"testing"
 	"time"
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/view"
 	"faultline/tui"
 )

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 )
 
 // bareConsume reads every record of the input topics with plain Sarama

@@ -16,7 +16,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"faultline/runtime"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +24,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"faultline/runtime"
 )
 
 // Client is how to reach a Kafka cluster.

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 )
 
 // crashImage copies the broker's log folder as it is now, while the broker

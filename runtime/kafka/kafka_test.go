@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"faultline/runtime/jobs/orders"
 )
 
 // embedded starts a broker for a test, with the default job's topics.
@@ -219,8 +220,8 @@ func TestEmbeddedBrokerHasSmallSegments(t *testing.T) {
 	}
 }
 
-// An unbounded writer writes each payment at most a block of ords ahead
-// of its order: written at one pace, the payments (fewer than the ords)
+// An unbounded writer writes each payment at most a block of orders ahead
+// of its order: written at one pace, the payments (fewer than the orders)
 // ran ahead further every second, and after ten minutes a payment came a
 // minute before its order, longer than the join waits.
 func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
@@ -238,7 +239,7 @@ func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p := int32(0); p < orders.GeneratorPartitions; p++ {
-		ords, err := cl.GetOffset(orders.TopicOrders, p, sarama.OffsetNewest)
+		ordersEnd, err := cl.GetOffset(orders.TopicOrders, p, sarama.OffsetNewest)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,16 +247,16 @@ func TestWriterKeepsPaymentsNearTheirOrders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ords < 1000 {
-			t.Fatalf("partition %d: only %d ords written", p, ords)
+		if ordersEnd < 1000 {
+			t.Fatalf("partition %d: only %d orders written", p, ordersEnd)
 		}
 		// The last payment written was due: its block had begun.
-		if !gen.PaymentDue(int(p), payments-1, ords) {
-			t.Errorf("partition %d: payment %d written with only %d orders", p, payments-1, ords)
+		if !gen.PaymentDue(int(p), payments-1, ordersEnd) {
+			t.Errorf("partition %d: payment %d written with only %d orders", p, payments-1, ordersEnd)
 		}
 		// And the next one is not far behind: the payments keep up.
-		if !gen.PaymentDue(int(p), payments+64, ords+3*32) {
-			t.Errorf("partition %d: payments lag: %d payments for %d orders", p, payments, ords)
+		if !gen.PaymentDue(int(p), payments+64, ordersEnd+3*32) {
+			t.Errorf("partition %d: payments lag: %d payments for %d orders", p, payments, ordersEnd)
 		}
 	}
 }
@@ -330,7 +331,7 @@ func closeCommitsTheLastOffsets(t *testing.T, rounds int64, before func(e *Embed
 	}
 }
 
-// testTopics are the topics of the ords job: its inputs with the
+// testTopics are the topics of the orders job: its inputs with the
 // generator's partitions, and the output.
 func testTopics(output string, outputPartitions int32) map[string]int32 {
 	return map[string]int32{

@@ -3,13 +3,13 @@ package kafka
 import (
 	"context"
 	"errors"
-	"faultline/runtime/flatjson"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/runtime/flatjson"
 	"faultline/runtime/verify"
 )
 

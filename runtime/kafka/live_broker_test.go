@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/checkpoint"
+	"faultline/runtime/jobs/orders"
 )
 
 // The broker goes away for a while: the verifier says so, keeps going, and

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"encoding/json"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/checkpoint"
+	"faultline/runtime/jobs/orders"
 )
 
 // With the join's state TTL, a paid order whose order and payment are
@@ -74,7 +74,7 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 }
 
 // An unaligned checkpoint holds records in flight: the verifier does not
-// count their paid ords as lost while they are missing from the output
+// count their paid orders as lost while they are missing from the output
 // committed as of it, and counts them once a later checkpoint commits them
 // or no longer holds them.
 func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
@@ -98,7 +98,7 @@ func TestLiveVerifierDoesNotCountInFlightAsLost(t *testing.T) {
 	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
 	defer run.stop()
 
-	// Checkpoint 1 holds two paid ords in flight: they are not in its
+	// Checkpoint 1 holds two paid orders in flight: they are not in its
 	// output.
 	b1 := bounds(gen, topics, 1, 2)
 	out1 := newSince(expectedBelow(t, gen, b1, true), nil)

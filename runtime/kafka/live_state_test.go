@@ -12,11 +12,11 @@ import (
 // The bookkeeping alone: bounds, tentative and confirmed, duplicates.
 func TestLiveStateCounts(t *testing.T) {
 	s := liveState{inputs: []string{"orders", "payments"}}
-	ords := &livePart{input: true, conf: orderConf, tent: orderTent}
+	ordersPart := &livePart{input: true, conf: orderConf, tent: orderTent}
 	payments := &livePart{input: true, conf: paymentConf, tent: paymentTent}
 	out := &livePart{}
 	rec := func(off int64, id string) parsedID { return parsedID{off: off, id: []byte(id), ok: true} }
-	s.addInput(ords, []parsedID{rec(0, "o-000001"), rec(1, "o-000002"), {off: 2}, rec(3, "x-3")})
+	s.addInput(ordersPart, []parsedID{rec(0, "o-000001"), rec(1, "o-000002"), {off: 2}, rec(3, "x-3")})
 	s.addInput(payments, []parsedID{rec(0, "o-000002"), rec(1, "x-3"), rec(2, "o-000001")})
 	s.addOutput(out, []parsedID{rec(0, "o-000002"), rec(1, "o-000002"), {off: 2}})
 	if s.committed != 3 || s.duplicates != 1 || s.badOutputs != 1 {
@@ -24,17 +24,17 @@ func TestLiveStateCounts(t *testing.T) {
 	}
 	// Orders 0-1, payments 0-1: o-000002 expected (seen); o-000001 has no
 	// payment below the bound; x-3 has no order below it.
-	s.tentative(ords, 2)
+	s.tentative(ordersPart, 2)
 	s.tentative(payments, 2)
 	if s.unseenTent != 0 || s.unseenConf != 0 {
 		t.Fatalf("tentative 2/2: tent %d conf %d", s.unseenTent, s.unseenConf)
 	}
-	s.tentative(ords, 4)
+	s.tentative(ordersPart, 4)
 	s.tentative(payments, 3)
 	if s.unseenTent != 2 || s.unseenConf != 0 {
 		t.Fatalf("tentative 4/3: tent %d conf %d, want 2 and 0", s.unseenTent, s.unseenConf)
 	}
-	s.confirm(ords)
+	s.confirm(ordersPart)
 	s.confirm(payments)
 	if s.unseenConf != 2 {
 		t.Fatalf("confirmed: %d unseen, want 2", s.unseenConf)
@@ -44,17 +44,17 @@ func TestLiveStateCounts(t *testing.T) {
 		t.Fatalf("after x-3 came: conf %d tent %d, want 1", s.unseenConf, s.unseenTent)
 	}
 	// A record arriving below a confirmed bound counts at once.
-	s.addInput(ords, []parsedID{rec(4, "o-000009")})
+	s.addInput(ordersPart, []parsedID{rec(4, "o-000009")})
 	s.addInput(payments, []parsedID{rec(3, "o-000009")})
 	if s.unseenConf != 1 {
 		t.Fatalf("beyond the bounds: %d unseen, want 1", s.unseenConf)
 	}
-	s.tentative(ords, 5)
+	s.tentative(ordersPart, 5)
 	s.tentative(payments, 4)
-	s.confirm(ords)
+	s.confirm(ordersPart)
 	s.confirm(payments)
-	if s.unseenConf != 2 || len(ords.pending) != 0 || len(payments.pending) != 0 {
-		t.Fatalf("after bounds 5/4: %d unseen, pending %d/%d", s.unseenConf, len(ords.pending), len(payments.pending))
+	if s.unseenConf != 2 || len(ordersPart.pending) != 0 || len(payments.pending) != 0 {
+		t.Fatalf("after bounds 5/4: %d unseen, pending %d/%d", s.unseenConf, len(ordersPart.pending), len(payments.pending))
 	}
 }
 

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"encoding/json"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"faultline/checkpoint"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/verify"
 )
 
@@ -102,7 +102,7 @@ func writeInputs(t *testing.T, c Client, gen *orders.Generator, from, to checkpo
 	}
 }
 
-// expectedBelow is the test's own oracle: the ords below b (that are
+// expectedBelow is the test's own oracle: the orders below b (that are
 // paid below b, when paid).
 func expectedBelow(t *testing.T, gen *orders.Generator, b checkpoint.Offsets, paid bool) map[string]orders.Order {
 	t.Helper()
@@ -158,7 +158,7 @@ func sortOrders(os []orders.Order) {
 	}
 }
 
-// writeTxn writes the sink's records of ords into transaction txn of o
+// writeTxn writes the sink's records of orders into transaction txn of o
 // and prepares it (flushed, still open); the committable commits it.
 func writeTxn(t *testing.T, o *Output, txn string, ords []orders.Order) string {
 	t.Helper()

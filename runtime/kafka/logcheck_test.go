@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"errors"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+
+	"faultline/runtime/jobs/orders"
 )
 
 // logCase is a kind of damage, or of what a killed process leaves, done to

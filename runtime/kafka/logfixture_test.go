@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"encoding/binary"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+
+	"faultline/runtime/jobs/orders"
 )
 
-// brokerLog is a real log written by the embedded broker and closed: ords
+// brokerLog is a real log written by the embedded broker and closed: orders
 // partition 0 in several segments, the other input partitions in one, and
 // committed transactions in revenue.
 type brokerLog struct {
@@ -22,7 +23,7 @@ type brokerLog struct {
 	ends map[string]int64 // per partition folder ("orders-0"), the log's end
 }
 
-// writeBrokerLog writes a brokerLog: 7,000 records of 1 KiB into ords/0
+// writeBrokerLog writes a brokerLog: 7,000 records of 1 KiB into orders/0
 // (four segments or more) and five batches of one record, 200 records into
 // each other input partition, and two committed transactions of 500
 // records into revenue.
@@ -55,7 +56,7 @@ func writeBrokerLog(t *testing.T) brokerLog {
 			}
 		}
 	}
-	// Five batches of one record each close ords/0: its last segment
+	// Five batches of one record each close orders/0: its last segment
 	// holds several batches whatever Sarama made of the rounds.
 	for i := range 5 {
 		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("last-", i))}); err != nil {

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,11 +10,12 @@ import (
 
 	"faultline/checkpoint"
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/verify"
 )
 
 // retentionSetup is a broker on disk with a quarter of the generator's input
-// and a job's output of it: committed transactions for the paid ords of
+// and a job's output of it: committed transactions for the paid orders of
 // the first and second eighth, a duplicate, and a transaction still open.
 type retentionFixture struct {
 	c          Client
@@ -103,7 +103,7 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := f.logStart(t, orders.TopicOrders, 0); got != 0 {
-		t.Fatalf("deleted below %d of ords/0 while a reader had read nothing", got)
+		t.Fatalf("deleted below %d of orders/0 while a reader had read nothing", got)
 	}
 	readersReady = true
 	if err := r.Round(context.Background()); err != nil {

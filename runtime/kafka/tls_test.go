@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"faultline/runtime"
 	"math/big"
 	"net"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"faultline/runtime"
 )
 
 // testCA makes a CA and a certificate it signs for 127.0.0.1, and writes

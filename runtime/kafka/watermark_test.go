@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"math"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"faultline/runtime"
+	"faultline/runtime/jobs/orders"
 )
 
 // A source stamps each record with its watermark: the least, over the

@@ -2,11 +2,12 @@ package spec_test
 
 import (
 	"errors"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
 	"fmt"
 	"strings"
 	"testing"
+
+	"faultline/runtime/jobs/orders"
+	"faultline/runtime/spec"
 )
 
 func TestSizeTooBig(t *testing.T) {

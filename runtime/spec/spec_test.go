@@ -2,8 +2,6 @@ package spec_test
 
 import (
 	"errors"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"faultline/runtime/jobs/orders"
+	"faultline/runtime/spec"
 )
 
 // parse and load read a spec of the orders job, whose kinds the specs of

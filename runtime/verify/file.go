@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"faultline/runtime/flatjson"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"slices"
 
 	"faultline/internal/atomicfile"
+	"faultline/runtime/flatjson"
 )
 
 // ledgerMagic starts a saved ledger (faultline verification ledger,

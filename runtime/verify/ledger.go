@@ -15,11 +15,12 @@
 package verify
 
 import (
-	"faultline/runtime/flatjson"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
+
+	"faultline/runtime/flatjson"
 )
 
 // Bits of an id's byte.

@@ -2,7 +2,6 @@ package crash
 
 import (
 	"bytes"
-	"faultline/runtime/jobs/orders"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"faultline/internal/e2e"
+	"faultline/runtime/jobs/orders"
 	"faultline/runtime/spec"
 )
 

@@ -1,12 +1,12 @@
 package orders
 
 import (
-	"faultline/runtime"
 	"fmt"
 	"testing"
 	"time"
 
 	"faultline/backend"
+	"faultline/runtime"
 )
 
 // collected keeps what an operator emits.

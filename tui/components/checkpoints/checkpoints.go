@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+
+	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 // Model is the checkpoint history (Flink's web UI: Checkpoints →

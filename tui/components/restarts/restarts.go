@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"faultline/runtime/view"
+	"faultline/tui/common"
 )
 
 // Model shows the restart strategy (Flink: RestartBackoffTimeStrategy)
