@@ -44,7 +44,7 @@ test: deps
 # test binaries end without the race detector's second of grace for
 # goroutines still running (GORACE=atexit_sleep_ms=0), as the program's
 # runs in the end-to-end tests do.
-SLOWEST_FIRST := ./runtime/ ./backend/ ./checkpoint/ ./internal/e2e/runs/ ./internal/e2e/statedir/ \
+SLOWEST_FIRST := ./runtime/ ./backend/ ./checkpoint/badgerstore/ ./checkpoint/ ./internal/e2e/runs/ ./internal/e2e/statedir/ \
 	./runtime/kafka/ ./internal/e2e/faults/ ./internal/e2e/tour/ ./internal/e2e/soak/ ./internal/e2e/tui/ \
 	./internal/e2e/crash/
 
@@ -73,7 +73,7 @@ FUZZTIME ?= 60s
 soak: deps
 	$(GO) test -count=1 -timeout 90m -p 1 -run 'Soak' -v ./internal/e2e/... -args -soak -soak.seed=$(SOAK_SEED)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/spec/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCheckpoint$$' -fuzztime $(FUZZTIME) ./checkpoint/badgerstore/
 	$(GO) test -run '^$$' -fuzz '^FuzzOrderIDOfAgreesWithEncodingJSON$$' -fuzztime $(FUZZTIME) ./runtime/flatjson/
 
 # The Kafka lane: faultline's Kafka tests against a real Apache Kafka

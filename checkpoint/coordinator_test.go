@@ -144,7 +144,7 @@ func (h *harness) ack(attempt, id int64, tasks ...TaskID) {
 
 func ackOf(task TaskID, id int64) SubtaskAck {
 	a := SubtaskAck{
-		Handle:           Handle{Key: stateKey(id, task)},
+		Handle:           Handle{Key: StateKey(id, task)},
 		Bytes:            100,
 		IncrementalBytes: 10,
 		Alignment:        time.Duration(task.Index+1) * time.Millisecond,
@@ -239,7 +239,7 @@ func TestTaskFinishedCarriesPreviousState(t *testing.T) {
 	if !got.Finished || got.Handle != want.Handle || got.Offsets["orders"][0] != want.Offsets["orders"][0] || got.IncrementalBytes != 0 {
 		t.Errorf("carried state of src/0 = %+v, want the ack of checkpoint %d, finished", got, first)
 	}
-	if got := completed[1].Completed.Tasks[sink]; got.Finished || got.Handle.Key != stateKey(second, sink) {
+	if got := completed[1].Completed.Tasks[sink]; got.Finished || got.Handle.Key != StateKey(second, sink) {
 		t.Errorf("state of sink/0 = %+v, want its own ack", got)
 	}
 

@@ -10,11 +10,11 @@ import (
 	"sync"
 )
 
-// castagnoli is the CRC32 polynomial state blobs are checksummed with.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// Castagnoli is the CRC32 polynomial state blobs are checksummed with.
+var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checksum is the CRC32 (Castagnoli) checksum recorded in a Handle.
-func checksum(data []byte) uint32 { return crc32.Checksum(data, castagnoli) }
+// Checksum is the CRC32 (Castagnoli) checksum recorded in a Handle.
+func Checksum(data []byte) uint32 { return crc32.Checksum(data, Castagnoli) }
 
 // MemoryStore is a Store kept in memory (Flink: a CompletedCheckpointStore
 // such as StandaloneCompletedCheckpointStore, together with
@@ -44,10 +44,10 @@ func (b blob) size() (n int64) {
 	return n
 }
 
-func (b blob) checksum() uint32 {
+func (b blob) Checksum() uint32 {
 	var c uint32
 	for _, p := range b.parts {
-		c = crc32.Update(c, castagnoli, p)
+		c = crc32.Update(c, Castagnoli, p)
 	}
 	return c
 }
@@ -65,8 +65,8 @@ func NewMemoryStore(retained int) *MemoryStore {
 	}
 }
 
-// stateKey names the blob of task for checkpoint id.
-func stateKey(id int64, task TaskID) string {
+// StateKey names the blob of task for checkpoint id.
+func StateKey(id int64, task TaskID) string {
 	return fmt.Sprintf("chk-%d/%s/%d", id, task.Operator, task.Index)
 }
 
@@ -83,7 +83,7 @@ func (s *MemoryStore) PutStateParts(ctx context.Context, id int64, task TaskID, 
 		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
 	}
 	b := blob{id: id, parts: parts}
-	h := Handle{Key: stateKey(id, task), Size: b.size(), Checksum: b.checksum()}
+	h := Handle{Key: StateKey(id, task), Size: b.size(), Checksum: b.Checksum()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.blobs[h.Key] = b
@@ -103,7 +103,7 @@ func (s *MemoryStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("get state %s: %w", h.Key, ErrNotFound)
 	}
-	if got := b.checksum(); got != h.Checksum || b.size() != h.Size {
+	if got := b.Checksum(); got != h.Checksum || b.size() != h.Size {
 		return nil, fmt.Errorf("get state %s: %d bytes with checksum %08x, want %d bytes with checksum %08x: %w",
 			h.Key, b.size(), got, h.Size, h.Checksum, ErrChecksum)
 	}

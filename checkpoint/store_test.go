@@ -25,7 +25,7 @@ func TestMemoryStoreChecksum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Size != int64(len(data)) || h.Checksum != checksum(data) || h.Key == "" {
+	if h.Size != int64(len(data)) || h.Checksum != Checksum(data) || h.Key == "" {
 		t.Errorf("handle = %+v", h)
 	}
 	got, err := s.GetState(ctx, h)
@@ -105,8 +105,8 @@ func TestMemoryStoreKeepsParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	whole := slices.Concat(parts...)
-	if h.Size != int64(len(whole)) || h.Checksum != checksum(whole) {
-		t.Fatalf("handle %+v, want %d bytes with checksum %08x", h, len(whole), checksum(whole))
+	if h.Size != int64(len(whole)) || h.Checksum != Checksum(whole) {
+		t.Fatalf("handle %+v, want %d bytes with checksum %08x", h, len(whole), Checksum(whole))
 	}
 	s.mu.Lock()
 	kept := s.blobs[h.Key].parts

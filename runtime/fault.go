@@ -57,10 +57,7 @@ type Corrupter interface {
 	Corrupt(key string) error
 }
 
-var (
-	_ Corrupter = (*checkpoint.BadgerStore)(nil)
-	_ Corrupter = (*checkpoint.MemoryStore)(nil)
-)
+var _ Corrupter = (*checkpoint.MemoryStore)(nil)
 
 // ErrInjected is the error an injected fault makes a task fail with.
 var ErrInjected = errors.New("injected fault")

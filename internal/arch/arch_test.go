@@ -68,6 +68,7 @@ var rules = []rule{
 	{"faultline/checkpoint", []string{"faultline/runtime", "faultline/tui", "faultline/internal/cli"}, "checkpoint knows nothing of the engine or the UI", nil},
 	{"faultline/backend", []string{"faultline/runtime", "faultline/tui", "faultline/checkpoint", "faultline/internal/cli"}, "state backends know nothing of the engine, the UI or the checkpoint store", nil},
 	{"faultline/runtime", []string{"faultline/tui", "faultline/internal/cli"}, "the engine never calls into the UI or the command line", nil},
+	{"faultline/runtime", []string{"faultline/checkpoint/badgerstore"}, "the engine takes a checkpoint.Store: which store holds a state dir is the command line's choice", nil},
 	{"faultline/runtime/verify", []string{"faultline"}, "the oracle judges the output on its own: it imports nothing of the engine", []string{"faultline/runtime/flatjson", "faultline/runtime/spec", "faultline/internal/atomicfile"}},
 	{"faultline/runtime/flatjson", []string{"faultline"}, "the record scanner is a leaf", nil},
 	{"faultline/runtime/barrier", []string{"faultline"}, "barrier handlers are pure state machines", nil},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
@@ -73,7 +74,7 @@ func logNeeds(s stateNeeds) kafka.LogNeeds {
 // brokerNeeds reads what the state dir holds for the broker command, which
 // runs no job: its checkpoints and its ledger's positions, but not its
 // input (the job's topics are a run's to know).
-func brokerNeeds(ctx context.Context, store *checkpoint.BadgerStore, stateDir string) (kafka.LogNeeds, error) {
+func brokerNeeds(ctx context.Context, store *badgerstore.Store, stateDir string) (kafka.LogNeeds, error) {
 	cps, err := store.All(ctx)
 	if err != nil {
 		return kafka.LogNeeds{}, err

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 )
 
 // checkpointDir is where a state dir keeps its checkpoints.
@@ -34,7 +35,7 @@ type checkpointsFlags struct {
 
 // open opens the store read-only (list, inspect, verify) or to write
 // (delete); neither creates anything where there is no store.
-func (f *checkpointsFlags) open(write bool) (*checkpoint.BadgerStore, error) {
+func (f *checkpointsFlags) open(write bool) (*badgerstore.Store, error) {
 	dir := f.stateDir
 	if dir == "" {
 		d, err := defaultStateDir()
@@ -44,11 +45,11 @@ func (f *checkpointsFlags) open(write bool) (*checkpoint.BadgerStore, error) {
 		dir = d
 	}
 	cdir := checkpointDir(dir)
-	s, err := waitForDying(cdir, func() (*checkpoint.BadgerStore, error) {
+	s, err := waitForDying(cdir, func() (*badgerstore.Store, error) {
 		if write {
-			return checkpoint.OpenBadgerStore(cdir, 0, checkpoint.Existing())
+			return badgerstore.Open(cdir, 0, badgerstore.Existing())
 		}
-		return checkpoint.OpenBadgerStoreReadOnly(cdir)
+		return badgerstore.OpenReadOnly(cdir)
 	})
 	if err != nil {
 		return nil, exitError{code: 1, err: err}
@@ -233,7 +234,7 @@ type damagedRecord struct {
 
 // records reads every record of the store: the intact checkpoints and
 // savepoints, and the damaged or lost ones.
-func records(s *checkpoint.BadgerStore) ([]*checkpoint.Completed, []damagedRecord, error) {
+func records(s *badgerstore.Store) ([]*checkpoint.Completed, []damagedRecord, error) {
 	all, err := s.All(context.Background())
 	if err != nil {
 		return nil, nil, exitError{code: 1, err: err}
@@ -246,7 +247,7 @@ func records(s *checkpoint.BadgerStore) ([]*checkpoint.Completed, []damagedRecor
 }
 
 // damagedRecords lists the damaged and lost records of s, ascending.
-func damagedRecords(s *checkpoint.BadgerStore) ([]damagedRecord, error) {
+func damagedRecords(s *badgerstore.Store) ([]damagedRecord, error) {
 	ids, err := s.Damaged(context.Background())
 	if err != nil {
 		return nil, exitError{code: 1, err: err}

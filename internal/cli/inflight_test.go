@@ -12,6 +12,7 @@ import (
 
 	"faultline/backend"
 	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 )
 
 // emptyRecords is the channel state of n records without key, bytes or
@@ -41,7 +42,7 @@ func inspectCmd(t *testing.T, dir string, args ...string) (string, error) {
 func TestInspectShowsChannelState(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := checkpoint.OpenBadgerStore(checkpointDir(dir), 3)
+	s, err := badgerstore.Open(checkpointDir(dir), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

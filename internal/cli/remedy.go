@@ -7,7 +7,7 @@ import (
 	"errors"
 	"strings"
 
-	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
 )
@@ -18,8 +18,8 @@ var remedies = []struct {
 	err       error
 	sep, says string
 }{
-	{checkpoint.ErrDamaged, ": ", "`faultline run --fresh` starts the job again from nothing"},
-	{checkpoint.ErrNoStore, ": ", "is --state-dir right?"},
+	{badgerstore.ErrDamaged, ": ", "`faultline run --fresh` starts the job again from nothing"},
+	{badgerstore.ErrNoStore, ": ", "is --state-dir right?"},
 	{kafka.ErrLogDamaged, "; ", "start again from nothing with --fresh or faultline reset"},
 	{runtime.ErrNoValidCheckpoint, "; ", "start again from nothing with --fresh, or read the input again from its beginning, skipping what the output already holds, with --allow-fresh-start"},
 	{runtime.ErrNonRestoredState, "; ", "drop it with --allow-non-restored-state"},

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"faultline/checkpoint/badgerstore"
 
-	"faultline/checkpoint"
+	"github.com/spf13/cobra"
 )
 
 // newResetCmd is `faultline reset`: everything runs keep in the state dir
@@ -100,7 +100,7 @@ func resetStateDir(ctx context.Context, dir string, ask resetAsk, out io.Writer)
 	store.Close()
 	// What is left of the store is an empty one: it goes too, unless a
 	// run has taken the state dir meanwhile (it found it empty).
-	if err := checkpoint.Remove(checkpointDir(dir)); err != nil && !errors.Is(err, checkpoint.ErrLocked) {
+	if err := badgerstore.Remove(checkpointDir(dir)); err != nil && !errors.Is(err, badgerstore.ErrLocked) {
 		fmt.Fprintf(out, "faultline: the empty checkpoint store stays: %v\n", err)
 	}
 	fmt.Fprintf(out, "faultline: reset %s: deleted %s\n", dir, what)
@@ -114,12 +114,12 @@ func resetStateDir(ctx context.Context, dir string, ask resetAsk, out io.Writer)
 func stateDirHolds(ctx context.Context, dir string) ([]string, error) {
 	cdir := checkpointDir(dir)
 	var held []string
-	store, err := waitForDying(cdir, func() (*checkpoint.BadgerStore, error) { return checkpoint.OpenBadgerStoreReadOnly(cdir) })
+	store, err := waitForDying(cdir, func() (*badgerstore.Store, error) { return badgerstore.OpenReadOnly(cdir) })
 	switch {
 	case err == nil:
 		defer store.Close()
-	case errors.Is(err, checkpoint.ErrNoStore):
-	case errors.Is(err, checkpoint.ErrDamaged):
+	case errors.Is(err, badgerstore.ErrNoStore):
+	case errors.Is(err, badgerstore.ErrDamaged):
 		held = append(held, "a damaged checkpoint store")
 	default:
 		return nil, resetError(dir, err)
@@ -141,7 +141,7 @@ func stateDirHolds(ctx context.Context, dir string) ([]string, error) {
 // resetError is why reset deleted nothing in dir: a faultline that holds
 // it (named, with its pid), or what opening its store said.
 func resetError(dir string, err error) error {
-	if errors.Is(err, checkpoint.ErrLocked) {
+	if errors.Is(err, badgerstore.ErrLocked) {
 		return exitError{code: 1, err: fmt.Errorf("cannot reset %s, nothing deleted: %w; stop it first (q in its terminal UI, Ctrl-C), then reset", dir, err)}
 	}
 	return exitError{code: 1, err: fmt.Errorf("cannot reset %s: %w", dir, err)}

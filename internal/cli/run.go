@@ -16,7 +16,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/internal/clock"
 	"faultline/internal/diskroom"
 	"faultline/runtime"
@@ -94,7 +94,7 @@ type runState struct {
 
 	// prepare
 	stateDir, logPath, workDir string
-	store                      *checkpoint.BadgerStore
+	store                      *badgerstore.Store
 	logger                     *log.Logger
 	expect                     verify.Expect
 	ledger                     *verify.Ledger
@@ -215,13 +215,13 @@ func (r *runState) prepare(ctx context.Context) error {
 
 // openStateStore opens the state dir's checkpoint store (emptied first
 // with --fresh), whose lock is the state dir's.
-func (r *runState) openStateStore(ctx context.Context) (*checkpoint.BadgerStore, error) {
+func (r *runState) openStateStore(ctx context.Context) (*badgerstore.Store, error) {
 	o := r.o
-	var store *checkpoint.BadgerStore
+	var store *badgerstore.Store
 	var err error
 	if o.fresh {
 		store, err = freshStateDir(ctx, r.stateDir, o.retained)
-		if err != nil && !errors.Is(err, checkpoint.ErrLocked) {
+		if err != nil && !errors.Is(err, badgerstore.ErrLocked) {
 			err = fmt.Errorf("--fresh: %w", err)
 		}
 	} else {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
 	"faultline/runtime/verify"
@@ -69,7 +70,7 @@ type retentionSetup struct {
 	continues   bool
 	ledger      *verify.Ledger
 	path        string
-	store       *checkpoint.BadgerStore
+	store       *badgerstore.Store
 	job         *runtime.Job
 	live        *kafka.LiveVerifier // the UI's, or nil
 	logf        func(string, ...any)

@@ -13,7 +13,9 @@ import (
 	"sync"
 
 	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/internal/atomicfile"
+	"faultline/runtime"
 	"faultline/runtime/kafka"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
@@ -77,21 +79,24 @@ func inputRecorder(stateDir string, r inputRecord) func() error {
 
 // inputStore is the checkpoint store as the job sees it: the first
 // checkpoint or savepoint it adds records the run's input first. Every
-// other method is the BadgerStore's, so that the engine still finds the
+// other method is the Badger store's, so that the engine still finds the
 // store's optional abilities.
 type inputStore struct {
-	*checkpoint.BadgerStore
+	*badgerstore.Store
 	recordInput func() error
 }
 
-var _ checkpoint.Store = inputStore{}
+var (
+	_ checkpoint.Store  = inputStore{}
+	_ runtime.Corrupter = inputStore{}
+)
 
 // Add records the run's input, then adds c.
 func (s inputStore) Add(ctx context.Context, c *checkpoint.Completed) error {
 	if err := s.recordInput(); err != nil {
 		return err
 	}
-	return s.BadgerStore.Add(ctx, c)
+	return s.Store.Add(ctx, c)
 }
 
 // checkInput refuses to go on from a state dir whose input is not the one
@@ -125,7 +130,7 @@ func (o *runOptions) checkInput(stateDir, job string, generated bool) (inputReco
 // e.g. "checkpoints (newest 7)", "the embedded broker's log"; none for a
 // new state dir. Without a store (nil) it says what the rest of the state
 // dir holds.
-func earlierRuns(ctx context.Context, store *checkpoint.BadgerStore, stateDir string, embedded bool) ([]string, error) {
+func earlierRuns(ctx context.Context, store *badgerstore.Store, stateDir string, embedded bool) ([]string, error) {
 	var held []string
 	if store != nil {
 		all, err := store.All(ctx)
@@ -175,7 +180,7 @@ var stateDirKept = []string{"kafka", "verify", inputFile, inputFile + ".tmp", ba
 // checkpoints and savepoints, the embedded broker's log, the verification
 // ledger, inputFile and badRecordFile (stateDirKept). The store must be
 // open, so that no other process uses the state dir.
-func clearStateDir(ctx context.Context, store *checkpoint.BadgerStore, stateDir string) error {
+func clearStateDir(ctx context.Context, store *badgerstore.Store, stateDir string) error {
 	if err := store.Clear(ctx); err != nil {
 		return err
 	}
@@ -190,10 +195,10 @@ func clearStateDir(ctx context.Context, store *checkpoint.BadgerStore, stateDir 
 // freshStateDir empties the state dir for a clean start, as `run --fresh`
 // and `reset` do: it opens the checkpoint store, which takes the state
 // dir's lock (removing a store too damaged to open, never one another
-// process holds: that is an error wrapping checkpoint.ErrLocked), and
+// process holds: that is an error wrapping badgerstore.ErrLocked), and
 // deletes everything runs keep there (clearStateDir). It returns the
 // store, open and empty.
-func freshStateDir(ctx context.Context, stateDir string, retained int) (*checkpoint.BadgerStore, error) {
+func freshStateDir(ctx context.Context, stateDir string, retained int) (*badgerstore.Store, error) {
 	store, err := openStoreFresh(checkpointDir(stateDir), retained)
 	if err != nil {
 		return nil, err
@@ -208,12 +213,12 @@ func freshStateDir(ctx context.Context, stateDir string, retained int) (*checkpo
 // openStoreFresh opens the state dir's checkpoint store for a clean start:
 // a store too damaged to open is removed first (never one that another
 // process holds).
-func openStoreFresh(dir string, retained int) (*checkpoint.BadgerStore, error) {
+func openStoreFresh(dir string, retained int) (*badgerstore.Store, error) {
 	s, err := openStore(dir, retained)
-	if err == nil || errors.Is(err, checkpoint.ErrLocked) {
+	if err == nil || errors.Is(err, badgerstore.ErrLocked) {
 		return s, err
 	}
-	if rerr := checkpoint.Remove(dir); rerr != nil {
+	if rerr := badgerstore.Remove(dir); rerr != nil {
 		return nil, fmt.Errorf("%w; and it cannot be removed: %v", err, rerr)
 	}
 	return openStore(dir, retained)

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/internal/diskroom"
 )
 
@@ -97,7 +97,7 @@ func sweepTourDirs(tmp string, now time.Time) (n int, size int64) {
 		if err != nil {
 			continue // a live tour's, or not ours to judge
 		}
-		if checkpoint.InUse(checkpointDir(dir)) {
+		if badgerstore.InUse(checkpointDir(dir)) {
 			unlock()
 			continue // a run (of a tour that took no lock) still uses it
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/internal/supervise"
 )
 
@@ -30,17 +30,17 @@ func dirGone(path string) bool {
 // lock. A faultline whose supervisor was just killed (a SIGKILL of the
 // whole program) may still hold it for a moment while the kernel ends it:
 // openStore waits for that, and only for that, up to a few seconds.
-func openStore(dir string, retained int) (*checkpoint.BadgerStore, error) {
-	return waitForDying(dir, func() (*checkpoint.BadgerStore, error) { return checkpoint.OpenBadgerStore(dir, retained) })
+func openStore(dir string, retained int) (*badgerstore.Store, error) {
+	return waitForDying(dir, func() (*badgerstore.Store, error) { return badgerstore.Open(dir, retained) })
 }
 
 // waitForDying calls open until it does not fail with ErrLocked by a
 // holder that is dying (see openStore), for up to 5 s.
-func waitForDying(dir string, open func() (*checkpoint.BadgerStore, error)) (*checkpoint.BadgerStore, error) {
+func waitForDying(dir string, open func() (*badgerstore.Store, error)) (*badgerstore.Store, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s, err := open()
-		if err == nil || !errors.Is(err, checkpoint.ErrLocked) || time.Now().After(deadline) || !supervise.Dying(lockHolder(dir)) {
+		if err == nil || !errors.Is(err, badgerstore.ErrLocked) || time.Now().After(deadline) || !supervise.Dying(lockHolder(dir)) {
 			return s, err
 		}
 		time.Sleep(20 * time.Millisecond)

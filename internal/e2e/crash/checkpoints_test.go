@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/internal/e2e"
 	"faultline/tui"
 )
@@ -69,11 +69,11 @@ func TestCheckpointsCommand(t *testing.T) {
 func flipNewestState(t *testing.T, stateDir string) (newest, previous int64) {
 	t.Helper()
 	// The killed run's child may hold the store for a moment more.
-	var s *checkpoint.BadgerStore
+	var s *badgerstore.Store
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		s, err = checkpoint.OpenBadgerStore(filepath.Join(stateDir, "checkpoints"), 3)
-		if !errors.Is(err, checkpoint.ErrLocked) || time.Now().After(deadline) {
+		s, err = badgerstore.Open(filepath.Join(stateDir, "checkpoints"), 3)
+		if !errors.Is(err, badgerstore.ErrLocked) || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -160,7 +160,7 @@ func TestResumeFallsBackFromACorruptedCheckpoint(t *testing.T) {
 func TestSecondProcessOnTheStateDirIsTurnedAway(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, err := checkpoint.OpenBadgerStore(filepath.Join(dir, "checkpoints"), 3)
+	s, err := badgerstore.Open(filepath.Join(dir, "checkpoints"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ func TestCheckpointsCommandsOnAMissingStore(t *testing.T) {
 func TestCheckpointsListWhileARunHoldsTheStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, err := checkpoint.OpenBadgerStore(filepath.Join(dir, "checkpoints"), 3)
+	s, err := badgerstore.Open(filepath.Join(dir, "checkpoints"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

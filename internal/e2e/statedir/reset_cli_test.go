@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"faultline/checkpoint/badgerstore"
 	"faultline/internal/e2e"
 )
 
@@ -87,7 +87,7 @@ func TestResetEmptiesTheStateDir(t *testing.T) {
 func TestResetLeavesAHeldStateDirAlone(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s, err := checkpoint.OpenBadgerStore(filepath.Join(dir, "checkpoints"), 3)
+	s, err := badgerstore.Open(filepath.Join(dir, "checkpoints"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -12,13 +12,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"faultline/checkpoint"
 )
 
 // crashCopy copies the files of the open store s into a new directory, as a
 // copy taken while a process holds the store (or the store a crash leaves):
 // its newest writes are in memtable logs (*.mem) that no Close has flushed.
 // Badger maps its files shared, so a read sees what it wrote.
-func crashCopy(t *testing.T, s *BadgerStore) string {
+func crashCopy(t *testing.T, s *Store) string {
 	t.Helper()
 	to := t.TempDir()
 	entries, err := os.ReadDir(s.Dir())
@@ -68,17 +70,17 @@ func TestBadgerStoreMemtableLogDeleted(t *testing.T) {
 	cases := []struct {
 		name     string
 		retained int
-		add      []Kind // checkpoint ids 1, 2, …
+		add      []checkpoint.Kind // checkpoint ids 1, 2, …
 		flush    int64
 		intact   []int64
 		lost     []int64
 	}{
-		{"everything in the memtable", 3, []Kind{KindCheckpoint, KindCheckpoint, KindCheckpoint}, 0, nil, []int64{1, 2, 3}},
-		{"the newest in the memtable", 3, []Kind{KindCheckpoint, KindCheckpoint, KindCheckpoint}, 2, []int64{1, 2}, []int64{3}},
-		{"a savepoint before the newest", 3, []Kind{KindCheckpoint, KindSavepoint, KindCheckpoint}, 1, []int64{1}, []int64{2, 3}},
+		{"everything in the memtable", 3, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint}, 0, nil, []int64{1, 2, 3}},
+		{"the newest in the memtable", 3, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint}, 2, []int64{1, 2}, []int64{3}},
+		{"a savepoint before the newest", 3, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindSavepoint, checkpoint.KindCheckpoint}, 1, []int64{1}, []int64{2, 3}},
 		// Retention's deletion of 3 went with the memtable log: its record
 		// (and its blob) are back.
-		{"retention's deletions too", 2, []Kind{KindCheckpoint, KindCheckpoint, KindCheckpoint, KindCheckpoint, KindCheckpoint}, 4, []int64{3, 4}, []int64{5}},
+		{"retention's deletions too", 2, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint}, 4, []int64{3, 4}, []int64{5}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +98,7 @@ func TestBadgerStoreMemtableLogDeleted(t *testing.T) {
 			}
 			max := int64(len(tc.add))
 
-			r, err := OpenBadgerStoreReadOnly(dir)
+			r, err := OpenReadOnly(dir)
 			if err != nil {
 				t.Fatalf("read-only open: %v", err)
 			}
@@ -105,7 +107,7 @@ func TestBadgerStoreMemtableLogDeleted(t *testing.T) {
 
 			w := openBadger(t, dir, tc.retained)
 			checkLost(t, "read-write", w, tc.intact, tc.lost, max)
-			putAndAdd(t, w, w.MaxID()+1, KindCheckpoint, 100, sink)
+			putAndAdd(t, w, w.MaxID()+1, checkpoint.KindCheckpoint, 100, sink)
 			if got := w.MaxID(); got != max+1 {
 				t.Errorf("after an Add: MaxID = %d, want %d", got, max+1)
 			}
@@ -132,7 +134,7 @@ func TestBadgerStoreMemtableLogDeleted(t *testing.T) {
 
 // checkLost checks that s lists intact, reports lost as lost and numbers
 // after max.
-func checkLost(t *testing.T, how string, s *BadgerStore, intact, lost []int64, max int64) {
+func checkLost(t *testing.T, how string, s *Store, intact, lost []int64, max int64) {
 	t.Helper()
 	ctx := context.Background()
 	all, err := s.All(ctx)
@@ -193,7 +195,7 @@ func encodeHeldRaw(maxID int64, n uint32, ids ...int64) []byte {
 	for _, id := range ids {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 	}
-	return binary.BigEndian.AppendUint32(b, checksum(b))
+	return binary.BigEndian.AppendUint32(b, checkpoint.Checksum(b))
 }
 
 func TestSettle(t *testing.T) {
@@ -269,7 +271,7 @@ func TestBadgerStoreHeldBehindTheStore(t *testing.T) {
 			dir := t.TempDir()
 			s := openBadger(t, dir, 3)
 			for id := int64(1); id <= 3; id++ {
-				putAndAdd(t, s, id, KindCheckpoint, 2000, src0, sink)
+				putAndAdd(t, s, id, checkpoint.KindCheckpoint, 2000, src0, sink)
 			}
 			closeStore(t, s)
 			path := filepath.Join(dir, heldFile)
@@ -281,7 +283,7 @@ func TestBadgerStoreHeldBehindTheStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r, err := OpenBadgerStoreReadOnly(dir)
+			r, err := OpenReadOnly(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,11 +317,11 @@ func TestBadgerStoreHeldFollowsTheStore(t *testing.T) {
 		}
 	}
 	want("new store", 0)
-	putAndAdd(t, s, 1, KindCheckpoint, 100, sink)
-	putAndAdd(t, s, 2, KindSavepoint, 100, sink)
-	putAndAdd(t, s, 3, KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 2, checkpoint.KindSavepoint, 100, sink)
+	putAndAdd(t, s, 3, checkpoint.KindCheckpoint, 100, sink)
 	want("three added", 3, 1, 2, 3)
-	putAndAdd(t, s, 4, KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 4, checkpoint.KindCheckpoint, 100, sink)
 	want("retention", 4, 2, 3, 4)
 	if err := s.Delete(ctx, 4); err != nil {
 		t.Fatal(err)
@@ -336,7 +338,7 @@ func TestBadgerStoreHeldFollowsTheStore(t *testing.T) {
 func TestBadgerStoreHeldReplacedByAFolder(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
-	putAndAdd(t, s, 1, KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 100, sink)
 	closeStore(t, s)
 	path := filepath.Join(dir, heldFile)
 	if err := os.Remove(path); err != nil {
@@ -345,13 +347,13 @@ func TestBadgerStoreHeldReplacedByAFolder(t *testing.T) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r, err := OpenBadgerStoreReadOnly(dir)
+	r, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkLost(t, "read-only", r, []int64{1}, nil, 1)
 	closeStore(t, r)
-	_, err = OpenBadgerStore(dir, 3)
+	_, err = Open(dir, 3)
 	t.Log(err)
 	if !errors.Is(err, ErrHeldFileInTheWay) || !strings.Contains(err.Error(), path+" is a folder") || !strings.Contains(err.Error(), "remove that folder") {
 		t.Errorf("open with a folder as HELD: %v, want ErrHeldFileInTheWay naming it", err)

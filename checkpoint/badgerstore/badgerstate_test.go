@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"faultline/checkpoint"
 )
 
 // bigBlob is size bytes that differ from piece to piece.
@@ -35,10 +37,10 @@ func TestBadgerStoreBlobInPieces(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PutState of %d bytes: %v", size, err)
 	}
-	if h.Size != size || h.Checksum != checksum(blob) {
+	if h.Size != size || h.Checksum != checkpoint.Checksum(blob) {
 		t.Errorf("handle %+v", h)
 	}
-	if err := s.Add(ctx, &Completed{ID: 1, Tasks: map[TaskID]SubtaskAck{sink: {Handle: h}}}); err != nil {
+	if err := s.Add(ctx, &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{sink: {Handle: h}}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := countBlobs(t, s); n != 1+6 {
@@ -67,10 +69,10 @@ func TestBadgerStoreBlobInPieces(t *testing.T) {
 		t.Errorf("GetState of the blob put in parts: %d bytes, %v", len(got), err)
 	}
 	// Checkpoint 2 replaces 1: its blob and pieces go.
-	if err := s.Add(ctx, &Completed{ID: 2, Tasks: map[TaskID]SubtaskAck{sink: {Handle: h2}}}); err != nil {
+	if err := s.Add(ctx, &checkpoint.Completed{ID: 2, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{sink: {Handle: h2}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetState(ctx, h); !errors.Is(err, ErrNotFound) {
+	if _, err := s.GetState(ctx, h); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("GetState of the dropped blob: %v, want ErrNotFound", err)
 	}
 	if n := countBlobs(t, s); n != 1+6 {
@@ -88,7 +90,7 @@ func TestBadgerStoreBlobInPieces(t *testing.T) {
 	}
 	// A lost piece, and a damaged one, are damage.
 	dropKey(t, s, pieceKey(h2.Key, 2))
-	if _, err := s.GetState(ctx, h2); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "piece 2 of 6 is missing") {
+	if _, err := s.GetState(ctx, h2); !errors.Is(err, checkpoint.ErrChecksum) || !strings.Contains(err.Error(), "piece 2 of 6 is missing") {
 		t.Errorf("GetState with a piece missing: %v, want ErrChecksum", err)
 	}
 	h4, err := s.PutState(ctx, 4, sink, blob[:17<<20])
@@ -98,7 +100,7 @@ func TestBadgerStoreBlobInPieces(t *testing.T) {
 	if err := s.Corrupt(h4.Key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetState(ctx, h4); !errors.Is(err, ErrChecksum) {
+	if _, err := s.GetState(ctx, h4); !errors.Is(err, checkpoint.ErrChecksum) {
 		t.Errorf("GetState of a corrupted blob in pieces: %v, want ErrChecksum", err)
 	}
 }

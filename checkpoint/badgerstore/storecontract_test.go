@@ -1,39 +1,41 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
 	"errors"
 	"slices"
 	"testing"
+
+	"faultline/checkpoint"
 )
 
 // storeFactories are the Store implementations the contract tests run on.
 var storeFactories = []struct {
 	name string
-	open func(t *testing.T, retained int) Store
+	open func(t *testing.T, retained int) checkpoint.Store
 }{
-	{"memory", func(t *testing.T, retained int) Store { return NewMemoryStore(retained) }},
-	{"badger", func(t *testing.T, retained int) Store { return openBadger(t, t.TempDir(), retained) }},
+	{"memory", func(t *testing.T, retained int) checkpoint.Store { return checkpoint.NewMemoryStore(retained) }},
+	{"badger", func(t *testing.T, retained int) checkpoint.Store { return openBadger(t, t.TempDir(), retained) }},
 }
 
 func TestStoreContractRetention(t *testing.T) {
 	tests := []struct {
 		name     string
 		retained int
-		add      []Kind // ids 1, 2, …
+		add      []checkpoint.Kind // ids 1, 2, …
 		want     []int64
 	}{
-		{"keeps the newest", 2, []Kind{KindCheckpoint, KindCheckpoint, KindCheckpoint, KindCheckpoint}, []int64{3, 4}},
-		{"at least one", 0, []Kind{KindCheckpoint, KindCheckpoint}, []int64{2}},
-		{"savepoints stay", 1, []Kind{KindCheckpoint, KindSavepoint, KindCheckpoint, KindCheckpoint}, []int64{2, 4}},
-		{"fewer than retained", 5, []Kind{KindCheckpoint, KindSavepoint}, []int64{1, 2}},
+		{"keeps the newest", 2, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint}, []int64{3, 4}},
+		{"at least one", 0, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindCheckpoint}, []int64{2}},
+		{"savepoints stay", 1, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindSavepoint, checkpoint.KindCheckpoint, checkpoint.KindCheckpoint}, []int64{2, 4}},
+		{"fewer than retained", 5, []checkpoint.Kind{checkpoint.KindCheckpoint, checkpoint.KindSavepoint}, []int64{1, 2}},
 	}
 	for _, f := range storeFactories {
 		for _, tc := range tests {
 			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
 				ctx := context.Background()
 				s := f.open(t, tc.retained)
-				var added []*Completed
+				var added []*checkpoint.Completed
 				for i, kind := range tc.add {
 					// Blobs above and below Badger's value threshold.
 					added = append(added, putAndAdd(t, s, int64(i+1), kind, 100+i*1000, src0, sink))
@@ -52,7 +54,7 @@ func TestStoreContractRetention(t *testing.T) {
 						switch {
 						case kept && err != nil:
 							t.Errorf("state of %s in retained %d: %v", task, c.ID, err)
-						case !kept && !errors.Is(err, ErrNotFound):
+						case !kept && !errors.Is(err, checkpoint.ErrNotFound):
 							t.Errorf("state of %s in dropped %d: err = %v, want ErrNotFound", task, c.ID, err)
 						}
 					}
@@ -70,7 +72,7 @@ func TestStoreContractSharedAndPendingState(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := f.open(t, 1)
-			first := putAndAdd(t, s, 1, KindCheckpoint, 2000, src0, sink)
+			first := putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 2000, src0, sink)
 
 			// Checkpoint 2 never completes; 4 is still pending when 3 completes.
 			failed, _ := s.PutState(ctx, 2, sink, []byte("failed"))
@@ -80,7 +82,7 @@ func TestStoreContractSharedAndPendingState(t *testing.T) {
 			h, _ := s.PutState(ctx, 3, sink, []byte("sink at 3"))
 			carried := first.Tasks[src0]
 			carried.Finished = true
-			third := &Completed{ID: 3, Tasks: map[TaskID]SubtaskAck{src0: carried, sink: {Handle: h}}}
+			third := &checkpoint.Completed{ID: 3, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{src0: carried, sink: {Handle: h}}}
 			if err := s.Add(ctx, third); err != nil {
 				t.Fatal(err)
 			}
@@ -88,10 +90,10 @@ func TestStoreContractSharedAndPendingState(t *testing.T) {
 			if _, err := s.GetState(ctx, carried.Handle); err != nil {
 				t.Errorf("carried state of dropped checkpoint 1: %v", err)
 			}
-			if _, err := s.GetState(ctx, first.Tasks[sink].Handle); !errors.Is(err, ErrNotFound) {
+			if _, err := s.GetState(ctx, first.Tasks[sink].Handle); !errors.Is(err, checkpoint.ErrNotFound) {
 				t.Errorf("state only checkpoint 1 used: err = %v, want ErrNotFound", err)
 			}
-			if _, err := s.GetState(ctx, failed); !errors.Is(err, ErrNotFound) {
+			if _, err := s.GetState(ctx, failed); !errors.Is(err, checkpoint.ErrNotFound) {
 				t.Errorf("state of failed checkpoint 2: err = %v, want ErrNotFound", err)
 			}
 			if got, err := s.GetState(ctx, pending); err != nil || string(got) != "pending" {
@@ -115,13 +117,13 @@ func TestStoreContractLatestAllMaxID(t *testing.T) {
 			if got := s.MaxID(); got != 0 {
 				t.Errorf("MaxID of an empty store = %d", got)
 			}
-			putAndAdd(t, s, 1, KindCheckpoint, 10, sink)
-			putAndAdd(t, s, 2, KindSavepoint, 10, sink)
-			if c, _ := s.Latest(ctx); c.ID != 2 || c.Kind != KindSavepoint {
+			putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 10, sink)
+			putAndAdd(t, s, 2, checkpoint.KindSavepoint, 10, sink)
+			if c, _ := s.Latest(ctx); c.ID != 2 || c.Kind != checkpoint.KindSavepoint {
 				t.Errorf("Latest = %+v, want savepoint 2", c)
 			}
-			putAndAdd(t, s, 3, KindCheckpoint, 10, sink)
-			putAndAdd(t, s, 4, KindCheckpoint, 10, sink)
+			putAndAdd(t, s, 3, checkpoint.KindCheckpoint, 10, sink)
+			putAndAdd(t, s, 4, checkpoint.KindCheckpoint, 10, sink)
 			latest, _ := s.Latest(ctx)
 			if latest.ID != 4 {
 				t.Errorf("Latest = %d, want 4", latest.ID)
@@ -133,15 +135,15 @@ func TestStoreContractLatestAllMaxID(t *testing.T) {
 			if again, _ := s.Latest(ctx); len(again.Tasks) != 1 {
 				t.Errorf("Latest returned the store's own Tasks map")
 			}
-			if err := s.Add(ctx, &Completed{ID: 4}); err == nil {
+			if err := s.Add(ctx, &checkpoint.Completed{ID: 4}); err == nil {
 				t.Errorf("adding checkpoint 4 twice succeeded")
 			}
 			canceled, cancel := context.WithCancel(ctx)
 			cancel()
-			if err := s.Add(canceled, &Completed{ID: 5}); !errors.Is(err, context.Canceled) {
+			if err := s.Add(canceled, &checkpoint.Completed{ID: 5}); !errors.Is(err, context.Canceled) {
 				t.Errorf("Add with a canceled context: err = %v", err)
 			}
-			if _, err := s.GetState(ctx, Handle{Key: "chk-9/none/0"}); !errors.Is(err, ErrNotFound) {
+			if _, err := s.GetState(ctx, checkpoint.Handle{Key: "chk-9/none/0"}); !errors.Is(err, checkpoint.ErrNotFound) {
 				t.Errorf("unknown key: err = %v, want ErrNotFound", err)
 			}
 		})
@@ -156,14 +158,14 @@ func TestStoreContractKeepsIncrementalChains(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := f.open(t, 1)
-			base := putAndAdd(t, s, 1, KindCheckpoint, 2000, src0)
+			base := putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 2000, src0)
 			// Checkpoint 2 builds on 1's blob; checkpoint 1 is dropped.
 			h2, err := s.PutState(ctx, 2, src0, blobOf(src0, 2, 2000))
 			if err != nil {
 				t.Fatal(err)
 			}
-			chain := []Handle{base.Tasks[src0].Handle}
-			c2 := &Completed{ID: 2, TriggerTime: t0, CompletionTime: t0, Tasks: map[TaskID]SubtaskAck{src0: {Handle: h2, Chain: chain}}}
+			chain := []checkpoint.Handle{base.Tasks[src0].Handle}
+			c2 := &checkpoint.Completed{ID: 2, TriggerTime: t0, CompletionTime: t0, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{src0: {Handle: h2, Chain: chain}}}
 			if err := s.Add(ctx, c2); err != nil {
 				t.Fatal(err)
 			}
@@ -181,15 +183,15 @@ func TestStoreContractKeepsIncrementalChains(t *testing.T) {
 				}
 			}
 			// A full checkpoint after it frees the base.
-			putAndAdd(t, s, 3, KindCheckpoint, 2000, src0)
-			if _, err := s.GetState(ctx, chain[0]); !errors.Is(err, ErrNotFound) {
+			putAndAdd(t, s, 3, checkpoint.KindCheckpoint, 2000, src0)
+			if _, err := s.GetState(ctx, chain[0]); !errors.Is(err, checkpoint.ErrNotFound) {
 				t.Fatalf("the base outlived every checkpoint that needs it: %v", err)
 			}
 		})
 	}
 }
 
-func mustAll(t *testing.T, s Store) []*Completed {
+func mustAll(t *testing.T, s checkpoint.Store) []*checkpoint.Completed {
 	t.Helper()
 	all, err := s.All(context.Background())
 	if err != nil {

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -76,20 +78,20 @@ func encodePieces(n int, size int64) []byte {
 	b := append([]byte(piecesMagic), 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(b[len(piecesMagic):], uint32(n))
 	b = binary.BigEndian.AppendUint64(b, uint64(size))
-	return binary.BigEndian.AppendUint32(b, checksum(b))
+	return binary.BigEndian.AppendUint32(b, checkpoint.Checksum(b))
 }
 
 // decodePieces reads a piece index made by encodePieces. Every error wraps
 // ErrChecksum.
 func decodePieces(v []byte) (n int, size int64, err error) {
 	head := len(piecesMagic)
-	if len(v) != head+16 || string(v[:head]) != piecesMagic || binary.BigEndian.Uint32(v[head+12:]) != checksum(v[:head+12]) {
-		return 0, 0, fmt.Errorf("piece index of %d bytes is damaged: %w", len(v), ErrChecksum)
+	if len(v) != head+16 || string(v[:head]) != piecesMagic || binary.BigEndian.Uint32(v[head+12:]) != checkpoint.Checksum(v[:head+12]) {
+		return 0, 0, fmt.Errorf("piece index of %d bytes is damaged: %w", len(v), checkpoint.ErrChecksum)
 	}
 	n = int(binary.BigEndian.Uint32(v[head:]))
 	size = int64(binary.BigEndian.Uint64(v[head+4:]))
 	if n < 1 || size < 1 || size > MaxStateSize || int64(n) > size {
-		return 0, 0, fmt.Errorf("piece index says %d bytes in %d pieces: %w", size, n, ErrChecksum)
+		return 0, 0, fmt.Errorf("piece index says %d bytes in %d pieces: %w", size, n, checkpoint.ErrChecksum)
 	}
 	return n, size, nil
 }
@@ -112,12 +114,12 @@ func blobCheckpointID(key string) (int64, bool) {
 // endian, and their CRC32C.
 func encodeID(id int64) []byte {
 	b := binary.BigEndian.AppendUint64(nil, uint64(id))
-	return binary.BigEndian.AppendUint32(b, checksum(b))
+	return binary.BigEndian.AppendUint32(b, checkpoint.Checksum(b))
 }
 
 // decodeID reads a value made by encodeID; ok is false when it is damaged.
 func decodeID(v []byte) (id int64, ok bool) {
-	if len(v) != 12 || binary.BigEndian.Uint32(v[8:]) != checksum(v[:8]) {
+	if len(v) != 12 || binary.BigEndian.Uint32(v[8:]) != checkpoint.Checksum(v[:8]) {
 		return 0, false
 	}
 	id = int64(binary.BigEndian.Uint64(v[:8]))
@@ -139,18 +141,18 @@ type metaRecord struct {
 
 // taskRecord is one entry of Completed.Tasks.
 type taskRecord struct {
-	Operator string     `json:"operator"`
-	Index    int        `json:"index"`
-	Ack      SubtaskAck `json:"ack"`
+	Operator string                `json:"operator"`
+	Index    int                   `json:"index"`
+	Ack      checkpoint.SubtaskAck `json:"ack"`
 }
 
-func compareTasks(a, b TaskID) int {
+func compareTasks(a, b checkpoint.TaskID) int {
 	return cmp.Or(cmp.Compare(a.Operator, b.Operator), cmp.Compare(a.Index, b.Index))
 }
 
 // encodeCompleted makes the metadata record of c: recordMagic, the CRC32C of
 // the JSON (4 bytes, big endian), the JSON.
-func encodeCompleted(c *Completed) ([]byte, error) {
+func encodeCompleted(c *checkpoint.Completed) ([]byte, error) {
 	r := metaRecord{
 		ID:             c.ID,
 		Kind:           c.Kind.String(),
@@ -166,7 +168,7 @@ func encodeCompleted(c *Completed) ([]byte, error) {
 		r.Tasks = append(r.Tasks, taskRecord{Operator: task.Operator, Index: task.Index, Ack: ack})
 	}
 	slices.SortFunc(r.Tasks, func(a, b taskRecord) int {
-		return compareTasks(TaskID{a.Operator, a.Index}, TaskID{b.Operator, b.Index})
+		return compareTasks(checkpoint.TaskID{Operator: a.Operator, Index: a.Index}, checkpoint.TaskID{Operator: b.Operator, Index: b.Index})
 	})
 	payload, err := json.Marshal(r)
 	if err != nil {
@@ -174,15 +176,15 @@ func encodeCompleted(c *Completed) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(recordMagic)+4+len(payload))
 	out = append(out, recordMagic...)
-	out = binary.BigEndian.AppendUint32(out, checksum(payload))
+	out = binary.BigEndian.AppendUint32(out, checkpoint.Checksum(payload))
 	return append(out, payload...), nil
 }
 
 // decodeCompleted reads the metadata record v stored under id. Every error
 // wraps ErrChecksum.
-func decodeCompleted(id int64, v []byte) (*Completed, error) {
-	bad := func(format string, args ...any) (*Completed, error) {
-		return nil, fmt.Errorf("metadata %s: %w", fmt.Sprintf(format, args...), ErrChecksum)
+func decodeCompleted(id int64, v []byte) (*checkpoint.Completed, error) {
+	bad := func(format string, args ...any) (*checkpoint.Completed, error) {
+		return nil, fmt.Errorf("metadata %s: %w", fmt.Sprintf(format, args...), checkpoint.ErrChecksum)
 	}
 	head := len(recordMagic) + 4
 	if len(v) == 0 {
@@ -192,7 +194,7 @@ func decodeCompleted(id int64, v []byte) (*Completed, error) {
 		return bad("record of %d bytes does not start with %q", len(v), recordMagic)
 	}
 	payload := v[head:]
-	if got, want := checksum(payload), binary.BigEndian.Uint32(v[len(recordMagic):head]); got != want {
+	if got, want := checkpoint.Checksum(payload), binary.BigEndian.Uint32(v[len(recordMagic):head]); got != want {
 		return bad("has checksum %08x, want %08x", got, want)
 	}
 	var r metaRecord
@@ -202,7 +204,7 @@ func decodeCompleted(id int64, v []byte) (*Completed, error) {
 	if r.ID != id {
 		return bad("says checkpoint %d", r.ID)
 	}
-	c := &Completed{
+	c := &checkpoint.Completed{
 		ID:             r.ID,
 		Job:            r.Job,
 		Mode:           r.Mode,
@@ -210,18 +212,18 @@ func decodeCompleted(id int64, v []byte) (*Completed, error) {
 		CompletionTime: r.CompletionTime,
 		EndToEnd:       time.Duration(r.EndToEnd),
 		Frozen:         time.Duration(r.Frozen),
-		Tasks:          make(map[TaskID]SubtaskAck, len(r.Tasks)),
+		Tasks:          make(map[checkpoint.TaskID]checkpoint.SubtaskAck, len(r.Tasks)),
 	}
 	switch r.Kind {
-	case KindCheckpoint.String():
-		c.Kind = KindCheckpoint
-	case KindSavepoint.String():
-		c.Kind = KindSavepoint
+	case checkpoint.KindCheckpoint.String():
+		c.Kind = checkpoint.KindCheckpoint
+	case checkpoint.KindSavepoint.String():
+		c.Kind = checkpoint.KindSavepoint
 	default:
 		return bad("has unknown kind %q", r.Kind)
 	}
 	for _, t := range r.Tasks {
-		c.Tasks[TaskID{t.Operator, t.Index}] = t.Ack
+		c.Tasks[checkpoint.TaskID{Operator: t.Operator, Index: t.Index}] = t.Ack
 	}
 	return c, nil
 }
@@ -230,12 +232,12 @@ func decodeCompleted(id int64, v []byte) (*Completed, error) {
 // it is damaged.
 type metaEntry struct {
 	id  int64
-	c   *Completed
+	c   *checkpoint.Completed
 	err error
 }
 
 // list reads every metadata record, ascending by id.
-func (s *BadgerStore) list() ([]metaEntry, error) {
+func (s *Store) list() ([]metaEntry, error) {
 	var out []metaEntry
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -257,14 +259,14 @@ func readMeta(item *badger.Item) metaEntry {
 	key := string(item.Key())
 	id, err := strconv.ParseInt(strings.TrimPrefix(key, metaPrefix), 10, 64)
 	if err != nil {
-		return metaEntry{id: -1, err: fmt.Errorf("metadata key %q: %w", key, ErrChecksum)}
+		return metaEntry{id: -1, err: fmt.Errorf("metadata key %q: %w", key, checkpoint.ErrChecksum)}
 	}
 	e := metaEntry{id: id}
 	if err := item.Value(func(v []byte) error {
 		e.c, e.err = decodeCompleted(id, v)
 		return nil
 	}); err != nil {
-		e.err = fmt.Errorf("metadata unreadable (%v): %w", err, ErrChecksum)
+		e.err = fmt.Errorf("metadata unreadable (%v): %w", err, checkpoint.ErrChecksum)
 	}
 	return e
 }

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"faultline/checkpoint"
+
 	badger "github.com/dgraph-io/badger/v4"
 )
 
 // dropKey deletes key from the store's database behind its back, as damage
 // that takes a key away would.
-func dropKey(t *testing.T, s *BadgerStore, key []byte) {
+func dropKey(t *testing.T, s *Store, key []byte) {
 	t.Helper()
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) }); err != nil {
 		t.Fatal(err)
@@ -29,7 +31,7 @@ func TestBadgerStoreNewest(t *testing.T) {
 		t.Errorf("Newest of an empty store = %d", got)
 	}
 	for id := int64(1); id <= 3; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, 100, sink)
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, 100, sink)
 	}
 	if got := s.Newest(); got != 3 {
 		t.Errorf("Newest = %d, want 3", got)
@@ -40,8 +42,8 @@ func TestBadgerStoreNewest(t *testing.T) {
 	if got := s.Newest(); got != 3 {
 		t.Errorf("Newest after deleting an older checkpoint = %d, want 3", got)
 	}
-	putAndAdd(t, s, 4, KindSavepoint, 100, sink)
-	putAndAdd(t, s, 5, KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 4, checkpoint.KindSavepoint, 100, sink)
+	putAndAdd(t, s, 5, checkpoint.KindCheckpoint, 100, sink)
 	if err := s.Delete(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestBadgerStoreNewest(t *testing.T) {
 	if got := s.Newest(); got != 0 {
 		t.Errorf("Newest after deleting everything = %d, want 0", got)
 	}
-	if err := s.Delete(ctx, 5); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete(ctx, 5); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("Delete of a deleted id: err = %v, want ErrNotFound", err)
 	}
 	closeStore(t, s)
@@ -78,8 +80,8 @@ func TestBadgerStoreNewest(t *testing.T) {
 func TestBadgerStoreNewestOfAnOlderStore(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
-	putAndAdd(t, s, 1, KindCheckpoint, 100, sink)
-	putAndAdd(t, s, 2, KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 2, checkpoint.KindCheckpoint, 100, sink)
 	dropKey(t, s, []byte(newestKey))
 	closeStore(t, s)
 	if err := os.Remove(filepath.Join(dir, heldFile)); err != nil {
@@ -98,7 +100,7 @@ func TestBadgerStoreLostNewest(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
 	for id := int64(1); id <= 3; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, 2000, src0, sink)
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, 2000, src0, sink)
 	}
 	dropKey(t, s, metaKey(3))
 	closeStore(t, s)
@@ -109,10 +111,10 @@ func TestBadgerStoreLostNewest(t *testing.T) {
 	}
 	err := s.Verify(ctx, 3)
 	t.Logf("Verify(3) = %v", err)
-	if !errors.Is(err, ErrLost) || errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, ErrLost) || errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("Verify(3) = %v, want ErrLost", err)
 	}
-	if err := s.Verify(ctx, 9); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrLost) {
+	if err := s.Verify(ctx, 9); !errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, ErrLost) {
 		t.Errorf("Verify(9) = %v, want ErrNotFound", err)
 	}
 	if c, err := s.Latest(ctx); err != nil || c == nil || c.ID != 2 {
@@ -141,13 +143,13 @@ func TestBadgerStoreTruncatedValueLog(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
 	for id := int64(1); id <= 3; id++ {
-		c := &Completed{ID: id, Job: strings.Repeat("j", 2000), TriggerTime: t0, CompletionTime: t0, // in the value log
-			Tasks: map[TaskID]SubtaskAck{}}
+		c := &checkpoint.Completed{ID: id, Job: strings.Repeat("j", 2000), TriggerTime: t0, CompletionTime: t0, // in the value log
+			Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}}
 		h, err := s.PutState(ctx, id, sink, blobOf(sink, id, 100_000))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Tasks[sink] = SubtaskAck{Handle: h}
+		c.Tasks[sink] = checkpoint.SubtaskAck{Handle: h}
 		if err := s.Add(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +174,7 @@ func TestBadgerStoreTruncatedValueLog(t *testing.T) {
 	for _, id := range d {
 		err := s.Verify(ctx, id)
 		t.Logf("Verify(%d) = %v", id, err)
-		if !errors.Is(err, ErrChecksum) {
+		if !errors.Is(err, checkpoint.ErrChecksum) {
 			t.Errorf("Verify(%d) = %v, want ErrChecksum", id, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"faultline/checkpoint"
 )
 
 // listing is what dir holds: every file's name, size and modification time.
@@ -41,9 +43,9 @@ func TestOpenWithoutAStore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("not a store"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opens := map[string]func(dir string) (*BadgerStore, error){
-		"read-only": OpenBadgerStoreReadOnly,
-		"existing":  func(dir string) (*BadgerStore, error) { return OpenBadgerStore(dir, 1, Existing()) },
+	opens := map[string]func(dir string) (*Store, error){
+		"read-only": OpenReadOnly,
+		"existing":  func(dir string) (*Store, error) { return Open(dir, 1, Existing()) },
 	}
 	for name, open := range opens {
 		for _, dir := range []string{missing, empty, other} {
@@ -69,12 +71,12 @@ func TestOpenWithoutAStore(t *testing.T) {
 func readOnlyFixture(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := OpenBadgerStore(dir, 3)
+	s, err := Open(dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for id := int64(1); id <= 3; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, 3000, src0, sink)
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, 3000, src0, sink)
 	}
 	closeStore(t, s)
 	return dir
@@ -82,7 +84,7 @@ func readOnlyFixture(t *testing.T) string {
 
 // checkReadOnly checks that s shows checkpoints 1 to 3 and refuses every
 // write.
-func checkReadOnly(t *testing.T, s *BadgerStore) {
+func checkReadOnly(t *testing.T, s *Store) {
 	t.Helper()
 	ctx := context.Background()
 	all, err := s.All(ctx)
@@ -98,7 +100,7 @@ func checkReadOnly(t *testing.T, s *BadgerStore) {
 		t.Errorf("MaxID %d, Newest %d; want 3 and 3", s.MaxID(), s.Newest())
 	}
 	writes := map[string]error{
-		"Add":     s.Add(ctx, &Completed{ID: 4}),
+		"Add":     s.Add(ctx, &checkpoint.Completed{ID: 4}),
 		"Delete":  s.Delete(ctx, 1),
 		"Corrupt": s.Corrupt(all[0].Tasks[sink].Handle.Key),
 	}
@@ -113,12 +115,12 @@ func checkReadOnly(t *testing.T, s *BadgerStore) {
 func TestOpenBadgerStoreReadOnly(t *testing.T) {
 	dir := readOnlyFixture(t)
 	before := listing(t, dir)
-	s, err := OpenBadgerStoreReadOnly(dir)
+	s, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A second reader at the same time: the lock is shared.
-	s2, err := OpenBadgerStoreReadOnly(dir)
+	s2, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatalf("second read-only open: %v", err)
 	}
@@ -134,14 +136,14 @@ func TestOpenBadgerStoreReadOnly(t *testing.T) {
 func TestOpenBadgerStoreReadOnlyWhileHeld(t *testing.T) {
 	dir := readOnlyFixture(t)
 	s := openBadger(t, dir, 3)
-	_, err := OpenBadgerStoreReadOnly(dir)
+	_, err := OpenReadOnly(dir)
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d, `", os.Getpid())) {
 		t.Errorf("read-only open while held here: %v, want ErrLocked naming this process", err)
 	}
 	closeStore(t, s)
 
 	h := startHelper(t, "hold", dir)
-	_, err = OpenBadgerStoreReadOnly(dir)
+	_, err = OpenReadOnly(dir)
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d, `", h.cmd.Process.Pid)) {
 		t.Errorf("read-only open while another process holds it: %v, want ErrLocked naming it", err)
 	}
@@ -168,7 +170,7 @@ func killedStore(t *testing.T) string {
 // writable dir it recovers the store and still refuses writes.
 func TestOpenBadgerStoreReadOnlyAfterKill(t *testing.T) {
 	dir := killedStore(t)
-	s, err := OpenBadgerStoreReadOnly(dir)
+	s, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatalf("read-only open after a kill: %v", err)
 	}
@@ -176,7 +178,7 @@ func TestOpenBadgerStoreReadOnlyAfterKill(t *testing.T) {
 	if err != nil || len(all) == 0 {
 		t.Errorf("All = %v, %v", ids(all), err)
 	}
-	if err := s.Add(context.Background(), &Completed{ID: s.MaxID() + 1}); !errors.Is(err, ErrReadOnly) {
+	if err := s.Add(context.Background(), &checkpoint.Completed{ID: s.MaxID() + 1}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Add after a recovering read-only open: %v, want ErrReadOnly", err)
 	}
 	closeStore(t, s)
@@ -197,7 +199,7 @@ func TestBadgerStoreReadOnlyHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process of TestOpenBadgerStoreOnReadOnlyMedia")
 	}
-	s, err := OpenBadgerStoreReadOnly(dir)
+	s, err := OpenReadOnly(dir)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(0)
@@ -226,7 +228,7 @@ func TestOpenBadgerStoreOnReadOnlyMedia(t *testing.T) {
 		t.Fatal(err)
 	}
 	open := func(dir string) string { // what a reader of dir reports
-		s, err := OpenBadgerStoreReadOnly(dir)
+		s, err := OpenReadOnly(dir)
 		if err != nil {
 			return fmt.Sprint("error: ", err)
 		}
@@ -295,12 +297,12 @@ func TestLockedByAReaderAfterAKill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := OpenBadgerStoreReadOnly(dir)
+	r, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore(t, r)
-	_, err = OpenBadgerStore(dir, 3)
+	_, err = Open(dir, 3)
 	if !errors.Is(err, ErrLocked) || strings.Contains(err.Error(), "pid "+pid) || !strings.Contains(err.Error(), "one reading it") {
 		t.Errorf("open while a reader holds the store: %v, want ErrLocked naming a reader", err)
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ import (
 var ErrNoStore = errors.New("no checkpoint store")
 
 // ErrReadOnly means a write (PutState, Add, Delete, Clear, Corrupt) to a
-// store opened with OpenBadgerStoreReadOnly. Open it with OpenBadgerStore to
+// store opened with OpenReadOnly. Open it with Open to
 // change it.
 var ErrReadOnly = errors.New("checkpoint store is open read-only")
 
@@ -44,12 +44,12 @@ var ErrLockFileInTheWay = errors.New("checkpoint store cannot write its lock fil
 
 // ErrHeldFileInTheWay means something other than a file (a folder, a named
 // pipe) stands where the store writes HELD, its list of the checkpoints it
-// holds (see BadgerStore), so the store cannot be opened to write. The
+// holds (see Store), so the store cannot be opened to write. The
 // store itself is intact: remove what stands there and it opens again, with
 // every checkpoint.
 var ErrHeldFileInTheWay = errors.New("checkpoint store cannot write its list of checkpoints")
 
-// OpenOption changes how OpenBadgerStore opens a store.
+// OpenOption changes how Open opens a store.
 type OpenOption func(*openConfig)
 
 // openConfig is what the OpenOptions chose.
@@ -58,19 +58,19 @@ type openConfig struct {
 	readOnly bool // refuse writes (a read-only open that had to recover)
 }
 
-// Existing makes OpenBadgerStore open only a store that exists: a missing
+// Existing makes Open open only a store that exists: a missing
 // directory, or one without a store, is an error wrapping ErrNoStore, and
 // nothing is created.
 func Existing() OpenOption { return func(c *openConfig) { c.existing = true } }
 
-// OpenBadgerStore opens (creating, unless Existing is given) the checkpoint
+// Open opens (creating, unless Existing is given) the checkpoint
 // store in dir (Flink: CheckpointStorage + CompletedCheckpointStore on disk)
 // that keeps the newest retained checkpoints (at least 1) plus every
 // savepoint.
 //
 // Opening deletes the state blobs that no checkpoint refers to: those of
 // checkpoints that never completed before the previous process stopped. When
-// another process (or another BadgerStore of this process) has dir open, it
+// another process (or another Store of this process) has dir open, it
 // returns an error wrapping ErrLocked that names dir and that process.
 //
 // Before Badger opens the store, every table file is read and checked
@@ -87,7 +87,7 @@ func Existing() OpenOption { return func(c *openConfig) { c.existing = true } }
 // Table blocks and values are checked against their checksums when read. The
 // space of deleted blobs is reclaimed in the background by value log GC (see
 // reclaim). Badger never logs.
-func OpenBadgerStore(dir string, retained int, opts ...OpenOption) (*BadgerStore, error) {
+func Open(dir string, retained int, opts ...OpenOption) (*Store, error) {
 	var cfg openConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -109,7 +109,7 @@ func OpenBadgerStore(dir string, retained int, opts ...OpenOption) (*BadgerStore
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	s := newBadgerStore(dir, retained, db)
+	s := newStore(dir, retained, db)
 	s.readOnly = cfg.readOnly
 	if err := s.init(); err != nil {
 		_ = db.Close()
@@ -127,7 +127,7 @@ func OpenBadgerStore(dir string, retained int, opts ...OpenOption) (*BadgerStore
 	return s, nil
 }
 
-// OpenBadgerStoreReadOnly opens the checkpoint store in dir to read it, for
+// OpenReadOnly opens the checkpoint store in dir to read it, for
 // the commands that only look (list, inspect, verify): it never creates
 // anything, and every write returns an error wrapping ErrReadOnly. A dir
 // that does not exist or holds no store is an error wrapping ErrNoStore.
@@ -139,8 +139,8 @@ func OpenBadgerStore(dir string, retained int, opts ...OpenOption) (*BadgerStore
 // writable, it falls back to a read-write open that recovers the store (as
 // the next run would) and still refuses writes; otherwise it returns an
 // error wrapping ErrNeedsRecovery that says what to do. Damage is reported
-// as OpenBadgerStore does.
-func OpenBadgerStoreReadOnly(dir string) (*BadgerStore, error) {
+// as Open does.
+func OpenReadOnly(dir string) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("open checkpoint store: no directory given")
 	}
@@ -172,7 +172,7 @@ func OpenBadgerStoreReadOnly(dir string) (*BadgerStore, error) {
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	s := newBadgerStore(dir, 1, db)
+	s := newStore(dir, 1, db)
 	s.readOnly = true
 	if err := s.init(); err != nil {
 		_ = db.Close()
@@ -185,17 +185,17 @@ func OpenBadgerStoreReadOnly(dir string) (*BadgerStore, error) {
 // recoverReadOnly opens the store in dir, which a read-only open cannot open
 // for the reasons why, read-write for Badger to recover it, refusing writes;
 // or, when dir cannot be written, says what to do.
-func recoverReadOnly(dir string, why []string) (*BadgerStore, error) {
+func recoverReadOnly(dir string, why []string) (*Store, error) {
 	if err := unix.Access(dir, unix.W_OK); err != nil {
 		return nil, fmt.Errorf("%w: %s needs its %s before it can be read, which needs write access (%v): "+
 			"run the command where the state dir is writable, or on a writable copy of it", ErrNeedsRecovery, dir, strings.Join(why, ", "), err)
 	}
-	return OpenBadgerStore(dir, 1, Existing(), func(c *openConfig) { c.readOnly = true })
+	return Open(dir, 1, Existing(), func(c *openConfig) { c.readOnly = true })
 }
 
-// newBadgerStore is the store on db, not yet initialised.
-func newBadgerStore(dir string, retained int, db *badger.DB) *BadgerStore {
-	return &BadgerStore{
+// newStore is the store on db, not yet initialised.
+func newStore(dir string, retained int, db *badger.DB) *Store {
+	return &Store{
 		dir:      dir,
 		home:     dbclose.At(dir),
 		retained: max(retained, 1),

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -72,15 +74,15 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			s := openBadger(t, dir, 3)
-			previous := putAndAdd(t, s, 1, KindCheckpoint, 2000, src0, sink)
+			previous := putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 2000, src0, sink)
 
 			marker := []byte(strings.Repeat(fmt.Sprintf("FLIP-ME-%016x;", rand.Uint64()), 300))
-			newest := &Completed{ID: 2, TriggerTime: t0, CompletionTime: t0, Tasks: map[TaskID]SubtaskAck{}}
+			newest := &checkpoint.Completed{ID: 2, TriggerTime: t0, CompletionTime: t0, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}}
 			if tc.metadata {
 				newest.Job = string(marker[:1500]) // a record above the value threshold
 				marker = marker[:1500]
 			}
-			for _, task := range []TaskID{src0, sink} {
+			for _, task := range []checkpoint.TaskID{src0, sink} {
 				data := blobOf(task, 2, 2000)
 				if task == sink && !tc.metadata {
 					data = marker
@@ -89,7 +91,7 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				newest.Tasks[task] = SubtaskAck{Handle: h}
+				newest.Tasks[task] = checkpoint.SubtaskAck{Handle: h}
 			}
 			if err := s.Add(ctx, newest); err != nil {
 				t.Fatal(err)
@@ -108,7 +110,7 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 			}
 			err := s.Verify(ctx, newest.ID)
 			t.Logf("Verify(newest) = %v", err)
-			if !errors.Is(err, ErrChecksum) {
+			if !errors.Is(err, checkpoint.ErrChecksum) {
 				t.Errorf("Verify(newest) = %v, want ErrChecksum", err)
 			}
 			damaged, derr := s.Damaged(ctx)
@@ -132,7 +134,7 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 					t.Errorf("Verify(newest) = %v, want it to name sink/0 only", err)
 				}
 				_, gerr := s.GetState(ctx, newest.Tasks[sink].Handle)
-				if !errors.Is(gerr, ErrChecksum) {
+				if !errors.Is(gerr, checkpoint.ErrChecksum) {
 					t.Errorf("GetState of the flipped blob: err = %v, want ErrChecksum", gerr)
 				}
 				if len(damaged) != 0 || latest == nil || latest.ID != 2 || !slices.Equal(ids(all), []int64{1, 2}) {
@@ -148,9 +150,9 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 				t.Fatalf("Damaged = %v, Latest = %v, All = %v; want [2], 1, [1]", damaged, latest, ids(all))
 			}
 			// Retention keeps the damaged record and its state; Delete removes both.
-			putAndAdd(t, s, 3, KindCheckpoint, 10, sink)
-			putAndAdd(t, s, 4, KindCheckpoint, 10, sink)
-			putAndAdd(t, s, 5, KindCheckpoint, 10, sink)
+			putAndAdd(t, s, 3, checkpoint.KindCheckpoint, 10, sink)
+			putAndAdd(t, s, 4, checkpoint.KindCheckpoint, 10, sink)
+			putAndAdd(t, s, 5, checkpoint.KindCheckpoint, 10, sink)
 			if d, _ := s.Damaged(ctx); !slices.Equal(d, []int64{2}) {
 				t.Errorf("Damaged after retention = %v, want [2]", d)
 			}
@@ -163,7 +165,7 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 			if d, _ := s.Damaged(ctx); len(d) != 0 {
 				t.Errorf("Damaged after Delete = %v, want none", d)
 			}
-			if _, err := s.GetState(ctx, newest.Tasks[src0].Handle); !errors.Is(err, ErrNotFound) {
+			if _, err := s.GetState(ctx, newest.Tasks[src0].Handle); !errors.Is(err, checkpoint.ErrNotFound) {
 				t.Errorf("state of the deleted damaged checkpoint: err = %v, want ErrNotFound", err)
 			}
 		})
@@ -173,16 +175,16 @@ func TestBadgerStoreDetectsFlippedBytes(t *testing.T) {
 func TestBadgerStoreVerify(t *testing.T) {
 	ctx := context.Background()
 	s := openBadger(t, t.TempDir(), 3)
-	c := putAndAdd(t, s, 1, KindCheckpoint, 100, src0, src1, sink)
+	c := putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 100, src0, src1, sink)
 	if err := s.Verify(ctx, 1); err != nil {
 		t.Errorf("Verify = %v", err)
 	}
-	if err := s.Verify(ctx, 9); !errors.Is(err, ErrNotFound) {
+	if err := s.Verify(ctx, 9); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("Verify of an unknown checkpoint = %v, want ErrNotFound", err)
 	}
 	// A handle whose blob is gone, and one whose checksum is wrong.
 	gone := c.Tasks[src1]
-	gone.Handle.Key = stateKey(1, TaskID{"gone", 0})
+	gone.Handle.Key = checkpoint.StateKey(1, checkpoint.TaskID{Operator: "gone", Index: 0})
 	c.Tasks[src1] = gone
 	wrong := c.Tasks[sink]
 	wrong.Handle.Checksum++
@@ -192,7 +194,7 @@ func TestBadgerStoreVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.Verify(ctx, 2)
-	if !errors.Is(err, ErrNotFound) || !errors.Is(err, ErrChecksum) ||
+	if !errors.Is(err, checkpoint.ErrNotFound) || !errors.Is(err, checkpoint.ErrChecksum) ||
 		!strings.Contains(err.Error(), "subtask src/1") || !strings.Contains(err.Error(), "subtask sink/0") ||
 		strings.Contains(err.Error(), "src/0") {
 		t.Errorf("Verify = %v, want src/1 not found and sink/0 checksum", err)
@@ -203,9 +205,9 @@ func TestBadgerStoreDamagedRecordWritten(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
-	putAndAdd(t, s, 1, KindCheckpoint, 10, sink)
-	putAndAdd(t, s, 2, KindCheckpoint, 10, sink)
-	rec, err := encodeCompleted(&Completed{ID: 3, Tasks: map[TaskID]SubtaskAck{}})
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 10, sink)
+	putAndAdd(t, s, 2, checkpoint.KindCheckpoint, 10, sink)
+	rec, err := encodeCompleted(&checkpoint.Completed{ID: 3, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,14 +233,14 @@ func TestBadgerStoreDamagedRecordWritten(t *testing.T) {
 		t.Errorf("All = %v, %v; want [1]", ids(all), err)
 	}
 	for id := range damage {
-		if err := s.Verify(ctx, id); !errors.Is(err, ErrChecksum) {
+		if err := s.Verify(ctx, id); !errors.Is(err, checkpoint.ErrChecksum) {
 			t.Errorf("Verify(%d) = %v, want ErrChecksum", id, err)
 		}
 	}
 	if got := s.MaxID(); got != 4 {
 		t.Errorf("MaxID = %d, want 4 (the highest record)", got)
 	}
-	if err := s.Add(ctx, &Completed{ID: 3}); err == nil {
+	if err := s.Add(ctx, &checkpoint.Completed{ID: 3}); err == nil {
 		t.Errorf("Add over a damaged record succeeded")
 	}
 }

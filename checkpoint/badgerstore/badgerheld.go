@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"faultline/checkpoint"
 	"faultline/internal/atomicfile"
 )
 
@@ -66,7 +67,7 @@ func encodeHeld(h held) []byte {
 	for _, id := range h.ids {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 	}
-	return binary.BigEndian.AppendUint32(b, checksum(b))
+	return binary.BigEndian.AppendUint32(b, checkpoint.Checksum(b))
 }
 
 // decodeHeld reads what encodeHeld made; ok is false when b is damaged.
@@ -76,7 +77,7 @@ func decodeHeld(b []byte) (h held, ok bool) {
 		return held{}, false
 	}
 	body := b[:len(b)-4]
-	if binary.BigEndian.Uint32(b[len(body):]) != checksum(body) {
+	if binary.BigEndian.Uint32(b[len(body):]) != checkpoint.Checksum(body) {
 		return held{}, false
 	}
 	n := binary.BigEndian.Uint32(b[len(heldMagic)+8:])

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"faultline/checkpoint"
+
 	badger "github.com/dgraph-io/badger/v4"
 )
 
@@ -18,11 +20,11 @@ func TestBadgerStoreClear(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openBadger(t, dir, 2)
-	var handles []Handle
+	var handles []checkpoint.Handle
 	for id := int64(1); id <= 4; id++ {
-		kind := KindCheckpoint
+		kind := checkpoint.KindCheckpoint
 		if id == 2 {
-			kind = KindSavepoint
+			kind = checkpoint.KindSavepoint
 		}
 		c := putAndAdd(t, s, id, kind, 3000, src0, sink)
 		handles = append(handles, c.Tasks[sink].Handle)
@@ -58,7 +60,7 @@ func TestBadgerStoreClear(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Clear: %v", err)
 	}
-	check := func(s *BadgerStore) {
+	check := func(s *Store) {
 		t.Helper()
 		if all, err := s.All(ctx); len(all) != 0 || err != nil {
 			t.Errorf("All after Clear = %v, %v", ids(all), err)
@@ -72,7 +74,7 @@ func TestBadgerStoreClear(t *testing.T) {
 		if n := countBlobs(t, s); n != 0 {
 			t.Errorf("%d blobs after Clear", n)
 		}
-		if _, err := s.GetState(ctx, handles[0]); !errors.Is(err, ErrNotFound) {
+		if _, err := s.GetState(ctx, handles[0]); !errors.Is(err, checkpoint.ErrNotFound) {
 			t.Errorf("GetState after Clear: %v, want ErrNotFound", err)
 		}
 	}
@@ -80,13 +82,13 @@ func TestBadgerStoreClear(t *testing.T) {
 	closeStore(t, s)
 	s = openBadger(t, dir, 2)
 	check(s)
-	putAndAdd(t, s, 1, KindCheckpoint, 3000, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 3000, sink)
 	if got := s.MaxID(); got != 1 {
 		t.Errorf("MaxID after adding 1 to a cleared store = %d", got)
 	}
 	closeStore(t, s)
 
-	ro, err := OpenBadgerStoreReadOnly(dir)
+	ro, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestRemove(t *testing.T) {
 	dir := copyDir(t, fixture)
 	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
 	overwriteAt(func(int64) int64 { return 100 }, true)(t, tables[0])
-	if _, err := OpenBadgerStore(dir, 3); !errors.Is(err, ErrDamaged) {
+	if _, err := Open(dir, 3); !errors.Is(err, ErrDamaged) {
 		t.Fatalf("open of a damaged store: %v, want ErrDamaged", err)
 	}
 	if err := Remove(dir); err != nil {
@@ -120,7 +122,7 @@ func TestRemove(t *testing.T) {
 	if s.MaxID() != 0 {
 		t.Errorf("MaxID of a store opened after Remove = %d", s.MaxID())
 	}
-	putAndAdd(t, s, 1, KindCheckpoint, 3000, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 3000, sink)
 
 	// Never while a process holds it: this one, or another.
 	before := listing(t, dir)

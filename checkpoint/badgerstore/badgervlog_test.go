@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -42,10 +44,10 @@ func TestBadgerStoreReclaimsSpace(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openBadger(t, dir, 2)
-	tasks := []TaskID{src0, src1, sink}
+	tasks := []checkpoint.TaskID{src0, src1, sink}
 	const blob = 64 << 10
 	for id := int64(1); id <= 60; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, blob, tasks...)
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, blob, tasks...)
 	}
 	closeStore(t, s)
 	before := valueLogBytes(t, dir, false)
@@ -58,7 +60,7 @@ func TestBadgerStoreReclaimsSpace(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for id := int64(61); id <= 80; id++ {
-			putAndAdd(t, s, id, KindCheckpoint, blob, tasks...)
+			putAndAdd(t, s, id, checkpoint.KindCheckpoint, blob, tasks...)
 		}
 	})
 	deadline := time.Now().Add(time.Minute)
@@ -85,14 +87,14 @@ func TestBadgerStoreReclaimsSpace(t *testing.T) {
 func TestBadgerStoreStaysBoundedWhileRunning(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 2)
-	tasks := []TaskID{src0, src1, sink}
+	tasks := []checkpoint.TaskID{src0, src1, sink}
 	const blob = 1 << 20
 	const limit = 4 * valueLogFileSize
 	peak := int64(0)
 	// 80 checkpoints of 3 MiB write twice what the limit allows.
 	const n = 80
 	for id := int64(1); id <= n; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, blob, tasks...)
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, blob, tasks...)
 		peak = max(peak, valueLogBytes(t, dir, false))
 	}
 	// Reclaiming runs in the background: give it a moment to catch up.
@@ -117,7 +119,7 @@ func TestBadgerStoreOpensAfterKillLeftEmptyValueLog(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
 	for id := int64(1); id <= 3; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, 4<<10, sink) // in the value log
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, 4<<10, sink) // in the value log
 	}
 	closeStore(t, s)
 	vlogs, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"faultline/checkpoint"
 	"faultline/internal/dbclose"
 )
 
@@ -18,19 +19,19 @@ import (
 // lost to its next start.
 func TestCloseLeavesAStoreMadeAgainInItsDirAlone(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "checkpoints")
-	old, err := OpenBadgerStore(dir, 3)
+	old, err := Open(dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	putAndAdd(t, old, 1, KindCheckpoint, 64, TaskID{Operator: "sink", Index: 0})
+	putAndAdd(t, old, 1, checkpoint.KindCheckpoint, 64, checkpoint.TaskID{Operator: "sink", Index: 0})
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenBadgerStore(dir, 3)
+	s, err := Open(dir, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	putAndAdd(t, s, 7, KindCheckpoint, 64, TaskID{Operator: "sink", Index: 0})
+	putAndAdd(t, s, 7, checkpoint.KindCheckpoint, 64, checkpoint.TaskID{Operator: "sink", Index: 0})
 	if err := old.Close(); !errors.Is(err, dbclose.ErrDirGone) {
 		t.Fatalf("Close of the old store = %v, want ErrDirGone", err)
 	}

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"bufio"
@@ -7,29 +7,31 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"faultline/checkpoint"
 )
 
 // fuzzCheckpoint is a checkpoint like the default job's: sources with
 // offsets, a sink with output offsets, an incremental chain and a finished
 // subtask.
-func fuzzCheckpoint(id int64) *Completed {
-	c := &Completed{ID: id, Kind: KindCheckpoint, Job: "orders", Mode: "exactly-once",
-		TriggerTime: t0, CompletionTime: t0.Add(40 * time.Millisecond), Tasks: map[TaskID]SubtaskAck{}}
+func fuzzCheckpoint(id int64) *checkpoint.Completed {
+	c := &checkpoint.Completed{ID: id, Kind: checkpoint.KindCheckpoint, Job: "orders", Mode: "exactly-once",
+		TriggerTime: t0, CompletionTime: t0.Add(40 * time.Millisecond), Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}}
 	for i := range 2 {
-		c.Tasks[TaskID{"orders-source", i}] = SubtaskAck{Handle: Handle{Key: stateKey(id, TaskID{"orders-source", i}), Size: 30, Checksum: 7},
-			Offsets: Offsets{"orders": {int32(2 * i): 12368, int32(2*i + 1): 12456}}, AckTime: t0}
+		c.Tasks[checkpoint.TaskID{Operator: "orders-source", Index: i}] = checkpoint.SubtaskAck{Handle: checkpoint.Handle{Key: checkpoint.StateKey(id, checkpoint.TaskID{Operator: "orders-source", Index: i}), Size: 30, Checksum: 7},
+			Offsets: checkpoint.Offsets{"orders": {int32(2 * i): 12368, int32(2*i + 1): 12456}}, AckTime: t0}
 	}
-	c.Tasks[TaskID{"join", 1}] = SubtaskAck{Handle: Handle{Key: stateKey(id, TaskID{"join", 1}), Size: 100_000, Checksum: 9},
-		Chain: []Handle{{Key: stateKey(id-1, TaskID{"join", 1}), Size: 400_000, Checksum: 3}}, Bytes: 500_000, IncrementalBytes: 100_000}
-	c.Tasks[TaskID{"parse-orders", 0}] = SubtaskAck{Finished: true}
-	c.Tasks[sink] = SubtaskAck{OutputFrom: Offsets{"revenue": {0: 4711}}, SyncDuration: time.Millisecond}
+	c.Tasks[checkpoint.TaskID{Operator: "join", Index: 1}] = checkpoint.SubtaskAck{Handle: checkpoint.Handle{Key: checkpoint.StateKey(id, checkpoint.TaskID{Operator: "join", Index: 1}), Size: 100_000, Checksum: 9},
+		Chain: []checkpoint.Handle{{Key: checkpoint.StateKey(id-1, checkpoint.TaskID{Operator: "join", Index: 1}), Size: 400_000, Checksum: 3}}, Bytes: 500_000, IncrementalBytes: 100_000}
+	c.Tasks[checkpoint.TaskID{Operator: "parse-orders", Index: 0}] = checkpoint.SubtaskAck{Finished: true}
+	c.Tasks[sink] = checkpoint.SubtaskAck{OutputFrom: checkpoint.Offsets{"revenue": {0: 4711}}, SyncDuration: time.Millisecond}
 	return c
 }
 
 // withHeader puts payload behind a valid record header: recordMagic and its
 // CRC32C.
 func withHeader(payload []byte) []byte {
-	b := binary.BigEndian.AppendUint32([]byte(recordMagic), checksum(payload))
+	b := binary.BigEndian.AppendUint32([]byte(recordMagic), checkpoint.Checksum(payload))
 	return append(b, payload...)
 }
 
@@ -59,7 +61,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 		for _, v := range [][]byte{data, withHeader(data)} {
 			c, err := decodeCompleted(id, v)
 			if err != nil {
-				if c != nil || !errors.Is(err, ErrChecksum) {
+				if c != nil || !errors.Is(err, checkpoint.ErrChecksum) {
 					t.Fatalf("decodeCompleted = %v, %v; want nil and ErrChecksum", c, err)
 				}
 				continue
@@ -85,7 +87,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			if n < 1 || size < int64(n) || size > MaxStateSize {
 				t.Fatalf("decodePieces = %d pieces of %d bytes", n, size)
 			}
-		} else if !errors.Is(err, ErrChecksum) {
+		} else if !errors.Is(err, checkpoint.ErrChecksum) {
 			t.Fatalf("decodePieces: %v, want ErrChecksum", err)
 		}
 		if base := pieceOf(string(data)); len(base) > len(data) {
@@ -107,7 +109,7 @@ func fuzzValueLog() []byte {
 		b = binary.AppendUvarint(b, uint64(len(kv[1])))
 		b = binary.AppendUvarint(b, 0)
 		b = append(append(b, kv[0]...), kv[1]...)
-		b = binary.BigEndian.AppendUint32(b, checksum(b[start:]))
+		b = binary.BigEndian.AppendUint32(b, checkpoint.Checksum(b[start:]))
 	}
 	return b
 }

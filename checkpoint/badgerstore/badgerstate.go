@@ -1,10 +1,12 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -16,24 +18,24 @@ const pieceSize = 8 << 20
 // PutState stores data as the state of task for checkpoint id and returns its
 // handle with a CRC32 (Castagnoli) checksum. The blob is on disk when
 // PutState returns. A blob larger than 8 MiB is stored in pieces.
-func (s *BadgerStore) PutState(ctx context.Context, id int64, task TaskID, data []byte) (Handle, error) {
+func (s *Store) PutState(ctx context.Context, id int64, task checkpoint.TaskID, data []byte) (checkpoint.Handle, error) {
 	return s.PutStateParts(ctx, id, task, [][]byte{data})
 }
 
 // PutStateParts implements PartsStorage: it stores the blob made of parts,
 // one after another, as PutState does, without joining them first; a blob in
 // pieces is written through one buffer of a piece.
-func (s *BadgerStore) PutStateParts(ctx context.Context, id int64, task TaskID, parts [][]byte) (Handle, error) {
-	fail := func(err error) (Handle, error) {
-		return Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
+func (s *Store) PutStateParts(ctx context.Context, id int64, task checkpoint.TaskID, parts [][]byte) (checkpoint.Handle, error) {
+	fail := func(err error) (checkpoint.Handle, error) {
+		return checkpoint.Handle{}, fmt.Errorf("put state of %s for checkpoint %d: %w", task, id, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	h := Handle{Key: stateKey(id, task)}
+	h := checkpoint.Handle{Key: checkpoint.StateKey(id, task)}
 	for _, p := range parts {
 		h.Size += int64(len(p))
-		h.Checksum = crc32.Update(h.Checksum, castagnoli, p)
+		h.Checksum = crc32.Update(h.Checksum, checkpoint.Castagnoli, p)
 	}
 	if h.Size > MaxStateSize {
 		return fail(fmt.Errorf("%d bytes, more than the store's limit of %d", h.Size, MaxStateSize))
@@ -129,7 +131,7 @@ func splitParts(parts [][]byte, size int, buf *[]byte) func(func([]byte) bool) {
 // and ErrChecksum when the blob does not match h or cannot be read back from
 // disk. (Badger itself does not report a value it cannot read from the value
 // log: it returns it empty.)
-func (s *BadgerStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
+func (s *Store) GetState(ctx context.Context, h checkpoint.Handle) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get state %s: %w", h.Key, err)
 	}
@@ -141,7 +143,7 @@ func (s *BadgerStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(blobKey(h.Key))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
+			return checkpoint.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -153,7 +155,7 @@ func (s *BadgerStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
 		if data, err = item.ValueCopy(nil); err != nil {
 			// The key is there but its value is not: the value log is
 			// damaged (Badger truncates a damaged value log on open).
-			return fmt.Errorf("unreadable (%v): %w", err, ErrChecksum)
+			return fmt.Errorf("unreadable (%v): %w", err, checkpoint.ErrChecksum)
 		}
 		return nil
 	})
@@ -161,11 +163,11 @@ func (s *BadgerStore) GetState(ctx context.Context, h Handle) ([]byte, error) {
 		return nil, fmt.Errorf("get state %s: %w", h.Key, err)
 	}
 	if len(data) == 0 && h.Size > 0 {
-		return nil, fmt.Errorf("get state %s: empty, want %d bytes: the value log entry that held it is gone: %w", h.Key, h.Size, ErrChecksum)
+		return nil, fmt.Errorf("get state %s: empty, want %d bytes: the value log entry that held it is gone: %w", h.Key, h.Size, checkpoint.ErrChecksum)
 	}
-	if got := checksum(data); got != h.Checksum || int64(len(data)) != h.Size {
+	if got := checkpoint.Checksum(data); got != h.Checksum || int64(len(data)) != h.Size {
 		return nil, fmt.Errorf("get state %s: %d bytes with checksum %08x, want %d bytes with checksum %08x: %w",
-			h.Key, len(data), got, h.Size, h.Checksum, ErrChecksum)
+			h.Key, len(data), got, h.Size, h.Checksum, checkpoint.ErrChecksum)
 	}
 	return data, nil
 }
@@ -186,14 +188,14 @@ func readPieces(txn *badger.Txn, item *badger.Item, key string) ([]byte, error) 
 	for i := range n {
 		piece, err := txn.Get(pieceKey(key, i))
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil, fmt.Errorf("piece %d of %d is missing: %w", i, n, ErrChecksum)
+			return nil, fmt.Errorf("piece %d of %d is missing: %w", i, n, checkpoint.ErrChecksum)
 		}
 		if err != nil {
 			return nil, err
 		}
 		err = piece.Value(func(v []byte) error {
 			if int64(len(data)+len(v)) > size {
-				return fmt.Errorf("piece %d of %d makes more than %d bytes: %w", i, n, size, ErrChecksum)
+				return fmt.Errorf("piece %d of %d makes more than %d bytes: %w", i, n, size, checkpoint.ErrChecksum)
 			}
 			data = append(data, v...)
 			return nil
@@ -208,7 +210,7 @@ func readPieces(txn *badger.Txn, item *badger.Item, key string) ([]byte, error) 
 // Corrupt damages the stored blob key in place (its first piece, when it has
 // some), keeping its handle's checksum, so that reading it fails as bytes
 // damaged on disk would (the corrupt-checkpoint fault).
-func (s *BadgerStore) Corrupt(key string) error {
+func (s *Store) Corrupt(key string) error {
 	if err := s.enterWrite(); err != nil {
 		return err
 	}
@@ -219,7 +221,7 @@ func (s *BadgerStore) Corrupt(key string) error {
 		k := blobKey(key)
 		item, err := txn.Get(k)
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("corrupt state %s: %w", key, ErrNotFound)
+			return fmt.Errorf("corrupt state %s: %w", key, checkpoint.ErrNotFound)
 		}
 		if err != nil {
 			return err

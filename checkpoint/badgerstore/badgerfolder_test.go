@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"faultline/checkpoint"
 )
 
 // TestLockFileReplacedByAFolder: a folder where Badger writes its lock
@@ -22,12 +24,12 @@ func TestLockFileReplacedByAFolder(t *testing.T) {
 	if err := os.Mkdir(lock, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenBadgerStore(dir, 3)
+	_, err := Open(dir, 3)
 	if msg := errString(err); !errors.Is(err, ErrLockFileInTheWay) || errors.Is(err, ErrDamaged) || strings.Contains(msg, "\n") ||
 		!strings.Contains(msg, lock+" is a folder") || !strings.Contains(msg, "remove that folder") || strings.Contains(msg, "--fresh") {
 		t.Fatalf("open with a folder as LOCK: %q; want one line naming %s and saying to remove it, no --fresh", msg, lock)
 	}
-	ro, err := OpenBadgerStoreReadOnly(dir)
+	ro, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatalf("read-only open with a folder as LOCK: %v", err)
 	}
@@ -41,7 +43,7 @@ func TestLockFileReplacedByAFolder(t *testing.T) {
 	if err != nil || !slices.Contains(ids(all), newest) {
 		t.Fatalf("after removing the folder: checkpoints %v, %v; want %d among them", ids(all), err, newest)
 	}
-	putAndAdd(t, s, newest+1, KindCheckpoint, 3000, sink)
+	putAndAdd(t, s, newest+1, checkpoint.KindCheckpoint, 3000, sink)
 }
 
 // TestDataFileReplacedByAFolder: a folder where a table, a value log or
@@ -63,9 +65,9 @@ func TestDataFileReplacedByAFolder(t *testing.T) {
 			if err := os.Mkdir(path, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			for _, open := range []func() (*BadgerStore, error){
-				func() (*BadgerStore, error) { return OpenBadgerStore(dir, 3) },
-				func() (*BadgerStore, error) { return OpenBadgerStoreReadOnly(dir) },
+			for _, open := range []func() (*Store, error){
+				func() (*Store, error) { return Open(dir, 3) },
+				func() (*Store, error) { return OpenReadOnly(dir) },
 			} {
 				var err error
 				within(t, "open", func() { _, err = open() })

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // unknown. Blobs whose key names no checkpoint are orphans too. The pieces
 // of a blob go with it, and pieces whose index was never written (their
 // process died first) are orphans like any blob.
-func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
+func (s *Store) sweep(entries []metaEntry, below, also int64) error {
 	referenced := map[string]bool{}
 	damaged := map[int64]bool{}
 	for _, e := range entries {
@@ -70,7 +70,7 @@ func (s *BadgerStore) sweep(entries []metaEntry, below, also int64) error {
 }
 
 // kickGC asks the reclaimer to run value log GC, unless it already has work.
-func (s *BadgerStore) kickGC() {
+func (s *Store) kickGC() {
 	select {
 	case s.gcKick <- struct{}{}:
 	default:
@@ -82,7 +82,7 @@ func (s *BadgerStore) kickGC() {
 // only once a compaction has counted the deletions; so once half a value log
 // file's worth of blobs was deleted, it first flushes the memtables (see
 // flushDeletions), which holds the store's writes for a few milliseconds.
-func (s *BadgerStore) reclaim() {
+func (s *Store) reclaim() {
 	defer close(s.gcDone)
 	for {
 		select {
@@ -112,7 +112,7 @@ func (s *BadgerStore) reclaim() {
 // hundred checkpoints while the value log grew by all of their state. There
 // is no public flush; DropPrefix of a key written for the purpose flushes
 // every memtable and compacts the table it lands in, which is what counts.
-func (s *BadgerStore) flushDeletions() {
+func (s *Store) flushDeletions() {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(flushKey), nil) }); err != nil {
@@ -124,7 +124,7 @@ func (s *BadgerStore) flushDeletions() {
 // runGC rewrites one value log file, with writes held off; it reports
 // whether it did. It never does on a store with a damaged value log (see
 // gcSafe).
-func (s *BadgerStore) runGC() bool {
+func (s *Store) runGC() bool {
 	if !s.gcSafe() {
 		return false
 	}
@@ -138,7 +138,7 @@ func (s *BadgerStore) runGC() bool {
 // file after copying only what comes before the damage: on a store with one
 // it never runs, and the store keeps its space rather than lose values that
 // reads still find.
-func (s *BadgerStore) gcSafe() bool {
+func (s *Store) gcSafe() bool {
 	s.gcCheck.Lock()
 	defer s.gcCheck.Unlock()
 	if !s.gcChecked {
@@ -150,7 +150,7 @@ func (s *BadgerStore) gcSafe() bool {
 // checkValueLogs checks every value log file but the newest, which Badger
 // writes to, with checkValueLog, and reports whether all are intact. It
 // stops early, reporting false, when the store closes.
-func (s *BadgerStore) checkValueLogs() bool {
+func (s *Store) checkValueLogs() bool {
 	logs, err := filepath.Glob(filepath.Join(s.dir, "*"+valueLogExt))
 	if err != nil {
 		return false

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"bufio"
@@ -16,12 +16,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"faultline/checkpoint"
 )
 
 func TestBadgerStoreLockedInProcess(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 1)
-	_, err := OpenBadgerStore(dir, 1)
+	_, err := Open(dir, 1)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second open: err = %v, want ErrLocked", err)
 	}
@@ -46,7 +48,7 @@ func TestBadgerStoreHelperProcess(t *testing.T) {
 		t.Skip("helper process of the lock and crash tests")
 	}
 	ctx := context.Background()
-	s, err := OpenBadgerStore(os.Getenv(helperEnv+"_DIR"), 2)
+	s, err := Open(os.Getenv(helperEnv+"_DIR"), 2)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)
@@ -60,16 +62,16 @@ func TestBadgerStoreHelperProcess(t *testing.T) {
 	case "hold":
 		_, _ = io.Copy(io.Discard, os.Stdin)
 	case "churn":
-		tasks := []TaskID{src0, src1, {"join", 0}, sink}
+		tasks := []checkpoint.TaskID{src0, src1, {Operator: "join", Index: 0}, sink}
 		for id := s.MaxID() + 1; ; id++ {
-			c := &Completed{ID: id, Kind: Kind(id % 7 / 6), TriggerTime: t0, CompletionTime: t0, Tasks: map[TaskID]SubtaskAck{}}
+			c := &checkpoint.Completed{ID: id, Kind: checkpoint.Kind(id % 7 / 6), TriggerTime: t0, CompletionTime: t0, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}}
 			for _, task := range tasks {
 				h, err := s.PutState(ctx, id, task, blobOf(task, id, 500+int(id%5)*1000))
 				if err != nil {
 					fmt.Println("error:", err)
 					os.Exit(2)
 				}
-				c.Tasks[task] = SubtaskAck{Handle: h, Offsets: Offsets{"orders": {int32(task.Index): id}}}
+				c.Tasks[task] = checkpoint.SubtaskAck{Handle: h, Offsets: checkpoint.Offsets{"orders": {int32(task.Index): id}}}
 			}
 			if err := s.Add(ctx, c); err != nil {
 				fmt.Println("error:", err)
@@ -155,7 +157,7 @@ func (h *helper) kill(t *testing.T) []string {
 func TestBadgerStoreLockedByAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
 	h := startHelper(t, "hold", dir)
-	_, err := OpenBadgerStore(dir, 1)
+	_, err := Open(dir, 1)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("open while the helper holds the store: err = %v, want ErrLocked", err)
 	}
@@ -179,7 +181,7 @@ func TestBadgerStoreLockedByAnotherProcess(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), `"pid":`+strconv.Itoa(os.Getpid())) {
 		t.Errorf("OWNER = %q, %v; want this process", b, err)
 	}
-	putAndAdd(t, s, 1, KindCheckpoint, 10, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 10, sink)
 }
 
 // TestBadgerStoreSurvivesKill kills a process that adds checkpoints as fast

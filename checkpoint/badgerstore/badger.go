@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"cmp"
@@ -15,25 +15,26 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
+	"faultline/checkpoint"
 	"faultline/internal/dbclose"
 )
 
-// ErrLocked means another process (or another BadgerStore in this process)
+// ErrLocked means another process (or another Store in this process)
 // holds the checkpoint store's directory. Stop it, or use another directory.
 var ErrLocked = errors.New("checkpoint store locked")
 
-// ErrClosed means the BadgerStore was used after Close.
+// ErrClosed means the Store was used after Close.
 var ErrClosed = errors.New("checkpoint store is closed")
 
 // ErrLost means a checkpoint the store completed is gone: its metadata record
 // is missing, though the store still records that it holds it (in HELD, or
-// as the newest, see BadgerStore.Newest). Its files were damaged or lost (a
+// as the newest, see Store.Newest). Its files were damaged or lost (a
 // deleted memtable log takes the newest records with it). A resumed run
 // goes back to the newest intact checkpoint before it; `faultline
 // checkpoints delete` of its id acknowledges the loss.
 var ErrLost = errors.New("checkpoint lost")
 
-// Badger tuning: see OpenBadgerStore and badgerOptions.
+// Badger tuning: see Open and badgerOptions.
 const (
 	memTableSize     = 1 << 20
 	valueThreshold   = 1 << 10
@@ -41,15 +42,15 @@ const (
 	gcDiscardRatio   = 0.5
 )
 
-// MaxStateSize is the largest state blob BadgerStore.PutState accepts. Blobs
+// MaxStateSize is the largest state blob Store.PutState accepts. Blobs
 // above pieceSize are stored in pieces, as one Badger value must fit in one
 // value log file.
 const MaxStateSize = 1 << 30
 
-// BadgerStore is a Store on a Badger database in one directory (Flink:
+// Store is a checkpoint.Store on a Badger database in one directory (Flink:
 // CheckpointStorage + CompletedCheckpointStore on disk). It keeps the newest
 // retained checkpoints (Flink: state.checkpoints.num-retained) and every
-// savepoint, like MemoryStore, and survives the process: a checkpoint is
+// savepoint, like checkpoint.MemoryStore, and survives the process: a checkpoint is
 // listed once Add has returned, and stays listed through a crash at any
 // moment.
 //
@@ -70,12 +71,12 @@ const MaxStateSize = 1 << 30
 // for every operation, write for Close and Clear), then writeMu (Add and
 // Delete), then gcMu (read for every write to Badger, write for a value log
 // GC run and for Clear), then gcCheck (whether GC may run).
-type BadgerStore struct {
+type Store struct {
 	dir      string
 	home     dbclose.Dir // dir as it was opened: Close touches only that one
 	retained int
 	db       *badger.DB
-	readOnly bool // see OpenBadgerStoreReadOnly
+	readOnly bool // see OpenReadOnly
 
 	life   sync.RWMutex
 	closed bool // under life
@@ -111,15 +112,15 @@ type BadgerStore struct {
 }
 
 var (
-	_ Store        = (*BadgerStore)(nil)
-	_ PartsStorage = (*BadgerStore)(nil)
+	_ checkpoint.Store        = (*Store)(nil)
+	_ checkpoint.PartsStorage = (*Store)(nil)
 )
 
 // init reads the highest id, the newest and the ids the store must hold
 // (see settle), and deletes orphan state blobs. Nothing else uses the store
 // yet, so every blob no checkpoint refers to is an orphan. Opened to write,
 // it brings HELD up to what the store holds (see held).
-func (s *BadgerStore) init() error {
+func (s *Store) init() error {
 	var in storeIDs
 	err := s.db.View(func(txn *badger.Txn) (err error) {
 		if in.sysMax, in.sysMaxOK, err = readID(txn, maxIDKey); err != nil {
@@ -175,13 +176,13 @@ func readID(txn *badger.Txn, key string) (id int64, ok bool, err error) {
 }
 
 // Dir is the directory the store lives in.
-func (s *BadgerStore) Dir() string { return s.dir }
+func (s *Store) Dir() string { return s.dir }
 
-var _ Located = (*BadgerStore)(nil)
+var _ checkpoint.Located = (*Store)(nil)
 
 // Close waits for background work, releases the directory and closes the
 // database. Closing twice is a no-op.
-func (s *BadgerStore) Close() error {
+func (s *Store) Close() error {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closed {
@@ -201,7 +202,7 @@ func (s *BadgerStore) Close() error {
 
 // enter takes the read side of the lifecycle lock; the caller must call
 // s.life.RUnlock when it returns nil.
-func (s *BadgerStore) enter() error {
+func (s *Store) enter() error {
 	s.life.RLock()
 	if s.closed {
 		s.life.RUnlock()
@@ -212,7 +213,7 @@ func (s *BadgerStore) enter() error {
 
 // enterWrite is enter for the methods that write: it also refuses a
 // read-only store.
-func (s *BadgerStore) enterWrite() error {
+func (s *Store) enterWrite() error {
 	if s.readOnly {
 		return fmt.Errorf("%w: %s", ErrReadOnly, s.dir)
 	}
@@ -230,7 +231,7 @@ func (s *BadgerStore) enterWrite() error {
 // after it. The state blobs are deleted afterwards; when that fails (or the
 // process dies first) the next Add or the next open deletes them, so Add
 // still succeeds.
-func (s *BadgerStore) Add(ctx context.Context, c *Completed) error {
+func (s *Store) Add(ctx context.Context, c *checkpoint.Completed) error {
 	if c == nil {
 		return errors.New("add checkpoint: nil")
 	}
@@ -299,7 +300,7 @@ func retention(entries []metaEntry, retained int) (kept []metaEntry, dropped []i
 	slices.SortFunc(entries, func(a, b metaEntry) int { return cmp.Compare(a.id, b.id) })
 	var checkpoints []int64
 	for _, e := range entries {
-		if e.c != nil && e.c.Kind == KindCheckpoint {
+		if e.c != nil && e.c.Kind == checkpoint.KindCheckpoint {
 			checkpoints = append(checkpoints, e.id)
 		}
 	}
@@ -313,7 +314,7 @@ func retention(entries []metaEntry, retained int) (kept []metaEntry, dropped []i
 // commitAdd is Add's Badger transaction: the record rec of checkpoint id,
 // the highest id and the newest, and the deletion of the records of the
 // checkpoints dropped.
-func (s *BadgerStore) commitAdd(id int64, rec []byte, maxID, newest int64, dropped []int64) error {
+func (s *Store) commitAdd(id int64, rec []byte, maxID, newest int64, dropped []int64) error {
 	return s.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(metaKey(id), rec); err != nil {
 			return err
@@ -341,7 +342,7 @@ func (s *BadgerStore) commitAdd(id int64, rec []byte, maxID, newest int64, dropp
 // returns an error wrapping ErrNotFound when id is not in the store. MaxID
 // does not go down; Newest goes down to the next lower id the store holds
 // when id was the newest.
-func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
+func (s *Store) Delete(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete checkpoint %d: %w", id, err)
 	}
@@ -361,7 +362,7 @@ func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 	must := *s.must.Load()
 	present := slices.ContainsFunc(entries, func(e metaEntry) bool { return e.id == id })
 	if !present && !slices.Contains(must, id) {
-		return fmt.Errorf("delete checkpoint %d: %w", id, ErrNotFound)
+		return fmt.Errorf("delete checkpoint %d: %w", id, checkpoint.ErrNotFound)
 	}
 	entries = slices.DeleteFunc(entries, func(e metaEntry) bool { return e.id == id })
 	must = without(must, id)
@@ -404,7 +405,7 @@ func (s *BadgerStore) Delete(ctx context.Context, id int64) error {
 // and resets MaxID and Newest to 0, so that ids start at 1 again (for
 // `faultline run --fresh`). Nothing else runs on the store meanwhile: Badger
 // drops its data only while nothing reads it.
-func (s *BadgerStore) Clear(ctx context.Context) error {
+func (s *Store) Clear(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("clear checkpoint store: %w", err)
 	}
@@ -446,7 +447,7 @@ func (s *BadgerStore) Clear(ctx context.Context) error {
 
 // Latest returns the newest intact checkpoint or savepoint, or nil when there
 // is none. Damaged records are skipped.
-func (s *BadgerStore) Latest(ctx context.Context) (*Completed, error) {
+func (s *Store) Latest(ctx context.Context) (*checkpoint.Completed, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("latest checkpoint: %w", err)
 	}
@@ -454,7 +455,7 @@ func (s *BadgerStore) Latest(ctx context.Context) (*Completed, error) {
 		return nil, fmt.Errorf("latest checkpoint: %w", err)
 	}
 	defer s.life.RUnlock()
-	var latest *Completed
+	var latest *checkpoint.Completed
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
@@ -479,7 +480,7 @@ func (s *BadgerStore) Latest(ctx context.Context) (*Completed, error) {
 
 // All returns every retained, intact checkpoint and savepoint, oldest first.
 // Damaged records are skipped; Damaged lists them.
-func (s *BadgerStore) All(ctx context.Context) ([]*Completed, error) {
+func (s *Store) All(ctx context.Context) ([]*checkpoint.Completed, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
@@ -491,7 +492,7 @@ func (s *BadgerStore) All(ctx context.Context) ([]*Completed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
-	out := make([]*Completed, 0, len(entries))
+	out := make([]*checkpoint.Completed, 0, len(entries))
 	for _, e := range entries {
 		if e.err == nil {
 			out = append(out, e.c)
@@ -504,7 +505,7 @@ func (s *BadgerStore) All(ctx context.Context) ([]*Completed, error) {
 // their checksum, and of those the store must hold whose record is missing
 // (lost, see ErrLost), ascending. All and Latest skip them; Verify says what
 // is wrong; Delete removes them.
-func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
+func (s *Store) Damaged(ctx context.Context) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
 	}
@@ -512,7 +513,7 @@ func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
 	}
 	defer s.life.RUnlock()
-	must := *s.must.Load() // before Badger is read: see BadgerStore.must
+	must := *s.must.Load() // before Badger is read: see Store.must
 	entries, err := s.list()
 	if err != nil {
 		return nil, fmt.Errorf("list damaged checkpoints: %w", err)
@@ -529,13 +530,13 @@ func (s *BadgerStore) Damaged(ctx context.Context) ([]int64, error) {
 
 // MaxID is the highest checkpoint id ever added, 0 when none. It survives
 // retention, Delete and restarts of the process; only Clear resets it.
-func (s *BadgerStore) MaxID() int64 { return s.maxID.Load() }
+func (s *Store) MaxID() int64 { return s.maxID.Load() }
 
 // Newest is the newest checkpoint or savepoint id the store must still hold,
 // 0 when none: set by Add, lowered only by Delete of that id. When its
 // metadata record is missing, the checkpoint is lost (ErrLost). A store
 // written before the store kept it (in sys/newest or HELD) takes MaxID.
-func (s *BadgerStore) Newest() int64 { return s.newest.Load() }
+func (s *Store) Newest() int64 { return s.newest.Load() }
 
 // Verify reads the metadata of checkpoint id and every state blob it refers
 // to, and checks their checksums. It returns nil when all are intact, an
@@ -544,7 +545,7 @@ func (s *BadgerStore) Newest() int64 { return s.newest.Load() }
 // error wrapping ErrNotFound when id is not in the store otherwise, and an
 // error that names each damaged part (the metadata, or a subtask and its
 // blob) and wraps ErrChecksum or ErrNotFound.
-func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
+func (s *Store) Verify(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("verify checkpoint %d: %w", id, err)
 	}
@@ -552,7 +553,7 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 		return fmt.Errorf("verify checkpoint %d: %w", id, err)
 	}
 	var e metaEntry
-	must := *s.must.Load() // before Badger is read: see BadgerStore.must
+	must := *s.must.Load() // before Badger is read: see Store.must
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(metaKey(id))
 		if errors.Is(err, badger.ErrKeyNotFound) && slices.Contains(must, id) {
@@ -560,7 +561,7 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 				"(a file of the store that held it, such as a memtable log *%s, was deleted or lost): %w", memLogExt, ErrLost)
 		}
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
+			return checkpoint.ErrNotFound
 		}
 		if err != nil {
 			return err
@@ -575,7 +576,7 @@ func (s *BadgerStore) Verify(ctx context.Context, id int64) error {
 	if e.err != nil {
 		return fmt.Errorf("verify checkpoint %d: %w", id, e.err)
 	}
-	tasks := slices.SortedFunc(func(yield func(TaskID) bool) {
+	tasks := slices.SortedFunc(func(yield func(checkpoint.TaskID) bool) {
 		for t := range e.c.Tasks {
 			if !yield(t) {
 				return

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"faultline/checkpoint"
 )
 
 // damageFixture writes a store with checkpoints 1 to 6 (4 a savepoint),
@@ -23,19 +25,19 @@ func damageFixture(t *testing.T) (string, int64) {
 	dir := t.TempDir()
 	var id int64
 	for range 2 {
-		s, err := OpenBadgerStore(dir, 3)
+		s, err := Open(dir, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 3 {
 			id++
-			kind := KindCheckpoint
+			kind := checkpoint.KindCheckpoint
 			if id == 4 {
-				kind = KindSavepoint
+				kind = checkpoint.KindSavepoint
 			}
-			c := &Completed{ID: id, Kind: kind, Job: strings.Repeat("j", 1500), TriggerTime: t0, CompletionTime: t0,
-				Tasks: map[TaskID]SubtaskAck{}}
-			for _, task := range []TaskID{src0, sink} {
+			c := &checkpoint.Completed{ID: id, Kind: kind, Job: strings.Repeat("j", 1500), TriggerTime: t0, CompletionTime: t0,
+				Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}}
+			for _, task := range []checkpoint.TaskID{src0, sink} {
 				size := 100 // in the LSM tree
 				if task == sink {
 					size = 5000 // in the value log
@@ -44,7 +46,7 @@ func damageFixture(t *testing.T) (string, int64) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c.Tasks[task] = SubtaskAck{Handle: h, Offsets: Offsets{"orders": {0: id * 100}}}
+				c.Tasks[task] = checkpoint.SubtaskAck{Handle: h, Offsets: checkpoint.Offsets{"orders": {0: id * 100}}}
 			}
 			if err := s.Add(context.Background(), c); err != nil {
 				t.Fatal(err)
@@ -201,9 +203,9 @@ func TestBadgerStoreSurvivesDamagedFiles(t *testing.T) {
 func checkDamagedStore(t *testing.T, dir string, newest int64, readOnly bool) {
 	t.Helper()
 	ctx := context.Background()
-	open := func() (*BadgerStore, error) { return OpenBadgerStore(dir, 3) }
+	open := func() (*Store, error) { return Open(dir, 3) }
 	if readOnly {
-		open = func() (*BadgerStore, error) { return OpenBadgerStoreReadOnly(dir) }
+		open = func() (*Store, error) { return OpenReadOnly(dir) }
 	}
 	s, err := open()
 	if err != nil {
@@ -254,7 +256,7 @@ func checkDamagedStore(t *testing.T, dir string, newest int64, readOnly bool) {
 		}
 	}
 	// The store still takes checkpoints.
-	putAndAdd(t, s, s.MaxID()+1, KindCheckpoint, 3000, sink)
+	putAndAdd(t, s, s.MaxID()+1, checkpoint.KindCheckpoint, 3000, sink)
 }
 
 func dirNames(t *testing.T, dir string) []string {
@@ -289,9 +291,9 @@ func TestDeletedTableIsNamed(t *testing.T) {
 	if err := os.Remove(tables[0]); err != nil {
 		t.Fatal(err)
 	}
-	for _, open := range []func() (*BadgerStore, error){
-		func() (*BadgerStore, error) { return OpenBadgerStoreReadOnly(dir) },
-		func() (*BadgerStore, error) { return OpenBadgerStore(dir, 3) },
+	for _, open := range []func() (*Store, error){
+		func() (*Store, error) { return OpenReadOnly(dir) },
+		func() (*Store, error) { return Open(dir, 3) },
 	} {
 		s, err := open()
 		if err == nil {

@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/ristretto/v2/z"
 
+	"faultline/checkpoint"
 	"faultline/internal/smallfile"
 )
 
@@ -423,7 +424,7 @@ func checkValueLogData(r *bufio.Reader, size int64) error {
 // checkLogEntry reads one value log entry of at most room bytes from r and
 // checks its CRC; it returns its length.
 func checkLogEntry(r *bufio.Reader, room int64) (int64, error) {
-	crc := crc32.New(castagnoli)
+	crc := crc32.New(checkpoint.Castagnoli)
 	hr := &hashingReader{r: r, h: crc}
 	var meta [2]byte
 	if _, err := io.ReadFull(hr, meta[:]); err != nil {

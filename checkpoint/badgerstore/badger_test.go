@@ -1,4 +1,4 @@
-package checkpoint
+package badgerstore
 
 import (
 	"bytes"
@@ -14,15 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"faultline/checkpoint"
+
 	badger "github.com/dgraph-io/badger/v4"
 )
 
-// openBadger opens a BadgerStore in dir and closes it when the test ends.
-func openBadger(t *testing.T, dir string, retained int) *BadgerStore {
+// openBadger opens a Store in dir and closes it when the test ends.
+func openBadger(t *testing.T, dir string, retained int) *Store {
 	t.Helper()
-	s, err := OpenBadgerStore(dir, retained)
+	s, err := Open(dir, retained)
 	if err != nil {
-		t.Fatalf("OpenBadgerStore: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -32,7 +34,7 @@ func openBadger(t *testing.T, dir string, retained int) *BadgerStore {
 	return s
 }
 
-func closeStore(t *testing.T, s *BadgerStore) {
+func closeStore(t *testing.T, s *Store) {
 	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -41,16 +43,16 @@ func closeStore(t *testing.T, s *BadgerStore) {
 
 // putAndAdd writes a blob for every task, of size bytes each (at least the
 // text naming it), and adds the checkpoint.
-func putAndAdd(t *testing.T, s Store, id int64, kind Kind, size int, tasks ...TaskID) *Completed {
+func putAndAdd(t *testing.T, s checkpoint.Store, id int64, kind checkpoint.Kind, size int, tasks ...checkpoint.TaskID) *checkpoint.Completed {
 	t.Helper()
 	ctx := context.Background()
-	c := &Completed{ID: id, Kind: kind, TriggerTime: t0, CompletionTime: t0, Tasks: map[TaskID]SubtaskAck{}}
+	c := &checkpoint.Completed{ID: id, Kind: kind, TriggerTime: t0, CompletionTime: t0, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{}}
 	for _, task := range tasks {
 		h, err := s.PutState(ctx, id, task, blobOf(task, id, size))
 		if err != nil {
 			t.Fatalf("PutState: %v", err)
 		}
-		c.Tasks[task] = SubtaskAck{Handle: h, Bytes: h.Size}
+		c.Tasks[task] = checkpoint.SubtaskAck{Handle: h, Bytes: h.Size}
 	}
 	if err := s.Add(ctx, c); err != nil {
 		t.Fatalf("Add %d: %v", id, err)
@@ -60,7 +62,7 @@ func putAndAdd(t *testing.T, s Store, id int64, kind Kind, size int, tasks ...Ta
 
 // blobOf is task's state at checkpoint id: a header, then the alphabet
 // over and over (byte i is 'a'+i%26) up to size bytes.
-func blobOf(task TaskID, id int64, size int) []byte {
+func blobOf(task checkpoint.TaskID, id int64, size int) []byte {
 	head := fmt.Appendf(nil, "state of %s at %d;", task, id)
 	if len(head) >= size {
 		return head
@@ -83,23 +85,23 @@ func TestBadgerStoreRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 3)
 
-	c := &Completed{
+	c := &checkpoint.Completed{
 		ID:             7,
-		Kind:           KindSavepoint,
+		Kind:           checkpoint.KindSavepoint,
 		Job:            "orders",
 		Mode:           "exactly-once",
 		TriggerTime:    t0,
 		CompletionTime: t0.Add(1234 * time.Millisecond),
-		Tasks:          map[TaskID]SubtaskAck{},
+		Tasks:          map[checkpoint.TaskID]checkpoint.SubtaskAck{},
 	}
-	tasks := []TaskID{{"orders-source", 0}, {"orders-source", 1}, {"join", 0}, {"join", 1}, {"sink", 0}}
+	tasks := []checkpoint.TaskID{{Operator: "orders-source", Index: 0}, {Operator: "orders-source", Index: 1}, {Operator: "join", Index: 0}, {Operator: "join", Index: 1}, {Operator: "sink", Index: 0}}
 	for i, task := range tasks {
 		data := blobOf(task, c.ID, 50+i*700) // some in the LSM tree, some in the value log
 		h, err := s.PutState(ctx, c.ID, task, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := SubtaskAck{
+		a := checkpoint.SubtaskAck{
 			Handle:           h,
 			SyncDuration:     time.Duration(i+1) * time.Millisecond,
 			AsyncDuration:    time.Duration(i+2) * time.Millisecond,
@@ -110,7 +112,7 @@ func TestBadgerStoreRoundTrip(t *testing.T) {
 			AckTime:          t0.Add(time.Duration(i) * time.Second),
 		}
 		if task.Operator == "orders-source" {
-			a.Offsets = Offsets{"orders": {int32(2 * task.Index): 1203, int32(2*task.Index + 1): 1180}, "payments": {int32(task.Index): int64(100 + i)}}
+			a.Offsets = checkpoint.Offsets{"orders": {int32(2 * task.Index): 1203, int32(2*task.Index + 1): 1180}, "payments": {int32(task.Index): int64(100 + i)}}
 		}
 		if task.Operator == "join" && task.Index == 1 {
 			a.Finished = true
@@ -121,7 +123,7 @@ func TestBadgerStoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	check := func(s *BadgerStore) {
+	check := func(s *Store) {
 		t.Helper()
 		latest, err := s.Latest(ctx)
 		if err != nil {
@@ -160,7 +162,7 @@ func TestBadgerStoreMaxIDSurvives(t *testing.T) {
 	dir := t.TempDir()
 	s := openBadger(t, dir, 1)
 	for id := int64(1); id <= 5; id++ {
-		putAndAdd(t, s, id, KindCheckpoint, 100, sink)
+		putAndAdd(t, s, id, checkpoint.KindCheckpoint, 100, sink)
 	}
 	if err := s.Delete(ctx, 5); err != nil {
 		t.Fatal(err)
@@ -168,7 +170,7 @@ func TestBadgerStoreMaxIDSurvives(t *testing.T) {
 	if all, _ := s.All(ctx); len(all) != 0 {
 		t.Errorf("All after deleting the only retained checkpoint = %v", ids(all))
 	}
-	if err := s.Delete(ctx, 5); !errors.Is(err, ErrNotFound) {
+	if err := s.Delete(ctx, 5); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("deleting 5 twice: err = %v, want ErrNotFound", err)
 	}
 	closeStore(t, s)
@@ -180,12 +182,12 @@ func TestBadgerStoreMaxIDSurvives(t *testing.T) {
 	if c, err := s.Latest(ctx); c != nil || err != nil {
 		t.Errorf("Latest = %v, %v; want none", c, err)
 	}
-	putAndAdd(t, s, 6, KindCheckpoint, 100, sink)
+	putAndAdd(t, s, 6, checkpoint.KindCheckpoint, 100, sink)
 	if got := s.MaxID(); got != 6 {
 		t.Errorf("MaxID = %d, want 6", got)
 	}
-	if _, err := OpenBadgerStore("", 1); err == nil {
-		t.Errorf("OpenBadgerStore with no directory succeeded")
+	if _, err := Open("", 1); err == nil {
+		t.Errorf("Open with no directory succeeded")
 	}
 }
 
@@ -196,13 +198,13 @@ func TestBadgerStoreCoordinator(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	store := openBadger(t, dir, 2)
-	h := newHarness(t, Config{Job: "orders", Mode: "exactly-once"}, store)
-	h.c.Start(1, job)
-	first := h.trigger(KindCheckpoint)
-	h.ack(1, first, job...)
-	second := h.trigger(KindCheckpoint)
-	h.ack(1, second, src1, sink)
-	h.c.TaskFinished(1, src0)
+	c := coordinator(t, checkpoint.Config{Job: "orders", Mode: "exactly-once"}, store)
+	c.Start(1, job)
+	first := trigger(t, c, checkpoint.KindCheckpoint)
+	ack(c, 1, first, job...)
+	second := trigger(t, c, checkpoint.KindCheckpoint)
+	ack(c, 1, second, src1, sink)
+	c.TaskFinished(1, src0)
 	latest, err := store.Latest(ctx)
 	if err != nil || latest == nil || latest.ID != second {
 		t.Fatalf("Latest = %v, %v; want checkpoint %d", latest, err, second)
@@ -210,21 +212,21 @@ func TestBadgerStoreCoordinator(t *testing.T) {
 	if got := latest.Tasks[src0]; !got.Finished || got.Handle != ackOf(src0, first).Handle {
 		t.Errorf("carried src/0 = %+v", got)
 	}
-	savepoint := h.trigger(KindSavepoint)
-	h.ack(1, savepoint, src1, sink)
-	h.c.Stop(ReasonJobFailover, nil)
+	savepoint := trigger(t, c, checkpoint.KindSavepoint)
+	ack(c, 1, savepoint, src1, sink)
+	c.Stop(checkpoint.ReasonJobFailover, nil)
 	closeStore(t, store)
 
 	store = openBadger(t, dir, 2)
-	h2 := newHarness(t, Config{}, store)
-	if got := h2.c.NextID(); got != savepoint+1 {
+	c2 := coordinator(t, checkpoint.Config{}, store)
+	if got := c2.NextID(); got != savepoint+1 {
 		t.Errorf("NextID after reopen = %d, want %d", got, savepoint+1)
 	}
 	all, err := store.All(ctx)
 	if err != nil || !slices.Equal(ids(all), []int64{first, second, savepoint}) {
 		t.Errorf("All = %v, %v; want [%d %d %d]", ids(all), err, first, second, savepoint)
 	}
-	if all[2].Kind != KindSavepoint || all[2].Job != "orders" || all[2].Mode != "exactly-once" {
+	if all[2].Kind != checkpoint.KindSavepoint || all[2].Job != "orders" || all[2].Mode != "exactly-once" {
 		t.Errorf("savepoint = %+v", all[2])
 	}
 }
@@ -233,9 +235,9 @@ func TestBadgerStoreOrphansRemovedOnOpen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openBadger(t, dir, 2)
-	kept := putAndAdd(t, s, 1, KindCheckpoint, 3000, src0, sink)
-	var orphans []Handle
-	for _, task := range []TaskID{src0, src1, sink} {
+	kept := putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 3000, src0, sink)
+	var orphans []checkpoint.Handle
+	for _, task := range []checkpoint.TaskID{src0, src1, sink} {
 		h, err := s.PutState(ctx, 2, task, blobOf(task, 2, 3000)) // never completes
 		if err != nil {
 			t.Fatal(err)
@@ -249,7 +251,7 @@ func TestBadgerStoreOrphansRemovedOnOpen(t *testing.T) {
 
 	s = openBadger(t, dir, 2)
 	for _, h := range orphans {
-		if _, err := s.GetState(ctx, h); !errors.Is(err, ErrNotFound) {
+		if _, err := s.GetState(ctx, h); !errors.Is(err, checkpoint.ErrNotFound) {
 			t.Errorf("orphan %s after reopen: err = %v, want ErrNotFound", h.Key, err)
 		}
 	}
@@ -262,7 +264,7 @@ func TestBadgerStoreOrphansRemovedOnOpen(t *testing.T) {
 }
 
 // countBlobs counts the state blobs in s.
-func countBlobs(t *testing.T, s *BadgerStore) int {
+func countBlobs(t *testing.T, s *Store) int {
 	t.Helper()
 	n := 0
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -289,7 +291,7 @@ func TestBadgerStoreConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range writers {
 		wg.Go(func() {
-			task := TaskID{"map", i}
+			task := checkpoint.TaskID{Operator: "map", Index: i}
 			for id := int64(1); id <= checkpoints; id++ {
 				data := bytes.Repeat([]byte{byte(i)}, 1+i*200)
 				h, err := s.PutState(ctx, id, task, data)
@@ -298,7 +300,7 @@ func TestBadgerStoreConcurrentUse(t *testing.T) {
 					return
 				}
 				// Retention may already have deleted it.
-				if got, err := s.GetState(ctx, h); (err != nil && !errors.Is(err, ErrNotFound)) || (err == nil && !bytes.Equal(got, data)) {
+				if got, err := s.GetState(ctx, h); (err != nil && !errors.Is(err, checkpoint.ErrNotFound)) || (err == nil && !bytes.Equal(got, data)) {
 					t.Errorf("GetState = %d bytes, %v", len(got), err)
 				}
 				_, _ = s.Latest(ctx)
@@ -313,7 +315,7 @@ func TestBadgerStoreConcurrentUse(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := s.Add(ctx, &Completed{ID: id, Tasks: map[TaskID]SubtaskAck{sink: {Handle: h}}}); err != nil {
+			if err := s.Add(ctx, &checkpoint.Completed{ID: id, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{sink: {Handle: h}}}); err != nil {
 				t.Error(err)
 			}
 			if err := s.Verify(ctx, id); err != nil {
@@ -334,7 +336,7 @@ func TestBadgerStoreConcurrentUse(t *testing.T) {
 func TestBadgerStoreClosed(t *testing.T) {
 	ctx := context.Background()
 	s := openBadger(t, t.TempDir(), 1)
-	putAndAdd(t, s, 1, KindCheckpoint, 10, sink)
+	putAndAdd(t, s, 1, checkpoint.KindCheckpoint, 10, sink)
 	closeStore(t, s)
 	closeStore(t, s) // twice is fine
 	if _, err := s.PutState(ctx, 2, sink, nil); !errors.Is(err, ErrClosed) {
@@ -343,7 +345,7 @@ func TestBadgerStoreClosed(t *testing.T) {
 	if _, err := s.Latest(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Latest after Close: err = %v", err)
 	}
-	if err := s.Add(ctx, &Completed{ID: 2}); !errors.Is(err, ErrClosed) {
+	if err := s.Add(ctx, &checkpoint.Completed{ID: 2}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Add after Close: err = %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(s.Dir(), ownerFile)); !errors.Is(err, fs.ErrNotExist) {
