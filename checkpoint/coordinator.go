@@ -113,6 +113,10 @@ type pending struct {
 	finished []TaskID
 	timer    clock.Timer
 	rec      *record
+	// completing: every subtask acknowledged, and the metadata is being
+	// written (a persist effect); nothing aborts the checkpoint any more,
+	// only its write can fail it.
+	completing bool
 }
 
 // record is one History entry; p is set while the checkpoint is pending.
@@ -126,9 +130,10 @@ type record struct {
 // completion and abortion (Flink: CheckpointCoordinator, with its
 // CheckpointRequestDecider and CheckpointFailureManager folded in).
 //
-// All methods are safe for concurrent use. Calls into the Gateway and onEvent
-// are made without the coordinator's lock held, one at a time, in the order
-// the coordinator decided them.
+// All methods are safe for concurrent use. What the coordinator decides
+// under its lock, it carries out without it (effects.go): writes to the
+// store, calls into the Gateway and onEvent, one at a time, in the order
+// decided, a completed checkpoint's write before anything tells of it.
 type Coordinator struct {
 	cfg     Config
 	store   Store
@@ -188,14 +193,6 @@ type coordStats struct {
 	history                     []*record        // oldest first
 }
 
-// coordOutbox holds Gateway and onEvent calls decided under mu; flush runs
-// them without mu, in order, one goroutine at a time.
-type coordOutbox struct {
-	outbox   []func()
-	flushing bool
-	idle     *sync.Cond // signalled when a flush ends
-}
-
 // NewCoordinator returns a coordinator whose first checkpoint id is
 // store.MaxID()+1, so that ids keep increasing across processes. gw and
 // onEvent may be nil.
@@ -242,7 +239,9 @@ func (c *Coordinator) Start(attempt int64, tasks []TaskID) {
 }
 
 // Stop stops periodic triggering and aborts every pending checkpoint with
-// reason (Flink: stopCheckpointScheduler + abortPendingCheckpoints). A
+// reason (Flink: stopCheckpointScheduler + abortPendingCheckpoints), but
+// one that every subtask acknowledged, whose metadata is being written:
+// Stop returns once the write has completed or failed it. A
 // ReasonJobFailover or ReasonSubsumed abort does not count as a failure.
 // Acknowledgements and declines for the stopped attempt are ignored
 // afterwards.
@@ -254,9 +253,10 @@ func (c *Coordinator) Stop(reason FailureReason, err error) {
 	c.stopLocked(reason, err)
 	c.mu.Unlock()
 	c.flush()
-	// Another goroutine may be making the queued calls; wait until it has,
-	// so that nothing of this attempt reaches the Gateway or onEvent after
-	// Stop returns. (Stop is never called from inside those calls.)
+	// Another goroutine may be carrying out the queued effects; wait until
+	// it has, so that nothing of this attempt reaches the store, the
+	// Gateway or onEvent after Stop returns. (Stop is never called from
+	// inside those calls.)
 	c.mu.Lock()
 	for c.flushing || len(c.outbox) > 0 {
 		c.idle.Wait()
@@ -269,6 +269,9 @@ func (c *Coordinator) stopLocked(reason FailureReason, err error) {
 	c.cancelPeriodicLocked()
 	c.due = false
 	for _, p := range c.pendingInOrderLocked() {
+		if p.completing {
+			continue // acknowledged by all: its write completes or fails it
+		}
 		c.failLocked(p, reason, fmt.Errorf("checkpoint %d aborted: %w", p.id, err), TaskID{})
 	}
 }
@@ -294,39 +297,8 @@ func (c *Coordinator) pendingInOrderLocked() []*pending {
 	return ps
 }
 
-func (c *Coordinator) emitLocked(e Event) {
-	if c.onEvent != nil {
-		c.outbox = append(c.outbox, func() { c.onEvent(e) })
-	}
-}
-
-// flush makes the Gateway and onEvent calls queued in the outbox, without the
-// lock held. If another goroutine is already flushing, it makes them instead,
-// so that the calls keep the order in which they were decided.
-func (c *Coordinator) flush() {
-	for {
-		c.mu.Lock()
-		if c.flushing || len(c.outbox) == 0 {
-			c.mu.Unlock()
-			return
-		}
-		batch := c.outbox
-		c.outbox = nil
-		c.flushing = true
-		c.mu.Unlock()
-		func() {
-			defer func() {
-				c.mu.Lock()
-				c.flushing = false
-				c.idle.Broadcast()
-				c.mu.Unlock()
-			}()
-			for _, f := range batch {
-				f()
-			}
-		}()
-	}
-}
+// emitLocked queues e for onEvent.
+func (c *Coordinator) emitLocked(e Event) { c.sendLocked(eventEffect{e}) }
 
 // stoppedLocked is how long the coordinator's clock has stood still (0
 // for a clock that never stops).

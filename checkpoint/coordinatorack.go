@@ -1,10 +1,10 @@
 package checkpoint
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -43,7 +43,7 @@ func (c *Coordinator) Decline(attempt, id int64, task TaskID, reason FailureReas
 		err = errors.New("no reason given")
 	}
 	c.mu.Lock()
-	if p := c.pendingForLocked(attempt, id); p != nil {
+	if p := c.pendingForLocked(attempt, id); p != nil && !p.completing {
 		_, waiting := p.waiting[task]
 		_, acked := p.acks[task]
 		if waiting || acked {
@@ -95,7 +95,7 @@ func (c *Coordinator) pendingForLocked(attempt, id int64) *pending {
 // expire fails p when its timeout passes (Flink: CheckpointCanceller).
 func (c *Coordinator) expire(p *pending) {
 	c.mu.Lock()
-	if c.pending[p.id] == p {
+	if c.pending[p.id] == p && !p.completing {
 		err := fmt.Errorf("checkpoint %d not acknowledged within the timeout of %s (%d of %d subtasks acknowledged, waiting for %s)",
 			p.id, c.cfg.Timeout, len(p.acks), len(p.acks)+len(p.waiting), taskList(sortedTasks(p.waiting)))
 		c.failLocked(p, ReasonExpired, err, TaskID{})
@@ -125,30 +125,22 @@ func (c *Coordinator) removeLocked(p *pending) {
 	fillStats(&p.rec.stats, p)
 }
 
-// completeLocked turns p, acknowledged by every expected subtask, into a
-// Completed, adds it to the store and notifies the tasks (Flink:
-// completePendingCheckpoint).
+// completeLocked starts the completion of p, acknowledged by every
+// subtask it waited for (Flink: completePendingCheckpoint): p stops waiting
+// for anything (its timeout, a decline, the attempt's end) and its metadata
+// goes to the store in a persist effect, which persistedLocked finishes. A
+// checkpoint older than one already completing is subsumed instead, so
+// that the store is written in the order of ids.
 func (c *Coordinator) completeLocked(p *pending) {
-	// No caller's context: whichever acknowledgement or timer completes
-	// the checkpoint, its metadata must reach the store.
-	ctx := context.Background()
-	now, wall := c.clk.Now(), c.wall.Now()
-	tasks := maps.Clone(p.acks)
-	if len(p.finished) > 0 {
-		latest, err := c.store.Latest(ctx)
-		if err != nil {
-			c.failLocked(p, ReasonStorage, fmt.Errorf("checkpoint %d: read the latest completed checkpoint for the state of finished subtasks: %w", p.id, err), TaskID{})
+	for _, newer := range c.pending {
+		if newer.completing && newer.id > p.id {
+			c.failLocked(p, ReasonSubsumed, subsumedError(p.id, newer.id), TaskID{})
 			return
 		}
-		for _, t := range p.finished {
-			if latest == nil {
-				break
-			}
-			if a, ok := latest.Tasks[t]; ok {
-				tasks[t] = carryFinished(a)
-			}
-		}
 	}
+	p.completing = true
+	p.timer.Stop()
+	now, wall := c.clk.Now(), c.wall.Now()
 	done := &Completed{
 		ID:             p.id,
 		Kind:           p.kind,
@@ -158,35 +150,49 @@ func (c *Coordinator) completeLocked(p *pending) {
 		CompletionTime: wall,
 		EndToEnd:       now.Sub(p.triggerAt),
 		Frozen:         c.stoppedLocked() - p.stoppedAt,
-		Tasks:          tasks,
+		Tasks:          maps.Clone(p.acks),
 	}
-	if err := c.store.Add(ctx, done); err != nil {
-		c.failLocked(p, ReasonStorage, fmt.Errorf("checkpoint %d: write metadata: %w", p.id, err), TaskID{})
+	c.sendLocked(persistEffect{p: p, done: done, finished: slices.Clone(p.finished), now: now})
+}
+
+// persistedLocked finishes the completion of a checkpoint whose persist
+// effect ended with err: a failed write fails the checkpoint; a written
+// one is completed, subsumes the older ones still pending, and only now is
+// it announced and the subtasks told.
+func (c *Coordinator) persistedLocked(e persistEffect, err error) {
+	defer c.tryPeriodicLocked()
+	p, done := e.p, e.done
+	if err != nil {
+		c.failLocked(p, ReasonStorage, fmt.Errorf("checkpoint %d: %w", p.id, err), TaskID{})
 		return
 	}
 	c.removeLocked(p)
 	full, incremental := done.Size()
 	p.rec.stats.Status = StatusCompleted
-	p.rec.stats.EndTime = wall
+	p.rec.stats.EndTime = done.CompletionTime
 	p.rec.stats.Duration, p.rec.stats.Frozen = done.EndToEnd, done.Frozen
 	p.rec.stats.FullBytes, p.rec.stats.IncrementalBytes = full, incremental
 	p.rec.stats.WaitingFor = nil
 
 	c.completedCount++
 	c.lastCompletedID = p.id
-	c.lastEnd, c.hasLastEnd = now, true
+	c.lastEnd, c.hasLastEnd = e.now, true
 	if p.id > c.lastSucceeded { // Flink: handleCheckpointSuccess
 		c.lastSucceeded = p.id
 		c.consecutive = 0
 	}
 	for _, older := range c.pendingInOrderLocked() {
-		if older.id < p.id {
-			c.failLocked(older, ReasonSubsumed, fmt.Errorf("checkpoint %d was subsumed by checkpoint %d, which completed first", older.id, p.id), TaskID{})
+		if older.id < p.id && !older.completing {
+			c.failLocked(older, ReasonSubsumed, subsumedError(older.id, p.id), TaskID{})
 		}
 	}
-	c.emitLocked(Event{Type: EventCompleted, ID: p.id, Kind: p.kind, At: wall, Completed: done})
-	attempt, id := p.attempt, p.id
-	c.outbox = append(c.outbox, func() { c.gw.NotifyComplete(attempt, id) })
+	c.emitLocked(Event{Type: EventCompleted, ID: p.id, Kind: p.kind, At: done.CompletionTime, Completed: done})
+	c.sendLocked(completeEffect{attempt: p.attempt, id: p.id})
+}
+
+// subsumedError is why checkpoint older was aborted for newer.
+func subsumedError(older, newer int64) error {
+	return fmt.Errorf("checkpoint %d was subsumed by checkpoint %d, which completed first", older, newer)
 }
 
 // carryFinished is the state of a finished subtask taken over from an earlier
@@ -224,8 +230,8 @@ func (c *Coordinator) failLocked(p *pending, reason FailureReason, err error, ta
 	c.failedBy[reason.String()]++
 
 	c.emitLocked(Event{Type: EventFailed, ID: p.id, Kind: p.kind, At: now, Reason: reason, Err: err, Task: task})
-	attempt, id := p.attempt, p.id
-	c.outbox = append(c.outbox, func() { c.gw.NotifyAborted(attempt, id) })
+	attempt := p.attempt
+	c.sendLocked(abortEffect{attempt: attempt, id: p.id})
 
 	if !c.countsLocked(p, reason) {
 		return
@@ -241,7 +247,7 @@ func (c *Coordinator) failLocked(p *pending, reason FailureReason, err error, ta
 		return // this attempt is already being failed
 	}
 	c.failJobCalled, c.failedAttempt = true, attempt
-	c.outbox = append(c.outbox, func() { c.gw.FailJob(attempt, failErr) })
+	c.sendLocked(failJobEffect{attempt: attempt, err: failErr})
 }
 
 // countsLocked reports whether the failure of p goes against the tolerable

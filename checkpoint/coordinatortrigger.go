@@ -54,8 +54,7 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 
 	attempt := c.attempt
 	c.emitLocked(Event{Type: EventTriggered, ID: id, Kind: kind, At: wall})
-	mode := p.mode
-	c.outbox = append(c.outbox, func() { c.gw.TriggerSources(attempt, id, kind, mode, now) })
+	c.sendLocked(triggerEffect{attempt: attempt, id: id, kind: kind, mode: p.mode, at: now})
 	if len(p.waiting) == 0 {
 		c.completeLocked(p) // every subtask has finished
 	}
