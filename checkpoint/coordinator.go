@@ -297,13 +297,10 @@ func (c *Coordinator) pendingInOrderLocked() []*pending {
 	return ps
 }
 
-// emitLocked queues e for onEvent.
-func (c *Coordinator) emitLocked(e Event) { c.sendLocked(eventEffect{e}) }
-
-// stoppedLocked is how long the coordinator's clock has stood still (0
-// for a clock that never stops).
-func (c *Coordinator) stoppedLocked() time.Duration {
-	if s, ok := c.clk.(stopper); ok {
+// stoppedFor is how long clk has stood still (0 for a clock that never
+// stops).
+func stoppedFor(clk clock.Clock) time.Duration {
+	if s, ok := clk.(stopper); ok {
 		return s.Stopped()
 	}
 	return 0
@@ -313,5 +310,5 @@ func (c *Coordinator) stoppedLocked() time.Duration {
 // so far (or to its end) and the time the clock stood still meanwhile.
 func (c *Coordinator) timesLocked(cs *CheckpointStats, p *pending) {
 	cs.Duration = c.clk.Now().Sub(p.triggerAt)
-	cs.Frozen = c.stoppedLocked() - p.stoppedAt
+	cs.Frozen = stoppedFor(c.clk) - p.stoppedAt
 }

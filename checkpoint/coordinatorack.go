@@ -149,7 +149,7 @@ func (c *Coordinator) completeLocked(p *pending) {
 		TriggerTime:    p.triggerTime,
 		CompletionTime: wall,
 		EndToEnd:       now.Sub(p.triggerAt),
-		Frozen:         c.stoppedLocked() - p.stoppedAt,
+		Frozen:         stoppedFor(c.clk) - p.stoppedAt,
 		Tasks:          maps.Clone(p.acks),
 	}
 	c.sendLocked(persistEffect{p: p, done: done, finished: slices.Clone(p.finished), now: now})
@@ -186,7 +186,7 @@ func (c *Coordinator) persistedLocked(e persistEffect, err error) {
 			c.failLocked(older, ReasonSubsumed, subsumedError(older.id, p.id), TaskID{})
 		}
 	}
-	c.emitLocked(Event{Type: EventCompleted, ID: p.id, Kind: p.kind, At: done.CompletionTime, Completed: done})
+	c.sendLocked(eventEffect{Event{Type: EventCompleted, ID: p.id, Kind: p.kind, At: done.CompletionTime, Completed: done}})
 	c.sendLocked(completeEffect{attempt: p.attempt, id: p.id})
 }
 
@@ -229,7 +229,7 @@ func (c *Coordinator) failLocked(p *pending, reason FailureReason, err error, ta
 	}
 	c.failedBy[reason.String()]++
 
-	c.emitLocked(Event{Type: EventFailed, ID: p.id, Kind: p.kind, At: now, Reason: reason, Err: err, Task: task})
+	c.sendLocked(eventEffect{Event{Type: EventFailed, ID: p.id, Kind: p.kind, At: now, Reason: reason, Err: err, Task: task}})
 	attempt := p.attempt
 	c.sendLocked(abortEffect{attempt: attempt, id: p.id})
 

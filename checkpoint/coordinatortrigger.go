@@ -33,7 +33,7 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 		attempt:     c.attempt,
 		triggerTime: wall,
 		triggerAt:   now,
-		stoppedAt:   c.stoppedLocked(),
+		stoppedAt:   stoppedFor(c.clk),
 		acks:        map[TaskID]SubtaskAck{},
 		waiting:     map[TaskID]struct{}{},
 	}
@@ -53,7 +53,7 @@ func (c *Coordinator) triggerLocked(kind Kind) int64 {
 	p.timer = c.clk.AfterFunc(c.cfg.Timeout, func() { c.expire(p) })
 
 	attempt := c.attempt
-	c.emitLocked(Event{Type: EventTriggered, ID: id, Kind: kind, At: wall})
+	c.sendLocked(eventEffect{Event{Type: EventTriggered, ID: id, Kind: kind, At: wall}})
 	c.sendLocked(triggerEffect{attempt: attempt, id: id, kind: kind, mode: p.mode, at: now})
 	if len(p.waiting) == 0 {
 		c.completeLocked(p) // every subtask has finished

@@ -112,7 +112,7 @@ func (c *Coordinator) carryOut(e effect) {
 			c.onEvent(e.e)
 		}
 	case persistEffect:
-		err := c.persist(e)
+		err := persist(c.store, e)
 		c.mu.Lock()
 		c.persistedLocked(e, err)
 		c.mu.Unlock()
@@ -121,17 +121,17 @@ func (c *Coordinator) carryOut(e effect) {
 	}
 }
 
-// persist writes e's checkpoint to the store, without the coordinator's
+// persist writes e's checkpoint to store, without the coordinator's
 // lock: Stats, acknowledgements and triggers go on while the store syncs
 // to disk. Persist effects run one at a time in the order their
 // checkpoints completed, so the latest completed checkpoint read here is
 // the one persisted before.
-func (c *Coordinator) persist(e persistEffect) error {
+func persist(store Store, e persistEffect) error {
 	// No caller's context: whichever acknowledgement or timer completed
 	// the checkpoint, its metadata must reach the store.
 	ctx := context.Background()
 	if len(e.finished) > 0 {
-		latest, err := c.store.Latest(ctx)
+		latest, err := store.Latest(ctx)
 		if err != nil {
 			return fmt.Errorf("read the latest completed checkpoint for the state of finished subtasks: %w", err)
 		}
@@ -144,7 +144,7 @@ func (c *Coordinator) persist(e persistEffect) error {
 			}
 		}
 	}
-	if err := c.store.Add(ctx, e.done); err != nil {
+	if err := store.Add(ctx, e.done); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return nil
