@@ -4,33 +4,16 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/IBM/sarama"
 
 	"faultline/runtime"
 )
 
-// syncProducer is a plain (not transactional) producer that waits for each
-// write to be acknowledged.
-func (c Client) syncProducer() (sarama.SyncProducer, error) {
-	cfg, err := c.Config()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Return.Errors = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Producer.Retry.Max = 5
-	cfg.Producer.Retry.Backoff = 200 * time.Millisecond
-	return sarama.NewSyncProducer(c.Brokers, cfg)
-}
-
 // WritePoison writes runtime.PoisonRecord into partition of topic and returns its
 // offset (the poison fault).
 func WritePoison(c Client, topic string, partition int32) (int64, error) {
-	p, err := c.syncProducer()
+	p, err := c.SyncProducer()
 	if err != nil {
 		return 0, fmt.Errorf("poison %s/%d: %w", topic, partition, err)
 	}
@@ -66,7 +49,7 @@ func (d *DeadLetters) DeadLetter(task string, record []byte, from runtime.Origin
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.p == nil {
-		p, err := d.c.syncProducer()
+		p, err := d.c.SyncProducer()
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,7 @@ import (
 func bareConsume(b *testing.B, c Client, total int64) time.Duration {
 	start := time.Now()
 	cfg, _ := c.Config()
-	cl, err := c.newClient(cfg)
+	cl, err := c.NewClientWith(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

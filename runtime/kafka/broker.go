@@ -134,6 +134,10 @@ func isAddrInUse(err error) bool {
 	return errors.As(err, &oe) && errors.Is(oe.Err, syscall.EADDRINUSE)
 }
 
+// Cluster is the kfake cluster behind the broker, for tests that answer
+// its requests in its place (kfake's Control and ControlKey).
+func (e *Embedded) Cluster() *kfake.Cluster { return e.cluster }
+
 // Port is the port the broker listens on.
 func (e *Embedded) Port() int {
 	_, p, _ := net.SplitHostPort(e.Addr)

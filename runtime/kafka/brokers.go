@@ -37,7 +37,7 @@ type versionRange struct{ min, max int16 }
 // throttles this client (KIP-219). Its methods are safe for concurrent
 // use.
 type requestEnv struct {
-	retry retryPolicy
+	retry RetryPolicy
 
 	mu       sync.Mutex
 	versions map[string]map[int16]versionRange // by brokerKey; nil map: the broker did not say
@@ -45,14 +45,23 @@ type requestEnv struct {
 }
 
 func newRequestEnv() *requestEnv {
-	return &requestEnv{retry: defaultRetryPolicy(), versions: map[string]map[int16]versionRange{}, quietTo: map[string]time.Time{}}
+	return &requestEnv{retry: requestRetryPolicy(), versions: map[string]map[int16]versionRange{}, quietTo: map[string]time.Time{}}
+}
+
+// requestRetryPolicy is how the sink's requests are retried: the default
+// policy, which also gives up at once on a broker that shares no version
+// of a request with faultline, or a record no batch can carry.
+func requestRetryPolicy() RetryPolicy {
+	p := DefaultRetryPolicy()
+	p.Final = []error{ErrNoCommonVersion, ErrRecordTooLarge}
+	return p
 }
 
 func brokerKey(b *sarama.Broker) string { return strconv.Itoa(int(b.ID())) + "@" + b.Addr() }
 
 // ready connects b if it is not connected and waits while b throttles
 // this client. A broker that cannot be connected to is an
-// unreachableError.
+// UnreachableError.
 func (e *requestEnv) ready(conf *sarama.Config, b *sarama.Broker, stop <-chan struct{}) error {
 	_ = b.Open(conf) // ErrAlreadyConnected when it is; a failure shows below
 	if ok, err := b.Connected(); !ok {
@@ -60,13 +69,13 @@ func (e *requestEnv) ready(conf *sarama.Config, b *sarama.Broker, stop <-chan st
 			err = sarama.ErrNotConnected
 		}
 		e.forget(b)
-		return &unreachableError{what: "broker " + b.Addr(), err: err}
+		return &UnreachableError{What: "broker " + b.Addr(), Err: err}
 	}
 	e.mu.Lock()
 	until := e.quietTo[brokerKey(b)]
 	e.mu.Unlock()
-	if d := until.Sub(e.retry.now()); d > 0 && !e.retry.sleep(d, stop) {
-		return errWriterClosed
+	if d := until.Sub(e.retry.Now()); d > 0 && !e.retry.Sleep(d, stop) {
+		return ErrWriterClosed
 	}
 	return nil
 }
@@ -77,7 +86,7 @@ func (e *requestEnv) throttled(b *sarama.Broker, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	until := e.retry.now().Add(d)
+	until := e.retry.Now().Add(d)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if k := brokerKey(b); until.After(e.quietTo[k]) {
@@ -153,7 +162,7 @@ func (e *requestEnv) coordinator(cl sarama.Client, txn string, stop <-chan struc
 		if errors.As(err, &kerr) || errors.Is(err, sarama.ErrClosedClient) {
 			return nil, err
 		}
-		return nil, &unreachableError{what: "the coordinator of transactional id " + txn, err: err}
+		return nil, &UnreachableError{What: "the coordinator of transactional id " + txn, Err: err}
 	}
 	if err := e.ready(cl.Config(), coord, stop); err != nil {
 		_ = cl.RefreshTransactionCoordinator(txn)

@@ -155,7 +155,7 @@ func (c Client) NewReaderClient() (sarama.Client, error) {
 		return nil, err
 	}
 	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
-	return c.newClient(cfg)
+	return c.NewClientWith(cfg)
 }
 
 // NewClientContext is NewClient that gives up when ctx ends (Ctrl-C while
@@ -171,7 +171,7 @@ func (c Client) NewClientContext(ctx context.Context) (sarama.Client, error) {
 	}
 	done := make(chan connected, 1)
 	go func() {
-		cl, err := c.newClient(cfg)
+		cl, err := c.NewClientWith(cfg)
 		done <- connected{cl, err}
 	}()
 	select {
@@ -187,7 +187,27 @@ func (c Client) NewClientContext(ctx context.Context) (sarama.Client, error) {
 	}
 }
 
-func (c Client) newClient(cfg *sarama.Config) (sarama.Client, error) {
+// SyncProducer is a plain (not transactional) producer that waits for each
+// write to be acknowledged.
+func (c Client) SyncProducer() (sarama.SyncProducer, error) {
+	cfg, err := c.Config()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Return.Errors = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Retry.Backoff = 200 * time.Millisecond
+	return sarama.NewSyncProducer(c.Brokers, cfg)
+}
+
+// NewClientWith is NewClient with a configuration of the caller's: Config's,
+// changed for one use (a consumer's isolation level or fetch wait). Like
+// NewClient it fails within a few seconds, naming the addresses, when no
+// broker answers.
+func (c Client) NewClientWith(cfg *sarama.Config) (sarama.Client, error) {
 	if len(c.Brokers) == 0 {
 		return nil, errors.New("no Kafka brokers given")
 	}

@@ -261,7 +261,7 @@ func TestEmbeddedBrokerCompletesAnIndexACrashLeftShort(t *testing.T) {
 			noSnapshots(t, dir)
 			truncate(t, segPath(t, dir, "orders-0", -1, "idx"), cut)
 			e, c := startOn(t, dir, 1)
-			p, err := c.syncProducer()
+			p, err := c.SyncProducer()
 			must(t, err)
 			for i := range 10 {
 				_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -17,8 +16,6 @@ type inFlight struct {
 	stopped bool
 	bad     atomic.Bool // err or stopped is set: the hot path's check
 }
-
-var errWriterClosed = errors.New("the writer was closed")
 
 func newInFlight() *inFlight {
 	f := &inFlight{}
@@ -47,7 +44,7 @@ func (f *inFlight) settle(err error) {
 }
 
 // wait waits until everything sent is settled, or until stop, and returns
-// the first failure (errWriterClosed once stopped: what was written after
+// the first failure (ErrWriterClosed once stopped: what was written after
 // the stop was never sent, even when nothing sent before is unsettled).
 func (f *inFlight) wait() error {
 	f.mu.Lock()
@@ -56,12 +53,12 @@ func (f *inFlight) wait() error {
 		f.idle.Wait()
 	}
 	if f.err == nil && f.stopped {
-		return errWriterClosed
+		return ErrWriterClosed
 	}
 	return f.err
 }
 
-// failed returns the first failure, or errWriterClosed after stop.
+// failed returns the first failure, or ErrWriterClosed after stop.
 func (f *inFlight) failed() error {
 	if !f.bad.Load() {
 		return nil
@@ -69,7 +66,7 @@ func (f *inFlight) failed() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err == nil && f.stopped {
-		return errWriterClosed
+		return ErrWriterClosed
 	}
 	return f.err
 }

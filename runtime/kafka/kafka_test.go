@@ -111,7 +111,7 @@ func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {
 	// Committed offsets reach the group, and a committed start resumes
 	// there. The commit is retried while the coordinator is not ready, as
 	// on a cluster whose offsets topic the first commit creates.
-	inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrConsumerCoordinatorNotAvailable), 0)
+	inject(e.Cluster(), kmsg.OffsetCommit, 2, code(sarama.ErrConsumerCoordinatorNotAvailable), 0)
 	if err := r.(*reader).commit(map[int32]int64{1: 25, 3: 30}, commitRetryTimeout, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestCloseCommitsTheLastOffsets(t *testing.T) {
 // Close races the commit, either may come first: eight rounds.
 func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
 	closeCommitsTheLastOffsets(t, 8, func(e *Embedded) {
-		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
+		inject(e.Cluster(), kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
 	}, 0)
 }
 
@@ -283,7 +283,7 @@ func TestCloseRetriesTheLastOffsetsWhileTheCoordinatorLoads(t *testing.T) {
 // offsets again: the wait is cut short, the try is not.
 func TestCloseDuringTheLastOffsetsRetryStillCommitsThem(t *testing.T) {
 	closeCommitsTheLastOffsets(t, 4, func(e *Embedded) {
-		inject(e.cluster, kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
+		inject(e.Cluster(), kmsg.OffsetCommit, 2, code(sarama.ErrOffsetsLoadInProgress), 0)
 	}, 50*time.Millisecond)
 }
 

@@ -92,11 +92,11 @@ func TestListOffsetsReadCommittedIsLastStableOffset(t *testing.T) {
 	ord := orders.Order{OrderID: "o-000001", Customer: "c-1", AmountCents: 5}
 	commit(t, o, writeTxn(t, o, "a", []orders.Order{ord}))
 	open := writeTxn(t, o, "b", []orders.Order{ord, ord})
-	lso, err := listOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
+	lso, err := ListOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hwm, err := listOffsets(cl, "revenue", []int32{0}, sarama.ReadUncommitted)
+	hwm, err := ListOffsets(cl, "revenue", []int32{0}, sarama.ReadUncommitted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,19 +104,19 @@ func TestListOffsetsReadCommittedIsLastStableOffset(t *testing.T) {
 	if lso[0] != 2 || hwm[0] != 4 {
 		t.Fatalf("open: LSO %d, high watermark %d; want 2 and 4", lso[0], hwm[0])
 	}
-	last, end, err := visibleIn(cl, "revenue", 0, 0, hwm[0], sarama.ReadCommitted)
+	last, end, err := VisibleIn(cl, "revenue", 0, 0, hwm[0], sarama.ReadCommitted)
 	if err != nil || last != 0 || end != 2 {
 		t.Fatalf("visible below the LSO: last %d, end %d, %v; want 0, 2", last, end, err)
 	}
 	commit(t, o, open)
-	lso, err = listOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
+	lso, err = ListOffsets(cl, "revenue", []int32{0}, sarama.ReadCommitted)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if lso[0] != 5 {
 		t.Fatalf("committed: LSO %d, want 5 (after b's marker)", lso[0])
 	}
-	last, end, err = visibleIn(cl, "revenue", 0, 1, 5, sarama.ReadCommitted)
+	last, end, err = VisibleIn(cl, "revenue", 0, 1, 5, sarama.ReadCommitted)
 	if err != nil || last != 3 || end != 5 {
 		t.Fatalf("visible from a's marker: last %d, end %d, %v; want 3, 5", last, end, err)
 	}

@@ -80,7 +80,7 @@ func (v *LiveVerifier) watch(ctx context.Context, cl sarama.Client, committed Co
 // ping asks the broker for the output's offsets, to learn whether it is
 // back.
 func (v *LiveVerifier) ping(cl sarama.Client) {
-	_, err := listOffsets(cl, v.cfg.Output, partNumbers(v.st.out), sarama.ReadCommitted)
+	_, err := ListOffsets(cl, v.cfg.Output, partNumbers(v.st.out), sarama.ReadCommitted)
 	if err != nil {
 		v.mu.Lock()
 		v.checkErr = fmt.Sprintf("live verification: %v (retrying)", err)
@@ -133,11 +133,11 @@ func (v *LiveVerifier) advance(ctx context.Context, cl sarama.Client, c *liveChe
 		// transactions wrote is below the high watermark; below the LSO,
 		// every transaction is decided.
 		parts := partNumbers(v.st.out)
-		lso, err := listOffsets(cl, v.cfg.Output, parts, sarama.ReadCommitted)
+		lso, err := ListOffsets(cl, v.cfg.Output, parts, sarama.ReadCommitted)
 		if err != nil {
 			return false, err
 		}
-		hwm, err := listOffsets(cl, v.cfg.Output, parts, sarama.ReadUncommitted)
+		hwm, err := ListOffsets(cl, v.cfg.Output, parts, sarama.ReadUncommitted)
 		if err != nil {
 			return false, err
 		}
@@ -207,7 +207,7 @@ func (v *LiveVerifier) reached(cl sarama.Client, w *liveWait) (bool, error) {
 		if time.Now().Before(w.idle) {
 			return false, nil
 		}
-		last, end, err := visibleIn(cl, w.lp.topic, w.lp.p, from, w.target, w.iso)
+		last, end, err := VisibleIn(cl, w.lp.topic, w.lp.p, from, w.target, w.iso)
 		if err != nil {
 			return false, err
 		}

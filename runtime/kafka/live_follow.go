@@ -73,7 +73,7 @@ func (v *LiveVerifier) dial() (conn *liveConn, parts liveParts, err error) {
 		if committed {
 			cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 		}
-		return v.cfg.Client.newClient(cfg)
+		return v.cfg.Client.NewClientWith(cfg)
 	}
 	if conn.ctl, err = mk(false); err != nil {
 		return

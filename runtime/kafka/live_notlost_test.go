@@ -23,7 +23,7 @@ func TestLiveVerifierStateTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	p, err := c.syncProducer()
+	p, err := c.SyncProducer()
 	if err != nil {
 		t.Fatal(err)
 	}

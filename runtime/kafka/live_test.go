@@ -80,7 +80,7 @@ func bounds(gen *orders.Generator, topics []string, k, n int64) checkpoint.Offse
 // partition, as the input writer would.
 func writeInputs(t *testing.T, c Client, gen *orders.Generator, from, to checkpoint.Offsets) {
 	t.Helper()
-	p, err := c.syncProducer()
+	p, err := c.SyncProducer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (tc logCase) run(t *testing.T, log brokerLog) {
 		t.Fatalf("started: %v, want no damage", err)
 	}
 	defer e.Close()
-	p, err := Client{Brokers: []string{e.Addr}}.syncProducer()
+	p, err := Client{Brokers: []string{e.Addr}}.SyncProducer()
 	must(t, err)
 	for i := range 10 {
 		_, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: orders.TopicOrders, Partition: 0, Value: sarama.StringEncoder(fmt.Sprint("after-", i))})

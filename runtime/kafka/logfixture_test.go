@@ -36,7 +36,7 @@ func writeBrokerLog(t *testing.T) brokerLog {
 	}
 	defer e.Close()
 	c := Client{Brokers: []string{e.Addr}}
-	p, err := c.syncProducer()
+	p, err := c.SyncProducer()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,7 +196,7 @@ func (o *Output) WithTransactionTimeout(d time.Duration) *Output {
 // A broker that cannot be connected to fails it after two tries whatever
 // the timeout.
 func (o *Output) WithRetryTimeout(d time.Duration) *Output {
-	o.env.retry.timeout = d
+	o.env.retry.Timeout = d
 	return o
 }
 
@@ -357,7 +357,7 @@ func (o *Output) Commit(c string) error {
 // producer id and epoch, retried by the output's policy.
 func (o *Output) commitTxn(txn string, pid int64, epoch int16) error {
 	most := endTxnVersion(o.cl.Config().Version)
-	return o.env.retry.do(fmt.Sprintf("commit transaction %s (producer %d, epoch %d)", txn, pid, epoch), nil, func() error {
+	return o.env.retry.Do(fmt.Sprintf("commit transaction %s (producer %d, epoch %d)", txn, pid, epoch), nil, func() error {
 		coord, err := o.env.coordinator(o.cl, txn, nil)
 		if err != nil {
 			return err
@@ -382,7 +382,7 @@ func (o *Output) commitTxn(txn string, pid int64, epoch int16) error {
 			// died with it, or it timed out) or never there.
 			return fmt.Errorf("%w: %w", runtime.ErrTxnLost, resp.Err)
 		}
-		if needsCoordinatorRefresh(resp.Err) {
+		if NeedsCoordinatorRefresh(resp.Err) {
 			_ = o.cl.RefreshTransactionCoordinator(txn)
 		}
 		return resp.Err
@@ -439,7 +439,7 @@ func (o *Output) initProducer(txn *string) (int64, int16, error) {
 		what = "initialise transactional id " + *txn
 		refresh = func() { _ = o.cl.RefreshTransactionCoordinator(*txn) }
 	}
-	err := o.env.retry.do(what, nil, func() error {
+	err := o.env.retry.Do(what, nil, func() error {
 		var b *sarama.Broker
 		var err error
 		if txn != nil {
@@ -468,7 +468,7 @@ func (o *Output) initProducer(txn *string) (int64, int16, error) {
 		case errors.Is(resp.Err, sarama.ErrInvalidTransactionTimeout):
 			return fmt.Errorf("the broker refuses a transaction timeout of %s, more than its transaction.max.timeout.ms allows: lower the producer's transaction.timeout.ms: %w", o.txnTimeout, resp.Err)
 		}
-		if needsCoordinatorRefresh(resp.Err) {
+		if NeedsCoordinatorRefresh(resp.Err) {
 			refresh()
 		}
 		return resp.Err

@@ -141,11 +141,11 @@ func TestOutputBatchesAcrossPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	partIDs := []int32{0, 1, 2}
-	lso, err := listOffsets(cl, topic, partIDs, sarama.ReadCommitted)
+	lso, err := ListOffsets(cl, topic, partIDs, sarama.ReadCommitted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hwm, err := listOffsets(cl, topic, partIDs, sarama.ReadUncommitted)
+	hwm, err := ListOffsets(cl, topic, partIDs, sarama.ReadUncommitted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestOutputBatchesAcrossPartitions(t *testing.T) {
 	partitioner := sarama.NewMurmur2Partitioner(topic)
 	seen := map[string]bool{}
 	for p := int32(0); p < parts; p++ {
-		recs, err := read(context.Background(), c, topic, nil, map[int32]int64{p: ends[p]}, true)
+		recs, err := Read(context.Background(), c, topic, nil, map[int32]int64{p: ends[p]}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,11 +205,11 @@ func TestRecordWriterAbandoned(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("abandon did not return")
 	}
-	if err := w.write(nil, []byte("y"), time.Now()); !errors.Is(err, errWriterClosed) {
-		t.Fatalf("write after abandon: %v, want errWriterClosed", err)
+	if err := w.write(nil, []byte("y"), time.Now()); !errors.Is(err, ErrWriterClosed) {
+		t.Fatalf("write after abandon: %v, want ErrWriterClosed", err)
 	}
-	if err := w.flush(); !errors.Is(err, errWriterClosed) {
-		t.Fatalf("flush after abandon: %v, want errWriterClosed", err)
+	if err := w.flush(); !errors.Is(err, ErrWriterClosed) {
+		t.Fatalf("flush after abandon: %v, want ErrWriterClosed", err)
 	}
 }
 
@@ -349,12 +349,12 @@ func TestReadCommittedEndsWhereTheCommittedRecordsEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for from := int64(0); from < end; {
-		last, reached, err := visibleIn(cl, "revenue", 0, from, end, sarama.ReadCommitted)
+		last, reached, err := VisibleIn(cl, "revenue", 0, from, end, sarama.ReadCommitted)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if last >= 0 || reached <= from {
-			t.Fatalf("visibleIn(%d) = %d, %d: the aborted records look committed (end %d)", from, last, reached, end)
+			t.Fatalf("VisibleIn(%d) = %d, %d: the aborted records look committed (end %d)", from, last, reached, end)
 		}
 		from = reached
 	}

@@ -35,7 +35,7 @@ import (
 // backoff for as long as the output's retry timeout allows while it
 // fails with an error that may pass (a leader or coordinator that moved,
 // a broken connection, not enough replicas, …); a broker that cannot be
-// connected to twice in a row fails it at once (requestEnv, retryPolicy).
+// connected to twice in a row fails it at once (requestEnv, RetryPolicy).
 // A broker that throttles this client gets no request until the time it
 // asked for is over (KIP-219). A batch larger than the topic accepts is
 // split in two and sent again.
@@ -193,7 +193,7 @@ func (w *recordWriter) send(p int32) {
 	select {
 	case w.sendq <- writeBatch{partition: p, batch: b}:
 	case <-w.stop:
-		w.flight.settle(errWriterClosed)
+		w.flight.settle(ErrWriterClosed)
 	}
 }
 
@@ -254,7 +254,7 @@ var ErrRecordTooLarge = errors.New("a record is larger than the topic accepts")
 func (w *recordWriter) addPartition(p int32) error {
 	txn := *w.txnID
 	conf := w.cl.Config()
-	return w.env.retry.do(fmt.Sprintf("add %s/%d to transaction %s", w.topic, p, txn), w.stop, func() error {
+	return w.env.retry.Do(fmt.Sprintf("add %s/%d to transaction %s", w.topic, p, txn), w.stop, func() error {
 		coord, err := w.env.coordinator(w.cl, txn, w.stop)
 		if err != nil {
 			return err
@@ -276,7 +276,7 @@ func (w *recordWriter) addPartition(p int32) error {
 		w.env.throttled(coord, resp.ThrottleTime)
 		for _, pe := range resp.Errors[w.topic] {
 			if pe.Err != sarama.ErrNoError {
-				if needsCoordinatorRefresh(pe.Err) {
+				if NeedsCoordinatorRefresh(pe.Err) {
 					_ = w.cl.RefreshTransactionCoordinator(txn)
 				}
 				return pe.Err
@@ -298,7 +298,7 @@ func addPartitionsVersion(v sarama.KafkaVersion) int16 {
 // split again if need be); the halves take the failed batch's sequence
 // numbers in order, since the broker wrote none of it.
 func (w *recordWriter) produce(wb writeBatch) error {
-	err := w.env.retry.do(fmt.Sprintf("write to %s/%d", w.topic, wb.partition), w.stop, func() error { return w.produceOnce(wb) })
+	err := w.env.retry.Do(fmt.Sprintf("write to %s/%d", w.topic, wb.partition), w.stop, func() error { return w.produceOnce(wb) })
 	if !errors.Is(err, sarama.ErrMessageSizeTooLarge) && !errors.Is(err, sarama.ErrMessageSetSizeTooLarge) {
 		return err
 	}
@@ -320,7 +320,7 @@ func (w *recordWriter) produceOnce(wb writeBatch) error {
 		if errors.As(err, &kerr) || errors.Is(err, sarama.ErrClosedClient) {
 			return err
 		}
-		return &unreachableError{what: fmt.Sprintf("the leader of %s/%d", w.topic, wb.partition), err: err}
+		return &UnreachableError{What: fmt.Sprintf("the leader of %s/%d", w.topic, wb.partition), Err: err}
 	}
 	if err := w.env.ready(w.cl.Config(), b, w.stop); err != nil {
 		_ = w.cl.RefreshMetadata(w.topic)
@@ -428,4 +428,15 @@ func (w *recordWriter) maxMessageBytes() (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// needsMetadataRefresh: the partition's leader moved or is not known yet.
+func needsMetadataRefresh(err error) bool {
+	for _, e := range []sarama.KError{sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,
+		sarama.ErrUnknownTopicOrPartition, sarama.ErrFencedLeaderEpoch, sarama.ErrUnknownLeaderEpoch, sarama.ErrKafkaStorageError} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -29,7 +29,7 @@ const (
 // offsets (nil or missing: the beginning) up to the end, with a
 // read_committed Sarama consumer: what a downstream consumer sees.
 func ReadCommitted(ctx context.Context, c Client, topic string, from map[int32]int64) ([]runtime.OutputRecord, error) {
-	return read(ctx, c, topic, from, nil, true)
+	return Read(ctx, c, topic, from, nil, true)
 }
 
 // EndOffsets returns the next offset of every partition of topic.
@@ -57,10 +57,11 @@ func offsetsOf(cl sarama.Client, topic string, which int64, what string) (map[in
 	return out, nil
 }
 
-// read reads topic's records from the offsets in from (missing: the
+// Read reads topic's records from the offsets in from (missing: the
 // partition's first) up to those in to (nil: the end), read_committed when
-// committed, every partition at once.
-func read(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool) ([]runtime.OutputRecord, error) {
+// committed, every partition at once: ReadCommitted's read, and the
+// broker's retention's, which reads in rounds up to bounds of its own.
+func Read(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool) ([]runtime.OutputRecord, error) {
 	cfg, err := c.Config()
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
 	}
 	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
-	cl, err := c.newClient(cfg)
+	cl, err := c.NewClientWith(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -190,12 +191,12 @@ func (r partitionRead) read(ctx context.Context) ([]runtime.OutputRecord, error)
 
 // committedFrom reports whether a read_committed consumer of partition p
 // of topic has a record still to hand out at an offset in [from, end): it
-// sorts what the broker holds there as the consumer does (visibleIn), so
+// sorts what the broker holds there as the consumer does (VisibleIn), so
 // that the oracle's read ends where the committed records end rather than
 // after a silence.
 func committedFrom(cl sarama.Client, topic string, p int32, from, end int64) (bool, error) {
 	for from < end {
-		last, reached, err := visibleIn(cl, topic, p, from, end, sarama.ReadCommitted)
+		last, reached, err := VisibleIn(cl, topic, p, from, end, sarama.ReadCommitted)
 		if err != nil {
 			return false, err
 		}
@@ -270,7 +271,7 @@ func (in Inputs) ReadInputAfter(ctx context.Context, topic string, bounds map[in
 // each calls f with every record of Kafka topic from from to to (nil: the
 // end there is now).
 func (in Inputs) each(ctx context.Context, topic string, from, to map[int32]int64, f func([]byte, int64) error) error {
-	recs, err := read(ctx, in.C, topic, from, to, false)
+	recs, err := Read(ctx, in.C, topic, from, to, false)
 	if err != nil {
 		return err
 	}

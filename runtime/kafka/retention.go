@@ -120,7 +120,7 @@ func (r *Retention) Round(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("topic %s: %w", r.cfg.Output, err)
 	}
-	lso, err := listOffsets(cl, r.cfg.Output, outParts, sarama.ReadCommitted)
+	lso, err := ListOffsets(cl, r.cfg.Output, outParts, sarama.ReadCommitted)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func keepLast(cl sarama.Client, want checkpoint.Offsets) error {
 		if len(ps) == 0 {
 			continue
 		}
-		ends, err := listOffsets(cl, topic, ps, sarama.ReadUncommitted)
+		ends, err := ListOffsets(cl, topic, ps, sarama.ReadUncommitted)
 		if err != nil {
 			return err
 		}
@@ -309,7 +309,7 @@ func (r *Retention) advance(ctx context.Context, cl sarama.Client, topic string,
 		if len(to) == 0 {
 			return nil
 		}
-		recs, err := read(ctx, r.cfg.Client, topic, from, to, committed)
+		recs, err := Read(ctx, r.cfg.Client, topic, from, to, committed)
 		if err != nil {
 			return fmt.Errorf("account for %s: %w", topic, err)
 		}

@@ -122,7 +122,7 @@ func TestRetentionDeletesOnlyWhatIsAccountedFor(t *testing.T) {
 	if got := f.logStart(t, "revenue", 0); got != f.outFrom[0] {
 		t.Errorf("revenue/0 starts at %d, want %d (where the oldest checkpoint's transaction began)", got, f.outFrom[0])
 	}
-	lso, err := listOffsets(f.cl, "revenue", []int32{0}, sarama.ReadCommitted)
+	lso, err := ListOffsets(f.cl, "revenue", []int32{0}, sarama.ReadCommitted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestReadCommittedStopsAtItsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	commit(t, o, c2)
-	recs, err := read(context.Background(), c, "revenue", nil, end, true)
+	recs, err := Read(context.Background(), c, "revenue", nil, end, true)
 	if err != nil {
 		t.Fatal(err)
 	}

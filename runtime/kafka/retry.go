@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -28,24 +29,30 @@ const (
 	unreachableTries = 2
 )
 
-// retryPolicy is how a request of the sink is retried (Flink: the Kafka
-// producer's retries, retry.backoff.ms and delivery.timeout.ms). now and
-// sleep are the clock it waits on; tests step a clock of their own.
-type retryPolicy struct {
-	timeout    time.Duration // retry until this long after the first try
-	backoff    time.Duration // the first wait
-	backoffMax time.Duration
-	now        func() time.Time
-	// sleep waits d, or less when stop is closed (false then).
-	sleep func(d time.Duration, stop <-chan struct{}) bool
-	// jitter spreads a wait.
-	jitter func(time.Duration) time.Duration
+// RetryPolicy is how a request to Kafka is retried: the sink's (Flink: the
+// Kafka producer's retries, retry.backoff.ms and delivery.timeout.ms) and
+// the source's offset commits. Now and Sleep are the clock it waits on;
+// tests step a clock of their own.
+type RetryPolicy struct {
+	Timeout    time.Duration // retry until this long after the first try
+	Backoff    time.Duration // the first wait
+	BackoffMax time.Duration
+	Now        func() time.Time
+	// Sleep waits d, or less when stop is closed (false then).
+	Sleep func(d time.Duration, stop <-chan struct{}) bool
+	// Jitter spreads a wait.
+	Jitter func(time.Duration) time.Duration
+	// Final are errors of the caller's own that retrying cannot help
+	// (matched with errors.Is), besides those Do knows.
+	Final []error
 }
 
-func defaultRetryPolicy() retryPolicy {
-	return retryPolicy{
-		timeout: DefaultRetryTimeout, backoff: retryBackoff, backoffMax: retryBackoffMax,
-		now: time.Now, sleep: sleepUnlessStopped, jitter: jitter20,
+// DefaultRetryPolicy retries for DefaultRetryTimeout on the wall clock,
+// with the backoffs of Kafka's producer.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{
+		Timeout: DefaultRetryTimeout, Backoff: retryBackoff, BackoffMax: retryBackoffMax,
+		Now: time.Now, Sleep: sleepUnlessStopped, Jitter: jitter20,
 	}
 }
 
@@ -70,28 +77,28 @@ func jitter20(d time.Duration) time.Duration {
 }
 
 // wait is the backoff after the try-th failure (1 for the first).
-func (p retryPolicy) wait(try int) time.Duration {
-	d := p.backoffMax
-	if try <= 30 && p.backoff<<(try-1) < p.backoffMax {
-		d = p.backoff << (try - 1)
+func (p RetryPolicy) wait(try int) time.Duration {
+	d := p.BackoffMax
+	if try <= 30 && p.Backoff<<(try-1) < p.BackoffMax {
+		d = p.Backoff << (try - 1)
 	}
-	return min(p.jitter(d), p.backoffMax)
+	return min(p.Jitter(d), p.BackoffMax)
 }
 
-// do runs try until it succeeds, fails with an error that retrying cannot
+// Do runs try until it succeeds, fails with an error that retrying cannot
 // help, the broker was unreachable unreachableTries times in a row, or the
 // next try would begin after the policy's timeout; it waits a backoff
 // between tries, unless stop is closed (nil: never). The error names what
 // was tried.
-func (p retryPolicy) do(what string, stop <-chan struct{}, try func() error) error {
-	start := p.now()
+func (p RetryPolicy) Do(what string, stop <-chan struct{}, try func() error) error {
+	start := p.Now()
 	unreachable := 0
 	for n := 1; ; n++ {
 		err := try()
 		if err == nil {
 			return nil
 		}
-		switch retryClassOf(err) {
+		switch p.classOf(err) {
 		case retryNever:
 			return fmt.Errorf("%s: %w", what, err)
 		case retryUnreachable:
@@ -102,11 +109,11 @@ func (p retryPolicy) do(what string, stop <-chan struct{}, try func() error) err
 			unreachable = 0
 		}
 		d := p.wait(n)
-		if elapsed := p.now().Sub(start); elapsed+d > p.timeout {
+		if elapsed := p.Now().Sub(start); elapsed+d > p.Timeout {
 			return fmt.Errorf("%s: still failing after %d tries in %s: %w", what, n, elapsed.Round(time.Millisecond), err)
 		}
-		if !p.sleep(d, stop) {
-			return fmt.Errorf("%s: %w", what, errWriterClosed)
+		if !p.Sleep(d, stop) {
+			return fmt.Errorf("%s: %w", what, ErrWriterClosed)
 		}
 	}
 }
@@ -119,36 +126,41 @@ const (
 	retryNever
 )
 
-// unreachableError is a broker the writer could not connect to (refused,
-// timed out, or closed before it answered ApiVersions).
-type unreachableError struct {
-	what string // the broker's address, or what was looked for
-	err  error
+// ErrWriterClosed means a writer was closed while a request waited to be
+// sent or tried again; Do returns it when stop is closed during a backoff.
+var ErrWriterClosed = errors.New("the writer was closed")
+
+// UnreachableError is a broker the writer could not connect to (refused,
+// timed out, or closed before it answered ApiVersions): Do gives up on it
+// after unreachableTries tries in a row.
+type UnreachableError struct {
+	What string // the broker's address, or what was looked for
+	Err  error
 }
 
-func (e *unreachableError) Error() string {
-	return fmt.Sprintf("%s cannot be reached: %v", e.what, e.err)
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%s cannot be reached: %v", e.What, e.Err)
 }
-func (e *unreachableError) Unwrap() error { return e.err }
+func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// retryClassOf says whether a request that failed with err may succeed
+// classOf says whether a request that failed with err may succeed
 // when sent again. Kafka's retriable errors are, after the refresh that
 // refreshAfter does; a broken connection is too; every other Kafka error is
 // not (fenced, invalid transaction state, authorization, …), nor is a
-// mistake of our own.
-func retryClassOf(err error) retryClass {
+// mistake of our own (p.Final among them).
+func (p RetryPolicy) classOf(err error) retryClass {
 	var kerr sarama.KError
 	if errors.As(err, &kerr) && !retriableKError(kerr) {
 		return retryNever
 	}
-	var unreachable *unreachableError
+	var unreachable *UnreachableError
 	switch {
 	case errors.As(err, &unreachable):
 		return retryUnreachable
 	case errors.As(err, &kerr):
 		return retryAgain
-	case errors.Is(err, errWriterClosed), errors.Is(err, sarama.ErrClosedClient), errors.Is(err, ErrNoCommonVersion),
-		errors.Is(err, ErrRecordTooLarge), errors.Is(err, sarama.ErrUnsupportedVersion):
+	case errors.Is(err, ErrWriterClosed), errors.Is(err, sarama.ErrClosedClient), errors.Is(err, sarama.ErrUnsupportedVersion),
+		slices.ContainsFunc(p.Final, func(final error) bool { return errors.Is(err, final) }):
 		return retryNever
 	}
 	return retryAgain // the connection broke, or the broker's answer did
@@ -169,19 +181,8 @@ func retriableKError(kerr sarama.KError) bool {
 	return false
 }
 
-// needsCoordinatorRefresh: the transaction coordinator moved or is not
-// known yet.
-func needsCoordinatorRefresh(err error) bool {
+// NeedsCoordinatorRefresh reports whether err says that the coordinator
+// (of a transaction or a consumer group) moved or is not known yet.
+func NeedsCoordinatorRefresh(err error) bool {
 	return errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
-}
-
-// needsMetadataRefresh: the partition's leader moved or is not known yet.
-func needsMetadataRefresh(err error) bool {
-	for _, e := range []sarama.KError{sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable,
-		sarama.ErrUnknownTopicOrPartition, sarama.ErrFencedLeaderEpoch, sarama.ErrUnknownLeaderEpoch, sarama.ErrKafkaStorageError} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }

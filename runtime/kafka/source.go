@@ -142,7 +142,7 @@ func (s *Source) Reader(partitions []int32, offsets map[int32]int64) (runtime.So
 	// A fetch that finds nothing waits this long on the broker; it bounds
 	// how late the reader notices the end of a bounded partition.
 	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
-	rcl, err := s.c.newClient(cfg)
+	rcl, err := s.c.NewClientWith(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consumer for %s: %w", s.topic, err)
 	}
@@ -539,9 +539,9 @@ func (r *reader) commit(offsets map[int32]int64, timeout time.Duration, stop <-c
 	for _, p := range parts {
 		req.AddBlock(r.s.topic, p, offsets[p], 0, "")
 	}
-	policy := defaultRetryPolicy()
-	policy.timeout = timeout
-	return policy.do("commit offsets of group "+r.s.group, stop, func() error {
+	policy := DefaultRetryPolicy()
+	policy.Timeout = timeout
+	return policy.Do("commit offsets of group "+r.s.group, stop, func() error {
 		coord, err := r.s.cl.Coordinator(r.s.group)
 		if err != nil {
 			return fmt.Errorf("coordinator of group %s: %w", r.s.group, err)
@@ -554,7 +554,7 @@ func (r *reader) commit(offsets map[int32]int64, timeout time.Duration, stop <-c
 		}
 		for _, p := range parts {
 			if e := resp.Errors[r.s.topic][p]; e != sarama.ErrNoError {
-				if needsCoordinatorRefresh(e) {
+				if NeedsCoordinatorRefresh(e) {
 					_ = r.s.cl.RefreshCoordinator(r.s.group)
 				}
 				return fmt.Errorf("commit offset of %s/%d: %w", r.s.topic, p, e)

@@ -230,14 +230,14 @@ func TestAwaitCommittedWaitsForTheMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked atomic.Int32
-	staleStableOffsets(e.cluster, 3, &asked)
+	staleStableOffsets(e.Cluster(), 3, &asked)
 	if err := o.AwaitCommitted(context.Background(), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n := asked.Load(); n != 3 {
 		t.Fatalf("the stale last stable offset was asked %d times, want 3 before the wait ended", n)
 	}
-	staleStableOffsets(e.cluster, 1000, &asked)
+	staleStableOffsets(e.Cluster(), 1000, &asked)
 	if err := o.AwaitCommitted(context.Background(), 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "last stable offset is 0, before 3") {
 		t.Fatalf("markers that never come: %v", err)
 	}

@@ -21,7 +21,7 @@ import (
 // back.
 func TestSourceWatermarkIsTheSlowestPartitions(t *testing.T) {
 	_, c, cl := embeddedClient(t)
-	prod, err := c.syncProducer()
+	prod, err := c.SyncProducer()
 	if err != nil {
 		t.Fatal(err)
 	}

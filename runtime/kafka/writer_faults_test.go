@@ -49,11 +49,11 @@ func (c *testClock) sleeps() int {
 }
 
 // policy is the default policy on this clock, without jitter.
-func (c *testClock) policy(timeout time.Duration) retryPolicy {
-	return retryPolicy{
-		timeout: timeout, backoff: retryBackoff, backoffMax: retryBackoffMax,
-		now: c.Now, sleep: c.sleep, jitter: func(d time.Duration) time.Duration { return d },
-	}
+func (c *testClock) policy(timeout time.Duration) RetryPolicy {
+	p := requestRetryPolicy()
+	p.Timeout, p.Now, p.Sleep = timeout, c.Now, c.sleep
+	p.Jitter = func(d time.Duration) time.Duration { return d }
+	return p
 }
 
 // requestLog counts the requests of some keys the broker got, with the
@@ -199,7 +199,7 @@ func code(e sarama.KError) int16 { return int16(e) }
 func TestTransactionRequestsRetryWhatMayPass(t *testing.T) {
 	e, c, cl := embeddedClient(t)
 	keys := []kmsg.Key{kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.Produce, kmsg.EndTxn, kmsg.FindCoordinator, kmsg.Metadata}
-	log := observe(e.cluster, nil, keys...)
+	log := observe(e.Cluster(), nil, keys...)
 	for i, tc := range []struct {
 		key     kmsg.Key
 		err     sarama.KError // 0: the connection drops
@@ -254,11 +254,11 @@ func TestTransactionRequestsRetryWhatMayPass(t *testing.T) {
 				refreshes = log.count(tc.refresh)
 			}
 			if tc.err == 0 {
-				dropConnection(e.cluster, tc.key)
+				dropConnection(e.Cluster(), tc.key)
 			} else if tc.fatal {
-				inject(e.cluster, tc.key, 1, code(tc.err), 0)
+				inject(e.Cluster(), tc.key, 1, code(tc.err), 0)
 			} else {
-				inject(e.cluster, tc.key, 2, code(tc.err), 0)
+				inject(e.Cluster(), tc.key, 2, code(tc.err), 0)
 			}
 			err = transact(o, fmt.Sprintf("retry-%d/0", i), "a", "b")
 			sent := log.count(tc.key) - before
@@ -296,7 +296,7 @@ func TestTransactionRequestsRetryWhatMayPass(t *testing.T) {
 // up to 1 s, so eight tries in five seconds.
 func TestRetriesEndAtTheRetryTimeout(t *testing.T) {
 	e, c, cl := embeddedClient(t)
-	log := observe(e.cluster, nil, kmsg.InitProducerID)
+	log := observe(e.Cluster(), nil, kmsg.InitProducerID)
 	clock := newTestClock()
 	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
 	if err != nil {
@@ -304,7 +304,7 @@ func TestRetriesEndAtTheRetryTimeout(t *testing.T) {
 	}
 	defer o.Close()
 	onClock(o, clock, 5*time.Second)
-	inject(e.cluster, kmsg.InitProducerID, -1, code(sarama.ErrConcurrentTransactions), 0)
+	inject(e.Cluster(), kmsg.InitProducerID, -1, code(sarama.ErrConcurrentTransactions), 0)
 	err = o.Write("stuck/0", nil, []byte("x"))
 	if !errors.Is(err, sarama.ErrConcurrentTransactions) || !strings.Contains(err.Error(), "8 tries") {
 		t.Fatalf("write: %v; want CONCURRENT_TRANSACTIONS after 8 tries", err)
@@ -336,7 +336,7 @@ func TestUnreachableBrokerFailsAfterTwoTries(t *testing.T) {
 	defer e.Down(0)
 	sleeps := clock.sleeps()
 	err = o.Write("down/0", nil, []byte("x"))
-	var unreachable *unreachableError
+	var unreachable *UnreachableError
 	if !errors.As(err, &unreachable) {
 		t.Fatalf("write against a broker that is down: %v, want it unreachable", err)
 	}
@@ -352,13 +352,13 @@ func TestUnreachableBrokerFailsAfterTwoTries(t *testing.T) {
 func TestOversizedBatchesAreSplit(t *testing.T) {
 	e, c, cl := embeddedClient(t)
 	const topic = "small-messages"
-	if err := e.cluster.CreateTopic(topic, 1, map[string]string{"max.message.bytes": "16384"}); err != nil {
+	if err := e.Cluster().CreateTopic(topic, 1, map[string]string{"max.message.bytes": "16384"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.RefreshMetadata(topic); err != nil {
 		t.Fatal(err)
 	}
-	log := observe(e.cluster, nil, kmsg.Produce)
+	log := observe(e.Cluster(), nil, kmsg.Produce)
 	o, err := NewOutput(c, cl, topic, ExactlyOnce)
 	if err != nil {
 		t.Fatal(err)
@@ -412,19 +412,19 @@ func TestThrottledBrokerGetsNoRequestUntilTheThrottleEnds(t *testing.T) {
 	for _, key := range []kmsg.Key{kmsg.InitProducerID, kmsg.Produce} {
 		t.Run(kmsg.NameForKey(int16(key)), func(t *testing.T) {
 			clock := newTestClock()
-			log := observe(e.cluster, clock, key)
+			log := observe(e.Cluster(), clock, key)
 			o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer o.Close()
 			onClock(o, clock, time.Minute)
-			o.env.retry.backoff, o.env.retry.backoffMax = time.Millisecond, time.Millisecond
+			o.env.retry.Backoff, o.env.retry.BackoffMax = time.Millisecond, time.Millisecond
 			retriable := sarama.ErrNotEnoughReplicas
 			if key == kmsg.InitProducerID {
 				retriable = sarama.ErrConcurrentTransactions
 			}
-			inject(e.cluster, key, 1, code(retriable), int32(throttle/time.Millisecond))
+			inject(e.Cluster(), key, 1, code(retriable), int32(throttle/time.Millisecond))
 			if err := transact(o, "throttled-"+kmsg.NameForKey(int16(key))+"/0", "a"); err != nil {
 				t.Fatal(err)
 			}
@@ -446,7 +446,7 @@ func TestThrottledBrokerGetsNoRequestUntilTheThrottleEnds(t *testing.T) {
 func TestRequestVersionsAreNegotiatedWithTheBroker(t *testing.T) {
 	e, c, cl := embeddedClient(t)
 	keys := []kmsg.Key{kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.Produce, kmsg.EndTxn}
-	log := observe(e.cluster, nil, keys...)
+	log := observe(e.Cluster(), nil, keys...)
 	o, err := NewOutput(c, cl, "revenue", ExactlyOnce)
 	if err != nil {
 		t.Fatal(err)
@@ -498,8 +498,8 @@ func TestNoCommonRequestVersionFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A broker from the future: Produce v20 and later only.
-	e.cluster.ControlKey(int16(kmsg.ApiVersions), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		e.cluster.KeepControl()
+	e.Cluster().ControlKey(int16(kmsg.ApiVersions), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		e.Cluster().KeepControl()
 		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 		for _, k := range real.ApiKeys {
 			rk := kmsg.NewApiVersionsResponseApiKey()
@@ -511,7 +511,7 @@ func TestNoCommonRequestVersionFailsAtOnce(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	log := observe(e.cluster, nil, kmsg.Produce)
+	log := observe(e.Cluster(), nil, kmsg.Produce)
 	w, err := newRecordWriter(cl, "revenue", nil, -1, -1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -560,8 +560,8 @@ func TestPickVersion(t *testing.T) {
 
 // The backoff doubles from 100 ms to 1 s, and jitter keeps it within 20 %.
 func TestRetryBackoff(t *testing.T) {
-	p := defaultRetryPolicy()
-	p.jitter = func(d time.Duration) time.Duration { return d }
+	p := DefaultRetryPolicy()
+	p.Jitter = func(d time.Duration) time.Duration { return d }
 	var got []time.Duration
 	for try := 1; try <= 7; try++ {
 		got = append(got, p.wait(try))

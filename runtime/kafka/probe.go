@@ -12,8 +12,9 @@ import (
 // A Sarama partition consumer hands out records but never says where it
 // is: the offsets of commit and abort markers, and of aborted records under
 // read_committed, are skipped without a word. To know that the consumer has
-// delivered everything below an offset, the live verifier asks the broker
-// itself what lies between the last delivered record and that offset, and
+// delivered everything below an offset, the live verifier and the oracle's
+// read_committed reads ask the broker itself what lies between the last
+// delivered record and that offset, and
 // sorts it exactly as Sarama's consumer does (partitionConsumer.parseResponse):
 // control batches are never delivered, and under read_committed neither are
 // the transactional batches of a producer from the first offset of one of
@@ -23,15 +24,15 @@ import (
 // in which there are no transactions to wait for.
 var errLegacyRecords = errors.New("the broker answered in the legacy message format")
 
-// liveFetchBytes bounds one probe's answer.
-const liveFetchBytes = 1 << 20
+// probeFetchBytes bounds one probe's answer.
+const probeFetchBytes = 1 << 20
 
-// listOffsets asks the leaders of topic's partitions for their newest
+// ListOffsets asks the leaders of topic's partitions for their newest
 // offset: the high watermark with ReadUncommitted, the last stable offset
 // (LSO, below which every transaction is decided) with ReadCommitted.
 // Sarama's Client.GetOffset cannot ask for the LSO: it never sets the
 // request's isolation level.
-func listOffsets(cl sarama.Client, topic string, parts []int32, iso sarama.IsolationLevel) (map[int32]int64, error) {
+func ListOffsets(cl sarama.Client, topic string, parts []int32, iso sarama.IsolationLevel) (map[int32]int64, error) {
 	type group struct {
 		b     *sarama.Broker
 		req   *sarama.OffsetRequest
@@ -92,7 +93,7 @@ func fetchOnce(cl sarama.Client, topic string, p int32, offset int64, iso sarama
 	// the aborted transactions out of a partition's answer when the
 	// response's own limit is what cut it short, and without them an
 	// aborted transaction longer than one answer would look committed.
-	req := &sarama.FetchRequest{MinBytes: 1, MaxWaitTime: 0, MaxBytes: 4 * liveFetchBytes, Isolation: iso}
+	req := &sarama.FetchRequest{MinBytes: 1, MaxWaitTime: 0, MaxBytes: 4 * probeFetchBytes, Isolation: iso}
 	switch v := cl.Config().Version; {
 	case v.IsAtLeast(sarama.V2_7_0_0):
 		req.Version = 12
@@ -104,7 +105,7 @@ func fetchOnce(cl sarama.Client, topic string, p int32, offset int64, iso sarama
 	if req.Version >= 7 {
 		req.SessionID, req.SessionEpoch = 0, -1 // no fetch session
 	}
-	req.AddBlock(topic, p, offset, liveFetchBytes, -1)
+	req.AddBlock(topic, p, offset, probeFetchBytes, -1)
 	resp, err := b.Fetch(req)
 	if err != nil {
 		_ = b.Close()
@@ -121,12 +122,12 @@ func fetchOnce(cl sarama.Client, topic string, p int32, offset int64, iso sarama
 	return blk, nil
 }
 
-// visibleIn fetches partition p of topic from offset from and reports the
+// VisibleIn fetches partition p of topic from offset from and reports the
 // last offset below to that a consumer with isolation iso is handed (-1:
 // none), and how far the answer reached: every offset in [from, end) has
 // been sorted, and end <= to. end == from when the broker had nothing to
 // give yet (from is at its end or, under read_committed, at its LSO).
-func visibleIn(cl sarama.Client, topic string, p int32, from, to int64, iso sarama.IsolationLevel) (last, end int64, err error) {
+func VisibleIn(cl sarama.Client, topic string, p int32, from, to int64, iso sarama.IsolationLevel) (last, end int64, err error) {
 	blk, err := fetchOnce(cl, topic, p, from, iso)
 	if err != nil {
 		return -1, from, err
