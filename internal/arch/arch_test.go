@@ -62,6 +62,13 @@ func under(path, prefix string) bool {
 	return path == prefix || strings.HasPrefix(path, prefix+"/")
 }
 
+// testHelpers are packages of helpers for tests only: no package's own code
+// imports one (TestOnlyTestsImportTheTestHelpers). What they import is what
+// the tests they serve import, which the rules leave alone: a job as the
+// tests' fixture (TestTheEngineNamesNoJob does not count them), and the
+// packages beside them.
+var testHelpers = []string{"faultline/runtime/kafka/internal/kafkatest"}
+
 // The rules of docs/ARCHITECTURE.md ("Imports point one way").
 var rules = []rule{
 	{"faultline/restart", []string{"faultline"}, "restart decides on plain names and errors: it imports no project package", nil},
@@ -161,12 +168,14 @@ func TestUIBuildsWithoutTheEngine(t *testing.T) {
 	}
 }
 
-// Only tests import the end-to-end tests' helpers: no package's own code
-// does.
-func TestOnlyTestsImportTheEndToEndHelpers(t *testing.T) {
+// Only tests import the end-to-end tests' helpers and the other test
+// helpers: no package's own code does.
+func TestOnlyTestsImportTheTestHelpers(t *testing.T) {
 	for _, p := range listPackages(t) {
-		if slices.Contains(p.Imports, "faultline/internal/e2e") {
-			t.Errorf("%s imports faultline/internal/e2e: only tests may", p.ImportPath)
+		for _, h := range append([]string{"faultline/internal/e2e"}, testHelpers...) {
+			if slices.Contains(p.Imports, h) {
+				t.Errorf("%s imports %s: only tests may", p.ImportPath, h)
+			}
 		}
 	}
 }
@@ -222,7 +231,7 @@ func TestTheEngineNamesNoJob(t *testing.T) {
 	engine := []string{"faultline/runtime", "faultline/checkpoint", "faultline/restart", "faultline/backend"}
 	for _, p := range listPackages(t) {
 		job := own(p.ImportPath, "faultline/runtime/jobs")
-		inEngine := slices.ContainsFunc(engine, func(e string) bool { return under(p.ImportPath, e) })
+		inEngine := slices.ContainsFunc(engine, func(e string) bool { return under(p.ImportPath, e) }) && !slices.Contains(testHelpers, p.ImportPath)
 		for _, imp := range p.Imports {
 			if !under(imp, "faultline/runtime/jobs") {
 				continue

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
 )
 
 // newBrokerCmd is `faultline broker`: the embedded Kafka broker alone, with
@@ -37,7 +37,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 				return usagef("--listen %d: want a port from 0 to 65535", listen)
 			}
 			dir := ""
-			var needs kafka.LogNeeds
+			var needs broker.LogNeeds
 			if !inMemory {
 				if stateDir == "" {
 					d, err := defaultStateDir()
@@ -62,7 +62,7 @@ state dir, so topics, offsets and committed transactions survive a restart.
 			}
 			job := orders.Default()
 			topics := defaultTopics(job.Op("sink").Topic, 1)
-			b, err := kafka.StartEmbedded(listen, dir, topics, kafka.WithLogNeeds(needs))
+			b, err := broker.StartEmbedded(listen, dir, topics, broker.WithLogNeeds(needs))
 			if err != nil {
 				return exitError{code: 1, err: err}
 			}

@@ -11,7 +11,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/checkpoint/badgerstore"
 	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
 	"faultline/runtime/spec"
 	"faultline/runtime/verify"
 	"faultline/runtime/view"
@@ -31,16 +31,16 @@ type stateNeeds struct {
 }
 
 // logNeeds turns what the state dir holds into what it needs the broker's
-// log to hold (kafka.LogNeeds): each retained checkpoint's source offsets
+// log to hold (broker.LogNeeds): each retained checkpoint's source offsets
 // and where its sinks' pre-committed transactions began, the ledger's
 // positions, within the log; the end of an input written whole (inputs
 // maps the generator's topics to the job's), reached by it.
-func logNeeds(s stateNeeds) kafka.LogNeeds {
-	var n kafka.LogNeeds
-	add := func(to *[]kafka.LogNeed, offsets map[string]map[int32]int64, why string) {
+func logNeeds(s stateNeeds) broker.LogNeeds {
+	var n broker.LogNeeds
+	add := func(to *[]broker.LogNeed, offsets map[string]map[int32]int64, why string) {
 		for topic, parts := range offsets {
 			for p, o := range parts {
-				*to = append(*to, kafka.LogNeed{Topic: topic, Partition: p, Offset: o, Why: why})
+				*to = append(*to, broker.LogNeed{Topic: topic, Partition: p, Offset: o, Why: why})
 			}
 		}
 	}
@@ -57,14 +57,14 @@ func logNeeds(s stateNeeds) kafka.LogNeeds {
 		gen := orders.NewGenerator(in.Seed, in.Written, orders.GeneratorPartitions)
 		for genTopic, topic := range s.inputs {
 			for p := range orders.GeneratorPartitions {
-				n.Reach = append(n.Reach, kafka.LogNeed{Topic: topic, Partition: int32(p), Offset: gen.EndOffset(genTopic, p),
+				n.Reach = append(n.Reach, broker.LogNeed{Topic: topic, Partition: int32(p), Offset: gen.EndOffset(genTopic, p),
 					Why: fmt.Sprintf("the input written whole (--records %d, %s)", in.Written, inputFile)})
 			}
 		}
 	}
 	n.Ledger = s.ledger
-	for _, l := range [][]kafka.LogNeed{n.Within, n.Reach} {
-		slices.SortStableFunc(l, func(a, b kafka.LogNeed) int {
+	for _, l := range [][]broker.LogNeed{n.Within, n.Reach} {
+		slices.SortStableFunc(l, func(a, b broker.LogNeed) int {
 			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 		})
 	}
@@ -74,10 +74,10 @@ func logNeeds(s stateNeeds) kafka.LogNeeds {
 // brokerNeeds reads what the state dir holds for the broker command, which
 // runs no job: its checkpoints and its ledger's positions, but not its
 // input (the job's topics are a run's to know).
-func brokerNeeds(ctx context.Context, store *badgerstore.Store, stateDir string) (kafka.LogNeeds, error) {
+func brokerNeeds(ctx context.Context, store *badgerstore.Store, stateDir string) (broker.LogNeeds, error) {
 	cps, err := store.All(ctx)
 	if err != nil {
-		return kafka.LogNeeds{}, err
+		return broker.LogNeeds{}, err
 	}
 	s := stateNeeds{checkpoints: cps}
 	if len(cps) > 0 {
@@ -109,25 +109,25 @@ func (r *runState) startEmbedded(ctx context.Context) error {
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	broker, err := kafka.StartEmbedded(o.kafka.listen, logDir, topics, kafka.WithLogNeeds(needs))
+	embedded, err := broker.StartEmbedded(o.kafka.listen, logDir, topics, broker.WithLogNeeds(needs))
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	r.onClose(broker.Close)
-	r.embedded = broker
+	r.onClose(embedded.Close)
+	r.embedded = embedded
 	obs := r.obs
 	r.brokerDown = func(d time.Duration) error {
-		broker.Down(d)
-		time.AfterFunc(d, func() { obs.Emit(view.BrokerUp{Address: broker.Addr}) })
+		embedded.Down(d)
+		time.AfterFunc(d, func() { obs.Emit(view.BrokerUp{Address: embedded.Addr}) })
 		return nil
 	}
-	p.client.Brokers = []string{broker.Addr}
+	p.client.Brokers = []string{embedded.Addr}
 	p.client.Embedded = true
 	r.generate = true
-	if broker.Note != "" {
-		fmt.Fprintln(r.stderr, "faultline:", broker.Note)
+	if embedded.Note != "" {
+		fmt.Fprintln(r.stderr, "faultline:", embedded.Note)
 	}
-	r.obs.Emit(view.BrokerStarted{Address: broker.Addr, Embedded: true, LogDir: logDir, Note: broker.Note})
+	r.obs.Emit(view.BrokerStarted{Address: embedded.Addr, Embedded: true, LogDir: logDir, Note: embedded.Note})
 	return nil
 }
 
@@ -135,10 +135,10 @@ func (r *runState) startEmbedded(ctx context.Context) error {
 // what its checkpoints point into, and when the run goes on from them,
 // what the ledger has counted up to (and the ledger itself, when the log
 // was trimmed); the end of the input, when it was written whole.
-func (r *runState) logNeeds(ctx context.Context) (kafka.LogNeeds, error) {
+func (r *runState) logNeeds(ctx context.Context) (broker.LogNeeds, error) {
 	cps, err := r.store.All(ctx)
 	if err != nil {
-		return kafka.LogNeeds{}, err
+		return broker.LogNeeds{}, err
 	}
 	s := stateNeeds{checkpoints: cps, input: &r.input, inputs: r.p.logicalTopics()}
 	if r.continues {

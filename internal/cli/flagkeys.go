@@ -10,6 +10,8 @@ import (
 	"faultline/restart"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/sink"
+	"faultline/runtime/kafka/source"
 )
 
 // keyFlags are the flags of the settings the engine names by key (each
@@ -23,8 +25,8 @@ var keyFlags = map[string]string{
 	runtime.KeyOnBadRecord:          "on-bad-record",
 	runtime.KeyStateBackend:         "state-backend",
 	runtime.KeyIncremental:          "incremental",
-	kafka.KeyStartup:                "startup",
-	kafka.KeyGuarantee:              "sink-guarantee",
+	source.KeyStartup:               "startup",
+	sink.KeyGuarantee:               "sink-guarantee",
 	restart.KeyStrategy:             "restart-strategy",
 	restart.KeyAttempts:             "restart-attempts",
 	restart.KeyDelay:                "restart-delay",

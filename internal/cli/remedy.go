@@ -9,7 +9,7 @@ import (
 
 	"faultline/checkpoint/badgerstore"
 	"faultline/runtime"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
 )
 
 // remedies are the ways on from errors of the engine that a flag or a
@@ -20,7 +20,7 @@ var remedies = []struct {
 }{
 	{badgerstore.ErrDamaged, ": ", "`faultline run --fresh` starts the job again from nothing"},
 	{badgerstore.ErrNoStore, ": ", "is --state-dir right?"},
-	{kafka.ErrLogDamaged, "; ", "start again from nothing with --fresh or faultline reset"},
+	{broker.ErrLogDamaged, "; ", "start again from nothing with --fresh or faultline reset"},
 	{runtime.ErrNoValidCheckpoint, "; ", "start again from nothing with --fresh, or read the input again from its beginning, skipping what the output already holds, with --allow-fresh-start"},
 	{runtime.ErrNonRestoredState, "; ", "drop it with --allow-non-restored-state"},
 }

@@ -8,7 +8,7 @@ import (
 
 	"faultline/checkpoint/badgerstore"
 	"faultline/runtime"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
 )
 
 // The engine's errors name no flag; the command line adds the way on, once,
@@ -20,7 +20,7 @@ func TestRemediesNameTheFlags(t *testing.T) {
 	}{
 		{fmt.Errorf("open: %w: /s/checkpoints: MANIFEST: bad; the store cannot be repaired", badgerstore.ErrDamaged), "the store cannot be repaired: `faultline run --fresh` starts the job again from nothing"},
 		{fmt.Errorf("%w in /typo/checkpoints", badgerstore.ErrNoStore), "no checkpoint store in /typo/checkpoints: is --state-dir right?"},
-		{fmt.Errorf("%w: segment 3 is short", kafka.ErrLogDamaged), "segment 3 is short; start again from nothing with --fresh or faultline reset"},
+		{fmt.Errorf("%w: segment 3 is short", broker.ErrLogDamaged), "segment 3 is short; start again from nothing with --fresh or faultline reset"},
 		{fmt.Errorf("%w of job orders: checkpoint 7 is damaged", runtime.ErrNoValidCheckpoint), "damaged; start again from nothing with --fresh, or read the input again from its beginning, skipping what the output already holds, with --allow-fresh-start"},
 		{fmt.Errorf("%w: savepoint 3 has state of operators the job does not have (enrich)", runtime.ErrNonRestoredState), "(enrich); drop it with --allow-non-restored-state"},
 	} {

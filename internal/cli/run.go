@@ -21,7 +21,11 @@ import (
 	"faultline/internal/diskroom"
 	"faultline/runtime"
 	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
+	"faultline/runtime/kafka/fill"
+	"faultline/runtime/kafka/live"
+	"faultline/runtime/kafka/sink"
+	"faultline/runtime/kafka/source"
 	"faultline/runtime/verify"
 	"faultline/runtime/view"
 	"faultline/tui"
@@ -111,15 +115,15 @@ type runState struct {
 	closeEvents func()
 	// startKafka
 	generate   bool
-	embedded   *kafka.Embedded
+	embedded   *broker.Embedded
 	brokerDown func(time.Duration) error
 	cl         sarama.Client
 	gen        *orders.Generator
-	uiWriter   *kafka.Writer // the writer of an unbounded input, for the UI's rate keys
+	uiWriter   *fill.Writer // the writer of an unbounded input, for the UI's rate keys
 	// buildEnv
 	bounded     bool
-	sources     map[string]*kafka.Source
-	outputs     map[string]*kafka.Output
+	sources     map[string]*source.Source
+	outputs     map[string]*sink.Output
 	outputStart map[string]map[int32]int64
 	job         *runtime.Job
 	// runUI: what ends the job's context, for a tour's crash (see
@@ -355,15 +359,15 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	runOpts.WaitToResubmit = !o.headless
 	// The UI's live verifier goes on from the ledger, as the final
 	// verification does.
-	var live *kafka.LiveVerifier
+	var verifier *live.LiveVerifier
 	if (!o.headless || o.front != nil) && len(r.outputStart) == 1 {
 		for topic, start := range r.outputStart {
-			lc := kafka.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: r.expect, Lenient: r.ledger.Lenient}
+			lc := live.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: r.expect, Lenient: r.ledger.Lenient}
 			if r.continues {
 				lc.OutputFrom = nil
 			}
-			live = kafka.NewLiveVerifier(lc)
-			live.Seed(r.ledger)
+			verifier = live.NewLiveVerifier(lc)
+			verifier.Seed(r.ledger)
 		}
 	}
 	stopRetention := func() {}
@@ -372,7 +376,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	if r.embedded != nil && o.retention > 0 && len(r.outputStart) == 1 && o.checkpointStorage != "jobmanager" {
 		stopRetention = o.startRetention(ctx, retentionSetup{client: p.client, inputs: p.logicalTopics(), outputStart: r.outputStart,
 			sources: r.sources, continues: r.continues, ledger: r.ledger, path: r.ledgerPath, store: r.store, job: r.job,
-			live: live, logf: r.logger.Printf})
+			live: verifier, logf: r.logger.Printf})
 	}
 	r.onClose(stopRetention)
 
@@ -388,8 +392,8 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 				TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained, CheckpointStorage: o.checkpointStorage}}
 		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
 		info.StateTTL = r.expect.StateTTL
-		ctrl := newUIController(r.job, p.job, info, r.uiWriter, live, r.embedded)
-		res, runErr = r.runUI(ctx, ctrl, live, runOpts)
+		ctrl := newUIController(r.job, p.job, info, r.uiWriter, verifier, r.embedded)
+		res, runErr = r.runUI(ctx, ctrl, verifier, runOpts)
 	}
 	// The ledger is the oracle's again once retention has stopped.
 	stopRetention()
@@ -473,7 +477,7 @@ func (r *runState) exit(ctx context.Context, res *runtime.Result, v verify.Verif
 // pending checkpoint's timeout runs on the job's clock, which stands still
 // while the world is frozen.
 func (o *runOptions) freezeLimit(p *prepared) (time.Duration, string) {
-	if p.sinkG == kafka.ExactlyOnce {
+	if p.sinkG == sink.ExactlyOnce {
 		return o.kafka.txnTimeout, "the sink's open transaction expires (--sink-transaction-timeout)"
 	}
 	return 0, ""

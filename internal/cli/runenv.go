@@ -12,6 +12,8 @@ import (
 	"faultline/runtime"
 	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/sink"
+	"faultline/runtime/kafka/source"
 	"faultline/runtime/spec"
 )
 
@@ -20,9 +22,9 @@ import (
 func (r *runState) buildEnv() error {
 	o, p := r.o, r.p
 	env := &runtime.Env{Sources: map[string]runtime.Source{}, Outputs: map[string]runtime.TxnOutput{}, TxnPrefix: o.kafka.txnPrefix}
-	r.sources = map[string]*kafka.Source{}
+	r.sources = map[string]*source.Source{}
 	r.outputStart = map[string]map[int32]int64{}
-	r.outputs = map[string]*kafka.Output{}
+	r.outputs = map[string]*sink.Output{}
 	r.bounded = o.records > 0 || o.kafka.bounded
 	for _, op := range p.job.Operators {
 		var err error
@@ -37,7 +39,7 @@ func (r *runState) buildEnv() error {
 		}
 	}
 	if o.onBadRecord == runtime.BadRecordDeadLetter {
-		dlq := kafka.NewDeadLetters(p.client, o.deadLetterTopic)
+		dlq := sink.NewDeadLetters(p.client, o.deadLetterTopic)
 		r.onClose(func() { dlq.Close() })
 		env.DeadLetters = dlq
 	}
@@ -80,7 +82,7 @@ func (r *runState) addSource(op *spec.Operator) error {
 			return err
 		}
 	}
-	s, err := kafka.NewSource(p.client, r.cl, topic, p.startup, o.kafka.group, ends)
+	s, err := source.NewSource(p.client, r.cl, topic, p.startup, o.kafka.group, ends)
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func (r *runState) addOutput(op *spec.Operator) error {
 	if r.outputStart[topic], err = kafka.EndOffsets(r.cl, topic); err != nil {
 		return err
 	}
-	out, err := kafka.NewOutput(p.client, r.cl, topic, p.sinkG)
+	out, err := sink.NewOutput(p.client, r.cl, topic, p.sinkG)
 	if err != nil {
 		return err
 	}
@@ -122,7 +124,7 @@ func (r *runState) writePoison(topic string, partition int32) (int64, error) {
 		return 0, fmt.Errorf("the job reads no %s topic", topic)
 	}
 	src.ExtendEnd(partition, 1)
-	off, err := kafka.WritePoison(r.p.client, actual, partition)
+	off, err := sink.WritePoison(r.p.client, actual, partition)
 	if err != nil {
 		src.ExtendEnd(partition, -1)
 	}

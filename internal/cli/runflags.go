@@ -21,6 +21,8 @@ import (
 	"faultline/runtime/fault"
 	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/sink"
+	"faultline/runtime/kafka/source"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 )
@@ -125,10 +127,10 @@ func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&k.bounded, "bounded", false, "read the input topics only up to their end at start, then finish (implied by --records)")
 	f.StringArrayVar(&k.topics, "topic", nil, "Kafka topic of a source or sink operator, e.g. orders-source=shop.orders (repeatable)")
 	f.StringVar(&k.group, "group", "", "consumer group the sources commit their offsets to on every completed checkpoint (default faultline-<job>)")
-	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets) ("+kafka.KeyStartup+")")
-	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none ("+kafka.KeyGuarantee+")")
+	f.StringVar(&k.startup, "startup", "earliest", "where sources start without a checkpoint: earliest, latest or committed (the group's offsets) ("+source.KeyStartup+")")
+	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none ("+sink.KeyGuarantee+")")
 	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
-	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", kafka.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
+	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", sink.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
 	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS (security.protocol; SSL, or SASL_SSL with --sasl-mechanism)")
 	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (ssl.ca.location; default: the system's)")
 	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512 (sasl.mechanism)")
@@ -232,8 +234,8 @@ type prepared struct {
 	rate     float64
 	client   kafka.Client
 	topicMap map[string]string // operator → Kafka topic
-	startup  kafka.StartupMode
-	sinkG    kafka.Guarantee
+	startup  source.StartupMode
+	sinkG    sink.Guarantee
 }
 
 // check turns the flags into a prepared run, or a usage error (exit 2).
@@ -452,8 +454,8 @@ func (o *runOptions) checkBrokerFlags() error {
 		return usagef("--sink-transaction-timeout %s: want a positive duration, e.g. 15m", o.kafka.txnTimeout)
 	case o.interval > 0 && o.kafka.txnTimeout <= o.interval:
 		return usagef("--sink-transaction-timeout %s is not longer than --checkpoint-interval %s: a sink transaction stays open from one checkpoint to the commit after the next, so the broker would abort every one; make the timeout longer or the interval shorter", o.kafka.txnTimeout, o.interval)
-	case o.kafka.brokers == "" && o.kafka.txnTimeout > kafka.DefaultTransactionTimeout:
-		return usagef("--sink-transaction-timeout %s: the embedded broker allows at most %s, as Kafka does by default (transaction.max.timeout.ms)", o.kafka.txnTimeout, kafka.DefaultTransactionTimeout)
+	case o.kafka.brokers == "" && o.kafka.txnTimeout > sink.DefaultTransactionTimeout:
+		return usagef("--sink-transaction-timeout %s: the embedded broker allows at most %s, as Kafka does by default (transaction.max.timeout.ms)", o.kafka.txnTimeout, sink.DefaultTransactionTimeout)
 	}
 	return nil
 }
@@ -497,10 +499,10 @@ func (o *runOptions) checkInject(p *prepared) error {
 // topic: the job's, or the one --topic gives it.
 func (o *runOptions) checkKafkaFlags(p *prepared) error {
 	var err error
-	if p.startup, err = kafka.ParseStartupMode(o.kafka.startup); err != nil {
+	if p.startup, err = source.ParseStartupMode(o.kafka.startup); err != nil {
 		return asFlagError(err)
 	}
-	if p.sinkG, err = kafka.ParseGuarantee(o.kafka.sinkGuarantee); err != nil {
+	if p.sinkG, err = sink.ParseGuarantee(o.kafka.sinkGuarantee); err != nil {
 		return asFlagError(err)
 	}
 	for _, op := range p.job.Operators {

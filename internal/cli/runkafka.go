@@ -12,6 +12,7 @@ import (
 	"faultline/runtime"
 	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/fill"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 	"faultline/tui"
@@ -68,7 +69,7 @@ func (r *runState) startKafka(ctx context.Context) error {
 			return exitError{code: 1, err: err}
 		}
 	}
-	w := kafka.NewWriter(p.client, cl, r.gen).WithTopics(p.logicalTopics())
+	w := fill.NewWriter(p.client, cl, r.gen).WithTopics(p.logicalTopics())
 	if o.records > 0 && p.rate == 0 {
 		return r.fill(ctx, w)
 	}
@@ -124,7 +125,7 @@ func (r *runState) checkSourceTopics() error {
 
 // fill writes a bounded input into Kafka before the job starts, showing
 // how far it got.
-func (r *runState) fill(ctx context.Context, w *kafka.Writer) error {
+func (r *runState) fill(ctx context.Context, w *fill.Writer) error {
 	o := r.o
 	start := time.Now()
 	var shown, total int64

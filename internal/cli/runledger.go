@@ -13,6 +13,9 @@ import (
 	"faultline/checkpoint/badgerstore"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
+	"faultline/runtime/kafka/live"
+	"faultline/runtime/kafka/source"
 	"faultline/runtime/verify"
 )
 
@@ -66,13 +69,13 @@ type retentionSetup struct {
 	client      kafka.Client
 	inputs      map[string]string
 	outputStart map[string]map[int32]int64
-	sources     map[string]*kafka.Source
+	sources     map[string]*source.Source
 	continues   bool
 	ledger      *verify.Ledger
 	path        string
 	store       *badgerstore.Store
 	job         *runtime.Job
-	live        *kafka.LiveVerifier // the UI's, or nil
+	live        *live.LiveVerifier // the UI's, or nil
 	logf        func(string, ...any)
 }
 
@@ -85,7 +88,7 @@ func (o *runOptions) startRetention(ctx context.Context, s retentionSetup) func(
 	for t, start := range s.outputStart {
 		output, outStart = t, maps.Clone(start)
 	}
-	ret := kafka.NewRetention(kafka.RetentionConfig{
+	ret := broker.NewRetention(broker.RetentionConfig{
 		Client: s.client, Inputs: s.inputs, Output: output, Ledger: s.ledger, Path: s.path,
 		Checkpoints: func(ctx context.Context) ([]*checkpoint.Completed, error) {
 			if _, _, _, ok := s.job.CommittedCheckpoint(); !ok {

@@ -11,6 +11,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime"
 	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/sink"
 	"faultline/runtime/verify"
 	"faultline/runtime/view"
 )
@@ -79,7 +80,7 @@ func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Veri
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
 	guarantee := o.mode
-	if p.sinkG != kafka.ExactlyOnce {
+	if p.sinkG != sink.ExactlyOnce {
 		guarantee = "at-least-once"
 	}
 	held := verify.Held{Ahead: res.Ahead}

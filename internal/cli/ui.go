@@ -10,7 +10,9 @@ import (
 	"faultline/runtime"
 	"faultline/runtime/barrier"
 	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
+	"faultline/runtime/kafka/fill"
+	"faultline/runtime/kafka/live"
 	"faultline/runtime/spec"
 	"faultline/runtime/view"
 	"faultline/tui"
@@ -24,9 +26,9 @@ type uiController struct {
 	spec    *spec.Job
 	started time.Time
 	info    tui.JobInfo
-	writer  *kafka.Writer       // nil without a generator
-	live    *kafka.LiveVerifier // nil when the output cannot be verified live
-	broker  *kafka.Embedded     // nil with --brokers
+	writer  *fill.Writer       // nil without a generator
+	live    *live.LiveVerifier // nil when the output cannot be verified live
+	broker  *broker.Embedded   // nil with --brokers
 
 	// tour is the guided tour running on the job, nil outside a tour.
 	tour tourGuide
@@ -67,8 +69,8 @@ const rateWindow = time.Second
 // of rateWindow, what a second of wall time is in the slowest motion.
 const minJobWindow = rateWindow / 4
 
-func newUIController(job *runtime.Job, sp *spec.Job, info tui.JobInfo, w *kafka.Writer, live *kafka.LiveVerifier, broker *kafka.Embedded) *uiController {
-	return &uiController{job: job, spec: sp, started: time.Now(), info: info, writer: w, live: live, broker: broker,
+func newUIController(job *runtime.Job, sp *spec.Job, info tui.JobInfo, w *fill.Writer, verifier *live.LiveVerifier, embedded *broker.Embedded) *uiController {
+	return &uiController{job: job, spec: sp, started: time.Now(), info: info, writer: w, live: verifier, broker: embedded,
 		prev: map[string]taskSample{}}
 }
 

@@ -18,7 +18,7 @@ import (
 	"faultline/checkpoint"
 	"faultline/runtime"
 	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/live"
 	"faultline/runtime/spec"
 	"faultline/tui"
 )
@@ -80,7 +80,7 @@ func jobTitle(j *spec.Job) string {
 // user quits (or ctx ends) the run is stopped, as a stop signal stops it
 // (see stopBudget), and runUI returns once the job has stopped and settled
 // its outputs.
-func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.LiveVerifier, opts runtime.RunOptions) (*runtime.Result, error) {
+func (r *runState) runUI(ctx context.Context, ctrl *uiController, verifier *live.LiveVerifier, opts runtime.RunOptions) (*runtime.Result, error) {
 	o, job, obs, stdout, logger := r.o, r.job, r.obs, r.stdout, r.logger
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -94,7 +94,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 		res, err := job.Run(jobCtx, opts)
 		done <- ran{res, err}
 	}()
-	liveDone := r.startLive(jobCtx, live)
+	liveDone := r.startLive(jobCtx, verifier)
 	// A terminal that goes away (a closed window, a dropped SSH
 	// connection) stops the run as q does; without the watch, the job ran
 	// on with nobody to see it, holding the state dir and the port.
@@ -138,9 +138,9 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, live *kafka.Li
 
 // startLive runs the live verifier, when there is one, until ctx ends; the
 // channel it returns closes once it has stopped.
-func (r *runState) startLive(ctx context.Context, live *kafka.LiveVerifier) <-chan struct{} {
+func (r *runState) startLive(ctx context.Context, verifier *live.LiveVerifier) <-chan struct{} {
 	done := make(chan struct{})
-	if live == nil {
+	if verifier == nil {
 		close(done)
 		return done
 	}
@@ -165,7 +165,7 @@ func (r *runState) startLive(ctx context.Context, live *kafka.LiveVerifier) <-ch
 	}
 	go func() {
 		defer close(done)
-		if err := live.Run(ctx, committed); err != nil {
+		if err := verifier.Run(ctx, committed); err != nil {
 			r.logger.Printf("live verification stopped: %v", err)
 		}
 	}()

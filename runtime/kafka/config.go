@@ -1,12 +1,18 @@
-// Package kafka connects jobs to Kafka through Sarama: the source (Flink:
-// KafkaSource) reading partitions from explicit offsets, the transactional
-// output behind the two-phase-commit sink (Flink: KafkaSink), the embedded
-// broker (kfake) that makes a fresh machine work, and the writer that fills
-// the input topics from the seeded generator.
+// Package kafka is what faultline's Kafka roles share, through Sarama: the
+// Client with its Sarama configuration, TLS and SASL (Flink's Kafka
+// connector: its properties.*), the retry policy of requests, the reads
+// of a topic (plain and read_committed, with the probes that find where a
+// read_committed consumer's records end) that the verification oracle
+// uses, and the creation of topics. The roles are the packages below it,
+// none of which imports another: source (Flink: KafkaSource), sink (the
+// transactional output behind the two-phase-commit sink; Flink: KafkaSink),
+// broker (the embedded kfake broker, its log check and retention), live
+// (the live verifier) and fill (the writer that fills the input topics from
+// the seeded generator).
 //
 // Unlike the engine in package runtime, which reads and waits for time only
-// on the job's clock (Config.Clock), this package keeps to the wall clock
-// (time.Now, its timers and deadlines): it talks to a real broker, whose
+// on the job's clock (Config.Clock), these packages keep to the wall clock
+// (time.Now, its timers and deadlines): they talk to a real broker, whose
 // timeouts, retries and record timestamps are wall time that a fake clock
 // could not move.
 package kafka

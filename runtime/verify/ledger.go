@@ -3,9 +3,10 @@
 // and judges the job's committed output against it, independently of the
 // job's operators: expected, duplicates, lost, unexpected. Its bookkeeping
 // is a Ledger of the order ids met in the input and in the output, one byte
-// per id. It imports nothing of the engine: the final verification, the
-// live verifier and the broker's retention (runtime/kafka) feed it records
-// they read from Kafka on their own.
+// per id. It imports nothing of the engine: the final verification
+// (runtime/kafka), the live verifier (runtime/kafka/live) and the broker's
+// retention (runtime/kafka/broker) feed it records they read from Kafka on
+// their own.
 //
 // A Ledger can be saved and loaded, with the positions up to which it has
 // seen each topic, so that a run can let the embedded broker delete what the

@@ -380,7 +380,7 @@ func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]
 }
 
 // Topics are the generator's topics, orders first: what an input writer
-// writes (kafka.Input).
+// writes (fill.Input).
 func (g *Generator) Topics() []string { return []string{TopicOrders, TopicPayments} }
 
 // Partitions is how many partitions each topic has.

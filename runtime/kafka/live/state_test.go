@@ -1,0 +1,151 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/IBM/sarama"
+
+	"faultline/checkpoint"
+	"faultline/runtime/flatjson"
+	"faultline/runtime/jobs/orders"
+	"faultline/runtime/kafka"
+	"faultline/runtime/kafka/broker"
+	"faultline/runtime/kafka/internal/kafkatest"
+	"faultline/runtime/kafka/sink"
+	"faultline/runtime/verify"
+)
+
+// The bookkeeping alone: bounds, tentative and confirmed, duplicates.
+func TestLiveStateCounts(t *testing.T) {
+	s := liveState{inputs: []string{"orders", "payments"}}
+	ordersPart := &livePart{input: true, conf: orderConf, tent: orderTent}
+	payments := &livePart{input: true, conf: paymentConf, tent: paymentTent}
+	out := &livePart{}
+	rec := func(off int64, id string) parsedID { return parsedID{off: off, id: []byte(id), ok: true} }
+	s.addInput(ordersPart, []parsedID{rec(0, "o-000001"), rec(1, "o-000002"), {off: 2}, rec(3, "x-3")})
+	s.addInput(payments, []parsedID{rec(0, "o-000002"), rec(1, "x-3"), rec(2, "o-000001")})
+	s.addOutput(out, []parsedID{rec(0, "o-000002"), rec(1, "o-000002"), {off: 2}})
+	if s.committed != 3 || s.duplicates != 1 || s.badOutputs != 1 {
+		t.Fatalf("output: %+v", s)
+	}
+	// Orders 0-1, payments 0-1: o-000002 expected (seen); o-000001 has no
+	// payment below the bound; x-3 has no order below it.
+	s.tentative(ordersPart, 2)
+	s.tentative(payments, 2)
+	if s.unseenTent != 0 || s.unseenConf != 0 {
+		t.Fatalf("tentative 2/2: tent %d conf %d", s.unseenTent, s.unseenConf)
+	}
+	s.tentative(ordersPart, 4)
+	s.tentative(payments, 3)
+	if s.unseenTent != 2 || s.unseenConf != 0 {
+		t.Fatalf("tentative 4/3: tent %d conf %d, want 2 and 0", s.unseenTent, s.unseenConf)
+	}
+	s.confirm(ordersPart)
+	s.confirm(payments)
+	if s.unseenConf != 2 {
+		t.Fatalf("confirmed: %d unseen, want 2", s.unseenConf)
+	}
+	s.addOutput(out, []parsedID{rec(3, "x-3")})
+	if s.unseenConf != 1 || s.unseenTent != 1 {
+		t.Fatalf("after x-3 came: conf %d tent %d, want 1", s.unseenConf, s.unseenTent)
+	}
+	// A record arriving below a confirmed bound counts at once.
+	s.addInput(ordersPart, []parsedID{rec(4, "o-000009")})
+	s.addInput(payments, []parsedID{rec(3, "o-000009")})
+	if s.unseenConf != 1 {
+		t.Fatalf("beyond the bounds: %d unseen, want 1", s.unseenConf)
+	}
+	s.tentative(ordersPart, 5)
+	s.tentative(payments, 4)
+	s.confirm(ordersPart)
+	s.confirm(payments)
+	if s.unseenConf != 2 || len(ordersPart.pending) != 0 || len(payments.pending) != 0 {
+		t.Fatalf("after bounds 5/4: %d unseen, pending %d/%d", s.unseenConf, len(ordersPart.pending), len(payments.pending))
+	}
+}
+
+func TestDenseIDs(t *testing.T) {
+	for _, n := range []uint32{0, 7, 999999, 1000000, 123456789, 1<<32 - 1} {
+		id := fmt.Sprintf("o-%06d", n)
+		if got, ok := verify.DenseID([]byte(id)); !ok || got != n {
+			t.Errorf("%s: %d %v", id, got, ok)
+		}
+	}
+	for _, id := range []string{"o-12345", "o-0000001", "o-4294967296", "o-00000a", "x-000001", "o-", ""} {
+		if _, ok := verify.DenseID([]byte(id)); ok {
+			t.Errorf("%q taken for a generator id", id)
+		}
+	}
+	var tab idTable
+	a, b := tab.ref([]byte("o-000042")), tab.ref([]byte("o-0000042"))
+	if a == b || tab.ref([]byte("o-0000042")) != b {
+		t.Fatal("distinct ids share a word, or one id has two")
+	}
+}
+
+// The id scanner must agree with encoding/json on every record.
+func FuzzOrderIDAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"order_id":"o-000123","customer":"c-17","amount_cents":1299,"customer_total_cents":48211}`,
+		`{"order_id":"o-1","payment_id":"p-1","amount_cents":-5}`,
+		` { "amount_cents" : 7 , "order_id":"x" } `,
+		`{"order_id":"o\u00e9"}`, `{"order_id":"o","amount_cents":1.5}`, `{"order_id":1}`,
+		`{"order_id":null}`, `{"order_id":"a","order_id":null}`, `{"ORDER_ID":"b"}`,
+		`{"order_id":"o","n":01}`, `{"order_id":"o"}x`, `{"order_id":"o",}`, `{"order_id":"a","order_id":"b"}`,
+		`{}`, `[]`, `null`, `"s"`, `not json`, `{"a":{"b":1},"order_id":"o"}`, "\x00\xffpoison",
+		`{"order_id":"é"}`, `{"n":-,"order_id":"o"}`, `{"n":true,"order_id":"o"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r struct {
+			OrderID string `json:"order_id"`
+		}
+		jerr := json.Unmarshal(b, &r)
+		id, ok := flatjson.MustField("order_id").Of(b)
+		if ok != (jerr == nil) || ok && string(id) != r.OrderID {
+			t.Fatalf("%q: scanner %q %v, encoding/json %q %v", b, id, ok, r.OrderID, jerr)
+		}
+	})
+}
+
+// The terminal UI's live verifier, seeded with the ledger of a run whose
+// records the broker deleted, says what it would have said had it read
+// everything.
+func TestLiveVerifierGoesOnFromTheLedger(t *testing.T) {
+	f := kafkatest.NewRetentionFixture(t, exactlyOnce)
+	want, err := verify.Verify(context.Background(), kafka.Inputs{C: f.C}, kafkatest.ExpectOrders("paid-orders", 0), "exactly-once", f.Quarter, kafkatest.MustRead(t, f.C, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := kafkatest.MustLedger(kafkatest.ExpectOrders("paid-orders", 0))
+	cp := &checkpoint.Completed{ID: 1, Tasks: map[checkpoint.TaskID]checkpoint.SubtaskAck{{Operator: "src"}: {Offsets: f.Eighth}}}
+	r := broker.NewRetention(broker.RetentionConfig{Client: f.C, Inputs: f.InputTopic, Output: "revenue", Ledger: ledger, Path: filepath.Join(t.TempDir(), "ledger"),
+		Checkpoints: func(context.Context) ([]*checkpoint.Completed, error) { return []*checkpoint.Completed{cp}, nil }})
+	if err := r.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.LogStart(t, orders.TopicOrders, 0) == 0 || f.LogStart(t, "revenue", 0) == 0 {
+		t.Fatal("the round deleted nothing: the test would not show the seed at work")
+	}
+	v := NewLiveVerifier(LiveConfig{Client: f.C, Inputs: f.InputTopic, Output: "revenue", Expect: kafkatest.ExpectOrders("paid-orders", 0)})
+	v.Seed(ledger)
+	var committed fakeCommitted
+	committed.set(1, f.Quarter)
+	run := startLive(t, v, committed.get, func(LiveStatus) error { return nil })
+	s := waitFor(t, v, "the quarter checked", func(s LiveStatus) bool { return s.AsOf == 1 })
+	run.stop()
+	if s.Committed != want.Committed || s.Duplicates != want.Duplicates || s.Lost != want.Lost {
+		t.Fatalf("seeded live verifier %+v, full oracle %+v", s, want)
+	}
+}
+
+// exactlyOnce opens the exactly-once output of revenue, for the retention
+// fixture.
+func exactlyOnce(c kafka.Client, cl sarama.Client) (kafkatest.Output, error) {
+	return sink.NewOutput(c, cl, "revenue", sink.ExactlyOnce)
+}
