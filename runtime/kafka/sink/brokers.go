@@ -63,7 +63,7 @@ func brokerKey(b *sarama.Broker) string { return strconv.Itoa(int(b.ID())) + "@"
 
 // ready connects b if it is not connected and waits while b throttles
 // this client. A broker that cannot be connected to is an
-// UnreachableError.
+// kafka.UnreachableError.
 func (e *requestEnv) ready(conf *sarama.Config, b *sarama.Broker, stop <-chan struct{}) error {
 	_ = b.Open(conf) // ErrAlreadyConnected when it is; a failure shows below
 	if ok, err := b.Connected(); !ok {

@@ -46,7 +46,7 @@ func (f *inFlight) settle(err error) {
 }
 
 // wait waits until everything sent is settled, or until stop, and returns
-// the first failure (ErrWriterClosed once stopped: what was written after
+// the first failure (kafka.ErrWriterClosed once stopped: what was written after
 // the stop was never sent, even when nothing sent before is unsettled).
 func (f *inFlight) wait() error {
 	f.mu.Lock()
@@ -60,7 +60,7 @@ func (f *inFlight) wait() error {
 	return f.err
 }
 
-// failed returns the first failure, or ErrWriterClosed after stop.
+// failed returns the first failure, or kafka.ErrWriterClosed after stop.
 func (f *inFlight) failed() error {
 	if !f.bad.Load() {
 		return nil

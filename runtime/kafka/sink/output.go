@@ -202,9 +202,9 @@ func (o *Output) WithTransactionTimeout(d time.Duration) *Output {
 
 // WithRetryTimeout sets how long a request to Kafka that fails with an
 // error that may pass is retried before the write, pre-commit or commit
-// fails (DefaultRetryTimeout unless set); call it before the first Write.
-// A broker that cannot be connected to fails it after two tries whatever
-// the timeout.
+// fails (kafka.DefaultRetryTimeout unless set); call it before the first
+// Write. A broker that cannot be connected to fails it after two tries
+// whatever the timeout.
 func (o *Output) WithRetryTimeout(d time.Duration) *Output {
 	o.env.retry.Timeout = d
 	return o

@@ -37,7 +37,7 @@ import (
 // backoff for as long as the output's retry timeout allows while it
 // fails with an error that may pass (a leader or coordinator that moved,
 // a broken connection, not enough replicas, …); a broker that cannot be
-// connected to twice in a row fails it at once (requestEnv, RetryPolicy).
+// connected to twice in a row fails it at once (requestEnv, kafka.RetryPolicy).
 // A broker that throttles this client gets no request until the time it
 // asked for is over (KIP-219). A batch larger than the topic accepts is
 // split in two and sent again.

@@ -80,7 +80,7 @@ func (s *Source) StartOffsets() map[int32]int64 {
 // metadata, offsets and commits; every reader gets a connection of its own,
 // so that one reader's waiting fetch never delays another's. ends makes the
 // source bounded: each partition is read up to its end offset there (see
-// EndOffsets for the topic's end now); nil reads on forever.
+// kafka.EndOffsets for the topic's end now); nil reads on forever.
 func NewSource(c kafka.Client, cl sarama.Client, topic string, startup StartupMode, group string, ends map[int32]int64) (*Source, error) {
 	parts, err := cl.Partitions(topic)
 	if err != nil {
