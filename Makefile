@@ -45,7 +45,8 @@ test: deps
 # goroutines still running (GORACE=atexit_sleep_ms=0), as the program's
 # runs in the end-to-end tests do.
 SLOWEST_FIRST := ./runtime/ ./backend/ ./checkpoint/badgerstore/ ./checkpoint/ ./internal/e2e/runs/ ./internal/e2e/statedir/ \
-	./runtime/kafka/ ./internal/e2e/faults/ ./internal/e2e/tour/ ./internal/e2e/soak/ ./internal/e2e/tui/ \
+	./runtime/kafka/sink/ ./runtime/kafka/broker/ ./runtime/kafka/live/ ./runtime/kafka/source/ ./runtime/kafka/ \
+	./runtime/kafka/fill/ ./internal/e2e/faults/ ./internal/e2e/tour/ ./internal/e2e/soak/ ./internal/e2e/tui/ \
 	./internal/e2e/crash/
 
 # Every end-to-end package with the race-built program, those that make
