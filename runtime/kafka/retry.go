@@ -144,10 +144,11 @@ func (e *UnreachableError) Error() string {
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // classOf says whether a request that failed with err may succeed
-// when sent again. Kafka's retriable errors are, after the refresh that
-// refreshAfter does; a broken connection is too; every other Kafka error is
-// not (fenced, invalid transaction state, authorization, …), nor is a
-// mistake of our own (p.Final among them).
+// when sent again. Kafka's retriable errors are (a caller whose request
+// names a coordinator or a leader refreshes it before the next try, see
+// NeedsCoordinatorRefresh); a broken connection is too; every other
+// Kafka error is not (fenced, invalid transaction state, authorization,
+// …), nor is a mistake of our own (p.Final among them).
 func (p RetryPolicy) classOf(err error) retryClass {
 	var kerr sarama.KError
 	if errors.As(err, &kerr) && !retriableKError(kerr) {
