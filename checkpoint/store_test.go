@@ -9,14 +9,6 @@ import (
 	"testing"
 )
 
-func ids(cs []*Completed) []int64 {
-	var out []int64
-	for _, c := range cs {
-		out = append(out, c.ID)
-	}
-	return out
-}
-
 func TestMemoryStoreChecksum(t *testing.T) {
 	ctx := context.Background()
 	s := NewMemoryStore(1)
