@@ -106,6 +106,9 @@ func (c *Cluster) handleCreateTopics(creq *clientReq) (kmsg.Response, error) {
 		}
 		st.NumPartitions = int32(nparts)
 		st.ReplicationFactor = int16(nreplicas)
+		// An array, even with no config set: Kafka's Java admin client
+		// reads a created topic's configs without a null check.
+		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 		for k, v := range configs {
 			c := kmsg.NewCreateTopicsResponseTopicConfig()
 			c.Name = k

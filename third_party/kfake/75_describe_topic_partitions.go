@@ -161,6 +161,11 @@ func (c *Cluster) handleDescribeTopicPartitions(creq *clientReq) (kmsg.Response,
 				sp.Replicas = append(sp.Replicas, c.bs[idx].node)
 			}
 			sp.ISR = sp.Replicas
+			// No ELR: empty arrays, as Kafka sends them. A null one
+			// (nil) fails Kafka's Java admin client (NPE in
+			// describeTopics, kafka-topics --describe, Flink's source).
+			sp.EligibleLeaderReplicas = []int32{}
+			sp.LastKnownELR = []int32{}
 			st.Partitions = append(st.Partitions, sp)
 			emitted++
 		}

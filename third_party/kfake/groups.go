@@ -372,10 +372,13 @@ func (gs *groups) handleList(creq *clientReq) *kmsg.ListGroupsResponse {
 		if e := g.c.deny(creq, g.name, kmsg.ACLResourceTypeGroup, kmsg.ACLOperationDescribe, faultKey{group: g.name}); e != nil {
 			continue
 		}
-		if len(req.StatesFilter) > 0 && !slices.Contains(req.StatesFilter, g.state.String()) {
+		// Kafka matches both filters regardless of case, and its Java
+		// admin client sends "Consumer" and "Classic"
+		// (kafka-consumer-groups --list).
+		if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, g.state.String()) {
 			continue
 		}
-		if len(req.TypesFilter) > 0 && !slices.Contains(req.TypesFilter, g.typ) {
+		if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, g.typ) {
 			continue
 		}
 		sg := kmsg.NewListGroupsResponseGroup()
@@ -587,12 +590,33 @@ func (gs *groups) handleOffsetFetch(creq *clientReq) *kmsg.OffsetFetchResponse {
 		unstable := req.RequireStable && gs.c.pids.hasUnstableOffsets(rg.Group)
 		g, ok := gs.gs[rg.Group]
 		if !ok {
-			sg.ErrorCode = kerr.GroupIDNotFound.Code
+			noOffsets(rg, sg)
 			continue
 		}
 		g.fillOffsetFetch(creq, rg, sg, unstable)
 	}
 	return resp
+}
+
+// noOffsets answers an OffsetFetch for a group the cluster does not know
+// as Kafka does (OffsetMetadataManager.fetchOffsets): no error, and no
+// committed offset (-1) for each partition asked for. A new consumer with a
+// group id asks before its group exists; Kafka's Java consumer fails on
+// GROUP_ID_NOT_FOUND there.
+func noOffsets(rg kmsg.OffsetFetchRequestGroup, sg *kmsg.OffsetFetchResponseGroup) {
+	for _, rt := range rg.Topics {
+		st := kmsg.NewOffsetFetchResponseGroupTopic()
+		st.Topic = rt.Topic
+		st.TopicID = rt.TopicID
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			sp.Partition = p
+			sp.Offset = -1
+			sp.LeaderEpoch = -1
+			st.Partitions = append(st.Partitions, sp)
+		}
+		sg.Topics = append(sg.Topics, st)
+	}
 }
 
 // fillOffsetFetch fills one group's portion of an OffsetFetch response.
