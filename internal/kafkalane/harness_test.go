@@ -57,7 +57,7 @@ func TestCertsVerifyFor127001(t *testing.T) {
 }
 
 func TestPropertiesNameEveryListener(t *testing.T) {
-	b := &Broker{dir: "/d", opt: Options{SCRAM: true, TLS: true}, plain: 1, controller: 2, scram: 3, tls: 4}
+	b := &Broker{Tools: Tools{dir: "/d"}, opt: Options{SCRAM: true, TLS: true}, plain: 1, controller: 2, scram: 3, tls: 4}
 	p := b.properties()
 	for _, want := range []string{
 		"listeners=PLAINTEXT://127.0.0.1:1,CONTROLLER://127.0.0.1:2,SASL_PLAINTEXT://127.0.0.1:3,SSL://127.0.0.1:4\n",
@@ -70,7 +70,7 @@ func TestPropertiesNameEveryListener(t *testing.T) {
 			t.Errorf("server.properties lacks %q:\n%s", want, p)
 		}
 	}
-	if plain := (&Broker{dir: "/d", plain: 1, controller: 2}).properties(); strings.Contains(plain, "SASL") || strings.Contains(plain, "SSL") {
+	if plain := (&Broker{Tools: Tools{dir: "/d"}, plain: 1, controller: 2}).properties(); strings.Contains(plain, "SASL") || strings.Contains(plain, "SSL") {
 		t.Errorf("a plaintext broker has other listeners:\n%s", plain)
 	}
 }

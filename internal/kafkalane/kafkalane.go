@@ -50,6 +50,7 @@ const (
 	classGroups       = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 	classTransactions = "org.apache.kafka.tools.TransactionsCommand"
 	classTopics       = "org.apache.kafka.tools.TopicCommand"
+	classCopier       = "org.apache.kafka.tools.TransactionalMessageCopier"
 )
 
 // startTimeout is how long a broker may take from `java` to answering a
@@ -69,8 +70,8 @@ type Options struct {
 
 // Broker is one running single-node Kafka.
 type Broker struct {
-	lib, dir string
-	opt      Options
+	Tools // aimed at the PLAINTEXT listener
+	opt   Options
 
 	plain, controller, scram, tls int // ports
 	caFile                        string
@@ -103,10 +104,11 @@ func Lib(t testing.TB) string {
 // is logged when t failed.
 func Start(t testing.TB, opt Options) *Broker {
 	t.Helper()
-	b := &Broker{lib: Lib(t), dir: t.TempDir(), opt: opt}
+	b := &Broker{Tools: Tools{lib: Lib(t), dir: t.TempDir()}, opt: opt}
 	b.logFile = filepath.Join(b.dir, "broker.log")
 	ports := freePorts(t, 4)
 	b.plain, b.controller = ports[0], ports[1]
+	b.addr = addr(b.plain)
 	if opt.SCRAM {
 		b.scram = ports[2]
 	}
@@ -345,12 +347,12 @@ func (b *Broker) properties() string {
 	return strings.Join(append(lines, extra...), "\n") + "\n"
 }
 
-func (b *Broker) classpath() string { return filepath.Join(b.lib, "*") }
+func (tl *Tools) classpath() string { return filepath.Join(tl.lib, "*") }
 
 // java runs one of Kafka's tools to its end, with stdin, and returns its
 // standard output; a failure names the tool and holds its stderr.
-func (b *Broker) java(class string, stdin []byte, args ...string) (string, error) {
-	out, errOut, err := b.javaBoth(class, stdin, args...)
+func (tl *Tools) java(class string, stdin []byte, args ...string) (string, error) {
+	out, errOut, err := tl.javaBoth(class, stdin, args...)
 	if err != nil {
 		return out, fmt.Errorf("%s %s: %v\n%s", class, strings.Join(args, " "), err, errOut)
 	}
@@ -358,12 +360,12 @@ func (b *Broker) java(class string, stdin []byte, args ...string) (string, error
 }
 
 // javaBoth runs a tool and returns its stdout and stderr.
-func (b *Broker) javaBoth(class string, stdin []byte, args ...string) (string, string, error) {
+func (tl *Tools) javaBoth(class string, stdin []byte, args ...string) (string, string, error) {
 	cmd := exec.Command("java", append([]string{
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(b.dir, "log4j2-tools.properties"),
-		"-cp", b.classpath(), class}, args...)...)
-	cmd.Dir = b.dir
+		"-Dlog4j2.configurationFile=" + filepath.Join(tl.dir, "log4j2-tools.properties"),
+		"-cp", tl.classpath(), class}, args...)...)
+	cmd.Dir = tl.dir
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if stdin != nil {

@@ -2,12 +2,32 @@ package kafkalane
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
+
+// Tools runs Kafka's command-line tools from the lane's jars against one
+// Kafka: a broker of the lane, or any other (faultline's embedded broker),
+// so that a test counts what it holds with Kafka's own clients.
+type Tools struct {
+	lib, dir string
+	addr     string // host:port of a listener (PLAINTEXT)
+}
+
+// ToolsFor returns the tools aimed at the Kafka listening at addr.
+func ToolsFor(t testing.TB, addr string) *Tools {
+	t.Helper()
+	tl := &Tools{lib: Lib(t), dir: t.TempDir(), addr: addr}
+	if err := os.WriteFile(filepath.Join(tl.dir, "log4j2-tools.properties"), []byte(log4jTools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
 
 // Record is one record as Kafka's console consumer printed it.
 type Record struct {
@@ -35,9 +55,9 @@ var Idle = 8 * time.Second
 // ReadCommitted reads topic from its beginning with Kafka's console
 // consumer at isolation.level read_committed, until no record came for
 // Idle, and returns every record with its key, partition and timestamp.
-func (b *Broker) ReadCommitted(t testing.TB, topic string) []Record {
+func (tl *Tools) ReadCommitted(t testing.TB, topic string) []Record {
 	t.Helper()
-	return b.ReadCommittedTopics(t, topic)
+	return tl.ReadCommittedTopics(t, topic)
 }
 
 // The tools' options are those every Kafka 4.x takes: 4.2 renamed
@@ -48,7 +68,7 @@ func (b *Broker) ReadCommitted(t testing.TB, topic string) []Record {
 // ReadCommittedTopics is ReadCommitted of several topics at once, with one
 // console consumer (which prints no topic names: tell the records apart by
 // their values).
-func (b *Broker) ReadCommittedTopics(t testing.TB, topics ...string) []Record {
+func (tl *Tools) ReadCommittedTopics(t testing.TB, topics ...string) []Record {
 	t.Helper()
 	const sep = "\t"
 	start := time.Now()
@@ -61,8 +81,8 @@ func (b *Broker) ReadCommittedTopics(t testing.TB, topics ...string) []Record {
 		which = []string{"--include", "^(" + strings.Join(quoted, "|") + ")$"}
 	}
 	topic := strings.Join(topics, ", ")
-	out, errOut, _ := b.javaBoth(classConsumer, nil, append(which,
-		"--bootstrap-server", b.Addr(), "--from-beginning",
+	out, errOut, _ := tl.javaBoth(classConsumer, nil, append(which,
+		"--bootstrap-server", tl.addr, "--from-beginning",
 		"--isolation-level", "read_committed", "--timeout-ms", strconv.FormatInt(Idle.Milliseconds(), 10),
 		"--consumer-property", "max.partition.fetch.bytes=4194304",
 		"--property", "print.timestamp=true", "--property", "print.partition=true",
@@ -97,12 +117,54 @@ func (b *Broker) ReadCommittedTopics(t testing.TB, topics ...string) []Record {
 	return recs
 }
 
+// ReadCommittedFirst reads the first n committed records of topic with
+// Kafka's console consumer at read_committed (--max-messages), for a topic
+// that a running job keeps writing to, which ReadCommitted would read
+// forever. It fails t unless n came within Idle.
+func (tl *Tools) ReadCommittedFirst(t testing.TB, topic string, n int) {
+	t.Helper()
+	_, errOut, _ := tl.javaBoth(classConsumer, nil, "--topic", topic,
+		"--bootstrap-server", tl.addr, "--from-beginning", "--isolation-level", "read_committed",
+		"--max-messages", strconv.Itoa(n), "--timeout-ms", strconv.FormatInt(Idle.Milliseconds(), 10))
+	m := regexp.MustCompile(`Processed a total of (\d+) messages`).FindStringSubmatch(errOut)
+	if m == nil || m[1] != strconv.Itoa(n) {
+		t.Fatalf("the console consumer did not read %d committed records of %s:\n%s", n, topic, errOut)
+	}
+}
+
+// CopyTransactionally copies the first n records of partition of topic
+// from into topic to with Kafka's TransactionalMessageCopier: a
+// read_committed consumer and a transactional producer that commits the
+// consumed offsets with each transaction of 50 records and aborts some at
+// random, as Flink's Kafka source and exactly-once sink use Kafka's Java
+// clients.
+func (tl *Tools) CopyTransactionally(t testing.TB, from string, partition int, to string, n int) {
+	t.Helper()
+	out, err := tl.java(classCopier, nil, "--broker-list", tl.addr, "--input-topic", from,
+		"--input-partition", strconv.Itoa(partition), "--output-topic", to,
+		"--transactional-id", "lane-copier-"+to, "--consumer-group", "lane-copier-"+to,
+		"--max-messages", strconv.Itoa(n), "--transaction-size", "50", "--enable-random-aborts")
+	if err != nil || !strings.Contains(out, `"stage":"ShutdownComplete"`) {
+		t.Fatalf("transactional-message-copier: %v\n%s", err, out)
+	}
+}
+
+// ListGroups lists the consumer groups with kafka-consumer-groups --list.
+func (tl *Tools) ListGroups(t testing.TB) []string {
+	t.Helper()
+	out, err := tl.java(classGroups, nil, "--bootstrap-server", tl.addr, "--list")
+	if err != nil {
+		t.Fatalf("kafka-consumer-groups --list: %v", err)
+	}
+	return strings.Fields(out)
+}
+
 // Groups describes consumer group group with kafka-consumer-groups: its
 // committed offset, the log end offset and the lag of every partition it
 // has committed to, in the order the tool prints them.
-func (b *Broker) Groups(t testing.TB, group string) []GroupOffset {
+func (tl *Tools) Groups(t testing.TB, group string) []GroupOffset {
 	t.Helper()
-	out, err := b.java(classGroups, nil, "--bootstrap-server", b.Addr(), "--describe", "--group", group)
+	out, err := tl.java(classGroups, nil, "--bootstrap-server", tl.addr, "--describe", "--group", group)
 	if err != nil {
 		t.Fatalf("kafka-consumer-groups: %v", err)
 	}
@@ -135,16 +197,16 @@ func dashIsMinus1(s string) int64 {
 
 // Produce writes one record with Kafka's console producer (parse.key=true),
 // so that Kafka's Java producer picks its partition.
-func (b *Broker) Produce(t testing.TB, topic, key, value string) {
+func (tl *Tools) Produce(t testing.TB, topic, key, value string) {
 	t.Helper()
-	b.ProduceRecords(t, topic, []Record{{Key: key, Value: value}})
+	tl.ProduceRecords(t, topic, []Record{{Key: key, Value: value}})
 }
 
 // ProduceRecords writes records (their keys and values) with one run of
 // Kafka's console producer. It sends them in batches (lingering 5 ms; with
 // --sync each record would wait the tool's whole linger of a second) and
 // flushes them before it exits.
-func (b *Broker) ProduceRecords(t testing.TB, topic string, recs []Record) {
+func (tl *Tools) ProduceRecords(t testing.TB, topic string, recs []Record) {
 	t.Helper()
 	var in strings.Builder
 	for _, r := range recs {
@@ -153,7 +215,7 @@ func (b *Broker) ProduceRecords(t testing.TB, topic string, recs []Record) {
 		}
 		fmt.Fprintf(&in, "%s\t%s\n", r.Key, r.Value)
 	}
-	if _, err := b.java(classProducer, []byte(in.String()), "--bootstrap-server", b.Addr(), "--topic", topic,
+	if _, err := tl.java(classProducer, []byte(in.String()), "--bootstrap-server", tl.addr, "--topic", topic,
 		"--property", "parse.key=true", "--property", "key.separator=\t",
 		"--request-required-acks", "all", "--timeout", "5"); err != nil {
 		t.Fatalf("kafka-console-producer: %v", err)
@@ -162,9 +224,9 @@ func (b *Broker) ProduceRecords(t testing.TB, topic string, recs []Record) {
 
 // TransactionalIDs lists the transactional ids the broker's transaction
 // coordinators know (kafka-transactions list).
-func (b *Broker) TransactionalIDs(t testing.TB) []string {
+func (tl *Tools) TransactionalIDs(t testing.TB) []string {
 	t.Helper()
-	out, err := b.java(classTransactions, nil, "--bootstrap-server", b.Addr(), "list")
+	out, err := tl.java(classTransactions, nil, "--bootstrap-server", tl.addr, "list")
 	if err != nil {
 		t.Fatalf("kafka-transactions list: %v", err)
 	}
@@ -181,10 +243,47 @@ func (b *Broker) TransactionalIDs(t testing.TB) []string {
 
 // CreateTopic creates topic with partitions partitions (replication
 // factor 1) with kafka-topics.
-func (b *Broker) CreateTopic(t testing.TB, topic string, partitions int) {
+func (tl *Tools) CreateTopic(t testing.TB, topic string, partitions int) {
 	t.Helper()
-	if _, err := b.java(classTopics, nil, "--bootstrap-server", b.Addr(), "--create", "--topic", topic,
+	if _, err := tl.java(classTopics, nil, "--bootstrap-server", tl.addr, "--create", "--topic", topic,
 		"--partitions", strconv.Itoa(partitions), "--replication-factor", "1"); err != nil {
 		t.Fatalf("kafka-topics --create: %v", err)
 	}
+}
+
+// TopicPartition is one partition as kafka-topics --describe shows it.
+type TopicPartition struct {
+	Partition int32
+	Leader    int32
+	Replicas  string
+}
+
+// DescribeTopic describes topic with kafka-topics --describe (through
+// Kafka's admin client, as Flink's Kafka source finds a topic's
+// partitions) and returns its partitions in the order the tool prints them.
+func (tl *Tools) DescribeTopic(t testing.TB, topic string) []TopicPartition {
+	t.Helper()
+	out, err := tl.java(classTopics, nil, "--bootstrap-server", tl.addr, "--describe", "--topic", topic)
+	if err != nil {
+		t.Fatalf("kafka-topics --describe: %v", err)
+	}
+	var parts []TopicPartition
+	for _, line := range strings.Split(out, "\n") {
+		field := map[string]string{}
+		for _, f := range strings.Split(strings.TrimSpace(line), "\t") {
+			if k, v, ok := strings.Cut(f, ": "); ok {
+				field[k] = v
+			}
+		}
+		p, errP := strconv.ParseInt(field["Partition"], 10, 32)
+		if field["Topic"] != topic || errP != nil {
+			continue // the topic's own line, or not about it
+		}
+		leader, err := strconv.ParseInt(field["Leader"], 10, 32)
+		if err != nil {
+			t.Fatalf("kafka-topics --describe printed %q", line)
+		}
+		parts = append(parts, TopicPartition{Partition: int32(p), Leader: int32(leader), Replicas: field["Replicas"]})
+	}
+	return parts
 }

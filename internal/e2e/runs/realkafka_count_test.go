@@ -100,7 +100,7 @@ func (c laneCount) String() string {
 // console consumer at read_committed and joins them as the default job
 // does: every order with a payment for it, their timestamps at most the
 // join's TTL apart, is expected once in the output.
-func countRun(t *testing.T, b *kafkalane.Broker, tp laneTopics) laneCount {
+func countRun(t *testing.T, b *kafkalane.Tools, tp laneTopics) laneCount {
 	t.Helper()
 	c := laneCount{expected: map[string]bool{}, got: map[string]int{}}
 	orders, payments := map[string]int64{}, map[string]int64{}

@@ -89,7 +89,7 @@ func TestRealKafkaExactlyOnceSurvivesPanicsAndABrokerKill(t *testing.T) {
 	if n := len(report["failures"].([]any)); n < 3 {
 		t.Errorf("the report lists %d failures, want the 3 panics at least: %v", n, report["failures"])
 	}
-	countRun(t, b, defaultTopics).exactlyOnce(t, "three panics and a broker kill")
+	countRun(t, &b.Tools, defaultTopics).exactlyOnce(t, "three panics and a broker kill")
 }
 
 // lastLines is the last n lines of s.
@@ -182,7 +182,7 @@ func TestRealKafkaKillSoak(t *testing.T) {
 		t.Fatalf("the last run: exit %d, report %v; stderr:\n%s", code, report, stderr)
 	}
 	t.Logf("seed %d: %d of %d runs killed; faultline's own verdict: %v", seed, killed, kills, report["verify"])
-	countRun(t, b, defaultTopics).exactlyOnce(t, fmt.Sprintf("after %d kills", killed))
+	countRun(t, &b.Tools, defaultTopics).exactlyOnce(t, fmt.Sprintf("after %d kills", killed))
 	if killed < kills*3/4 {
 		t.Fatalf("only %d of %d runs died at their moment", killed, kills)
 	}
@@ -197,9 +197,9 @@ func TestRealKafkaConsumerGroupLag(t *testing.T) {
 	b := kafkalane.Start(t, kafkalane.Options{})
 	cmd, stderr, lines := e2e.StartRun(t, laneArgs(t, b.Addr(), "--rate", "2000", "--checkpoint-interval", "500ms")...)
 	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
-	first := groupOffsets(t, b, "faultline-orders", "after 3 checkpoints", defaultTopics)
+	first := groupOffsets(t, &b.Tools, "faultline-orders", "after 3 checkpoints", defaultTopics)
 	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
-	second := groupOffsets(t, b, "faultline-orders", "3 checkpoints later", defaultTopics)
+	second := groupOffsets(t, &b.Tools, "faultline-orders", "3 checkpoints later", defaultTopics)
 	go func() {
 		for range lines {
 		}
@@ -225,7 +225,7 @@ func TestRealKafkaConsumerGroupAfterABoundedRun(t *testing.T) {
 	if code, report, stderr := runToEnd(t, 3*time.Minute, args...); code != 0 || report == nil {
 		t.Fatalf("exit %d, report %v; stderr:\n%s", code, report, stderr)
 	}
-	for p, off := range groupOffsets(t, b, "lane-bounded", "after the bounded run", tp) {
+	for p, off := range groupOffsets(t, &b.Tools, "lane-bounded", "after the bounded run", tp) {
 		if off.Lag != 0 {
 			t.Errorf("%s: lag %d after the run read everything", p, off.Lag)
 		}
@@ -240,7 +240,7 @@ func TestRealKafkaConsumerGroupAfterABoundedRun(t *testing.T) {
 // groupOffsets describes group with kafka-consumer-groups and fails t
 // unless it has a committed offset for every partition of the input
 // topics, with the lag the log end less the committed offset.
-func groupOffsets(t *testing.T, b *kafkalane.Broker, group, when string, tp laneTopics) map[string]groupView {
+func groupOffsets(t *testing.T, b *kafkalane.Tools, group, when string, tp laneTopics) map[string]groupView {
 	t.Helper()
 	got := map[string]groupView{}
 	for _, o := range b.Groups(t, group) {
@@ -288,7 +288,7 @@ func TestRealKafkaAtLeastOnceAndNone(t *testing.T) {
 				t.Fatalf("exit %d, report %v; stderr:\n%s", code, report, stderr)
 			}
 			t.Logf("faultline's own verdict: restarts %v, %v", report["restarts"], report["verify"])
-			c := countRun(t, b, tp)
+			c := countRun(t, &b.Tools, tp)
 			c.nothingLost(t, tc.guarantee)
 			if tc.extra != nil && e2e.Num(report, "restarts") < 1 {
 				t.Errorf("the panic caused no restart: %v", report)
@@ -319,7 +319,7 @@ func TestRealKafkaSCRAMAndTLS(t *testing.T) {
 			if code != 0 || report == nil {
 				t.Fatalf("exit %d, report %v; stderr:\n%s", code, report, stderr)
 			}
-			countRun(t, b, tp).exactlyOnce(t, tc.name)
+			countRun(t, &b.Tools, tp).exactlyOnce(t, tc.name)
 		})
 	}
 }
@@ -342,7 +342,7 @@ func TestRealKafkaKeyedRecordsLandWhereJavaPutsThem(t *testing.T) {
 	if code, report, stderr := runToEnd(t, 3*time.Minute, args...); code != 0 || report == nil {
 		t.Fatalf("exit %d, report %v; stderr:\n%s", code, report, stderr)
 	}
-	c := countRun(t, b, tp)
+	c := countRun(t, &b.Tools, tp)
 	c.exactlyOnce(t, "keyed sink")
 	sink := map[string]int32{}
 	var keys []kafkalane.Record
