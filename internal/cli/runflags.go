@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,10 +46,11 @@ type runOptions struct {
 	maxConcurrent int
 	tolerable     int
 
-	parallelism []string
-	stateDir    string
-	logFile     string
-	inject      []string
+	parallelism        []string
+	defaultParallelism int
+	stateDir           string
+	logFile            string
+	inject             []string
 
 	restartStrategy  string
 	failoverStrategy string
@@ -88,6 +88,12 @@ type runOptions struct {
 	setRate bool
 
 	kafka kafkaOptions
+
+	// configFile, defines and printConfig are --config, -D and
+	// --print-config (config.go).
+	configFile  string
+	defines     []string
+	printConfig bool
 
 	// front, when set, stands in front of the running job in place of the
 	// terminal UI and the headless printer (a guided tour): it gets the
@@ -152,9 +158,17 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 		Short: "Run a job (the default orders ⋈ payments job unless --job names another)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			from, err := applyConfig(cmd.Flags(), o.configFile, o.defines, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			if o.printConfig {
+				printConfig(cmd.OutOrStdout(), cmd.Flags(), from)
+				return nil
+			}
 			o.setTTL = cmd.Flags().Changed("state-ttl")
 			o.setRate = cmd.Flags().Changed("rate")
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return namedAsGiven(o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()), from)
 		},
 	}
 	f := cmd.Flags()
@@ -173,6 +187,10 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.IntVar(&o.maxConcurrent, "max-concurrent-checkpoints", checkpoint.DefaultMaxConcurrent, "most checkpoints in progress at once ("+checkpoint.KeyMaxConcurrent+")")
 	f.IntVar(&o.tolerable, "tolerable-failed-checkpoints", 0, "consecutive failed checkpoints tolerated before the job fails over ("+checkpoint.KeyTolerableFailures+")")
 	f.StringSliceVar(&o.parallelism, "parallelism", nil, "operator parallelism overrides, e.g. join=3,revenue=1")
+	f.IntVar(&o.defaultParallelism, "default-parallelism", 0, "parallelism of the operators whose job spec gives none and --parallelism does not name (parallelism.default; 0: 1)")
+	f.StringArrayVarP(&o.defines, "define", "D", nil, "a setting by its Flink key, e.g. -D execution.checkpointing.interval=500ms (repeatable; see --print-config)")
+	f.StringVar(&o.configFile, "config", "", "a Flink 2.x config.yaml of settings by key, nested or flat (flags, -D and FAULTLINE_<FLAG> variables override it)")
+	f.BoolVar(&o.printConfig, "print-config", false, "print the settings as Flink keys, with where each comes from, and exit")
 	f.StringVar(&o.stateDir, "state-dir", "", "the folder where everything a run keeps lives (default: faultline under the user's data directory)")
 	f.StringVar(&o.logFile, "log-file", "", "diagnostic log (default: faultline.log in the state dir)")
 	f.StringArrayVar(&o.inject, "inject", nil, "inject a fault, e.g. 'after=3s,task=join/1,fault=panic' or 'after-records=20000,task=join/1,fault=error' (repeatable)")
@@ -296,19 +314,8 @@ func (o *runOptions) checkJob(p *prepared) error {
 	} else if p.job, err = spec.Load(o.jobFile, orders.Catalogue()); err != nil {
 		return usageError{err}
 	}
-	if len(o.parallelism) > 0 {
-		ps := map[string]int{}
-		for _, kv := range o.parallelism {
-			name, v, ok := strings.Cut(kv, "=")
-			n, err := strconv.Atoi(v)
-			if !ok || err != nil {
-				return usagef("--parallelism %q: want operator=N, e.g. join=3", kv)
-			}
-			ps[name] = n
-		}
-		if err := p.job.SetParallelisms(ps); err != nil {
-			return usagef("--parallelism: %v", err)
-		}
+	if err := o.setParallelisms(p.job); err != nil {
+		return err
 	}
 	if o.setTTL {
 		if o.stateTTL < 0 || (o.stateTTL > 0 && o.stateTTL < time.Millisecond) {

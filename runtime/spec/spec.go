@@ -90,7 +90,10 @@ type Operator struct {
 	Name        string
 	Type        string
 	Parallelism int
-	Topic       string // source: topic read (one of the job's inputs); sink: topic written
+	// ParallelismSet says that the spec gave Parallelism (Flink: an
+	// operator's own setParallelism, which parallelism.default leaves).
+	ParallelismSet bool
+	Topic          string // source: topic read (one of the job's inputs); sink: topic written
 	// Key is a sink's record key: the field of the records it reads whose
 	// value keys each output record (Kafka: the record key, which picks
 	// the partition). Default: the key field of the records it reads (see

@@ -77,6 +77,7 @@ func (p *parser) operator(job *Job, i int, n *yaml.Node, defined map[string]int)
 		if op.Parallelism, err = p.wholeNumber(pn, path+".parallelism", job.MaxParallelism, hint); err != nil {
 			return nil, err
 		}
+		op.ParallelismSet = true
 	}
 	if err := p.topic(op, f, path); err != nil {
 		return nil, err
