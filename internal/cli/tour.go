@@ -401,6 +401,12 @@ func (o *tourOptions) runJob(ctx context.Context, r *tour.Runner, t *tour.Tour, 
 	if err := cmd.ParseFlags(args); err != nil {
 		return step, usagef("tour %s: its run flags %q: %v", t.Name, strings.Join(flags, " "), err)
 	}
+	// A tour's run takes -D and --config from its own flags, never from
+	// the environment: it runs as its file says wherever it is played.
+	noEnv := func(string) (string, bool) { return "", false }
+	if _, err := applyConfig(cmd.Flags(), ro.configFile, ro.defines, noEnv); err != nil {
+		return step, usagef("tour %s: its run flags %q: %v", t.Name, strings.Join(flags, " "), err)
+	}
 	ro.setTTL = cmd.Flags().Changed("state-ttl")
 	ro.setRate = cmd.Flags().Changed("rate")
 	ro.headless = o.headless
