@@ -89,6 +89,7 @@ var rules = []rule{
 	{"faultline/internal/atomicfile", []string{"faultline"}, "writing a file whole is a leaf", nil},
 	{"faultline/internal/smallfile", []string{"faultline"}, "reading a small file a user names is a leaf", nil},
 	{"faultline/internal/flinkconf", []string{"faultline"}, "reading Flink's configuration format is a leaf: the command line knows the keys", nil},
+	{"faultline/internal/metrics", []string{"faultline"}, "the metrics read the job's plain view, as the UI does", []string{"faultline/runtime/view"}},
 	{"faultline/internal/kafkalane", []string{"faultline"}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
 	{"faultline/internal/e2e", []string{"faultline"}, "the end-to-end tests drive the built program as a user does: their helpers import nothing of faultline", nil},
 	{"faultline/runtime/view", []string{"faultline"}, "the UI's view is plain data: it imports nothing of the engine", nil},

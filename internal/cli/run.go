@@ -360,7 +360,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	// The UI's live verifier goes on from the ledger, as the final
 	// verification does.
 	var verifier *live.LiveVerifier
-	if (!o.headless || o.front != nil) && len(r.outputStart) == 1 {
+	if (!o.headless || o.front != nil || o.metricsAddr != "") && len(r.outputStart) == 1 {
 		for topic, start := range r.outputStart {
 			lc := live.LiveConfig{Client: p.client, Inputs: p.logicalTopics(), Output: topic, OutputFrom: start, Expect: r.expect, Lenient: r.ledger.Lenient}
 			if r.continues {
@@ -380,19 +380,16 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	}
 	r.onClose(stopRetention)
 
+	ctrl := newUIController(r.job, p.job, r.jobInfo(), r.uiWriter, verifier, r.embedded)
+	if err := r.serveMetrics(ctrl); err != nil {
+		stopRetention()
+		return nil, err
+	}
 	var res *runtime.Result
 	var runErr error
 	if o.headless && o.front == nil {
-		res, runErr = r.job.Run(ctx, runOpts)
+		res, runErr = r.runHeadless(ctx, verifier, runOpts)
 	} else {
-		info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval, AlignedTimeout: o.alignedTimeout,
-			Broker: strings.Join(p.client.Brokers, ","), Embedded: r.embedded != nil,
-			StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: r.stateDir,
-			CheckpointSettings: view.CheckpointSettings{CheckpointTimeout: o.timeout, MinPause: o.minPause, MaxConcurrent: o.maxConcurrent,
-				TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained, CheckpointStorage: o.checkpointStorage}}
-		info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
-		info.StateTTL = r.expect.StateTTL
-		ctrl := newUIController(r.job, p.job, info, r.uiWriter, verifier, r.embedded)
 		res, runErr = r.runUI(ctx, ctrl, verifier, runOpts)
 	}
 	// The ledger is the oracle's again once retention has stopped.
@@ -411,6 +408,20 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// jobInfo is what the UI and the metrics show of the job that does not
+// change while it runs.
+func (r *runState) jobInfo() tui.JobInfo {
+	o, p := r.o, r.p
+	info := tui.JobInfo{Name: p.job.Name, Title: jobTitle(p.job), Interval: o.interval, AlignedTimeout: o.alignedTimeout,
+		Broker: strings.Join(p.client.Brokers, ","), Embedded: r.embedded != nil,
+		StateBackend: o.stateBackend, Incremental: o.incremental, StateDir: r.stateDir,
+		CheckpointSettings: view.CheckpointSettings{CheckpointTimeout: o.timeout, MinPause: o.minPause, MaxConcurrent: o.maxConcurrent,
+			TolerableFailures: o.tolerable, Unaligned: o.unaligned, Retained: o.retained, CheckpointStorage: o.checkpointStorage}}
+	info.FreezeLimit, info.FreezeLimitWhy = o.freezeLimit(p)
+	info.StateTTL = r.expect.StateTTL
+	return info
 }
 
 // report prints the report (the last JSON line headless, a summary after

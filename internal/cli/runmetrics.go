@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"context"
+
+	"faultline/internal/metrics"
+	"faultline/runtime"
+	"faultline/runtime/kafka/live"
+	"faultline/runtime/view"
+)
+
+// serveMetrics serves the job's metrics at --metrics-addr (with Go's
+// profiles under --pprof) until the run closes, and says where in a
+// notice; nothing without --metrics-addr.
+func (r *runState) serveMetrics(ctrl *uiController) error {
+	o := r.o
+	if o.metricsAddr == "" {
+		if o.pprof {
+			return usagef("--pprof serves on --metrics-addr: give it too")
+		}
+		return nil
+	}
+	srv, err := metrics.Serve(o.metricsAddr, metrics.New(ctrl.Snapshot), o.pprof)
+	if err != nil {
+		return usageError{err}
+	}
+	r.onClose(func() { srv.Close() })
+	text := "metrics (Prometheus, Flink's names) at http://" + srv.Addr() + "/metrics"
+	if o.pprof {
+		text += ", profiles at http://" + srv.Addr() + "/debug/pprof/"
+	}
+	r.obs.Emit(view.Notice{Text: text})
+	return nil
+}
+
+// runHeadless runs the job with no UI; the live verifier, when the
+// metrics need it, follows the output while the job runs.
+func (r *runState) runHeadless(ctx context.Context, verifier *live.LiveVerifier, opts runtime.RunOptions) (*runtime.Result, error) {
+	liveCtx, stopLive := context.WithCancel(ctx)
+	liveDone := r.startLive(liveCtx, verifier)
+	res, err := r.job.Run(ctx, opts)
+	stopLive()
+	<-liveDone
+	return res, err
+}
