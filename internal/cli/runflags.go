@@ -274,7 +274,7 @@ func (o *runOptions) check() (*prepared, error) {
 	}
 	for _, check := range []func() error{
 		o.checkInputFlags, o.checkCheckpointFlags, o.checkRestartFlags, o.checkChannelFlags,
-		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, checkTheme,
+		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, o.checkMetricsFlags, checkTheme,
 	} {
 		if err := check(); err != nil {
 			return nil, err

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"net"
+	"strconv"
 
 	"faultline/internal/metrics"
 	"faultline/runtime"
@@ -9,15 +11,28 @@ import (
 	"faultline/runtime/view"
 )
 
+// checkMetricsFlags checks --metrics-addr and --pprof before anything
+// starts (a port taken is found only when the server listens).
+func (o *runOptions) checkMetricsFlags() error {
+	if o.metricsAddr == "" {
+		if o.pprof {
+			return usagef("--pprof serves on --metrics-addr: give it too")
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(o.metricsAddr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+		return usagef("--metrics-addr %q: want host:port, e.g. 127.0.0.1:9249 (port 0: any free one)", o.metricsAddr)
+	}
+	return nil
+}
+
 // serveMetrics serves the job's metrics at --metrics-addr (with Go's
 // profiles under --pprof) until the run closes, and says where in a
 // notice; nothing without --metrics-addr.
 func (r *runState) serveMetrics(ctrl *uiController) error {
 	o := r.o
 	if o.metricsAddr == "" {
-		if o.pprof {
-			return usagef("--pprof serves on --metrics-addr: give it too")
-		}
 		return nil
 	}
 	srv, err := metrics.Serve(o.metricsAddr, metrics.New(ctrl.Snapshot), o.pprof)
