@@ -32,21 +32,22 @@ const (
 // from a snapshot (per subtask when task is set). Every metric is a
 // Prometheus gauge, counts too, as Flink's reporter exports them.
 type desc struct {
+	name string // with its scope
 	d    *prometheus.Desc
 	job  func(s view.Snapshot) float64
 	task func(t view.Task, last view.SubtaskAck) float64
 }
 
 func jobMetric(name, help string, f func(view.Snapshot) float64) desc {
-	return desc{d: prometheus.NewDesc(jobScope+name, help, []string{"job_name"}, nil), job: f}
+	return desc{name: jobScope + name, d: prometheus.NewDesc(jobScope+name, help, []string{"job_name"}, nil), job: f}
 }
 
 func taskMetric(name, help string, f func(view.Task, view.SubtaskAck) float64) desc {
-	return desc{d: prometheus.NewDesc(taskScope+name, help, []string{"job_name", "task_name", "subtask_index"}, nil), task: f}
+	return desc{name: taskScope + name, d: prometheus.NewDesc(taskScope+name, help, []string{"job_name", "task_name", "subtask_index"}, nil), task: f}
 }
 
 func ownMetric(name, help string, f func(view.Snapshot) float64) desc {
-	return desc{d: prometheus.NewDesc("faultline_verify_"+name, help, []string{"job_name"}, nil), job: f}
+	return desc{name: "faultline_verify_" + name, d: prometheus.NewDesc("faultline_verify_"+name, help, []string{"job_name"}, nil), job: f}
 }
 
 // descs are the metrics served, in Flink's names.
