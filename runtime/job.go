@@ -179,6 +179,9 @@ type Job struct {
 	inbox struct {
 		coordFail  chan attemptErr
 		savepoints chan int64 // completed savepoints, for stop-with-savepoint
+		// stopSavepoint: the end of the run's context stops the job
+		// with a savepoint (see SavepointWhenStopped).
+		stopSavepoint atomic.Bool
 		// resubmits carries Resubmit's request to a FAILED run that waits
 		// for one (RunOptions.WaitToResubmit).
 		resubmits chan struct{}

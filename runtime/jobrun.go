@@ -213,6 +213,11 @@ func (d *driver) stopWithSavepoint(a *attempt, timeout time.Duration) int64 {
 	}
 }
 
+// SavepointWhenStopped has the end of the run's context stop the job
+// with a savepoint first, as RunOptions.SavepointOnExit does (Flink:
+// stop-with-savepoint): the caller asks for it, then ends the context.
+func (j *Job) SavepointWhenStopped() { j.inbox.stopSavepoint.Store(true) }
+
 // ErrNotFailed is Resubmit's answer for a job that has not FAILED: a
 // running job restarts by its strategy, and R resets its attempts.
 var ErrNotFailed = errors.New("only a FAILED job can be resubmitted")

@@ -38,6 +38,7 @@ type RestartView struct {
 	Restarts      int
 	GaveUp        string
 	LostRecords   int64
+	Failures      []view.Failure // newest first, at most view.FailureHistory
 }
 
 // restartState is the master's record behind RestartView.
@@ -65,6 +66,7 @@ func (r *ledger) view() RestartView {
 	defer r.restarts.mu.Unlock()
 	v := r.restarts.v
 	v.LastRestarted = slices.Clone(v.LastRestarted)
+	v.Failures = slices.Clone(v.Failures)
 	return v
 }
 

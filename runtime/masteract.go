@@ -146,6 +146,10 @@ func (d *driver) failure(f master.Failure) {
 	}
 	d.failAt = fi.At
 	d.res.Failures = append(d.res.Failures, fi)
+	failure := view.Failure{At: j.wall.Now(), Task: f.Task, Error: fi.Error, Fault: fi.Fault}
+	j.ledger.restarts.update(func(v *RestartView) {
+		v.Failures = append([]view.Failure{failure}, v.Failures[:min(len(v.Failures), view.FailureHistory-1)]...)
+	})
 	j.obs.Emit(view.TaskFailed{Task: f.Task, Error: f.Err.Error(), Attempt: j.epoch.Load(), Fault: fi.Fault})
 	j.endStep()
 	j.coord.Stop(checkpoint.ReasonJobFailover, fmt.Errorf("job failover: %w", f.Err))

@@ -83,7 +83,7 @@ func (d *driver) await(ctx context.Context) {
 	j := d.j
 	if !d.told && ctx.Err() != nil {
 		d.told = true
-		d.pending = append(d.pending, master.Canceled{Crashed: j.crashed.Load()})
+		d.pending = append(d.pending, d.canceled())
 		return
 	}
 	var events chan taskEvent
@@ -111,6 +111,13 @@ func (d *driver) await(ctx context.Context) {
 		d.pending = append(d.pending, d.newest(), master.Resubmit{})
 	case <-done:
 	}
+}
+
+// canceled is the end of the run's context as the master's event: by the
+// crash fault, or by the user (with a savepoint when the stop asked for
+// one, see Job.SavepointWhenStopped).
+func (d *driver) canceled() master.Event {
+	return master.Canceled{Crashed: d.j.crashed.Load(), Savepoint: d.j.inbox.stopSavepoint.Load()}
 }
 
 // newest tells the master the newest checkpoint that completed.
@@ -153,7 +160,7 @@ func (d *driver) answer(ctx context.Context, err error, failed, ok master.Event)
 	case ctx.Err() != nil:
 		if !d.told {
 			d.told = true
-			d.pending = append(d.pending, master.Canceled{Crashed: d.j.crashed.Load()})
+			d.pending = append(d.pending, d.canceled())
 		}
 	default:
 		d.pending = append(d.pending, failed)

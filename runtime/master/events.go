@@ -84,8 +84,9 @@ type ReplaceFailed struct{ Err error }
 type Committed struct{ Err error }
 
 // Canceled is the end of the run's context: the user stopped the run, or
-// the crash fault ended it (Crashed).
-type Canceled struct{ Crashed bool }
+// the crash fault ended it (Crashed). Savepoint: the user stopped it with
+// a savepoint (Flink: stop-with-savepoint), as SavepointOnExit does.
+type Canceled struct{ Crashed, Savepoint bool }
 
 // Resubmit is the user asking a FAILED job to start again from its newest
 // checkpoint, as a new job.

@@ -141,7 +141,7 @@ func (m *Master) Step(ev Event, now time.Time) []Action {
 	case Committed:
 		s.committed(e.Err)
 	case Canceled:
-		s.canceled(e.Crashed)
+		s.canceled(e.Crashed, e.Savepoint)
 	case Resubmit:
 		if m.ph == failed {
 			s.do(PickRestore{Newest: m.newest})
@@ -349,12 +349,13 @@ func (s *step) committed(err error) {
 
 // canceled ends the run at the user's word: a running attempt, or one
 // restarting part of itself, is stopped (with a savepoint first when
-// asked); a job restarting as a whole has nothing running.
-func (s *step) canceled(crashed bool) {
+// asked, at the start or in the stop); a job restarting as a whole has
+// nothing running.
+func (s *step) canceled(crashed, savepoint bool) {
 	m := s.m
 	switch m.ph {
 	case running, restartingPart, restoringPart, replacing:
-		if m.cfg.SavepointOnExit && !crashed {
+		if (m.cfg.SavepointOnExit || savepoint) && !crashed {
 			s.do(StopWithSavepoint{})
 		}
 		s.do(StopCheckpoints{Err: errors.New("job canceled")})

@@ -25,7 +25,7 @@ import (
 //	finish task=T [instance=N] | at-end task=T [instance=N]
 //	job-failed [epoch=N] | fault id=ID [task=T] [timed] | checkpoint id=N
 //	elapse | restored [checkpoint=N] | restore-failed | replaced
-//	replace-failed | committed [err=E] | cancel [crashed] | resubmit
+//	replace-failed | committed [err=E] | cancel [crashed] [savepoint] | resubmit
 //	advance D
 //
 // Each prints the actions the master returned and where it stands.
@@ -154,7 +154,7 @@ func (h *harness) event(t *testing.T, d *datadriven.TestData) Event {
 		}
 		return Committed{}
 	case "cancel":
-		return Canceled{Crashed: d.HasArg("crashed")}
+		return Canceled{Crashed: d.HasArg("crashed"), Savepoint: d.HasArg("savepoint")}
 	case "resubmit":
 		return Resubmit{}
 	}

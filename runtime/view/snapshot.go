@@ -246,6 +246,23 @@ type Restart struct {
 	// LostRecords counts the records individual failover lost (it does not
 	// replay input); 0 with the other strategies.
 	LostRecords int64
+	// Failures are the newest failures, newest first, at most
+	// FailureHistory of them (Flink: the exception history).
+	Failures []Failure
+}
+
+// FailureHistory is how many failures Restart keeps (Flink's
+// web.exception-history-size default).
+const FailureHistory = 16
+
+// Failure is one failure of the job: when (wall clock), the subtask that
+// failed ("" for a job-wide failure), its error, and the fault that caused
+// it when one was injected.
+type Failure struct {
+	At    time.Time
+	Task  string
+	Error string
+	Fault string
 }
 
 // Verify is the live verification line: what a read_committed consumer of

@@ -55,6 +55,12 @@ func describeRunEvent(e view.Event) (string, common.Level, bool) {
 		}
 		return strings.Join(parts, ", "), common.LevelInfo, true
 
+	case view.Notice:
+		if e.Advice != "" {
+			return e.Text + ": " + e.Advice, common.LevelWarning, true
+		}
+		return e.Text, common.LevelInfo, true
+
 	case view.BrokerStarted:
 		text := "Kafka broker at " + e.Address
 		if e.Embedded {

@@ -108,6 +108,9 @@ func TestDescribeEvent(t *testing.T) {
 			"failover region: restarting source/1 enrich/1 sink/1", common.LevelWarning},
 		{"failover", map[string]any{"strategy": "full", "tasks": []string{"a/0", "a/1", "b/0", "b/1"}},
 			"failover full: restarting 4 tasks", common.LevelWarning},
+		{"notice", map[string]any{"text": "REST API (Flink's) at http://127.0.0.1:8081"}, "REST API (Flink's) at http://127.0.0.1:8081", common.LevelInfo},
+		{"notice", map[string]any{"text": "the state dir holds job orders", "advice": "--fresh starts over"},
+			"the state dir holds job orders: --fresh starts over", common.LevelWarning},
 		{"input_written", map[string]any{"records": 200000, "duration_ms": 1200}, "input written: 200,000 records in 1.2s", common.LevelMuted},
 		{"something_new", map[string]any{"b": 2.5, "a": "x y", "c": []int{1}}, `something_new a="x y" b=2.5 c=[1]`, common.LevelMuted},
 	} {
