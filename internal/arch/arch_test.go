@@ -67,7 +67,7 @@ func under(path, prefix string) bool {
 // the tests they serve import, which the rules leave alone: a job as the
 // tests' fixture (TestTheEngineNamesNoJob does not count them), and the
 // packages beside them.
-var testHelpers = []string{"faultline/runtime/kafka/internal/kafkatest"}
+var testHelpers = []string{"faultline/runtime/kafka/internal/kafkatest", "faultline/internal/rest/resttest"}
 
 // The rules of docs/ARCHITECTURE.md ("Imports point one way").
 var rules = []rule{
@@ -90,6 +90,7 @@ var rules = []rule{
 	{"faultline/internal/smallfile", []string{"faultline"}, "reading a small file a user names is a leaf", nil},
 	{"faultline/internal/flinkconf", []string{"faultline"}, "reading Flink's configuration format is a leaf: the command line knows the keys", nil},
 	{"faultline/internal/metrics", []string{"faultline"}, "the metrics read the job's plain view, as the UI does", []string{"faultline/runtime/view"}},
+	{"faultline/internal/rest", []string{"faultline"}, "the REST API reads the job's plain view and drives it through its own Job interface, as the UI does", []string{"faultline/runtime/view", "faultline/internal/atomicfile", "faultline/internal/rest/resttest"}},
 	{"faultline/internal/kafkalane", []string{"faultline"}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
 	{"faultline/internal/e2e", []string{"faultline"}, "the end-to-end tests drive the built program as a user does: their helpers import nothing of faultline", nil},
 	{"faultline/runtime/view", []string{"faultline"}, "the UI's view is plain data: it imports nothing of the engine", nil},
