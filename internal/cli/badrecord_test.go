@@ -129,3 +129,14 @@ func TestSummarySaysWhenTheNextRunFailsAgain(t *testing.T) {
 		t.Errorf("summary still sends the user into the same failure:\n%s", got)
 	}
 }
+
+// A run stopped with a savepoint says, after the UI, how to start from it.
+func TestSummarySaysHowToStartFromTheSavepointOfTheStop(t *testing.T) {
+	dir := t.TempDir()
+	report := runtime.Report{Job: "orders", Status: "CANCELED", Savepoint: 20, Verify: verify.Verification{Expected: 5, Committed: 5, OK: true}}
+	var b bytes.Buffer
+	printSummary(&b, report, dir, "", "")
+	if want := "  savepoint 20 taken as it stopped: faultline run --from-savepoint 20 --state-dir " + dir + " starts from it\n"; !strings.Contains(b.String(), want) {
+		t.Fatalf("summary does not say %q:\n%s", want, b.String())
+	}
+}

@@ -58,7 +58,8 @@ again (headless: --resume), and faultline reset empties it for a clean start.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	run := newRunCmd()
-	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd(), newTourCmd())
+	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd(), newTourCmd(),
+		newListCmd(), newSavepointCmd(), newStopCmd(), newCancelCmd())
 	// faultline with no command runs the default job, as `faultline run`.
 	root.RunE = run.RunE
 	root.Flags().AddFlagSet(run.Flags())

@@ -19,6 +19,7 @@ import (
 	"faultline/checkpoint/badgerstore"
 	"faultline/internal/clock"
 	"faultline/internal/diskroom"
+	"faultline/internal/rest"
 	"faultline/runtime"
 	"faultline/runtime/jobs/orders"
 	"faultline/runtime/kafka/broker"
@@ -126,6 +127,10 @@ type runState struct {
 	outputs     map[string]*sink.Output
 	outputStart map[string]map[int32]int64
 	job         *runtime.Job
+	// runJob: the job's id (a new one each run, as Flink's) and its REST
+	// API (runrest.go), when served
+	jobID string
+	rest  *rest.Server
 	// runUI: what ends the job's context, for a tour's crash (see
 	// crashHook)
 	endJob atomic.Pointer[context.CancelFunc]
@@ -338,8 +343,9 @@ func (r *runState) watch(ctx context.Context) context.Context {
 // (with the live verifier), while the broker's retention trims its log.
 func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	o, p := r.o, r.p
+	r.jobID = rest.NewJobID()
 	r.obs.Emit(view.RunStarted{
-		Job: p.job.Name, Mode: o.mode, StateDir: r.stateDir, LogFile: r.logPath,
+		JobID: r.jobID, Job: p.job.Name, Mode: o.mode, StateDir: r.stateDir, LogFile: r.logPath,
 		Records: o.records, Seed: o.seed, CheckpointIntervalMs: o.interval.Milliseconds(),
 		Brokers: strings.Join(p.client.Brokers, ","), SinkGuarantee: string(p.sinkG),
 		CheckpointDir: r.store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
@@ -381,9 +387,11 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	r.onClose(stopRetention)
 
 	ctrl := newUIController(r.job, p.job, r.jobInfo(), r.uiWriter, verifier, r.embedded)
-	if err := r.serveMetrics(ctrl); err != nil {
-		stopRetention()
-		return nil, err
+	for _, serve := range []func(*uiController) error{r.serveMetrics, r.serveREST} {
+		if err := serve(ctrl); err != nil {
+			stopRetention()
+			return nil, err
+		}
 	}
 	var res *runtime.Result
 	var runErr error
@@ -399,6 +407,9 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 			return nil, usageError{runErr}
 		}
 		return nil, exitError{code: 1, err: runErr}
+	}
+	if r.rest != nil {
+		r.rest.Ended(res.ExitSavepoint)
 	}
 	// A sink without delivery guarantee never waited for its records: they
 	// are all acknowledged before the oracle reads them.

@@ -98,6 +98,8 @@ type runOptions struct {
 	// metricsAddr and pprof: --metrics-addr and --pprof (runmetrics.go).
 	metricsAddr string
 	pprof       bool
+	// restAddr: --rest-addr (runrest.go).
+	restAddr string
 
 	// front, when set, stands in front of the running job in place of the
 	// terminal UI and the headless printer (a guided tour): it gets the
@@ -194,8 +196,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 	f.IntVar(&o.defaultParallelism, "default-parallelism", 0, "parallelism of the operators whose job spec gives none and --parallelism does not name (parallelism.default; 0: 1)")
 	f.StringArrayVarP(&o.defines, "define", "D", nil, "a setting by its Flink key, e.g. -D execution.checkpointing.interval=500ms (repeatable; see --print-config)")
 	f.StringVar(&o.configFile, "config", "", "a Flink 2.x config.yaml of settings by key, nested or flat (flags, -D and FAULTLINE_<FLAG> variables override it)")
-	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics under Flink's names at http://host:port/metrics while the job runs, e.g. 127.0.0.1:9249 (default: off)")
-	f.BoolVar(&o.pprof, "pprof", false, "with --metrics-addr: serve Go's profiles at /debug/pprof/ too")
+	o.addServingFlags(f)
 	f.BoolVar(&o.printConfig, "print-config", false, "print the settings as Flink keys, with where each comes from, and exit")
 	f.StringVar(&o.stateDir, "state-dir", "", "the folder where everything a run keeps lives (default: faultline under the user's data directory)")
 	f.StringVar(&o.logFile, "log-file", "", "diagnostic log (default: faultline.log in the state dir)")
@@ -274,7 +275,7 @@ func (o *runOptions) check() (*prepared, error) {
 	}
 	for _, check := range []func() error{
 		o.checkInputFlags, o.checkCheckpointFlags, o.checkRestartFlags, o.checkChannelFlags,
-		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, o.checkMetricsFlags, checkTheme,
+		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, o.checkMetricsFlags, o.checkRESTFlag, checkTheme,
 	} {
 		if err := check(); err != nil {
 			return nil, err

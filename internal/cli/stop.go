@@ -55,13 +55,18 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// stoppedBy is the stop signal that ended ctx, if one did.
-func stoppedBy(ctx context.Context) (os.Signal, bool) {
+// stoppedBy says what a user did that ended ctx, if one did: a stop
+// signal, or a stop or cancel through the REST API.
+func stoppedBy(ctx context.Context) (string, bool) {
 	var c stopCause
 	if errors.As(context.Cause(ctx), &c) {
-		return c.sig, true
+		return c.Error(), true
 	}
-	return nil, false
+	var rs restStop
+	if errors.As(context.Cause(ctx), &rs) {
+		return rs.Error(), true
+	}
+	return "", false
 }
 
 // notifyStop returns a context that a stop signal (Ctrl-C, SIGTERM, SIGHUP)
@@ -130,11 +135,11 @@ func quitNow(stderr io.Writer, why string) {
 // run, and returns err: a stopped run ends with what it got to, and the
 // line says why it ended there. resume adds how a headless run goes on.
 func saidStopped(ctx context.Context, stderr io.Writer, resume bool, err error) error {
-	sig, ok := stoppedBy(ctx)
+	how, ok := stoppedBy(ctx)
 	if !ok {
 		return err
 	}
-	line := "faultline: stopped by " + signalName(sig)
+	line := "faultline: " + how
 	if err == nil && resume {
 		line += "; `faultline run --resume` goes on from the last completed checkpoint"
 	}

@@ -117,6 +117,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 		Strategy: rv.Strategy, Description: rv.Description, Status: view.RestartStatus(rv.Status), NextRestartAt: rv.NextRestartAt,
 		Failover: string(rv.Failover), LastRestarted: rv.LastRestarted, LastFailed: rv.LastFailed,
 		LastError: rv.LastError, Restarts: rv.Restarts, GaveUp: rv.GaveUp, LostRecords: rv.LostRecords,
+		Failures: rv.Failures,
 	}
 	if u.live != nil {
 		ls := u.live.Status()

@@ -215,6 +215,9 @@ func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice st
 	if r.GaveUp != "" {
 		fmt.Fprintf(&b, "  gave up: %s\n", r.GaveUp)
 	}
+	if r.Savepoint > 0 && stateDir != "" {
+		fmt.Fprintf(&b, "  savepoint %d taken as it stopped: faultline run --from-savepoint %d --state-dir %s starts from it\n", r.Savepoint, r.Savepoint, stateDir)
+	}
 	switch {
 	case stateDir == "":
 	case dirGone(checkpointDir(stateDir)):

@@ -78,6 +78,9 @@ type Offsets map[string]map[string]int64
 
 // RunStarted: the run's settings, once the job is built.
 type RunStarted struct {
+	// JobID is the job's id, a new one each run (as Flink gives each
+	// submission), as the REST API and faultline list know it.
+	JobID                string `json:"job_id"`
 	Job                  string `json:"job"`
 	Mode                 string `json:"mode"`
 	StateDir             string `json:"state_dir"`
