@@ -223,6 +223,14 @@ type WaitingReader interface {
 	Waited() time.Duration
 }
 
+// LagReporter is a SourceReader that knows how far behind its input it
+// is: the most records any of its partitions holds past the next one it
+// reads, as the broker last told (Flink: the Kafka source's
+// records-lag-max), -1 while it does not know.
+type LagReporter interface {
+	Lag() int64
+}
+
 // ClockedSource is a Source whose readers keep time (a generator at a
 // rate): a subtask opens them on the job's clock.
 type ClockedSource interface {

@@ -99,9 +99,7 @@ func (t *sourceTask) runSource(ctx context.Context) error {
 		}
 		t.flushOutputs()
 		t.flushCounters()
-		if len(recs) > 0 || t.m.offsets.Load() == nil {
-			t.m.offsets.Store(t.reader.Offsets())
-		}
+		t.publishProgress(len(recs) > 0)
 		t.measureRate(began)
 		if err := t.holdRecords(ctx, len(recs)); err != nil {
 			return err
@@ -306,4 +304,17 @@ func decodeOffsets(b []byte) (map[int32]int64, error) {
 		out[int32(p)] = o
 	}
 	return out, nil
+}
+
+// publishProgress publishes the subtask's next offsets, after a read that
+// moved them (or the first), and its lag, which the broker moves too.
+func (t *sourceTask) publishProgress(moved bool) {
+	lag := int64(-1)
+	if lr, ok := t.reader.(LagReporter); ok {
+		lag = lr.Lag()
+	}
+	t.m.lag.Store(lag)
+	if moved || t.m.offsets.Load() == nil {
+		t.m.offsets.Store(t.reader.Offsets())
+	}
 }

@@ -57,7 +57,19 @@ type TaskMetrics struct {
 	// offsets are a source subtask's next offsets per partition, published
 	// after each read (map[int32]int64, never changed once stored).
 	offsets atomic.Value
-	status  atomic.Value // TaskStatus
+	// lag is a source subtask's lag (see LagReporter; -1: not known),
+	// published with its offsets.
+	lag    atomic.Int64
+	status atomic.Value // TaskStatus
+}
+
+// Lag is, for a source subtask whose reader knows it, the most records any
+// of its partitions holds past the next one it reads; -1 otherwise.
+func (m *TaskMetrics) Lag() int64 {
+	if m.offsets.Load() == nil {
+		return -1
+	}
+	return m.lag.Load()
 }
 
 // Offsets are, for a source subtask, the next offset it reads in each of

@@ -98,7 +98,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 			name := checkpoint.TaskID{Operator: op.Name, Index: i}.String()
 			m := metrics[name]
 			t := tui.Task{Name: name, Operator: op.Name, Index: i, Status: string(m.Status()),
-				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(), Watermark: m.Watermark.Load(),
+				RecordsIn: m.RecordsIn.Load(), RecordsOut: m.RecordsOut.Load(), Offsets: m.Offsets(), Lag: m.Lag(), Watermark: m.Watermark.Load(),
 				Restarts: int(max(m.Deploys.Load()-1, 0))}
 			u.sampleLoad(&t, m, now, jobNow, frozen)
 			if in, al, ok := u.job.Inputs(name); ok {

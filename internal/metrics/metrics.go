@@ -24,8 +24,9 @@ import (
 
 // Scopes of Flink's PrometheusReporter.
 const (
-	jobScope  = "flink_jobmanager_job_"
-	taskScope = "flink_taskmanager_job_task_"
+	jobScope      = "flink_jobmanager_job_"
+	taskScope     = "flink_taskmanager_job_task_"
+	operatorScope = "flink_taskmanager_job_task_operator_"
 )
 
 // desc is one metric: its name in its scope, its help, and how to read it
@@ -36,6 +37,10 @@ type desc struct {
 	d    *prometheus.Desc
 	job  func(s view.Snapshot) float64
 	task func(t view.Task, last view.SubtaskAck) float64
+	// has says which subtasks have the metric (nil: all).
+	has func(t view.Task) bool
+	// operator: its labels name the operator too (operator scope).
+	operator bool
 }
 
 func jobMetric(name, help string, f func(view.Snapshot) float64) desc {
@@ -44,6 +49,15 @@ func jobMetric(name, help string, f func(view.Snapshot) float64) desc {
 
 func taskMetric(name, help string, f func(view.Task, view.SubtaskAck) float64) desc {
 	return desc{name: taskScope + name, d: prometheus.NewDesc(taskScope+name, help, []string{"job_name", "task_name", "subtask_index"}, nil), task: f}
+}
+
+// sourceMetric is a metric of the source subtasks whose reader has it, in
+// the operator scope, as Flink's Kafka source registers its consumer's
+// metrics (the operator's group, then KafkaSourceReader.KafkaConsumer).
+func sourceMetric(name, help string, has func(view.Task) bool, f func(view.Task) float64) desc {
+	return desc{name: operatorScope + name, operator: true, has: has,
+		d:    prometheus.NewDesc(operatorScope+name, help, []string{"job_name", "task_name", "subtask_index", "operator_name"}, nil),
+		task: func(t view.Task, _ view.SubtaskAck) float64 { return f(t) }}
 }
 
 func ownMetric(name, help string, f func(view.Snapshot) float64) desc {
@@ -80,6 +94,8 @@ var descs = []desc{
 		func(_ view.Task, a view.SubtaskAck) float64 { return float64(a.Alignment.Nanoseconds()) }),
 	taskMetric("checkpointStartDelayNanos", "How long the first barrier of the last completed checkpoint took to reach the subtask, in nanoseconds.",
 		func(_ view.Task, a view.SubtaskAck) float64 { return float64(a.StartDelay.Nanoseconds()) }),
+	sourceMetric("KafkaSourceReader_KafkaConsumer_records_lag_max", "The most records any partition of the source subtask holds past the next one it reads, as the broker last told (Kafka: records-lag-max).",
+		func(t view.Task) bool { return t.Lag >= 0 }, func(t view.Task) float64 { return float64(t.Lag) }),
 	ownMetric("committed", "Records in the committed output, as the live verification read it.",
 		func(s view.Snapshot) float64 { return float64(s.Verify.Committed) }),
 	ownMetric("duplicates", "Ids found more than once in the committed output.",
@@ -126,7 +142,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		for _, t := range s.Tasks {
-			ch <- prometheus.MustNewConstMetric(d.d, kind, d.task(t, last.AckedTasks[t.Name]), s.Job.Name, t.Operator, strconv.Itoa(t.Index))
+			if d.has != nil && !d.has(t) {
+				continue
+			}
+			labels := []string{s.Job.Name, t.Operator, strconv.Itoa(t.Index)}
+			if d.operator {
+				labels = append(labels, t.Operator)
+			}
+			ch <- prometheus.MustNewConstMetric(d.d, kind, d.task(t, last.AckedTasks[t.Name]), labels...)
 		}
 	}
 }

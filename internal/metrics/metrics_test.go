@@ -21,7 +21,7 @@ func snapshot() view.Snapshot {
 	return view.Snapshot{
 		Job: view.JobInfo{Name: "orders"},
 		Tasks: map[string]view.Task{
-			"join/1": {Name: "join/1", Operator: "join", Index: 1, RecordsIn: 120, RecordsOut: 60, RateIn: 40, Busy: 0.25, BackPressureRatio: 0.5},
+			"join/1": {Name: "join/1", Operator: "join", Index: 1, RecordsIn: 120, RecordsOut: 60, RateIn: 40, Busy: 0.25, BackPressureRatio: 0.5, Lag: 42},
 		},
 		Checkpoints: view.Checkpoints{Completed: 3, Failed: 1, InProgress: 1, History: []view.Checkpoint{
 			{ID: 5, Status: view.StatusPending},
@@ -81,9 +81,11 @@ func TestCollectorSpeaksFlinksNames(t *testing.T) {
 		"flink_taskmanager_job_task_idleTimeMsPerSecond" + task:          250,
 		"flink_taskmanager_job_task_checkpointAlignmentTime" + task:      3e6,
 		"flink_taskmanager_job_task_checkpointStartDelayNanos" + task:    1e6,
-		"faultline_verify_committed" + job:                               50,
-		"faultline_verify_duplicates" + job:                              1,
-		"faultline_verify_lost" + job:                                    2,
+		"flink_taskmanager_job_task_operator_KafkaSourceReader_KafkaConsumer_records_lag_max" +
+			`{job_name="orders",operator_name="join",subtask_index="1",task_name="join"}`: 42,
+		"faultline_verify_committed" + job:  50,
+		"faultline_verify_duplicates" + job: 1,
+		"faultline_verify_lost" + job:       2,
 	}
 	got := gathered(t, New(snapshot))
 	for k, v := range want {
@@ -93,6 +95,20 @@ func TestCollectorSpeaksFlinksNames(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d samples served, want %d: %v", len(got), len(want), got)
+	}
+	// A subtask whose lag is not known (not a Kafka source, or before its
+	// first fetch) has no records-lag-max.
+	unknown := func() view.Snapshot {
+		s := snapshot()
+		t := s.Tasks["join/1"]
+		t.Lag = -1
+		s.Tasks["join/1"] = t
+		return s
+	}
+	for k := range gathered(t, New(unknown)) {
+		if strings.Contains(k, "records_lag_max") {
+			t.Errorf("%s served for a lag not known", k)
+		}
 	}
 }
 

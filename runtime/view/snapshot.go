@@ -211,6 +211,10 @@ type Task struct {
 	Alignment AlignmentView
 	// Offsets are, for sources, the next offset to read per partition.
 	Offsets map[int32]int64
+	// Lag is, for a Kafka source, the most records any of its partitions
+	// holds past the next one it reads (Flink: records-lag-max); -1 when
+	// not known (other subtasks, before the first fetch).
+	Lag int64
 	// Restarts counts how many times this subtask was redeployed.
 	Restarts int
 	// Watermark is the subtask's current input watermark (event-time Unix

@@ -53,7 +53,8 @@ func TestMetricsWhileTheJobRuns(t *testing.T) {
 		"flink_taskmanager_job_task_numRecordsOut", "flink_taskmanager_job_task_numRecordsInPerSecond",
 		"flink_taskmanager_job_task_busyTimeMsPerSecond", "flink_taskmanager_job_task_idleTimeMsPerSecond",
 		"flink_taskmanager_job_task_backPressuredTimeMsPerSecond", "flink_taskmanager_job_task_checkpointAlignmentTime",
-		"flink_taskmanager_job_task_checkpointStartDelayNanos", "faultline_verify_duplicates", "faultline_verify_lost"} {
+		"flink_taskmanager_job_task_checkpointStartDelayNanos", "faultline_verify_duplicates", "faultline_verify_lost",
+		`flink_taskmanager_job_task_operator_KafkaSourceReader_KafkaConsumer_records_lag_max{job_name="orders",operator_name="orders-source",subtask_index="1",task_name="orders-source"}`} {
 		if !strings.Contains(body, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}

@@ -248,6 +248,7 @@ type reader struct {
 	cl       sarama.Client // the reader's own connection
 	consumer sarama.Consumer
 	pcs      []sarama.PartitionConsumer
+	parts    []int32 // the partition of each of pcs
 	next     map[int32]int64
 	live     int // partitions still being read
 
@@ -278,7 +279,7 @@ type reader struct {
 // start runs one forwarder per partition consumer: messages of every
 // partition arrive on one channel, in order per partition.
 func (r *reader) start(p int32, pc sarama.PartitionConsumer) {
-	r.pcs = append(r.pcs, pc)
+	r.pcs, r.parts = append(r.pcs, pc), append(r.parts, p)
 	r.live++
 	r.wg.Add(1)
 	go func() {
@@ -422,7 +423,21 @@ var (
 	_ runtime.WaitingReader   = (*reader)(nil)
 	_ runtime.OffsetCommitter = (*reader)(nil)
 	_ runtime.CommitReporter  = (*reader)(nil)
+	_ runtime.LagReporter     = (*reader)(nil)
 )
+
+// Lag implements runtime.LagReporter: each partition's high watermark as
+// its last fetch told it, less the next offset to read; -1 before any
+// fetch told one.
+func (r *reader) Lag() int64 {
+	lag := int64(-1)
+	for i, pc := range r.pcs {
+		if hw := pc.HighWaterMarkOffset(); hw > 0 {
+			lag = max(lag, hw-r.next[r.parts[i]], 0)
+		}
+	}
+	return lag
+}
 
 // Offsets implements runtime.SourceReader.
 func (r *reader) Offsets() map[int32]int64 {
