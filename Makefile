@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-e2e-race test-short test-kafka kafka-jars test-tours soak bench lint clean deps
+.PHONY: build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-tours soak bench lint clean deps
 
 build:
 	$(GO) build -o $(BIN) .
@@ -89,8 +89,12 @@ KAFKA_LIB     := $(CURDIR)/build/kafka/$(KAFKA_VERSION)/lib
 # two: the whole lane costs about five minutes of CPU, its JVMs mostly,
 # which CI's ten minutes with one core busy have no room for).
 KAFKA_TESTS ?= RealKafka|BrokerWithEveryListener
-test-kafka: kafka-jars
-	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 2 -parallel 4 \
+# What the lane fetches and builds first: Kafka's jars, and faultline's
+# Flink module for the tests that run Flink's Kafka connector (.ci/run,
+# which runs none of those, asks for the Kafka jars alone).
+KAFKA_DEPS ?= kafka-jars flink-jars
+test-kafka: $(KAFKA_DEPS)
+	FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) FAULTLINE_FLINK_LIB=$(FLINK_LIB) $(GO) test -tags kafka -count=1 -timeout 20m -p 2 -parallel 4 \
 		-run '$(KAFKA_TESTS)' -v ./internal/kafkalane/ ./internal/e2e/runs/
 
 # The Kafka jars, fetched once (.ci/run fetches them while make test runs).
@@ -99,6 +103,22 @@ kafka-jars:
 		echo "fetching Apache Kafka $(KAFKA_VERSION) into $(KAFKA_LIB)"; \
 		rm -rf $(KAFKA_LIB).partial && mvn -q -f .ci/kafka/pom.xml dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
 			-DoutputDirectory=$(KAFKA_LIB).partial && mv $(KAFKA_LIB).partial $(KAFKA_LIB); \
+	fi
+
+# faultline's Flink module (bench/flink: Apache Flink $(FLINK_VERSION) and its
+# Kafka connector, Java 17), built with Maven and copied with its
+# dependencies into build/flink/<version>/lib; the dependencies are fetched
+# once, the module is built again when its sources change.
+FLINK_VERSION ?= 2.2.0
+FLINK_LIB     := $(CURDIR)/build/flink/$(FLINK_VERSION)/lib
+flink-jars:
+	@if [ ! -d $(FLINK_LIB) ]; then \
+		echo "fetching Apache Flink $(FLINK_VERSION) and its Kafka connector into $(FLINK_LIB)"; \
+		rm -rf $(FLINK_LIB).partial && mvn -B -q -f bench/flink/pom.xml dependency:copy-dependencies -Dflink.version=$(FLINK_VERSION) \
+			-DincludeScope=runtime -DoutputDirectory=$(FLINK_LIB).partial && mv $(FLINK_LIB).partial $(FLINK_LIB); \
+	fi
+	@if [ -z "$$(find bench/flink/src bench/flink/pom.xml -newer $(FLINK_LIB)/faultline-flink.jar 2>/dev/null)" ] && [ -f $(FLINK_LIB)/faultline-flink.jar ]; then :; else \
+		mvn -B -q -f bench/flink/pom.xml package -Dflink.version=$(FLINK_VERSION) && cp bench/flink/target/faultline-flink-1.jar $(FLINK_LIB)/faultline-flink.jar; \
 	fi
 
 # The tours lane: every built-in tour in autoplay in tmux, at 80x24 and
