@@ -6,10 +6,12 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-tours soak bench lint clean deps
+.PHONY: build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
 
+# The commit goes into the binary (faultline version) when the checkout
+# has one; a machine's GOFLAGS=-buildvcs=false does not keep it out.
 build:
-	$(GO) build -o $(BIN) .
+	$(GO) build -buildvcs=auto -o $(BIN) .
 
 # The terminal UI on the embedded broker and the default job; the state
 # (checkpoints, the broker's log) stays in ~/.local/share/faultline, so a
@@ -120,6 +122,13 @@ flink-jars:
 	@if [ -z "$$(find bench/flink/src bench/flink/pom.xml -newer $(FLINK_LIB)/faultline-flink.jar 2>/dev/null)" ] && [ -f $(FLINK_LIB)/faultline-flink.jar ]; then :; else \
 		mvn -B -q -f bench/flink/pom.xml package -Dflink.version=$(FLINK_VERSION) && cp bench/flink/target/faultline-flink-1.jar $(FLINK_LIB)/faultline-flink.jar; \
 	fi
+
+# The release lane: go install of the module at a version from a file://
+# proxy that serves this checkout's HEAD (commit first), and goreleaser
+# check of .goreleaser.yaml with the goreleaser the tools/ module pins.
+# It builds faultline and goreleaser from source: minutes.
+test-release:
+	$(GO) test -tags release -count=1 -timeout 20m -v ./internal/e2e/release/
 
 # The tours lane: every built-in tour in autoplay in tmux, at 80x24 and
 # 120x40, each narration that points at something checked on a capture

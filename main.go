@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Command faultline runs a small, real streaming job on one machine and lets
 // a person watch Flink-style fault tolerance at work. This file only starts
 // the program: the commands are in internal/cli, the engine in runtime/,
@@ -7,7 +9,7 @@ package main
 import (
 	"os"
 
-	"faultline/internal/cli"
+	"github.com/faultline-dev/faultline/internal/cli"
 )
 
 func main() { os.Exit(cli.Execute(os.Args[1:])) }

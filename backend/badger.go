@@ -12,7 +12,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 
-	"faultline/internal/dbclose"
+	"github.com/faultline-dev/faultline/internal/dbclose"
 )
 
 // ErrBackendClosed means a Badger backend, or a snapshot of it, was used

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // Flink's defaults for execution.checkpointing.timeout and

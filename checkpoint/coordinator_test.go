@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)

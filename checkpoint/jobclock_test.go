@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // On the job's clock, which stands still while the world is frozen, a

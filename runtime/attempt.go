@@ -10,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // attempt is one deployment of the whole job graph (Flink: an execution

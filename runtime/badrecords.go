@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // What a decoding operator does with a record it cannot parse

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/barrier"
-	"faultline/runtime/fault"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // backPressuredCheckpoints runs the default job at 20,000 records/s with

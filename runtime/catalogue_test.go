@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/fault"
 )
 
 // The fault menu says what the fault it injects does: the factor, the

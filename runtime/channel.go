@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Channel connects one upstream subtask to one downstream subtask (Flink: a

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 func TestChannelViewPlacesBarriers(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"context"
 	"sync"
 
-	"faultline/checkpoint"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // commitLog is what the sinks have committed: by subtask, the newest

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/barrier"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // elapse lets d pass on the clock of a run's bubble (run.do, in

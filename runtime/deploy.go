@@ -11,10 +11,10 @@ import (
 	"slices"
 	"sync"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime/barrier"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // deploy builds and starts every subtask of attempt n at epoch. It returns the

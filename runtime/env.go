@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/barrier"
 )
 
 // Env is the outside world of a job: the topics its sources read and the

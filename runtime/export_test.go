@@ -1,8 +1,8 @@
 package runtime
 
 import (
-	"faultline/runtime/spec"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // TestJob is the job the engine's own tests run: the orders job, which

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // ErrUnrecoverable marks a failure that no restart can cure (see

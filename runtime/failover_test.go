@@ -10,10 +10,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 func TestPipelinedRegions(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"faultline/checkpoint"
-	"faultline/runtime/fault"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // The fault catalogue and the spelled form of a fault are the leaf

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Three readers show a checkpoint's figures: the checkpoint pane and its

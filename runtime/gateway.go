@@ -7,8 +7,8 @@ package runtime
 import (
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // onCheckpointEvent tells the coordinator's events as lifecycle events.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/backend"
+	"github.com/faultline-dev/faultline/backend"
 )
 
 // Channel state (Flink FLIP-76, unaligned checkpoints): the records that

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/backend"
+	"github.com/faultline-dev/faultline/backend"
 )
 
 // testValue and testPair stand for a job's record values (the orders

@@ -9,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime/barrier"
-	"faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
 )
 
 func modeOf(e *Element) barrier.Mode {

@@ -9,13 +9,13 @@ import (
 	"syscall"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/restart"
-	"faultline/runtime/barrier"
-	"faultline/runtime/spec"
-	"faultline/runtime/verify"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // JobStatus is the job's life-cycle state (Flink: JobStatus), as the view

@@ -9,13 +9,13 @@ import (
 
 	"go.uber.org/goleak"
 
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/restart"
-	"faultline/runtime/barrier"
-	"faultline/runtime/fault"
-	"faultline/runtime/spec"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // run is one job run of a test: the real tasks, channels and coordinator on

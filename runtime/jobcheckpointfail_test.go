@@ -7,11 +7,11 @@ import (
 	"testing/synctest"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime/fault"
-	"faultline/runtime/verify"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // storage-fail: checkpoint writes fail, the checkpoints are declined and

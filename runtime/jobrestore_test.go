@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime/fault"
-	"faultline/runtime/spec"
-	"faultline/runtime/verify"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // A damaged newest checkpoint is passed over: recovery restores the one

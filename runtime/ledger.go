@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"faultline/internal/clock"
-	"faultline/restart"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // ledger is the run's record of its restarts and of what they lost. The

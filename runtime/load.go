@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"faultline/internal/clock"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // loadEvery is how often a run reports its subtasks' load (task_load)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // A subtask slowed tenfold is the busiest in the load reports, near 1000

@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime/master"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/master"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // carryOut does what act says.

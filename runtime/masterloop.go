@@ -10,11 +10,11 @@ import (
 	"context"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/runtime/master"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/master"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // driver runs one master for the run; it lives in Run's goroutine.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // MemoryOutput is an in-memory transactional topic, a stand-in for a Kafka

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/barrier"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // modeState is the checkpointing mode of the checkpoints triggered now,

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/internal/clock"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Event is one lifecycle event and when it happened (see view.Stamped).

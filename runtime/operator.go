@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // OperatorContext is what an operator gets when it opens (Flink:

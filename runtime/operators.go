@@ -3,7 +3,7 @@ package runtime
 import (
 	"fmt"
 
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // Types is a job's own code: the operators of every type its spec may

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sync"
 
-	"faultline/backend"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // output sends one subtask's records along one edge of the job graph to the

@@ -3,7 +3,7 @@ package runtime
 import (
 	"encoding/json"
 
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // Report is the final line of a headless run, as DESIGN.md's headless

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"faultline/checkpoint"
-	"faultline/runtime/flatjson"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // An at-least-once run stopped before its end may have let out records made

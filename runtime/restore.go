@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // ErrNoSavepoint means --from-savepoint named no savepoint in the store.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/restart"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // A job whose restart strategy gave up stays FAILED until resubmitted;

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
 )
 
 // sinkOp writes records to a transactional output with two-phase commit

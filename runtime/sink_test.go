@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
 )
 
 // losingOutput is a MemoryOutput whose prepared transactions can vanish, as

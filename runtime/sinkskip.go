@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime/flatjson"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // A restore past damaged checkpoints (Flink falls back the same way) goes

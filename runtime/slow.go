@@ -19,7 +19,7 @@ import (
 	"math"
 	"time"
 
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // slowFloorRate is the rate a slow fault assumes for a subtask that has not

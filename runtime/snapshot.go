@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/barrier"
 )
 
 // DefaultMaxChain is how many incremental snapshots may follow a full one

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/barrier"
 )
 
 const sourceStateName = "offsets"

@@ -13,7 +13,7 @@ package runtime
 import (
 	"sync"
 
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // stepWatchKeep is how many checkpoints the watch follows at once.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // ErrStopBudget ends what a stopped run still does once its time is up:

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // WindDown's context outlives ctx by the budget, on the job's clock, and

@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/restart"
-	"faultline/runtime/barrier"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // TaskMetrics are one subtask's counters. They live as long as the job, not

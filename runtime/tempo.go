@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/internal/clock"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Tempo is how fast the whole dataflow moves (see view.Tempo).

@@ -1,8 +1,8 @@
 package runtime_test
 
 import (
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
 )
 
 // The engine's tests run the orders job (see runtime.TestJob).

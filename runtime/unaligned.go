@@ -20,9 +20,9 @@ import (
 	"fmt"
 	"time"
 
-	"faultline/runtime/barrier"
-	"faultline/runtime/flatjson"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // inFlight is the in-flight data a subtask records for its unaligned

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // completedCheckpoints are the checkpoint_completed events of a run.

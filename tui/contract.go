@@ -11,8 +11,8 @@
 package tui
 
 import (
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // Controller is the running job as the UI sees it. Every method returns

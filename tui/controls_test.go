@@ -9,7 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 )
 
 // m cycles exactly-once (aligned) → exactly-once unaligned →

@@ -10,8 +10,8 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // Frame is the screen the UI draws for snap at width×height, as plain

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime/view"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 )
 
 // What a tour points at is found on the still frame at both sizes the

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"

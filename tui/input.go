@@ -3,7 +3,7 @@ package tui
 import (
 	"math"
 
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"

@@ -1,6 +1,6 @@
 package tui
 
-import "faultline/tui/components/tour"
+import "github.com/faultline-dev/faultline/tui/components/tour"
 
 // layoutSizes are the heights and widths the panes get.
 type layoutSizes struct {

@@ -8,9 +8,9 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 )
 
 func TestViewFitsTheTerminal(t *testing.T) {

@@ -1,6 +1,6 @@
 package tui
 
-import "faultline/tui/common"
+import "github.com/faultline-dev/faultline/tui/common"
 
 // This file holds the results of the commands, which only the root model
 // handles; they are exported so that tests and other drivers can send them.

@@ -9,8 +9,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"faultline/runtime/view"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 )
 
 func assertCalls(t *testing.T, ctrl *fakeController, want ...string) {

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 )
 
 // lockedBuffer is an io.Writer the program writes and the test reads.

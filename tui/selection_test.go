@@ -6,7 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 )
 
 func TestSelectionStartsAtTheFirstAligningCandidate(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // A Session is one screen over several runs of a job, shown in turn: a

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/tui/common"
-	"faultline/tui/components/tour"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/components/tour"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"

@@ -3,7 +3,7 @@ package tui
 import (
 	"strings"
 
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"

@@ -15,8 +15,8 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 
-	"faultline/checkpoint"
-	"faultline/internal/dbclose"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/dbclose"
 )
 
 // ErrLocked means another process (or another Store in this process)

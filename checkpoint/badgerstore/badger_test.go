@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/ristretto/v2/z"
 
-	"faultline/checkpoint"
-	"faultline/internal/smallfile"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/smallfile"
 )
 
 // ErrDamaged means files of the checkpoint store are damaged so that it

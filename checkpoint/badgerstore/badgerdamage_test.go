@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // damageFixture writes a store with checkpoints 1 to 6 (4 a savepoint),

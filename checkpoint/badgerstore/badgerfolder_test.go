@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // TestLockFileReplacedByAFolder: a folder where Badger writes its lock

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"faultline/checkpoint"
-	"faultline/internal/atomicfile"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/atomicfile"
 )
 
 // heldFile is the file beside Badger's in the store's directory that lists

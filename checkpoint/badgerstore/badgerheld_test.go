@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // crashCopy copies the files of the open store s into a new directory, as a

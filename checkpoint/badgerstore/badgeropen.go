@@ -15,8 +15,8 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sys/unix"
 
-	"faultline/internal/dbclose"
-	"faultline/internal/smallfile"
+	"github.com/faultline-dev/faultline/internal/dbclose"
+	"github.com/faultline-dev/faultline/internal/smallfile"
 )
 
 // ErrNoStore means the directory holds no checkpoint store, or does not

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 func TestBadgerStoreLockedInProcess(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // listing is what dir holds: every file's name, size and modification time.

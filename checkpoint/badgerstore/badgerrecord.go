@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"faultline/checkpoint"
-	"faultline/internal/dbclose"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/dbclose"
 )
 
 // A store whose directory was removed and made again by a new run (a user

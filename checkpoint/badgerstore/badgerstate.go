@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // bigBlob is size bytes that differ from piece to piece.

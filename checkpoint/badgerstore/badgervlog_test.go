@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 
 	badger "github.com/dgraph-io/badger/v4"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/backend"
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // flipInMemory flips one byte in the middle of marker, a part the memory

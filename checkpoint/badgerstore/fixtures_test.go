@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/internal/clock"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
 )
 
 // The tasks and the time the store's tests checkpoint.

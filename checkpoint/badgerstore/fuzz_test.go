@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // fuzzCheckpoint is a checkpoint like the default job's: sources with

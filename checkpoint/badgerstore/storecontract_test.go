@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 // storeFactories are the Store implementations the contract tests run on.

@@ -22,7 +22,7 @@ type pkg struct {
 // listPackages lists the module's packages with their imports.
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json", "faultline/...")
+	cmd := exec.Command("go", "list", "-json", project+"/...")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -67,44 +67,47 @@ func under(path, prefix string) bool {
 // the tests they serve import, which the rules leave alone: a job as the
 // tests' fixture (TestTheEngineNamesNoJob does not count them), and the
 // packages beside them.
-var testHelpers = []string{"faultline/runtime/kafka/internal/kafkatest", "faultline/internal/rest/resttest"}
+// project is the module's path, which every package's path starts with.
+const project = "github.com/faultline-dev/faultline"
+
+var testHelpers = []string{project + "/runtime/kafka/internal/kafkatest", project + "/internal/rest/resttest"}
 
 // The rules of docs/ARCHITECTURE.md ("Imports point one way").
 var rules = []rule{
-	{"faultline/restart", []string{"faultline"}, "restart decides on plain names and errors: it imports no project package", nil},
-	{"faultline/checkpoint", []string{"faultline/runtime", "faultline/tui", "faultline/internal/cli"}, "checkpoint knows nothing of the engine or the UI", nil},
-	{"faultline/backend", []string{"faultline/runtime", "faultline/tui", "faultline/checkpoint", "faultline/internal/cli"}, "state backends know nothing of the engine, the UI or the checkpoint store", nil},
-	{"faultline/runtime", []string{"faultline/tui", "faultline/internal/cli"}, "the engine never calls into the UI or the command line", nil},
-	{"faultline/runtime", []string{"faultline/checkpoint/badgerstore"}, "the engine takes a checkpoint.Store: which store holds a state dir is the command line's choice", nil},
-	{"faultline/runtime/verify", []string{"faultline"}, "the oracle judges the output on its own: it imports nothing of the engine", []string{"faultline/runtime/flatjson", "faultline/runtime/spec", "faultline/internal/atomicfile"}},
-	{"faultline/runtime/flatjson", []string{"faultline"}, "the record scanner is a leaf", nil},
-	{"faultline/runtime/barrier", []string{"faultline"}, "barrier handlers are pure state machines", nil},
-	{"faultline/runtime/fault", []string{"faultline"}, "the fault catalogue and its spelled form are plain data", nil},
-	{"faultline/runtime/master", []string{"faultline"}, "the job master's decisions are a pure state machine over the failure handler's", []string{"faultline/restart", "faultline/runtime/view"}},
-	{"faultline/runtime/spec", []string{"faultline"}, "job specs are plain data", []string{"faultline/internal/smallfile"}},
-	{"faultline/internal/clock", []string{"faultline"}, "the clock is a leaf", nil},
-	{"faultline/internal/supervise", []string{"faultline"}, "the supervisor is a leaf", nil},
-	{"faultline/internal/diskroom", []string{"faultline"}, "the disk check is a leaf", nil},
-	{"faultline/internal/dbclose", []string{"faultline"}, "closing Badger is a leaf", nil},
-	{"faultline/internal/atomicfile", []string{"faultline"}, "writing a file whole is a leaf", nil},
-	{"faultline/internal/smallfile", []string{"faultline"}, "reading a small file a user names is a leaf", nil},
-	{"faultline/internal/flinkconf", []string{"faultline"}, "reading Flink's configuration format is a leaf: the command line knows the keys", nil},
-	{"faultline/internal/metrics", []string{"faultline"}, "the metrics read the job's plain view, as the UI does", []string{"faultline/runtime/view"}},
-	{"faultline/internal/rest", []string{"faultline"}, "the REST API reads the job's plain view and drives it through its own Job interface, as the UI does", []string{"faultline/runtime/view", "faultline/internal/atomicfile", "faultline/internal/rest/resttest"}},
-	{"faultline/internal/kafkalane", []string{"faultline"}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
-	{"faultline/internal/e2e", []string{"faultline"}, "the end-to-end tests drive the built program as a user does: their helpers import nothing of faultline", nil},
-	{"faultline/runtime/view", []string{"faultline"}, "the UI's view is plain data: it imports nothing of the engine", nil},
-	{"faultline/internal/tour", []string{"faultline/tui", "faultline/internal/cli", "faultline/runtime"}, "a tour drives the job through its Driver, as the UI's keys do: it knows nothing of the UI, the commands or the engine (only its plain data: view, spec, the fault catalogue)", []string{"faultline/runtime/view", "faultline/runtime/spec", "faultline/runtime/fault"}},
-	{"faultline/fixtures", []string{"faultline"}, "fixtures are files, built in", nil},
-	{"faultline/tui", []string{"faultline"}, "the UI draws the plain data of runtime/view and imports nothing of the engine", []string{"faultline/runtime/view"}},
-	{"faultline/tui/common", []string{"faultline/tui"}, "what the UI's components share imports neither the root UI nor a component", nil},
+	{project + "/restart", []string{project}, "restart decides on plain names and errors: it imports no project package", nil},
+	{project + "/checkpoint", []string{project + "/runtime", project + "/tui", project + "/internal/cli"}, "checkpoint knows nothing of the engine or the UI", nil},
+	{project + "/backend", []string{project + "/runtime", project + "/tui", project + "/checkpoint", project + "/internal/cli"}, "state backends know nothing of the engine, the UI or the checkpoint store", nil},
+	{project + "/runtime", []string{project + "/tui", project + "/internal/cli"}, "the engine never calls into the UI or the command line", nil},
+	{project + "/runtime", []string{project + "/checkpoint/badgerstore"}, "the engine takes a checkpoint.Store: which store holds a state dir is the command line's choice", nil},
+	{project + "/runtime/verify", []string{project}, "the oracle judges the output on its own: it imports nothing of the engine", []string{project + "/runtime/flatjson", project + "/runtime/spec", project + "/internal/atomicfile"}},
+	{project + "/runtime/flatjson", []string{project}, "the record scanner is a leaf", nil},
+	{project + "/runtime/barrier", []string{project}, "barrier handlers are pure state machines", nil},
+	{project + "/runtime/fault", []string{project}, "the fault catalogue and its spelled form are plain data", nil},
+	{project + "/runtime/master", []string{project}, "the job master's decisions are a pure state machine over the failure handler's", []string{project + "/restart", project + "/runtime/view"}},
+	{project + "/runtime/spec", []string{project}, "job specs are plain data", []string{project + "/internal/smallfile"}},
+	{project + "/internal/clock", []string{project}, "the clock is a leaf", nil},
+	{project + "/internal/supervise", []string{project}, "the supervisor is a leaf", nil},
+	{project + "/internal/diskroom", []string{project}, "the disk check is a leaf", nil},
+	{project + "/internal/dbclose", []string{project}, "closing Badger is a leaf", nil},
+	{project + "/internal/atomicfile", []string{project}, "writing a file whole is a leaf", nil},
+	{project + "/internal/smallfile", []string{project}, "reading a small file a user names is a leaf", nil},
+	{project + "/internal/flinkconf", []string{project}, "reading Flink's configuration format is a leaf: the command line knows the keys", nil},
+	{project + "/internal/metrics", []string{project}, "the metrics read the job's plain view, as the UI does", []string{project + "/runtime/view"}},
+	{project + "/internal/rest", []string{project}, "the REST API reads the job's plain view and drives it through its own Job interface, as the UI does", []string{project + "/runtime/view", project + "/internal/atomicfile", project + "/internal/rest/resttest"}},
+	{project + "/internal/kafkalane", []string{project}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
+	{project + "/internal/e2e", []string{project}, "the end-to-end tests drive the built program as a user does: their helpers import nothing of faultline", nil},
+	{project + "/runtime/view", []string{project}, "the UI's view is plain data: it imports nothing of the engine", nil},
+	{project + "/internal/tour", []string{project + "/tui", project + "/internal/cli", project + "/runtime"}, "a tour drives the job through its Driver, as the UI's keys do: it knows nothing of the UI, the commands or the engine (only its plain data: view, spec, the fault catalogue)", []string{project + "/runtime/view", project + "/runtime/spec", project + "/runtime/fault"}},
+	{project + "/fixtures", []string{project}, "fixtures are files, built in", nil},
+	{project + "/tui", []string{project}, "the UI draws the plain data of runtime/view and imports nothing of the engine", []string{project + "/runtime/view"}},
+	{project + "/tui/common", []string{project + "/tui"}, "what the UI's components share imports neither the root UI nor a component", nil},
 }
 
 // apart holds the packages directly below each path apart: such a package
 // (with what lies below it) imports no sibling, nor what lies below one.
 var apart = []struct{ path, why string }{
-	{"faultline/tui/components", "a component imports no other component: what they share is in tui/common"},
-	{"faultline/runtime/kafka", "a Kafka role (source, sink, broker, live, fill) imports no other: what they share is in runtime/kafka"},
+	{project + "/tui/components", "a component imports no other component: what they share is in tui/common"},
+	{project + "/runtime/kafka", "a Kafka role (source, sink, broker, live, fill) imports no other: what they share is in runtime/kafka"},
 }
 
 // own is the package directly below parent that path lies in, or "" when
@@ -163,13 +166,13 @@ func TestImportsPointOneWay(t *testing.T) {
 // Sarama or the engine's packages is among the dependencies of tui or of
 // any package below it.
 func TestUIBuildsWithoutTheEngine(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "faultline/tui/...").Output()
+	out, err := exec.Command("go", "list", "-deps", project+"/tui/...").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.Contains(dep, "badger") || strings.Contains(dep, "sarama") || strings.Contains(dep, "franz-go") ||
-			strings.HasPrefix(dep, "faultline/") && !under(dep, "faultline/tui") && dep != "faultline/runtime/view" {
+			strings.HasPrefix(dep, project+"/") && !under(dep, project+"/tui") && dep != project+"/runtime/view" {
 			t.Errorf("the UI depends on %s", dep)
 		}
 	}
@@ -179,7 +182,7 @@ func TestUIBuildsWithoutTheEngine(t *testing.T) {
 // helpers: no package's own code does.
 func TestOnlyTestsImportTheTestHelpers(t *testing.T) {
 	for _, p := range listPackages(t) {
-		for _, h := range append([]string{"faultline/internal/e2e"}, testHelpers...) {
+		for _, h := range append([]string{project + "/internal/e2e"}, testHelpers...) {
 			if slices.Contains(p.Imports, h) {
 				t.Errorf("%s imports %s: only tests may", p.ImportPath, h)
 			}
@@ -190,26 +193,26 @@ func TestOnlyTestsImportTheTestHelpers(t *testing.T) {
 // The rules catch what they are for: a forbidden import is reported.
 func TestRulesCatchAForbiddenImport(t *testing.T) {
 	got := broken([]pkg{
-		{ImportPath: "faultline/restart", Imports: []string{"fmt", "faultline/runtime"}},
-		{ImportPath: "faultline/checkpoint", Imports: []string{"faultline/internal/clock", "faultline/runtime/spec"}},
-		{ImportPath: "faultline/runtime/kafka", Imports: []string{"faultline/runtime", "faultline/tui"}},
-		{ImportPath: "faultline/tui", Imports: []string{"faultline/runtime/view", "faultline/checkpoint"}},
-		{ImportPath: "faultline/tui/components/graph", Imports: []string{"faultline/tui/common", "faultline/runtime/view", "faultline/runtime"}},
-		{ImportPath: "faultline/tui/components/detail", Imports: []string{"faultline/tui/common", "faultline/tui/components/checkpoints"}},
-		{ImportPath: "faultline/tui/components/graph/strip", Imports: []string{"faultline/tui/components/graph"}},
-		{ImportPath: "faultline/tui/common", Imports: []string{"faultline/runtime/view", "faultline/tui/components/graph"}},
-		{ImportPath: "faultline/runtime/kafka/live", Imports: []string{"faultline/runtime/kafka", "faultline/runtime/kafka/sink", "faultline/checkpoint"}},
-		{ImportPath: "faultline/runtime/kafka/internal/kafkatest", Imports: []string{"faultline/runtime/kafka", "faultline/runtime/kafka/broker"}},
+		{ImportPath: project + "/restart", Imports: []string{"fmt", project + "/runtime"}},
+		{ImportPath: project + "/checkpoint", Imports: []string{project + "/internal/clock", project + "/runtime/spec"}},
+		{ImportPath: project + "/runtime/kafka", Imports: []string{project + "/runtime", project + "/tui"}},
+		{ImportPath: project + "/tui", Imports: []string{project + "/runtime/view", project + "/checkpoint"}},
+		{ImportPath: project + "/tui/components/graph", Imports: []string{project + "/tui/common", project + "/runtime/view", project + "/runtime"}},
+		{ImportPath: project + "/tui/components/detail", Imports: []string{project + "/tui/common", project + "/tui/components/checkpoints"}},
+		{ImportPath: project + "/tui/components/graph/strip", Imports: []string{project + "/tui/components/graph"}},
+		{ImportPath: project + "/tui/common", Imports: []string{project + "/runtime/view", project + "/tui/components/graph"}},
+		{ImportPath: project + "/runtime/kafka/live", Imports: []string{project + "/runtime/kafka", project + "/runtime/kafka/sink", project + "/checkpoint"}},
+		{ImportPath: project + "/runtime/kafka/internal/kafkatest", Imports: []string{project + "/runtime/kafka", project + "/runtime/kafka/broker"}},
 	})
 	want := []string{
-		"faultline/checkpoint imports faultline/runtime/spec: checkpoint knows nothing of the engine or the UI",
-		"faultline/restart imports faultline/runtime: restart decides on plain names and errors: it imports no project package",
-		"faultline/runtime/kafka imports faultline/tui: the engine never calls into the UI or the command line",
-		"faultline/runtime/kafka/live imports faultline/runtime/kafka/sink: a Kafka role (source, sink, broker, live, fill) imports no other: what they share is in runtime/kafka",
-		"faultline/tui imports faultline/checkpoint: the UI draws the plain data of runtime/view and imports nothing of the engine",
-		"faultline/tui/common imports faultline/tui/components/graph: what the UI's components share imports neither the root UI nor a component",
-		"faultline/tui/components/detail imports faultline/tui/components/checkpoints: a component imports no other component: what they share is in tui/common",
-		"faultline/tui/components/graph imports faultline/runtime: the UI draws the plain data of runtime/view and imports nothing of the engine",
+		project + "/checkpoint imports " + project + "/runtime/spec: checkpoint knows nothing of the engine or the UI",
+		project + "/restart imports " + project + "/runtime: restart decides on plain names and errors: it imports no project package",
+		project + "/runtime/kafka imports " + project + "/tui: the engine never calls into the UI or the command line",
+		project + "/runtime/kafka/live imports " + project + "/runtime/kafka/sink: a Kafka role (source, sink, broker, live, fill) imports no other: what they share is in runtime/kafka",
+		project + "/tui imports " + project + "/checkpoint: the UI draws the plain data of runtime/view and imports nothing of the engine",
+		project + "/tui/common imports " + project + "/tui/components/graph: what the UI's components share imports neither the root UI nor a component",
+		project + "/tui/components/detail imports " + project + "/tui/components/checkpoints: a component imports no other component: what they share is in tui/common",
+		project + "/tui/components/graph imports " + project + "/runtime: the UI draws the plain data of runtime/view and imports nothing of the engine",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("broken =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -220,7 +223,7 @@ func TestRulesCatchAForbiddenImport(t *testing.T) {
 // and nothing else lives there.
 func TestRootHoldsOnlyMain(t *testing.T) {
 	for _, p := range listPackages(t) {
-		if p.ImportPath != "faultline" {
+		if p.ImportPath != project {
 			continue
 		}
 		if !slices.Equal(p.GoFiles, []string{"main.go"}) {
@@ -238,12 +241,12 @@ func TestRootHoldsOnlyMain(t *testing.T) {
 // from the command line. No package of the engine imports one, nor does a
 // job import another.
 func TestTheEngineNamesNoJob(t *testing.T) {
-	engine := []string{"faultline/runtime", "faultline/checkpoint", "faultline/restart", "faultline/backend"}
+	engine := []string{project + "/runtime", project + "/checkpoint", project + "/restart", project + "/backend"}
 	for _, p := range listPackages(t) {
-		job := own(p.ImportPath, "faultline/runtime/jobs")
+		job := own(p.ImportPath, project+"/runtime/jobs")
 		inEngine := slices.ContainsFunc(engine, func(e string) bool { return under(p.ImportPath, e) }) && !slices.Contains(testHelpers, p.ImportPath)
 		for _, imp := range p.Imports {
-			if !under(imp, "faultline/runtime/jobs") {
+			if !under(imp, project+"/runtime/jobs") {
 				continue
 			}
 			if job == "" && inEngine || job != "" && !under(imp, job) {

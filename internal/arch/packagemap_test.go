@@ -56,11 +56,11 @@ func TestPackageMapNamesEveryPackage(t *testing.T) {
 	}
 	rows := mapRows(t, string(doc))
 	for _, p := range listPackages(t) {
-		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, "faultline"), "/")
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, project), "/")
 		if rel == "" {
 			rel = "main"
 		}
-		if under(p.ImportPath, "faultline/third_party") {
+		if under(p.ImportPath, project+"/third_party") {
 			continue
 		}
 		if !named(rows, rel) {

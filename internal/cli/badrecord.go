@@ -13,12 +13,12 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
-	"faultline/internal/atomicfile"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/atomicfile"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // badRecordFile is the state dir's note of the records a run with

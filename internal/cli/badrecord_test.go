@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // A checkpoint gets past a bad record once its source offset of the

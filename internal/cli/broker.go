@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
 )
 
 // newBrokerCmd is `faultline broker`: the embedded Kafka broker alone, with

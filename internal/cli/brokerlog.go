@@ -8,13 +8,13 @@ import (
 	"slices"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/checkpoint/badgerstore"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/spec"
-	"faultline/runtime/verify"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // ledgerFile is the verification ledger's place in the state dir.

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"faultline/checkpoint"
-	"faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
 )
 
 // What a state dir holds becomes what its broker log must hold: every

@@ -19,8 +19,8 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
-	"faultline/checkpoint"
-	"faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
 )
 
 // checkpointDir is where a state dir keeps its checkpoints.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"faultline/checkpoint"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // newCheckpointsDeleteCmd is `faultline checkpoints delete ID`: it deletes

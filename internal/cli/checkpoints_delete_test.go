@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint"
 )
 
 func TestConfirm(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"faultline/internal/supervise"
+	"github.com/faultline-dev/faultline/internal/supervise"
 )
 
 // usageError is a mistake in how faultline was called: exit code 2.
@@ -60,6 +60,8 @@ again (headless: --resume), and faultline reset empties it for a clean start.`,
 	run := newRunCmd()
 	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd(), newTourCmd(),
 		newListCmd(), newSavepointCmd(), newStopCmd(), newCancelCmd())
+	root.AddCommand(newVersionCmd())
+	setVersion(root)
 	// faultline with no command runs the default job, as `faultline run`.
 	root.RunE = run.RunE
 	root.Flags().AddFlagSet(run.Flags())

@@ -12,13 +12,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"faultline/checkpoint"
-	"faultline/internal/flinkconf"
-	"faultline/internal/smallfile"
-	"faultline/restart"
-	"faultline/runtime"
-	"faultline/runtime/kafka/sink"
-	"faultline/runtime/kafka/source"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/flinkconf"
+	"github.com/faultline-dev/faultline/internal/smallfile"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/kafka/source"
 )
 
 // flinkKeys are the settings Flink has a key for, and the flag each sets.

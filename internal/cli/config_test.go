@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/flinkconf"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/internal/flinkconf"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // configured parses args as run's command line and applies the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"faultline/internal/flinkconf"
+	"github.com/faultline-dev/faultline/internal/flinkconf"
 )
 
 // applyConfig sets run's flags from --config, the environment and -D, each

@@ -6,12 +6,12 @@ package cli
 import (
 	"errors"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/sink"
-	"faultline/runtime/kafka/source"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/kafka/source"
 )
 
 // keyFlags are the flags of the settings the engine names by key (each

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/restart"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // Each keyed flag's help names the Flink key its errors come back with.

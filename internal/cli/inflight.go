@@ -10,10 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
 )
 
 // What checkpoints inspect shows of unaligned checkpoints (Flink FLIP-76):

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/backend"
-	"faultline/checkpoint"
-	"faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
 )
 
 // emptyRecords is the channel state of n records without key, bytes or

@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"faultline/internal/rest"
+	"github.com/faultline-dev/faultline/internal/rest"
 )
 
 // jobFlags say where the job is, and how long to wait for it.

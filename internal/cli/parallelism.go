@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // setParallelisms applies --parallelism and --default-parallelism

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"strings"
 
-	"faultline/checkpoint/badgerstore"
-	"faultline/runtime"
-	"faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
 )
 
 // remedies are the ways on from errors of the engine that a flag or a

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/checkpoint/badgerstore"
-	"faultline/runtime"
-	"faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
 )
 
 // The engine's errors name no flag; the command line adds the way on, once,

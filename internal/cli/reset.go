@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
 
 	"github.com/spf13/cobra"
 )

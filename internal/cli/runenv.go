@@ -7,14 +7,14 @@ package cli
 import (
 	"fmt"
 
-	"faultline/checkpoint"
-	"faultline/internal/clock"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/sink"
-	"faultline/runtime/kafka/source"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/kafka/source"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // buildEnv makes the job's environment (its Kafka sources and outputs, the

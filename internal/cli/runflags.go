@@ -13,17 +13,17 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"faultline/checkpoint"
-	"faultline/restart"
-	"faultline/runtime"
-	"faultline/runtime/barrier"
-	"faultline/runtime/fault"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/sink"
-	"faultline/runtime/kafka/source"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/kafka/source"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // runOptions are the flags of `faultline run`, named after Flink's options

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/fill"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/fill"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // startKafka starts the embedded broker unless --brokers names a cluster,

@@ -9,14 +9,14 @@ import (
 	"path/filepath"
 	"sync"
 
-	"faultline/checkpoint"
-	"faultline/checkpoint/badgerstore"
-	"faultline/runtime"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/live"
-	"faultline/runtime/kafka/source"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/live"
+	"github.com/faultline-dev/faultline/runtime/kafka/source"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // openLedger opens the verification ledger at path, with the at-least-once

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"faultline/internal/metrics"
-	"faultline/runtime"
-	"faultline/runtime/kafka/live"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/metrics"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka/live"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // addServingFlags adds the flags of what a run serves while it runs: its

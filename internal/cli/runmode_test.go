@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime"
-	"faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/barrier"
 )
 
 // --mode takes the modes the UI names: unaligned is exactly-once with

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"faultline/internal/rest"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/rest"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // checkRESTFlag checks --rest-addr before anything starts (a port taken

@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/sink"
-	"faultline/runtime/verify"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // commitVisibleTimeout bounds the wait for the output's last commit

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"sync"
 
-	"faultline/checkpoint"
-	"faultline/checkpoint/badgerstore"
-	"faultline/internal/atomicfile"
-	"faultline/runtime"
-	"faultline/runtime/kafka"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/internal/atomicfile"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // inputFile is the file in the state dir that says which input the runs on

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"faultline/internal/clock"
-	"faultline/internal/supervise"
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/internal/supervise"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // How a run stops. A stop signal (Ctrl-C, SIGTERM, SIGHUP), the terminal

@@ -21,11 +21,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"faultline/fixtures/jobs"
-	"faultline/fixtures/tours"
-	"faultline/internal/tour"
-	"faultline/runtime/view"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/fixtures/jobs"
+	"github.com/faultline-dev/faultline/fixtures/tours"
+	"github.com/faultline-dev/faultline/internal/tour"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // tourOptions are the flags of `faultline tour`.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // crashHook is what the crash fault does: SIGKILL to this process, except

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"faultline/checkpoint/badgerstore"
-	"faultline/internal/diskroom"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/internal/diskroom"
 )
 
 // tourDirPrefix starts the name of every tour's own state dir, and of the

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-	tourpanel "faultline/tui/components/tour"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
+	tourpanel "github.com/faultline-dev/faultline/tui/components/tour"
 )
 
 // Every narration of every tour shows whole in the tour's panel at 80×24

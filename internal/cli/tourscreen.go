@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"faultline/runtime/view"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // tourScreen is the one terminal UI a tour shows all its runs on: the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // What a tour's runs write while its screen is up waits, in order and each

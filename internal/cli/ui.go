@@ -6,16 +6,16 @@ import (
 	"sync"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/barrier"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/fill"
-	"faultline/runtime/kafka/live"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/fill"
+	"github.com/faultline-dev/faultline/runtime/kafka/live"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // uiController is the running job as the terminal UI sees it

@@ -11,11 +11,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // openPTY opens a pseudo-terminal of width×height: the terminal side the UI

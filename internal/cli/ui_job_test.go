@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/barrier"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/verify"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/barrier"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // screenLog is what the UI drew on its pseudo-terminal, as plain text.

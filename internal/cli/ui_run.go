@@ -15,12 +15,12 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka/live"
-	"faultline/runtime/spec"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka/live"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // isTerminal reports whether w is a terminal the UI can draw on (see

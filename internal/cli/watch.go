@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"faultline/checkpoint/badgerstore"
-	"faultline/internal/supervise"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/internal/supervise"
 )
 
 // watchStateDir calls gone, once, when dir stops being a directory,

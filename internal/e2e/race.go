@@ -70,7 +70,7 @@ func racesInOurCode(report string) bool {
 		case strings.HasSuffix(l, ":") && (strings.HasPrefix(l, "Read at") || strings.HasPrefix(l, "Write at") ||
 			strings.HasPrefix(l, "Previous read at") || strings.HasPrefix(l, "Previous write at")):
 			inAccess = true
-		case inAccess && strings.HasPrefix(l, "faultline/") || inAccess && strings.HasPrefix(l, "main."):
+		case inAccess && strings.HasPrefix(l, "github.com/faultline-dev/faultline/") || inAccess && strings.HasPrefix(l, "main."):
 			return true
 		}
 	}

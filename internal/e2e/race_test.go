@@ -14,12 +14,12 @@ Previous read at 0x00c000103de0 by goroutine 1960:
       /x/transaction_manager.go:884 +0x2f3
 
 Goroutine 1066 (running) created at:
-  faultline/runtime/kafka.(*Output).newTxnProducer()
+  github.com/faultline-dev/faultline/runtime/kafka/sink.(*Output).newTxnProducer()
       /w/runtime/kafka/output.go:107 +0x1
 `
 	ours := `
 Read at 0x00c0001 by goroutine 7:
-  faultline/runtime.(*task).run()
+  github.com/faultline-dev/faultline/runtime.(*task).run()
       /w/runtime/task.go:1 +0x1
 
 Previous write at 0x00c0001 by goroutine 8:

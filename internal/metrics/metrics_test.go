@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 func snapshot() view.Snapshot {

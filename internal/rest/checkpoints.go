@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // checkpointing is Flink's CheckpointingStatistics.

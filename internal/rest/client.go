@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/internal/atomicfile"
+	"github.com/faultline-dev/faultline/internal/atomicfile"
 )
 
 // EndpointFile is the file in a state dir that says where the run on it

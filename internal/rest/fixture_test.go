@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 var t0 = time.Date(2025, 12, 5, 10, 0, 0, 0, time.UTC) // before any test runs

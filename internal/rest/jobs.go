@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // millis is t in milliseconds since the epoch, as Flink's timestamps;

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 type opKind int

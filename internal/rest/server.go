@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Job is the running job the API serves and drives. Every method returns

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/rest/resttest"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/rest/resttest"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 func newTestServer() (*Server, *fakeJob, http.Handler) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/internal/rest/resttest"
+	"github.com/faultline-dev/faultline/internal/rest/resttest"
 )
 
 // get serves method path on srv and decodes the JSON answer.

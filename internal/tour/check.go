@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // check evaluates c until it holds or its time is up.

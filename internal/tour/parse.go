@@ -15,10 +15,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"faultline/internal/smallfile"
-	"faultline/runtime/fault"
-	"faultline/runtime/spec"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/internal/smallfile"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // MaxFileSize is the largest tour file Load reads. A tour is a few

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"faultline/runtime/fault"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/fault"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // This file holds the key steps: what the tour asks the learner to press,

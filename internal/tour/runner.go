@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Driver is the running job as a tour drives it: what the terminal UI's

@@ -8,7 +8,7 @@ package tour
 import (
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Tour is one guided tour, as its file describes it.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // A malformed tour is refused in one line naming the file, the line and

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // wait waits until c holds, its timeout passes (the step did not hold),

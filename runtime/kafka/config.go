@@ -31,7 +31,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // Client is how to reach a Kafka cluster.

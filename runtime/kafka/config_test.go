@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/faultline-dev/faultline/third_party/kfake"
 )
 
 func TestUnreachableBrokerFailsFastNamingIt(t *testing.T) {

@@ -5,10 +5,10 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/internal/kafkatest"
-	"faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
 )
 
 // kfake answers ListOffsets with read_committed by the last stable offset:

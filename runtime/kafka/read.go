@@ -9,7 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // A plain read knows its end exactly and waits up to firstWait for each

@@ -8,9 +8,9 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/internal/kafkatest"
-	"faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
 )
 
 // The oracle's read_committed read ends where the committed records end,

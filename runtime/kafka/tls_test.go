@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/faultline-dev/faultline/third_party/kfake"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // testCA makes a CA and a certificate it signs for 127.0.0.1, and writes

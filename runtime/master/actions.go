@@ -6,8 +6,8 @@ package master
 import (
 	"time"
 
-	"faultline/restart"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Action is something the job master has decided to do.

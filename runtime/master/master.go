@@ -19,8 +19,8 @@ import (
 	"slices"
 	"time"
 
-	"faultline/restart"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Config is what the master decides by.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
-	"faultline/restart"
+	"github.com/faultline-dev/faultline/restart"
 )
 
 // The scripts in testdata drive one Master each, on a clock of their own

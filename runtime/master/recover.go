@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
-	"faultline/restart"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/restart"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // handle hands one failure of the running job to the failure handler and

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"faultline/internal/smallfile"
+	"github.com/faultline-dev/faultline/internal/smallfile"
 )
 
 // Keys each mapping of a spec may have, in the order messages list them.

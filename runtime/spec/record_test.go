@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // A spec that names no id or sink key takes those of the records its

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // parse and load read a spec of the orders job, whose kinds the specs of

@@ -12,8 +12,8 @@ import (
 	"os"
 	"slices"
 
-	"faultline/internal/atomicfile"
-	"faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/internal/atomicfile"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
 )
 
 // ledgerMagic starts a saved ledger (faultline verification ledger,

@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"time"
 
-	"faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
 )
 
 // Bits of an id's byte.

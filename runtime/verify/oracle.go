@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // Verification is the oracle's verdict on the committed output.

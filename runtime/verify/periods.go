@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/internal/atomicfile"
+	"github.com/faultline-dev/faultline/internal/atomicfile"
 )
 
 // PeriodsFile is the name of the file in a state dir that keeps the

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/faultline-dev/faultline/third_party/kfake"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 

@@ -3,7 +3,7 @@ package common
 import (
 	"strconv"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 
 	"github.com/charmbracelet/lipgloss"
 )

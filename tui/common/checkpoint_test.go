@@ -3,7 +3,7 @@ package common
 import (
 	"testing"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 func TestModeLog(t *testing.T) {

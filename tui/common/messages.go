@@ -1,6 +1,6 @@
 package common
 
-import "faultline/runtime/view"
+import "github.com/faultline-dev/faultline/runtime/view"
 
 // This file holds the messages the components handle and send: samples
 // and event batches come from the root model's commands, and the requests

@@ -3,7 +3,7 @@ package common
 import (
 	"github.com/charmbracelet/lipgloss"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // Theme names the colour roles every style is built from (as gh-dash's

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"faultline/internal/e2e"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // pipelinesSpec writes a job spec of n pipelines shaped like

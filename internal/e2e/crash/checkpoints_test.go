@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint/badgerstore"
-	"faultline/internal/e2e"
-	"faultline/tui"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // A bounded run leaves its checkpoints in the state dir; the checkpoints

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // faultlineUntil runs faultline until it has printed the nth event named

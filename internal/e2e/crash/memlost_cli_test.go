@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // removeMemtableLogs deletes the checkpoint store's memtable logs (*.mem)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // With the jobmanager checkpoint storage (the classic MemoryStateBackend)

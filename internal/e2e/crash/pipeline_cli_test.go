@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // The second job spec, fixtures/jobs/pipeline.yaml, names its own id and

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // Region failover on the pipeline job, as a user runs it: enrich/2 fails,

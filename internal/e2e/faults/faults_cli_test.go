@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // The fault catalogue, one headless run per fault, as a user injects it

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // Any Kafka client can use the embedded broker: kcat lists its topics,

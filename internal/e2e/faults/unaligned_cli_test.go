@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // unalignedArgs run the default job unaligned with join/0 slowed tenfold

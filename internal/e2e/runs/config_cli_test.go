@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // essence is what a run's events say of its settings and its course,

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // contrastRun is the at-least-once lesson, headless: join/0 falls to a

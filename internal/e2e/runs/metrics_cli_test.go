@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // scrape reads url's metrics: each job-level sample by name.

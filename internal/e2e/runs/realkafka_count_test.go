@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
-	"faultline/internal/kafkalane"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/kafkalane"
 )
 
 // The Kafka lane (`make test-kafka`): the default job against a real

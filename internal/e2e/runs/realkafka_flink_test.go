@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
-	"faultline/internal/kafkalane"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/kafkalane"
 )
 
 // Flink's Kafka connector (5.0, for Flink 2.2, in a local MiniCluster) on

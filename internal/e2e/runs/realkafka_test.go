@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
-	"faultline/internal/kafkalane"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/kafkalane"
 )
 
 // An exactly-once run through three panics, in three different operators,

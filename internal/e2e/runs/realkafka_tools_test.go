@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
-	"faultline/internal/kafkalane"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/kafkalane"
 )
 
 // Kafka's own tools (the Java console consumer at read_committed, the

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
-	"faultline/internal/rest/resttest"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/rest/resttest"
 )
 
 // events keeps a run's events as they come, for a test that acts on the

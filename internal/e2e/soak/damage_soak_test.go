@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // A damage is what a careless copy, a full disk or a user's rm does to a

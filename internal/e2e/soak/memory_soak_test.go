@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // The memory soak: the default job at a steady rate for ten minutes, its

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // The soaks kill and break the default job again and again and then check

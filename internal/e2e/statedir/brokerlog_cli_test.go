@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // copyDir copies the folder src, with everything in it, to dst.

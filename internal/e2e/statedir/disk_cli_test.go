@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/diskroom"
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/diskroom"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // smallDisk mounts a tmpfs of size bytes in a temporary folder; it is the

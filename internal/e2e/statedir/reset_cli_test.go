@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint/badgerstore"
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // stateDirEntries names what dir holds, sorted.

@@ -4,7 +4,7 @@ import (
 	"syscall"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // A resumed run on a state dir whose checkpoints were all deleted starts

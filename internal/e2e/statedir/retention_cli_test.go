@@ -10,7 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // A run on the embedded broker deletes from its log what no recovery and

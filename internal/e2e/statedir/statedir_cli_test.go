@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // oneLine fails t unless r exited 2 with one line on stderr that holds

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // copyStateDir copies the state dir src, as it is, into a new temporary

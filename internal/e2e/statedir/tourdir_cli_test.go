@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // A tour killed on the spot (SIGKILL, its embedded broker with it) leaves

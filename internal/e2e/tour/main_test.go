@@ -3,7 +3,7 @@ package tour
 import (
 	"testing"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 func TestMain(m *testing.M) { e2e.Main(m) }

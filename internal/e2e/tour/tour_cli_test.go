@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
-	"faultline/internal/tour"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/tour"
 )
 
 // Every tour passes headless: each step held and the last line says ok.

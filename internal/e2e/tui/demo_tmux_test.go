@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // The at-least-once lesson from the keyboard, as a trainer gives it: a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // A trainer freezes the world in the middle of an alignment to explain it:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // A subtask slowed tenfold, at the UI's own input rate, reads as the

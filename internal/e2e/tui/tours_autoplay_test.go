@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"faultline/fixtures/tours"
-	"faultline/internal/e2e"
-	"faultline/internal/tour"
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/fixtures/tours"
+	"github.com/faultline-dev/faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/tour"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 // The tours lane (`make test-tours`): every built-in tour in autoplay in

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/internal/e2e"
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // The real binary in tmux: wait for the graph, select join/1, inject a

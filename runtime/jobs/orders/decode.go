@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"unsafe"
 
-	"faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
 )
 
 // twoStrings returns a and b as strings sharing one allocation (the

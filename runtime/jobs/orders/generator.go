@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"faultline/internal/clock"
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // Generator is the deterministic, seeded input of the default job: orders

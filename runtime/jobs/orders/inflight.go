@@ -3,7 +3,7 @@ package orders
 import (
 	"encoding/binary"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // The tags of the job's values in channel state (runtime.InFlightValue):

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // fillFields sets every field of the struct v points at, those of embedded

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"faultline/backend"
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // collected keeps what an operator emits.

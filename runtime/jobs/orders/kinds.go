@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // The operator types of the orders job (spec.Kind), besides source and

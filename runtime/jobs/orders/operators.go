@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"faultline/backend"
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/backend"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // parseOp decodes and validates raw input records. It passes on the event

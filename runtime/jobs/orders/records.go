@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime"
 )
 
 // Order is a decoded order.

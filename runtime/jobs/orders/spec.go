@@ -1,6 +1,6 @@
 package orders
 
-import "faultline/runtime/spec"
+import "github.com/faultline-dev/faultline/runtime/spec"
 
 // DefaultYAML is the built-in default job (see DESIGN.md, "The default job").
 // fixtures/jobs/orders.yaml holds the same text, byte for byte; a test keeps

@@ -8,8 +8,8 @@ package orders
 import (
 	"fmt"
 
-	"faultline/runtime"
-	"faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
 // Types is the job's code for the engine (runtime.Types).

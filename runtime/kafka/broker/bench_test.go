@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/fill"
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/fill"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 // BenchmarkCheckLog checks a log of 400,000 input records (about 34 MiB in

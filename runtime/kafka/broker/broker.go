@@ -17,9 +17,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline-dev/faultline/third_party/kfake"
 )
+
+// Version says which kfake the embedded broker is: upstream's version it
+// was taken at, with faultline's patches (third_party/kfake's
+// README.faultline.md, which a test holds to it).
+const Version = "kfake v0.0.0-20260918054303-01f206a7e32c (franz-go 01f206a7e32c) with faultline's 8 patches"
 
 // Embedded is the in-process Kafka broker (kfake) that faultline starts when
 // no --brokers are given. It listens on 127.0.0.1 and keeps its log in a

@@ -6,8 +6,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 // The embedded broker rolls small segments, in memory (each one is a slice

@@ -12,10 +12,10 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 // logCase is a kind of damage, or of what a killed process leaves, done to

@@ -12,11 +12,11 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/internal/kafkatest"
-	"faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
 )
 
 // brokerLog is a real log written by the embedded broker and closed: orders

@@ -14,7 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // Input is the seeded input a Writer writes into Kafka (the orders job's

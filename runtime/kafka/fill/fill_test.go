@@ -7,8 +7,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 // An unbounded writer writes each payment at most a block of orders ahead

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/internal/kafkatest"
-	"faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
 )
 
 // The broker goes away for a while: the verifier says so, keeps going, and

@@ -7,8 +7,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // liveWait is one partition a check waits on: until the verifier has

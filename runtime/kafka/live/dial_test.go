@@ -3,7 +3,7 @@ package live
 import (
 	"testing"
 
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 // A dial that fails after its clients are open (here: the output topic's

@@ -13,10 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"faultline/checkpoint"
-	"faultline/runtime/flatjson"
-	"faultline/runtime/kafka"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // LiveStatus is the live verification line: what a read_committed consumer

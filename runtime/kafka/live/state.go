@@ -5,7 +5,7 @@ import (
 	"maps"
 	"time"
 
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // The live verifier's bookkeeping. Everything here is guarded by

@@ -9,14 +9,14 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
-	"faultline/runtime/flatjson"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/internal/kafkatest"
-	"faultline/runtime/kafka/sink"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime/flatjson"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // The bookkeeping alone: bounds, tentative and confirmed, duplicates.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // WritePoison writes runtime.PoisonRecord into partition of topic and returns its

@@ -9,7 +9,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // The API keys of the requests the sink's writer sends by hand.

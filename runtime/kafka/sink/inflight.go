@@ -4,7 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // inFlight counts what a producer sent and the broker has not acknowledged

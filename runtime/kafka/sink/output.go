@@ -20,8 +20,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // Guarantee is the sink's delivery guarantee (Flink: DeliveryGuarantee).

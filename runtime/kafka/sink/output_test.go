@@ -10,9 +10,9 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 func TestOutputTransactions(t *testing.T) {

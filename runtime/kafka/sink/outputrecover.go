@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // What a sink's recovery asks of the output besides commits and aborts:

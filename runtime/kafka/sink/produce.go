@@ -8,7 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // recordWriter writes the records of one sink transaction to a topic's

@@ -7,14 +7,14 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/fill"
-	"faultline/runtime/kafka/internal/kafkatest"
-	"faultline/runtime/kafka/sink"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/fill"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/kafka/sink"
 )
 
 // bareConsume reads every record of the input topics with plain Sarama

@@ -16,8 +16,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // StartupMode is where a source starts reading a partition that the

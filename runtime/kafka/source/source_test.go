@@ -8,11 +8,11 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
-	"faultline/runtime/kafka/fill"
-	"faultline/runtime/kafka/internal/kafkatest"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/kafka/fill"
+	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 )
 
 func TestWriterFillsTopicsOnceAndSourceReadsThemBack(t *testing.T) {

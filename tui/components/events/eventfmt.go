@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // describeEvent turns a lifecycle event into a sentence a trainer can read

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // coreLine is a subtask's first line: selection marker and index, status

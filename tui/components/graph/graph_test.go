@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"

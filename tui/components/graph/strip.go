@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // Glyphs of a queue strip.

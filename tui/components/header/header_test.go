@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
-	"faultline/tui/internal/fixture"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/internal/fixture"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"

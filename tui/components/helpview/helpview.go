@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"

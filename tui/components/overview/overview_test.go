@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"faultline/runtime/view"
+	"github.com/faultline-dev/faultline/runtime/view"
 )
 
 func TestSpreadIsMinAvgMaxAndTheNearestRankP99(t *testing.T) {

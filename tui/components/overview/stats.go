@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // Spread is min, average, max and the 99th percentile of a set of figures

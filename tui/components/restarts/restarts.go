@@ -11,8 +11,8 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"faultline/runtime/view"
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // Model shows the restart strategy (Flink: RestartBackoffTimeStrategy)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/common"
 
 	tea "github.com/charmbracelet/bubbletea"
 )

@@ -3,7 +3,7 @@ package tour
 import (
 	"strings"
 
-	"faultline/tui/common"
+	"github.com/faultline-dev/faultline/tui/common"
 
 	"github.com/charmbracelet/lipgloss"
 )

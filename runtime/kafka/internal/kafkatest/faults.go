@@ -4,8 +4,9 @@ import (
 	"fmt"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/faultline-dev/faultline/third_party/kfake"
 )
 
 // Code is a Sarama error as the error code of a Kafka answer.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/kafka/broker"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/kafka/broker"
 )
 
 // Topics are the topics of the orders job: its inputs with the generator's

@@ -8,11 +8,11 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
-	"faultline/runtime/verify"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/runtime/verify"
 )
 
 // The orders job's input and output, written and checked as the tests of

@@ -5,10 +5,10 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"faultline/checkpoint"
-	"faultline/runtime"
-	"faultline/runtime/jobs/orders"
-	"faultline/runtime/kafka"
+	"github.com/faultline-dev/faultline/checkpoint"
+	"github.com/faultline-dev/faultline/runtime"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/kafka"
 )
 
 // Output is the sink's Output as the retention fixture writes with it
