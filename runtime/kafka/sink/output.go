@@ -180,7 +180,7 @@ func NewOutput(c kafka.Client, cl sarama.Client, topic string, g Guarantee) (*Ou
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
-	cfg.Producer.Partitioner = newKafkaPartitioner
+	cfg.Producer.Partitioner = sarama.NewMurmur2Partitioner
 	// Both are needed: Flush.Messages alone makes the producer hang.
 	cfg.Producer.Flush.Messages = 1000
 	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
@@ -261,7 +261,8 @@ func (o *Output) Write(txn string, key, value []byte) error {
 // timestamp.
 func (o *Output) WriteAt(txn string, key, value []byte, at time.Time) error {
 	if o.none != nil {
-		msg := &sarama.ProducerMessage{Topic: o.topic, Key: sarama.ByteEncoder(key), Value: sarama.ByteEncoder(value), Timestamp: at}
+		msg := producerMessage(o.topic, key, value)
+		msg.Timestamp = at
 		if err := o.none.send(msg); err != nil {
 			return fmt.Errorf("write to %s: %w", o.topic, err)
 		}

@@ -28,7 +28,7 @@ import (
 // the batches carry no producer id (at-least-once).
 //
 // A record with a key goes to the partition Kafka's Java producer picks
-// for it (murmur2 of the key, keyPartition); records without one fill one
+// for it (murmur2 of the key, see keyPlacer); records without one fill one
 // partition's batch, then the next (the Java producer's sticky
 // partitioning).
 //
@@ -49,6 +49,7 @@ type recordWriter struct {
 	topic   string
 	parts   int32
 	sticky  int32 // where records without a key go
+	keys    *keyPlacer
 	txnID   *string
 	pid     int64
 	epoch   int16
@@ -105,7 +106,7 @@ func newRecordWriter(cl sarama.Client, topic string, txnID *string, pid int64, e
 	}
 	n := int32(len(parts))
 	w := &recordWriter{
-		cl: cl, topic: topic, parts: n, env: env,
+		cl: cl, topic: topic, parts: n, env: env, keys: newKeyPlacer(topic),
 		txnID: txnID, pid: pid, epoch: epoch, version: produceVersion(cl.Config().Version),
 		open: make([]*sarama.RecordBatch, n), size: make([]int, n), seq: make([]int32, n), end: make([]int64, n),
 		sendq: make(chan writeBatch, 2), stop: make(chan struct{}), done: make(chan struct{}), flight: newInFlight(),
@@ -142,7 +143,7 @@ func requestVersion(v sarama.KafkaVersion, oldest int16, newestFirst ...versionS
 }
 
 // write appends a record with timestamp now to its partition's batch
-// (keyPartition for a key, the sticky partition without one), sending the
+// (the Java producer's for a key, the sticky partition without one), sending the
 // batch once it is full. key and value must not change afterwards.
 func (w *recordWriter) write(key, value []byte, now time.Time) error {
 	if err := w.flight.failed(); err != nil {
@@ -150,7 +151,7 @@ func (w *recordWriter) write(key, value []byte, now time.Time) error {
 	}
 	p := w.sticky
 	if key != nil && w.parts > 1 {
-		p = keyPartition(key, w.parts)
+		p = w.keys.partition(key, w.parts)
 	}
 	b := w.open[p]
 	if b == nil {

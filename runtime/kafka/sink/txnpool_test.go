@@ -179,7 +179,7 @@ func TestAtLeastOnceWritesAreIdempotent(t *testing.T) {
 	if err := w.write([]byte("k"), []byte("again"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	part := keyPartition([]byte("k"), 3)
+	part := newKeyPlacer("t").partition([]byte("k"), 3)
 	b := w.open[part]
 	w.open[part] = nil
 	b.LastOffsetDelta = int32(len(b.Records) - 1)
