@@ -30,7 +30,10 @@ state dir, so topics, offsets and committed transactions survive a restart.
 
   faultline broker &
   kcat -b 127.0.0.1:9092 -L
-  faultline run --headless --brokers 127.0.0.1:9092 --bounded`,
+  faultline run --headless --brokers 127.0.0.1:9092 --generate --records 20000 --state-dir /tmp/against-broker
+
+(--generate writes the input into the broker; a run on it needs a state dir
+of its own, as the broker holds its state dir.)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if listen < 0 || listen > 65535 {
