@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
+.PHONY: docs build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
 
 # The commit goes into the binary (faultline version) when the checkout
 # has one; a machine's GOFLAGS=-buildvcs=false does not keep it out.
@@ -122,6 +122,11 @@ flink-jars:
 	@if [ -z "$$(find bench/flink/src bench/flink/pom.xml -newer $(FLINK_LIB)/faultline-flink.jar 2>/dev/null)" ] && [ -f $(FLINK_LIB)/faultline-flink.jar ]; then :; else \
 		mvn -B -q -f bench/flink/pom.xml package -Dflink.version=$(FLINK_VERSION) && cp bench/flink/target/faultline-flink-1.jar $(FLINK_LIB)/faultline-flink.jar; \
 	fi
+
+# The command reference (docs/reference), written from the commands by
+# cobra's doc generator; a test fails when it is not what they say.
+docs:
+	$(GO) test -count=1 -run TestReferenceIsTheCommands ./internal/cli/ -args -update-reference
 
 # The release lane: go install of the module at a version from a file://
 # proxy that serves this checkout's HEAD (commit first), and goreleaser
