@@ -49,7 +49,8 @@ func (o *Observer) Emit(e view.Event) {
 	if o.closed {
 		return
 	}
-	ev := Event{At: o.Since(), Event: e}
+	now := o.clk.Now()
+	ev := Event{At: now.Sub(o.start), Wall: now, Event: e}
 	if o.tap != nil {
 		o.tap(ev)
 	}

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// The headless contract's lines, byte for byte: "event", "at_ms", then the
-// fields in name order, the conditional ones only when set.
+// The headless contract's lines, byte for byte: "event", "at_ms",
+// "schema", "ts" when known, then the fields in name order, the
+// conditional ones only when set.
 func TestEventLinesKeepTheContract(t *testing.T) {
 	off := int64(0)
 	for _, tc := range []struct {
@@ -16,23 +17,37 @@ func TestEventLinesKeepTheContract(t *testing.T) {
 		want string
 	}{
 		{CheckpointCompleted{ID: 1, Kind: "checkpoint", DurationMs: 19, SizeBytes: 46591, IncrementalBytes: 46591},
-			`{"event":"checkpoint_completed","at_ms":255,"duration_ms":19,"id":1,"incremental_bytes":46591,"kind":"checkpoint","persisted_in_flight_bytes":0,"processed_in_flight_bytes":0,"size_bytes":46591,"unaligned":false}`},
+			`{"event":"checkpoint_completed","at_ms":255,"schema":1,"duration_ms":19,"id":1,"incremental_bytes":46591,"kind":"checkpoint","persisted_in_flight_bytes":0,"processed_in_flight_bytes":0,"size_bytes":46591,"unaligned":false}`},
 		{CheckpointCompleted{ID: 2, Kind: "checkpoint", DurationMs: 3, SizeBytes: 9, IncrementalBytes: 9, Unaligned: true,
 			TimedOut: []string{"join/0"}, PersistedInFlightBytes: 512, ProcessedInFlightBytes: 64},
-			`{"event":"checkpoint_completed","at_ms":255,"duration_ms":3,"id":2,"incremental_bytes":9,"kind":"checkpoint","persisted_in_flight_bytes":512,"processed_in_flight_bytes":64,"size_bytes":9,"timed_out":["join/0"],"unaligned":true}`},
-		{JobStatus{Status: "CREATED"}, `{"event":"job_status","at_ms":255,"status":"CREATED"}`},
-		{TaskFailed{Error: "boom", Attempt: 2}, `{"event":"task_failed","at_ms":255,"attempt":2,"error":"boom"}`},
-		{Restored{Reason: "resumed"}, `{"event":"restored","at_ms":255,"checkpoint":0,"reason":"resumed"}`},
+			`{"event":"checkpoint_completed","at_ms":255,"schema":1,"duration_ms":3,"id":2,"incremental_bytes":9,"kind":"checkpoint","persisted_in_flight_bytes":512,"processed_in_flight_bytes":64,"size_bytes":9,"timed_out":["join/0"],"unaligned":true}`},
+		{JobStatus{Status: "CREATED"}, `{"event":"job_status","at_ms":255,"schema":1,"status":"CREATED"}`},
+		{TaskFailed{Error: "boom", Attempt: 2}, `{"event":"task_failed","at_ms":255,"schema":1,"attempt":2,"error":"boom"}`},
+		{Restored{Reason: "resumed"}, `{"event":"restored","at_ms":255,"schema":1,"checkpoint":0,"reason":"resumed"}`},
 		{Restored{Checkpoint: 2, Offsets: &Offsets{}, Reason: "r", Tasks: []string{"join/1"}},
-			`{"event":"restored","at_ms":255,"checkpoint":2,"offsets":{},"reason":"r","tasks":["join/1"]}`},
-		{PoisonWritten{Topic: "orders", Offset: &off}, `{"event":"poison_written","at_ms":255,"offset":0,"partition":0,"topic":"orders"}`},
-		{Failover{Strategy: "full", Tasks: []string{"a/0"}}, `{"event":"failover","at_ms":255,"failed":"","strategy":"full","tasks":["a/0"]}`},
-		{Other{Event: "something_new", Values: map[string]json.RawMessage{"b": []byte("2.5")}}, `{"event":"something_new","at_ms":255,"b":2.5}`},
+			`{"event":"restored","at_ms":255,"schema":1,"checkpoint":2,"offsets":{},"reason":"r","tasks":["join/1"]}`},
+		{PoisonWritten{Topic: "orders", Offset: &off}, `{"event":"poison_written","at_ms":255,"schema":1,"offset":0,"partition":0,"topic":"orders"}`},
+		{Failover{Strategy: "full", Tasks: []string{"a/0"}}, `{"event":"failover","at_ms":255,"schema":1,"failed":"","strategy":"full","tasks":["a/0"]}`},
+		{Other{Event: "something_new", Values: map[string]json.RawMessage{"b": []byte("2.5")}}, `{"event":"something_new","at_ms":255,"schema":1,"b":2.5}`},
 	} {
 		b, err := json.Marshal(Stamped{At: 255 * time.Millisecond, Event: tc.e})
 		if err != nil || string(b) != tc.want {
 			t.Errorf("%T:\n got %s (%v)\nwant %s", tc.e, b, err, tc.want)
 		}
+	}
+	// The wall-clock time, in UTC, reads back as the same instant.
+	wall := time.Date(2026, 12, 5, 2, 3, 4, 567000000, time.FixedZone("CET", 3600))
+	b, _ := json.Marshal(Stamped{At: time.Second, Wall: wall, Event: JobStatus{Status: "RUNNING"}})
+	if want := `{"event":"job_status","at_ms":1000,"schema":1,"ts":"2026-12-05T01:03:04.567Z","status":"RUNNING"}`; string(b) != want {
+		t.Errorf("got %s\nwant %s", b, want)
+	}
+	var back Stamped
+	if err := json.Unmarshal(b, &back); err != nil || !back.Wall.Equal(wall) || back.Event != (JobStatus{Status: "RUNNING"}) {
+		t.Errorf("read back %+v, %v", back, err)
+	}
+	// A line of a newer schema is refused, not misread.
+	if err := json.Unmarshal([]byte(`{"event":"job_status","at_ms":1,"schema":2,"status":"RUNNING"}`), &back); err == nil {
+		t.Error("an event of schema 2 was read")
 	}
 }
 
