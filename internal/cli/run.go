@@ -109,10 +109,12 @@ type runState struct {
 	continues, restorable bool
 	recordInput           func() error // writes inputFile, once (see inputRecorder)
 	input                 inputRecord
+	rec                   *recorder // the session's record (record.go), nil when none
 	// watch
 	stopRun     context.CancelCauseFunc
 	obs         *runtime.Observer
 	enc         *json.Encoder
+	events      <-chan view.Stamped // what the terminal UI (or a tour) reads
 	closeEvents func()
 	// startKafka
 	generate   bool
@@ -205,6 +207,9 @@ func (r *runState) prepare(ctx context.Context) error {
 		return exitError{code: 1, err: fmt.Errorf("clear %s: %w", r.workDir, err)}
 	}
 	if err := r.openLog(); err != nil {
+		return err
+	}
+	if err := r.openRecord(); err != nil {
 		return err
 	}
 	// A bad record ahead of the last checkpoint stops this run where it
@@ -325,10 +330,12 @@ func (r *runState) watch(ctx context.Context) context.Context {
 			defer close(printed)
 			for e := range r.obs.Events() {
 				r.enc.Encode(e)
+				r.rec.write(e)
 			}
 		}()
 	} else {
-		// The terminal UI reads the events.
+		// The terminal UI reads the events, as the record has them.
+		r.events = r.rec.tee(r.obs.Events())
 		close(printed)
 	}
 	r.closeEvents = sync.OnceFunc(func() {
@@ -345,7 +352,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	o, p := r.o, r.p
 	r.jobID = rest.NewJobID()
 	r.obs.Emit(view.RunStarted{
-		JobID: r.jobID, Job: p.job.Name, Mode: o.mode, StateDir: r.stateDir, LogFile: r.logPath,
+		JobID: r.jobID, Job: p.job.Name, Mode: o.mode, StateDir: r.stateDir, LogFile: r.logPath, EventsFile: r.rec.path(),
 		Records: o.records, Seed: o.seed, CheckpointIntervalMs: o.interval.Milliseconds(),
 		Brokers: strings.Join(p.client.Brokers, ","), SinkGuarantee: string(p.sinkG),
 		CheckpointDir: r.store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
@@ -447,6 +454,7 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 	if bad := r.noteBadRecords(res); len(bad) > 0 {
 		badWhat, badAdvice = badRecordWarning(bad, res.Latest, r.embedded != nil, r.o.stateDir, r.stateDir)
 	}
+	r.rec.write(report)
 	if r.o.headless {
 		if err := r.enc.Encode(report); err != nil {
 			return exitError{code: 1, err: err}

@@ -98,8 +98,9 @@ type runOptions struct {
 	// metricsAddr and pprof: --metrics-addr and --pprof (runmetrics.go).
 	metricsAddr string
 	pprof       bool
-	// restAddr: --rest-addr (runrest.go).
-	restAddr string
+	// restAddr: --rest-addr (runrest.go); eventsFile: --events-file
+	// (record.go).
+	restAddr, eventsFile string
 
 	// front, when set, stands in front of the running job in place of the
 	// terminal UI and the headless printer (a guided tour): it gets the

@@ -81,7 +81,7 @@ func jobTitle(j *spec.Job) string {
 // (see stopBudget), and runUI returns once the job has stopped and settled
 // its outputs.
 func (r *runState) runUI(ctx context.Context, ctrl *uiController, verifier *live.LiveVerifier, opts runtime.RunOptions) (*runtime.Result, error) {
-	o, job, obs, stdout, logger := r.o, r.job, r.obs, r.stdout, r.logger
+	o, job, stdout, logger := r.o, r.job, r.stdout, r.logger
 	jobCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.endJob.Store(&cancel)
@@ -108,9 +108,9 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, verifier *live
 	}
 	var uiErr error
 	if o.front != nil {
-		uiErr = o.front(uiCtx, ctrl, obs.Events())
+		uiErr = o.front(uiCtx, ctrl, r.events)
 	} else {
-		uiErr = tui.Run(uiCtx, ctrl, obs.Events(), tui.Options{Theme: os.Getenv(themeEnv)})
+		uiErr = tui.Run(uiCtx, ctrl, r.events, tui.Options{Theme: os.Getenv(themeEnv)})
 	}
 	if !o.headless && !job.Crashed() {
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")

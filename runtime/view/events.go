@@ -97,6 +97,7 @@ type RunStarted struct {
 	Mode                 string `json:"mode"`
 	StateDir             string `json:"state_dir"`
 	LogFile              string `json:"log_file"`
+	EventsFile           string `json:"events_file,omitempty"` // the session's record, when kept
 	Records              int64  `json:"records"`
 	Seed                 int64  `json:"seed"`
 	CheckpointIntervalMs int64  `json:"checkpoint_interval_ms"`

@@ -53,6 +53,15 @@ func TestTUIInjectPanicAndRecover(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "stderr")); len(b) > 0 {
 		t.Errorf("the UI wrote to stderr: %s", b)
 	}
+	// The session's record in the state dir holds its events as the
+	// headless mode prints them, the panic and the restore among them,
+	// and the report last.
+	record, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	lines := strings.Split(strings.TrimSpace(string(record)), "\n")
+	if err != nil || !strings.HasPrefix(lines[len(lines)-1], `{"report":`) ||
+		!strings.Contains(string(record), `"event":"task_failed"`) || !strings.Contains(string(record), `"event":"restored","at_ms"`) {
+		t.Errorf("the session's record (%v):\n%s", err, record)
+	}
 }
 
 // alive reports whether process pid is still running (a zombie is not).
