@@ -182,7 +182,7 @@ func (r *runState) noteBadRecords(res *runtime.Result) []badRecordAt {
 	if r.failedParsing(res) {
 		found, err := r.findBadRecords(res.Latest)
 		if err != nil {
-			r.logger.Printf("looking for the record the job could not parse: %v", err)
+			r.log.Warn("looking for the record the job could not parse", "err", err)
 		} else {
 			recs = found
 		}

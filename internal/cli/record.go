@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,7 +32,7 @@ type recorder struct {
 	w      *lumberjack.Logger
 	enc    *json.Encoder
 	failed bool
-	logf   func(format string, args ...any)
+	log    *slog.Logger
 }
 
 // openRecord starts the run's record, when it keeps one: --events-file,
@@ -51,7 +52,7 @@ func (r *runState) openRecord() error {
 		f.Close()
 	}
 	w := &lumberjack.Logger{Filename: path, MaxSize: recordMaxMB, MaxBackups: recordBackups}
-	r.rec = &recorder{w: w, enc: json.NewEncoder(w), logf: r.logger.Printf}
+	r.rec = &recorder{w: w, enc: json.NewEncoder(w), log: r.log}
 	r.onClose(r.rec.close)
 	return nil
 }
@@ -68,7 +69,7 @@ func (rec *recorder) write(v any) {
 	}
 	if err := rec.enc.Encode(v); err != nil {
 		rec.failed = true
-		rec.logf("events file %s: %v; the session's record stops here", rec.w.Filename, err)
+		rec.log.Warn("the session's record stops here: its file cannot be written", "file", rec.w.Filename, "err", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,7 +101,8 @@ type runState struct {
 	// prepare
 	stateDir, logPath, workDir string
 	store                      *badgerstore.Store
-	logger                     *log.Logger
+	logger                     *log.Logger // r.log's lines at INFO (runlog.go)
+	log                        *slog.Logger
 	expect                     verify.Expect
 	ledger                     *verify.Ledger
 	ledgerPath                 string
@@ -247,27 +249,6 @@ func (r *runState) openStateStore(ctx context.Context) (*badgerstore.Store, erro
 	r.store = store
 	r.onClose(func() { store.Close() })
 	return store, nil
-}
-
-// openLog opens the run's log (--log-file, or faultline.log in the state
-// dir), where Sarama's logger writes too.
-func (r *runState) openLog() error {
-	o := r.o
-	r.logPath = o.logFile
-	if r.logPath == "" {
-		r.logPath = filepath.Join(r.stateDir, "faultline.log")
-	}
-	lf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		if o.logFile != "" {
-			return usagef("--log-file %s: %v", o.logFile, errors.Unwrap(err))
-		}
-		return fmt.Errorf("log file: %w", err)
-	}
-	r.onClose(func() { logSaramaTo(io.Discard); lf.Close() })
-	r.logger = log.New(lf, "", log.LstdFlags|log.Lmicroseconds)
-	logSaramaTo(lf)
-	return nil
 }
 
 // goesOn decides whether the run continues the runs before it on the state
@@ -422,7 +403,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	// are all acknowledged before the oracle reads them.
 	for topic, out := range r.outputs {
 		if err := out.Flush(); err != nil {
-			r.logger.Printf("output %s: %v", topic, err)
+			r.log.Warn("the output's last records could not be flushed", "topic", topic, "err", err)
 		}
 	}
 	return res, nil

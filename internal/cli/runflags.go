@@ -99,8 +99,9 @@ type runOptions struct {
 	metricsAddr string
 	pprof       bool
 	// restAddr: --rest-addr (runrest.go); eventsFile: --events-file
-	// (record.go).
-	restAddr, eventsFile string
+	// (record.go); logLevel, logFormat: --log-level, --log-format
+	// (runlog.go).
+	restAddr, eventsFile, logLevel, logFormat string
 
 	// front, when set, stands in front of the running job in place of the
 	// terminal UI and the headless printer (a guided tour): it gets the
@@ -276,7 +277,7 @@ func (o *runOptions) check() (*prepared, error) {
 	}
 	for _, check := range []func() error{
 		o.checkInputFlags, o.checkCheckpointFlags, o.checkRestartFlags, o.checkChannelFlags,
-		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, o.checkMetricsFlags, o.checkRESTFlag, checkTheme,
+		o.checkStateBackendFlags, o.checkStateDirFlags, o.checkDeadLetterFlags, o.checkBrokerFlags, o.checkMetricsFlags, o.checkRESTFlag, o.checkLogFlags, checkTheme,
 	} {
 		if err := check(); err != nil {
 			return nil, err

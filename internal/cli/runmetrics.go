@@ -16,6 +16,8 @@ import (
 // addServingFlags adds the flags of what a run serves and keeps while it
 // runs: its metrics, its REST API (runrest.go) and its record (record.go).
 func (o *runOptions) addServingFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.logLevel, "log-level", "info", "the least level the log keeps: debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "the log's form: text (key=value) or json, one record a line")
 	f.StringVar(&o.eventsFile, "events-file", "", "record the session's events and report as JSON lines into this file, rotating at 16 MiB (default: events.jsonl in the state dir with the terminal UI, none headless)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics under Flink's names at http://host:port/metrics while the job runs, e.g. 127.0.0.1:9249 (default: off)")
 	f.BoolVar(&o.pprof, "pprof", false, "with --metrics-addr: serve Go's profiles at /debug/pprof/ too")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"log"
 	"sync"
 
 	"github.com/IBM/sarama"
@@ -21,7 +20,7 @@ var saramaLogOnce sync.Once
 // logSaramaTo sends Sarama's log to w (io.Discard: nowhere) from now on.
 func logSaramaTo(w io.Writer) {
 	saramaLogOnce.Do(func() {
-		sarama.Logger = log.New(saramaLog, "sarama ", log.LstdFlags|log.Lmicroseconds)
+		sarama.Logger = newSaramaLogger(saramaLog)
 	})
 	saramaLog.set(w)
 }

@@ -128,7 +128,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, verifier *live
 	ended := <-done
 	<-liveDone
 	if uiErr != nil {
-		logger.Printf("terminal UI: %v", uiErr)
+		r.log.Error("the terminal UI failed", "err", uiErr)
 		if ended.err == nil {
 			ended.err = fmt.Errorf("terminal UI: %w", uiErr)
 		}
@@ -166,7 +166,7 @@ func (r *runState) startLive(ctx context.Context, verifier *live.LiveVerifier) <
 	go func() {
 		defer close(done)
 		if err := verifier.Run(ctx, committed); err != nil {
-			r.logger.Printf("live verification stopped: %v", err)
+			r.log.Warn("the live verification stopped", "err", err)
 		}
 	}()
 	return done
