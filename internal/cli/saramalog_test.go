@@ -31,7 +31,7 @@ func TestSaramaLogSwitchesWhileSaramaLogs(t *testing.T) {
 	wg.Wait()
 	logSaramaTo(io.Discard)
 	lines := strings.Count(first.String(), "\n") + strings.Count(second.String(), "\n")
-	if lines != 400 || strings.Count(first.String()+second.String(), "sarama ") != 400 {
+	if lines != 400 || strings.Count(first.String()+second.String(), "a line from Sarama\n") != 400 {
 		t.Fatalf("%d lines in the two logs, want 400 whole ones:\n%s%s", lines, first.String(), second.String())
 	}
 }
