@@ -83,13 +83,7 @@ func (u *uiController) Snapshot() tui.Snapshot {
 	s.Job.Status = string(u.job.Status())
 	s.Job.Mode = u.job.ModeNameNow()
 	s.Job.Attempt = u.job.Epoch()
-	for _, op := range u.spec.Operators {
-		o := tui.Operator{Name: op.Name, Type: op.Type, Parallelism: op.Parallelism, Topic: op.Topic}
-		for _, in := range op.Inputs {
-			o.Inputs = append(o.Inputs, tui.Edge{From: in.From, Kind: string(in.Edge), Key: in.Key})
-		}
-		s.Operators = append(s.Operators, o)
-	}
+	s.Operators = operatorsOf(u.spec)
 	metrics := u.job.Metrics()
 	frozen := u.job.Tempo() == runtime.TempoFrozen
 	u.mu.Lock()
@@ -336,4 +330,17 @@ func (u *uiController) Faults() []tui.FaultChoice {
 		out = append(out, c)
 	}
 	return out
+}
+
+// operatorsOf is the job graph as the UI draws it.
+func operatorsOf(j *spec.Job) []view.Operator {
+	var ops []view.Operator
+	for _, op := range j.Operators {
+		o := view.Operator{Name: op.Name, Type: op.Type, Parallelism: op.Parallelism, Topic: op.Topic}
+		for _, in := range op.Inputs {
+			o.Inputs = append(o.Inputs, view.Edge{From: in.From, Kind: string(in.Edge), Key: in.Key})
+		}
+		ops = append(ops, o)
+	}
+	return ops
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/faultline-dev/faultline/runtime/jobs/orders"
 	"github.com/faultline-dev/faultline/runtime/kafka/live"
 	"github.com/faultline-dev/faultline/runtime/spec"
+	"github.com/faultline-dev/faultline/runtime/view"
 	"github.com/faultline-dev/faultline/tui"
 )
 
@@ -163,13 +164,42 @@ func (r *runState) startLive(ctx context.Context, verifier *live.LiveVerifier) <
 		}
 		return id, out, inFlight, true
 	}
+	ran := make(chan struct{})
 	go func() {
-		defer close(done)
+		defer close(ran)
 		if err := verifier.Run(ctx, committed); err != nil {
 			r.log.Warn("the live verification stopped", "err", err)
 		}
 	}()
+	go func() {
+		defer close(done)
+		r.tellVerifyStatus(ctx, verifier)
+		<-ran
+	}()
 	return done
+}
+
+// tellVerifyStatus emits the live verification's line as a verify_status
+// event each time it changed, looking once a second, until ctx ends: the
+// session's record holds it for a replay.
+func (r *runState) tellVerifyStatus(ctx context.Context, verifier *live.LiveVerifier) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var last view.VerifyStatus
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s := verifier.Status()
+		vs := view.VerifyStatus{Committed: s.Committed, Duplicates: s.Duplicates, DuplicatesAtLeastOnce: s.DuplicatesAtLeastOnce,
+			Lost: s.Lost, AsOf: s.AsOf, InFlight: s.InFlight, NotJoined: s.NotJoined, Error: s.Err}
+		if s.Available && vs != last {
+			r.obs.Emit(vs)
+			last = vs
+		}
+	}
 }
 
 // watchTerminal calls gone, once, when w stops being a terminal (a hung-up

@@ -92,20 +92,24 @@ type Offsets map[string]map[string]int64
 type RunStarted struct {
 	// JobID is the job's id, a new one each run (as Flink gives each
 	// submission), as the REST API and faultline list know it.
-	JobID                string `json:"job_id"`
-	Job                  string `json:"job"`
-	Mode                 string `json:"mode"`
-	StateDir             string `json:"state_dir"`
-	LogFile              string `json:"log_file"`
-	EventsFile           string `json:"events_file,omitempty"` // the session's record, when kept
-	Records              int64  `json:"records"`
-	Seed                 int64  `json:"seed"`
-	CheckpointIntervalMs int64  `json:"checkpoint_interval_ms"`
-	Brokers              string `json:"brokers"`
-	SinkGuarantee        string `json:"sink_guarantee"`
-	CheckpointDir        string `json:"checkpoint_dir"`
-	StateBackend         string `json:"state_backend"`
-	Incremental          bool   `json:"incremental"`
+	JobID      string `json:"job_id"`
+	Job        string `json:"job"`
+	Mode       string `json:"mode"`
+	StateDir   string `json:"state_dir"`
+	LogFile    string `json:"log_file"`
+	EventsFile string `json:"events_file,omitempty"` // the session's record, when kept
+	// Title and Operators are the job graph, as the terminal UI draws it
+	// (a replay of the session draws it from them).
+	Title                string     `json:"title,omitempty"`
+	Operators            []Operator `json:"operators,omitempty"`
+	Records              int64      `json:"records"`
+	Seed                 int64      `json:"seed"`
+	CheckpointIntervalMs int64      `json:"checkpoint_interval_ms"`
+	Brokers              string     `json:"brokers"`
+	SinkGuarantee        string     `json:"sink_guarantee"`
+	CheckpointDir        string     `json:"checkpoint_dir"`
+	StateBackend         string     `json:"state_backend"`
+	Incremental          bool       `json:"incremental"`
 }
 
 // BrokerStarted: the embedded Kafka broker listens; Note says why not on
@@ -400,8 +404,23 @@ type SubtaskLoad struct {
 	WatermarkMs              int64  `json:"watermark_ms,omitempty"`
 }
 
+// VerifyStatus: the live verification's line changed (at most once a
+// second): what a read_committed consumer of the output sees, checked
+// against the input (see Verify).
+type VerifyStatus struct {
+	Committed             int    `json:"committed"`
+	Duplicates            int    `json:"duplicates"`
+	DuplicatesAtLeastOnce int    `json:"duplicates_at_least_once,omitempty"`
+	Lost                  int    `json:"lost"`
+	AsOf                  int64  `json:"as_of"`
+	InFlight              int    `json:"in_flight,omitempty"`
+	NotJoined             int    `json:"not_joined,omitempty"`
+	Error                 string `json:"error,omitempty"`
+}
+
 // Name implements Event.
 func (RunStarted) Name() string          { return "run_started" }
+func (VerifyStatus) Name() string        { return "verify_status" }
 func (BrokerStarted) Name() string       { return "broker_started" }
 func (BrokerDown) Name() string          { return "broker_down" }
 func (BrokerUp) Name() string            { return "broker_up" }
@@ -460,7 +479,7 @@ var known = map[string]func() Event{}
 
 func init() {
 	for _, e := range []Event{
-		RunStarted{}, BrokerStarted{}, BrokerDown{}, BrokerUp{}, InputProgress{}, InputWritten{},
+		RunStarted{}, VerifyStatus{}, BrokerStarted{}, BrokerDown{}, BrokerUp{}, InputProgress{}, InputWritten{},
 		InputWriterFailed{}, VerifyStarted{}, JobStatus{}, TaskStatus{}, CheckpointTriggered{},
 		CheckpointCompleted{}, CheckpointFailed{}, CheckpointInvalid{}, CheckpointCorrupted{},
 		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},

@@ -157,18 +157,18 @@ type JobInfo struct {
 
 // Operator is one vertex of the job graph.
 type Operator struct {
-	Name        string
-	Type        string // source, parse, join, aggregate, enrich, sink
-	Parallelism int
-	Inputs      []Edge
-	Topic       string // sources: topic read; sinks: topic written
+	Name        string `json:"name"`
+	Type        string `json:"type"` // source, parse, join, aggregate, enrich, sink
+	Parallelism int    `json:"parallelism"`
+	Inputs      []Edge `json:"inputs,omitempty"`
+	Topic       string `json:"topic,omitempty"` // sources: topic read; sinks: topic written
 }
 
 // Edge is one input of an operator.
 type Edge struct {
-	From string // upstream operator
-	Kind string // forward, hash, rebalance, broadcast
-	Key  string // hash: the field the records are keyed by
+	From string `json:"from"`          // upstream operator
+	Kind string `json:"kind"`          // forward, hash, rebalance, broadcast
+	Key  string `json:"key,omitempty"` // hash: the field the records are keyed by
 }
 
 // BackPressure is Flink's back-pressure level of a subtask: how much of the
