@@ -92,7 +92,7 @@ func (d *driver) emitRestartScheduled(delay time.Duration, attempt int, tasks []
 	j := d.j
 	b := j.handler.Backoff()
 	j.obs.Emit(view.RestartScheduled{Strategy: b.Name(), DelayMs: delay.Milliseconds(), Attempt: attempt,
-		Description: b.Describe(), Failover: string(j.handler.Failover()), Tasks: tasks})
+		Description: b.Describe(), Failover: string(j.handler.Failover()), Tasks: tasks, MaxAttempts: b.Status().MaxAttempts})
 }
 
 // RollbackCounter is an operator that can say what an individual failover

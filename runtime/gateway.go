@@ -29,7 +29,7 @@ func (g gateway) onCheckpointEvent(e checkpoint.Event) {
 		}
 		full, inc := e.Completed.Size()
 		done := view.CheckpointCompleted{
-			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(),
+			ID: e.ID, Kind: e.Kind.String(), DurationMs: e.Completed.Duration().Milliseconds(), DurationUs: e.Completed.Duration().Microseconds(),
 			FrozenMs: e.Completed.Frozen.Milliseconds(), SizeBytes: full, IncrementalBytes: inc,
 		}
 		for _, id := range e.Completed.SortedTasks() {
@@ -37,6 +37,7 @@ func (g gateway) onCheckpointEvent(e checkpoint.Event) {
 			done.AfterBarrier += a.AfterBarrier
 			done.Unaligned = done.Unaligned || a.Unaligned
 			done.PersistedInFlightBytes += a.PersistedInFlight
+			done.MaxAlignmentUs = max(done.MaxAlignmentUs, a.Alignment.Microseconds())
 			done.ProcessedInFlightBytes += a.ProcessedInFlight
 			if a.TimedOut {
 				done.TimedOut = append(done.TimedOut, id.String())

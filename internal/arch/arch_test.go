@@ -94,6 +94,7 @@ var rules = []rule{
 	{project + "/internal/flinkconf", []string{project}, "reading Flink's configuration format is a leaf: the command line knows the keys", nil},
 	{project + "/internal/metrics", []string{project}, "the metrics read the job's plain view, as the UI does", []string{project + "/runtime/view"}},
 	{project + "/internal/rest", []string{project}, "the REST API reads the job's plain view and drives it through its own Job interface, as the UI does", []string{project + "/runtime/view", project + "/internal/atomicfile", project + "/internal/rest/resttest"}},
+	{project + "/internal/replay", []string{project}, "a replay folds recorded events into the UI's plain view: it knows nothing of the engine", []string{project + "/runtime/view"}},
 	{project + "/internal/kafkalane", []string{project}, "the Kafka lane's broker counts with Kafka's own tools: it imports nothing of faultline", nil},
 	{project + "/internal/e2e", []string{project}, "the end-to-end tests drive the built program as a user does: their helpers import nothing of faultline", nil},
 	{project + "/runtime/view", []string{project}, "the UI's view is plain data: it imports nothing of the engine", nil},

@@ -59,7 +59,7 @@ again (headless: --resume), and faultline reset empties it for a clean start.`,
 	})
 	run := newRunCmd()
 	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd(), newTourCmd(),
-		newListCmd(), newSavepointCmd(), newStopCmd(), newCancelCmd())
+		newListCmd(), newSavepointCmd(), newStopCmd(), newCancelCmd(), newReplayCmd())
 	root.AddCommand(newVersionCmd())
 	setVersion(root)
 	// faultline with no command runs the default job, as `faultline run`.

@@ -337,7 +337,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 		Records: o.records, Seed: o.seed, CheckpointIntervalMs: o.interval.Milliseconds(),
 		Brokers: strings.Join(p.client.Brokers, ","), SinkGuarantee: string(p.sinkG),
 		CheckpointDir: r.store.Dir(), StateBackend: o.stateBackend, Incremental: o.incremental,
-		Title: jobTitle(p.job), Operators: operatorsOf(p.job),
+		Title: jobTitle(p.job), Operators: operatorsOf(p.job), StateTTLMs: r.expect.StateTTL.Milliseconds(),
 	})
 	for _, n := range r.notices {
 		r.obs.Emit(n) // the UI shows them, which hides what went to stderr

@@ -100,16 +100,18 @@ type RunStarted struct {
 	EventsFile string `json:"events_file,omitempty"` // the session's record, when kept
 	// Title and Operators are the job graph, as the terminal UI draws it
 	// (a replay of the session draws it from them).
-	Title                string     `json:"title,omitempty"`
-	Operators            []Operator `json:"operators,omitempty"`
-	Records              int64      `json:"records"`
-	Seed                 int64      `json:"seed"`
-	CheckpointIntervalMs int64      `json:"checkpoint_interval_ms"`
-	Brokers              string     `json:"brokers"`
-	SinkGuarantee        string     `json:"sink_guarantee"`
-	CheckpointDir        string     `json:"checkpoint_dir"`
-	StateBackend         string     `json:"state_backend"`
-	Incremental          bool       `json:"incremental"`
+	Title     string     `json:"title,omitempty"`
+	Operators []Operator `json:"operators,omitempty"`
+	// StateTTLMs is the join's state TTL (0: none).
+	StateTTLMs           int64  `json:"state_ttl_ms,omitempty"`
+	Records              int64  `json:"records"`
+	Seed                 int64  `json:"seed"`
+	CheckpointIntervalMs int64  `json:"checkpoint_interval_ms"`
+	Brokers              string `json:"brokers"`
+	SinkGuarantee        string `json:"sink_guarantee"`
+	CheckpointDir        string `json:"checkpoint_dir"`
+	StateBackend         string `json:"state_backend"`
+	Incremental          bool   `json:"incremental"`
 }
 
 // BrokerStarted: the embedded Kafka broker listens; Note says why not on
@@ -187,6 +189,11 @@ type CheckpointCompleted struct {
 	FrozenMs         int64 `json:"frozen_ms,omitempty"`
 	SizeBytes        int64 `json:"size_bytes"`
 	IncrementalBytes int64 `json:"incremental_bytes"`
+	// DurationUs is DurationMs to the µs.
+	DurationUs int64 `json:"duration_us,omitempty"`
+	// MaxAlignmentUs is the longest alignment of a subtask, in µs (on the
+	// job's clock).
+	MaxAlignmentUs int64 `json:"max_alignment_us,omitempty"`
 	// AfterBarrier adds up the records each subtask processed past the
 	// barrier in an at-least-once checkpoint (read again after a restore
 	// from it): a record counts at each subtask it passed early, so it is
@@ -289,6 +296,9 @@ type RestartScheduled struct {
 	Description string   `json:"description"`
 	Failover    string   `json:"failover"`
 	Tasks       []string `json:"tasks"`
+	// MaxAttempts is the restarts the strategy grants in all (0: not
+	// attempt-based, or unlimited).
+	MaxAttempts int `json:"max_attempts,omitempty"`
 }
 
 // Restored: the job (or Tasks of it) restored Checkpoint (0: none, it

@@ -77,8 +77,9 @@ var skippedStatuses = []string{"CREATED", "DEPLOYING", "INITIALIZING", "CANCELIN
 
 // add appends one event.
 func (l *eventLog) add(s view.Stamped) {
-	if _, ok := s.Event.(view.TaskLoad); ok {
-		return // the graph shows the load as it samples it; the log would scroll away
+	switch s.Event.(type) {
+	case view.TaskLoad, view.VerifyStatus:
+		return // the graph and the verify line show them; the log would scroll away
 	}
 	if ts, ok := s.Event.(view.TaskStatus); ok {
 		if slices.Contains(skippedStatuses, ts.Status) {
