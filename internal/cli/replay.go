@@ -75,4 +75,3 @@ func readSession(path string, n int) (replay.Session, error) {
 	}
 	return sessions[n-1], nil
 }
-
