@@ -106,9 +106,10 @@ func newCheckpointsListCmd(f *checkpointsFlags) *cobra.Command {
 // checkpoint in full, with the channel state of its subtasks.
 func newCheckpointsInspectCmd(f *checkpointsFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "inspect ID",
-		Short: "Show one checkpoint: its subtasks' figures, state handles, source offsets and channel state",
-		Args:  cobra.ExactArgs(1),
+		Use:               "inspect ID",
+		ValidArgsFunction: checkpointIDs(f),
+		Short:             "Show one checkpoint: its subtasks' figures, state handles, source offsets and channel state",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseCheckpointID(args[0])
 			if err != nil {

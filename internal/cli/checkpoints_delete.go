@@ -20,8 +20,9 @@ import (
 func newCheckpointsDeleteCmd(f *checkpointsFlags) *cobra.Command {
 	var yes bool
 	del := &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete one checkpoint or savepoint and its state",
+		Use:               "delete ID",
+		ValidArgsFunction: checkpointIDs(f),
+		Short:             "Delete one checkpoint or savepoint and its state",
 		Long: `Delete one checkpoint or savepoint and its state.
 
 Deleting the newest checkpoint of a job sends a resumed run back to the one

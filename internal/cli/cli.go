@@ -58,6 +58,7 @@ again (headless: --resume), and faultline reset empties it for a clean start.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	run := newRunCmd()
+	addRunCompletions(run)
 	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd(), newTourCmd(),
 		newListCmd(), newSavepointCmd(), newStopCmd(), newCancelCmd(), newReplayCmd())
 	root.AddCommand(newVersionCmd())

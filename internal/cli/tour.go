@@ -43,8 +43,9 @@ type tourOptions struct {
 func newTourCmd() *cobra.Command {
 	o := &tourOptions{}
 	cmd := &cobra.Command{
-		Use:   "tour [NAME | FILE.yaml]",
-		Short: "Guided walkthroughs of fault-tolerance concepts, on the live job",
+		Use:               "tour [NAME | FILE.yaml]",
+		ValidArgsFunction: tourNames,
+		Short:             "Guided walkthroughs of fault-tolerance concepts, on the live job",
 		Long: `Without a name, lists the tours with one line each and their length.
 
 faultline tour NAME opens the terminal UI with the tour's narration beside
