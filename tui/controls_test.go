@@ -265,3 +265,23 @@ func TestSettingsReachTheJobInTheOrderAsked(t *testing.T) {
 		t.Fatalf("mode %s, paused %v, tempo %s, rate %v: the older requests overrode the newer", snap.Job.Mode, snap.Input.SourcesPaused, snap.Input.Tempo, snap.Input.Rate)
 	}
 }
+
+// / from any pane moves to the event log and types a filter: the letters
+// typed are the filter's, not commands (c takes no checkpoint), until
+// enter.
+func TestSlashFiltersTheEventsAndTakesTheKeys(t *testing.T) {
+	h := newHarness(t, fixture.Running(), 120, 40)
+	h.press("/")
+	if h.m.focus != paneEvents || !h.m.log.Typing() {
+		t.Fatalf("focus %v, typing %v after /", h.m.focus, h.m.log.Typing())
+	}
+	h.press("c")
+	h.press("s")
+	assertCalls(t, h.ctrl)
+	h.press("enter")
+	if h.m.log.Typing() || !strings.Contains(h.m.View(), "/cs: ") {
+		t.Fatalf("typing %v after enter:\n%s", h.m.log.Typing(), h.m.View())
+	}
+	h.press("c")
+	assertCalls(t, h.ctrl, "TriggerCheckpoint")
+}

@@ -70,6 +70,10 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 	}
+	if m.log.Typing() {
+		m.log, cmd = update(m.log, k)
+		return cmd
+	}
 	if cmd, ok := m.commandKey(k); ok {
 		return cmd
 	}
@@ -95,6 +99,11 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		m.overlay = overlayHelp
 	case key.Matches(k, keys.Overview):
 		m.overlay = overlayOverview
+	case key.Matches(k, keys.Filter):
+		if m.drawn(paneEvents) {
+			m.focus = paneEvents
+			m.log.StartFilter()
+		}
 	case key.Matches(k, keys.NextPane):
 		m.cycleFocus(+1)
 	case key.Matches(k, keys.PrevPane):

@@ -15,8 +15,13 @@ type KeyMap struct {
 	Up, Down, Left, Right key.Binding
 	PageUp, PageDown      key.Binding
 	// Newest selects the newest checkpoint, and the table follows new
-	// ones again.
-	Newest key.Binding
+	// ones again; in the event log it goes to the oldest line kept (the
+	// top). Oldest selects the oldest checkpoint; in the log it goes back
+	// to the newest line (the bottom), following new ones again.
+	Newest, Oldest key.Binding
+	// Filter types a filter for the event log (/); only the lines holding
+	// it show.
+	Filter key.Binding
 	// Select, Rows, Scroll, Pages, Choose, PickHelp, Rate and CloseHelp
 	// only stand for several keys at once in the short help line, and
 	// ShortStep for Step there.
@@ -61,6 +66,8 @@ func DefaultKeyMap() KeyMap {
 		PageUp:        key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "page up")),
 		PageDown:      key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "page down")),
 		Newest:        key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home/g", "newest checkpoint")),
+		Oldest:        key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end/G", "oldest checkpoint")),
+		Filter:        key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter the events")),
 		Select:        key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("↑↓←→", "select")),
 		Rows:          key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "row")),
 		Scroll:        key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑↓", "scroll")),
@@ -121,7 +128,7 @@ func (k KeyMap) FailedHelp() []key.Binding {
 func (k KeyMap) HelpGroups(tour bool) (titles []string, groups [][]key.Binding) {
 	titles = []string{"move", "fault tolerance", "tempo, input, general"}
 	groups = [][]key.Binding{
-		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.NextPane, k.PrevPane, k.Open, k.Overview, k.Back},
+		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.Oldest, k.Filter, k.NextPane, k.PrevPane, k.Open, k.Overview, k.Back},
 		{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode, k.ResetRestarts},
 		{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
 	}

@@ -157,6 +157,8 @@ func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.selectRow(p.selected() + p.rows())
 		case key.Matches(msg, k.Newest):
 			p.selectRow(0)
+		case key.Matches(msg, k.Oldest):
+			p.selectRow(len(h) - 1)
 		case key.Matches(msg, k.Open) && len(h) > 0:
 			id := p.SelectedID()
 			return p, func() tea.Msg { return common.OpenDetailMsg{ID: id} }

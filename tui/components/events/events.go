@@ -198,6 +198,48 @@ type Model struct {
 	log           eventLog
 	// back is how many lines the view is scrolled up from the newest.
 	back int
+	// filter: only the lines holding it show (case aside); typing: the
+	// filter is being typed (/), and the keys go to it.
+	filter string
+	typing bool
+}
+
+// Typing reports whether a filter is being typed: every key goes to it.
+func (p *Model) Typing() bool { return p.typing }
+
+// StartFilter starts typing a filter (/), from the one there is.
+func (p *Model) StartFilter() { p.typing, p.back = true, 0 }
+
+// shown are the lines the filter lets through.
+func (p *Model) shown() []logEntry {
+	if p.filter == "" {
+		return p.log.entries
+	}
+	f := strings.ToLower(p.filter)
+	var out []logEntry
+	for _, e := range p.log.entries {
+		if strings.Contains(strings.ToLower(e.text), f) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// typed takes a key while the filter is typed: enter keeps the filter,
+// esc drops it.
+func (p *Model) typed(k tea.KeyMsg) {
+	switch k.Type {
+	case tea.KeyRunes, tea.KeySpace:
+		p.filter += string(k.Runes)
+	case tea.KeyBackspace:
+		if r := []rune(p.filter); len(r) > 0 {
+			p.filter = string(r[:len(r)-1])
+		}
+	case tea.KeyEnter:
+		p.typing = false
+	case tea.KeyEsc:
+		p.typing, p.filter = false, ""
+	}
 }
 
 // New returns the pane; it draws what ctx holds.
@@ -233,14 +275,14 @@ func (p *Model) ShortHelp() []key.Binding {
 // FullHelp implements help.KeyMap.
 func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Newest, k.Oldest, k.Filter}}
 }
 
 // Update implements tea.Model: event batches are logged, keys scroll.
 func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case common.EventsMsg:
-		before := len(p.log.entries)
+		before := len(p.shown())
 		for _, e := range msg.Events {
 			p.log.add(e)
 		}
@@ -249,12 +291,20 @@ func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		if p.back > 0 {
 			// Keep the lines being read where they are.
-			p.back += len(p.log.entries) - before
+			p.back += len(p.shown()) - before
 		}
 	case tea.KeyMsg:
 		k := p.ctx.Keys
 		page := max(p.height-1, 1)
 		switch {
+		case p.typing:
+			p.typed(msg)
+		case msg.Type == tea.KeyEsc && p.filter != "":
+			p.filter = ""
+		case key.Matches(msg, k.Newest):
+			p.back = len(p.shown())
+		case key.Matches(msg, k.Oldest):
+			p.back = 0
 		case key.Matches(msg, k.Up):
 			p.back++
 		case key.Matches(msg, k.Down):
@@ -265,7 +315,7 @@ func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.back -= page
 		}
 	}
-	p.back = max(min(p.back, len(p.log.entries)-(p.height-1)), 0)
+	p.back = max(min(p.back, len(p.shown())-(p.height-1)), 0)
 	return p, nil
 }
 
@@ -273,7 +323,8 @@ func (p *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (p *Model) View() string {
 	st := p.ctx.Styles
 	rows := max(p.height-1, 0)
-	n := len(p.log.entries)
+	entries := p.shown()
+	n := len(entries)
 	end := max(n-p.back, 0)
 	// From the newest shown back, as many entries as fit; the oldest of
 	// them may be cut to the lines left.
@@ -282,16 +333,23 @@ func (p *Model) View() string {
 	start := end
 	for start > 0 && len(body) < rows {
 		start--
-		body = append(p.entryLines(p.log.entries[start], started, min(maxEntryLines, rows-len(body))), body...)
+		body = append(p.entryLines(entries[start], started, min(maxEntryLines, rows-len(body))), body...)
 	}
 	info := ""
-	if p.back > 0 {
+	switch {
+	case p.typing:
+		info = st.Warning.Render("/" + p.filter + "▏ enter keeps, esc drops")
+	case p.filter != "":
+		info = st.Warning.Render("/" + p.filter + ": " + strconv.Itoa(n) + " of " + strconv.Itoa(len(p.log.entries)) + " (esc drops)")
+	case p.back > 0:
 		info = st.Warning.Render("scrolled: " + strconv.Itoa(p.back) + " newer below")
-	} else if start > 0 {
+	case start > 0:
 		info = st.Muted.Render(strconv.Itoa(start) + " earlier")
 	}
 	lines := []string{common.Rule(st, "events", info, p.width, p.focused)}
-	if n == 0 {
+	if n == 0 && p.filter != "" {
+		lines = append(lines, st.Muted.Render(" no event holds "+strconv.Quote(p.filter)))
+	} else if n == 0 {
 		lines = append(lines, st.Muted.Render(" no events yet"))
 	}
 	lines = append(lines, body...)

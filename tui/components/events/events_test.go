@@ -278,3 +278,45 @@ func TestMain(m *testing.M) {
 	lipgloss.SetColorProfile(termenv.Ascii)
 	os.Exit(m.Run())
 }
+
+// g goes to the oldest line kept and G back to the newest; / types a
+// filter that only the lines holding it pass, enter keeps it, esc drops it.
+func TestEventsPaneJumpsAndFilters(t *testing.T) {
+	ctx := common.NewContext(nil)
+	ctx.Snap, ctx.HasSnap = fixture.Running(), true
+	p := New(ctx)
+	p.SetSize(100, 5)
+	p.SetFocused(true)
+	runes := func(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+	var evs []view.Stamped
+	for i := range 30 {
+		evs = append(evs, view.Stamped{At: time.Duration(i) * time.Second,
+			Event: fixture.Event(t, "mode_changed", map[string]any{"mode": "m" + common.Itoa(int64(i))})})
+	}
+	evs = append(evs, view.Stamped{At: 31 * time.Second, Event: fixture.Event(t, "task_failed", map[string]any{"task": "join/1", "error": "boom"})})
+	p.Update(common.EventsMsg{Events: evs})
+	p.Update(runes("g"))
+	if v := p.View(); !strings.Contains(v, "mode m0 ") || strings.Contains(v, "join/1 failed") {
+		t.Fatalf("g did not go to the oldest:\n%s", v)
+	}
+	p.Update(runes("G"))
+	if v := p.View(); !strings.Contains(v, "join/1 failed") {
+		t.Fatalf("G did not come back to the newest:\n%s", v)
+	}
+	p.StartFilter()
+	for _, r := range "M2" {
+		p.Update(runes(string(r)))
+	}
+	if !p.Typing() {
+		t.Fatal("not typing the filter")
+	}
+	p.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	v := p.View()
+	if p.Typing() || !strings.Contains(v, "/M2: 11 of 31") || !strings.Contains(v, "mode m29 ") || strings.Contains(v, "mode m19 ") || strings.Contains(v, "join/1") {
+		t.Fatalf("filter m2:\n%s", v)
+	}
+	p.Update(tea.KeyMsg{Type: tea.KeyEsc})
+	if v := p.View(); !strings.Contains(v, "join/1 failed") || strings.Contains(v, "of 31") {
+		t.Fatalf("esc did not drop the filter:\n%s", v)
+	}
+}
