@@ -177,6 +177,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ctx.Width, m.ctx.Height = msg.Width, msg.Height
 	case tea.KeyMsg:
 		cmd = m.handleKeys(msg)
+	case tea.MouseMsg:
+		cmd = m.handleMouse(msg)
 	case SnapshotMsg:
 		if msg.Run != m.sampler.run {
 			return m, nil // of a run this one replaced: its ticks end

@@ -32,6 +32,9 @@ type Options struct {
 	// Theme is the colour theme's name: "" or "default", "high-contrast"
 	// (for a projector). The caller checks it with CheckTheme.
 	Theme string
+	// NoMouse leaves the mouse to the terminal (its own selection and
+	// scrollback): no clicks, no wheel.
+	NoMouse bool
 }
 
 // CheckTheme reports whether name is a theme Run knows, and says which
@@ -81,6 +84,9 @@ func newProgram(ctrl Controller, events <-chan view.Stamped, opts Options, done 
 	m := newModel(ctrl, events, modelConfig{period: opts.TickPeriod, renderer: r, done: done, theme: theme})
 	if !opts.NoAltScreen {
 		popts = append(popts, tea.WithAltScreen())
+	}
+	if !opts.NoMouse {
+		popts = append(popts, tea.WithMouseCellMotion())
 	}
 	return tea.NewProgram(m, popts...)
 }

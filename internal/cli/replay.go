@@ -17,6 +17,7 @@ import (
 func newReplayCmd() *cobra.Command {
 	var speed float64
 	var session int
+	var noMouse bool
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Play a recorded session (the state dir's events.jsonl) in the terminal UI, with no job running",
@@ -45,10 +46,11 @@ line. A file holds every session recorded into it; the newest plays unless
 			defer stop()
 			p := replay.NewPlayer(s, speed)
 			go p.Run(ctx)
-			return tui.Run(ctx, p, p.Events(), tui.Options{Theme: os.Getenv(themeEnv)})
+			return tui.Run(ctx, p, p.Events(), uiOptions(noMouse))
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "how many times as fast as recorded")
+	cmd.Flags().BoolVar(&noMouse, "no-mouse", false, noMouseHelp)
 	cmd.Flags().IntVar(&session, "session", 0, "which recorded session to play, 1 the oldest (default: the newest)")
 	return cmd
 }

@@ -443,7 +443,7 @@ func (r *runState) report(ctx context.Context, res *runtime.Result, v verify.Ver
 		}
 	} else {
 		b, _ := json.Marshal(report)
-		r.logger.Printf("%s", b)
+		r.log.Info("the run's report", "report", json.RawMessage(b))
 		stateDir := r.stateDir
 		if r.o.front != nil {
 			stateDir = "" // a tour's own, deleted when it ends

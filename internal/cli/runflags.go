@@ -102,6 +102,7 @@ type runOptions struct {
 	// (record.go); logLevel, logFormat: --log-level, --log-format
 	// (runlog.go).
 	restAddr, eventsFile, logLevel, logFormat string
+	noMouse                                   bool // --no-mouse (ui_run.go)
 
 	// front, when set, stands in front of the running job in place of the
 	// terminal UI and the headless printer (a guided tour): it gets the

@@ -14,8 +14,10 @@ import (
 )
 
 // addServingFlags adds the flags of what a run serves and keeps while it
-// runs: its metrics, its REST API (runrest.go) and its record (record.go).
+// runs: its metrics, its REST API (runrest.go) and its record (record.go);
+// and whether its terminal UI takes the mouse.
 func (o *runOptions) addServingFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.noMouse, "no-mouse", false, noMouseHelp)
 	f.StringVar(&o.logLevel, "log-level", "info", "the least level the log keeps: debug, info, warn or error")
 	f.StringVar(&o.logFormat, "log-format", "text", "the log's form: text (key=value) or json, one record a line")
 	f.StringVar(&o.eventsFile, "events-file", "", "record the session's events and report as JSON lines into this file, rotating at 16 MiB (default: events.jsonl in the state dir with the terminal UI, none headless)")

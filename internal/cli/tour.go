@@ -31,6 +31,7 @@ import (
 // tourOptions are the flags of `faultline tour`.
 type tourOptions struct {
 	headless, autoplay, loop bool
+	noMouse                  bool // --no-mouse
 	stateDir                 string
 	// listen is the embedded broker's port (--listen), 0 when not given:
 	// the tour's job then takes run's default.
@@ -81,6 +82,7 @@ did not hold.`,
 	f.BoolVar(&o.autoplay, "autoplay", false, "run unattended: the tour reads on and presses the keys itself")
 	f.BoolVar(&o.loop, "loop", false, "with --autoplay: start the tour again when it ends, until q or Ctrl-C")
 	f.StringVar(&o.stateDir, "state-dir", "", "run the tour in this folder, emptied first (default: a fresh folder of its own, deleted at the end)")
+	f.BoolVar(&o.noMouse, "no-mouse", false, noMouseHelp)
 	f.IntVar(&o.listen, "listen", 0, "port of the embedded broker the tour's job runs on, as run's --listen (default 9092; a free port is used when it is taken)")
 	return cmd
 }
@@ -214,7 +216,7 @@ func (o *tourOptions) run(ctx context.Context, t *tour.Tour, stdout, stderr io.W
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !o.headless {
-		o.screen = newTourScreen(ctx, stdout, stderr, os.Getenv(themeEnv))
+		o.screen = newTourScreen(ctx, stdout, stderr, uiOptions(o.noMouse))
 		defer func() {
 			if uiErr := o.screen.close(); uiErr != nil && err == nil {
 				err = fmt.Errorf("tour %s: terminal UI: %w", t.Name, uiErr)

@@ -20,8 +20,8 @@ import (
 // each line on the screen and keep it for the terminal once the screen has
 // closed.
 type tourScreen struct {
-	ctx   context.Context // the tour's: the screen closes when it ends
-	theme string
+	ctx  context.Context // the tour's: the screen closes when it ends
+	opts tui.Options
 	// session is nil until the first run; the command's goroutine sets
 	// it, under mu, which the runs' output reads it under.
 	session        *tui.Session
@@ -39,8 +39,8 @@ type heldLine struct {
 
 // newTourScreen is the screen for a tour, until ctx ends, whose output
 // goes to stdout and stderr, stdout being the terminal.
-func newTourScreen(ctx context.Context, stdout, stderr io.Writer, theme string) *tourScreen {
-	s := &tourScreen{ctx: ctx, theme: theme}
+func newTourScreen(ctx context.Context, stdout, stderr io.Writer, opts tui.Options) *tourScreen {
+	s := &tourScreen{ctx: ctx, opts: opts}
 	term, _ := terminalOf(stdout)
 	s.stdout = &heldOutput{screen: s, w: stdout, term: term}
 	s.stderr = &heldOutput{screen: s, w: stderr, term: term}
@@ -56,7 +56,7 @@ func (s *tourScreen) show(ctrl *uiController, events <-chan view.Stamped) (done 
 		s.session.Attach(ctrl, events)
 		return s.session.Done()
 	}
-	session := tui.StartSession(s.ctx, ctrl, events, tui.Options{Theme: s.theme})
+	session := tui.StartSession(s.ctx, ctrl, events, s.opts)
 	s.mu.Lock()
 	s.session = session // the runs' output reads it under mu
 	s.mu.Unlock()

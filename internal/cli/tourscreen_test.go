@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui"
 )
 
 // What a tour's runs write while its screen is up waits, in order and each
@@ -14,7 +15,7 @@ import (
 // through.
 func TestTourScreenHoldsTheRunsOutputUntilItCloses(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	s := newTourScreen(context.Background(), &stdout, &stderr, "")
+	s := newTourScreen(context.Background(), &stdout, &stderr, tui.Options{})
 	s.stdout.Write([]byte("faultline: stopping the job and checking its output…\n"))
 	s.stderr.Write([]byte("faultline: port 9092 is taken"))
 	s.stderr.Write([]byte("; using 9093\n"))

@@ -111,7 +111,7 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, verifier *live
 	if o.front != nil {
 		uiErr = o.front(uiCtx, ctrl, r.events)
 	} else {
-		uiErr = tui.Run(uiCtx, ctrl, r.events, tui.Options{Theme: os.Getenv(themeEnv)})
+		uiErr = tui.Run(uiCtx, ctrl, r.events, uiOptions(o.noMouse))
 	}
 	if !o.headless && !job.Crashed() {
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
@@ -295,4 +295,13 @@ func checkTheme() error {
 		return usagef("%s: %v", themeEnv, err)
 	}
 	return nil
+}
+
+// noMouseHelp is --no-mouse's help.
+const noMouseHelp = "leave the mouse to the terminal (its own selection and scrollback): no clicks, no wheel in the terminal UI"
+
+// uiOptions are the terminal UI's options: the theme ($FAULTLINE_THEME)
+// and the mouse.
+func uiOptions(noMouse bool) tui.Options {
+	return tui.Options{Theme: os.Getenv(themeEnv), NoMouse: noMouse}
 }

@@ -117,9 +117,11 @@ func TestTUIStopsWhenTheTerminalGoesAway(t *testing.T) {
 			if got := strings.Contains(string(log), "the terminal went away"); got != c.logged {
 				t.Errorf("the log says the terminal went away: %v, want %v", got, c.logged)
 			}
-			// A clean stop: the job was cancelled and its report written.
-			if !strings.Contains(string(log), `{"report":{"job":"orders","status":"CANCELED"`) {
-				t.Errorf("no report of a cancelled job in the log: the process did not stop cleanly")
+			// A clean stop: the job was cancelled and its report written
+			// at the end of the session's record.
+			record, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+			if !strings.Contains(string(record), `{"report":{"job":"orders","status":"CANCELED"`) {
+				t.Errorf("no report of a cancelled job in the session's record: the process did not stop cleanly")
 			}
 		})
 	}
@@ -172,8 +174,8 @@ func freezeAndGoOn(t *testing.T, freeze time.Duration, during func(screen string
 	s.Keys("q")
 	summary := s.WaitFor("the summary after quitting", 60*time.Second, e2e.Contains("state dir "+dir))
 	s.WaitFor("the process to exit", 60*time.Second, e2e.Contains("faultline exited"))
-	log, _ := os.ReadFile(filepath.Join(dir, "faultline.log"))
-	_, report, _ := strings.Cut(string(log), `{"report":`)
+	record, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	_, report, _ := strings.Cut(string(record), `{"report":`)
 	return summary, report
 }
 

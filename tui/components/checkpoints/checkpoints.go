@@ -35,6 +35,9 @@ type Model struct {
 	focused       bool
 	// selID is the selected checkpoint; 0 follows the newest.
 	selID int64
+	// shownIDs are the checkpoints the last View drew, by line (0: no
+	// checkpoint's line), for a mouse click.
+	shownIDs []int64
 	top   int // the first row shown
 }
 
@@ -383,10 +386,30 @@ func (p *Model) View() string {
 	}
 	sel := p.selected()
 	top := p.topRow(cols, noteW)
+	p.shownIDs = p.shownIDs[:0]
+	for range lines {
+		p.shownIDs = append(p.shownIDs, 0)
+	}
 	for i := top; i < len(h) && len(lines) < p.height; i++ {
 		lines = append(lines, p.row(&h[i], cols, noteW, p.focused && i == sel, p.height-len(lines))...)
+		for len(p.shownIDs) < len(lines) {
+			p.shownIDs = append(p.shownIDs, h[i].ID)
+		}
 	}
 	return strings.Join(common.FitLines(lines, p.width, p.height), "\n")
+}
+
+// SelectAt selects the checkpoint drawn on line y of the pane (a mouse
+// click) and reports whether one is there.
+func (p *Model) SelectAt(y int) bool {
+	if y < 0 || y >= len(p.shownIDs) || p.shownIDs[y] == 0 {
+		return false
+	}
+	p.selID = p.shownIDs[y]
+	if p.selected() == 0 {
+		p.selID = 0 // the newest: follow new ones again
+	}
+	return true
 }
 
 // heights are the lines each row of the history takes.

@@ -37,6 +37,8 @@ type Model struct {
 	selOp  string
 	selIdx int
 	chosen bool
+	// shown is what the last View drew, for a mouse click.
+	shown shownRows
 }
 
 // New returns the pane; it draws what ctx holds.

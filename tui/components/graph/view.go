@@ -104,18 +104,46 @@ func (g *Model) body(h int) []string {
 		}
 	}
 	var lines []string
+	var lineOps []view.Operator
 	selEnd := 0
 	for _, op := range ops {
 		strips := len(op.Inputs) > 0 && (all || op.Name == stripped)
 		lines = append(lines, g.row(op, geo, strips, pend)...)
+		for len(lineOps) < len(lines) {
+			lineOps = append(lineOps, op)
+		}
 		if op.Name == shown {
 			selEnd = len(lines)
 		}
 	}
 	if selEnd > h {
-		lines = lines[selEnd-h:]
+		lines, lineOps = lines[selEnd-h:], lineOps[selEnd-h:]
 	}
+	g.shown = shownRows{ops: lineOps, geo: geo}
 	return lines
+}
+
+// shownRows is what the last View drew, for a mouse click: the operator
+// of each body line, and the columns.
+type shownRows struct {
+	ops []view.Operator
+	geo graphGeom
+}
+
+// SelectAt selects the subtask drawn at column x of body line y (the
+// pane's line y+1, under its rule), its cell or its strips, and reports
+// whether one is there.
+func (g *Model) SelectAt(x, y int) bool {
+	if y < 0 || y >= len(g.shown.ops) || x < g.shown.geo.labelW {
+		return false
+	}
+	op := g.shown.ops[y]
+	i := (x - g.shown.geo.labelW) / max(g.shown.geo.cellW, 1)
+	if i >= op.Parallelism {
+		return false
+	}
+	g.selOp, g.selIdx = op.Name, i
+	return true
 }
 
 // row renders one operator: its core line and, when strips is set, one
