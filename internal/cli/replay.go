@@ -73,6 +73,9 @@ func readSession(path string, n int) (replay.Session, error) {
 	case n == 0:
 		return sessions[len(sessions)-1], nil
 	case n < 0 || n > len(sessions):
+		if len(sessions) == 1 {
+			return replay.Session{}, usagef("--session %d: %s holds one session", n, path)
+		}
 		return replay.Session{}, usagef("--session %d: %s holds %d sessions (1 to %d)", n, path, len(sessions), len(sessions))
 	}
 	return sessions[n-1], nil
