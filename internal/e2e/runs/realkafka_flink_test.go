@@ -46,19 +46,7 @@ func TestRealKafkaFlinkConnectorOnTheEmbeddedBroker(t *testing.T) {
 
 func TestRealKafkaFlinkConnectorOnTheBrokerOfARun(t *testing.T) {
 	t.Parallel()
-	cmd, stderr, lines := e2e.StartRun(t, "run", "--headless", "--listen", "0",
-		"--checkpoint-interval", "500ms", "--state-dir", t.TempDir())
-	var addr string
-	for ev := range lines {
-		if ev["event"] == "broker_started" {
-			addr, _ = ev["address"].(string)
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatalf("the run named no broker; stderr:\n%s", stderr)
-	}
-	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
+	cmd, stderr, lines, addr := runningBroker(t)
 	if n, distinct := kafkalane.FlinkFor(t, addr).Count(t, "revenue"); n == 0 || distinct != n {
 		t.Errorf("Flink's KafkaSource read %d committed records of revenue while the job ran, %d distinct", n, distinct)
 	}

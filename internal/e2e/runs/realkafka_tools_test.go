@@ -3,6 +3,8 @@
 package runs
 
 import (
+	"bytes"
+	"os/exec"
 	"slices"
 	"syscall"
 	"testing"
@@ -67,19 +69,7 @@ func TestRealKafkaToolsOnTheEmbeddedBroker(t *testing.T) {
 // the job reads and writes through it.
 func TestRealKafkaToolsOnTheBrokerOfARun(t *testing.T) {
 	t.Parallel()
-	cmd, stderr, lines := e2e.StartRun(t, "run", "--headless", "--listen", "0",
-		"--checkpoint-interval", "500ms", "--group", "lane-running", "--state-dir", t.TempDir())
-	var addr string
-	for ev := range lines {
-		if ev["event"] == "broker_started" {
-			addr, _ = ev["address"].(string)
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatalf("the run named no broker; stderr:\n%s", stderr)
-	}
-	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
+	cmd, stderr, lines, addr := runningBroker(t, "--group", "lane-running")
 	tools := kafkalane.ToolsFor(t, addr)
 	describesTopics(t, tools, "faultline run")
 	groupOffsets(t, tools, "lane-running", "while the job runs", defaultTopics)
@@ -121,4 +111,25 @@ func reportedCommitted(t *testing.T, report map[string]any) int {
 		t.Fatalf("the report's verify has no committed count: %v", report["verify"])
 	}
 	return int(n)
+}
+
+// runningBroker starts a headless run on its embedded broker (with extra
+// flags), and returns it with the broker's address once three checkpoints
+// have completed.
+func runningBroker(t *testing.T, extra ...string) (*exec.Cmd, *bytes.Buffer, <-chan map[string]any, string) {
+	t.Helper()
+	cmd, stderr, lines := e2e.StartRun(t, append([]string{"run", "--headless", "--listen", "0",
+		"--checkpoint-interval", "500ms", "--state-dir", t.TempDir()}, extra...)...)
+	var addr string
+	for ev := range lines {
+		if ev["event"] == "broker_started" {
+			addr, _ = ev["address"].(string)
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatalf("the run named no broker; stderr:\n%s", stderr)
+	}
+	e2e.WaitEvents(t, lines, "checkpoint_completed", 3)
+	return cmd, stderr, lines, addr
 }
