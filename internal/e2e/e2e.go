@@ -81,9 +81,9 @@ func mainWith(m *testing.M, race bool) {
 	}
 	binary = filepath.Join(dir, "faultline")
 	// The program itself, as a user builds it (the module's root package).
-	args := []string{"build", "-o", binary, "faultline"}
+	args := []string{"build", "-o", binary, modulePath}
 	if race {
-		args = []string{"build", "-race", "-o", binary, "faultline"}
+		args = []string{"build", "-race", "-o", binary, modulePath}
 	}
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		panic(string(out))
@@ -232,3 +232,6 @@ func JSONNum(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// modulePath is the module's path: its root package is the program.
+const modulePath = "github.com/faultline-dev/faultline"
