@@ -28,17 +28,31 @@ type Session struct {
 // Read reads a record's sessions, oldest first: a run_started begins a
 // session (with the events just before it, the broker's start), a report
 // ends it. A line that is neither an event nor a report is an error that
-// names it.
+// names it, but for a last line with no end that does not parse: what a
+// process killed in the middle of a write leaves, left out.
 func Read(r io.Reader) ([]Session, error) {
 	var out []Session
 	var cur Session
 	started := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
+	br := bufio.NewReaderSize(r, 1<<20)
+	for n := 1; ; n++ {
+		raw, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		cut := err == io.EOF && len(raw) > 0 // the last line, with no end
+		if err == io.EOF && len(raw) == 0 {
+			break
+		}
+		line := bytes.TrimSpace(raw)
 		if len(line) == 0 {
+			if err == io.EOF {
+				break
+			}
 			continue
+		}
+		if cut && !json.Valid(line) {
+			break
 		}
 		var report struct {
 			Report json.RawMessage `json:"report"`
@@ -59,9 +73,9 @@ func Read(r io.Reader) ([]Session, error) {
 			started = true
 		}
 		cur.Events = append(cur.Events, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+		if err == io.EOF {
+			break
+		}
 	}
 	if started || len(cur.Events) > 0 {
 		out = append(out, cur)

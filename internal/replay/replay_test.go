@@ -39,6 +39,20 @@ func TestReadSplitsSessions(t *testing.T) {
 	if _, err := Read(strings.NewReader(record + "not json\n")); err == nil || !strings.Contains(err.Error(), "line 17") {
 		t.Errorf("a bad line: %v", err)
 	}
+	// A last line cut short (a process killed in a write) is left out;
+	// the same line ended is not.
+	cut := record + `{"event":"job_status","at_ms":9,"sch`
+	if s, err := Read(strings.NewReader(cut)); err != nil || len(s) != 2 || len(s[1].Events) != 1 {
+		t.Errorf("a cut last line: %v, %d sessions", err, len(s))
+	}
+	if _, err := Read(strings.NewReader(cut + "\n")); err == nil {
+		t.Error("a damaged line that ends was left out")
+	}
+	// The last line without its end, whole, is read.
+	whole := strings.TrimSuffix(record, "\n")
+	if s, err := Read(strings.NewReader(whole)); err != nil || len(s) != 2 || len(s[1].Events) != 1 {
+		t.Errorf("a whole last line with no end: %v", err)
+	}
 }
 
 // The state after the first session's events is what its events say:
