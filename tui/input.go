@@ -70,7 +70,7 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 	}
-	if m.log.Typing() {
+	if m.log.Typing() && !key.Matches(k, m.keys.ForceQuit) {
 		m.log, cmd = update(m.log, k)
 		return cmd
 	}

@@ -113,6 +113,11 @@ func TestQuit(t *testing.T) {
 	if !h.quit {
 		t.Fatal("ctrl+c did not quit from the fault menu")
 	}
+	h = newHarness(t, fixture.Running(), 120, 40)
+	h.press("/", "q", "ctrl+c")
+	if !h.quit {
+		t.Fatal("ctrl+c did not quit while a filter was typed")
+	}
 }
 
 func TestEventsAreLoggedAndClosedStreamStopsWaiting(t *testing.T) {

@@ -206,6 +206,8 @@ func (f *jobFlags) awaitSavepoint(ctx context.Context, out io.Writer, c *rest.Cl
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return exitError{code: 1, err: fmt.Errorf("no answer within %s (--timeout)", f.timeout)}
+		case err != nil && gone(err):
+			return exitError{code: 1, err: fmt.Errorf("the run ended before it said how the savepoint went: its report (the last line of its events) says whether it took one")}
 		case err != nil:
 			return exitError{code: 1, err: err}
 		case sp.Failure != "":

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,6 +52,7 @@ func (r *runState) openRecord() error {
 	} else {
 		f.Close()
 	}
+	endLine(path)
 	w := &lumberjack.Logger{Filename: path, MaxSize: recordMaxMB, MaxBackups: recordBackups}
 	r.rec = &recorder{w: w, enc: json.NewEncoder(w), log: r.log}
 	r.onClose(r.rec.close)
@@ -82,23 +84,27 @@ func (rec *recorder) close() {
 
 // tee records each event of in and passes it on; an event the reader
 // has no room for is dropped from what it reads (as the observer drops
-// one it has no room for), never from the record.
-func (rec *recorder) tee(in <-chan view.Stamped) <-chan view.Stamped {
+// one it has no room for), never from the record. done closes once every
+// event of in is recorded.
+func (rec *recorder) tee(in <-chan view.Stamped) (out <-chan view.Stamped, done <-chan struct{}) {
+	finished := make(chan struct{})
 	if rec == nil {
-		return in
+		close(finished)
+		return in, finished
 	}
-	out := make(chan view.Stamped, cap(in))
+	ch := make(chan view.Stamped, cap(in))
 	go func() {
-		defer close(out)
+		defer close(finished)
+		defer close(ch)
 		for e := range in {
 			rec.write(e)
 			select {
-			case out <- e:
+			case ch <- e:
 			default:
 			}
 		}
 	}()
-	return out
+	return ch, finished
 }
 
 // path is the record's file ("" when none).
@@ -107,4 +113,23 @@ func (rec *recorder) path() string {
 		return ""
 	}
 	return rec.w.Filename
+}
+
+// endLine ends the last line of the record at path when a killed process
+// (or a full disk) left it cut: the next session's first line starts on a
+// line of its own.
+func endLine(path string) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return // none yet
+	}
+	defer f.Close()
+	last := make([]byte, 1)
+	if st, err := f.Stat(); err != nil || st.Size() == 0 {
+		return
+	} else if _, err := f.ReadAt(last, st.Size()-1); err != nil || last[0] == '\n' {
+		return
+	}
+	f.Seek(0, io.SeekEnd)
+	f.Write([]byte("\n"))
 }

@@ -53,3 +53,17 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// The record's cut last line is ended before a session appends.
+func TestRecordEndsACutLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	endLine(p) // none yet: nothing to do
+	if err := os.WriteFile(p, []byte(`{"event":"a"}`+"\n"+`{"event":"b","at`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	endLine(p)
+	endLine(p)
+	if b, _ := os.ReadFile(p); string(b) != `{"event":"a"}`+"\n"+`{"event":"b","at`+"\n" {
+		t.Fatalf("record %q", b)
+	}
+}

@@ -315,9 +315,14 @@ func (r *runState) watch(ctx context.Context) context.Context {
 			}
 		}()
 	} else {
-		// The terminal UI reads the events, as the record has them.
-		r.events = r.rec.tee(r.obs.Events())
-		close(printed)
+		// The terminal UI reads the events, as the record has them; the
+		// report is recorded after the last of them.
+		var recorded <-chan struct{}
+		r.events, recorded = r.rec.tee(r.obs.Events())
+		go func() {
+			<-recorded
+			close(printed)
+		}()
 	}
 	r.closeEvents = sync.OnceFunc(func() {
 		r.obs.Close()

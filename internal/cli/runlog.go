@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 )
@@ -55,7 +56,7 @@ func (r *runState) openLog() error {
 		return fmt.Errorf("log file: %w", err)
 	}
 	lf.Close()
-	w := &lumberjack.Logger{Filename: r.logPath, MaxSize: logMaxMB, MaxBackups: logBackups}
+	w := &closingWriter{w: &lumberjack.Logger{Filename: r.logPath, MaxSize: logMaxMB, MaxBackups: logBackups}}
 	h := logHandler(w, o.logFormat, logLevels[o.logLevel])
 	r.log = slog.New(h)
 	r.logger = slog.NewLogLogger(h, slog.LevelInfo)
@@ -87,3 +88,28 @@ var _ io.Writer = slogLines{}
 // newSaramaLogger is the *log.Logger Sarama logs with: no prefix or time
 // of its own, as each line becomes a record.
 func newSaramaLogger(w io.Writer) *log.Logger { return log.New(w, "", 0) }
+
+// closingWriter drops what is written after Close: a late writer (a
+// goroutine winding down, a request still answered) must not reopen the
+// log file lumberjack closed.
+type closingWriter struct {
+	mu     sync.Mutex
+	w      io.WriteCloser
+	closed bool
+}
+
+func (c *closingWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+func (c *closingWriter) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return c.w.Close()
+}

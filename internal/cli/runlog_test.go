@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"gopkg.in/natefinch/lumberjack.v2"
 )
 
 // The log keeps records from its level up, in the form asked for; lines
@@ -34,5 +38,21 @@ func TestLogLevelsAndForms(t *testing.T) {
 		if err := bad.checkLogFlags(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+}
+
+// What is written to the log after it closed is dropped, not a reopened
+// file.
+func TestLogDropsWritesAfterClose(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "faultline.log")
+	w := &closingWriter{w: &lumberjack.Logger{Filename: p}}
+	w.Write([]byte("before\n"))
+	w.Close()
+	os.Remove(p)
+	if n, err := w.Write([]byte("after\n")); err != nil || n != 6 {
+		t.Fatalf("write after close: %d, %v", n, err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("the log came back after close: %v", err)
 	}
 }

@@ -102,6 +102,7 @@ func (r *runState) serveREST(ctrl *uiController) error {
 	r.rest = srv
 	r.onClose(func() {
 		rest.RemoveEndpoint(r.stateDir, r.jobID)
+		srv.Ended(0) // when the run ended with an error: no savepoint of a stop (the first Ended counts)
 		srv.Close()
 	})
 	r.obs.Emit(view.Notice{Text: fmt.Sprintf("REST API (Flink's) at http://%s, job %s: faultline list, savepoint, stop and cancel reach it", srv.Addr(), r.jobID)})

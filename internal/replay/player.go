@@ -45,6 +45,9 @@ func NewPlayer(s Session, speed float64) *Player {
 			break
 		}
 	}
+	if len(s.Events) > 0 {
+		p.at = s.Events[0].At // the session's first moment, not its process's start
+	}
 	return p
 }
 

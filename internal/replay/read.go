@@ -60,6 +60,9 @@ func Read(r io.Reader) ([]Session, error) {
 		if json.Unmarshal(line, &report) == nil && report.Report != nil {
 			cur.Report = report.Report
 			out, cur, started = append(out, cur), Session{}, false
+			if err == io.EOF {
+				break
+			}
 			continue
 		}
 		var e view.Stamped
@@ -77,7 +80,16 @@ func Read(r io.Reader) ([]Session, error) {
 			break
 		}
 	}
-	if started || len(cur.Events) > 0 {
+	switch {
+	case started:
+		out = append(out, cur)
+	case len(cur.Events) > 0 && len(out) > 0:
+		// Events after a report with no run_started of their own (a run's
+		// last events recorded after its report by an older faultline):
+		// the session before's.
+		last := &out[len(out)-1]
+		last.Events = append(last.Events, cur.Events...)
+	case len(cur.Events) > 0:
 		out = append(out, cur)
 	}
 	return out, nil

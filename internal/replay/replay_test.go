@@ -39,6 +39,12 @@ func TestReadSplitsSessions(t *testing.T) {
 	if _, err := Read(strings.NewReader(record + "not json\n")); err == nil || !strings.Contains(err.Error(), "line 17") {
 		t.Errorf("a bad line: %v", err)
 	}
+	// Events recorded after the last session's report, with no
+	// run_started of their own, are that session's.
+	late := strings.Replace(record, "\n{\"event\":\"run_started\",\"at_ms\":3,", "\n{\"event\":\"job_status\",\"at_ms\":2002,\"schema\":1,\"status\":\"CANCELED\"}\n{\"event\":\"run_started\",\"at_ms\":3,", 1)
+	if s, _ := Read(strings.NewReader(late[:strings.Index(late, "\n{\"event\":\"run_started\",\"at_ms\":3,")+1])); len(s) != 1 || len(s[0].Events) != 15 {
+		t.Errorf("a late event at the end: %d sessions", len(s))
+	}
 	// A last line cut short (a process killed in a write) is left out;
 	// the same line ended is not.
 	cut := record + `{"event":"job_status","at_ms":9,"sch`

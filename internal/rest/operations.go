@@ -80,11 +80,14 @@ func (o *operations) start(kind opKind, asked string, trigger func() (int64, err
 	return tid
 }
 
-// ended says the run ended, with the savepoint its stop took (0: none).
+// ended says the run ended, with the savepoint its stop took (0: none);
+// the first word counts.
 func (o *operations) ended(savepoint int64) {
 	o.mu.Lock()
-	o.over, o.savepoint = true, savepoint
-	o.mu.Unlock()
+	defer o.mu.Unlock()
+	if !o.over {
+		o.over, o.savepoint = true, savepoint
+	}
 }
 
 // linger waits, up to limit, for a stop asked for to be answered decided.

@@ -230,7 +230,10 @@ func (s *Server) terminate(w http.ResponseWriter, r *http.Request, snap view.Sna
 		fail(w, http.StatusBadRequest, "mode: want cancel or stop, got "+mode)
 		return
 	}
-	if !running(w, snap) {
+	// A FAILED job may still hold its run (the terminal UI waits for R to
+	// resubmit it): that run can be ended; a FINISHED or CANCELED one is
+	// ending already.
+	if snap.Job.Status != "FAILED" && !running(w, snap) {
 		return
 	}
 	if mode == "stop" {

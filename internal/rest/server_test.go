@@ -153,6 +153,15 @@ func TestRefusals(t *testing.T) {
 	if code, _ := get(t, h, "PATCH", j+"?mode=stop", ""); code != http.StatusConflict || len(job.stops) != 0 {
 		t.Fatalf("stop of a CANCELED job: %d, stops %v", code, job.stops)
 	}
+	// A FAILED job's run may wait for a resubmit: it can be ended, but
+	// takes no savepoint.
+	job.set(func(sn *view.Snapshot) { sn.Job.Status = "FAILED" })
+	if code, _ := get(t, h, "PATCH", j+"?mode=cancel", ""); code != http.StatusAccepted || job.cancels != 2 {
+		t.Fatalf("cancel of a FAILED job: %d, %d cancels", code, job.cancels)
+	}
+	if code, _ := get(t, h, "POST", j+"/savepoints", `{}`); code != http.StatusConflict {
+		t.Fatalf("savepoint of a FAILED job: %d", code)
+	}
 }
 
 func TestExceptionsAreTheFailuresNewestFirst(t *testing.T) {

@@ -38,7 +38,7 @@ type Model struct {
 	// shownIDs are the checkpoints the last View drew, by line (0: no
 	// checkpoint's line), for a mouse click.
 	shownIDs []int64
-	top   int // the first row shown
+	top      int // the first row shown
 }
 
 // New returns the pane; it draws what ctx holds.

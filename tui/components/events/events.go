@@ -259,7 +259,7 @@ func (p *Model) SetSize(w, h int) { p.width, p.height = w, h }
 // old events while the job moves on.
 func (p *Model) SetFocused(f bool) {
 	if p.focused && !f {
-		p.back = 0
+		p.back, p.typing = 0, false // a filter being typed is kept as typed so far
 	}
 	p.focused = f
 }
@@ -275,7 +275,9 @@ func (p *Model) ShortHelp() []key.Binding {
 // FullHelp implements help.KeyMap.
 func (p *Model) FullHelp() [][]key.Binding {
 	k := p.ctx.Keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Newest, k.Oldest, k.Filter}}
+	top := key.NewBinding(key.WithKeys(k.Newest.Keys()...), key.WithHelp(k.Newest.Help().Key, "oldest event"))
+	bottom := key.NewBinding(key.WithKeys(k.Oldest.Keys()...), key.WithHelp(k.Oldest.Help().Key, "newest event"))
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, top, bottom, k.Filter}}
 }
 
 // Update implements tea.Model: event batches are logged, keys scroll.
