@@ -68,3 +68,29 @@ func TestFrozenLoadHoldsWhatItWas(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot taken right after another (the REST API's or the metrics'
+// callers besides the UI's ticks) reads the load of the window before
+// instead of measuring one of a few milliseconds; the next one a window
+// later measures again.
+func TestLoadIsMeasuredOverAWindowWhoeverSamples(t *testing.T) {
+	j, sp := memoryJob(t, orders.NewGenerator(1, 2_000_000, orders.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()
+	defer func() { cancel(); <-done }()
+	ctrl := newUIController(j, sp, tui.JobInfo{Name: sp.Name}, nil, nil, nil)
+	waitUntil(t, "records through the join", func() bool { return ctrl.Snapshot().Tasks["join/0"].RateIn > 0 })
+	time.Sleep(loadWindow)
+	first := ctrl.Snapshot()
+	at := ctrl.prev["join/0"].at
+	again := ctrl.Snapshot()
+	if time.Since(at) < loadWindow && (again.Tasks["join/0"].Busy != first.Tasks["join/0"].Busy || ctrl.prev["join/0"].at != at) {
+		t.Fatalf("a snapshot right after another measured a new window")
+	}
+	time.Sleep(loadWindow)
+	ctrl.Snapshot()
+	if !ctrl.prev["join/0"].at.After(at) {
+		t.Fatal("a snapshot a window later measured nothing new")
+	}
+}
