@@ -171,6 +171,7 @@ type Job struct {
 	// rs picks and reads what the run restores.
 	rs        restorer
 	jobStatus atomic.Value // JobStatus
+	statusAt  atomic.Int64 // when it was set: Unix ns, wall clock
 	// modeState is the checkpointing mode of the checkpoints triggered now.
 	modeState
 
@@ -420,6 +421,16 @@ func (j *Job) Inputs(name string) (inputs []InputView, align AlignmentView, ok b
 }
 
 // Status is the job's current status.
+// StatusSince is when the job entered its status (wall clock; zero before
+// its first).
+func (j *Job) StatusSince() time.Time {
+	if ns := j.statusAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// Status is the job's status.
 func (j *Job) Status() JobStatus {
 	if s, ok := j.jobStatus.Load().(JobStatus); ok {
 		return s
@@ -431,6 +442,7 @@ func (j *Job) Status() JobStatus {
 func (j *Job) Epoch() int64 { return j.epoch.Load() }
 
 func (j *Job) status(s JobStatus, reason string) {
+	j.statusAt.Store(j.wall.Now().UnixNano())
 	j.jobStatus.Store(s)
 	j.obs.Emit(view.JobStatus{Status: string(s), Reason: reason})
 }

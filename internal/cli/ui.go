@@ -80,7 +80,7 @@ var _ tui.Controller = (*uiController)(nil)
 func (u *uiController) Snapshot() tui.Snapshot {
 	now, jobNow := time.Now(), u.job.Now()
 	s := tui.Snapshot{Now: now, JobNow: jobNow, Started: u.started, Job: u.info, Tasks: map[string]tui.Task{}}
-	s.Job.Status = string(u.job.Status())
+	s.Job.Status, s.Job.StatusSince = string(u.job.Status()), u.job.StatusSince()
 	s.Job.Mode = u.job.ModeNameNow()
 	s.Job.Attempt = u.job.Epoch()
 	s.Operators = operatorsOf(u.spec)

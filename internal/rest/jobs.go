@@ -54,14 +54,19 @@ type jobSummary struct {
 	PendingOperators int            `json:"pending-operators"`
 }
 
-// times are a job's start, end (-1 while it runs), duration and now.
+// times are a job's start, end (-1 while it runs: when it entered its
+// final status), duration (to its end, or now) and now.
 func times(s view.Snapshot) (start, end, duration, now int64) {
 	start, now = millis(s.Started), s.Now.UnixMilli()
-	end = -1
+	end, duration = -1, now-start
 	if ended(s.Job.Status) {
 		end = now
+		if !s.Job.StatusSince.IsZero() {
+			end = s.Job.StatusSince.UnixMilli()
+		}
+		duration = end - start
 	}
-	return start, end, now - start, now
+	return start, end, duration, now
 }
 
 func summaryOf(id string, s view.Snapshot) jobSummary {
@@ -153,6 +158,9 @@ func detailsOf(id string, s view.Snapshot) jobDetails {
 		Plan: plan{JID: id, Name: s.Job.Name, Type: "STREAMING"}}
 	for _, st := range executionStates {
 		d.StatusCounts[st] = 0
+	}
+	if !s.Job.StatusSince.IsZero() {
+		d.Timestamps[s.Job.Status] = s.Job.StatusSince.UnixMilli()
 	}
 	for _, op := range s.Operators {
 		v := vertexDetails{ID: VertexID(s.Job.Name, op.Name), Name: op.Name, MaxParallelism: -1,

@@ -184,3 +184,20 @@ func TestExceptionsAreTheFailuresNewestFirst(t *testing.T) {
 		t.Errorf("failureLabels %v", e["failureLabels"])
 	}
 }
+
+// An ended job's end time is when it entered its final status, however
+// long after the API is asked.
+func TestEndTimeIsWhenTheJobEnded(t *testing.T) {
+	s, job, h := newTestServer()
+	endedAt := t0.Add(50 * time.Second)
+	job.set(func(sn *view.Snapshot) { sn.Job.Status, sn.Job.StatusSince = "CANCELED", endedAt })
+	for range 2 {
+		job.set(func(sn *view.Snapshot) { sn.Now = sn.Now.Add(time.Minute) })
+		_, v := get(t, h, "GET", "/jobs/"+s.id, "")
+		d := resttest.Obj(v)
+		if d["end-time"] != float64(endedAt.UnixMilli()) || d["duration"] != float64(50_000) ||
+			resttest.Obj(d["timestamps"])["CANCELED"] != float64(endedAt.UnixMilli()) {
+			t.Fatalf("end-time %v, duration %v, timestamps %v", d["end-time"], d["duration"], d["timestamps"])
+		}
+	}
+}

@@ -127,6 +127,8 @@ type JobInfo struct {
 	Name   string // "orders"
 	Title  string // "orders ⋈ payments"
 	Status string // runtime.JobStatus: CREATED, RUNNING, RESTARTING, FAILING, FAILED, FINISHED, CANCELED
+	// StatusSince is when the job entered Status (wall clock).
+	StatusSince time.Time
 	// Mode is the checkpointing mode of the checkpoints being triggered
 	// now: "exactly-once" (aligned), "exactly-once unaligned" or
 	// "at-least-once".
