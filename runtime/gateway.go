@@ -16,7 +16,7 @@ func (g gateway) onCheckpointEvent(e checkpoint.Event) {
 	j := g.j
 	switch e.Type {
 	case checkpoint.EventTriggered:
-		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String()})
+		j.obs.Emit(view.CheckpointTriggered{ID: e.ID, Kind: e.Kind.String(), TriggerTime: e.At})
 	case checkpoint.EventCompleted:
 		j.endStep()
 		if j.endsAtLeastOnce(e.Completed) {

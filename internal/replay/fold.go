@@ -124,6 +124,9 @@ func (st *State) checkpoint(e view.Stamped) {
 	switch ev := e.Event.(type) {
 	case view.CheckpointTriggered:
 		c := view.Checkpoint{ID: ev.ID, Savepoint: ev.Kind == "savepoint", Status: view.StatusPending, TriggerTime: e.Wall, Total: len(st.s.Tasks)}
+		if !ev.TriggerTime.IsZero() {
+			c.TriggerTime = ev.TriggerTime
+		}
 		cs.History = append([]view.Checkpoint{c}, cs.History[:min(len(cs.History), historyKept-1)]...)
 		cs.InProgress++
 	case view.CheckpointCompleted:

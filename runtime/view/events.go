@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Event is one lifecycle event of a run, a line of the headless contract
@@ -126,6 +127,9 @@ type TaskStatus struct {
 type CheckpointTriggered struct {
 	ID   int64  `json:"id"`
 	Kind string `json:"kind"`
+	// TriggerTime is when it was triggered (wall clock), which ts may
+	// follow by a little.
+	TriggerTime time.Time `json:"trigger_time,omitzero"`
 }
 
 // CheckpointCompleted: every subtask acknowledged ID and the store has it.
