@@ -146,7 +146,7 @@ func (u *uiController) sampleLoad(t *tui.Task, m *runtime.TaskMetrics, now, jobN
 		// sample besides the UI's ticks): the shares of the window before,
 		// which goes on, so that no caller shrinks the UI's.
 		t.Busy, t.BackPressureRatio, t.RateIn = p.busy, p.bp, p.rate
-		t.BackPressure = backPressureOf(t.BackPressureRatio)
+		t.BackPressure = view.BackPressureOf(t.BackPressureRatio)
 		return
 	case ok && frozen:
 		t.Busy, t.BackPressureRatio = p.busy, p.bp
@@ -159,24 +159,12 @@ func (u *uiController) sampleLoad(t *tui.Task, m *runtime.TaskMetrics, now, jobN
 	rateOn(&cur, p, ok, jobNow)
 	t.RateIn = cur.rate
 	u.prev[t.Name] = cur
-	t.BackPressure = backPressureOf(t.BackPressureRatio)
+	t.BackPressure = view.BackPressureOf(t.BackPressureRatio)
 }
 
 // loadWindow is the least wall time a load share is measured over: most
 // of the UI's sample period, whoever else samples between its ticks.
 const loadWindow = tui.DefaultTickPeriod * 3 / 4
-
-// backPressureOf is Flink's level of a back-pressured share: OK up to
-// 10%, LOW up to 50%, HIGH above.
-func backPressureOf(ratio float64) tui.BackPressure {
-	switch {
-	case ratio > 0.5:
-		return tui.BackPressureHigh
-	case ratio > 0.1:
-		return tui.BackPressureLow
-	}
-	return tui.BackPressureOK
-}
 
 // rateOn sets cur's rate: records per second of the job's clock (at
 // jobNow) over a window of at least rateWindow since p's window began

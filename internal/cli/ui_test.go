@@ -44,13 +44,7 @@ func TestCheckpointsViewCopiesTheStatistics(t *testing.T) {
 // it froze: a frozen subtask is neither busy nor idle, whatever it waits
 // in (a slowed one's held record, a source's next batch).
 func TestFrozenLoadHoldsWhatItWas(t *testing.T) {
-	j, sp := memoryJob(t, orders.NewGenerator(1, 2_000_000, orders.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()
-	defer func() { cancel(); <-done }()
-	ctrl := newUIController(j, sp, tui.JobInfo{Name: sp.Name}, nil, nil, nil)
-	waitUntil(t, "records through the join", func() bool { return ctrl.Snapshot().Tasks["join/0"].RateIn > 0 })
+	j, ctrl := runningController(t)
 	if err := j.Inject(runtime.Fault{Kind: runtime.FaultSlow, Task: "join/0", Factor: 10, For: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +68,7 @@ func TestFrozenLoadHoldsWhatItWas(t *testing.T) {
 // instead of measuring one of a few milliseconds; the next one a window
 // later measures again.
 func TestLoadIsMeasuredOverAWindowWhoeverSamples(t *testing.T) {
-	j, sp := memoryJob(t, orders.NewGenerator(1, 2_000_000, orders.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()
-	defer func() { cancel(); <-done }()
-	ctrl := newUIController(j, sp, tui.JobInfo{Name: sp.Name}, nil, nil, nil)
-	waitUntil(t, "records through the join", func() bool { return ctrl.Snapshot().Tasks["join/0"].RateIn > 0 })
+	_, ctrl := runningController(t)
 	time.Sleep(loadWindow)
 	first := ctrl.Snapshot()
 	at := ctrl.prev["join/0"].at
@@ -93,4 +81,19 @@ func TestLoadIsMeasuredOverAWindowWhoeverSamples(t *testing.T) {
 	if !ctrl.prev["join/0"].at.After(at) {
 		t.Fatal("a snapshot a window later measured nothing new")
 	}
+}
+
+// runningController runs the orders job in memory at 4,000 records/s
+// until the test ends, and returns it with its UI controller once records
+// go through the join.
+func runningController(t *testing.T) (*runtime.Job, *uiController) {
+	t.Helper()
+	j, sp := memoryJob(t, orders.NewGenerator(1, 2_000_000, orders.GeneratorPartitions).WithRate(4000), 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); j.Run(ctx, runtime.RunOptions{}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ctrl := newUIController(j, sp, tui.JobInfo{Name: sp.Name}, nil, nil, nil)
+	waitUntil(t, "records through the join", func() bool { return ctrl.Snapshot().Tasks["join/0"].RateIn > 0 })
+	return j, ctrl
 }

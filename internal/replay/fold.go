@@ -96,7 +96,7 @@ func (st *State) loaded(at time.Duration, ev view.TaskLoad) {
 		t := st.s.Tasks[l.Task]
 		t.Busy = float64(l.BusyMsPerSecond) / 1000
 		t.BackPressureRatio = float64(l.BackPressuredMsPerSecond) / 1000
-		t.BackPressure = level(t.BackPressureRatio)
+		t.BackPressure = view.BackPressureOf(t.BackPressureRatio)
 		t.RecordsIn, t.RecordsOut, t.Watermark = l.RecordsIn, l.RecordsOut, l.WatermarkMs
 		if prev, ok := st.load[l.Task]; ok && at > prev.at {
 			t.RateIn = float64(l.RecordsIn-prev.in) / (at - prev.at).Seconds()
@@ -104,18 +104,6 @@ func (st *State) loaded(at time.Duration, ev view.TaskLoad) {
 		st.load[l.Task] = loadSample{at: at, in: l.RecordsIn}
 		st.s.Tasks[l.Task] = t
 	}
-}
-
-// level is Flink's back-pressure level of a ratio: OK up to 10%, LOW up to
-// 50%, HIGH above.
-func level(ratio float64) view.BackPressure {
-	switch {
-	case ratio > 0.5:
-		return view.BackPressureHigh
-	case ratio > 0.1:
-		return view.BackPressureLow
-	}
-	return view.BackPressureOK
 }
 
 // checkpoint folds a checkpoint's event into the history and the counts.

@@ -184,6 +184,18 @@ const (
 	BackPressureHigh BackPressure = "HIGH"
 )
 
+// BackPressureOf is Flink's level of a back-pressured share of time: OK up
+// to 10%, LOW up to 50%, HIGH above.
+func BackPressureOf(ratio float64) BackPressure {
+	switch {
+	case ratio > 0.5:
+		return BackPressureHigh
+	case ratio > 0.1:
+		return BackPressureLow
+	}
+	return BackPressureOK
+}
+
 // Task is one subtask's state for drawing.
 type Task struct {
 	Name     string // "join/1"
