@@ -228,6 +228,12 @@ func segmentCases(t *testing.T, log brokerLog) []logCase {
 			path := segPath(t, dir, o0, 2, "dat")
 			flipByte(t, path, batchStarts(t, path)[1]+7)
 		}, where: name(2, "dat"), want: "should follow"},
+		// The leader epoch (bytes 12–15 of a batch) is outside the batch's
+		// CRC: its intact index entry tells the change, in the segment.
+		{name: "a byte flipped in a batch's leader epoch", do: func(t *testing.T, dir string) {
+			path := segPath(t, dir, o0, 2, "dat")
+			flipByte(t, path, batchStarts(t, path)[1]+14)
+		}, where: name(2, "dat"), want: "says leader epoch"},
 		{name: "the first segment deleted, a checkpoint in it", do: remove(0, "dat", "idx"), needs: func(string) broker.LogNeeds {
 			return broker.LogNeeds{Within: []broker.LogNeed{{Topic: "orders", Partition: 0, Offset: 5, Why: "checkpoint 3's source offset"}}}
 		}, where: o0, want: fmt.Sprintf("starts at offset %d, and checkpoint 3's source offset is 5", bases[1])},

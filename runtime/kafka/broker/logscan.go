@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -94,7 +95,12 @@ func scanSegment(s segmentFile, gaps bool) (segmentScan, error) {
 		}
 		off := int64(binary.BigEndian.Uint64(raw))
 		if sc.batches < sc.entries {
-			if err := checkIndexEntry(s.idx[sc.batches*indexEntryBytes:], raw, gaps); err != nil {
+			var epoch epochChanged
+			switch err := checkIndexEntry(s.idx[sc.batches*indexEntryBytes:], raw, gaps); {
+			case errors.As(err, &epoch):
+				return sc, fmt.Errorf("the record batch at byte %d (offset %d) says leader epoch %d, and its index entry, which its checksum holds, %d: the batch's epoch, which its CRC-32C does not cover, was changed",
+					pos, off, epoch.batch, epoch.entry)
+			case err != nil:
 				return sc, indexDamage{fmt.Errorf("entry %d (of the record batch at offset %d) %w", sc.batches, off, err)}
 			}
 		}
@@ -163,7 +169,7 @@ func checkIndexEntry(e, batch []byte, gaps bool) error {
 	case byte(crc32.Checksum(e[2:], castagnoli)) != e[1]:
 		return fmt.Errorf("fails its checksum")
 	case binary.LittleEndian.Uint32(e[2:]) != binary.BigEndian.Uint32(batch[batchEpochAt:]):
-		return fmt.Errorf("says leader epoch %d, and the batch %d", int32(binary.LittleEndian.Uint32(e[2:])), int32(binary.BigEndian.Uint32(batch[batchEpochAt:])))
+		return epochChanged{entry: int32(binary.LittleEndian.Uint32(e[2:])), batch: int32(binary.BigEndian.Uint32(batch[batchEpochAt:]))}
 	}
 	attrs := binary.BigEndian.Uint16(batch[batchAttrsAt:])
 	if inTx := e[14]&indexFlagInTx != 0; !gaps && attrs&attrControl == 0 && inTx != (attrs&attrTransactional != 0) {
@@ -193,6 +199,15 @@ func scanEnd(s segmentFile, sc segmentScan, last bool) error {
 		return nil // killed between its last batch and that batch's entry
 	}
 	return indexDamage{fmt.Errorf("it lists %d record batches (and %d bytes more), and its segment %s holds %d", sc.entries, sc.cutEntry, s.name, sc.batches)}
+}
+
+// epochChanged: a batch's leader epoch is not its index entry's. The
+// entry passed its checksum; the batch's CRC-32C does not cover its epoch:
+// the damage is in the segment.
+type epochChanged struct{ entry, batch int32 }
+
+func (e epochChanged) Error() string {
+	return fmt.Sprintf("says leader epoch %d, and the batch %d", e.entry, e.batch)
 }
 
 // indexDamage is damage found in a segment's index file rather than in the
