@@ -75,10 +75,6 @@ func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Veri
 			outputStart[topic] = m
 		}
 	}
-	committed, err := r.readOutputs(ctx, outputStart)
-	if err != nil {
-		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
-	}
 	guarantee := o.mode
 	if p.sinkG != sink.ExactlyOnce {
 		guarantee = "at-least-once"
@@ -87,55 +83,61 @@ func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Veri
 	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
 		held.InFlight = res.Latest.InFlightIDs()
 	}
-	v, err := verify.VerifyHeld(ctx, r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, held, committed)
+	v, err := verify.VerifyHeld(ctx, r.ledger, kafka.Inputs{C: p.client, Topics: p.logicalTopics(), From: from}, guarantee, bounds, held, r.outputReader(outputStart))
 	if err != nil {
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
 	return v, nil
 }
 
-// readOutputs reads what a read_committed consumer sees of each output
-// topic from its start (partition → offset), all topics at once: each read
-// waits for its consumer's first fetch, about 0.4 s, which one topic after
-// another made 3 s for a job of seven.
-func (r *runState) readOutputs(ctx context.Context, starts map[string]map[int32]int64) ([]runtime.OutputRecord, error) {
-	type read struct {
-		recs []runtime.OutputRecord
-		err  error
-	}
-	reads := make(map[string]*read, len(starts))
-	var wg sync.WaitGroup
-	for topic, start := range starts {
-		rd := &read{}
-		reads[topic] = rd
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rd.recs, rd.err = r.readOutput(ctx, topic, start)
-		}()
-	}
-	wg.Wait()
-	var all []runtime.OutputRecord
-	for _, topic := range slices.Sorted(maps.Keys(reads)) {
-		if err := reads[topic].err; err != nil {
-			return nil, fmt.Errorf("read %s: %w", topic, err)
+// outputReader reads what a read_committed consumer sees of each output
+// topic from its start (partition → offset), record by record into the
+// oracle, all topics at once: each read waits for its consumer's first
+// fetch, about 0.4 s, which one topic after another made 3 s for a job of
+// seven.
+func (r *runState) outputReader(starts map[string]map[int32]int64) verify.OutputReader {
+	return func(ctx context.Context, f func(verify.Record) error) error {
+		var (
+			mu   sync.Mutex
+			wg   sync.WaitGroup
+			errs = make(map[string]error, len(starts))
+		)
+		one := func(rec runtime.OutputRecord) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return f(rec)
 		}
-		all = append(all, reads[topic].recs...)
+		for topic, start := range starts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := r.readOutput(ctx, topic, start, one)
+				mu.Lock()
+				errs[topic] = err
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		for _, topic := range slices.Sorted(maps.Keys(errs)) {
+			if err := errs[topic]; err != nil {
+				return fmt.Errorf("read %s: %w", topic, err)
+			}
+		}
+		return nil
 	}
-	return all, nil
 }
 
-// readOutput reads output topic from start, once the commit markers of the
-// last transactions, which may still be on their way into its partitions,
-// are there.
-func (r *runState) readOutput(ctx context.Context, topic string, start map[int32]int64) ([]runtime.OutputRecord, error) {
+// readOutput reads output topic from start into f, once the commit markers
+// of the last transactions, which may still be on their way into its
+// partitions, are there.
+func (r *runState) readOutput(ctx context.Context, topic string, start map[int32]int64, f func(runtime.OutputRecord) error) error {
 	if out := r.outputs[topic]; out != nil {
 		if err := out.AwaitCommitted(ctx, commitVisibleTimeout); err != nil {
 			if ctx.Err() != nil {
-				return nil, err
+				return err
 			}
 			fmt.Fprintf(r.stderr, "faultline: verify: the output's last commits are not visible yet: %v\n", err)
 		}
 	}
-	return kafka.ReadCommitted(ctx, r.p.client, topic, start)
+	return kafka.ReadEach(ctx, r.p.client, topic, start, nil, true, f)
 }

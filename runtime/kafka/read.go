@@ -59,12 +59,28 @@ func offsetsOf(cl sarama.Client, topic string, which int64, what string) (map[in
 
 // Read reads topic's records from the offsets in from (missing: the
 // partition's first) up to those in to (nil: the end), read_committed when
-// committed, every partition at once: ReadCommitted's read, and the
-// broker's retention's, which reads in rounds up to bounds of its own.
+// committed, every partition at once: the broker's retention's read, which
+// reads in rounds up to bounds of its own, and the sink's recovery's.
 func Read(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool) ([]runtime.OutputRecord, error) {
-	cfg, err := c.Config()
+	var out []runtime.OutputRecord
+	err := ReadEach(ctx, c, topic, from, to, committed, func(r runtime.OutputRecord) error {
+		out = append(out, r)
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// ReadEach is Read handing each record to f as it comes instead of
+// keeping them: what it holds is the consumer's buffers, however long the
+// topic. The partitions are read at once; f is called by one at a time, in
+// offset order within a partition. An error of f ends the read with it.
+func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool, f func(runtime.OutputRecord) error) error {
+	cfg, err := c.Config()
+	if err != nil {
+		return err
 	}
 	if committed {
 		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
@@ -72,31 +88,40 @@ func Read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 	cfg.Consumer.MaxWaitTime = 50 * time.Millisecond
 	cl, err := c.NewClientWith(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
 	ends := to
 	if ends == nil {
 		if ends, err = EndOffsets(cl, topic); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	consumer, err := sarama.NewConsumerFromClient(cl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer consumer.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		mu   sync.Mutex
-		out  []runtime.OutputRecord
 		errs []error
 		wg   sync.WaitGroup
 	)
+	deliver := func(r runtime.OutputRecord) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(errs) > 0 {
+			return errs[0]
+		}
+		return f(r)
+	}
 	for p, end := range ends {
 		start, ok := from[p]
 		if !ok {
 			if start, err = cl.GetOffset(topic, p, sarama.OffsetOldest); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if start >= end {
@@ -104,31 +129,28 @@ func Read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 		}
 		pc, err := consumer.ConsumePartition(topic, p, start)
 		if err != nil {
-			return nil, fmt.Errorf("read %s/%d: %w", topic, p, err)
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("read %s/%d: %w", topic, p, err)
 		}
 		part := partitionRead{cl: cl, pc: pc, topic: topic, p: p, start: start, end: end, committed: committed}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer pc.AsyncClose()
-			recs, err := part.read(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
+			if err := part.read(ctx, deliver); err != nil {
+				mu.Lock()
 				errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
-				return
+				mu.Unlock()
+				cancel()
 			}
-			out = append(out, recs...)
 		}()
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return nil, errs[0]
+		return errs[0]
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return out, nil
+	return ctx.Err()
 }
 
 // partitionRead is the read of one partition, from start up to end.
@@ -141,10 +163,9 @@ type partitionRead struct {
 	committed  bool
 }
 
-// read returns the partition's records; it returns nil and no error when
-// ctx ends first (read sees ctx's end).
-func (r partitionRead) read(ctx context.Context) ([]runtime.OutputRecord, error) {
-	var recs []runtime.OutputRecord
+// read hands the partition's records to deliver; it returns no error when
+// ctx ends first (ReadEach sees ctx's end).
+func (r partitionRead) read(ctx context.Context, deliver func(runtime.OutputRecord) error) error {
 	wait := firstWait
 	if r.committed {
 		wait = quiet
@@ -158,33 +179,35 @@ func (r partitionRead) read(ctx context.Context) ([]runtime.OutputRecord, error)
 			if m.Offset >= r.end {
 				// A read_committed consumer skips what is aborted and may
 				// hand over a record past end: not ours.
-				return recs, nil
+				return nil
 			}
-			recs = append(recs, runtime.OutputRecord{Key: m.Key, Value: m.Value, Time: m.Timestamp.UnixMilli()})
+			if err := deliver(runtime.OutputRecord{Key: m.Key, Value: m.Value, Time: m.Timestamp.UnixMilli()}); err != nil {
+				return err
+			}
 			next, silent = m.Offset+1, 0
 			if next >= r.end {
-				return recs, nil
+				return nil
 			}
 			idle.Reset(wait)
 		case err := <-r.pc.Errors():
-			return nil, err
+			return err
 		case <-idle.C:
 			if !r.committed {
-				return nil, fmt.Errorf("nothing came after offset %d of %d", next, r.end)
+				return fmt.Errorf("nothing came after offset %d of %d", next, r.end)
 			}
 			more, err := committedFrom(r.cl, r.topic, r.p, next, r.end)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if !more {
-				return recs, nil
+				return nil
 			}
 			if silent += quiet; silent >= patience {
-				return nil, fmt.Errorf("the consumer delivered nothing after offset %d for %s, though committed records follow", next, patience)
+				return fmt.Errorf("the consumer delivered nothing after offset %d for %s, though committed records follow", next, patience)
 			}
 			idle.Reset(quiet)
 		case <-ctx.Done():
-			return nil, nil
+			return nil
 		}
 	}
 }
@@ -269,16 +292,7 @@ func (in Inputs) ReadInputAfter(ctx context.Context, topic string, bounds map[in
 }
 
 // each calls f with every record of Kafka topic from from to to (nil: the
-// end there is now).
+// end there is now), as it reads them.
 func (in Inputs) each(ctx context.Context, topic string, from, to map[int32]int64, f func([]byte, int64) error) error {
-	recs, err := Read(ctx, in.C, topic, from, to, false)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		if err := f(r.Value, r.Time); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ReadEach(ctx, in.C, topic, from, to, false, func(r runtime.OutputRecord) error { return f(r.Value, r.Time) })
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"maps"
 	"os"
 	"slices"
 
@@ -44,8 +45,13 @@ type header struct {
 // table compressed (a presence byte and the ids' bytes per chunk), and a
 // CRC-32C of everything before it.
 func (l *Ledger) MarshalBinary() ([]byte, error) {
+	first := l.first
+	if l.firstDense.Len() > 0 {
+		first = maps.Clone(l.first)
+		l.firstDense.Each(func(n uint32, t int64) { first[fmt.Sprintf("o-%06d", n)] = t })
+	}
 	h := header{Kind: l.kind, TTLMs: l.ttl, ID: l.id.Name(), Inputs: l.inputs, Joined: l.joined, Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
-		Positions: l.Positions, First: l.first, Newest: l.newest, Other: l.other, Chunks: len(l.dense)}
+		Positions: l.Positions, First: first, Newest: l.newest, Other: l.other, Chunks: l.dense.Chunks()}
 	hj, err := json.Marshal(h)
 	if err != nil {
 		return nil, err
@@ -58,8 +64,9 @@ func (l *Ledger) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range l.dense {
-		if c == nil {
+	c := make([]byte, DenseChunk)
+	for i := range l.dense.Chunks() {
+		if !l.dense.Chunk(i, c) {
 			zw.Write([]byte{0})
 			continue
 		}
@@ -94,8 +101,8 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 	}
 	zr := flate.NewReader(bytes.NewReader(rest[k+int(n):]))
 	defer zr.Close()
-	dense := make([][]byte, h.Chunks)
-	for i := range dense {
+	var dense Dense[byte]
+	for i := range h.Chunks {
 		var present [1]byte
 		if _, err := io.ReadFull(zr, present[:]); err != nil {
 			return fmt.Errorf("%w: table: %v", ErrCorrupt, err)
@@ -103,10 +110,11 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 		if present[0] == 0 {
 			continue
 		}
-		dense[i] = make([]byte, chunkIDs)
-		if _, err := io.ReadFull(zr, dense[i]); err != nil {
+		c := make([]byte, DenseChunk)
+		if _, err := io.ReadFull(zr, c); err != nil {
 			return fmt.Errorf("%w: table: %v", ErrCorrupt, err)
 		}
+		dense.SetChunk(i, c)
 	}
 	var id flatjson.Field
 	if h.ID != "" {
@@ -115,9 +123,16 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 	}
-	*l = Ledger{kind: h.Kind, inputs: h.Inputs, joined: h.Joined, ttl: h.TTLMs, id: id, dense: dense, other: orEmpty(h.Other), first: orEmpty(h.First),
+	*l = Ledger{kind: h.Kind, inputs: h.Inputs, joined: h.Joined, ttl: h.TTLMs, id: id, dense: dense, other: orEmpty(h.Other), first: map[string]int64{},
 		newest: orEmpty(h.Newest), committed: h.Committed, badInput: h.BadInput, badOutput: h.BadOutput,
 		Positions: orEmpty(h.Positions)}
+	for id, t := range h.First {
+		if n, ok := DenseID([]byte(id)); ok {
+			l.firstDense.Put(n, t)
+		} else {
+			l.first[id] = t
+		}
+	}
 	return nil
 }
 

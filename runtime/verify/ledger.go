@@ -34,9 +34,6 @@ const (
 	lenient    byte = 1 << 5 // a copy in the output was written in an at-least-once period
 )
 
-// chunkIDs is how many dense ids share one allocation.
-const chunkIDs = 1 << 16
-
 // ttlSlack is the join's (runtime's ttlSlack): a side waits for its partner
 // the TTL plus at least this long.
 const ttlSlack = 5 * time.Second
@@ -50,10 +47,11 @@ type Ledger struct {
 	ttl    int64          // ms; 0: every paid order is expected
 	id     flatjson.Field // the field records are counted by (Expect.ID)
 
-	dense  [][]byte         // generator ids ("o-000123") by number
-	other  map[string]byte  // any other id
-	first  map[string]int64 // event time of an id's side read first, until the other (TTL only)
-	newest map[string]int64 // the newest event time read of each generator topic (TTL only)
+	dense      Dense[byte]      // generator ids ("o-000123") by number
+	other      map[string]byte  // any other id
+	first      map[string]int64 // event time of an id's side read first, until the other (TTL only): ids not dense
+	firstDense Times            // the same for generator ids
+	newest     map[string]int64 // the newest event time read of each generator topic (TTL only)
 
 	committed int // output records
 	badInput  int // input records without an order id
@@ -129,14 +127,7 @@ func DenseID(id []byte) (uint32, bool) {
 // any other id, whose byte store puts into the map).
 func (l *Ledger) load(id []byte) (byte, *byte) {
 	if n, ok := DenseID(id); ok {
-		c := int(n / chunkIDs)
-		for len(l.dense) <= c {
-			l.dense = append(l.dense, nil)
-		}
-		if l.dense[c] == nil {
-			l.dense[c] = make([]byte, chunkIDs)
-		}
-		p := &l.dense[c][n%chunkIDs]
+		p := l.dense.Ptr(n)
 		return *p, p
 	}
 	return l.other[string(id)], nil
@@ -181,12 +172,23 @@ func (l *Ledger) Input(topic string, id []byte, eventTime int64) {
 // times not known (0) always join, as in the job.
 func (l *Ledger) timed(id []byte, topic string, second bool, t int64) byte {
 	l.newest[topic] = max(l.newest[topic], t)
+	n, dense := DenseID(id)
 	if !second {
-		l.first[string(id)] = t
+		if dense {
+			l.firstDense.Put(n, t)
+		} else {
+			l.first[string(id)] = t
+		}
 		return 0
 	}
-	first, kept := l.first[string(id)]
-	delete(l.first, string(id))
+	var first int64
+	var kept bool
+	if dense {
+		first, kept = l.firstDense.Take(n)
+	} else {
+		first, kept = l.first[string(id)]
+		delete(l.first, string(id))
+	}
 	if t != 0 && (!kept || first != 0 && max(first-t, t-first) > l.ttl) {
 		return farApart
 	}
@@ -212,7 +214,14 @@ func (l *Ledger) Prune() {
 			delete(l.first, id)
 		}
 	}
+	l.firstDense.DropIf(func(t int64) bool { return t != 0 && t < before })
 }
+
+// Compact packs what the ledger holds of the ids it has not met since the
+// previous Compact (see Dense): whoever feeds it for long (the broker's
+// retention, round after round) calls it now and then, so that what it
+// holds stays about a bit or two an id.
+func (l *Ledger) Compact() { l.dense.Compact() }
 
 // Output accounts for a committed output record whose order id is id,
 // written at Unix millisecond at (0: not known); ok false means the record
@@ -308,11 +317,7 @@ func (l *Ledger) Result() Result {
 			}
 		}
 	}
-	for _, c := range l.dense {
-		for _, b := range c {
-			judge(b)
-		}
-	}
+	l.dense.Each(func(_ uint32, b byte) { judge(b) })
 	for _, b := range l.other {
 		judge(b)
 	}
@@ -324,9 +329,7 @@ func (l *Ledger) Result() Result {
 func (l *Ledger) Missing(id []byte) bool {
 	var b byte
 	if n, ok := DenseID(id); ok {
-		if c := int(n / chunkIDs); c < len(l.dense) && l.dense[c] != nil {
-			b = l.dense[c][n%chunkIDs]
-		}
+		b = l.dense.Get(n)
 	} else {
 		b = l.other[string(id)]
 	}
@@ -344,13 +347,7 @@ func (l *Ledger) Each(f func(id string, order, payment, far bool, seen int, leni
 	call := func(id string, b byte) {
 		f(id, b&hasFirst != 0, b&hasSecond != 0, b&farApart != 0, int((b&countMask)>>countShift), b&lenient != 0)
 	}
-	for c, chunk := range l.dense {
-		for i, b := range chunk {
-			if b != 0 {
-				call(fmt.Sprintf("o-%06d", c*chunkIDs+i), b)
-			}
-		}
-	}
+	l.dense.Each(func(n uint32, b byte) { call(fmt.Sprintf("o-%06d", n), b) })
 	for id, b := range l.other {
 		if b != 0 {
 			call(id, b)
@@ -364,6 +361,7 @@ func (l *Ledger) FirstSides(f func(id string, eventTime int64)) {
 	for id, t := range l.first {
 		f(id, t)
 	}
+	l.firstDense.Each(func(n uint32, t int64) { f(fmt.Sprintf("o-%06d", n), t) })
 }
 
 // Newest is the newest event time the ledger read of a generator topic.

@@ -85,8 +85,10 @@ func TestLedgerPrune(t *testing.T) {
 	l.Input(TopicOrders, id(2), 100_000)
 	l.Input(TopicPayments, id(3), 100_000)
 	l.Prune() // 1 is older than 100000 - 1000 - 5000
-	if _, kept := l.first[string(id(1))]; kept || len(l.first) != 2 {
-		t.Fatalf("first sides after prune: %v", l.first)
+	first := map[string]int64{}
+	l.FirstSides(func(id string, t int64) { first[id] = t })
+	if _, kept := first[string(id(1))]; kept || len(first) != 2 {
+		t.Fatalf("first sides after prune: %v", first)
 	}
 	l.Input(TopicPayments, id(1), 1500)
 	if r := l.Result(); r.NotJoined != 1 || r.Expected != 0 {
@@ -247,14 +249,14 @@ func TestInFlightIsNeitherExpectedNorLost(t *testing.T) {
 	}
 	out := []Record{{Key: []byte("o-000001"), Value: rec("o-000001")}}
 	bounds := map[string]map[int32]int64{TopicOrders: {0: 3}, TopicPayments: {0: 3}}
-	v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000009"}}, out)
+	v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000009"}}, Records(out))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.InFlight != 1 || v.Lost != 1 || v.Expected != 2 || v.OK {
 		t.Fatalf("%+v: want o-000002 in flight, o-000003 lost, 2 expected", v)
 	}
-	v, err = VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000003"}}, out)
+	v, err = VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{InFlight: []string{"o-000002", "o-000003"}}, Records(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +289,7 @@ func TestOutputPastTheCheckpointIsForgivenInAnAtLeastOncePeriod(t *testing.T) {
 			l.Lenient, _ = LoadPeriods("")
 			l.Lenient.Open(time.UnixMilli(100))
 			out := []Record{{Value: rec("o-000001"), Time: 20}, {Value: rec("o-000002"), Time: tc.written}}
-			v, err := VerifyHeld(context.Background(), l, in, "exactly-once", bounds, Held{}, out)
+			v, err := VerifyHeld(context.Background(), l, in, "exactly-once", bounds, Held{}, Records(out))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,7 +336,7 @@ func TestOutputAheadOfTheCheckpointIsNotUnexpected(t *testing.T) {
 		{"none held ahead", nil, 0, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: tc.ahead}, out)
+			v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: tc.ahead}, Records(out))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -343,7 +345,7 @@ func TestOutputAheadOfTheCheckpointIsNotUnexpected(t *testing.T) {
 			}
 		})
 	}
-	v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: []string{"o-000002", "o-000003"}}, out[:3])
+	v, err := VerifyHeld(context.Background(), newLedger(PaidOrders, 0), in, "exactly-once", bounds, Held{Ahead: []string{"o-000002", "o-000003"}}, Records(out[:3]))
 	if err != nil || !v.OK || v.Ahead != 2 || v.Unexpected != 0 {
 		t.Fatalf("%+v %v: the output the damaged checkpoint committed, held ahead, passes", v, err)
 	}

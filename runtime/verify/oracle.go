@@ -122,7 +122,23 @@ func Verify(ctx context.Context, in InputReader, expect Expect, guarantee string
 // reads the input from where l stopped, out is the output after l's
 // position. It adds everything to l.
 func VerifyOn(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, out []Record) (Verification, error) {
-	return VerifyHeld(ctx, l, in, guarantee, bounds, Held{}, out)
+	return VerifyHeld(ctx, l, in, guarantee, bounds, Held{}, Records(out))
+}
+
+// OutputReader hands every record of a job's committed output to f, in any
+// order, one call at a time; an error of f ends the read with it.
+type OutputReader func(ctx context.Context, f func(Record) error) error
+
+// Records is the OutputReader of records read already.
+func Records(out []Record) OutputReader {
+	return func(_ context.Context, f func(Record) error) error {
+		for _, r := range out {
+			if err := f(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // Held are the order ids that a stopped run's newest valid checkpoint (the
@@ -141,7 +157,7 @@ type Held struct {
 // holds records in flight or is older than output the job committed (see
 // Held): in-flight ids are not counted as expected or lost, and ids ahead
 // of it whose input lies after bounds not as unexpected.
-func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, held Held, out []Record) (Verification, error) {
+func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string, bounds map[string]map[int32]int64, held Held, out OutputReader) (Verification, error) {
 	topics := l.inputs[:min(len(l.inputs), 1)]
 	if l.joined {
 		topics = l.inputs
@@ -163,12 +179,16 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 			return Verification{}, err
 		}
 	}
-	for _, r := range out {
+	err := out(ctx, func(r Record) error {
 		id, ok := l.id.Of(r.Value)
 		if !ok {
-			return Verification{}, fmt.Errorf("output record %q: not JSON", r.Value)
+			return fmt.Errorf("output record %q: not JSON", r.Value)
 		}
 		l.Output(id, true, r.Time)
+		return nil
+	})
+	if err != nil {
+		return Verification{}, err
 	}
 	res := l.Result()
 	v := Verification{Expected: res.Expected, Committed: res.Committed, Duplicates: res.Duplicates,

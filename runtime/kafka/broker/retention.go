@@ -149,6 +149,7 @@ func (r *Retention) Round(ctx context.Context) error {
 		return err
 	}
 	r.cfg.Ledger.Prune()
+	r.cfg.Ledger.Compact()
 	if err := r.cfg.Ledger.Save(r.cfg.Path); err != nil {
 		return err
 	}

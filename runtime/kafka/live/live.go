@@ -152,7 +152,7 @@ func NewLiveVerifier(cfg LiveConfig) *LiveVerifier {
 	v.st.inputs = cfg.inputs()
 	v.st.ttl = cfg.Expect.StateTTL.Milliseconds()
 	v.st.lenient = cfg.Lenient
-	v.st.firstTime, v.st.newest = map[idRef]int64{}, map[string]int64{}
+	v.st.newest = map[string]int64{}
 	return v
 }
 

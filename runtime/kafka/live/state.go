@@ -38,27 +38,25 @@ type idRef uint64
 
 const otherRef idRef = 1 << 63
 
-// denseChunk is how many generator ids share one allocation.
-const denseChunk = 1 << 16
-
 // idTable holds a word per id. The generator's ids are dense numbers and
-// live in chunks without a map (4 bytes each); others go through a map.
+// live in chunks without a map (4 bytes each, packed into a bit or two
+// once their chunk is left alone: see verify.Dense); others go through a
+// map.
 type idTable struct {
-	chunks [][]uint32
-	other  []uint32
-	index  map[string]uint32
+	dense verify.Dense[uint32]
+	other []uint32
+	index map[string]uint32
 }
+
+// compactEvery is how many records the verifier applies between two
+// compactions of its table: a chunk of ids it has not touched in a whole
+// period is packed.
+const compactEvery = 1 << 20
 
 // ref returns id's word, creating it.
 func (t *idTable) ref(id []byte) idRef {
 	if n, ok := verify.DenseID(id); ok {
-		c := int(n / denseChunk)
-		for len(t.chunks) <= c {
-			t.chunks = append(t.chunks, nil)
-		}
-		if t.chunks[c] == nil {
-			t.chunks[c] = make([]uint32, denseChunk)
-		}
+		t.dense.Ptr(n)
 		return idRef(n)
 	}
 	if i, ok := t.index[string(id)]; ok {
@@ -73,12 +71,49 @@ func (t *idTable) ref(id []byte) idRef {
 	return otherRef | idRef(i)
 }
 
-// at is the word of r; valid until the next ref.
+// at is the word of r; valid until the next ref or compaction.
 func (t *idTable) at(r idRef) *uint32 {
 	if r&otherRef != 0 {
 		return &t.other[r&^otherRef]
 	}
-	return &t.chunks[r/denseChunk][r%denseChunk]
+	return t.dense.Ptr(uint32(r))
+}
+
+// sideTimes holds the event time of an id's side consumed first, until
+// the other comes: in a verify.Times for the generator's ids, in a map
+// for others.
+type sideTimes struct {
+	dense verify.Times
+	other map[idRef]int64
+}
+
+func (s *sideTimes) put(r idRef, t int64) {
+	if r&otherRef == 0 {
+		s.dense.Put(uint32(r), t)
+		return
+	}
+	if s.other == nil {
+		s.other = map[idRef]int64{}
+	}
+	s.other[r] = t
+}
+
+func (s *sideTimes) take(r idRef) (int64, bool) {
+	if r&otherRef == 0 {
+		return s.dense.Take(uint32(r))
+	}
+	t, ok := s.other[r]
+	delete(s.other, r)
+	return t, ok
+}
+
+func (s *sideTimes) dropIf(drop func(t int64) bool) {
+	s.dense.DropIf(drop)
+	for r, t := range s.other {
+		if drop(t) {
+			delete(s.other, r)
+		}
+	}
 }
 
 // parsedID is one consumed record, its order id read outside the lock.
@@ -139,9 +174,11 @@ type liveState struct {
 	// input, by which prune drops those whose partner could only come too
 	// far apart (see the orders job's join, which drops them the same way).
 	ttl        int64
-	firstTime  map[idRef]int64
+	firstTime  sideTimes
 	newest     map[string]int64
 	sincePrune int
+	// sinceCompact counts the records applied since ids was compacted.
+	sinceCompact int
 	notJoined  int // ids found far apart
 
 	committed  int // output records consumed
@@ -185,12 +222,11 @@ func (s *liveState) timed(r idRef, gen string, t int64) {
 	*w |= read
 	s.newest[gen] = max(s.newest[gen], t)
 	if *w&other == 0 {
-		s.firstTime[r] = t
+		s.firstTime.put(r, t)
 		s.prune()
 		return
 	}
-	first, kept := s.firstTime[r]
-	delete(s.firstTime, r)
+	first, kept := s.firstTime.take(r)
 	// A first side no longer kept was pruned: its partner came too late.
 	// Times not known (0) always join, as in the job.
 	far := t != 0 && (!kept || first != 0 && max(first-t, t-first) > s.ttl)
@@ -212,11 +248,7 @@ func (s *liveState) prune() {
 	}
 	now := min(s.newest[s.inputs[0]], s.newest[s.inputs[1]])
 	before := now - s.ttl - max(s.ttl, ttlSlack.Milliseconds())
-	for r, t := range s.firstTime {
-		if t != 0 && t < before {
-			delete(s.firstTime, r)
-		}
-	}
+	s.firstTime.dropIf(func(t int64) bool { return t != 0 && t < before })
 }
 
 // markTent records that an input record of r lies below a tentative bound.
@@ -269,6 +301,7 @@ func (s *liveState) see(r idRef, at int64) {
 // addInput applies consumed input records of lp, in offset order. Records
 // that are not JSON with the job's id are bad input and expect nothing.
 func (s *liveState) addInput(lp *livePart, recs []parsedID) {
+	s.compact(len(recs))
 	for _, r := range recs {
 		lp.next = r.off + 1
 		if !r.ok || len(r.id) == 0 {
@@ -294,6 +327,7 @@ func (s *liveState) addInput(lp *livePart, recs []parsedID) {
 
 // addOutput applies consumed committed output records of lp.
 func (s *liveState) addOutput(lp *livePart, recs []parsedID) {
+	s.compact(len(recs))
 	for _, r := range recs {
 		lp.next = r.off + 1
 		s.committed++
@@ -306,6 +340,17 @@ func (s *liveState) addOutput(lp *livePart, recs []parsedID) {
 		}
 		s.see(s.ids.ref(r.id), r.ts)
 	}
+}
+
+// compact packs, every compactEvery records applied, the chunks of ids
+// no record touched since the last time: what the table holds then grows
+// by a bit or two an id, not four bytes.
+func (s *liveState) compact(n int) {
+	if s.sinceCompact += n; s.sinceCompact < compactEvery {
+		return
+	}
+	s.sinceCompact = 0
+	s.ids.dense.Compact()
 }
 
 // tentative marks lp's records below b (bounds never move back).
@@ -393,7 +438,7 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 		}
 	})
 	st.committed = l.Committed()
-	l.FirstSides(func(id string, t int64) { st.firstTime[st.ids.ref([]byte(id))] = t })
+	l.FirstSides(func(id string, t int64) { st.firstTime.put(st.ids.ref([]byte(id)), t) })
 	for _, gen := range st.inputs {
 		st.newest[gen] = l.Newest(gen)
 	}
@@ -402,11 +447,10 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 // find returns id's word if the table has one.
 func (t *idTable) find(id []byte) (*uint32, bool) {
 	if n, ok := verify.DenseID(id); ok {
-		c := int(n / denseChunk)
-		if c >= len(t.chunks) || t.chunks[c] == nil {
+		if !t.dense.Has(n) {
 			return nil, false
 		}
-		return &t.chunks[c][n%denseChunk], true
+		return t.dense.Ptr(n), true
 	}
 	i, ok := t.index[string(id)]
 	if !ok {
