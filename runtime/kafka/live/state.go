@@ -179,7 +179,7 @@ type liveState struct {
 	sincePrune int
 	// sinceCompact counts the records applied since ids was compacted.
 	sinceCompact int
-	notJoined  int // ids found far apart
+	notJoined    int // ids found far apart
 
 	committed  int // output records consumed
 	duplicates int // ids seen twice or more
