@@ -261,13 +261,12 @@ func (j *Job) settleOutputs(ctx context.Context, states map[string][]*backend.Su
 			return err
 		}
 		ops := operatorStates(states[op.Name])
-		redo := func(name string) [][]byte { return ops[name] }
 		for i := range op.Parallelism {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				p := op.Parallelism
-				_, _, err := recoverSink(ctx.Done(), out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName], redo,
+				_, _, err := recoverSink(ctx.Done(), out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName],
 					func(owner int) bool { return owner%p == i }, []int{i})
 				mu.Lock()
 				if err != nil && first == nil {

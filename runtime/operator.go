@@ -285,14 +285,6 @@ type TxnOutput interface {
 	AbortLingering(prefix string, from int64) error
 }
 
-// FragileOutput is a TxnOutput whose prepared transactions may be lost
-// behind the sink's back (the Kafka output at exactly-once: a broker that
-// dies aborts them); the sink then keeps a redo log of each in its
-// checkpoint (see redoLost).
-type FragileOutput interface {
-	PreparedMayBeLost() bool
-}
-
 // PositionReader is a TxnOutput that can say where in the output a
 // transaction named by its committable began (the Kafka output: topic and
 // offsets; ok false when it cannot tell).
@@ -307,10 +299,19 @@ type CommittedReader interface {
 	CommittedFrom(ctx context.Context, from map[int32]int64) ([]OutputRecord, error)
 }
 
-// CommittedChecker is a TxnOutput that can say which of a prepared
-// transaction's records its committed output lacks (the Kafka output reads
-// the output topic from where the transaction began).
+// CommittedChecker is a TxnOutput that can read back the records of a
+// prepared transaction whatever became of it, and say which of them its
+// committed output lacks. Kafka keeps an aborted transaction's records in
+// its log, marked aborted: the Kafka output reads them by producer id and
+// epoch from where the transaction began. A sink whose restored checkpoint
+// pre-committed a transaction the output lost (ErrTxnLost) writes again
+// what is missing of it (see redoLost), and a sink restored past newer
+// checkpoints tells its own records from theirs (see committedPast).
 type CommittedChecker interface {
+	// Prepared returns the records of the transaction of committable.
+	Prepared(ctx context.Context, committable string) ([]OutputRecord, error)
+	// Missing returns those of recs that the committed output lacks at
+	// or after where the transaction of committable began.
 	Missing(ctx context.Context, committable string, recs []OutputRecord) ([]OutputRecord, error)
 }
 

@@ -32,9 +32,7 @@ type sinkOp struct {
 	progress  *commitProgress
 
 	nextSeq int64
-	redoLog bool         // keep each transaction's records until it commits
-	curLog  *redoLog     // the open transaction's, when redoLog
-	arena   arena        // the records' bytes, when not redoLog
+	arena   arena        // the records' bytes, until the output sent them
 	scratch []byte       // a record's value while it is encoded
 	curN    int64        // records written into the open transaction
 	current string       // open transaction, "" until the first record
@@ -75,78 +73,20 @@ type pendingTxn struct {
 	checkpoint  int64
 	txn         string // the transaction's name
 	committable string
-	// redo is the transaction's content, kept when the output may lose a
-	// prepared transaction (nil otherwise).
-	redo *redoLog
-	n    int64 // how many records it holds (not kept in checkpoints)
+	n           int64 // how many records it holds (not kept in checkpoints)
 }
 
-// redoLog is a transaction's records as a checkpoint keeps them, each a
-// key and a value, each a uvarint length and its bytes: the sink appends
-// to it as it writes, so a checkpoint copies it as it is. The bytes are in
-// chunks that are never grown (a record is never split between two), so
-// that adding never copies what the log already holds.
-type redoLog struct {
-	chunks [][]byte
-	size   int // bytes in all chunks
-	n      int
-}
-
-// redoChunk is the size of a redo log's chunks.
-const redoChunk = 1 << 20
-
-// add appends a record and returns its key and value inside the log; they
-// never change, later adds only append.
-func (l *redoLog) add(key string, value []byte) (k, v []byte) {
-	need := 2*binary.MaxVarintLen64 + len(key) + len(value)
-	last := len(l.chunks) - 1
-	if last < 0 || cap(l.chunks[last])-len(l.chunks[last]) < need {
-		l.chunks = append(l.chunks, make([]byte, 0, max(redoChunk, need)))
-		last++
-	}
-	b := l.chunks[last]
-	start := len(b)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	ks := len(b)
-	b = append(b, key...)
-	b = binary.AppendUvarint(b, uint64(len(value)))
-	vs := len(b)
-	b = append(b, value...)
-	l.chunks[last] = b
-	l.size += len(b) - start
-	l.n++
-	return b[ks:vs:vs][:len(key)], b[vs:len(b):len(b)]
-}
-
-// records decodes the log.
-func (l *redoLog) records() ([]OutputRecord, error) {
-	out := make([]OutputRecord, 0, l.n)
-	for _, b := range l.chunks {
-		for len(b) > 0 {
-			k, v, rest, ok := readRecord(b)
-			if !ok {
-				return nil, backend.ErrCorrupt
-			}
-			out = append(out, OutputRecord{Key: k, Value: v})
-			b = rest
-		}
-	}
-	if len(out) != l.n {
-		return nil, backend.ErrCorrupt
-	}
-	return out, nil
-}
-
-// readRecord reads one record of a redo log: its key, its value and what
-// follows.
+// readRecord reads one record of a redo log (checkpoints taken before the
+// sink read a lost transaction back from the output kept one): its key,
+// its value and what follows.
 func readRecord(b []byte) (k, v, rest []byte, ok bool) {
 	k, rest, okk := backend.ReadBytes(b)
 	v, rest, okv := backend.ReadBytes(rest)
 	return k, v, rest, okk && okv
 }
 
-// arena holds the bytes of records written without a redo log, in chunks
-// that are never reused: an output may keep a record until it is sent.
+// arena holds the bytes of the records written, in chunks that are never
+// reused: an output may keep a record until it is sent.
 type arena []byte
 
 func (a *arena) copy(b []byte) []byte {
@@ -176,16 +116,9 @@ type sinkState struct {
 	pending []pendingTxn
 }
 
-// sinkRedoName names the operator state entry of chunk i of txn's redo log.
-func sinkRedoName(txn string, i int) string {
-	return sinkStateName + "/redo/" + txn + "/" + strconv.Itoa(i)
-}
-
 // entries is the state as operator state entries: the transactions under
-// sinkStateName, and each chunk of a redo log under sinkRedoName as it is.
-// A prepared transaction's log never changes, so the checkpoint takes its
-// chunks without a copy on the sink's goroutine (they are tens of
-// megabytes a second).
+// sinkStateName. A prepared transaction's records are not kept: should the
+// output lose it, the sink reads them back from the output (see redoLost).
 func (st sinkState) entries() map[string][]byte {
 	size := 2 * binary.MaxVarintLen64
 	for _, t := range st.pending {
@@ -194,28 +127,22 @@ func (st sinkState) entries() map[string][]byte {
 	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(st.owner))
 	b = binary.AppendUvarint(b, uint64(st.nextSeq))
-	m := map[string][]byte{}
 	for _, t := range st.pending {
 		b = binary.AppendUvarint(b, uint64(t.checkpoint))
 		b = backend.AppendString(b, t.txn)
 		b = backend.AppendString(b, t.committable)
-		// 0: no records here; checkpoints written before the chunks were
-		// entries of their own have n+1 and the n records inline.
+		// 0: no records here; checkpoints of older versions have n+1 and
+		// the n records inline, or 0 and the records in entries of their
+		// own, which are read past.
 		b = binary.AppendUvarint(b, 0)
-		if t.redo != nil {
-			for i, c := range t.redo.chunks {
-				m[sinkRedoName(t.txn, i)] = c
-			}
-		}
 	}
-	m[sinkStateName] = b
-	return m
+	return map[string][]byte{sinkStateName: b}
 }
 
 // decodeSinkState reads a sink subtask's state: b is its sinkStateName
-// entry, and redo finds the values of an entry of the same checkpoint by
-// name (its redo chunks).
-func decodeSinkState(b []byte, redo func(name string) [][]byte) (sinkState, error) {
+// entry. The records older versions kept of each transaction are read
+// past: the output has them.
+func decodeSinkState(b []byte) (sinkState, error) {
 	var st sinkState
 	owner, n := binary.Uvarint(b)
 	if n <= 0 {
@@ -238,69 +165,30 @@ func decodeSinkState(b []byte, redo func(name string) [][]byte) (sinkState, erro
 		if !ok1 || !ok2 {
 			return st, backend.ErrCorrupt
 		}
-		t := pendingTxn{checkpoint: int64(id), txn: name, committable: c}
 		cnt, n := binary.Uvarint(rest)
 		if n <= 0 {
 			return st, backend.ErrCorrupt
 		}
 		rest = rest[n:]
-		if cnt > 0 {
-			// The log is copied: b is the stored checkpoint's.
-			start := rest
-			for i := uint64(1); i < cnt; i++ {
-				var ok bool
-				if _, _, rest, ok = readRecord(rest); !ok {
-					return st, backend.ErrCorrupt
-				}
-			}
-			used := start[:len(start)-len(rest)]
-			t.redo = &redoLog{chunks: [][]byte{append([]byte(nil), used...)}, size: len(used), n: int(cnt - 1)}
-		} else if redo != nil {
-			var err error
-			if t.redo, err = restoreRedo(t.txn, redo); err != nil {
-				return st, err
+		for i := uint64(1); i < cnt; i++ {
+			var ok bool
+			if _, _, rest, ok = readRecord(rest); !ok {
+				return st, backend.ErrCorrupt
 			}
 		}
-		st.pending = append(st.pending, t)
+		st.pending = append(st.pending, pendingTxn{checkpoint: int64(id), txn: name, committable: c})
 		b = rest
 	}
 	return st, nil
-}
-
-// restoreRedo reads back txn's redo log from its chunk entries (nil when
-// it has none), copied: the values are the stored checkpoint's.
-func restoreRedo(txn string, redo func(name string) [][]byte) (*redoLog, error) {
-	var l *redoLog
-	for i := 0; ; i++ {
-		vs := redo(sinkRedoName(txn, i))
-		if len(vs) == 0 {
-			return l, nil
-		}
-		if l == nil {
-			l = &redoLog{}
-		}
-		c := append([]byte(nil), vs[0]...)
-		for rest := c; len(rest) > 0; l.n++ {
-			var ok bool
-			if _, _, rest, ok = readRecord(rest); !ok {
-				return nil, backend.ErrCorrupt
-			}
-		}
-		l.chunks = append(l.chunks, c)
-		l.size += len(c)
-	}
 }
 
 func (s *sinkOp) Open(ctx *OperatorContext) error {
 	s.ctx = ctx
 	s.timed, _ = s.out.(TimedWriter)
 	p, idx := ctx.Parallelism, ctx.Task.Index
-	if l, ok := s.out.(FragileOutput); ok && l.PreparedMayBeLost() {
-		s.redoLog = true
-	}
 	// This subtask recovers its own transactions and those of old subtasks
 	// that no longer exist at this parallelism.
-	next, newest, err := recoverSink(ctx.stop, s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName), ctx.RestoredState,
+	next, newest, err := recoverSink(ctx.stop, s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName),
 		func(owner int) bool { return owner%p == idx }, []int{idx})
 	if err != nil {
 		return fmt.Errorf("%s: %w", ctx.Task, err)
@@ -349,21 +237,11 @@ func (s *sinkOp) Process(rec *Record, out Collector) error {
 	if f, ok := rec.Value.(Fielder); ok {
 		c, hasKey = f.Field(s.key)
 	}
-	var key, val []byte
-	if s.redoLog {
-		if s.curLog == nil {
-			s.curLog = &redoLog{}
-		}
-		key, val = s.curLog.add(c, s.scratch)
-	} else {
-		if hasKey {
-			key = s.arena.copy([]byte(c))
-		}
-		val = s.arena.copy(s.scratch)
+	var key []byte
+	if hasKey {
+		key = s.arena.copy([]byte(c))
 	}
-	if !hasKey {
-		key = nil
-	}
+	val := s.arena.copy(s.scratch)
 	s.curN++
 	if s.timed != nil {
 		return s.timed.WriteAt(s.txn(), key, val, s.ctx.BatchStart())
@@ -379,9 +257,9 @@ func (s *sinkOp) SnapshotState(id int64) (map[string][]byte, error) {
 			return nil, fmt.Errorf("pre-commit %s: %w", s.current, err)
 		}
 		if c != "" {
-			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, redo: s.curLog, n: s.curN})
+			s.pending = append(s.pending, pendingTxn{checkpoint: id, txn: s.current, committable: c, n: s.curN})
 		}
-		s.current, s.curLog, s.curN = "", nil, 0
+		s.current, s.curN = "", 0
 	}
 	st := sinkState{owner: s.ctx.Task.Index, nextSeq: s.nextSeq, pending: s.pending}
 	entries := st.entries()
@@ -460,7 +338,7 @@ func (s *sinkOp) EndInput(Collector) error {
 		if c != "" {
 			s.final = append(s.final, c)
 		}
-		s.current, s.curLog, s.curN = "", nil, 0
+		s.current, s.curN = "", 0
 	}
 	return nil
 }

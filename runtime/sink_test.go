@@ -14,10 +14,37 @@ import (
 )
 
 // losingOutput is a MemoryOutput whose prepared transactions can vanish, as
-// Kafka's do when the broker dies with them open or they time out.
+// Kafka's do when the broker dies with them open or they time out; their
+// records stay readable, as in Kafka's log.
 type losingOutput struct {
 	*MemoryOutput
-	lost map[string]bool // committables the "broker" aborted
+	lost     map[string]bool           // committables the "broker" aborted
+	prepared map[string][]OutputRecord // each committable's records, as the log keeps them
+	open     map[string][]OutputRecord // the records of each open transaction
+	gone     map[string]bool           // committables whose records the log no longer has
+}
+
+func newLosingOutput() *losingOutput {
+	return &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}, prepared: map[string][]OutputRecord{},
+		open: map[string][]OutputRecord{}, gone: map[string]bool{}}
+}
+
+func (l *losingOutput) Write(txn string, key, value []byte) error {
+	l.open[txn] = append(l.open[txn], OutputRecord{Key: key, Value: value})
+	return l.MemoryOutput.Write(txn, key, value)
+}
+
+func (l *losingOutput) WriteAt(txn string, key, value []byte, _ time.Time) error {
+	return l.Write(txn, key, value)
+}
+
+func (l *losingOutput) Prepare(txn string) (string, error) {
+	c, err := l.MemoryOutput.Prepare(txn)
+	if c != "" {
+		l.prepared[c] = l.open[txn]
+	}
+	delete(l.open, txn)
+	return c, err
 }
 
 func (l *losingOutput) Commit(c string) error {
@@ -25,6 +52,13 @@ func (l *losingOutput) Commit(c string) error {
 		return fmt.Errorf("commit %s: %w", c, ErrTxnLost)
 	}
 	return l.MemoryOutput.Commit(c)
+}
+
+func (l *losingOutput) Prepared(_ context.Context, c string) ([]OutputRecord, error) {
+	if l.gone[c] {
+		return nil, errors.New("the log no longer holds the transaction")
+	}
+	return l.prepared[c], nil
 }
 
 func (l *losingOutput) Missing(_ context.Context, _ string, recs []OutputRecord) ([]OutputRecord, error) {
@@ -48,7 +82,7 @@ func (l *losingOutput) Missing(_ context.Context, _ string, recs []OutputRecord)
 // left out.
 func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	err := out.Commit(t.committable)
-	if !t.redoable(err) {
+	if !redoable(out, err) {
 		return err
 	}
 	return redoLost(nil, out, t, err)
@@ -61,21 +95,17 @@ func TestCommitOrRedo(t *testing.T) {
 			out.Write(name, r.Key, r.Value)
 		}
 		c, _ := out.Prepare(name)
-		log := &redoLog{}
-		for _, r := range recs {
-			log.add(string(r.Key), r.Value)
-		}
-		return pendingTxn{checkpoint: 7, txn: name, committable: c, redo: log}
+		return pendingTxn{checkpoint: 7, txn: name, committable: c}
 	}
 	t.Run("commits normally", func(t *testing.T) {
-		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
+		out := newLosingOutput()
 		p := prepare(out, "s/0/3")
 		if err := commitOrRedo(out, p); err != nil || out.Len() != 2 {
 			t.Fatalf("%v, %d committed", err, out.Len())
 		}
 	})
 	t.Run("writes a lost transaction again, once", func(t *testing.T) {
-		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
+		out := newLosingOutput()
 		p := prepare(out, "s/0/3")
 		out.lost[p.committable] = true
 		if err := commitOrRedo(out, p); err != nil || out.Len() != 2 {
@@ -87,7 +117,7 @@ func TestCommitOrRedo(t *testing.T) {
 		}
 	})
 	t.Run("writes only what a partial commit left out", func(t *testing.T) {
-		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
+		out := newLosingOutput()
 		p := prepare(out, "s/0/3")
 		out.lost[p.committable] = true
 		// The commit reached the partition of the first record only.
@@ -102,145 +132,67 @@ func TestCommitOrRedo(t *testing.T) {
 			t.Fatalf("committed %v, want each record once", got)
 		}
 	})
-	t.Run("without a redo log the loss is an error", func(t *testing.T) {
-		out := &losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}
+	t.Run("a transaction the log no longer holds is an error", func(t *testing.T) {
+		out := newLosingOutput()
 		p := prepare(out, "s/0/3")
 		out.lost[p.committable] = true
-		p.redo = nil
-		if err := commitOrRedo(out, p); !errors.Is(err, ErrTxnLost) {
-			t.Fatalf("err = %v, want ErrTxnLost", err)
+		out.gone[p.committable] = true
+		if err := commitOrRedo(out, p); !errors.Is(err, ErrTxnLost) || out.Len() != 0 {
+			t.Fatalf("err = %v, %d committed, want ErrTxnLost and nothing", err, out.Len())
 		}
 	})
 }
 
-func TestSinkStateKeepsTheRedoLog(t *testing.T) {
-	log := &redoLog{}
-	k, v := log.add("c-1", []byte("v1"))
-	log.add("c-2", []byte(`{"order_id":"o-2"}`))
-	if string(k) != "c-1" || string(v) != "v1" {
-		t.Fatalf("add returned %q, %q", k, v)
-	}
+// A sink's state names its pre-committed transactions and keeps none of
+// their records: the output has them.
+func TestSinkStateKeepsNoRecords(t *testing.T) {
 	st := sinkState{owner: 1, nextSeq: 9, pending: []pendingTxn{
-		{checkpoint: 4, txn: "p/1/7", committable: "p/1/7#1", redo: log},
+		{checkpoint: 4, txn: "p/1/7", committable: "p/1/7#1", n: 100_000},
 		{checkpoint: 5, txn: "p/1/8", committable: "p/1/8#1"},
 	}}
 	entries := st.entries()
-	// The log's chunks go into the checkpoint as they are, not copied.
-	if c := entries[sinkRedoName("p/1/7", 0)]; len(c) == 0 || &c[0] != &log.chunks[0][0] {
-		t.Fatalf("the redo log's chunk is not an entry of its own")
+	if len(entries) != 1 || len(entries[sinkStateName]) > 64 {
+		t.Fatalf("entries %v", entries)
 	}
-	// The checkpoint's bytes are its own from here on.
-	for n, v := range entries {
-		entries[n] = append([]byte(nil), v...)
-	}
-	enc := entries[sinkStateName]
-	got, err := decodeSinkState(enc, lookup(entries))
+	got, err := decodeSinkState(entries[sinkStateName])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.owner != 1 || got.nextSeq != 9 || len(got.pending) != 2 || got.pending[0].txn != "p/1/7" ||
-		got.pending[0].redo == nil || got.pending[1].redo != nil {
+		got.pending[1].committable != "p/1/8#1" || got.pending[0].checkpoint != 4 {
 		t.Fatalf("round trip: %+v", got)
 	}
-	recs, err := got.pending[0].redo.records()
-	if err != nil || len(recs) != 2 || string(recs[0].Key) != "c-1" || string(recs[0].Value) != "v1" ||
-		string(recs[1].Key) != "c-2" || string(recs[1].Value) != `{"order_id":"o-2"}` {
-		t.Fatalf("redo log: %v, %v", err, recs)
-	}
-	// The decoded log is its own: the stored checkpoint's bytes may go.
-	for _, v := range entries {
-		for i := range v {
-			v[i] = 0
-		}
-	}
-	if recs, err := got.pending[0].redo.records(); err != nil || string(recs[1].Key) != "c-2" {
-		t.Fatalf("after the encoded state changed: %v, %v", err, recs)
-	}
-	// A truncated state or redo chunk is corrupt, not a panic.
-	entries = st.entries()
-	if _, err := decodeSinkState(entries[sinkStateName][:len(entries[sinkStateName])-3], lookup(entries)); err == nil {
+	if _, err := decodeSinkState(entries[sinkStateName][:len(entries[sinkStateName])-3]); err == nil {
 		t.Fatal("a truncated sink state decoded")
 	}
-	c := entries[sinkRedoName("p/1/7", 0)]
-	entries[sinkRedoName("p/1/7", 0)] = c[:len(c)-1]
-	if _, err := decodeSinkState(entries[sinkStateName], lookup(entries)); err == nil {
-		t.Fatal("a truncated redo chunk decoded")
-	}
 }
 
-// lookup finds operator state entries by name, as OperatorContext's
-// RestoredState does.
-func lookup(entries map[string][]byte) func(string) [][]byte {
-	return func(name string) [][]byte {
-		if v, ok := entries[name]; ok {
-			return [][]byte{v}
-		}
-		return nil
+// Checkpoints of older versions hold each transaction's records inline,
+// behind it; they still restore, the records read past.
+func TestSinkStateReadsPastInlineRecords(t *testing.T) {
+	var recs []byte
+	for _, r := range [][2]string{{"c-1", "v1"}, {"", "v2"}} {
+		recs = backend.AppendString(recs, r[0])
+		recs = backend.AppendString(recs, r[1])
 	}
-}
-
-// Checkpoints taken before the redo chunks were entries of their own hold
-// each log inline, behind its transaction; they still restore.
-func TestSinkStateReadsInlineRedoLogs(t *testing.T) {
-	log := &redoLog{}
-	log.add("c-1", []byte("v1"))
-	log.add("", []byte("v2"))
 	b := binary.AppendUvarint(nil, 0) // owner
 	b = binary.AppendUvarint(b, 3)    // next sequence number
-	b = binary.AppendUvarint(b, 2)    // checkpoint
-	b = backend.AppendString(b, "p/0/2")
-	b = backend.AppendString(b, "p/0/2#1")
-	b = binary.AppendUvarint(b, uint64(log.n)+1)
-	b = append(b, log.chunks[0]...)
-	st, err := decodeSinkState(b, lookup(nil))
+	for _, txn := range []string{"p/0/2", "p/0/3"} {
+		b = binary.AppendUvarint(b, 2) // checkpoint
+		b = backend.AppendString(b, txn)
+		b = backend.AppendString(b, txn+"#1")
+		b = binary.AppendUvarint(b, 2+1)
+		b = append(b, recs...)
+	}
+	st, err := decodeSinkState(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := st.pending[0].redo.records()
-	if err != nil || len(recs) != 2 || string(recs[0].Key) != "c-1" || string(recs[1].Value) != "v2" {
-		t.Fatalf("inline redo log: %v, %v", err, recs)
+	if len(st.pending) != 2 || st.pending[1].txn != "p/0/3" || st.nextSeq != 3 {
+		t.Fatalf("%+v", st)
 	}
-}
-
-// A log of several chunks, one record bigger than a chunk among them, keeps
-// what add returned and comes back whole from a checkpoint.
-func TestRedoLogAcrossChunks(t *testing.T) {
-	log := &redoLog{}
-	type added struct{ wantK, wantV string }
-	var all []added
-	var ks, vs [][]byte
-	big := string(make([]byte, redoChunk+10))
-	for i := 0; log.size < 3*redoChunk; i++ {
-		key, val := fmt.Sprintf("c-%d", i), fmt.Sprintf(`{"order_id":"o-%d","pad":"%0200d"}`, i, i)
-		if i == 1000 {
-			val = big
-		}
-		k, v := log.add(key, []byte(val))
-		ks, vs = append(ks, k), append(vs, v)
-		all = append(all, added{wantK: key, wantV: val})
-	}
-	if len(log.chunks) < 3 {
-		t.Fatalf("%d chunks for %d bytes", len(log.chunks), log.size)
-	}
-	for i, a := range all {
-		if string(ks[i]) != a.wantK || string(vs[i]) != a.wantV {
-			t.Fatalf("record %d changed after later adds: %q", i, ks[i])
-		}
-	}
-	st := sinkState{pending: []pendingTxn{{checkpoint: 1, txn: "p/0/1", committable: "p/0/1#1", redo: log}}}
-	entries := st.entries()
-	got, err := decodeSinkState(entries[sinkStateName], lookup(entries))
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := got.pending[0].redo.records()
-	if err != nil || len(recs) != len(all) {
-		t.Fatalf("%v, %d records, want %d", err, len(recs), len(all))
-	}
-	for i, a := range all {
-		if string(recs[i].Key) != a.wantK || string(recs[i].Value) != a.wantV {
-			t.Fatalf("record %d after the checkpoint: %q", i, recs[i].Key)
-		}
+	if _, err := decodeSinkState(b[:len(b)-2]); err == nil {
+		t.Fatal("a truncated inline record decoded")
 	}
 }
 
@@ -300,17 +252,11 @@ func TestSinkStampsRecordsWithTheirBatchStart(t *testing.T) {
 	t.Logf("%d distinct stamps for %d records", len(distinct), len(out.stamps))
 }
 
-// mayLose is a losingOutput that tells the sink to keep redo logs, as the
-// Kafka output does.
-type mayLose struct{ *losingOutput }
-
-func (mayLose) PreparedMayBeLost() bool { return true }
-
 // A sink restored from a checkpoint whose pre-committed transaction the
-// output lost writes that transaction's records again from the redo log
-// in the checkpoint (its chunks are entries of their own), once.
+// output lost writes that transaction's records again, read back from the
+// output, once.
 func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
-	out := mayLose{&losingOutput{MemoryOutput: NewMemoryOutput(), lost: map[string]bool{}}}
+	out := newLosingOutput()
 	task := checkpoint.TaskID{Operator: "sink", Index: 0}
 	s1 := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id")}, key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
 	if err := s1.Open(&OperatorContext{Task: task, Parallelism: 1, restored: map[string][][]byte{}}); err != nil {

@@ -19,11 +19,11 @@ var errRecoveryStopped = errors.New("the sink's recovery was stopped")
 // committable of the newest transaction it committed ("" when none). It
 // gives up with errRecoveryStopped between two requests to out once stop
 // is closed (the subtask cancelled, a stopped run out of time).
-func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states [][]byte, redo func(name string) [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
+func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
 	nextSeq = map[int]int64{}
 	var pending []sinkState
 	for _, b := range states {
-		st, err := decodeSinkState(b, redo)
+		st, err := decodeSinkState(b)
 		if err != nil {
 			return nil, "", fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
 		}
@@ -54,7 +54,7 @@ func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states 
 				return nil, "", errRecoveryStopped
 			}
 			err := out.Commit(t.committable)
-			if t.redoable(err) {
+			if redoable(out, err) {
 				lost = append(lost, lostTxn{st.owner, t, err})
 			} else if err != nil {
 				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
@@ -93,10 +93,11 @@ func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states 
 	return nextSeq, newest, nil
 }
 
-// redoable says whether a commit of t that failed with err is written
-// again from its redo log: the output lost it, and the log holds records.
-func (t pendingTxn) redoable(err error) bool {
-	return errors.Is(err, ErrTxnLost) && t.redo != nil && t.redo.n > 0
+// redoable says whether a commit that failed with err is written again:
+// the output lost the transaction, and can say what it lacks of it.
+func redoable(out TxnOutput, err error) bool {
+	_, ok := out.(CommittedChecker)
+	return ok && errors.Is(err, ErrTxnLost)
 }
 
 // redoName names the transaction that writes again what the output lost of
@@ -112,22 +113,24 @@ func redoName(txn string) string { return txn + "/redo/0" }
 // a later transaction used again no longer knows it). The sink asks the
 // output which of the transaction's records its committed output lacks
 // (none, when it committed just before the crash or by an earlier redo;
-// some, when a commit reached only some partitions) and writes exactly
-// those again from the redo log in the checkpoint, in a transaction of its
-// own (redoName). A crash during the redo aborts it, and the next recovery
-// finds those records missing again: nothing is lost or written twice.
-// Looking for the records gives up when stop is closed.
+// some, when a commit reached only some partitions; all, when it was
+// aborted): the output reads them back from its own log, where an aborted
+// transaction's records stay (CommittedChecker). It writes exactly those
+// again, in a transaction of its own (redoName). A crash during the redo
+// aborts it, and the next recovery finds those records missing again:
+// nothing is lost or written twice. Looking for the records gives up when
+// stop is closed.
 func redoLost(stop <-chan struct{}, out TxnOutput, t pendingTxn, err error) error {
-	records, derr := t.redo.records()
-	if derr != nil {
-		return fmt.Errorf("%w; its redo log: %w", err, derr)
-	}
 	checker, ok := out.(CommittedChecker)
 	if !ok {
 		return err
 	}
 	ctx, cancel := contextOf(stop)
 	defer cancel()
+	records, ferr := checker.Prepared(ctx, t.committable)
+	if ferr != nil {
+		return fmt.Errorf("%w; reading its records back: %w", err, ferr)
+	}
 	missing, ferr := checker.Missing(ctx, t.committable, records)
 	if ferr != nil {
 		return fmt.Errorf("%w; looking for its records: %w", err, ferr)

@@ -139,18 +139,19 @@ func committedPast(ctx context.Context, reader CommittedReader, restored map[str
 	}
 	own := map[string]bool{}
 	for _, b := range restored[sinkStateName] {
-		st, err := decodeSinkState(b, func(name string) [][]byte { return restored[name] })
+		st, err := decodeSinkState(b)
 		if err != nil {
 			return nil, err
 		}
 		for _, t := range st.pending {
 			consider(t.committable)
-			if t.redo == nil {
+			checker, ok := reader.(CommittedChecker)
+			if !ok {
 				continue
 			}
-			recs, err := t.redo.records()
+			recs, err := checker.Prepared(ctx, t.committable)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("records of the transaction pre-committed for checkpoint %d: %w", t.checkpoint, err)
 			}
 			for _, r := range recs {
 				if id, ok := ids.Of(r.Value); ok {

@@ -177,9 +177,17 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 	if err := o.AbortLingering("t/", 1); err != nil {
 		t.Fatal(err)
 	}
-	// The sink's recovery asks what of the lost transaction is missing:
-	// all of it, whatever the fetch size.
+	// The sink's recovery reads the lost transaction back from the log
+	// and asks what of it is missing: all of it, whatever the fetch size.
 	lost := testRecords("prepared", 3000)
+	readBack := func(when string) {
+		t.Helper()
+		recs, err := o.Prepared(context.Background(), c1)
+		if err != nil || !sameValues(recs, lost) {
+			t.Fatalf("%s: t/1 read back from the log: %d records, %v; want its %d", when, len(recs), err, len(lost))
+		}
+	}
+	readBack("after the crash")
 	if missing, err := o.Missing(context.Background(), c1, lost); err != nil || len(missing) != len(lost) {
 		t.Fatalf("Missing of the aborted transaction: %d of %d, %v", len(missing), len(lost), err)
 	}
@@ -197,12 +205,31 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	readAtEveryFetchSize(t, c, "revenue", want)
+	// Its producer id wrote again at a higher epoch: still only its own.
+	readBack("after its producer id committed again")
 
 	// A second crash: the records aborted by the first recovery stay
 	// aborted, although their producer id committed since.
 	crashedAgain := crashImage(t, crashed)
 	_, c = kafkatest.StartOn(t, crashedAgain, 1)
 	readAtEveryFetchSize(t, c, "revenue", want)
+}
+
+// sameValues reports whether a and b hold the same values, each as often.
+func sameValues(a, b []runtime.OutputRecord) bool {
+	n := map[string]int{}
+	for _, r := range a {
+		n[string(r.Value)]++
+	}
+	for _, r := range b {
+		n[string(r.Value)]--
+	}
+	for _, c := range n {
+		if c != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
 }
 
 // A topic the broker creates on first use (a client asking for it by name,

@@ -12,9 +12,6 @@ package sink
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -318,13 +315,13 @@ func (o *Output) Prepare(txn string) (string, error) {
 	if o.guarantee != ExactlyOnce {
 		return "", nil
 	}
-	c := fmt.Sprintf("%s|%d|%d|%s", t.id, t.pid, t.epoch, encodeFrom(t.from))
 	ends := map[int32]int64{}
 	for p, e := range t.w.end {
 		if e > 0 {
 			ends[int32(p)] = e
 		}
 	}
+	c := committable{txn: t.id, pid: t.pid, epoch: t.epoch, from: t.from, ends: ends}.String()
 	o.mu.Lock()
 	o.prepared[c] = ends
 	o.mu.Unlock()
@@ -337,20 +334,15 @@ func (o *Output) Commit(c string) error {
 	if o.guarantee != ExactlyOnce || c == "" {
 		return nil
 	}
-	parts := strings.Split(c, "|")
-	if len(parts) != 4 {
-		return fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", c)
+	pc, err := parseCommittable(c)
+	if err != nil {
+		return err
 	}
-	txn := parts[0]
+	txn := pc.txn
 	if o.committedAlready(txn, c) {
 		return nil
 	}
-	pid, err1 := strconv.ParseInt(parts[1], 10, 64)
-	epoch, err2 := strconv.ParseInt(parts[2], 10, 16)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("committable %q: bad producer id or epoch", c)
-	}
-	if err := o.commitTxn(txn, pid, int16(epoch)); err != nil {
+	if err := o.commitTxn(txn, pc.pid, pc.epoch); err != nil {
 		return err
 	}
 	o.mu.Lock()
@@ -487,59 +479,23 @@ func (o *Output) initProducer(txn *string) (int64, int16, error) {
 	return pid, epoch, err
 }
 
-func encodeFrom(from map[int32]int64) string {
-	parts := make([]string, 0, len(from))
-	for p, o := range from {
-		parts = append(parts, fmt.Sprintf("%d:%d", p, o))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
-
-func decodeFrom(s string) (map[int32]int64, error) {
-	out := map[int32]int64{}
-	if s == "" {
-		return out, nil
-	}
-	for _, kv := range strings.Split(s, ",") {
-		p, o, ok := strings.Cut(kv, ":")
-		pn, err1 := strconv.ParseInt(p, 10, 32)
-		on, err2 := strconv.ParseInt(o, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("offsets %q", s)
-		}
-		out[int32(pn)] = on
-	}
-	return out, nil
-}
-
 // PositionOf implements the sink's output positions: the topic and, per
 // partition, the end offset when the transaction of committable began (its
 // records are at or after it).
 func (o *Output) PositionOf(committable string) (string, map[int32]int64, bool) {
-	parts := strings.Split(committable, "|")
-	if len(parts) != 4 {
-		return "", nil, false
-	}
-	from, err := decodeFrom(parts[3])
+	c, err := parseCommittable(committable)
 	if err != nil {
 		return "", nil, false
 	}
-	return o.topic, from, true
+	return o.topic, c.from, true
 }
 
-// PreparedMayBeLost says the sink must keep a redo log: a Kafka
-// transaction can be aborted after its pre-commit (a broker that dies with
-// it open, as the embedded one does with the process; the transaction
-// timeout).
-func (o *Output) PreparedMayBeLost() bool { return o.guarantee == ExactlyOnce }
-
 // The sink finds these by type assertion: a method renamed here would
-// switch one off without a word (the redo log, the fallback's skip set,
-// the record timestamps), so the compiler checks them.
+// switch one off without a word (writing a lost transaction again, the
+// fallback's skip set, the record timestamps), so the compiler checks
+// them.
 var (
 	_ runtime.TxnOutput        = (*Output)(nil)
-	_ runtime.FragileOutput    = (*Output)(nil)
 	_ runtime.TimedWriter      = (*Output)(nil)
 	_ runtime.CommittedReader  = (*Output)(nil)
 	_ runtime.CommittedChecker = (*Output)(nil)

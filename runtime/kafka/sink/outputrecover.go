@@ -3,8 +3,9 @@ package sink
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/faultline-dev/faultline/runtime"
 	"github.com/faultline-dev/faultline/runtime/kafka"
@@ -19,6 +20,38 @@ func (o *Output) CommittedFrom(ctx context.Context, from map[int32]int64) ([]run
 	return kafka.ReadCommitted(ctx, o.c, o.topic, from)
 }
 
+// Prepared reads back the records of the transaction of committable from
+// the topic's log, whether it was committed or aborted since: those its
+// producer id wrote at its epoch from where the transaction began, in
+// every partition (kafka.TxnRecords). A broker keeps an aborted
+// transaction's records until its retention deletes them; the embedded
+// broker's retention keeps what the retained checkpoints' pre-committed
+// transactions wrote. It gives up when ctx ends.
+func (o *Output) Prepared(ctx context.Context, committable string) ([]runtime.OutputRecord, error) {
+	c, err := parseCommittable(committable)
+	if err != nil {
+		return nil, err
+	}
+	var recs []runtime.OutputRecord
+	for _, p := range slices.Sorted(maps.Keys(c.from)) {
+		end, wrote := c.ends[p]
+		switch {
+		case c.ends == nil:
+			end = -1 // not known: up to its marker
+		case !wrote:
+			continue // the transaction wrote nothing there
+		}
+		err := kafka.TxnRecords(ctx, o.cl, o.topic, p, c.from[p], end, c.pid, c.epoch, func(r runtime.OutputRecord) error {
+			recs = append(recs, r)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("records of transaction %s: %w", c.txn, err)
+		}
+	}
+	return recs, nil
+}
+
 // Missing returns the records of recs that the committed output lacks at
 // or after where the transaction of committable began, in every partition:
 // what a transaction the broker no longer knows left unwritten. None when it
@@ -27,15 +60,11 @@ func (o *Output) CommittedFrom(ctx context.Context, from map[int32]int64) ([]run
 // are matched by key and value, each as often as it occurs. It gives up
 // when ctx ends.
 func (o *Output) Missing(ctx context.Context, committable string, recs []runtime.OutputRecord) ([]runtime.OutputRecord, error) {
-	parts := strings.Split(committable, "|")
-	if len(parts) != 4 {
-		return nil, fmt.Errorf("committable %q is not transactional-id|producer-id|epoch|offsets", committable)
-	}
-	from, err := decodeFrom(parts[3])
+	c, err := parseCommittable(committable)
 	if err != nil {
 		return nil, err
 	}
-	there, err := kafka.ReadCommitted(ctx, o.c, o.topic, from)
+	there, err := kafka.ReadCommitted(ctx, o.c, o.topic, c.from)
 	if err != nil {
 		return nil, err
 	}
