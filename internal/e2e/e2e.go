@@ -103,6 +103,10 @@ const (
 	allRaceEnv       = "FAULTLINE_E2E_ALL_RACE"
 )
 
+// RaceBuilt says whether the program under test was built with the race
+// detector (make test-e2e-race), which multiplies its memory and its work.
+func RaceBuilt() bool { return binaryRace }
+
 // NeedProgram skips t in `make test-short`, which builds no program: the
 // end-to-end tests run in `make test`.
 func NeedProgram(t *testing.T) {

@@ -2,8 +2,10 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/faultline-dev/faultline/runtime/spec"
@@ -56,6 +58,10 @@ type Verification struct {
 	// dir with the broker's log was removed under the run): the counts are
 	// then not known, and OK is false.
 	NotDone string `json:"not_done,omitempty"`
+	// Off says why the output was not checked: the job spec turned the
+	// verification off (verify: false). The counts are not known, and OK
+	// is false: nothing was shown to be exactly once.
+	Off string `json:"off,omitempty"`
 }
 
 // InputReader yields a job's raw input records, read directly from where
@@ -63,7 +69,8 @@ type Verification struct {
 type InputReader interface {
 	// ReadInput calls f with every record of topic below bounds (partition
 	// → offset; nil: everything there is) and its event time in Unix
-	// milliseconds (0: not known).
+	// milliseconds (0: not known). It is called for several topics at
+	// once.
 	ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
 	// ReadInputAfter calls f with every record of topic from bounds on
 	// (partition → offset; a partition not named: from its start) to the
@@ -162,22 +169,8 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 	if l.joined {
 		topics = l.inputs
 	}
-	for _, topic := range topics {
-		var b map[int32]int64
-		if bounds != nil {
-			b = bounds[topic]
-			if b == nil {
-				b = map[int32]int64{}
-			}
-		}
-		err := in.ReadInput(ctx, topic, b, func(v []byte, t int64) error {
-			id, _ := l.id.Of(v) // not JSON or no id: bad input
-			l.Input(topic, id, t)
-			return nil
-		})
-		if err != nil {
-			return Verification{}, err
-		}
+	if err := readInputs(ctx, l, in, topics, bounds); err != nil {
+		return Verification{}, err
 	}
 	err := out(ctx, func(r Record) error {
 		id, ok := l.id.Of(r.Value)
@@ -229,6 +222,52 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 	}
 	v.OK = v.Lost == 0 && v.Unexpected == 0 && (v.Duplicates == v.DuplicatesAtLeastOnce || guarantee == "at-least-once")
 	return v, nil
+}
+
+// readInputs accounts for the input topics below bounds (nil: all of
+// them) in l, the topics read at once: an id's order and payment then come
+// at about the same time, and what l keeps of the side that came first
+// (its event time, until the other) stays small however long the input.
+func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs = make([]error, len(topics))
+	)
+	for i, topic := range topics {
+		var b map[int32]int64
+		if bounds != nil {
+			b = bounds[topic]
+			if b == nil {
+				b = map[int32]int64{}
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = in.ReadInput(ctx, topic, b, func(v []byte, t int64) error {
+				mu.Lock()
+				defer mu.Unlock()
+				id, _ := l.id.Of(v) // not JSON or no id: bad input
+				l.Input(topic, id, t)
+				return nil
+			})
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The first error that is not the others' cancellation, or the one.
+	var first error
+	for _, err := range errs {
+		if err != nil && (first == nil || errors.Is(first, context.Canceled)) {
+			first = err
+		}
+	}
+	return first
 }
 
 // afterCheckpoint counts the ids l finds unexpected that the input after
