@@ -241,7 +241,10 @@ type Result struct {
 	ReplaySkipped int64
 	Elapsed       time.Duration
 	RecordsIn     int64
-	Latest        *checkpoint.Completed // newest completed checkpoint at the end
+	// RecordsWritten counts the records the sinks wrote, those a restart
+	// wrote again included.
+	RecordsWritten int64
+	Latest         *checkpoint.Completed // newest completed checkpoint at the end
 	// Ahead are, in a run that did not finish, the order ids the committed
 	// output holds past Latest: what newer checkpoints, found damaged
 	// since, committed. A run restored from Latest skips them.

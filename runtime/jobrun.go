@@ -10,6 +10,7 @@ import (
 	"github.com/faultline-dev/faultline/backend"
 	"github.com/faultline-dev/faultline/checkpoint"
 	"github.com/faultline-dev/faultline/internal/clock"
+	"github.com/faultline-dev/faultline/runtime/spec"
 	"github.com/faultline-dev/faultline/runtime/view"
 )
 
@@ -164,6 +165,13 @@ func (j *Job) settleEnd(after context.Context, res *Result) error {
 func (j *Job) tally(res *Result, start time.Time) {
 	res.Elapsed = j.wall.Now().Sub(start)
 	res.RecordsIn = j.in.Load()
+	for _, op := range j.spec.Operators {
+		if op.Type == spec.TypeSink {
+			for i := range op.Parallelism {
+				res.RecordsWritten += j.metrics[checkpoint.TaskID{Operator: op.Name, Index: i}.String()].RecordsIn.Load()
+			}
+		}
+	}
 	j.ledger.flushLosses()
 	res.LostByFailover = j.RestartView().LostRecords
 	res.Failover = string(j.handler.Failover())

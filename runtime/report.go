@@ -88,11 +88,20 @@ type ReportFailovers struct {
 	LostByFailover int64            `json:"lost_by_failover,omitempty"`
 }
 
+// recordsOut is the records in the committed output, as the verification
+// counted them; with the verification off, the records the sinks wrote.
+func recordsOut(res *Result, v verify.Verification) int64 {
+	if v.Off != "" {
+		return res.RecordsWritten
+	}
+	return int64(v.Committed)
+}
+
 // NewReport builds the report of a run.
 func NewReport(job, mode string, res *Result, v verify.Verification, dropped int64) Report {
 	r := Report{
 		Job: job, Status: string(res.Status), Mode: mode, Unaligned: res.Unaligned,
-		RecordsIn: res.RecordsIn, RecordsOut: int64(v.Committed),
+		RecordsIn: res.RecordsIn, RecordsOut: recordsOut(res, v),
 		Restarts: res.Restarts, GaveUp: res.GaveUp, Verify: v, Savepoint: res.ExitSavepoint,
 		ElapsedMs: res.Elapsed.Milliseconds(), EventsDropped: dropped,
 		Checkpoints: ReportCheckpoints{

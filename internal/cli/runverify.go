@@ -25,7 +25,7 @@ const commitVisibleTimeout = 30 * time.Second
 // off. Over a large input it takes seconds: it says so before. It gives up
 // when ctx ends (a stopped run out of time: see stopBudget).
 func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Verification, error) {
-	o, p := r.o, r.p
+	p := r.p
 	r.obs.Emit(view.VerifyStarted{JobStatus: string(res.Status)})
 	bounds := checkpoint.Offsets{}
 	if res.Status != runtime.JobFinished || !r.bounded {
@@ -75,10 +75,7 @@ func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Veri
 			outputStart[topic] = m
 		}
 	}
-	guarantee := o.mode
-	if p.sinkG != sink.ExactlyOnce {
-		guarantee = "at-least-once"
-	}
+	guarantee := r.guarantee()
 	held := verify.Held{Ahead: res.Ahead}
 	if (res.Status != runtime.JobFinished || !r.bounded) && res.Latest != nil {
 		held.InFlight = res.Latest.InFlightIDs()
@@ -88,6 +85,19 @@ func (r *runState) verify(ctx context.Context, res *runtime.Result) (verify.Veri
 		return verify.Verification{}, exitError{code: 1, err: fmt.Errorf("verify: %w", err)}
 	}
 	return v, nil
+}
+
+// verifyOffReason is what a report says when the job spec turned the
+// verification off.
+const verifyOffReason = "the job spec turns the verification off (verify: false)"
+
+// guarantee is what the run's output is judged against: at-least-once
+// when its sink does not write transactions, the mode otherwise.
+func (r *runState) guarantee() string {
+	if r.p.sinkG != sink.ExactlyOnce {
+		return "at-least-once"
+	}
+	return r.o.mode
 }
 
 // outputReader reads what a read_committed consumer sees of each output

@@ -117,6 +117,8 @@ func (u *uiController) Snapshot() tui.Snapshot {
 		ls := u.live.Status()
 		s.Verify = tui.Verify{Available: ls.Available, Committed: ls.Committed, Duplicates: ls.Duplicates,
 			DuplicatesAtLeastOnce: ls.DuplicatesAtLeastOnce, Lost: ls.Lost, AsOf: ls.AsOf, Err: ls.Err, NotJoined: ls.NotJoined, InFlight: ls.InFlight}
+	} else if u.spec.VerifyOff {
+		s.Verify = tui.Verify{Off: "verify: false in the job spec"}
 	} else {
 		s.Verify = tui.Verify{Err: "live verification is off"}
 	}

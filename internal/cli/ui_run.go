@@ -113,7 +113,11 @@ func (r *runState) runUI(ctx context.Context, ctrl *uiController, verifier *live
 	} else {
 		uiErr = tui.Run(uiCtx, ctrl, r.events, uiOptions(o.noMouse))
 	}
-	if !o.headless && !job.Crashed() {
+	switch {
+	case o.headless || job.Crashed():
+	case r.p.job.VerifyOff:
+		fmt.Fprintln(stdout, "faultline: stopping the job…")
+	default:
 		fmt.Fprintln(stdout, "faultline: stopping the job and checking its output…")
 	}
 	if errors.Is(uiErr, errFrontDone) {
@@ -234,9 +238,12 @@ func printSummary(w io.Writer, r runtime.Report, stateDir, badWhat, badAdvice st
 	if v.DuplicatesAtLeastOnce > 0 {
 		dups += fmt.Sprintf(" (%d from at-least-once periods)", v.DuplicatesAtLeastOnce)
 	}
-	if v.NotDone != "" {
+	switch {
+	case v.Off != "":
+		fmt.Fprintf(&b, "  verify: off: %s; nothing was checked\n", v.Off)
+	case v.NotDone != "":
 		fmt.Fprintf(&b, "  verify: not done, the output could not be read: %s\n", v.NotDone)
-	} else {
+	default:
 		fmt.Fprintf(&b, "  verify: committed %d of %d expected, %s duplicates, %d lost — %s\n", v.Committed, v.Expected, dups, v.Lost, verdict)
 	}
 	if r.LostByFailover > 0 {

@@ -170,12 +170,22 @@ func (p *parser) parse() (*Job, error) {
 // verifyAndID reads the job's verify kind and id, when the spec names them.
 func (p *parser) verifyAndID(job *Job, verifyNode, idNode *yaml.Node) error {
 	var err error
+	if verifyNode != nil && verifyNode.Kind == yaml.ScalarNode && verifyNode.ShortTag() == "!!bool" {
+		// verify: false turns the verification off; true is the default
+		// kind, as if the key were absent.
+		var on bool
+		if err := verifyNode.Decode(&on); err != nil {
+			return p.errf(verifyNode.Line, "verify", "must be %s, true or false", orList(p.cat.Verifies))
+		}
+		job.VerifyOff = !on
+		verifyNode = nil
+	}
 	if verifyNode != nil {
 		if job.Verify, err = p.text(verifyNode, "verify"); err != nil {
 			return err
 		}
 		if !slices.Contains(p.cat.Verifies, job.Verify) {
-			return p.errf(verifyNode.Line, "verify", "must be %s, got %q", orList(p.cat.Verifies), job.Verify)
+			return p.errf(verifyNode.Line, "verify", "must be %s (or false: no verification), got %q", orList(p.cat.Verifies), job.Verify)
 		}
 	}
 	if idNode != nil {

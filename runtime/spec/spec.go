@@ -69,6 +69,10 @@ type Job struct {
 	// the job's verify kinds (Catalogue.Verifies; the orders job's:
 	// "paid-orders" or "orders").
 	Verify string
+	// VerifyOff says the spec turns the verification off (verify: false):
+	// a run checks neither as it goes nor at the end, and its report says
+	// so. Verify keeps the kind the output would be checked by.
+	VerifyOff bool
 	// Relation is what Verify means (Catalogue.Relations).
 	Relation Relation
 	// ID is the field that identifies a record end to end, from the input

@@ -99,7 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"max_parallelism too big", lines("name: t", "max_parallelism: 40000"), 2, "max_parallelism", "from 1 to 32768, got 40000"},
 		{"max_parallelism text", lines("name: t", "max_parallelism: lots"), 2, "max_parallelism", `got "lots"`},
 		{"max_parallelism fraction", lines("name: t", "max_parallelism: 2.5"), 2, "max_parallelism", "got 2.5"},
-		{"verify unknown", lines("name: t", "verify: exactly-once"), 2, "verify", `must be paid-orders or orders, got "exactly-once"`},
+		{"verify unknown", lines("name: t", "verify: exactly-once"), 2, "verify", `must be paid-orders or orders (or false: no verification), got "exactly-once"`},
 		{"operators missing", lines("name: t"), 1, "operators", "required"},
 		{"operators not a list", lines("name: t", "operators:", "  a: 1"), 3, "operators", "must be a list of operators, got a mapping"},
 		{"operators empty", lines("name: t", "operators: []"), 2, "operators", "the list is empty"},
@@ -259,6 +259,21 @@ func TestValidSpecs(t *testing.T) {
 		}
 		if j.Verify != orders.VerifyPaidOrders {
 			t.Errorf("verify = %q, want paid-orders", j.Verify)
+		}
+	})
+	t.Run("verify false turns the verification off", func(t *testing.T) {
+		for _, tc := range []struct {
+			value string
+			off   bool
+		}{{"false", true}, {"False", true}, {"true", false}} {
+			j, err := parse("t.yaml", []byte(strings.Replace(orders.DefaultYAML, "verify: paid-orders\n", "verify: "+tc.value+"\n", 1)))
+			if err != nil {
+				t.Fatalf("verify: %s: %v", tc.value, err)
+			}
+			// The kind stays what the output would be checked by.
+			if j.VerifyOff != tc.off || j.Verify != orders.VerifyPaidOrders {
+				t.Errorf("verify: %s: off %v, kind %q; want off %v, paid-orders", tc.value, j.VerifyOff, j.Verify, tc.off)
+			}
 		}
 	})
 	t.Run("anchors, quoted numbers and key order", func(t *testing.T) {

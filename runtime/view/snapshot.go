@@ -296,6 +296,9 @@ type Verify struct {
 	// AsOf is the checkpoint the check covered (0: none yet).
 	AsOf int64
 	Err  string // why the check cannot run, when it cannot
+	// Off says why the job is not verified at all (the job spec's
+	// verify: false): not a fault.
+	Off string
 	// NotJoined counts the paid orders whose order and payment are more
 	// than the join's state TTL apart in event time: not joined, and not
 	// expected.

@@ -102,6 +102,8 @@ func (s *Model) verifyText(asOf bool) string {
 		label = st.Highlight.Render("verify")
 	}
 	switch {
+	case v.Off != "":
+		return label + "  " + st.Muted.Render("off: "+v.Off)
 	case v.Err != "":
 		return label + "  " + st.Warning.Render("cannot check: "+v.Err)
 	case !v.Available:

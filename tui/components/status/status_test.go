@@ -48,6 +48,8 @@ func TestVerifyLineSeparatesAtLeastOnceDuplicates(t *testing.T) {
 			"verify  committed 100  dup 5 ✗ DUPLICATES  lost 0"},
 		{"lost", view.Verify{Available: true, Committed: 100, Duplicates: 2, DuplicatesAtLeastOnce: 2, Lost: 1},
 			"verify  committed 100  dup 2 (at-least-once)  lost 1 ✗ LOST"},
+		{"turned off by the job spec", view.Verify{Off: "verify: false in the job spec"}, "verify  off: verify: false in the job spec"},
+		{"cannot check", view.Verify{Err: "the output topic is gone"}, "verify  cannot check: the output topic is gone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := common.NewContext(nil)
