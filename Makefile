@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: docs build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
+.PHONY: bench-flink docs build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
 
 # The commit goes into the binary (faultline version) when the checkout
 # has one; a machine's GOFLAGS=-buildvcs=false does not keep it out.
@@ -145,6 +145,21 @@ test-tours: deps
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+# faultline against Apache Flink $(FLINK_VERSION) on the same job and the same
+# Kafka (internal/flinkbench): the input written once, then faultline, Flink's
+# peer job (bench/flink's PeerJob) as it comes and tuned, alternated over
+# BENCH_ROUNDS rounds, on the embedded broker and on Apache Kafka from the
+# lane's jars; prints the table of ratios. Needs Java 17 and Maven, as the
+# Kafka lane does; never part of make test. BENCH_RECORDS=200000 BENCH_KAFKA=embedded
+# for a quick look.
+BENCH_RECORDS ?= 2000000
+BENCH_ROUNDS  ?= 3
+BENCH_KAFKA   ?= embedded,apache
+bench-flink: kafka-jars flink-jars build
+	FAULTLINE_BIN=$(CURDIR)/$(BIN) FAULTLINE_KAFKA_LIB=$(KAFKA_LIB) FAULTLINE_FLINK_LIB=$(FLINK_LIB) \
+		$(GO) test -tags flinkbench -count=1 -timeout 120m -run TestFlinkPeer -v ./internal/flinkbench/ \
+		-args -records $(BENCH_RECORDS) -rounds $(BENCH_ROUNDS) -kafka $(BENCH_KAFKA)
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

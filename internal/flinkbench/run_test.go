@@ -1,0 +1,348 @@
+//go:build flinkbench
+
+package flinkbench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// measure is what one run of one engine took.
+type measure struct {
+	jobMs   float64 // the job's run: faultline's elapsed_ms, Flink's net runtime
+	spanMs  float64 // first output record → last commit, as a reader of the output sees them
+	cpuMs   float64 // user and system CPU time of the whole process tree
+	rssMB   float64 // peak RSS of the process tree, sampled every 25 ms
+	ckptMs  float64 // median checkpoint duration, trigger to completion
+	records int     // input records, for the throughput
+}
+
+func (m measure) String() string {
+	return fmt.Sprintf("first output → last commit %.0f ms (%.0f rec/s), job %.0f ms, CPU %.0f ms, peak RSS %.0f MB, checkpoint median %.0f ms",
+		m.spanMs, m.throughput(), m.jobMs, m.cpuMs, m.rssMB, m.ckptMs)
+}
+
+// throughput is the input records over the time from the first output
+// record to the last commit.
+func (m measure) throughput() float64 { return float64(m.records) / (m.spanMs / 1000) }
+
+// jobThroughput is the input records over the job's own run, its start-up
+// included.
+func (m measure) jobThroughput() float64 { return float64(m.records) / (m.jobMs / 1000) }
+
+// run runs engine over the whole input into an output topic of its own and
+// checks, with Flink's KafkaSource at read_committed, that the output holds
+// every expected record once.
+func (b *bench) run(engine string, round int) measure {
+	t := b.t
+	dir := t.TempDir()
+	output := fmt.Sprintf("revenue-%s-%d", engine, round)
+	var m measure
+	watch := watchOutput(b.addr, output, b.expected)
+	if engine == "faultline" {
+		m = b.runFaultline(dir, output, round)
+	} else {
+		m = b.runFlink(dir, output, round, engine == "flink-tuned")
+	}
+	m.spanMs = float64(watch.span().Milliseconds())
+	m.records = *records
+	if m.spanMs == 0 {
+		t.Fatalf("%s round %d: the watch of %s saw no first record or no last commit", engine, round, output)
+	}
+	if n, distinct := b.flink.Count(t, output); n != b.expected || distinct != b.expected {
+		t.Fatalf("%s round %d committed %d records (%d distinct) to %s, want %d once each", engine, round, n, distinct, output, b.expected)
+	}
+	return m
+}
+
+func (b *bench) runFaultline(dir, output string, round int) measure {
+	t := b.t
+	cmd := exec.Command(b.bin, "run", "--headless", "--brokers", b.addr, "--bounded", "--job", unverifiedJob(t, dir),
+		"--state-dir", filepath.Join(dir, "state"), "--topic", "sink="+output,
+		"--txn-prefix", fmt.Sprintf("faultline-%d", round), "--group", fmt.Sprintf("faultline-bench-%d", round))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	m := runSampled(t, cmd)
+	rep := reportOf(t, out.Bytes())
+	if rep["status"] != "FINISHED" {
+		t.Fatalf("faultline round %d: %v", round, rep)
+	}
+	m.jobMs = num(rep, "elapsed_ms")
+	var durations []float64
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e map[string]any
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e["event"] == "checkpoint_completed" {
+			durations = append(durations, num(e, "duration_ms"))
+		}
+	}
+	m.ckptMs = median(durations)
+	return m
+}
+
+func (b *bench) runFlink(dir, output string, round int, tuned bool) measure {
+	t := b.t
+	port := freePort(t)
+	args := []string{"-Xms1g", "-Xmx1g", "-Djava.awt.headless=true", "-cp", filepath.Join(os.Getenv("FAULTLINE_FLINK_LIB"), "*"),
+		"faultline.flink.PeerJob", b.addr, "output=" + output, fmt.Sprintf("prefix=flink-%s-%d", output, round),
+		fmt.Sprintf("rest-port=%d", port), "checkpoint-dir=" + filepath.Join(dir, "checkpoints"), fmt.Sprintf("tuned=%v", tuned)}
+	cmd := exec.Command("java", args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	ckpts := pollCheckpoints(fmt.Sprintf("http://127.0.0.1:%d", port))
+	m := runSampled(t, cmd)
+	durations := ckpts()
+	var res struct {
+		NetRuntimeMs float64 `json:"net_runtime_ms"`
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.NetRuntimeMs == 0 {
+		t.Fatalf("Flink round %d: %q\n%s", round, out.String(), lastLines(errOut.String(), 40))
+	}
+	m.jobMs = res.NetRuntimeMs
+	m.ckptMs = median(durations)
+	return m
+}
+
+// runSampled runs cmd to its end, sampling its process tree's RSS, and
+// returns its CPU time and peak RSS.
+func runSampled(t *testing.T, cmd *exec.Cmd) measure {
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var peak int64
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", cmd.Args[0], err)
+			}
+			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			return measure{cpuMs: float64(cpu.Milliseconds()), rssMB: float64(peak) / 1e6}
+		case <-tick.C:
+			peak = max(peak, treeRSS(cmd.Process.Pid))
+		}
+	}
+}
+
+// pollCheckpoints polls a Flink REST API every 250 ms for its job's
+// completed checkpoints until the returned function is called, which
+// returns their end-to-end durations in ms.
+func pollCheckpoints(base string) func() []float64 {
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	seen := map[float64]float64{}
+	go func() {
+		client := &http.Client{Timeout: time.Second}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			var ov struct {
+				Jobs []struct {
+					JID string `json:"jid"`
+				} `json:"jobs"`
+			}
+			if getJSON(client, base+"/jobs/overview", &ov) != nil || len(ov.Jobs) == 0 {
+				continue
+			}
+			var cp struct {
+				History []struct {
+					ID       float64 `json:"id"`
+					Status   string  `json:"status"`
+					Duration float64 `json:"end_to_end_duration"`
+				} `json:"history"`
+			}
+			if getJSON(client, base+"/jobs/"+ov.Jobs[0].JID+"/checkpoints", &cp) != nil {
+				continue
+			}
+			mu.Lock()
+			for _, h := range cp.History {
+				if h.Status == "COMPLETED" {
+					seen[h.ID] = h.Duration
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() []float64 {
+		close(stop)
+		mu.Lock()
+		defer mu.Unlock()
+		var d []float64
+		for _, v := range seen {
+			d = append(d, v)
+		}
+		return d
+	}
+}
+
+func getJSON(c *http.Client, url string, v any) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// table is the ratios faultline / Flink, min / median / max over the
+// rounds, for Flink as it comes and tuned.
+func table(runs map[string][]measure) string {
+	rows := []struct {
+		name string
+		of   func(measure) float64
+		more bool // a larger figure is better: the ratio is faultline / Flink as is
+	}{
+		{"throughput, first output → last commit", measure.throughput, true},
+		{"throughput over the job's run, start-up included", measure.jobThroughput, true},
+		{"CPU time per run", func(m measure) float64 { return m.cpuMs }, false},
+		{"checkpoint duration, median", func(m measure) float64 { return m.ckptMs }, false},
+		{"peak RSS of the process tree", func(m measure) float64 { return m.rssMB }, false},
+	}
+	var b strings.Builder
+	b.WriteString("| figure | vs Flink as it comes | vs Flink tuned |\n|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s", r.name)
+		for _, peer := range []string{"flink", "flink-tuned"} {
+			var ratios []float64
+			for i, m := range runs["faultline"] {
+				if i < len(runs[peer]) && r.of(runs[peer][i]) > 0 {
+					ratios = append(ratios, r.of(m)/r.of(runs[peer][i]))
+				}
+			}
+			slices.Sort(ratios)
+			if len(ratios) == 0 {
+				b.WriteString(" | –")
+				continue
+			}
+			fmt.Fprintf(&b, " | %.2f / %.2f / %.2f", ratios[0], median(ratios), ratios[len(ratios)-1])
+		}
+		b.WriteString(" |\n")
+	}
+	b.WriteString("\nratios faultline / Flink, min / median / max, round by round; throughput: higher is faultline's lead, the others: lower is\n")
+	for _, e := range engines {
+		for i, m := range runs[e] {
+			fmt.Fprintf(&b, "%s round %d: %s\n", e, i+1, m)
+		}
+	}
+	return b.String()
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// reportOf is the report line of a headless run's output.
+func reportOf(t *testing.T, out []byte) map[string]any {
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			if r, ok := m["report"].(map[string]any); ok {
+				return r
+			}
+		}
+	}
+	t.Fatalf("no report in the run's output:\n%s", lastLines(string(out), 20))
+	return nil
+}
+
+func num(m map[string]any, path ...string) float64 {
+	for i, k := range path {
+		if i == len(path)-1 {
+			f, _ := m[k].(float64)
+			return f
+		}
+		m, _ = m[k].(map[string]any)
+	}
+	return 0
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitListening(t *testing.T, addr string) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
+
+// treeRSS is the resident set size of process pid and its children (a
+// child is listed under the thread that started it).
+func treeRSS(pid int) int64 {
+	total := rssOf(pid)
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, file := range files {
+		kids, _ := os.ReadFile(file)
+		for _, f := range strings.Fields(string(kids)) {
+			var c int
+			fmt.Sscan(f, &c)
+			total += rssOf(c)
+		}
+	}
+	return total
+}
+
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(rest, &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
