@@ -52,10 +52,16 @@ func TestFlinkPeer(t *testing.T) {
 			b.fill()
 			runs := map[string][]measure{}
 			for r := 1; r <= *rounds; r++ {
-				for _, e := range engines {
-					m := b.run(e, r)
-					t.Logf("%s round %d: %s", e, r, m)
-					runs[e] = append(runs[e], m)
+				for _, fail := range []bool{false, true} {
+					for _, e := range engines {
+						m := b.run(e, r, fail)
+						key := e
+						if fail {
+							key += failed
+						}
+						t.Logf("%s round %d: %s", key, r, m)
+						runs[key] = append(runs[key], m)
+					}
 				}
 			}
 			fmt.Printf("\nfaultline / Flink on %s Kafka, %d input records, %d rounds\n\n%s\n", kind, *records, *rounds, table(runs))
@@ -63,8 +69,12 @@ func TestFlinkPeer(t *testing.T) {
 	}
 }
 
-// engines are what a round runs, in its order.
+// engines are what a round runs, in its order: each over the input as it
+// is, then each with a panic in join/0 a fifth of the way through.
 var engines = []string{"faultline", "flink", "flink-tuned"}
+
+// failed marks the runs with a failure among the measures.
+const failed = " with a failure"
 
 // bench is one broker's measurement.
 type bench struct {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,13 +25,27 @@ type measure struct {
 	spanMs  float64 // first output record → last commit, as a reader of the output sees them
 	cpuMs   float64 // user and system CPU time of the whole process tree
 	rssMB   float64 // peak RSS of the process tree, sampled every 25 ms
+	jobRSS  float64 // the same until the last commit (without what follows)
+	startMs float64 // process start → first output record
 	ckptMs  float64 // median checkpoint duration, trigger to completion
+	alignMs float64 // median over checkpoints of the longest alignment of a subtask
 	records int     // input records, for the throughput
+	started int64   // Unix ns when the process started
+	// With a failure injected: when it happened (Unix ns), and how long
+	// until the first output record after the restart and until the
+	// committed output was back where the output was at the failure.
+	faultAt         int64
+	againMs, backMs float64
 }
 
 func (m measure) String() string {
-	return fmt.Sprintf("first output → last commit %.0f ms (%.0f rec/s), job %.0f ms, CPU %.0f ms, peak RSS %.0f MB, checkpoint median %.0f ms",
-		m.spanMs, m.throughput(), m.jobMs, m.cpuMs, m.rssMB, m.ckptMs)
+	s := fmt.Sprintf("first output → last commit %.0f ms (%.0f rec/s), start → first output %.0f ms, job %.0f ms, CPU %.0f ms, "+
+		"peak RSS %.0f MB (%.0f MB to the last commit), checkpoint median %.0f ms, longest alignment median %.1f ms",
+		m.spanMs, m.throughput(), m.startMs, m.jobMs, m.cpuMs, m.rssMB, m.jobRSS, m.ckptMs, m.alignMs)
+	if m.faultAt != 0 {
+		s += fmt.Sprintf("; failure → output again %.0f ms, → back where it was %.0f ms", m.againMs, m.backMs)
+	}
+	return s
 }
 
 // throughput is the input records over the time from the first output
@@ -43,24 +56,43 @@ func (m measure) throughput() float64 { return float64(m.records) / (m.spanMs / 
 // included.
 func (m measure) jobThroughput() float64 { return float64(m.records) / (m.jobMs / 1000) }
 
-// run runs engine over the whole input into an output topic of its own and
-// checks, with Flink's KafkaSource at read_committed, that the output holds
-// every expected record once.
-func (b *bench) run(engine string, round int) measure {
+// run runs engine over the whole input into an output topic of its own,
+// with a panic in join/0 a fifth of the way through when fail, and checks,
+// with Flink's KafkaSource at read_committed, that the output holds every
+// expected record once.
+func (b *bench) run(engine string, round int, fail bool) measure {
 	t := b.t
 	dir := t.TempDir()
 	output := fmt.Sprintf("revenue-%s-%d", engine, round)
+	var fault []string
+	if fail {
+		output += "-failure"
+		after := *records / 10 // join/0 sees about half the records
+		if engine == "faultline" {
+			fault = []string{"--inject", fmt.Sprintf("after-records=%d,task=join/0,fault=panic", after)}
+		} else {
+			fault = []string{fmt.Sprintf("fault=panic:join/0:%d", after)}
+		}
+	}
 	var m measure
-	watch := watchOutput(b.addr, output, b.expected)
+	watch := watchOutput(t, b.addr, output, b.expected)
 	if engine == "faultline" {
-		m = b.runFaultline(dir, output, round)
+		m = b.runFaultline(dir, output, round, watch, fault)
 	} else {
-		m = b.runFlink(dir, output, round, engine == "flink-tuned")
+		m = b.runFlink(dir, output, round, engine == "flink-tuned", watch, fault)
 	}
 	m.spanMs = float64(watch.span().Milliseconds())
+	m.startMs = float64(watch.first.Load()-m.started) / 1e6
 	m.records = *records
 	if m.spanMs == 0 {
 		t.Fatalf("%s round %d: the watch of %s saw no first record or no last commit", engine, round, output)
+	}
+	if fail {
+		again, back, ok := watch.recovery(m.faultAt, 300*time.Millisecond)
+		if m.faultAt == 0 || !ok {
+			t.Fatalf("%s round %d: no failure seen (at %d), or no restart in the output", engine, round, m.faultAt)
+		}
+		m.againMs, m.backMs = float64(again.Milliseconds()), float64(max(back, 0).Milliseconds())
 	}
 	if n, distinct := b.flink.Count(t, output); n != b.expected || distinct != b.expected {
 		t.Fatalf("%s round %d committed %d records (%d distinct) to %s, want %d once each", engine, round, n, distinct, output, b.expected)
@@ -68,62 +100,80 @@ func (b *bench) run(engine string, round int) measure {
 	return m
 }
 
-func (b *bench) runFaultline(dir, output string, round int) measure {
+func (b *bench) runFaultline(dir, output string, round int, watch *outputWatch, fault []string) measure {
 	t := b.t
-	cmd := exec.Command(b.bin, "run", "--headless", "--brokers", b.addr, "--bounded", "--job", unverifiedJob(t, dir),
-		"--state-dir", filepath.Join(dir, "state"), "--topic", "sink="+output,
-		"--txn-prefix", fmt.Sprintf("faultline-%d", round), "--group", fmt.Sprintf("faultline-bench-%d", round))
+	cmd := exec.Command(b.bin, append([]string{"run", "--headless", "--brokers", b.addr, "--bounded", "--job", unverifiedJob(t, dir),
+		"--state-dir", filepath.Join(dir, "state"), "--topic", "sink=" + output,
+		"--txn-prefix", "faultline-" + output, "--group", "faultline-bench-" + output}, fault...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	m := runSampled(t, cmd)
+	m := runSampled(t, cmd, watch)
 	rep := reportOf(t, out.Bytes())
 	if rep["status"] != "FINISHED" {
 		t.Fatalf("faultline round %d: %v", round, rep)
 	}
 	m.jobMs = num(rep, "elapsed_ms")
-	var durations []float64
+	var durations, aligns []float64
 	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var e map[string]any
 		if json.Unmarshal(sc.Bytes(), &e) == nil && e["event"] == "checkpoint_completed" {
 			durations = append(durations, num(e, "duration_ms"))
+			aligns = append(aligns, num(e, "max_alignment_us")/1000)
+		}
+		if e["event"] == "task_failed" && m.faultAt == 0 {
+			if ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(e["ts"])); err == nil {
+				m.faultAt = ts.UnixNano()
+			}
 		}
 	}
-	m.ckptMs = median(durations)
+	m.ckptMs, m.alignMs = median(durations), median(aligns)
 	return m
 }
 
-func (b *bench) runFlink(dir, output string, round int, tuned bool) measure {
+func (b *bench) runFlink(dir, output string, round int, tuned bool, watch *outputWatch, fault []string) measure {
 	t := b.t
 	port := freePort(t)
 	args := []string{"-Xms1g", "-Xmx1g", "-Djava.awt.headless=true", "-cp", filepath.Join(os.Getenv("FAULTLINE_FLINK_LIB"), "*"),
 		"faultline.flink.PeerJob", b.addr, "output=" + output, fmt.Sprintf("prefix=flink-%s-%d", output, round),
 		fmt.Sprintf("rest-port=%d", port), "checkpoint-dir=" + filepath.Join(dir, "checkpoints"), fmt.Sprintf("tuned=%v", tuned)}
+	args = append(args, fault...)
 	cmd := exec.Command("java", args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	ckpts := pollCheckpoints(fmt.Sprintf("http://127.0.0.1:%d", port))
-	m := runSampled(t, cmd)
-	durations := ckpts()
+	m := runSampled(t, cmd, watch)
+	durations, aligns := ckpts()
 	var res struct {
 		NetRuntimeMs float64 `json:"net_runtime_ms"`
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for _, l := range lines {
+		var f struct {
+			FaultAtMs int64 `json:"fault_at_ms"`
+		}
+		if json.Unmarshal([]byte(l), &f) == nil && f.FaultAtMs > 0 {
+			m.faultAt = f.FaultAtMs * 1e6
+		}
+	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.NetRuntimeMs == 0 {
 		t.Fatalf("Flink round %d: %q\n%s", round, out.String(), lastLines(errOut.String(), 40))
 	}
 	m.jobMs = res.NetRuntimeMs
-	m.ckptMs = median(durations)
+	m.ckptMs, m.alignMs = median(durations), median(aligns)
 	return m
 }
 
 // runSampled runs cmd to its end, sampling its process tree's RSS, and
-// returns its CPU time and peak RSS.
-func runSampled(t *testing.T, cmd *exec.Cmd) measure {
+// returns its CPU time and peak RSS, over the whole run and until watch
+// saw the last commit.
+func runSampled(t *testing.T, cmd *exec.Cmd, watch *outputWatch) measure {
+	started := time.Now().UnixNano()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var jobPeak int64
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var peak int64
@@ -137,64 +187,14 @@ func runSampled(t *testing.T, cmd *exec.Cmd) measure {
 			}
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-			return measure{cpuMs: float64(cpu.Milliseconds()), rssMB: float64(peak) / 1e6}
+			return measure{cpuMs: float64(cpu.Milliseconds()), rssMB: float64(peak) / 1e6, jobRSS: float64(jobPeak) / 1e6, started: started}
 		case <-tick.C:
-			peak = max(peak, treeRSS(cmd.Process.Pid))
+			rss := treeRSS(cmd.Process.Pid)
+			peak = max(peak, rss)
+			if watch.last.Load() == 0 {
+				jobPeak = max(jobPeak, rss)
+			}
 		}
-	}
-}
-
-// pollCheckpoints polls a Flink REST API every 250 ms for its job's
-// completed checkpoints until the returned function is called, which
-// returns their end-to-end durations in ms.
-func pollCheckpoints(base string) func() []float64 {
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	seen := map[float64]float64{}
-	go func() {
-		client := &http.Client{Timeout: time.Second}
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(250 * time.Millisecond):
-			}
-			var ov struct {
-				Jobs []struct {
-					JID string `json:"jid"`
-				} `json:"jobs"`
-			}
-			if getJSON(client, base+"/jobs/overview", &ov) != nil || len(ov.Jobs) == 0 {
-				continue
-			}
-			var cp struct {
-				History []struct {
-					ID       float64 `json:"id"`
-					Status   string  `json:"status"`
-					Duration float64 `json:"end_to_end_duration"`
-				} `json:"history"`
-			}
-			if getJSON(client, base+"/jobs/"+ov.Jobs[0].JID+"/checkpoints", &cp) != nil {
-				continue
-			}
-			mu.Lock()
-			for _, h := range cp.History {
-				if h.Status == "COMPLETED" {
-					seen[h.ID] = h.Duration
-				}
-			}
-			mu.Unlock()
-		}
-	}()
-	return func() []float64 {
-		close(stop)
-		mu.Lock()
-		defer mu.Unlock()
-		var d []float64
-		for _, v := range seen {
-			d = append(d, v)
-		}
-		return d
 	}
 }
 
@@ -215,14 +215,19 @@ func getJSON(c *http.Client, url string, v any) error {
 func table(runs map[string][]measure) string {
 	rows := []struct {
 		name string
+		set  string // "" or failed: which runs it is read from
 		of   func(measure) float64
-		more bool // a larger figure is better: the ratio is faultline / Flink as is
 	}{
-		{"throughput, first output → last commit", measure.throughput, true},
-		{"throughput over the job's run, start-up included", measure.jobThroughput, true},
-		{"CPU time per run", func(m measure) float64 { return m.cpuMs }, false},
-		{"checkpoint duration, median", func(m measure) float64 { return m.ckptMs }, false},
-		{"peak RSS of the process tree", func(m measure) float64 { return m.rssMB }, false},
+		{"throughput, first output → last commit", "", measure.throughput},
+		{"throughput over the job's run, start-up included", "", measure.jobThroughput},
+		{"CPU time per run", "", func(m measure) float64 { return m.cpuMs }},
+		{"checkpoint duration, median", "", func(m measure) float64 { return m.ckptMs }},
+		{"longest alignment in a checkpoint, median", "", func(m measure) float64 { return m.alignMs }},
+		{"failure → first output record again", failed, func(m measure) float64 { return m.againMs }},
+		{"failure → output back where it was", failed, func(m measure) float64 { return m.backMs }},
+		{"process start → first output record", "", func(m measure) float64 { return m.startMs }},
+		{"peak RSS until the last commit", "", func(m measure) float64 { return m.jobRSS }},
+		{"peak RSS of the process tree", "", func(m measure) float64 { return m.rssMB }},
 	}
 	var b strings.Builder
 	b.WriteString("| figure | vs Flink as it comes | vs Flink tuned |\n|---|---|---|\n")
@@ -230,9 +235,9 @@ func table(runs map[string][]measure) string {
 		fmt.Fprintf(&b, "| %s", r.name)
 		for _, peer := range []string{"flink", "flink-tuned"} {
 			var ratios []float64
-			for i, m := range runs["faultline"] {
-				if i < len(runs[peer]) && r.of(runs[peer][i]) > 0 {
-					ratios = append(ratios, r.of(m)/r.of(runs[peer][i]))
+			for i, m := range runs["faultline"+r.set] {
+				if p := runs[peer+r.set]; i < len(p) && r.of(p[i]) > 0 {
+					ratios = append(ratios, r.of(m)/r.of(p[i]))
 				}
 			}
 			slices.Sort(ratios)
@@ -244,10 +249,12 @@ func table(runs map[string][]measure) string {
 		}
 		b.WriteString(" |\n")
 	}
-	b.WriteString("\nratios faultline / Flink, min / median / max, round by round; throughput: higher is faultline's lead, the others: lower is\n")
-	for _, e := range engines {
-		for i, m := range runs[e] {
-			fmt.Fprintf(&b, "%s round %d: %s\n", e, i+1, m)
+	b.WriteString("\nratios faultline / Flink, min / median / max over the rounds; throughput: higher is faultline's lead, the others: lower is\n\n")
+	for _, set := range []string{"", failed} {
+		for _, e := range engines {
+			for i, m := range runs[e+set] {
+				fmt.Fprintf(&b, "%s round %d: %s\n", e+set, i+1, m)
+			}
 		}
 	}
 	return b.String()

@@ -84,6 +84,9 @@ final class Fault implements Serializable {
             }
             if (kind.equals("panic")) {
                 if (seen == after && attempt == 0) {
+                    // When, for whoever times the recovery (make bench-flink).
+                    System.out.println("{\"fault_at_ms\":" + System.currentTimeMillis() + "}");
+                    System.out.flush();
                     throw new RuntimeException("injected panic after " + after + " records");
                 }
                 return;
