@@ -150,7 +150,8 @@ bench:
 # Kafka (internal/flinkbench): the input written once, then faultline, Flink's
 # peer job (bench/flink's PeerJob) as it comes and tuned, alternated over
 # BENCH_ROUNDS rounds, on the embedded broker and on Apache Kafka from the
-# lane's jars; prints the table of ratios. Needs Java 17 and Maven, as the
+# lane's jars, each also through a failure; prints the table of ratios
+# (about 22 minutes). Needs Java 17 and Maven, as the
 # Kafka lane does; never part of make test. BENCH_RECORDS=200000 BENCH_KAFKA=embedded
 # for a quick look.
 BENCH_RECORDS ?= 2000000

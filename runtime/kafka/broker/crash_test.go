@@ -180,14 +180,7 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 	// The sink's recovery reads the lost transaction back from the log
 	// and asks what of it is missing: all of it, whatever the fetch size.
 	lost := testRecords("prepared", 3000)
-	readBack := func(when string) {
-		t.Helper()
-		recs, err := o.Prepared(context.Background(), c1)
-		if err != nil || !sameValues(recs, lost) {
-			t.Fatalf("%s: t/1 read back from the log: %d records, %v; want its %d", when, len(recs), err, len(lost))
-		}
-	}
-	readBack("after the crash")
+	readsBack(t, o, c1, lost, "after the crash")
 	if missing, err := o.Missing(context.Background(), c1, lost); err != nil || len(missing) != len(lost) {
 		t.Fatalf("Missing of the aborted transaction: %d of %d, %v", len(missing), len(lost), err)
 	}
@@ -206,13 +199,23 @@ func TestEmbeddedBrokerRecoversOpenTransactionsAfterACrash(t *testing.T) {
 	}
 	readAtEveryFetchSize(t, c, "revenue", want)
 	// Its producer id wrote again at a higher epoch: still only its own.
-	readBack("after its producer id committed again")
+	readsBack(t, o, c1, lost, "after its producer id committed again")
 
 	// A second crash: the records aborted by the first recovery stay
 	// aborted, although their producer id committed since.
 	crashedAgain := crashImage(t, crashed)
 	_, c = kafkatest.StartOn(t, crashedAgain, 1)
 	readAtEveryFetchSize(t, c, "revenue", want)
+}
+
+// readsBack fails t unless o reads the transaction of committable c back
+// from the log as exactly want.
+func readsBack(t *testing.T, o *sink.Output, c string, want []runtime.OutputRecord, when string) {
+	t.Helper()
+	recs, err := o.Prepared(context.Background(), c)
+	if err != nil || !sameValues(recs, want) {
+		t.Fatalf("%s: the transaction read back from the log: %d records, %v; want its %d", when, len(recs), err, len(want))
+	}
 }
 
 // sameValues reports whether a and b hold the same values, each as often.
