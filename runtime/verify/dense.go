@@ -80,19 +80,20 @@ func (d *Dense[T]) Has(n uint32) bool {
 
 // Each calls f with every number whose value is not zero, in order.
 func (d *Dense[T]) Each(f func(n uint32, v T)) {
-	for c := range d.open {
-		for i := range DenseChunk {
-			var v T
-			switch {
-			case d.open[c] != nil:
-				v = d.open[c][i]
-			case d.packed[c] != nil:
-				v = d.packed[c].at(i)
-			default:
-				continue
+	for c, open := range d.open {
+		base := uint32(c * DenseChunk)
+		switch p := d.packed[c]; {
+		case open != nil:
+			for i, v := range open {
+				if v != 0 {
+					f(base+uint32(i), v)
+				}
 			}
-			if v != 0 {
-				f(uint32(c*DenseChunk+i), v)
+		case p != nil:
+			for i := range DenseChunk {
+				if v := p.at(i); v != 0 {
+					f(base+uint32(i), v)
+				}
 			}
 		}
 	}
