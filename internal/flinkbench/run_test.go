@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/faultline-dev/faultline/internal/e2e"
 )
 
 // measure is what one run of one engine took.
@@ -189,7 +191,7 @@ func runSampled(t *testing.T, cmd *exec.Cmd, watch *outputWatch) measure {
 			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 			return measure{cpuMs: float64(cpu.Milliseconds()), rssMB: float64(peak) / 1e6, jobRSS: float64(jobPeak) / 1e6, started: started}
 		case <-tick.C:
-			rss := treeRSS(cmd.Process.Pid)
+			rss := e2e.TreeRSS(cmd.Process.Pid)
 			peak = max(peak, rss)
 			if watch.last.Load() == 0 {
 				jobPeak = max(jobPeak, rss)
@@ -321,35 +323,4 @@ func waitListening(t *testing.T, addr string) {
 		}
 	}
 	t.Fatalf("nothing listens on %s", addr)
-}
-
-// treeRSS is the resident set size of process pid and its children (a
-// child is listed under the thread that started it).
-func treeRSS(pid int) int64 {
-	total := rssOf(pid)
-	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, file := range files {
-		kids, _ := os.ReadFile(file)
-		for _, f := range strings.Fields(string(kids)) {
-			var c int
-			fmt.Sscan(f, &c)
-			total += rssOf(c)
-		}
-	}
-	return total
-}
-
-func rssOf(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(rest, &kb)
-			return kb << 10
-		}
-	}
-	return 0
 }

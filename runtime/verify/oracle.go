@@ -248,9 +248,9 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 		go func() {
 			defer wg.Done()
 			errs[i] = in.ReadInput(ctx, topic, b, func(v []byte, t int64) error {
+				id, _ := l.id.Of(v) // not JSON or no id: bad input; read outside the lock
 				mu.Lock()
 				defer mu.Unlock()
-				id, _ := l.id.Of(v) // not JSON or no id: bad input
 				l.Input(topic, id, t)
 				return nil
 			})

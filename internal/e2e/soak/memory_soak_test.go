@@ -1,10 +1,8 @@
 package soak
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,52 +28,6 @@ func dirBytes(dir string) int64 {
 		return nil
 	})
 	return n
-}
-
-// rssBytes is the resident set size of process pid and its descendants:
-// faultline is a supervisor and the child that does the work.
-func rssBytes(pid int) int64 {
-	children := map[int][]int{}
-	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		_, rest, _ := strings.Cut(string(b)[strings.LastIndexByte(string(b), ')')+1:], " ")
-		var state string
-		var self, ppid int
-		fmt.Sscan(filepath.Base(filepath.Dir(p)), &self)
-		fmt.Sscan(rest, &state, &ppid)
-		children[ppid] = append(children[ppid], self)
-	}
-	var total int64
-	var walk func(int)
-	walk = func(p int) {
-		total += vmRSS(p)
-		for _, c := range children[p] {
-			walk(c)
-		}
-	}
-	walk(pid)
-	return total
-}
-
-// vmRSS is the resident set size of process pid alone.
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(rest, &kb)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // TestSoakMemory runs the default job unbounded at --rate 8000 for ten
@@ -110,7 +62,7 @@ func TestSoakMemory(t *testing.T) {
 		m.lo = 1 << 62
 		for time.Since(start) < time.Duration(i+1)*time.Minute {
 			time.Sleep(time.Second)
-			rss := rssBytes(r.cmd.Process.Pid)
+			rss := e2e.TreeRSS(r.cmd.Process.Pid)
 			m.lo, m.hi, m.sum, m.n = min(m.lo, rss), max(m.hi, rss), m.sum+rss, m.n+1
 		}
 		m.disk = dirBytes(s.stateDir())

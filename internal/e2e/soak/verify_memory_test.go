@@ -53,7 +53,7 @@ func TestAMillionRecordsRunAndVerifyInBoundedMemory(t *testing.T) {
 			}
 			waiting = false
 		case <-tick.C:
-			peak = max(peak, rssBytes(cmd.Process.Pid))
+			peak = max(peak, e2e.TreeRSS(cmd.Process.Pid))
 		}
 	}
 	report := lastReport(t, filepath.Join(dir, "events.jsonl"))
