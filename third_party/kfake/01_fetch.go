@@ -431,6 +431,9 @@ full:
 
 		var pbytes, pBatchesAdded int
 		var lastMeta *batchMeta
+		// The batches to answer are picked first and read once their
+		// size is known, into one slice of that size (faultline).
+		picks := c.fetchPicks[:0]
 		// Walk batches starting from the found position (segIdx, metaIdx).
 		// The first segment starts at metaIdx; subsequent segments start at 0.
 	segments:
@@ -454,14 +457,22 @@ full:
 				batchesAdded++
 				pBatchesAdded++
 				lastMeta = m
-				raw, err := c.readBatchRaw(pd, si, m)
-				if err != nil {
-					sp.ErrorCode = kerr.UnknownServerError.Code
-					break segments
-				}
-				sp.RecordBatches = append(sp.RecordBatches, raw...)
+				picks = append(picks, fetchPick{si, m})
 			}
 		}
+		size := 0
+		for _, pk := range picks {
+			size += int(pk.meta.nbytes)
+		}
+		sp.RecordBatches = slices.Grow(sp.RecordBatches, size)
+		for _, pk := range picks {
+			var err error
+			if sp.RecordBatches, err = c.appendBatchRaw(sp.RecordBatches, pd, pk.seg, pk.meta); err != nil {
+				sp.ErrorCode = kerr.UnknownServerError.Code
+				break
+			}
+		}
+		c.fetchPicks = picks[:0]
 
 		// For read_committed, look up aborted transactions that overlap
 		// the returned data range using the partition's aborted txn index.
@@ -795,4 +806,11 @@ func (s *fetchSession) updateAndFilterResponse(resp *kmsg.FetchResponse, filter 
 		}
 	}
 	resp.Topics = resp.Topics[:n]
+}
+
+// fetchPick is a batch a fetch answers with: its segment and its index
+// entry (faultline).
+type fetchPick struct {
+	seg  int
+	meta *batchMeta
 }

@@ -73,6 +73,7 @@ type (
 		// groups.log, pids.log, etc.) only write when persist().
 		storageDir         string
 		fs                 fs
+		fetchPicks         []fetchPick // handleFetch's scratch (faultline)
 		groupsLogFile      file
 		pidsLogFile        file
 		groupsLogSize      int64

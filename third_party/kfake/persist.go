@@ -358,6 +358,27 @@ func (c *Cluster) readBatchRaw(pd *partData, segIdx int, meta *batchMeta) ([]byt
 	return buf, nil
 }
 
+// appendBatchRaw is readBatchRaw reading the batch's bytes into the end of
+// dst, which it grows only when its capacity is short.
+func (c *Cluster) appendBatchRaw(dst []byte, pd *partData, segIdx int, meta *batchMeta) ([]byte, error) {
+	if meta.segPos < 0 {
+		return dst, fmt.Errorf("batch at offset %d was not persisted", meta.firstOffset)
+	}
+	f, err := c.segReadFile(pd, segIdx)
+	if err != nil {
+		return dst, err
+	}
+	if _, err := f.Seek(meta.segPos, io.SeekStart); err != nil {
+		return dst, err
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, int(meta.nbytes))[:n+int(meta.nbytes)]
+	if _, err := io.ReadFull(f, dst[n:]); err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
 // segReadFile returns a read handle for the given segment. For the
 // active segment (last in pd.segments), it reuses pd.activeSegFile
 // which is opened O_RDWR|O_APPEND so it supports both reads and writes.

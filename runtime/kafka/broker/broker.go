@@ -7,11 +7,13 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -25,7 +27,7 @@ import (
 // Version says which kfake the embedded broker is: upstream's version it
 // was taken at, with faultline's patches (third_party/kfake's
 // README.faultline.md, which a test holds to it).
-const Version = "kfake v0.0.0-20260918054303-01f206a7e32c (franz-go 01f206a7e32c) with faultline's 8 patches"
+const Version = "kfake v0.0.0-20260918054303-01f206a7e32c (franz-go 01f206a7e32c) with faultline's 9 patches"
 
 // Embedded is the in-process Kafka broker (kfake) that faultline starts when
 // no --brokers are given. It listens on 127.0.0.1 and keeps its log in a
@@ -67,8 +69,16 @@ func WithLogNeeds(n LogNeeds) EmbeddedOpt { return func(c *embeddedCfg) { c.need
 // to a free port when port is taken. dataDir "" keeps everything in memory;
 // a log in dataDir is checked first (checkLog), and a damaged one is
 // refused with ErrLogDamaged. topics are created with their partition
-// counts if they do not exist.
-func StartEmbedded(port int, dataDir string, topics map[string]int32, options ...EmbeddedOpt) (*Embedded, error) {
+// counts if they do not exist. The broker's goroutines carry the profiler
+// label operator=broker, beside the job's operators' (--pprof).
+func StartEmbedded(port int, dataDir string, topics map[string]int32, options ...EmbeddedOpt) (e *Embedded, err error) {
+	pprof.Do(context.Background(), pprof.Labels("operator", "broker"), func(context.Context) {
+		e, err = startEmbedded(port, dataDir, topics, options...)
+	})
+	return e, err
+}
+
+func startEmbedded(port int, dataDir string, topics map[string]int32, options ...EmbeddedOpt) (*Embedded, error) {
 	var cfg embeddedCfg
 	for _, o := range options {
 		o(&cfg)
