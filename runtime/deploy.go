@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 
@@ -220,7 +221,10 @@ func (j *Job) newHandler(inputs int) barrier.Handler {
 }
 
 // start runs subtask instance t in its own goroutine, under a context of
-// its own derived from ctx, the attempt's; t.cancel ends it.
+// its own derived from ctx, the attempt's; t.cancel ends it. The goroutine,
+// and every one it starts (its snapshots, its Kafka client's), carries the
+// profiler labels operator and task, so that a CPU profile (--pprof) says
+// what each operator costs.
 func (j *Job) start(ctx context.Context, t *task) {
 	a := t.a
 	ctx, t.cancel = context.WithCancel(ctx)
@@ -234,7 +238,7 @@ func (j *Job) start(ctx context.Context, t *task) {
 			t.done.Done()
 			a.wg.Done()
 		}()
-		t.run(ctx)
+		pprof.Do(ctx, pprof.Labels("operator", t.op.Name, "task", t.name), t.run)
 	}()
 }
 
