@@ -143,8 +143,14 @@ test-tours: deps
 	FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/build/faultline-plain $(GO) test -tags tours -count=1 -timeout 20m -parallel 6 \
 		-run TestEveryTourInAutoplayShowsWhatItPointsAt -v ./internal/e2e/tui/
 
+# Every benchmark, three rounds each (go test runs the packages' benchmarks
+# one package at a time); docs/PERFORMANCE.md says what each measures. Those
+# that alternate sides (the job against the bare consumer and pipeline,
+# checkpointing on and off on disk, the scaling table) print medians of the
+# three. FAULTLINE_BENCH_PROFILES=dir writes a CPU profile per side of
+# runtime/kafka/source's, split by operator with go tool pprof -tags.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
 
 # faultline against Apache Flink $(FLINK_VERSION) on the same job and the same
 # Kafka (internal/flinkbench): the input written once, then faultline, Flink's
