@@ -22,8 +22,9 @@ import (
 // (the embedded broker's log and a Badger checkpoint store in a directory,
 // exactly-once checkpoints every 2 s) and reports, per sub-benchmark, its
 // rate, CPU time per input record, the process's peak RSS during the job
-// (the broker's included, as in faultline run) and the disk the directory
-// holds after it (the input, the output and the retained checkpoints):
+// (the broker's included, as in faultline run) and the disk a run's
+// directory holds after it (the input, this run's output and its retained
+// checkpoints):
 //
 //   - records=1M, 4M, 16M: how cost grows with the input;
 //   - join=1, 2, 4, 8: the join's parallelism, on 4M records.
@@ -56,7 +57,10 @@ func scaleRun(b *testing.B, records int64, sp *spec.Job) {
 	b.ResetTimer()
 	var s sideResult
 	var rss, disk, ckptDisk []float64
+	blog := filepath.Join(dir, "broker")
+	input := dirBytes(blog) // the input's log; each run adds its output to it
 	for i := 0; i < b.N; i++ {
+		before := dirBytes(blog)
 		cdir := filepath.Join(dir, "checkpoints-"+strconv.Itoa(i))
 		store, err := badgerstore.Open(cdir, 3)
 		if err != nil {
@@ -73,7 +77,7 @@ func scaleRun(b *testing.B, records int64, sp *spec.Job) {
 			b.Fatal(err)
 		}
 		ckptDisk = append(ckptDisk, float64(dirBytes(cdir)))
-		disk = append(disk, float64(dirBytes(filepath.Join(dir, "broker"))+dirBytes(cdir)))
+		disk = append(disk, float64(input+dirBytes(blog)-before+dirBytes(cdir)))
 		os.RemoveAll(cdir)
 	}
 	b.ReportMetric(median(s.rate), "rec/s")
