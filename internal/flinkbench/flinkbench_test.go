@@ -24,9 +24,10 @@ import (
 )
 
 var (
-	records = flag.Int("records", 2_000_000, "input records (orders plus payments) written once")
-	rounds  = flag.Int("rounds", 3, "rounds of faultline, default Flink and tuned Flink, alternated")
-	kafkas  = flag.String("kafka", "embedded,apache", "the brokers to measure on: embedded (faultline broker) and apache (Kafka from the lane's jars)")
+	records    = flag.Int("records", 2_000_000, "input records (orders plus payments) written once")
+	rounds     = flag.Int("rounds", 3, "rounds of faultline, default Flink and tuned Flink, alternated")
+	slowRounds = flag.Int("slow-rounds", 1, "rounds that also run each engine with join/0 slowed tenfold, aligned and unaligned (they take longest)")
+	kafkas     = flag.String("kafka", "embedded,apache", "the brokers to measure on: embedded (faultline broker) and apache (Kafka from the lane's jars)")
 )
 
 // binEnv names the faultline program to measure (make bench-flink builds it).
@@ -52,15 +53,15 @@ func TestFlinkPeer(t *testing.T) {
 			b.fill()
 			runs := map[string][]measure{}
 			for r := 1; r <= *rounds; r++ {
-				for _, fail := range []bool{false, true} {
+				sets := []string{"", failed}
+				if r <= *slowRounds {
+					sets = append(sets, slowed, slowedUnaligned)
+				}
+				for _, set := range sets {
 					for _, e := range engines {
-						m := b.run(e, r, fail)
-						key := e
-						if fail {
-							key += failed
-						}
-						t.Logf("%s round %d: %s", key, r, m)
-						runs[key] = append(runs[key], m)
+						m := b.run(e, r, set)
+						t.Logf("%s round %d: %s", e+set, r, m)
+						runs[e+set] = append(runs[e+set], m)
 					}
 				}
 			}
@@ -70,11 +71,19 @@ func TestFlinkPeer(t *testing.T) {
 }
 
 // engines are what a round runs, in its order: each over the input as it
-// is, then each with a panic in join/0 a fifth of the way through.
+// is, then each with a panic in join/0 a fifth of the way through, then
+// (in the first -slow-rounds rounds) each with join/0 slowed, aligned and
+// unaligned.
 var engines = []string{"faultline", "flink", "flink-tuned"}
 
-// failed marks the runs with a failure among the measures.
-const failed = " with a failure"
+// failed, slowed and slowedUnaligned mark the runs with a failure, with
+// join/0 slowed tenfold from a tenth of the way through, and the same with
+// unaligned checkpoints.
+const (
+	failed          = " with a failure"
+	slowed          = " with join/0 slowed"
+	slowedUnaligned = " with join/0 slowed, unaligned"
+)
 
 // bench is one broker's measurement.
 type bench struct {

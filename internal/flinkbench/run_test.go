@@ -59,23 +59,15 @@ func (m measure) throughput() float64 { return float64(m.records) / (m.spanMs / 
 func (m measure) jobThroughput() float64 { return float64(m.records) / (m.jobMs / 1000) }
 
 // run runs engine over the whole input into an output topic of its own,
-// with a panic in join/0 a fifth of the way through when fail, and checks,
+// as set says (plain, with a failure, with join/0 slowed), and checks,
 // with Flink's KafkaSource at read_committed, that the output holds every
 // expected record once.
-func (b *bench) run(engine string, round int, fail bool) measure {
+func (b *bench) run(engine string, round int, set string) measure {
 	t := b.t
 	dir := t.TempDir()
-	output := fmt.Sprintf("revenue-%s-%d", engine, round)
-	var fault []string
-	if fail {
-		output += "-failure"
-		after := *records / 10 // join/0 sees about half the records
-		if engine == "faultline" {
-			fault = []string{"--inject", fmt.Sprintf("after-records=%d,task=join/0,fault=panic", after)}
-		} else {
-			fault = []string{fmt.Sprintf("fault=panic:join/0:%d", after)}
-		}
-	}
+	output := fmt.Sprintf("revenue-%s-%d%s", engine, round, strings.NewReplacer(" ", "-", ",", "", "/", "").Replace(set))
+	fault := faultArgs(engine, set)
+	fail := set == failed
 	var m measure
 	watch := watchOutput(t, b.addr, output, b.expected)
 	if engine == "faultline" {
@@ -167,6 +159,37 @@ func (b *bench) runFlink(dir, output string, round int, tuned bool, watch *outpu
 	return m
 }
 
+// faultArgs are engine's arguments for set: a panic in join/0 a fifth of
+// the way through, or join/0 slowed tenfold from a tenth of the way
+// through to the end, with aligned or unaligned checkpoints.
+func faultArgs(engine, set string) []string {
+	after := *records / 20 // join/0 sees about half the records
+	kind := "panic"
+	switch set {
+	case "":
+		return nil
+	case failed:
+		after = *records / 10
+	default:
+		kind = "slow"
+	}
+	if engine == "faultline" {
+		args := []string{"--inject", fmt.Sprintf("after-records=%d,task=join/0,fault=%s", after, kind)}
+		if kind == "slow" {
+			args[1] += ",factor=10,for=1h"
+		}
+		if set == slowedUnaligned {
+			args = append(args, "--unaligned")
+		}
+		return args
+	}
+	args := []string{fmt.Sprintf("fault=%s:join/0:%d", kind, after)}
+	if set == slowedUnaligned {
+		args = append(args, "unaligned=true")
+	}
+	return args
+}
+
 // runSampled runs cmd to its end, sampling its process tree's RSS, and
 // returns its CPU time and peak RSS, over the whole run and until watch
 // saw the last commit.
@@ -217,7 +240,7 @@ func getJSON(c *http.Client, url string, v any) error {
 func table(runs map[string][]measure) string {
 	rows := []struct {
 		name string
-		set  string // "" or failed: which runs it is read from
+		set  string // "", failed, slowed or slowedUnaligned: which runs it is read from
 		of   func(measure) float64
 	}{
 		{"throughput, first output → last commit", "", measure.throughput},
@@ -225,6 +248,9 @@ func table(runs map[string][]measure) string {
 		{"CPU time per run", "", func(m measure) float64 { return m.cpuMs }},
 		{"checkpoint duration, median", "", func(m measure) float64 { return m.ckptMs }},
 		{"longest alignment in a checkpoint, median", "", func(m measure) float64 { return m.alignMs }},
+		{"join/0 slowed tenfold: checkpoint duration, median", slowed, func(m measure) float64 { return m.ckptMs }},
+		{"same, longest alignment in a checkpoint, median", slowed, func(m measure) float64 { return m.alignMs }},
+		{"join/0 slowed tenfold, unaligned: checkpoint duration, median", slowedUnaligned, func(m measure) float64 { return m.ckptMs }},
 		{"failure → first output record again", failed, func(m measure) float64 { return m.againMs }},
 		{"failure → output back where it was", failed, func(m measure) float64 { return m.backMs }},
 		{"process start → first output record", "", func(m measure) float64 { return m.startMs }},
@@ -252,7 +278,7 @@ func table(runs map[string][]measure) string {
 		b.WriteString(" |\n")
 	}
 	b.WriteString("\nratios faultline / Flink, min / median / max over the rounds; throughput: higher is faultline's lead, the others: lower is\n\n")
-	for _, set := range []string{"", failed} {
+	for _, set := range []string{"", failed, slowed, slowedUnaligned} {
 		for _, e := range engines {
 			for i, m := range runs[e+set] {
 				fmt.Fprintf(&b, "%s round %d: %s\n", e+set, i+1, m)
