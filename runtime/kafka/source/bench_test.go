@@ -28,40 +28,46 @@ func bareConsume(b *testing.B, c kafka.Client, total int64) time.Duration {
 		b.Fatal(err)
 	}
 	defer cl.Close()
+	if n, err := readInputs(cl, nil); err != nil || n != total {
+		b.Fatalf("bare consumer read %d records, want %d: %v", n, total, err)
+	}
+	return time.Since(start)
+}
+
+// readInputs reads every partition of the input topics to its end with
+// one plain Sarama partition consumer each, handing the payments in
+// batches to payments unless it is nil (which it closes at the end), and
+// returns how many records it read.
+func readInputs(cl sarama.Client, payments chan<- []*sarama.ConsumerMessage) (int64, error) {
+	if payments != nil {
+		defer close(payments)
+	}
 	cons, err := sarama.NewConsumerFromClient(cl)
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	defer cons.Close()
+	started := 0
 	done := make(chan int64)
 	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
 		for p := int32(0); p < orders.GeneratorPartitions; p++ {
 			end, _ := cl.GetOffset(topic, p, sarama.OffsetNewest)
 			pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
 			if err != nil {
-				b.Fatal(err)
-			}
-			go func() {
-				defer pc.AsyncClose()
-				var n int64
-				for m := range pc.Messages() {
-					n++
-					if m.Offset+1 >= end {
-						break
-					}
+				for range started {
+					<-done
 				}
-				done <- n
-			}()
+				return 0, err
+			}
+			started++
+			go func() { done <- consumeTo(pc, end, topic == orders.TopicPayments && payments != nil, payments) }()
 		}
 	}
 	var n int64
-	for i := 0; i < 2*orders.GeneratorPartitions; i++ {
+	for range started {
 		n += <-done
 	}
-	if n != total {
-		b.Fatalf("bare consumer read %d records, want %d", n, total)
-	}
-	return time.Since(start)
+	return n, nil
 }
 
 // runJob runs the default job on the Kafka topics, bounded, with

@@ -2,13 +2,11 @@ package source
 
 import (
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 
-	"github.com/faultline-dev/faultline/runtime/jobs/orders"
 	"github.com/faultline-dev/faultline/runtime/kafka"
 	"github.com/faultline-dev/faultline/runtime/kafka/sink"
 )
@@ -35,36 +33,15 @@ func barePipeline(b *testing.B, c kafka.Client, total int64, round int, interval
 		b.Fatal(err)
 	}
 	defer out.Close()
-	cons, err := sarama.NewConsumerFromClient(cl)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cons.Close()
 	batches := make(chan []*sarama.ConsumerMessage, 64)
-	var read sync.WaitGroup
 	var n int64
-	var nmu sync.Mutex
-	for _, topic := range []string{orders.TopicOrders, orders.TopicPayments} {
-		for p := int32(0); p < orders.GeneratorPartitions; p++ {
-			end, _ := cl.GetOffset(topic, p, sarama.OffsetNewest)
-			pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
-			if err != nil {
-				b.Fatal(err)
-			}
-			read.Add(1)
-			go func() {
-				defer read.Done()
-				got := consumeTo(pc, end, topic == orders.TopicPayments, batches)
-				nmu.Lock()
-				n += got
-				nmu.Unlock()
-			}()
-		}
-	}
-	go func() { read.Wait(); close(batches) }()
+	var readErr error
+	read := make(chan struct{})
+	go func() { n, readErr = readInputs(cl, batches); close(read) }()
 	written := writeInTransactions(b, out, batches, "bare-"+strconv.Itoa(round)+"-", interval)
-	if n != total {
-		b.Fatalf("bare pipeline read %d records, want %d", n, total)
+	<-read
+	if readErr != nil || n != total {
+		b.Fatalf("bare pipeline read %d records, want %d: %v", n, total, readErr)
 	}
 	return time.Since(start), written
 }
