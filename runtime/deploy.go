@@ -270,7 +270,7 @@ func (j *Job) settleOutputs(ctx context.Context, states map[string][]*backend.Su
 			go func() {
 				defer wg.Done()
 				p := op.Parallelism
-				_, _, err := recoverSink(ctx.Done(), out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName],
+				_, _, _, err := recoverSink(ctx.Done(), out, j.cfg.Env.TxnPrefix, op.Name, ops[sinkStateName],
 					func(owner int) bool { return owner%p == i }, []int{i})
 				mu.Lock()
 				if err != nil && first == nil {

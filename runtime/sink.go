@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/faultline-dev/faultline/runtime/view"
+
 	"github.com/faultline-dev/faultline/backend"
 	"github.com/faultline-dev/faultline/checkpoint"
 	"github.com/faultline-dev/faultline/runtime/flatjson"
@@ -188,10 +190,13 @@ func (s *sinkOp) Open(ctx *OperatorContext) error {
 	p, idx := ctx.Parallelism, ctx.Task.Index
 	// This subtask recovers its own transactions and those of old subtasks
 	// that no longer exist at this parallelism.
-	next, newest, err := recoverSink(ctx.stop, s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName),
+	next, newest, rewritten, err := recoverSink(ctx.stop, s.out, s.txnPrefix, ctx.Task.Operator, ctx.RestoredState(sinkStateName),
 		func(owner int) bool { return owner%p == idx }, []int{idx})
 	if err != nil {
 		return fmt.Errorf("%s: %w", ctx.Task, err)
+	}
+	for _, r := range rewritten {
+		s.obs.Emit(view.TxnRewritten{Task: ctx.Task.String(), Checkpoint: r.checkpoint, Records: r.records})
 	}
 	s.nextSeq = next[idx]
 	if !ctx.Restored && ctx.Replay != nil {

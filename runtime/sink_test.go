@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline-dev/faultline/runtime/view"
+
 	"github.com/faultline-dev/faultline/backend"
 	"github.com/faultline-dev/faultline/checkpoint"
 	"github.com/faultline-dev/faultline/runtime/flatjson"
@@ -85,7 +87,8 @@ func commitOrRedo(out TxnOutput, t pendingTxn) error {
 	if !redoable(out, err) {
 		return err
 	}
-	return redoLost(nil, out, t, err)
+	_, err = redoLost(nil, out, t, err)
+	return err
 }
 
 func TestCommitOrRedo(t *testing.T) {
@@ -282,7 +285,8 @@ func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	for name, v := range entries {
 		restored[name] = [][]byte{append([]byte(nil), v...)} // as a store gives it back
 	}
-	s2 := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id")}, key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
+	obs := NewObserver(nil, 16)
+	s2 := &sinkOp{skipSet: skipSet{ids: flatjson.MustField("order_id"), obs: obs}, key: "customer", out: out, topic: "revenue", txnPrefix: "p"}
 	if err := s2.Open(&OperatorContext{Task: task, Parallelism: 1, Restored: true, RestoredFrom: 1, restored: restored}); err != nil {
 		t.Fatal(err)
 	}
@@ -292,6 +296,15 @@ func TestSinkRedoesALostTransactionFromItsCheckpoint(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("committed %q, want %q once each", got, want)
+	}
+	// The recovery says what it wrote again.
+	obs.Close()
+	var said []view.Event
+	for e := range obs.Events() {
+		said = append(said, e.Event)
+	}
+	if w := (view.TxnRewritten{Task: "sink/0", Checkpoint: 1, Records: 3}); len(said) != 1 || said[0] != w {
+		t.Fatalf("events %+v, want one %+v", said, w)
 	}
 }
 

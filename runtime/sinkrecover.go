@@ -19,13 +19,13 @@ var errRecoveryStopped = errors.New("the sink's recovery was stopped")
 // committable of the newest transaction it committed ("" when none). It
 // gives up with errRecoveryStopped between two requests to out once stop
 // is closed (the subtask cancelled, a stopped run out of time).
-func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, err error) {
+func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states [][]byte, owners func(owner int) bool, mine []int) (nextSeq map[int]int64, newest string, rewritten []rewrittenTxn, err error) {
 	nextSeq = map[int]int64{}
 	var pending []sinkState
 	for _, b := range states {
 		st, err := decodeSinkState(b)
 		if err != nil {
-			return nil, "", fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
+			return nil, "", nil, fmt.Errorf("sink state of %s/%d: %w", op, st.owner, err)
 		}
 		if !owners(st.owner) {
 			continue
@@ -51,13 +51,13 @@ func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states 
 	for _, st := range pending {
 		for _, t := range st.pending {
 			if stopped(stop) {
-				return nil, "", errRecoveryStopped
+				return nil, "", nil, errRecoveryStopped
 			}
 			err := out.Commit(t.committable)
 			if redoable(out, err) {
 				lost = append(lost, lostTxn{st.owner, t, err})
 			} else if err != nil {
-				return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
+				return nil, "", nil, fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, st.owner, t.checkpoint, err)
 			}
 			if t.checkpoint > newestAt {
 				newest, newestAt = t.committable, t.checkpoint
@@ -69,28 +69,41 @@ func recoverSink(stop <-chan struct{}, out TxnOutput, prefix, op string, states 
 	// read_committed readers, and a redo looks for its records.
 	for o, from := range nextSeq {
 		if stopped(stop) {
-			return nil, "", errRecoveryStopped
+			return nil, "", nil, errRecoveryStopped
 		}
 		if err := out.AbortLingering(txnPrefix(prefix, op, o), from); err != nil {
-			return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
+			return nil, "", nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, o, err)
 		}
 	}
 	for _, st := range pending {
 		for _, t := range st.pending {
 			if err := out.AbortLingering(strings.TrimSuffix(redoName(t.txn), "0"), 0); err != nil {
-				return nil, "", fmt.Errorf("abort lingering transactions of %s/%d: %w", op, st.owner, err)
+				return nil, "", nil, fmt.Errorf("abort lingering transactions of %s/%d: %w", op, st.owner, err)
 			}
 		}
 	}
 	for _, l := range lost {
 		if stopped(stop) {
-			return nil, "", errRecoveryStopped
+			return nil, "", nil, errRecoveryStopped
 		}
-		if err := redoLost(stop, out, l.t, l.err); err != nil {
-			return nil, "", fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, l.owner, l.t.checkpoint, err)
+		n, err := redoLost(stop, out, l.t, l.err)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("commit transaction of %s/%d pre-committed for checkpoint %d: %w", op, l.owner, l.t.checkpoint, err)
+		}
+		if n > 0 {
+			rewritten = append(rewritten, rewrittenTxn{owner: l.owner, checkpoint: l.t.checkpoint, records: n})
 		}
 	}
-	return nextSeq, newest, nil
+	return nextSeq, newest, rewritten, nil
+}
+
+// rewrittenTxn is a transaction pre-committed for checkpoint by sink
+// subtask owner that the output lost, and how many of its records the
+// recovery wrote again.
+type rewrittenTxn struct {
+	owner      int
+	checkpoint int64
+	records    int
 }
 
 // redoable says whether a commit that failed with err is written again:
@@ -119,34 +132,37 @@ func redoName(txn string) string { return txn + "/redo/0" }
 // again, in a transaction of its own (redoName). A crash during the redo
 // aborts it, and the next recovery finds those records missing again:
 // nothing is lost or written twice. Looking for the records gives up when
-// stop is closed.
-func redoLost(stop <-chan struct{}, out TxnOutput, t pendingTxn, err error) error {
+// stop is closed. It returns how many records it wrote again.
+func redoLost(stop <-chan struct{}, out TxnOutput, t pendingTxn, err error) (int, error) {
 	checker, ok := out.(CommittedChecker)
 	if !ok {
-		return err
+		return 0, err
 	}
 	ctx, cancel := contextOf(stop)
 	defer cancel()
 	records, ferr := checker.Prepared(ctx, t.committable)
 	if ferr != nil {
-		return fmt.Errorf("%w; reading its records back: %w", err, ferr)
+		return 0, fmt.Errorf("%w; reading its records back: %w", err, ferr)
 	}
 	missing, ferr := checker.Missing(ctx, t.committable, records)
 	if ferr != nil {
-		return fmt.Errorf("%w; looking for its records: %w", err, ferr)
+		return 0, fmt.Errorf("%w; looking for its records: %w", err, ferr)
 	}
 	if len(missing) == 0 {
-		return nil
+		return 0, nil
 	}
 	redo := redoName(t.txn)
 	for _, r := range missing {
 		if err := out.Write(redo, r.Key, r.Value); err != nil {
-			return fmt.Errorf("write %s again: %w", t.txn, err)
+			return 0, fmt.Errorf("write %s again: %w", t.txn, err)
 		}
 	}
 	c, err := out.Prepare(redo)
 	if err != nil {
-		return fmt.Errorf("write %s again: %w", t.txn, err)
+		return 0, fmt.Errorf("write %s again: %w", t.txn, err)
 	}
-	return out.Commit(c)
+	if err := out.Commit(c); err != nil {
+		return 0, err
+	}
+	return len(missing), nil
 }

@@ -278,6 +278,16 @@ type ReplayHeld struct {
 	Checkpoint int64  `json:"checkpoint"`
 }
 
+// TxnRewritten: the output lost the transaction sink Task pre-committed
+// for Checkpoint (a broker that died with it open aborts it), and the
+// recovery wrote again, from the transaction's records in the output's
+// own log, the Records of it the committed output lacked.
+type TxnRewritten struct {
+	Task       string `json:"task"`
+	Checkpoint int64  `json:"checkpoint"`
+	Records    int    `json:"records"`
+}
+
 // RolledBack: individual failover put Task back to Checkpoint without
 // replaying its input; Lost records went with it.
 type RolledBack struct {
@@ -408,6 +418,7 @@ func (Failover) Name() string            { return "failover" }
 func (RestartScheduled) Name() string    { return "restart_scheduled" }
 func (Restored) Name() string            { return "restored" }
 func (ReplayHeld) Name() string          { return "replay_held" }
+func (TxnRewritten) Name() string        { return "txn_rewritten" }
 func (RolledBack) Name() string          { return "rolled_back" }
 func (RecordsLost) Name() string         { return "records_lost" }
 func (RecordsReplayed) Name() string     { return "records_replayed" }
@@ -446,7 +457,7 @@ func init() {
 		InputWriterFailed{}, VerifyStarted{}, JobStatus{}, TaskStatus{}, CheckpointTriggered{},
 		CheckpointCompleted{}, CheckpointFailed{}, CheckpointInvalid{}, CheckpointCorrupted{},
 		SavepointCompleted{}, SavepointFailed{}, FaultInjected{}, TaskSlowed{}, PoisonWritten{},
-		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, ReplayHeld{}, RolledBack{}, RecordsLost{},
+		TaskFailed{}, Failover{}, RestartScheduled{}, Restored{}, ReplayHeld{}, TxnRewritten{}, RolledBack{}, RecordsLost{},
 		RecordsReplayed{}, BadRecord{}, ModeChanged{}, RestartsReset{}, Notice{}, TempoChanged{}, SourcesPaused{},
 		TaskLoad{},
 	} {

@@ -38,7 +38,10 @@ type soak struct {
 	rng  *rand.Rand
 	dir  string // kept when the soak fails
 	runs int
-	log  []string // what each run did, for the summary and a replay
+	// rewritten counts the transactions the broker lost that a recovery
+	// wrote again (txn_rewritten), and their records.
+	rewritten, rewrittenRecords int
+	log                         []string // what each run did, for the summary and a replay
 }
 
 func newSoak(t *testing.T, name string) *soak {
@@ -122,6 +125,10 @@ func (r *soakRun) wait(s *soak) (int, map[string]any) {
 	for m := range r.events {
 		if rep, ok := m["report"].(map[string]any); ok {
 			report = rep
+		}
+		if m["event"] == "txn_rewritten" {
+			s.rewritten++
+			s.rewrittenRecords += int(m["records"].(float64))
 		}
 	}
 	return r.exit(s), report
@@ -304,8 +311,8 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 	v := report["verify"].(map[string]any)
 	log, _ := os.ReadFile(filepath.Join(s.stateDir(), "faultline.log"))
 	rounds := strings.Count(string(log), "broker retention: output floor")
-	t.Logf("%s: seed %d, %d runs, %d kills (%s), %d retention rounds, verify: expected %.0f committed %.0f duplicates %.0f lost %.0f",
-		name, s.seed, s.runs, killed, strings.Join(moments, ", "), rounds, v["expected"], v["committed"], v["duplicates"], v["lost"])
+	t.Logf("%s: seed %d, %d runs, %d kills (%s), %d retention rounds, %d lost transactions written again (%d records), verify: expected %.0f committed %.0f duplicates %.0f lost %.0f",
+		name, s.seed, s.runs, killed, strings.Join(moments, ", "), rounds, s.rewritten, s.rewrittenRecords, v["expected"], v["committed"], v["duplicates"], v["lost"])
 	if code != 0 || v["duplicates"] != 0.0 || v["lost"] != 0.0 || v["expected"] == 0.0 {
 		t.Fatalf("%s: after %d kills the last run exited %d with %v", name, killed, code, v)
 	}

@@ -271,6 +271,10 @@ func describeRecoveryEvent(e view.Event) (string, common.Level, bool) {
 		return e.Task + ": the output already holds " + common.Plural(e.Records, "record", "records") + after +
 			" — a committed transaction cannot be taken back; they are not written again", common.LevelWarning, true
 
+	case view.TxnRewritten:
+		return e.Task + ": the broker lost the transaction pre-committed for checkpoint " + id(e.Checkpoint) + "; " +
+			common.Plural(e.Records, "record", "records") + " of it written again from its log", common.LevelWarning, true
+
 	case view.CheckpointInvalid:
 		return "checkpoint " + id(e.ID) + " cannot be restored: " + e.Error, common.LevelError, true
 
