@@ -183,15 +183,20 @@ func (s *soak) killSchedule(kills int) []string {
 	return append(append(out, middle...), phaseVerify)
 }
 
+// nth is which moment of its kind a run dies at, chosen by the seed.
+func (s *soak) nth() int {
+	if e2e.Soak() {
+		return 1 + s.rng.Intn(20) // runs long enough for many retention rounds
+	}
+	return 1 + s.rng.Intn(4)
+}
+
 // killWhen watches a run's events and kills it at the moment phase names
 // (the nth such moment of the run, n chosen by the schedule's seed). It
 // returns the moment it killed at, "" when the run ended before.
 func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string {
 	jitter := func(d time.Duration) time.Duration { return time.Duration(s.rng.Int63n(int64(d) + 1)) }
-	nth := 1 + s.rng.Intn(4)
-	if e2e.Soak() {
-		nth = 1 + s.rng.Intn(20) // runs long enough for many retention rounds
-	}
+	nth := s.nth()
 	var timer <-chan time.Time
 	armed := ""
 	arm := func(d time.Duration, in string) {
@@ -278,8 +283,19 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 			// work in flight when it dies.
 			args = append(args, "--rate", fmt.Sprint(rate))
 		}
+		if phase == phaseCommit {
+			// The run crashes itself (SIGKILL, the embedded broker with
+			// it) right after its nth checkpoint completes, before the
+			// sink commits: the broker loses the pre-committed
+			// transaction, and the next run writes it again. A kill sent
+			// on reading checkpoint_completed lands after the commit.
+			args = append(args, "--inject", fmt.Sprintf("after-checkpoints=%d,fault=crash", s.nth()))
+		}
 		r := s.start(args...)
-		at := s.killWhen(r, phase, interval)
+		at := phaseCommit
+		if phase != phaseCommit {
+			at = s.killWhen(r, phase, interval)
+		}
 		code, report := r.wait(s)
 		switch {
 		case at != "" && code == -int(syscall.SIGKILL):
