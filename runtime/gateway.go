@@ -23,9 +23,10 @@ func (g gateway) onCheckpointEvent(e checkpoint.Event) {
 			// From here on a failure restores an exactly-once checkpoint.
 			j.lenient(j.cfg.AtLeastOnce.Close)
 		}
+		var crash *faultEntry
 		if e.Kind != checkpoint.KindSavepoint {
 			j.newestCheckpoint.Store(e.ID)
-			j.checkpointFaults()
+			crash = j.checkpointFaults()
 		}
 		full, inc := e.Completed.Size()
 		done := view.CheckpointCompleted{
@@ -47,6 +48,9 @@ func (g gateway) onCheckpointEvent(e checkpoint.Event) {
 			j.usedUnaligned.Store(true)
 		}
 		j.obs.Emit(done)
+		if crash != nil {
+			j.crashAtCompletion(crash, e.ID)
+		}
 		if e.Kind == checkpoint.KindSavepoint {
 			sp := view.SavepointCompleted{ID: e.ID, SizeBytes: full}
 			if d, ok := j.cfg.Store.(checkpoint.Located); ok {
@@ -72,14 +76,19 @@ func (g gateway) onCheckpointEvent(e checkpoint.Event) {
 
 // checkpointFaults counts a checkpoint completed in this run for the
 // after-checkpoints faults (from their After on), and sends those now due
-// to the job master.
-func (inj *injector) checkpointFaults() {
+// to the job master, but for a crash, which it returns: the caller crashes
+// the process before any sink hears of the checkpoint.
+func (inj *injector) checkpointFaults() (crash *faultEntry) {
 	since := inj.events.Since()
 	for _, f := range inj.ckptFaults {
 		if since < f.After || f.queued.Load() {
 			continue
 		}
-		if f.completed.Add(1) >= f.AfterCheckpoints && f.queued.CompareAndSwap(false, true) {
+		if f.completed.Add(1) >= f.AfterCheckpoints && f.Kind == FaultCrash && f.queued.CompareAndSwap(false, true) {
+			crash = f
+			continue
+		}
+		if f.completed.Load() >= f.AfterCheckpoints && f.queued.CompareAndSwap(false, true) {
 			select {
 			case inj.faultCh <- f:
 			default:
@@ -90,6 +99,22 @@ func (inj *injector) checkpointFaults() {
 			}
 		}
 	}
+	return crash
+}
+
+// crashAtCompletion carries out crash fault f as checkpoint id completes,
+// before the coordinator tells the subtasks (its next effect,
+// completeEffect): the process dies between the checkpoint's completion
+// and any commit of it, the moment a broker that dies with the process
+// loses the sinks' pre-committed transactions (the next run writes them
+// again: txn_rewritten).
+func (j *Job) crashAtCompletion(f *faultEntry, id int64) {
+	f.fired.Store(true)
+	j.crashed.Store(true)
+	j.obs.Emit(view.FaultInjected{Fault: string(f.Kind), Spec: f.Spec})
+	j.noteFault("", f.Kind)
+	j.logf("injected crash after checkpoint %d completed, before its commit: the process dies now", id)
+	j.cfg.Crash()
 }
 
 // current returns the running attempt when its epoch is n.

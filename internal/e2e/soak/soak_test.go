@@ -126,10 +126,7 @@ func (r *soakRun) wait(s *soak) (int, map[string]any) {
 		if rep, ok := m["report"].(map[string]any); ok {
 			report = rep
 		}
-		if m["event"] == "txn_rewritten" {
-			s.rewritten++
-			s.rewrittenRecords += int(m["records"].(float64))
-		}
+		s.note(m)
 	}
 	return r.exit(s), report
 }
@@ -183,6 +180,15 @@ func (s *soak) killSchedule(kills int) []string {
 	return append(append(out, middle...), phaseVerify)
 }
 
+// note counts what the soak reports of a run's event m (killWhen and
+// wait read them, each its part of the run).
+func (s *soak) note(m map[string]any) {
+	if m["event"] == "txn_rewritten" {
+		s.rewritten++
+		s.rewrittenRecords += int(m["records"].(float64))
+	}
+}
+
 // nth is which moment of its kind a run dies at, chosen by the seed.
 func (s *soak) nth() int {
 	if e2e.Soak() {
@@ -220,6 +226,7 @@ func (s *soak) killWhen(r *soakRun, phase string, interval time.Duration) string
 			if m["report"] != nil {
 				return ""
 			}
+			s.note(m)
 			name, _ := m["event"].(string)
 			seen[name]++
 			switch {
