@@ -29,9 +29,9 @@ func TestAMillionRecordsRunAndVerifyInBoundedMemory(t *testing.T) {
 		t.Skip("the race detector multiplies the program's memory; make test runs this on the plain build")
 	}
 	// Not in parallel with the package's soaks: with both cores taken by
-	// their runs as well, the run's peak rose to 125–162 MB (the GC falls
-	// behind the allocations of a job that gets less CPU), where alone,
-	// or beside another package's tests, it stays at 110–125 MB.
+	// their runs as well, the run's peak rose to 125–162 MB (why is not
+	// profiled yet), where alone, or beside another package's tests, it
+	// stays at 110–125 MB.
 	dir := t.TempDir()
 	cmd := e2e.Command(t, "run", "--headless", "--records", "1000000", "--listen", "0", "--state-dir", filepath.Join(dir, "state"))
 	out, err := os.Create(filepath.Join(dir, "events.jsonl"))
