@@ -84,19 +84,20 @@ func (inj *injector) checkpointFaults() (crash *faultEntry) {
 		if since < f.After || f.queued.Load() {
 			continue
 		}
-		if f.completed.Add(1) >= f.AfterCheckpoints && f.Kind == FaultCrash && f.queued.CompareAndSwap(false, true) {
+		if f.completed.Add(1) < f.AfterCheckpoints || !f.queued.CompareAndSwap(false, true) {
+			continue
+		}
+		if f.Kind == FaultCrash {
 			crash = f
 			continue
 		}
-		if f.completed.Load() >= f.AfterCheckpoints && f.queued.CompareAndSwap(false, true) {
-			select {
-			case inj.faultCh <- f:
-			default:
-				// Not expected: Inject leaves room for every configured
-				// fault. It is tried again at the next checkpoint.
-				f.queued.Store(false)
-				inj.logf("%s: not queued, too many faults waiting; again at the next checkpoint", f.Spec)
-			}
+		select {
+		case inj.faultCh <- f:
+		default:
+			// Not expected: Inject leaves room for every configured
+			// fault. It is tried again at the next checkpoint.
+			f.queued.Store(false)
+			inj.logf("%s: not queued, too many faults waiting; again at the next checkpoint", f.Spec)
 		}
 	}
 	return crash

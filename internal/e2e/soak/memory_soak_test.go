@@ -1,8 +1,6 @@
 package soak
 
 import (
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -12,23 +10,6 @@ import (
 
 // The memory soak: the default job at a steady rate for ten minutes, its
 // RSS and its state dir's size minute by minute.
-
-// dirBytes is the disk space the files under dir use (their blocks, as du
-// counts them: Badger's files are sparse).
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-					n += st.Blocks * 512
-				}
-			}
-		}
-		return nil
-	})
-	return n
-}
 
 // TestSoakMemory runs the default job unbounded at --rate 8000 for ten
 // minutes (make soak only) and prints, each minute, the process's RSS
@@ -65,7 +46,7 @@ func TestSoakMemory(t *testing.T) {
 			rss := e2e.TreeRSS(r.cmd.Process.Pid)
 			m.lo, m.hi, m.sum, m.n = min(m.lo, rss), max(m.hi, rss), m.sum+rss, m.n+1
 		}
-		m.disk = dirBytes(s.stateDir())
+		m.disk = e2e.DiskUsage(s.stateDir())
 		t.Logf("minute %2d: RSS %3d / %3d / %3d MB (lowest / mean / highest), state dir %3d MB",
 			i+1, m.lo>>20, m.sum/m.n>>20, m.hi>>20, m.disk>>20)
 	}

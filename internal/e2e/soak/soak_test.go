@@ -295,7 +295,7 @@ func killSoak(t *testing.T, name, brokers string, kills int, records, rate int64
 			// it) right after its nth checkpoint completes, before the
 			// sink commits: the broker loses the pre-committed
 			// transaction, and the next run writes it again. A kill sent
-			// on reading checkpoint_completed lands after the commit.
+			// on reading checkpoint_completed races the commit.
 			args = append(args, "--inject", fmt.Sprintf("after-checkpoints=%d,fault=crash", s.nth()))
 		}
 		r := s.start(args...)

@@ -22,16 +22,21 @@ import (
 // partition consumers, start-up included, and returns how long it took.
 func bareConsume(b *testing.B, c kafka.Client, total int64) time.Duration {
 	start := time.Now()
-	cfg, _ := c.Config()
-	cl, err := c.NewClientWith(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := bareClient(b, c)
 	defer cl.Close()
 	if n, err := readInputs(cl, nil); err != nil || n != total {
 		b.Fatalf("bare consumer read %d records, want %d: %v", n, total, err)
 	}
 	return time.Since(start)
+}
+
+// bareClient is a plain Sarama client of the bare sides.
+func bareClient(b *testing.B, c kafka.Client) sarama.Client {
+	cl, err := c.NewClient()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl
 }
 
 // readInputs reads every partition of the input topics to its end with

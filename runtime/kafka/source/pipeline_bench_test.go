@@ -22,11 +22,7 @@ import (
 // commit, and how many records it wrote.
 func barePipeline(b *testing.B, c kafka.Client, total int64, round int, interval time.Duration) (time.Duration, int64) {
 	start := time.Now()
-	cfg, _ := c.Config()
-	cl, err := c.NewClientWith(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cl := bareClient(b, c)
 	defer cl.Close()
 	out, err := sink.NewOutput(c, cl, "revenue", sink.ExactlyOnce)
 	if err != nil {

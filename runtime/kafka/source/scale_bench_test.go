@@ -3,17 +3,15 @@
 package source
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/faultline-dev/faultline/checkpoint/badgerstore"
+	"github.com/faultline-dev/faultline/internal/e2e"
 	"github.com/faultline-dev/faultline/runtime/jobs/orders"
 	"github.com/faultline-dev/faultline/runtime/spec"
 )
@@ -58,26 +56,26 @@ func scaleRun(b *testing.B, records int64, sp *spec.Job) {
 	var s sideResult
 	var rss, disk, ckptDisk []float64
 	blog := filepath.Join(dir, "broker")
-	input := dirBytes(blog) // the input's log; each run adds its output to it
+	input := e2e.DiskUsage(blog) // the input's log; each run adds its output to it
 	for i := 0; i < b.N; i++ {
-		before := dirBytes(blog)
+		before := e2e.DiskUsage(blog)
 		cdir := filepath.Join(dir, "checkpoints-"+strconv.Itoa(i))
 		store, err := badgerstore.Open(cdir, 3)
 		if err != nil {
 			b.Fatal(err)
 		}
 		debug.FreeOSMemory()
-		resetPeakRSS()
+		e2e.ResetPeakRSS()
 		s.time("job", total, func() time.Duration {
 			d, _ := runJobSpec(b, c, sp, total, benchInterval, store)
 			return d
 		})
-		rss = append(rss, float64(peakRSS()))
+		rss = append(rss, float64(e2e.PeakRSS()))
 		if err := store.Close(); err != nil {
 			b.Fatal(err)
 		}
-		ckptDisk = append(ckptDisk, float64(dirBytes(cdir)))
-		disk = append(disk, float64(input+dirBytes(blog)-before+dirBytes(cdir)))
+		ckptDisk = append(ckptDisk, float64(e2e.DiskUsage(cdir)))
+		disk = append(disk, float64(input+e2e.DiskUsage(blog)-before+e2e.DiskUsage(cdir)))
 		os.RemoveAll(cdir)
 	}
 	b.ReportMetric(median(s.rate), "rec/s")
@@ -92,40 +90,4 @@ func scaleRun(b *testing.B, records int64, sp *spec.Job) {
 	b.ReportMetric(median(disk)/(1<<20), "disk-MB")
 	b.ReportMetric(median(ckptDisk)/(1<<20), "checkpoints-disk-MB")
 	b.ReportMetric(0, "ns/op")
-}
-
-// resetPeakRSS sets the process's peak RSS (VmHWM) to its RSS now.
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// peakRSS is the process's peak RSS in bytes since resetPeakRSS, 0 when it
-// cannot be read.
-func peakRSS() int64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// dirBytes is the disk the files under dir take (their blocks: Badger's
-// preallocated files are sparse).
-func dirBytes(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				if st, ok := info.Sys().(*syscall.Stat_t); ok {
-					n += st.Blocks * 512
-				}
-			}
-		}
-		return nil
-	})
-	return n
 }
