@@ -418,3 +418,43 @@ func TestRelationOfAnyJob(t *testing.T) {
 		t.Fatalf("adopted: %+v, %v", old.Expect(), err)
 	}
 }
+
+// timedInput is an InputReader over n orders a millisecond of event time
+// apart, every tenth never paid, each payment right after its order.
+type timedInput int
+
+func (n timedInput) ReadInput(_ context.Context, topic string, _ map[int32]int64, f func(v []byte, t int64) error) error {
+	for i := range int(n) {
+		if topic == TopicPayments && i%10 == 0 {
+			continue
+		}
+		v := fmt.Appendf(nil, `{"order_id":"o-%06d"}`, i)
+		if err := f(v, 1_700_000_000_000+int64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (timedInput) ReadInputAfter(context.Context, string, map[int32]int64, func(v []byte, t int64) error) error {
+	return nil
+}
+
+// The final verification forgets, as it reads, the orders that can no
+// longer be paid in time, as the join drops them: what it keeps of the
+// input's event times does not grow with the input.
+func TestReadingTheInputForgetsWhatTheTTLExpired(t *testing.T) {
+	const orders = 1_000_000 // 1,000 s of event time; 100,000 never paid
+	l := newLedger(PaidOrders, time.Second)
+	if err := readInputs(context.Background(), l, timedInput(orders), l.Inputs(), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Kept: the unpaid orders of the last prune's window (TTL 1 s plus
+	// 5 s of slack) and what came since, a few thousand; not 100,000.
+	if n := l.firstDense.Len(); n > 20_000 {
+		t.Fatalf("the ledger still holds %d event times after reading %d orders", n, orders)
+	}
+	if r := l.Result(); r.Expected != orders*9/10 {
+		t.Fatalf("expected %d paid orders, got %+v", orders*9/10, r)
+	}
+}

@@ -227,7 +227,9 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 // readInputs accounts for the input topics below bounds (nil: all of
 // them) in l, the topics read at once: an id's order and payment then come
 // at about the same time, and what l keeps of the side that came first
-// (its event time, until the other) stays small however long the input.
+// (its event time, until the other) stays small however long the input;
+// every 65,536 records l forgets those the join's TTL has expired (Prune),
+// the orders never paid among them.
 func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -235,6 +237,7 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs = make([]error, len(topics))
+		n    int // inputs accounted for, under mu
 	)
 	for i, topic := range topics {
 		var b map[int32]int64
@@ -252,6 +255,9 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 				mu.Lock()
 				defer mu.Unlock()
 				l.Input(topic, id, t)
+				if n++; n%(1<<16) == 0 {
+					l.Prune()
+				}
 				return nil
 			})
 			if errs[i] != nil {
