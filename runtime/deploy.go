@@ -85,7 +85,7 @@ func (j *Job) newTask(a *attempt, op *spec.Operator, i int, restore *checkpoint.
 		if err != nil {
 			return nil, err
 		}
-		t.source = &sourceTask{task: t, src: src}
+		t.source = &sourceTask{task: t, src: src, align: j.align.slots[t.name]}
 	} else {
 		oper, err := newOperator(j.spec, op, j.cfg.Env, j.cfg.Types, j.bad)
 		if err != nil {

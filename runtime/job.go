@@ -163,8 +163,10 @@ type Job struct {
 	// handler decides what a failure restarts, and when (it holds the
 	// backoff and failover strategies and the pipelined regions).
 	handler *restart.Handler
-	bad     *badRecords
-	ledger  ledger
+	// align holds the sources that set watermark_alignment together.
+	align  alignment
+	bad    *badRecords
+	ledger ledger
 
 	// commitLog is what the sinks have committed.
 	commitLog
@@ -331,6 +333,7 @@ func New(cfg Config) (*Job, error) {
 		metrics: map[string]*TaskMetrics{},
 		handler: restart.NewHandler(cfg.Restart, cfg.Failover, pipelinedRegions(cfg.Job)),
 		bad:     newBadRecords(cfg.OnBadRecord, cfg.Env.DeadLetters, cfg.Observer),
+		align:   newAlignment(cfg.Job),
 	}
 	j.inbox.coordFail = make(chan attemptErr, 1)
 	j.inbox.savepoints = make(chan int64, 16)

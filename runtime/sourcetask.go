@@ -32,6 +32,10 @@ type sourceTask struct {
 	srcOffsets   map[int64]map[int32]int64 // checkpoint id → offsets, until it completes
 	// readerWaitedMark is the source reader's Waited at the last look.
 	readerWaitedMark time.Duration
+	// align is the subtask's part in the job's watermark alignment (nil:
+	// its source does not align); lastRead is when a poll last got records.
+	align    *alignSlot
+	lastRead time.Time
 }
 
 // runSource reads the source's partitions, emitting batches and injecting
@@ -39,6 +43,8 @@ type sourceTask struct {
 // with its SourceReader).
 func (t *sourceTask) runSource(ctx context.Context) error {
 	checkpointing := t.a.job.cfg.Checkpoint.Interval > 0
+	t.leaveAlignment() // what an instance before this one published
+	defer t.leaveAlignment()
 	for ctx.Err() == nil {
 		if d := t.pace(ctx); d > 0 {
 			t.m.IdleNanos.Add(int64(d))
@@ -67,6 +73,10 @@ func (t *sourceTask) runSource(ctx context.Context) error {
 			t.backPressured(ctx)
 			continue
 		}
+		if t.heldBack() {
+			t.waitAligned(ctx)
+			continue
+		}
 		if t.a.job.Tempo() == TempoFrozen && !t.a.job.Stepping() {
 			continue // a step ended while the source waited: read nothing more
 		}
@@ -83,6 +93,7 @@ func (t *sourceTask) runSource(ctx context.Context) error {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
 		t.srcBuf = recs
+		t.publishWatermark(len(recs))
 		t.noteSourceIdle(began, len(recs))
 		for i := range recs {
 			t.in++
@@ -106,6 +117,7 @@ func (t *sourceTask) runSource(ctx context.Context) error {
 		}
 		if done {
 			t.atEnd = true
+			t.leaveAlignment()
 			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t.task})
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // Keys each mapping of a spec may have, in the order messages list them.
 var (
 	jobKeys      = []string{"name", "max_parallelism", "verify", "id", "operators"}
-	operatorKeys = []string{"name", "type", "parallelism", "topic", "key", "schema", "state_ttl", "inputs"}
+	operatorKeys = []string{"name", "type", "parallelism", "topic", "key", "schema", "state_ttl", "watermark_alignment", "inputs"}
 	inputKeys    = []string{"from", "edge", "key"}
 )
 

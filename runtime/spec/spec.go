@@ -110,8 +110,13 @@ type Operator struct {
 	// state, in event time, for a kind that takes it (the orders job's
 	// join); 0 keeps it for ever (Flink: state TTL).
 	StateTTL time.Duration
-	Inputs   []Input
-	Line     int
+	// WatermarkAlignment is, for a source, how far in event time its
+	// subtasks may read ahead of the slowest subtask of the job's sources
+	// that set it; 0: as far as they go (Flink: watermark alignment,
+	// WatermarkStrategy.withWatermarkAlignment's maximum drift).
+	WatermarkAlignment time.Duration
+	Inputs             []Input
+	Line               int
 }
 
 // Input is an edge into an operator (Flink: JobEdge).

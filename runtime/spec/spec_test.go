@@ -105,11 +105,14 @@ func TestParseErrors(t *testing.T) {
 		{"operators empty", lines("name: t", "operators: []"), 2, "operators", "the list is empty"},
 
 		// spec.Operator fields.
-		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, key, schema, state_ttl, inputs, got "source"`},
+		{"operator not a mapping", lines("name: t", "operators:", "  - source"), 3, "operators[0]", `must be a mapping with keys name, type, parallelism, topic, key, schema, state_ttl, watermark_alignment, inputs, got "source"`},
 		{"state_ttl on a source", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    state_ttl: 1m"}), 6, "operators[0].state_ttl", "only join operators keep records waiting"},
 		{"state_ttl not a duration", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: soon"}), 5, "operators[0].state_ttl", `must be a duration such as 1m or 30s (0: keep for ever), got "soon"`},
 		{"state_ttl negative", job(joinHeader, []string{"  - name: s", "    type: join", "    state_ttl: -1s"}), 5, "operators[0].state_ttl", "must be a duration"},
-		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, key, schema, state_ttl, inputs)`},
+		{"watermark_alignment on a join", job(joinHeader, []string{"  - name: s", "    type: join", "    watermark_alignment: 1s"}), 5, "operators[0].watermark_alignment", "only sources read ahead of one another; remove it from this join"},
+		{"watermark_alignment not a duration", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    watermark_alignment: 8000"}), 6, "operators[0].watermark_alignment", `must be a duration such as 1s or 500ms`},
+		{"watermark_alignment under a millisecond", job(joinHeader, []string{"  - name: s", "    type: source", "    topic: orders", "    watermark_alignment: 10us"}), 6, "operators[0].watermark_alignment", "less than the 1ms"},
+		{"unknown operator key", job(joinHeader, []string{"  - name: s", "    type: source", "    paralellism: 2"}), 5, "operators[0].paralellism", `unknown key "paralellism" (allowed: name, type, parallelism, topic, key, schema, state_ttl, watermark_alignment, inputs)`},
 		{"operator name missing", job(joinHeader, []string{"  - type: source", "    topic: orders"}), 3, "operators[0].name", "required"},
 		{"operator name with slash", job(joinHeader, []string{"  - name: a/b"}), 3, "operators[0].name", `"a/b": use only letters`},
 		{"duplicate operator name", job(joinHeader, srcOrders, srcOrders), 7, "operators[1].name", `"orders-source" is already the name of operators[0] (line 3)`},
@@ -565,5 +568,19 @@ func pipeline(t *testing.T) func() *spec.Job {
 			t.Fatal(err)
 		}
 		return j
+	}
+}
+
+// The default job's two sources read at most a second of event time ahead
+// of one another; no other operator aligns.
+func TestDefaultJobAlignsItsSources(t *testing.T) {
+	for _, op := range orders.Default().Operators {
+		want := time.Duration(0)
+		if op.Type == spec.TypeSource {
+			want = time.Second
+		}
+		if op.WatermarkAlignment != want {
+			t.Errorf("%s: watermark_alignment %v, want %v", op.Name, op.WatermarkAlignment, want)
+		}
 	}
 }

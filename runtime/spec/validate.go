@@ -88,6 +88,9 @@ func (p *parser) operator(job *Job, i int, n *yaml.Node, defined map[string]int)
 	if err := p.stateTTL(op, f, path); err != nil {
 		return nil, err
 	}
+	if err := p.watermarkAlignment(op, f, path); err != nil {
+		return nil, err
+	}
 	if k := p.cat.Kind(op.Type); k != nil {
 		if pr := k.CheckKeys(op); pr != nil {
 			return nil, p.problem(op, f, path, pr)
@@ -224,22 +227,45 @@ func (p *parser) stateTTL(op *Operator, f fields, path string) error {
 	if k := p.cat.Kind(op.Type); k == nil || !k.Takes("state_ttl") {
 		return p.errf(n.Line, field, "only %s operators keep records waiting; remove it from this %s", p.cat.takers("state_ttl"), op.Type)
 	}
+	d, err := p.eventDuration(n, field, "1m or 30s (0: keep for ever)")
+	op.StateTTL = d
+	return err
+}
+
+// watermarkAlignment reads how far a source's subtasks may read ahead of
+// the slowest in event time; only sources read.
+func (p *parser) watermarkAlignment(op *Operator, f fields, path string) error {
+	field := path + ".watermark_alignment"
+	n := f.get("watermark_alignment")
+	if n == nil {
+		return nil
+	}
+	if op.Type != TypeSource {
+		return p.errf(n.Line, field, "only sources read ahead of one another; remove it from this %s", op.Type)
+	}
+	d, err := p.eventDuration(n, field, "1s or 500ms, the most a subtask may read ahead of the slowest (0: no alignment)")
+	op.WatermarkAlignment = d
+	return err
+}
+
+// eventDuration reads a duration of event time (0 or at least 1ms, the
+// unit event times count in); e says what one looks like.
+func (p *parser) eventDuration(n *yaml.Node, field, e string) (time.Duration, error) {
 	s, err := p.text(n, field)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	d, err := time.ParseDuration(s)
 	if s == "0" {
 		d, err = 0, nil
 	}
 	if err != nil || d < 0 {
-		return p.errf(n.Line, field, "must be a duration such as 1m or 30s (0: keep for ever), got %s", describe(n))
+		return 0, p.errf(n.Line, field, "must be a duration such as %s, got %s", e, describe(n))
 	}
 	if d > 0 && d < time.Millisecond {
-		return p.errf(n.Line, field, "%s is less than the 1ms that event times count in", d)
+		return 0, p.errf(n.Line, field, "%s is less than the 1ms that event times count in", d)
 	}
-	op.StateTTL = d
-	return nil
+	return d, nil
 }
 
 // problem is a kind's problem with op as an *Error, at the line of the

@@ -18,7 +18,10 @@ const DefaultYAML = `# The default job: revenue per customer from paid orders.
 # transactions, keyed by customer, so a run can check that every paid order is
 # in the committed output exactly once (verify: paid-orders), counting the
 # records by their order_id (id). faultline runs this job when no --job is
-# given; runtime/jobs/orders.DefaultYAML holds the same text.
+# given; runtime/jobs/orders.DefaultYAML holds the same text. The two sources
+# read at most a second of event time ahead of one another
+# (watermark_alignment): at full speed one would otherwise run ahead of the
+# other, and the join would keep its records waiting for their partners.
 name: orders
 max_parallelism: 128
 verify: paid-orders
@@ -28,10 +31,12 @@ operators:
     type: source
     topic: orders
     parallelism: 2
+    watermark_alignment: 1s
   - name: payments-source
     type: source
     topic: payments
     parallelism: 2
+    watermark_alignment: 1s
   - name: parse-orders
     type: parse
     schema: order

@@ -412,6 +412,9 @@ func (r *reader) Poll(ctx context.Context, dst []runtime.Record, max int) ([]run
 	return dst, bounded && r.live == 0 && len(r.msgs) == 0 && len(r.pending) == 0, nil
 }
 
+// Watermark implements runtime.WatermarkReader.
+func (r *reader) Watermark() int64 { return r.wm.Current() }
+
 // Waited implements runtime.WaitingReader: the time Poll spent waiting
 // for records.
 func (r *reader) Waited() time.Duration { return r.waited }

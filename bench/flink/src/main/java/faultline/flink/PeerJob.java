@@ -90,7 +90,10 @@ public final class PeerJob {
 
         Fault fault = Fault.parse(opt.get("fault"));
         long ttl = Duration.parse("PT" + opt.get("ttl").toUpperCase()).toMillis();
-        WatermarkStrategy<String> wm = WatermarkStrategy.<String>forBoundedOutOfOrderness(Duration.ofSeconds(5));
+        // As faultline's default job: the two sources read at most a second
+        // of event time ahead of one another.
+        WatermarkStrategy<String> wm = WatermarkStrategy.<String>forBoundedOutOfOrderness(Duration.ofSeconds(5))
+                .withWatermarkAlignment("inputs", Duration.ofSeconds(1));
         DataStream<Order> orders = env.fromSource(source(bootstrap, "orders"), wm, "orders-source")
                 .uid("orders-source").process(new ParseOrder(fault)).name("parse-orders").uid("parse-orders");
         DataStream<Payment> payments = env.fromSource(source(bootstrap, "payments"), wm, "payments-source")
