@@ -32,7 +32,7 @@ func TestStoppedAtLeastOnceRunCountsOutputAfterTheCheckpoint(t *testing.T) {
 			if b != nil {
 				lim = b[topic]
 			}
-			gen.ReadInput(context.Background(), topic, lim, func(v []byte, _ int64) error {
+			gen.ReadInput(context.Background(), topic, lim, func(v []byte, _, _ int64) error {
 				id, _ := flatjson.MustField("order_id").Of(v)
 				seen[string(id)] |= 1 << i
 				return nil

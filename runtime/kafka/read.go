@@ -76,7 +76,8 @@ func Read(ctx context.Context, c Client, topic string, from, to map[int32]int64,
 // ReadEach is Read handing each record to f as it comes instead of
 // keeping them: what it holds is the consumer's buffers, however long the
 // topic. The partitions are read at once; f is called by one at a time, in
-// offset order within a partition. An error of f ends the read with it.
+// offset order within a partition, each record with the topic's watermark
+// as of it (Record.Watermark). An error of f ends the read with it.
 func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]int64, committed bool, f func(runtime.OutputRecord) error) error {
 	cfg, err := c.Config()
 	if err != nil {
@@ -108,14 +109,22 @@ func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]in
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
+		// wm is the topic's watermark over the partitions read (Record.
+		// Watermark), under mu: index is each one's place in it.
+		wm    = runtime.NewWatermarks(len(ends))
+		index = map[int32]int{}
 	)
-	deliver := func(r runtime.OutputRecord) error {
+	deliver := func(r runtime.OutputRecord, p int32) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(errs) > 0 {
 			return errs[0]
 		}
+		r.Watermark, r.Partition = wm.Advance(index[p], r.Time), p
 		return f(r)
+	}
+	for p := range ends {
+		index[p] = len(index)
 	}
 	for p, end := range ends {
 		start, ok := from[p]
@@ -125,6 +134,9 @@ func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]in
 			}
 		}
 		if start >= end {
+			mu.Lock()
+			wm.End(index[p]) // nothing to read there: it holds nothing back
+			mu.Unlock()
 			continue
 		}
 		pc, err := consumer.ConsumePartition(topic, p, start)
@@ -138,10 +150,12 @@ func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]in
 		go func() {
 			defer wg.Done()
 			defer pc.AsyncClose()
-			if err := part.read(ctx, deliver); err != nil {
-				mu.Lock()
+			err := part.read(ctx, func(r runtime.OutputRecord) error { return deliver(r, p) })
+			mu.Lock()
+			defer mu.Unlock()
+			wm.End(index[p])
+			if err != nil {
 				errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
-				mu.Unlock()
 				cancel()
 			}
 		}()
@@ -246,7 +260,7 @@ type Inputs struct {
 }
 
 // ReadInput implements verify.InputReader.
-func (in Inputs) ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (in Inputs) ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {
 		actual = t
@@ -276,7 +290,7 @@ func (in Inputs) ReadInput(ctx context.Context, topic string, bounds map[int32]i
 }
 
 // ReadInputAfter implements verify.InputReader.
-func (in Inputs) ReadInputAfter(ctx context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (in Inputs) ReadInputAfter(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error {
 	actual := topic
 	if t, ok := in.Topics[topic]; ok {
 		actual = t
@@ -293,6 +307,6 @@ func (in Inputs) ReadInputAfter(ctx context.Context, topic string, bounds map[in
 
 // each calls f with every record of Kafka topic from from to to (nil: the
 // end there is now), as it reads them.
-func (in Inputs) each(ctx context.Context, topic string, from, to map[int32]int64, f func([]byte, int64) error) error {
-	return ReadEach(ctx, in.C, topic, from, to, false, func(r runtime.OutputRecord) error { return f(r.Value, r.Time) })
+func (in Inputs) each(ctx context.Context, topic string, from, to map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error {
+	return ReadEach(ctx, in.C, topic, from, to, false, func(r runtime.OutputRecord) error { return f(r.Value, r.Time, r.Watermark) })
 }

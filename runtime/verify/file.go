@@ -36,7 +36,6 @@ type header struct {
 	BadOutput int                        `json:"bad_output"`
 	Positions map[string]map[int32]int64 `json:"positions"`
 	First     map[string]int64           `json:"first,omitempty"`
-	Newest    map[string]int64           `json:"newest,omitempty"`
 	Other     map[string]byte            `json:"other,omitempty"`
 	Chunks    int                        `json:"chunks"`
 }
@@ -51,7 +50,7 @@ func (l *Ledger) MarshalBinary() ([]byte, error) {
 		l.firstDense.Each(func(n uint32, t int64) { first[fmt.Sprintf("o-%06d", n)] = t })
 	}
 	h := header{Kind: l.kind, TTLMs: l.ttl, ID: l.id.Name(), Inputs: l.inputs, Joined: l.joined, Committed: l.committed, BadInput: l.badInput, BadOutput: l.badOutput,
-		Positions: l.Positions, First: first, Newest: l.newest, Other: l.other, Chunks: l.dense.Chunks()}
+		Positions: l.Positions, First: first, Other: l.other, Chunks: l.dense.Chunks()}
 	hj, err := json.Marshal(h)
 	if err != nil {
 		return nil, err
@@ -124,7 +123,7 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 		}
 	}
 	*l = Ledger{kind: h.Kind, inputs: h.Inputs, joined: h.Joined, ttl: h.TTLMs, id: id, dense: dense, other: orEmpty(h.Other), first: map[string]int64{},
-		newest: orEmpty(h.Newest), committed: h.Committed, badInput: h.BadInput, badOutput: h.BadOutput,
+		committed: h.Committed, badInput: h.BadInput, badOutput: h.BadOutput,
 		Positions: orEmpty(h.Positions)}
 	for id, t := range h.First {
 		if n, ok := DenseID([]byte(id)); ok {

@@ -51,7 +51,6 @@ type Ledger struct {
 	other      map[string]byte  // any other id
 	first      map[string]int64 // event time of an id's side read first, until the other (TTL only): ids not dense
 	firstDense Times            // the same for generator ids
-	newest     map[string]int64 // the newest event time read of each generator topic (TTL only)
 
 	committed int // output records
 	badInput  int // input records without an order id
@@ -75,7 +74,7 @@ func New(e Expect) (*Ledger, error) {
 		return nil, fmt.Errorf("verify by id: %w", err)
 	}
 	return &Ledger{kind: e.Kind, inputs: slices.Clone(e.Inputs), joined: e.Joined, ttl: e.StateTTL.Milliseconds(), id: id, other: map[string]byte{}, first: map[string]int64{},
-		newest: map[string]int64{}, Positions: map[string]map[int32]int64{}}, nil
+		Positions: map[string]map[int32]int64{}}, nil
 }
 
 // Expect is what the ledger was made for.
@@ -171,7 +170,6 @@ func (l *Ledger) Input(topic string, id []byte, eventTime int64) {
 // A first side dropped by prune can only have a partner too far from it;
 // times not known (0) always join, as in the job.
 func (l *Ledger) timed(id []byte, topic string, second bool, t int64) byte {
-	l.newest[topic] = max(l.newest[topic], t)
 	n, dense := DenseID(id)
 	if !second {
 		if dense {
@@ -195,19 +193,17 @@ func (l *Ledger) timed(id []byte, topic string, second bool, t int64) byte {
 	return 0
 }
 
-// Prune drops the event times of first sides whose partner could only come
-// too far apart from them, as the join drops the sides themselves: older
-// than the newest event time read of both topics minus the TTL minus
-// max(TTL, 5 s). Callers prune now and then (the live verifier; the
-// retention after each round).
-func (l *Ledger) Prune() {
-	if l.ttl == 0 {
+// PruneAt drops the event times of first sides whose partner could only
+// come too far apart from them, as the join drops the sides themselves:
+// older than watermark now (Unix ms; 0: none, nothing is dropped) minus
+// the TTL minus max(TTL, 5 s). The watermark is the least, over every
+// input partition, of the newest event time read of it: a partner may
+// still come from one that lags. Callers prune now and then (the final
+// verification as it reads; the retention after each round).
+func (l *Ledger) PruneAt(now int64) {
+	if l.ttl == 0 || now == 0 || len(l.inputs) < 2 {
 		return
 	}
-	if len(l.inputs) < 2 {
-		return
-	}
-	now := min(l.newest[l.inputs[0]], l.newest[l.inputs[1]])
 	before := now - l.ttl - max(l.ttl, ttlSlack.Milliseconds())
 	for id, t := range l.first {
 		if t != 0 && t < before {
@@ -363,9 +359,6 @@ func (l *Ledger) FirstSides(f func(id string, eventTime int64)) {
 	}
 	l.firstDense.Each(func(n uint32, t int64) { f(fmt.Sprintf("o-%06d", n), t) })
 }
-
-// Newest is the newest event time the ledger read of a generator topic.
-func (l *Ledger) Newest(topic string) int64 { return l.newest[topic] }
 
 // Position is where the ledger has accounted for partition p of Kafka
 // topic up to, and whether it knows.

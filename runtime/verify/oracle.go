@@ -68,14 +68,16 @@ type Verification struct {
 // the job reads them. A read gives up with ctx's error when ctx ends.
 type InputReader interface {
 	// ReadInput calls f with every record of topic below bounds (partition
-	// → offset; nil: everything there is) and its event time in Unix
-	// milliseconds (0: not known). It is called for several topics at
-	// once.
-	ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
+	// → offset; nil: everything there is), its event time in Unix
+	// milliseconds (0: not known) and the topic's watermark as of it: the
+	// least, over the partitions read, of the newest event time read of
+	// each, a partition read to its end left out (0: none yet, or not
+	// known). It is called for several topics at once.
+	ReadInput(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error
 	// ReadInputAfter calls f with every record of topic from bounds on
 	// (partition → offset; a partition not named: from its start) to the
 	// end there is now.
-	ReadInputAfter(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime int64) error) error
+	ReadInputAfter(ctx context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error
 }
 
 // Expect is what the committed output of a job must hold.
@@ -228,8 +230,11 @@ func VerifyHeld(ctx context.Context, l *Ledger, in InputReader, guarantee string
 // them) in l, the topics read at once: an id's order and payment then come
 // at about the same time, and what l keeps of the side that came first
 // (its event time, until the other) stays small however long the input;
-// every 65,536 records l forgets those the join's TTL has expired (Prune),
-// the orders never paid among them.
+// every 65,536 records l forgets those the join's TTL has expired by the
+// least watermark of the topics (PruneAt), the orders never paid among
+// them. By the watermark, not by the newest time read: the partitions are
+// read at once, each at its pace, and a partner may still come from one
+// that lags.
 func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string, bounds map[string]map[int32]int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -237,8 +242,10 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs = make([]error, len(topics))
-		n    int // inputs accounted for, under mu
+		n    int              // inputs accounted for, under mu
+		wm   map[string]int64 // each topic's watermark, under mu
 	)
+	wm = map[string]int64{}
 	for i, topic := range topics {
 		var b map[int32]int64
 		if bounds != nil {
@@ -250,13 +257,14 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = in.ReadInput(ctx, topic, b, func(v []byte, t int64) error {
+			errs[i] = in.ReadInput(ctx, topic, b, func(v []byte, t, w int64) error {
 				id, _ := l.id.Of(v) // not JSON or no id: bad input; read outside the lock
 				mu.Lock()
 				defer mu.Unlock()
 				l.Input(topic, id, t)
-				if n++; n%(1<<16) == 0 {
-					l.Prune()
+				wm[topic] = max(wm[topic], w)
+				if n++; n%(1<<16) == 0 && len(topics) == 2 {
+					l.PruneAt(min(wm[topics[0]], wm[topics[1]]))
 				}
 				return nil
 			})
@@ -306,7 +314,7 @@ func afterCheckpoint(ctx context.Context, l *Ledger, in InputReader, topics []st
 		if l.second(topic) {
 			side = payment
 		}
-		err := in.ReadInputAfter(ctx, topic, bounds[topic], func(v []byte, _ int64) error {
+		err := in.ReadInputAfter(ctx, topic, bounds[topic], func(v []byte, _, _ int64) error {
 			if id, ok := l.id.Of(v); ok {
 				if b, held := sides[string(id)]; held {
 					sides[string(id)] = b | side
@@ -337,6 +345,11 @@ type Record struct {
 	// Time is the record's timestamp in Unix milliseconds, where the
 	// reader knows it (0: not known).
 	Time int64
+	// Watermark is the topic's as of the record, where the reader keeps
+	// one (see InputReader.ReadInput; 0: none), and Partition the
+	// record's, where the reader says.
+	Watermark int64
+	Partition int32
 }
 
 func (r Record) String() string { return fmt.Sprintf("%q=%q", r.Key, r.Value) }

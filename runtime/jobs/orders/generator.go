@@ -343,7 +343,7 @@ func (r *genReader) Offsets() map[int32]int64 {
 func (r *genReader) Close() error { return nil }
 
 // ReadInputAfter implements InputReader for the generator.
-func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error {
 	for p := 0; p < g.partitions; p++ {
 		end := g.EndOffset(topic, p) // a walk over the partition's blocks: once
 		for off := bounds[int32(p)]; off < end; off++ {
@@ -351,7 +351,7 @@ func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[i
 			if !ok {
 				break
 			}
-			if err := f(b, 0); err != nil {
+			if err := f(b, 0, 0); err != nil {
 				return err
 			}
 		}
@@ -360,7 +360,7 @@ func (g *Generator) ReadInputAfter(_ context.Context, topic string, bounds map[i
 }
 
 // ReadInput implements InputReader for the generator.
-func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]int64, f func([]byte, int64) error) error {
+func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]int64, f func(value []byte, eventTime, watermark int64) error) error {
 	for p := 0; p < g.partitions; p++ {
 		n := g.EndOffset(topic, p)
 		if bounds != nil {
@@ -371,7 +371,7 @@ func (g *Generator) ReadInput(_ context.Context, topic string, bounds map[int32]
 			if !ok {
 				return fmt.Errorf("input %s/%d ends before offset %d", topic, p, off)
 			}
-			if err := f(b, 0); err != nil {
+			if err := f(b, 0, 0); err != nil {
 				return err
 			}
 		}

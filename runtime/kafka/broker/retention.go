@@ -43,6 +43,10 @@ type Retention struct {
 	// deleted is, per Kafka topic and partition, where the log starts after
 	// the last deletion.
 	deleted checkpoint.Offsets
+	// newest is, per input topic and partition, the newest event time
+	// accounted for in this process: the ledger forgets the first sides
+	// the TTL expired by the least of them (prune).
+	newest checkpoint.Offsets
 }
 
 // RetentionConfig says what a Retention trims and how.
@@ -148,7 +152,7 @@ func (r *Retention) Round(ctx context.Context) error {
 	if err := r.accountOutput(ctx, cl, lso); err != nil {
 		return err
 	}
-	r.cfg.Ledger.Prune()
+	r.prune()
 	r.cfg.Ledger.Compact()
 	if err := r.cfg.Ledger.Save(r.cfg.Path); err != nil {
 		return err
@@ -271,10 +275,45 @@ func (r *Retention) from(topic string, p int32) (int64, bool) {
 // account reads input topic (the generator's gen) from the ledger's
 // positions up to floor and adds it to the ledger.
 func (r *Retention) account(ctx context.Context, cl sarama.Client, gen, topic string, floor map[int32]int64) error {
+	if r.newest == nil {
+		r.newest = checkpoint.Offsets{}
+	}
+	if r.newest[topic] == nil {
+		r.newest[topic] = map[int32]int64{}
+	}
+	newest := r.newest[topic]
+	for p := range floor {
+		if _, ok := newest[p]; !ok {
+			newest[p] = 0 // not heard from yet: it holds prune back
+		}
+	}
 	return r.advance(ctx, cl, topic, floor, false, func(rec runtime.OutputRecord) {
 		id, _ := r.cfg.Ledger.IDOf(rec.Value)
 		r.cfg.Ledger.Input(gen, id, rec.Time)
+		newest[rec.Partition] = max(newest[rec.Partition], rec.Time)
 	})
+}
+
+// prune has the ledger forget the first sides the TTL expired, by the least
+// over the input partitions of the newest event time accounted for of
+// each (the join's watermark), once every partition has been heard from
+// in this process: a partner may still come from a partition that lags.
+func (r *Retention) prune() {
+	var now int64
+	for _, topic := range r.cfg.Inputs {
+		if len(r.newest[topic]) == 0 {
+			return
+		}
+		for _, t := range r.newest[topic] {
+			if t == 0 {
+				return
+			}
+			if now == 0 || t < now {
+				now = t
+			}
+		}
+	}
+	r.cfg.Ledger.PruneAt(now)
 }
 
 // accountOutput reads the committed output from the ledger's positions up to

@@ -152,7 +152,6 @@ func NewLiveVerifier(cfg LiveConfig) *LiveVerifier {
 	v.st.inputs = cfg.inputs()
 	v.st.ttl = cfg.Expect.StateTTL.Milliseconds()
 	v.st.lenient = cfg.Lenient
-	v.st.newest = map[string]int64{}
 	return v
 }
 

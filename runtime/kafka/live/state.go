@@ -147,6 +147,7 @@ type livePart struct {
 	// Input partitions only.
 	gen                  string // generator topic ("orders", "payments")
 	input                bool
+	newest               int64 // the newest event time consumed (with a state TTL)
 	conf, tent           uint32 // the bits this topic sets
 	confBound, tentBound int64  // offsets below these are covered
 	pending              []pendingID
@@ -170,12 +171,11 @@ type liveState struct {
 	// With the join's state TTL (ms; 0: none), an order and its payment
 	// more than ttl apart in event time are not expected (farApart).
 	// firstTime holds the event time of an id's side consumed first until
-	// the other comes; newest is the newest event time consumed of each
-	// input, by which prune drops those whose partner could only come too
-	// far apart (see the orders job's join, which drops them the same way).
+	// the other comes; prune drops those whose partner could only come too
+	// far apart, by the input partitions' newest event times (see the
+	// orders job's join, which drops them the same way).
 	ttl        int64
 	firstTime  sideTimes
-	newest     map[string]int64
 	sincePrune int
 	// sinceCompact counts the records applied since ids was compacted.
 	sinceCompact int
@@ -220,7 +220,6 @@ func (s *liveState) timed(r idRef, gen string, t int64) {
 		return // read again (a consumer restarted)
 	}
 	*w |= read
-	s.newest[gen] = max(s.newest[gen], t)
 	if *w&other == 0 {
 		s.firstTime.put(r, t)
 		s.prune()
@@ -237,7 +236,11 @@ func (s *liveState) timed(r idRef, gen string, t int64) {
 }
 
 // prune drops, now and then, the first sides so old that a partner of
-// theirs can only come too far apart to be joined.
+// theirs can only come too far apart to be joined: older, by the TTL and
+// its slack, than the least over the input partitions of the newest event
+// time consumed of each (the join's watermark). Not the newest of a
+// topic: its partitions are consumed at once, each at its pace, and a
+// partner may still come from one that lags.
 func (s *liveState) prune() {
 	if s.sincePrune++; s.sincePrune < 1<<14 {
 		return
@@ -246,7 +249,15 @@ func (s *liveState) prune() {
 	if len(s.inputs) < 2 {
 		return
 	}
-	now := min(s.newest[s.inputs[0]], s.newest[s.inputs[1]])
+	var now int64
+	for _, lp := range s.in {
+		if lp.newest == 0 {
+			return // a partition not heard from yet: its partners may come
+		}
+		if now == 0 || lp.newest < now {
+			now = lp.newest
+		}
+	}
 	before := now - s.ttl - max(s.ttl, ttlSlack.Milliseconds())
 	s.firstTime.dropIf(func(t int64) bool { return t != 0 && t < before })
 }
@@ -309,6 +320,7 @@ func (s *liveState) addInput(lp *livePart, recs []parsedID) {
 		}
 		ref := s.ids.ref(r.id)
 		if s.ttl > 0 && s.needPayment() {
+			lp.newest = max(lp.newest, r.ts)
 			s.timed(ref, lp.gen, r.ts)
 		}
 		switch {
@@ -439,9 +451,6 @@ func (v *LiveVerifier) Seed(l *verify.Ledger) {
 	})
 	st.committed = l.Committed()
 	l.FirstSides(func(id string, t int64) { st.firstTime.put(st.ids.ref([]byte(id)), t) })
-	for _, gen := range st.inputs {
-		st.newest[gen] = l.Newest(gen)
-	}
 }
 
 // find returns id's word if the table has one.
