@@ -147,7 +147,7 @@ type livePart struct {
 	// Input partitions only.
 	gen                  string // generator topic ("orders", "payments")
 	input                bool
-	newest               int64 // the newest event time consumed (with a state TTL)
+	newest               int64  // the newest event time consumed (with a state TTL)
 	conf, tent           uint32 // the bits this topic sets
 	confBound, tentBound int64  // offsets below these are covered
 	pending              []pendingID
