@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/checkpoint"
-	"github.com/faultline-dev/faultline/internal/clock"
 	"github.com/faultline-dev/faultline/runtime/spec"
 )
 
@@ -133,18 +132,7 @@ func (t *sourceTask) heldBack() bool {
 // waitAligned waits a moment for the slowest subtask to catch up, or for
 // mail; the time counts as idle, as a Flink reader with its splits paused
 // is.
-func (t *sourceTask) waitAligned(ctx context.Context) {
-	start := t.wall().Now()
-	t.m.waitingSince.Store(start.UnixNano())
-	after, tm := clock.After(t.wall(), alignWait)
-	defer tm.Stop()
-	select {
-	case <-t.gate.c:
-	case <-after:
-	case <-ctx.Done():
-	}
-	t.m.idleFrom(start, t.wall().Now())
-}
+func (t *sourceTask) waitAligned(ctx context.Context) { t.waitIdle(ctx, alignWait) }
 
 // alignWait is how long a held-back source subtask waits before it looks
 // again (Flink's update interval, 1 s by default: here the watermarks are

@@ -163,10 +163,13 @@ func (t *sourceTask) noteLastCommit() {
 
 // waitPaused waits a moment while the source is paused, counted as idle:
 // a paused source reads nothing.
-func (t *sourceTask) waitPaused(ctx context.Context) {
+func (t *sourceTask) waitPaused(ctx context.Context) { t.waitIdle(ctx, 20*time.Millisecond) }
+
+// waitIdle waits d, or for mail, counted as idle.
+func (t *sourceTask) waitIdle(ctx context.Context, d time.Duration) {
 	start := t.wall().Now()
 	t.m.waitingSince.Store(start.UnixNano())
-	after, tm := clock.After(t.wall(), 20*time.Millisecond)
+	after, tm := clock.After(t.wall(), d)
 	defer tm.Stop()
 	select {
 	case <-t.gate.c:
