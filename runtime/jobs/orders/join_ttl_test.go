@@ -204,3 +204,25 @@ func TestJoinSideCodecsReadStateWithoutEventTime(t *testing.T) {
 		t.Fatal("a side with bytes after its event time decoded")
 	}
 }
+
+// The sweep reads a side's event time without decoding it: the same time
+// the codecs decode, and corrupt state is an error.
+func TestSideEventTimeReadsWhatTheCodecsWrite(t *testing.T) {
+	o := Order{OrderID: "o-000042", Customer: "c-7", AmountCents: 1234, EventTime: 1_700_000_000_123}
+	p := Payment{OrderID: "o-000042", PaymentID: "p-000042", AmountCents: 1234, EventTime: 1_700_000_000_456}
+	for _, c := range []struct {
+		b    []byte
+		want int64
+	}{
+		{(orderCodec{}).Append(nil, o), o.EventTime},
+		{(paymentCodec{}).Append(nil, p), p.EventTime},
+		{(orderCodec{}).Append(nil, Order{OrderID: "o-1", Customer: "c"}), 0}, // no time known
+	} {
+		if got, err := sideEventTime(c.b); err != nil || got != c.want {
+			t.Errorf("sideEventTime = %d, %v; want %d", got, err, c.want)
+		}
+	}
+	if _, err := sideEventTime([]byte{0xff}); err == nil {
+		t.Error("corrupt state read without an error")
+	}
+}
