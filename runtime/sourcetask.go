@@ -43,7 +43,6 @@ type sourceTask struct {
 // with its SourceReader).
 func (t *sourceTask) runSource(ctx context.Context) error {
 	checkpointing := t.a.job.cfg.Checkpoint.Interval > 0
-	t.leaveAlignment() // what an instance before this one published
 	defer t.leaveAlignment()
 	for ctx.Err() == nil {
 		if d := t.pace(ctx); d > 0 {
@@ -93,7 +92,6 @@ func (t *sourceTask) runSource(ctx context.Context) error {
 			return fmt.Errorf("%s: read %s: %w", t.name, t.src.Topic(), err)
 		}
 		t.srcBuf = recs
-		t.publishWatermark(len(recs))
 		t.noteSourceIdle(began, len(recs))
 		for i := range recs {
 			t.in++
@@ -115,9 +113,9 @@ func (t *sourceTask) runSource(ctx context.Context) error {
 		if err := t.holdRecords(ctx, len(recs)); err != nil {
 			return err
 		}
+		t.atEnd = t.atEnd || done
+		t.publishWatermark(len(recs))
 		if done {
-			t.atEnd = true
-			t.leaveAlignment()
 			t.a.report(ctx, taskEvent{kind: evSourceAtEnd, task: t.task})
 		}
 	}
@@ -282,6 +280,7 @@ func (t *sourceTask) openReader(oc *OperatorContext) error {
 		return fmt.Errorf("%s: open %s: %w", t.name, t.src.Topic(), err)
 	}
 	t.reader = r
+	t.leaveAlignment() // what an instance before this one published
 	return nil
 }
 

@@ -105,38 +105,19 @@ func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]in
 	defer consumer.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		// wm is the topic's watermark over the partitions read (Record.
-		// Watermark), under mu: index is each one's place in it.
-		wm    = runtime.NewWatermarks(len(ends))
-		index = map[int32]int{}
-	)
-	deliver := func(r runtime.OutputRecord, p int32) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) > 0 {
-			return errs[0]
-		}
-		r.Watermark, r.Partition = wm.Advance(index[p], r.Time), p
-		return f(r)
-	}
-	for p := range ends {
-		index[p] = len(index)
-	}
+	tr := newTopicRead(ends, f)
+	var wg sync.WaitGroup
 	for p, end := range ends {
 		start, ok := from[p]
 		if !ok {
 			if start, err = cl.GetOffset(topic, p, sarama.OffsetOldest); err != nil {
+				cancel()
+				wg.Wait()
 				return err
 			}
 		}
 		if start >= end {
-			mu.Lock()
-			wm.End(index[p]) // nothing to read there: it holds nothing back
-			mu.Unlock()
+			tr.done(p, nil) // nothing to read there: it holds nothing back
 			continue
 		}
 		pc, err := consumer.ConsumePartition(topic, p, start)
@@ -150,21 +131,69 @@ func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]in
 		go func() {
 			defer wg.Done()
 			defer pc.AsyncClose()
-			err := part.read(ctx, func(r runtime.OutputRecord) error { return deliver(r, p) })
-			mu.Lock()
-			defer mu.Unlock()
-			wm.End(index[p])
+			err := part.read(ctx, func(r runtime.OutputRecord) error { return tr.deliver(r, p) })
 			if err != nil {
-				errs = append(errs, fmt.Errorf("read %s/%d: %w", topic, p, err))
+				err = fmt.Errorf("read %s/%d: %w", topic, p, err)
 				cancel()
 			}
+			tr.done(p, err)
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
-		return errs[0]
+	if err := tr.err(); err != nil {
+		return err
 	}
 	return ctx.Err()
+}
+
+// topicRead is what ReadEach's partition readers share: f, called by one
+// at a time, the topic's watermark over the partitions (Record.Watermark;
+// index is each one's place in it) and the readers' errors.
+type topicRead struct {
+	mu    sync.Mutex
+	f     func(runtime.OutputRecord) error
+	wm    runtime.Watermarks
+	index map[int32]int
+	errs  []error
+}
+
+func newTopicRead(parts map[int32]int64, f func(runtime.OutputRecord) error) *topicRead {
+	tr := &topicRead{f: f, wm: runtime.NewWatermarks(len(parts)), index: map[int32]int{}}
+	for p := range parts {
+		tr.index[p] = len(tr.index)
+	}
+	return tr
+}
+
+// deliver hands f record r of partition p, with the watermark as of it.
+func (tr *topicRead) deliver(r runtime.OutputRecord, p int32) error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.errs) > 0 {
+		return tr.errs[0]
+	}
+	r.Watermark, r.Partition = tr.wm.Advance(tr.index[p], r.Time), p
+	return tr.f(r)
+}
+
+// done notes that partition p has been read, with err (nil: to its end):
+// it no longer holds the watermark back.
+func (tr *topicRead) done(p int32, err error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.wm.End(tr.index[p])
+	if err != nil {
+		tr.errs = append(tr.errs, err)
+	}
+}
+
+func (tr *topicRead) err() error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.errs) > 0 {
+		return tr.errs[0]
+	}
+	return nil
 }
 
 // partitionRead is the read of one partition, from start up to end.
