@@ -131,7 +131,8 @@ func ReadEach(ctx context.Context, c Client, topic string, from, to map[int32]in
 		go func() {
 			defer wg.Done()
 			defer pc.AsyncClose()
-			err := part.read(ctx, func(r runtime.OutputRecord) error { return tr.deliver(r, p) })
+			i := tr.index[p]
+			err := part.read(ctx, func(r runtime.OutputRecord) error { return tr.deliver(r, p, i) })
 			if err != nil {
 				err = fmt.Errorf("read %s/%d: %w", topic, p, err)
 				cancel()
@@ -165,14 +166,15 @@ func newTopicRead(parts map[int32]int64, f func(runtime.OutputRecord) error) *to
 	return tr
 }
 
-// deliver hands f record r of partition p, with the watermark as of it.
-func (tr *topicRead) deliver(r runtime.OutputRecord, p int32) error {
+// deliver hands f record r of partition p, the i-th of the watermark,
+// with the watermark as of it.
+func (tr *topicRead) deliver(r runtime.OutputRecord, p int32, i int) error {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if len(tr.errs) > 0 {
 		return tr.errs[0]
 	}
-	r.Watermark, r.Partition = tr.wm.Advance(tr.index[p], r.Time), p
+	r.Watermark, r.Partition = tr.wm.Advance(i, r.Time), p
 	return tr.f(r)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/faultline-dev/faultline/runtime"
 	"github.com/faultline-dev/faultline/runtime/kafka"
 	"github.com/faultline-dev/faultline/runtime/kafka/internal/kafkatest"
 	"github.com/faultline-dev/faultline/runtime/kafka/sink"
@@ -134,5 +135,43 @@ func TestReadCommittedStopsAtItsBound(t *testing.T) {
 	}
 	if len(recs) != 1 || string(recs[0].Value) != "a" {
 		t.Fatalf("read below %v: %v, want only a", end, recs)
+	}
+}
+
+// ReadEach hands each record the topic's watermark as of it: the least
+// over the partitions of the newest timestamp read of each, a partition
+// with nothing to read left out (it would hold the watermark at none for
+// good). Over orders with records in partition 0 of 4 only, the watermark
+// is each record's own timestamp, and each record says its partition.
+func TestReadEachHandsTheWatermarkOverThePartitions(t *testing.T) {
+	_, c := kafkatest.Embedded(t)
+	cfg, err := c.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Return.Successes = true
+	prod, err := sarama.NewSyncProducer(c.Brokers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	base := time.UnixMilli(1_700_000_000_000)
+	for i := range 5 {
+		msg := &sarama.ProducerMessage{Topic: "orders", Partition: 0, Value: sarama.StringEncoder("x"), Timestamp: base.Add(time.Duration(i) * time.Second)}
+		if _, _, err := prod.SendMessage(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	err = kafka.ReadEach(context.Background(), c, "orders", nil, nil, false, func(r runtime.OutputRecord) error {
+		if r.Partition != 0 || r.Watermark != r.Time {
+			t.Errorf("record at %d of partition %d: watermark %d, want its own time", r.Time, r.Partition, r.Watermark)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 5 {
+		t.Fatalf("read %d records, %v", n, err)
 	}
 }

@@ -242,10 +242,9 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 		mu   sync.Mutex
 		wg   sync.WaitGroup
 		errs = make([]error, len(topics))
-		n    int              // inputs accounted for, under mu
-		wm   map[string]int64 // each topic's watermark, under mu
+		n    int                          // inputs accounted for, under mu
+		wm   = make([]int64, len(topics)) // each topic's watermark, under mu
 	)
-	wm = map[string]int64{}
 	for i, topic := range topics {
 		var b map[int32]int64
 		if bounds != nil {
@@ -262,9 +261,9 @@ func readInputs(ctx context.Context, l *Ledger, in InputReader, topics []string,
 				mu.Lock()
 				defer mu.Unlock()
 				l.Input(topic, id, t)
-				wm[topic] = max(wm[topic], w)
+				wm[i] = max(wm[i], w)
 				if n++; n%(1<<16) == 0 && len(topics) == 2 {
-					l.PruneAt(min(wm[topics[0]], wm[topics[1]]))
+					l.PruneAt(min(wm[0], wm[1]))
 				}
 				return nil
 			})
