@@ -103,6 +103,19 @@ func settings(f *pflag.FlagSet) []setting {
 	return append(out, rest...)
 }
 
+// configOf is the run's settings by Flink's keys, the faultline.<flag>
+// ones left out: the job's configuration its REST API tells
+// (jobmanager/config), as config.yaml writes the values.
+func configOf(f *pflag.FlagSet) map[string]string {
+	out := map[string]string{}
+	for _, s := range settings(f) {
+		if s.flag != nil && !strings.HasPrefix(s.key, "faultline.") {
+			out[s.key] = strings.Trim(yamlValue(s.flag), `"'`)
+		}
+	}
+	return out
+}
+
 // envName is the environment variable of a flag: FAULTLINE_ and its name
 // in capitals, - as _.
 func envName(flag string) string {

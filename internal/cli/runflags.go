@@ -73,8 +73,10 @@ type runOptions struct {
 	checkpointStorage string
 	incremental       bool
 	savepointOnExit   bool
-	fromSavepoint     int64
-	allowNonRestore   bool
+	// config is the run's settings by Flink's keys (configOf).
+	config          map[string]string
+	fromSavepoint   int64
+	allowNonRestore bool
 
 	onBadRecord     string
 	deadLetterTopic string
@@ -146,6 +148,12 @@ func (k *kafkaOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.sinkGuarantee, "sink-guarantee", "exactly-once", "the sink's delivery guarantee: exactly-once (Kafka transactions), at-least-once or none ("+sink.KeyGuarantee+")")
 	f.StringVar(&k.txnPrefix, "txn-prefix", "", "prefix of the sink's transactional ids (default faultline-<job>)")
 	f.DurationVar(&k.txnTimeout, "sink-transaction-timeout", sink.DefaultTransactionTimeout, "how long the broker lets an exactly-once sink transaction stay open before aborting it (the producer's transaction.timeout.ms); longer than --checkpoint-interval, at most the broker's transaction.max.timeout.ms (15m on the embedded broker)")
+	k.addClientFlags(f)
+}
+
+// addClientFlags adds the flags of how to reach --brokers, TLS and SASL:
+// run's, and verify's, which reads the same clusters.
+func (k *kafkaOptions) addClientFlags(f *pflag.FlagSet) {
 	f.BoolVar(&k.tls, "tls", false, "connect to --brokers with TLS (security.protocol; SSL, or SASL_SSL with --sasl-mechanism)")
 	f.StringVar(&k.tlsCA, "tls-ca", "", "PEM file of the CAs to trust for --tls (ssl.ca.location; default: the system's)")
 	f.StringVar(&k.saslMechanism, "sasl-mechanism", "", "SASL: plain, scram-sha-256 or scram-sha-512 (sasl.mechanism)")
@@ -175,6 +183,7 @@ func newRunCmdOptions() (*cobra.Command, *runOptions) {
 				printConfig(cmd.OutOrStdout(), cmd.Flags(), from)
 				return nil
 			}
+			o.config = configOf(cmd.Flags())
 			o.setTTL = cmd.Flags().Changed("state-ttl")
 			o.setRate = cmd.Flags().Changed("rate")
 			return namedAsGiven(o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()), from)
@@ -546,23 +555,31 @@ func (o *runOptions) checkKafkaFlags(p *prepared) error {
 // checkClientFlags builds the Kafka client of p from --brokers and the
 // TLS and SASL flags, and checks that it can be configured.
 func (o *runOptions) checkClientFlags(p *prepared) error {
-	password := o.kafka.saslPassword
+	var err error
+	p.client, err = o.kafka.client()
+	return err
+}
+
+// client is the Kafka client of --brokers and the TLS and SASL flags, or
+// a usage error when it cannot be configured.
+func (k *kafkaOptions) client() (kafka.Client, error) {
+	password := k.saslPassword
 	if password == "" {
 		password = os.Getenv("FAULTLINE_SASL_PASSWORD")
 	}
-	p.client = kafka.Client{TLS: o.kafka.tls, TLSCA: o.kafka.tlsCA, SASLMechanism: o.kafka.saslMechanism,
-		SASLUser: o.kafka.saslUser, SASLPassword: password}
-	if o.kafka.brokers != "" {
-		for _, b := range strings.Split(o.kafka.brokers, ",") {
+	c := kafka.Client{TLS: k.tls, TLSCA: k.tlsCA, SASLMechanism: k.saslMechanism,
+		SASLUser: k.saslUser, SASLPassword: password}
+	if k.brokers != "" {
+		for _, b := range strings.Split(k.brokers, ",") {
 			if b = strings.TrimSpace(b); b != "" {
-				p.client.Brokers = append(p.client.Brokers, b)
+				c.Brokers = append(c.Brokers, b)
 			}
 		}
 	}
-	if _, err := p.client.Config(); err != nil {
-		return asFlagError(err)
+	if _, err := c.Config(); err != nil {
+		return kafka.Client{}, asFlagError(err)
 	}
-	return nil
+	return c, nil
 }
 
 // logicalTopics maps the generator's topics (orders, payments) to the

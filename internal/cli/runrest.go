@@ -82,6 +82,9 @@ func (j restJob) Stop(savepoint bool) {
 
 func (j restJob) Cancel() { j.r.stopRun(restStop{"cancelled"}) }
 
+// Config is the run's configuration by Flink's keys (rest.Configured).
+func (j restJob) Config() map[string]string { return j.r.o.config }
+
 // serveREST serves the job's REST API where restAddress says, writes
 // where into the state dir for the commands that reach it, and says so in
 // a notice; nothing when it says nowhere.
