@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 // This file holds the commands: every call into the Controller runs in a
@@ -140,6 +141,26 @@ func triggerSavepoint(ctrl Controller) tea.Cmd {
 	return func() tea.Msg {
 		id, err := ctrl.TriggerSavepoint()
 		return SavepointTriggeredMsg{ID: id, Err: err}
+	}
+}
+
+// triggeredText is the flash of a checkpoint or savepoint triggered: with
+// its id when the job gave it (an attached job learns it later).
+func triggeredText(kind string, id int64) string {
+	if id == 0 {
+		return kind + " triggered"
+	}
+	return kind + " " + common.Itoa(id) + " triggered"
+}
+
+// endJob asks an attached job to stop with a savepoint (stop) or to
+// cancel.
+func endJob(l Lifecycle, stop bool) tea.Cmd {
+	return func() tea.Msg {
+		if stop {
+			return JobEndRequestedMsg{What: "stop with a savepoint", Err: l.StopWithSavepoint()}
+		}
+		return JobEndRequestedMsg{What: "cancel", Err: l.Cancel()}
 	}
 }
 

@@ -40,6 +40,35 @@ type Controller interface {
 	TourKey(key string) bool
 }
 
+// Action is a command of the UI that a Controller may not be able to do.
+type Action string
+
+// The actions a Limited Controller may refuse.
+const (
+	ActionMode     Action = "mode"     // m: the checkpointing mode
+	ActionPause    Action = "pause"    // p: pause the sources
+	ActionTempo    Action = "tempo"    // z, space, .: slow motion, freeze, step
+	ActionRate     Action = "rate"     // + -: the generator's rate
+	ActionRestarts Action = "restarts" // R: reset the restart attempts, resubmit a FAILED job
+)
+
+// Limited is a Controller that cannot do everything the UI asks (a job
+// attached through Flink's REST API, which has no tempo and no mode
+// switch): Unavailable says why action cannot be done, "" when it can.
+// The UI then says so instead of asking.
+type Limited interface {
+	Unavailable(action Action) string
+}
+
+// Lifecycle is a Controller that can end the job as Flink's REST API
+// does: S stops it with a savepoint, C cancels it (each asked twice, so
+// that one key pressed by mistake ends nothing). Both return once the
+// request is taken.
+type Lifecycle interface {
+	StopWithSavepoint() error
+	Cancel() error
+}
+
 // The view the UI draws is plain data of runtime/view (which imports
 // nothing of the engine); these names keep the UI's code short.
 type (

@@ -92,6 +92,14 @@ func (m *model) handleKey(k tea.KeyMsg) tea.Cmd {
 // focus, and the commands to the job. ok is false for any other key.
 func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	keys := m.keys
+	armed := m.armed
+	m.armed = ""
+	if a, limited := m.limitedAction(k); limited {
+		if why := m.ctrl.(Limited).Unavailable(a); why != "" {
+			m.flash(why, common.LevelWarning)
+			return nil, true
+		}
+	}
 	switch {
 	case key.Matches(k, keys.Quit, keys.ForceQuit):
 		return tea.Quit, true
@@ -122,6 +130,8 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 	case key.Matches(k, keys.Savepoint):
 		m.flash("triggering a savepoint…", common.LevelInfo)
 		return triggerSavepoint(m.ctrl), true
+	case key.Matches(k, keys.Stop, keys.Cancel):
+		return m.endJob(k.String(), armed), true
 	case key.Matches(k, keys.Mode):
 		return m.cycleMode(), true
 	case key.Matches(k, keys.Pause):
@@ -152,6 +162,47 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return nil, false
 	}
 	return nil, true
+}
+
+// limitedAction is the Action of key k when the Controller is Limited and
+// k asks for one.
+func (m *model) limitedAction(k tea.KeyMsg) (Action, bool) {
+	if _, ok := m.ctrl.(Limited); !ok {
+		return "", false
+	}
+	keys := m.keys
+	switch {
+	case key.Matches(k, keys.Mode):
+		return ActionMode, true
+	case key.Matches(k, keys.Pause):
+		return ActionPause, true
+	case key.Matches(k, keys.Slow, keys.Freeze, keys.Step):
+		return ActionTempo, true
+	case key.Matches(k, keys.RateUp, keys.RateDown):
+		return ActionRate, true
+	case key.Matches(k, keys.ResetRestarts):
+		return ActionRestarts, true
+	}
+	return "", false
+}
+
+// endJob stops the job with a savepoint (S) or cancels it (C) when the
+// same key was pressed just before; else it arms the key and says what a
+// second press does.
+func (m *model) endJob(k, armed string) tea.Cmd {
+	l, ok := m.ctrl.(Lifecycle)
+	if !ok {
+		m.flash("this job ends with q (with a savepoint first under --savepoint-on-exit)", common.LevelWarning)
+		return nil
+	}
+	what := map[string]string{"S": "stop the job with a savepoint", "C": "cancel the job"}[k]
+	if armed != k {
+		m.armed = k
+		m.flash("press "+k+" again to "+what, common.LevelWarning)
+		return nil
+	}
+	m.flash(what+"…", common.LevelInfo)
+	return endJob(l, k == "S")
 }
 
 // drawn reports whether pane p is on the screen: the events are not

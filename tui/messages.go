@@ -39,6 +39,13 @@ type SavepointTriggeredMsg struct {
 	Err error
 }
 
+// JobEndRequestedMsg reports Lifecycle.StopWithSavepoint's or Cancel's
+// answer; What says which ("stop with a savepoint", "cancel").
+type JobEndRequestedMsg struct {
+	What string
+	Err  error
+}
+
 // ModeSetMsg reports Controller.SetMode's result.
 type ModeSetMsg struct {
 	Mode string

@@ -99,6 +99,10 @@ type model struct {
 	beforeFreeze Tempo // the tempo space returns to
 	freezeWarned bool  // the freeze's limit was flashed (reset when the world moves)
 
+	// armed is the key that ends the job (S or C) pressed once: pressed
+	// again next, it ends the job; any other key disarms it.
+	armed string
+
 	// modeRefused is the mode the job last refused (or did not take):
 	// the next press of the mode key goes on from it in the cycle.
 	modeRefused string
@@ -126,6 +130,7 @@ func newModel(ctrl Controller, stream <-chan view.Stamped, cfg modelConfig) *mod
 		cfg.theme = common.DefaultTheme()
 	}
 	ctx := common.NewContextWith(cfg.renderer, cfg.theme)
+	_, ctx.Lifecycle = ctrl.(Lifecycle)
 	st, keys := ctx.Styles, ctx.Keys
 	h := help.New()
 	h.ShortSeparator = "  "
@@ -305,13 +310,19 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		if msg.Err != nil {
 			m.flash("checkpoint: "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("checkpoint "+common.Itoa(msg.ID)+" triggered", common.LevelSuccess)
+			m.flash(triggeredText("checkpoint", msg.ID), common.LevelSuccess)
 		}
 	case SavepointTriggeredMsg:
 		if msg.Err != nil {
 			m.flash("savepoint: "+msg.Err.Error(), common.LevelError)
 		} else {
-			m.flash("savepoint "+common.Itoa(msg.ID)+" triggered", common.LevelSuccess)
+			m.flash(triggeredText("savepoint", msg.ID), common.LevelSuccess)
+		}
+	case JobEndRequestedMsg:
+		if msg.Err != nil {
+			m.flash(msg.What+": "+msg.Err.Error(), common.LevelError)
+		} else {
+			m.flash(msg.What+" asked for: the job says when it is done", common.LevelSuccess)
 		}
 	case ModeSetMsg:
 		if msg.Err != nil {

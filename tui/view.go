@@ -6,6 +6,7 @@ import (
 	"github.com/faultline-dev/faultline/tui/common"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 )
 
@@ -93,7 +94,7 @@ func (m *model) helpLine() string {
 		if m.ctx.Snap.Job.Status == "FAILED" {
 			bindings = append(bindings, m.keys.FailedHelp()...)
 		} else {
-			bindings = append(bindings, m.keys.CommandHelp()...)
+			bindings = append(bindings, m.available(m.keys.CommandHelp())...)
 		}
 	}
 	h := m.help
@@ -111,4 +112,27 @@ func (m *model) tooSmall() string {
 		", have "+common.Itoa(int64(m.width))+"×"+common.Itoa(int64(m.height))) + "\n" +
 		st.Muted.Render("enlarge the window, or press q to quit")
 	return fitBlock(lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, text), m.width, m.height)
+}
+
+// available are the bindings the Controller can do (all, unless it is
+// Limited), and S and C for one that ends jobs.
+func (m *model) available(bs []key.Binding) []key.Binding {
+	if _, ok := m.ctrl.(Limited); !ok {
+		return bs
+	}
+	var out []key.Binding
+	for _, b := range bs {
+		k := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(b.Keys()[0])}
+		if b.Keys()[0] == " " {
+			k = tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+		}
+		if a, ok := m.limitedAction(k); ok && m.ctrl.(Limited).Unavailable(a) != "" {
+			continue
+		}
+		out = append(out, b)
+	}
+	if m.ctx.Lifecycle {
+		out = append(out, m.keys.Stop, m.keys.Cancel)
+	}
+	return out
 }

@@ -61,7 +61,7 @@ again (headless: --resume), and faultline reset empties it for a clean start.`,
 	addRunCompletions(run)
 	root.AddCommand(run, newBrokerCmd(), newCheckpointsCmd(), newResetCmd(), newTourCmd(),
 		newListCmd(), newSavepointCmd(), newStopCmd(), newCancelCmd(), newReplayCmd())
-	root.AddCommand(newVersionCmd(), newVerifyCmd())
+	root.AddCommand(newVersionCmd(), newVerifyCmd(), newAttachCmd())
 	setVersion(root)
 	// faultline with no command runs the default job, as `faultline run`.
 	root.RunE = run.RunE

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,46 @@ type Client struct {
 // NewClient is a client of the API at addr (host:port).
 func NewClient(addr string) *Client {
 	return &Client{base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// NewClientURL is a client of the API at base, a URL such as
+// http://jobmanager:8081 (a Flink JobManager's REST address, or a run's);
+// a host:port without a scheme is taken as http. A path after the host is
+// kept (an API behind a proxy's prefix).
+func NewClientURL(base string) (*Client, error) {
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a URL: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%s: want an http:// or https:// URL", base)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%s: the URL names no host", base)
+	}
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), http: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// Base is the API's URL, as the client reaches it.
+func (c *Client) Base() string { return c.base }
+
+// Get reads the answer to GET path (e.g. "/jobs/overview") into out.
+func (c *Client) Get(ctx context.Context, path string, out any) error {
+	return c.call(ctx, http.MethodGet, path, nil, out)
+}
+
+// Post sends req as JSON to path and reads the answer into out (nil:
+// ignored).
+func (c *Client) Post(ctx context.Context, path string, req, out any) error {
+	return c.call(ctx, http.MethodPost, path, req, out)
+}
+
+// Put is Post with PUT.
+func (c *Client) Put(ctx context.Context, path string, req, out any) error {
+	return c.call(ctx, http.MethodPut, path, req, out)
 }
 
 // JobOverview is a job as /jobs/overview lists it.

@@ -15,7 +15,7 @@ var t0 = time.Date(2025, 12, 5, 10, 0, 0, 0, time.UTC) // before any test runs
 // two failures behind it.
 func fixture() view.Snapshot {
 	s := view.Snapshot{Now: t0.Add(time.Minute), Started: t0, Tasks: map[string]view.Task{},
-		Job: view.JobInfo{Name: "orders", Status: "RUNNING"},
+		Job: view.JobInfo{Name: "orders", Status: "RUNNING", Interval: 2 * time.Second, Mode: "exactly-once"},
 		Operators: []view.Operator{
 			{Name: "orders", Type: "source", Parallelism: 2, Topic: "orders"},
 			{Name: "payments", Type: "source", Parallelism: 1, Topic: "payments"},
@@ -123,4 +123,8 @@ func (f *fakeJob) complete(id int64, why string) {
 			}
 		}
 	})
+}
+
+func (f *fakeJob) Config() map[string]string {
+	return map[string]string{"restart-strategy.type": "fixed-delay", "execution.checkpointing.interval": "2 s"}
 }

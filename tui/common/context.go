@@ -55,6 +55,10 @@ type Context struct {
 	// Modes knows which checkpointing mode each checkpoint was taken in.
 	Modes ModeLog
 
+	// Lifecycle is set when the job can be stopped and cancelled from the
+	// keys (an attached job: see tui.Lifecycle).
+	Lifecycle bool
+
 	// Width and Height are the terminal's: from WideWidth columns on, the
 	// panes wrap what they would otherwise cut.
 	Width, Height int

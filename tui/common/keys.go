@@ -37,6 +37,8 @@ type KeyMap struct {
 	Yes, No    key.Binding // the injection's confirmation
 	Checkpoint key.Binding
 	Savepoint  key.Binding
+	// Stop and Cancel end an attached job (a Lifecycle Controller's).
+	Stop, Cancel key.Binding
 	Mode       key.Binding // exactly-once → exactly-once unaligned → at-least-once → …
 	Pause      key.Binding // sources
 	Slow       key.Binding // normal → slow → slower → normal
@@ -91,6 +93,8 @@ func DefaultKeyMap() KeyMap {
 		No:         key.NewBinding(key.WithKeys("n", "esc"), key.WithHelp("n/esc", "cancel")),
 		Checkpoint: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "checkpoint")),
 		Savepoint:  key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "savepoint")),
+		Stop:       key.NewBinding(key.WithKeys("S"), key.WithHelp("S S", "stop with a savepoint")),
+		Cancel:     key.NewBinding(key.WithKeys("C"), key.WithHelp("C C", "cancel the job")),
 		Mode:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mode")),
 		Pause:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 		Slow:       key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "slow")),
@@ -124,13 +128,17 @@ func (k KeyMap) FailedHelp() []key.Binding {
 }
 
 // HelpGroups are the columns of the full help overlay; tour adds the
-// guided tour's keys, for while one runs.
-func (k KeyMap) HelpGroups(tour bool) (titles []string, groups [][]key.Binding) {
+// guided tour's keys, for while one runs, and lifecycle the keys that end
+// an attached job.
+func (k KeyMap) HelpGroups(tour, lifecycle bool) (titles []string, groups [][]key.Binding) {
 	titles = []string{"move", "fault tolerance", "tempo, input, general"}
 	groups = [][]key.Binding{
 		{k.Up, k.Down, k.Left, k.Right, k.PageUp, k.PageDown, k.Newest, k.Oldest, k.Filter, k.NextPane, k.PrevPane, k.Open, k.Overview, k.Back},
 		{k.Fault, k.Pick, k.Yes, k.No, k.Checkpoint, k.Savepoint, k.Mode, k.ResetRestarts},
 		{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
+	}
+	if lifecycle {
+		groups[1] = append(groups[1], k.Stop, k.Cancel)
 	}
 	if tour {
 		titles = append(titles, "tour")

@@ -49,7 +49,7 @@ func (o *Model) ShortHelp() []key.Binding {
 
 // FullHelp implements help.KeyMap.
 func (o *Model) FullHelp() [][]key.Binding {
-	_, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil)
+	_, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil, o.ctx.Lifecycle)
 	return groups
 }
 
@@ -141,7 +141,7 @@ func (o *Model) View() string {
 func (o *Model) lines() []string {
 	st := o.ctx.Styles
 	var lines []string
-	titles, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil)
+	titles, groups := o.ctx.Keys.HelpGroups(o.ctx.Tour() != nil, o.ctx.Lifecycle)
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
 		blocks[i] = st.Bold.Render(titles[i]) + "\n" + o.help.FullHelpView([][]key.Binding{g})
