@@ -131,7 +131,8 @@ func (b *bench) runFlink(dir, output string, round int, tuned bool, watch *outpu
 	port := freePort(t)
 	args := []string{"-Xms1g", "-Xmx1g", "-Djava.awt.headless=true", "-cp", filepath.Join(os.Getenv("FAULTLINE_FLINK_LIB"), "*"),
 		"faultline.flink.PeerJob", b.addr, "output=" + output, fmt.Sprintf("prefix=flink-%s-%d", output, round),
-		fmt.Sprintf("rest-port=%d", port), "checkpoint-dir=" + filepath.Join(dir, "checkpoints"), fmt.Sprintf("tuned=%v", tuned)}
+		fmt.Sprintf("rest-port=%d", port), "checkpoint-dir=" + filepath.Join(dir, "checkpoints"), fmt.Sprintf("tuned=%v", tuned),
+		"control="} // no fault control topic: the peer as measured before it had one
 	args = append(args, fault...)
 	cmd := exec.Command("java", args...)
 	var out, errOut bytes.Buffer

@@ -26,14 +26,22 @@ type Flink struct {
 // t when $FAULTLINE_FLINK_LIB is not set.
 func FlinkFor(t testing.TB, addr string) *Flink {
 	t.Helper()
+	return &Flink{lib: FlinkLib(t), addr: addr}
+}
+
+// FlinkLib is $FAULTLINE_FLINK_LIB, the directory of faultline's Flink
+// module and its dependencies; it fails t when that is not set or holds no
+// Kafka connector.
+func FlinkLib(t testing.TB) string {
+	t.Helper()
 	lib := os.Getenv(FlinkLibEnv)
 	if lib == "" {
-		t.Fatalf("$%s is not set: run the Kafka lane with `make test-kafka`, which builds bench/flink and sets it", FlinkLibEnv)
+		t.Fatalf("$%s is not set: run `make flink-jars` and set it to build/flink/2.2.0/lib (make test-kafka does both)", FlinkLibEnv)
 	}
 	if jars, _ := filepath.Glob(filepath.Join(lib, "flink-connector-kafka-*.jar")); len(jars) == 0 {
 		t.Fatalf("$%s is %s, which holds no flink-connector-kafka jar: remove it and run `make flink-jars` again", FlinkLibEnv, lib)
 	}
-	return &Flink{lib: lib, addr: addr}
+	return lib
 }
 
 // Count reads topic at read_committed with Flink's KafkaSource, bounded at

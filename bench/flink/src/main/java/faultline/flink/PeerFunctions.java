@@ -73,17 +73,11 @@ final class PeerFunctions {
 
     /** parse-orders: the JSON of an order. */
     static final class ParseOrder extends ProcessFunction<String, Order> {
-        private final Fault fault;
         private transient Fault.Hook hook;
-
-        ParseOrder(Fault fault) {
-            this.fault = fault;
-        }
 
         @Override
         public void open(OpenContext ctx) {
-            hook = fault.hook("parse-orders", getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-                    getRuntimeContext().getTaskInfo().getAttemptNumber());
+            hook = Fault.hook(getRuntimeContext());
         }
 
         @Override
@@ -103,17 +97,11 @@ final class PeerFunctions {
 
     /** parse-payments: the JSON of a payment. */
     static final class ParsePayment extends ProcessFunction<String, Payment> {
-        private final Fault fault;
         private transient Fault.Hook hook;
-
-        ParsePayment(Fault fault) {
-            this.fault = fault;
-        }
 
         @Override
         public void open(OpenContext ctx) {
-            hook = fault.hook("parse-payments", getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-                    getRuntimeContext().getTaskInfo().getAttemptNumber());
+            hook = Fault.hook(getRuntimeContext());
         }
 
         @Override
@@ -138,22 +126,19 @@ final class PeerFunctions {
      */
     static final class Join extends KeyedCoProcessFunction<String, Order, Payment, PaidOrder> {
         private final long ttl;
-        private final Fault fault;
         private transient ValueState<Order> order;
         private transient ValueState<Payment> payment;
         private transient Fault.Hook hook;
 
-        Join(long ttl, Fault fault) {
+        Join(long ttl) {
             this.ttl = ttl;
-            this.fault = fault;
         }
 
         @Override
         public void open(OpenContext ctx) {
             order = getRuntimeContext().getState(new ValueStateDescriptor<>("order", Order.class));
             payment = getRuntimeContext().getState(new ValueStateDescriptor<>("payment", Payment.class));
-            hook = fault.hook("join", getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-                    getRuntimeContext().getTaskInfo().getAttemptNumber());
+            hook = Fault.hook(getRuntimeContext());
         }
 
         private boolean tooFarApart(long a, long b) {
@@ -219,19 +204,13 @@ final class PeerFunctions {
 
     /** revenue: each customer's running total, one output record per paid order. */
     static final class RevenueTotal extends KeyedProcessFunction<String, PaidOrder, String> {
-        private final Fault fault;
         private transient ValueState<Long> total;
         private transient Fault.Hook hook;
-
-        RevenueTotal(Fault fault) {
-            this.fault = fault;
-        }
 
         @Override
         public void open(OpenContext ctx) {
             total = getRuntimeContext().getState(new ValueStateDescriptor<>("total", Long.class));
-            hook = fault.hook("revenue", getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(),
-                    getRuntimeContext().getTaskInfo().getAttemptNumber());
+            hook = Fault.hook(getRuntimeContext());
         }
 
         @Override

@@ -1,8 +1,10 @@
 package faultline.flink;
 
+import java.io.File;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
@@ -12,9 +14,13 @@ import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
 import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.runtime.client.JobCancellationException;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.ExceptionUtils;
 
 import faultline.flink.PeerFunctions.Join;
 import faultline.flink.PeerFunctions.Order;
@@ -35,19 +41,26 @@ import faultline.flink.PeerFunctions.RevenueTotal;
  * PeerJob BOOTSTRAP key=value…
  *   output=revenue          the topic the sink writes
  *   prefix=faultline-flink  the sink's transactional id prefix
+ *   delivery=exactly-once   the sink's guarantee: exactly-once or at-least-once
  *   interval=2s             checkpoint interval
  *   unaligned=false         unaligned checkpoints
  *   tuned=false             object reuse, buffer debloating and a 10 ms watermark
  *                           alignment interval, as an expert tunes Flink
  *   ttl=60s                 the join's state TTL (0: for ever)
  *   fault=                  KIND:OPERATOR/INDEX:AFTER, e.g. panic:join/0:200000 or slow:join/0:100000
+ *   control=faultline-control  the topic faults are read from while the job runs (empty: none; see Control)
+ *   bounded=true            read the input up to its end as the job starts, then finish
+ *   restore=                a retained checkpoint or savepoint to start from
+ *   scheduler=default       default or adaptive (for rescaling through the REST API)
  *   rest-port=8081          the MiniCluster's REST API, on 127.0.0.1
  *   checkpoint-dir=/tmp/faultline-flink-checkpoints
  * </pre>
  *
- * The sources read the input topics from their beginning up to their end
- * as the job starts (bounded), so a run ends when the input is processed;
- * the program prints one JSON line: the job id and its net runtime.
+ * Bounded, the sources read the input topics from their beginning up to
+ * their end as the job starts, so a run ends when the input is processed;
+ * unbounded, the job runs until it is cancelled or stopped through the
+ * REST API. The program prints one JSON line when the job is submitted
+ * (its id and REST API) and one when it ends (its id and net runtime).
  */
 public final class PeerJob {
     private PeerJob() {}
@@ -57,41 +70,18 @@ public final class PeerJob {
             System.err.println("usage: PeerJob BOOTSTRAP [key=value…] (see the class comment)");
             System.exit(2);
         }
-        Map<String, String> opt = new HashMap<>(Map.of(
-                "output", "revenue", "prefix", "faultline-flink", "interval", "2s", "unaligned", "false",
-                "tuned", "false", "ttl", "60s", "fault", "", "rest-port", "8081",
-                "checkpoint-dir", "/tmp/faultline-flink-checkpoints"));
-        for (int i = 1; i < args.length; i++) {
-            String[] kv = args[i].split("=", 2);
-            if (kv.length != 2 || !opt.containsKey(kv[0])) {
-                System.err.println("PeerJob: unknown argument " + args[i]);
-                System.exit(2);
-            }
-            opt.put(kv[0], kv[1]);
-        }
+        Map<String, String> opt = options(args);
         String bootstrap = args[0];
-        Configuration conf = new Configuration();
-        conf.setString("rest.address", "127.0.0.1");
-        conf.setString("rest.bind-address", "127.0.0.1");
-        conf.setString("rest.port", opt.get("rest-port"));
-        conf.setString("execution.checkpointing.interval", opt.get("interval"));
-        conf.setString("execution.checkpointing.mode", "EXACTLY_ONCE");
-        conf.setString("execution.checkpointing.unaligned.enabled", opt.get("unaligned"));
-        conf.setString("execution.checkpointing.dir", "file://" + opt.get("checkpoint-dir"));
-        conf.setString("state.backend.type", "hashmap");
-        conf.setString("restart-strategy.type", "fixed-delay");
-        conf.setString("restart-strategy.fixed-delay.attempts", "10");
-        conf.setString("restart-strategy.fixed-delay.delay", "1s");
         boolean tuned = Boolean.parseBoolean(opt.get("tuned"));
-        if (tuned) {
-            conf.setString("pipeline.object-reuse", "true");
-            conf.setString("taskmanager.network.memory.buffer-debloat.enabled", "true");
-        }
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(configuration(opt));
         env.setParallelism(2);
+        Fault.enable(env, opt.get("fault"));
+        if (!opt.get("control").isEmpty()) {
+            Control.enable(env, bootstrap, opt.get("control"));
+        }
 
-        Fault fault = Fault.parse(opt.get("fault"));
         long ttl = Duration.parse("PT" + opt.get("ttl").toUpperCase()).toMillis();
+        boolean bounded = Boolean.parseBoolean(opt.get("bounded"));
         // As faultline's default job: the two sources read at most a second
         // of event time ahead of one another. Flink tells its readers the
         // group's watermark every update interval, 1 s as it comes: a
@@ -101,35 +91,143 @@ public final class PeerJob {
         Duration alignEvery = tuned ? Duration.ofMillis(10) : Duration.ofSeconds(1);
         WatermarkStrategy<String> wm = WatermarkStrategy.<String>forBoundedOutOfOrderness(Duration.ofSeconds(5))
                 .withWatermarkAlignment("inputs", Duration.ofSeconds(1), alignEvery);
-        DataStream<Order> orders = env.fromSource(source(bootstrap, "orders"), wm, "orders-source")
-                .uid("orders-source").process(new ParseOrder(fault)).name("parse-orders").uid("parse-orders");
-        DataStream<Payment> payments = env.fromSource(source(bootstrap, "payments"), wm, "payments-source")
-                .uid("payments-source").process(new ParsePayment(fault)).name("parse-payments").uid("parse-payments");
+        DataStream<Order> orders = env.fromSource(source(bootstrap, "orders", bounded), wm, "orders-source")
+                .uid("orders-source").process(new ParseOrder()).name("parse-orders").uid("parse-orders");
+        DataStream<Payment> payments = env.fromSource(source(bootstrap, "payments", bounded), wm, "payments-source")
+                .uid("payments-source").process(new ParsePayment()).name("parse-payments").uid("parse-payments");
         DataStream<String> revenue = orders.connect(payments)
                 .keyBy(o -> o.orderId, p -> p.orderId)
-                .process(new Join(ttl, fault)).name("join").uid("join")
+                .process(new Join(ttl)).name("join").uid("join")
                 .keyBy(po -> po.customer)
-                .process(new RevenueTotal(fault)).name("revenue").uid("revenue");
-        revenue.sinkTo(sink(bootstrap, opt.get("output"), opt.get("prefix"))).name("sink").uid("sink").setParallelism(1);
-
-        JobExecutionResult r = env.execute("orders");
-        System.out.println("{\"job_id\":\"" + r.getJobID() + "\",\"net_runtime_ms\":" + r.getNetRuntime() + "}");
+                .process(new RevenueTotal()).name("revenue").uid("revenue");
+        revenue.sinkTo(sink(bootstrap, opt.get("output"), opt.get("prefix"), delivery(opt.get("delivery"))))
+                .name("sink").uid("sink").setParallelism(1);
+        System.exit(run(env, opt.get("rest-port")));
     }
 
-    /** A bounded source of topic, from its beginning to its end as the job starts. */
-    static KafkaSource<String> source(String bootstrap, String topic) {
-        return KafkaSource.<String>builder()
+    /**
+     * Submits the job, prints its id and REST API at once (for whoever
+     * drives it from outside), then waits for its end: the net runtime when
+     * it finished, its status when it was cancelled or failed. The exit
+     * code: 0 unless it failed.
+     */
+    static int run(StreamExecutionEnvironment env, String restPort) throws Exception {
+        JobClient job = env.executeAsync("orders");
+        System.out.println("{\"job_id\":\"" + job.getJobID() + "\",\"rest\":\"http://127.0.0.1:" + restPort + "\"}");
+        System.out.flush();
+        try {
+            JobExecutionResult r = job.getJobExecutionResult().get();
+            System.out.println("{\"job_id\":\"" + r.getJobID() + "\",\"net_runtime_ms\":" + r.getNetRuntime() + "}");
+            System.out.flush();
+            return 0;
+        } catch (ExecutionException e) {
+            boolean cancelled = ExceptionUtils.findThrowable(e, JobCancellationException.class).isPresent();
+            if (!cancelled) {
+                e.printStackTrace();
+            }
+            System.out.println("{\"job_id\":\"" + job.getJobID() + "\",\"status\":\"" + (cancelled ? "CANCELED" : "FAILED") + "\"}");
+            System.out.flush();
+            return cancelled ? 0 : 1;
+        }
+    }
+
+    /** The key=value arguments over the defaults; an unknown key ends the program. */
+    static Map<String, String> options(String[] args) {
+        Map<String, String> opt = new HashMap<>(Map.ofEntries(
+                Map.entry("output", "revenue"), Map.entry("prefix", "faultline-flink"), Map.entry("interval", "2s"),
+                Map.entry("unaligned", "false"), Map.entry("tuned", "false"), Map.entry("ttl", "60s"),
+                Map.entry("fault", ""), Map.entry("rest-port", "8081"),
+                Map.entry("checkpoint-dir", "/tmp/faultline-flink-checkpoints"), Map.entry("delivery", "exactly-once"),
+                Map.entry("bounded", "true"), Map.entry("restore", ""), Map.entry("scheduler", "default"),
+                Map.entry("control", "faultline-control")));
+        for (int i = 1; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            if (kv.length != 2 || !opt.containsKey(kv[0])) {
+                System.err.println("PeerJob: unknown argument " + args[i]);
+                System.exit(2);
+            }
+            opt.put(kv[0], kv[1]);
+        }
+        if (!opt.get("scheduler").matches("default|adaptive") || !opt.get("bounded").matches("true|false")) {
+            System.err.println("PeerJob: scheduler is default or adaptive, bounded true or false");
+            System.exit(2);
+        }
+        return opt;
+    }
+
+    /** The MiniCluster's configuration, by Flink 2.x keys. */
+    static Configuration configuration(Map<String, String> opt) {
+        String dir = "file://" + new File(opt.get("checkpoint-dir")).getAbsolutePath();
+        Configuration conf = new Configuration();
+        conf.setString("rest.address", "127.0.0.1");
+        conf.setString("rest.bind-address", "127.0.0.1");
+        conf.setString("rest.port", opt.get("rest-port"));
+        conf.setString("execution.checkpointing.interval", opt.get("interval"));
+        conf.setString("execution.checkpointing.mode", "EXACTLY_ONCE");
+        conf.setString("execution.checkpointing.unaligned.enabled", opt.get("unaligned"));
+        conf.setString("execution.checkpointing.dir", dir);
+        // A savepoint triggered through the REST API without a target goes
+        // here; the newest checkpoints stay after a cancel, for restore=.
+        conf.setString("execution.checkpointing.savepoint-dir", dir + "/savepoints");
+        conf.setString("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+        conf.setString("execution.checkpointing.num-retained", "3");
+        if (!opt.get("restore").isEmpty()) {
+            conf.setString("execution.state-recovery.path", uri(opt.get("restore")));
+        }
+        if (opt.get("scheduler").equals("adaptive")) {
+            conf.setString("jobmanager.scheduler", "adaptive");
+        }
+        conf.setString("state.backend.type", "hashmap");
+        conf.setString("restart-strategy.type", "fixed-delay");
+        conf.setString("restart-strategy.fixed-delay.attempts", "10");
+        conf.setString("restart-strategy.fixed-delay.delay", "1s");
+        if (Boolean.parseBoolean(opt.get("tuned"))) {
+            conf.setString("pipeline.object-reuse", "true");
+            conf.setString("taskmanager.network.memory.buffer-debloat.enabled", "true");
+        }
+        return conf;
+    }
+
+    /** path as a URI: a plain path is a local file. */
+    static String uri(String path) {
+        return path.contains("://") ? path : "file://" + new File(path).getAbsolutePath();
+    }
+
+    static DeliveryGuarantee delivery(String s) {
+        switch (s) {
+            case "exactly-once":
+                return DeliveryGuarantee.EXACTLY_ONCE;
+            case "at-least-once":
+                return DeliveryGuarantee.AT_LEAST_ONCE;
+            default:
+                throw new IllegalArgumentException("delivery " + s + ": want exactly-once or at-least-once");
+        }
+    }
+
+    /**
+     * A source of topic from its beginning: bounded, to its end as the job
+     * starts; unbounded, for ever.
+     */
+    static KafkaSource<String> source(String bootstrap, String topic, boolean bounded) {
+        KafkaSourceBuilder<String> b = KafkaSource.<String>builder()
                 .setBootstrapServers(bootstrap)
                 .setTopics(topic)
                 .setGroupId("faultline-flink-peer")
                 .setStartingOffsets(OffsetsInitializer.earliest())
-                .setBounded(OffsetsInitializer.latest())
-                .setValueOnlyDeserializer(new SimpleStringSchema())
-                .build();
+                .setValueOnlyDeserializer(new SimpleStringSchema());
+        if (bounded) {
+            b.setBounded(OffsetsInitializer.latest());
+        }
+        return b.build();
     }
 
-    /** The exactly-once sink, each record keyed by its customer, as faultline's. */
-    static KafkaSink<String> sink(String bootstrap, String topic, String prefix) {
+    /**
+     * The sink, each record keyed by its customer, as faultline's:
+     * exactly-once (Kafka transactions committed with each checkpoint) or
+     * at-least-once (flushed at each checkpoint; a failure duplicates what
+     * was written since the last one).
+     */
+    static KafkaSink<String> sink(String bootstrap, String topic, String prefix, DeliveryGuarantee delivery) {
         return KafkaSink.<String>builder()
                 .setBootstrapServers(bootstrap)
                 .setRecordSerializer(KafkaRecordSerializationSchema.<String>builder()
@@ -137,7 +235,7 @@ public final class PeerJob {
                         .setKeySerializationSchema((String v) -> PeerFunctions.customerOf(v).getBytes(java.nio.charset.StandardCharsets.UTF_8))
                         .setValueSerializationSchema(new SimpleStringSchema())
                         .build())
-                .setDeliveryGuarantee(DeliveryGuarantee.EXACTLY_ONCE)
+                .setDeliveryGuarantee(delivery)
                 .setTransactionalIdPrefix(prefix)
                 .setProperty("transaction.timeout.ms", "900000")
                 .build();
