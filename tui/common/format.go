@@ -155,6 +155,21 @@ func Truncate(s string, w int) string {
 	return ansi.Truncate(s, w, ellipsis)
 }
 
+// TruncateTask cuts a subtask's name ("operator/index") to at most w
+// cells in its operator's part, so that two subtasks of one long-named
+// operator stay apart: "orders-source→parse-orders/1" is
+// "orders-source→pa…/1".
+func TruncateTask(name string, w int) string {
+	if Width(name) <= w {
+		return name
+	}
+	i := strings.LastIndex(name, "/")
+	if i < 0 || Width(name[i:])+2 > w {
+		return Truncate(name, w)
+	}
+	return Truncate(name[:i], w-Width(name[i:])) + name[i:]
+}
+
 // TruncateWords cuts s to at most w cells at a word boundary, ending it
 // with "…" when cut, so that no number or name is cut in the middle; a
 // first word longer than w is cut where it must be.

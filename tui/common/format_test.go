@@ -45,3 +45,22 @@ func TestThemes(t *testing.T) {
 		t.Error("the high-contrast theme keeps the grey that washes out on a projector")
 	}
 }
+
+// A subtask's name is cut in its operator's part: two subtasks of one
+// long-named operator stay apart.
+func TestTruncateTaskKeepsTheIndex(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		w    int
+		want string
+	}{
+		{"join/0", 24, "join/0"},
+		{"orders-source→parse-orders/1", 20, "orders-source→par…/1"},
+		{"payments-source→parse-payments/0", 16, "payments-sour…/0"},
+		{"x/12345", 5, "x/12…"},
+	} {
+		if got := TruncateTask(c.name, c.w); got != c.want || Width(got) > c.w {
+			t.Errorf("TruncateTask(%q, %d) = %q, want %q (at most %d cells)", c.name, c.w, got, c.want, c.w)
+		}
+	}
+}

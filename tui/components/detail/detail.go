@@ -257,7 +257,7 @@ func (d *Model) View() string {
 	for _, n := range names {
 		nameW = max(nameW, common.Width(n))
 	}
-	nameW = min(nameW, 24)
+	nameW = min(nameW, 32)
 	typed := d.inFlight(c)
 	cols := d.columns(c, alo, d.width-2-nameW-9-typeW(typed))
 	var head strings.Builder
@@ -279,9 +279,9 @@ func (d *Model) View() string {
 	for _, n := range names[top:min(len(names), top+rows)] {
 		var b strings.Builder
 		if n == d.ctx.Selected {
-			b.WriteString(st.Selected.Render("▸"+common.PadRight(n, nameW)) + " ")
+			b.WriteString(st.Selected.Render("▸"+common.PadRight(common.TruncateTask(n, nameW), nameW)) + " ")
 		} else {
-			b.WriteString(" " + common.PadRight(n, nameW) + " ")
+			b.WriteString(" " + common.PadRight(common.TruncateTask(n, nameW), nameW) + " ")
 		}
 		a, ok := acks[n]
 		switch {

@@ -25,6 +25,7 @@ func (g *Model) geometry() graphGeom {
 	for _, op := range g.ctx.Snap.Operators {
 		cols = max(cols, op.Parallelism)
 		name = max(name, common.Width(op.Name))
+		wide = max(wide, common.Width(op.Name)) // a long name alone (an attached job's chain of operators)
 		if e := edgeTexts(op); len(e) > 0 {
 			wide = max(wide, common.Width(op.Name)+1+common.Width(e[0]))
 		}
