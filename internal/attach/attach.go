@@ -55,11 +55,21 @@ type Attached struct {
 	// Only the poller (Dial, then Run) touches these.
 	fetcher *fetcher
 	tracker *tracker
-	prev    *answers
+	rates   rates
 
 	mu   sync.Mutex
 	snap view.Snapshot
 	err  error // the last poll's, nil when it succeeded
+	// notices wait for the next poll to tell them in the events (the
+	// poller alone sends on events).
+	notices []view.Notice
+}
+
+// notice tells text (and advice) in the events with the next poll.
+func (a *Attached) notice(text, advice string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notices = append(a.notices, view.Notice{Text: text, Advice: advice})
 }
 
 // Dial finds the job at opts.URL: the one named, or the one running
@@ -82,7 +92,7 @@ func Dial(ctx context.Context, opts Options) (*Attached, error) {
 		opts.Period = DefaultPeriod
 	}
 	a := &Attached{opts: opts, client: c, jobID: id, events: make(chan view.Stamped, eventBuffer),
-		fetcher: newFetcher(c, id), tracker: newTracker()}
+		fetcher: newFetcher(c, id), tracker: newTracker(), rates: rates{}}
 	// The first poll before the UI's first frame, which then shows the
 	// job as it is (a header that saw no attempt before would call the
 	// job's attempt a restart).
@@ -90,7 +100,7 @@ func Dial(ctx context.Context, opts Options) (*Attached, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Base(), err)
 	}
-	a.prev = a.apply(ctx, ans, nil)
+	a.apply(ctx, ans)
 	return a, nil
 }
 
@@ -163,7 +173,7 @@ func (a *Attached) Run(ctx context.Context) {
 			return
 		}
 		if err == nil {
-			a.prev = a.apply(ctx, ans, a.prev)
+			a.apply(ctx, ans)
 		}
 		a.mu.Lock()
 		a.err = err
@@ -171,27 +181,32 @@ func (a *Attached) Run(ctx context.Context) {
 	}
 }
 
-// apply makes ans the snapshot and sends the events it tells; it returns
-// ans, the next poll's prev.
-func (a *Attached) apply(ctx context.Context, ans, prev *answers) *answers {
+// apply makes ans the snapshot and sends the events it tells.
+func (a *Attached) apply(ctx context.Context, ans *answers) {
 	fig := figures{Brokers: a.opts.Brokers}
 	if a.opts.Verify != nil {
 		fig.Verify = a.opts.Verify()
 	} else {
 		fig.Verify.Off = "not checked while attached: faultline verify checks the job's output"
 	}
-	s := snapshotOf(ans, prev, fig)
+	s := snapshotOf(ans, fig)
+	a.rates.apply(&s)
 	a.mu.Lock()
 	a.snap = s
+	notices := a.notices
+	a.notices = nil
 	a.mu.Unlock()
-	for _, e := range a.tracker.changes(s) {
+	events := a.tracker.changes(s)
+	for _, n := range notices {
+		events = append(events, view.Stamped{At: s.Now.Sub(s.Started), Wall: s.Now, Event: n})
+	}
+	for _, e := range events {
 		select {
 		case a.events <- e:
 		case <-ctx.Done():
-			return ans
+			return
 		}
 	}
-	return ans
 }
 
 // Snapshot is the job as the last poll saw it; when the last poll failed,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/faultline-dev/faultline/internal/rest"
 	"github.com/faultline-dev/faultline/runtime/view"
 	"github.com/faultline-dev/faultline/tui"
 )
@@ -50,20 +52,67 @@ func (a *Attached) call(f func(ctx context.Context) error) error {
 }
 
 // TriggerCheckpoint asks for a checkpoint now (Flink 1.19 and later); its
-// id is known once the job reports it, so it returns 0.
+// id is known once the job reports it, so it returns 0. Flink takes the
+// request before it tries: a checkpoint it then cannot take (a subtask not
+// running yet) is told in the events.
 func (a *Attached) TriggerCheckpoint() (int64, error) {
-	return 0, a.call(func(ctx context.Context) error {
-		return a.client.Post(ctx, "/jobs/"+a.jobID+"/checkpoints", map[string]any{}, nil)
+	var tid string
+	err := a.call(func(ctx context.Context) (err error) {
+		tid, err = a.client.TriggerCheckpoint(ctx, a.jobID)
+		return err
 	})
+	if err == nil {
+		go a.follow("the checkpoint asked for with c", func(ctx context.Context) (rest.Savepoint, error) {
+			return a.client.CheckpointStatus(ctx, a.jobID, tid)
+		})
+	}
+	return 0, err
 }
 
 // TriggerSavepoint asks for a savepoint into the job's configured
-// savepoint directory (execution.checkpointing.savepoint-dir).
+// savepoint directory (execution.checkpointing.savepoint-dir); one that
+// fails is told in the events.
 func (a *Attached) TriggerSavepoint() (int64, error) {
-	return 0, a.call(func(ctx context.Context) error {
-		_, err := a.client.TriggerSavepoint(ctx, a.jobID)
+	var tid string
+	err := a.call(func(ctx context.Context) (err error) {
+		tid, err = a.client.TriggerSavepoint(ctx, a.jobID)
 		return err
 	})
+	if err == nil {
+		go a.follow("the savepoint asked for with s", func(ctx context.Context) (rest.Savepoint, error) {
+			return a.client.SavepointStatus(ctx, a.jobID, tid)
+		})
+	}
+	return 0, err
+}
+
+// followFor bounds how long an operation asked for is followed.
+const followFor = 10 * time.Minute
+
+// follow asks how an operation asked for stands every half second until it
+// is done, and tells its failure in the events.
+func (a *Attached) follow(what string, status func(ctx context.Context) (rest.Savepoint, error)) {
+	for end := time.Now().Add(followFor); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		var op rest.Savepoint
+		err := a.call(func(ctx context.Context) (err error) {
+			op, err = status(ctx)
+			return err
+		})
+		switch {
+		case err != nil && notFound(err):
+			return // the API let it go, or the job is gone
+		case err != nil || !op.Done:
+			continue
+		case op.Failure != "":
+			a.notice(what+" failed: "+firstLine(op.Failure), "")
+		}
+		return
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }
 
 // StopWithSavepoint stops the job with a savepoint (Flink's stop).

@@ -2,7 +2,9 @@ package attach
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,8 @@ type runJob struct {
 	snap view.Snapshot
 	mu   sync.Mutex
 	ops  []string
+	// refuse makes savepoints fail with it.
+	refuse error
 }
 
 func (j *runJob) Snapshot() view.Snapshot { return j.snap }
@@ -27,7 +31,13 @@ func (j *runJob) did(op string) {
 	j.ops = append(j.ops, op)
 }
 func (j *runJob) TriggerCheckpoint() (int64, error) { j.did("checkpoint"); return 9, nil }
-func (j *runJob) TriggerSavepoint() (int64, error)  { j.did("savepoint"); return 10, nil }
+func (j *runJob) TriggerSavepoint() (int64, error) {
+	j.did("savepoint")
+	if j.refuse != nil {
+		return 0, j.refuse
+	}
+	return 10, nil
+}
 func (j *runJob) Stop(savepoint bool)               { j.did(fmt.Sprint("stop ", savepoint)) }
 func (j *runJob) Cancel()                           { j.did("cancel") }
 func (j *runJob) Config() map[string]string {
@@ -137,4 +147,43 @@ func drive(t *testing.T, a *Attached) {
 	if err := a.Inject("panic", "join/0"); err == nil {
 		t.Fatal("a fault without a control topic was taken")
 	}
+}
+
+// A savepoint the job takes the request for and then cannot take is told
+// in the events, with Flink's reason, though the key's request was taken.
+func TestAFailedSavepointIsToldInTheEvents(t *testing.T) {
+	job := &runJob{snap: runSnapshot(), refuse: errors.New("a savepoint is refused while the job restarts")}
+	srv, err := rest.Serve("127.0.0.1:0", rest.NewJobID(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	a, err := Dial(context.Background(), Options{URL: srv.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(a.events) > 0 {
+		<-a.events
+	}
+	if _, err := a.TriggerSavepoint(); err != nil {
+		t.Fatalf("the request was not taken: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ans, err := a.fetcher.poll(context.Background(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.apply(context.Background(), ans)
+		for len(a.events) > 0 {
+			if n, ok := (<-a.events).Event.(view.Notice); ok {
+				if !strings.Contains(n.Text, "the savepoint asked for with s failed: ") || !strings.Contains(n.Text, "refused while the job restarts") {
+					t.Fatalf("notice %q", n.Text)
+				}
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("no notice of the failed savepoint in 10s")
 }

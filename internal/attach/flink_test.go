@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // flinkAPI serves the answers Flink 2.2 gave about the peer job
 // (testdata/flink), each path as Flink routes it; what was not captured
 // is 404, as an answer Flink does not have. It counts the requests.
-func flinkAPI(t *testing.T) (*httptest.Server, *int) {
+func flinkAPI(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	dir := filepath.Join("testdata", "flink")
 	routes := []struct {
@@ -36,9 +37,9 @@ func flinkAPI(t *testing.T) (*httptest.Server, *int) {
 		{regexp.MustCompile(`^/jobs/\w+/vertices/(\w+)/backpressure$`), "bp_$1.json"},
 		{regexp.MustCompile(`^/jobs/\w+/vertices/(\w+)/watermarks$`), "wm_$1.json"},
 	}
-	requests := new(int)
+	requests := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		*requests++
+		requests.Add(1)
 		for _, rt := range routes {
 			if m := rt.re.FindStringSubmatchIndex(r.URL.Path); m != nil {
 				name := string(rt.re.ExpandString(nil, rt.file, r.URL.Path, m))
@@ -142,7 +143,7 @@ func TestTheEventsTellEachChangeOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.prev = a.apply(context.Background(), ans, a.prev)
+	a.apply(context.Background(), ans)
 	if n := len(a.events); n != 0 {
 		t.Fatalf("the same answers again told %d events", n)
 	}
@@ -156,7 +157,7 @@ func TestAPollAsksForWhatEndedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := *requests
+	first := requests.Load()
 	if _, err := a.fetcher.poll(context.Background(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestAPollAsksForWhatEndedOnce(t *testing.T) {
 	// of five vertices' details, back pressure and watermarks; checkpoint
 	// 7's subtasks, the configurations and the other checkpoints' parts
 	// (404: not captured) are not asked again.
-	if again := *requests - first; again != 4+5*3 {
+	if again := requests.Load() - first; again != 4+5*3 {
 		t.Fatalf("a second poll asked %d requests, want %d (the first: %d)", again, 4+5*3, first)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"strings"
 )
 
-// operatorName is the short name the screen gives a Flink job vertex,
+// OperatorName is the short name the screen gives a Flink job vertex,
 // whose name lists its chained operators: "Source: orders-source ->
 // parse-orders" is orders-source→parse-orders, "sink: Writer -> sink:
 // Committer" is sink, "join" is join. Flink's own words for the parts of
 // a source or a sink are left out; an operator named twice in a row is
 // named once.
-func operatorName(vertex string) string {
+func OperatorName(vertex string) string {
 	var parts []string
 	for _, p := range strings.Split(vertex, " -> ") {
 		p = strings.TrimSpace(p)
@@ -50,7 +50,7 @@ func taskOf(task string, names map[string]string) string {
 	n, _ := strconv.Atoi(m[2])
 	name, ok := names[m[1]]
 	if !ok {
-		name = operatorName(m[1])
+		name = OperatorName(m[1])
 	}
 	return name + "/" + strconv.Itoa(n-1)
 }

@@ -39,9 +39,9 @@ type figures struct {
 	Verify  view.Verify
 }
 
-// snapshotOf is the frame the screen draws from the answers a, with prev
-// the poll before (nil: none) for the rates.
-func snapshotOf(a *answers, prev *answers, f figures) view.Snapshot {
+// snapshotOf is the frame the screen draws from the answers a (the rates
+// are the poller's: see rates).
+func snapshotOf(a *answers, f figures) view.Snapshot {
 	start := time.UnixMilli(a.Job.StartTime)
 	s := view.Snapshot{Now: a.At, JobNow: a.At, Started: start, Tasks: map[string]view.Task{},
 		Job: jobInfo(a, f), Verify: f.Verify}
@@ -51,7 +51,7 @@ func snapshotOf(a *answers, prev *answers, f figures) view.Snapshot {
 		op.Inputs = edges(a, v.ID, names)
 		s.Operators = append(s.Operators, op)
 		for i := range v.Parallelism {
-			t := task(a, prev, v.ID, op.Name, i)
+			t := task(a, v.ID, op.Name, i)
 			s.Tasks[t.Name] = t
 		}
 	}
@@ -64,7 +64,7 @@ func snapshotOf(a *answers, prev *answers, f figures) view.Snapshot {
 func vertexNames(a *answers) map[string]string {
 	m := make(map[string]string, len(a.Job.Vertices))
 	for _, v := range a.Job.Vertices {
-		m[v.ID] = operatorName(v.Name)
+		m[v.ID] = OperatorName(v.Name)
 	}
 	return m
 }
@@ -73,7 +73,7 @@ func vertexNames(a *answers) map[string]string {
 func byFlinkName(a *answers) map[string]string {
 	m := make(map[string]string, len(a.Job.Vertices))
 	for _, v := range a.Job.Vertices {
-		m[v.Name] = operatorName(v.Name)
+		m[v.Name] = OperatorName(v.Name)
 	}
 	return m
 }
@@ -122,18 +122,11 @@ func edges(a *answers, vid string, names map[string]string) []view.Edge {
 
 // task is subtask i of vertex vid as the screen draws it. Flink does not
 // show its input queues: Inputs stays empty, Lag is not known.
-func task(a, prev *answers, vid, op string, i int) view.Task {
+func task(a *answers, vid, op string, i int) view.Task {
 	t := view.Task{Name: op + "/" + itoa(i), Operator: op, Index: i, Lag: -1}
 	if sub, ok := subtaskOf(a, vid, i); ok {
 		t.Status, t.Restarts = sub.Status, sub.Attempt
 		t.RecordsIn, t.RecordsOut = sub.Metrics.ReadRecords, sub.Metrics.WriteRecords
-		if prev != nil {
-			if was, ok := subtaskOf(prev, vid, i); ok && was.Attempt == sub.Attempt {
-				if dt := a.At.Sub(prev.At).Seconds(); dt > 0 {
-					t.RateIn = math.Max(0, float64(sub.Metrics.ReadRecords-was.Metrics.ReadRecords)/dt)
-				}
-			}
-		}
 	}
 	for _, b := range a.BackPressure[vid].Subtasks {
 		if b.Subtask == i {

@@ -160,28 +160,46 @@ func (c *Client) State(ctx context.Context, jobID string) (string, error) {
 	return out.State, err
 }
 
-// Savepoint is how a savepoint operation stands: Done, then its Location
-// or its Failure.
+// Savepoint is how a savepoint (or checkpoint) operation stands: Done,
+// then its Location (a checkpoint's: its ID) or its Failure.
 type Savepoint struct {
 	Done              bool
 	Location, Failure string
+	ID                int64
 }
 
 // SavepointStatus asks how the savepoint under trigger id tid stands.
 func (c *Client) SavepointStatus(ctx context.Context, jobID, tid string) (Savepoint, error) {
+	return c.operation(ctx, "/jobs/"+jobID+"/savepoints/"+tid)
+}
+
+// TriggerCheckpoint starts a checkpoint of the job (Flink 1.19 and later)
+// and returns its trigger id.
+func (c *Client) TriggerCheckpoint(ctx context.Context, jobID string) (string, error) {
+	return c.trigger(ctx, "/jobs/"+jobID+"/checkpoints", map[string]any{})
+}
+
+// CheckpointStatus asks how the checkpoint under trigger id tid stands.
+func (c *Client) CheckpointStatus(ctx context.Context, jobID, tid string) (Savepoint, error) {
+	return c.operation(ctx, "/jobs/"+jobID+"/checkpoints/"+tid)
+}
+
+// operation reads an asynchronous operation's answer at path.
+func (c *Client) operation(ctx context.Context, path string) (Savepoint, error) {
 	var out struct {
 		Status    struct{ ID string }
 		Operation struct {
-			Location string
-			Failure  *struct {
+			Location     string
+			CheckpointID int64 `json:"checkpointId"`
+			Failure      *struct {
 				StackTrace string `json:"stack-trace"`
 			} `json:"failure-cause"`
 		}
 	}
-	if err := c.call(ctx, http.MethodGet, "/jobs/"+jobID+"/savepoints/"+tid, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, path, nil, &out); err != nil {
 		return Savepoint{}, err
 	}
-	sp := Savepoint{Done: out.Status.ID == "COMPLETED", Location: out.Operation.Location}
+	sp := Savepoint{Done: out.Status.ID == "COMPLETED", Location: out.Operation.Location, ID: out.Operation.CheckpointID}
 	if out.Operation.Failure != nil {
 		sp.Failure = out.Operation.Failure.StackTrace
 	}
