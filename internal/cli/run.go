@@ -86,6 +86,10 @@ func (o *runOptions) run(ctx context.Context, stdout, stderr io.Writer) (err err
 			// may keep the output from being read: the report says so,
 			// and the exit gives the cause.
 			v = verify.Verification{Guarantee: r.o.mode, NotDone: err.Error()}
+		} else if res.Status == runtime.JobFailed {
+			// The job's end comes first: what kept its output from being
+			// checked (its brokers gone) is most likely what failed it.
+			return exitError{code: 1, err: fmt.Errorf("the job ended FAILED (%s), and its output could not be checked: %w", res.GaveUp, err)}
 		} else {
 			return stoppedEarly(wind, err, "the output was checked", "the next run that goes on from the state dir (--resume, or the terminal UI) checks it")
 		}
