@@ -6,7 +6,7 @@ BIN     ?= bin/faultline
 # ARGS='--headless --records 100000' for JSON events and a report.
 ARGS    ?=
 
-.PHONY: bench-flink docs build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
+.PHONY: bench-flink test-flink docs build run test test-e2e-race test-short test-kafka kafka-jars flink-jars test-release test-tours soak bench lint clean deps
 
 # The commit goes into the binary (faultline version) when the checkout
 # has one; a machine's GOFLAGS=-buildvcs=false does not keep it out.
@@ -122,6 +122,18 @@ flink-jars:
 	@if [ -z "$$(find bench/flink/src bench/flink/pom.xml -newer $(FLINK_LIB)/faultline-flink.jar 2>/dev/null)" ] && [ -f $(FLINK_LIB)/faultline-flink.jar ]; then :; else \
 		mvn -B -q -f bench/flink/pom.xml package -Dflink.version=$(FLINK_VERSION) && cp bench/flink/target/faultline-flink-1.jar $(FLINK_LIB)/faultline-flink.jar; \
 	fi
+
+# The Flink lane: faultline attach and verify against Apache Flink's peer
+# job (bench/flink's PeerJob) in a MiniCluster whose REST API is on a
+# local port, on faultline's embedded broker (internal/flinklane): the
+# screen as Flink reports the job, the keys through its REST API, a panic
+# through the control topic, the sinks through failures as verify sees
+# them. Needs Java 17 and Maven, as the Kafka lane does; never part of
+# make test. One JVM at a time (-p 1); FLINK_TESTS picks some.
+FLINK_TESTS ?= .
+test-flink: flink-jars deps build
+	FAULTLINE_BIN=$(CURDIR)/$(BIN) FAULTLINE_E2E_PLAIN_BINARY=$(CURDIR)/$(BIN) FAULTLINE_FLINK_LIB=$(FLINK_LIB) \
+		$(GO) test -tags flink -count=1 -p 1 -timeout 30m -run '$(FLINK_TESTS)' -v ./internal/flinklane/
 
 # The command reference (docs/reference), written from the commands by
 # cobra's doc generator; a test fails when it is not what they say.
