@@ -34,8 +34,9 @@ type Options struct {
 	Brokers string
 	// Control writes faults into the job (nil: none can be injected).
 	Control *Control
-	// Verify gives the live verification line (nil: not checked).
-	Verify func() view.Verify
+	// Verify gives the live verification line of a snapshot (nil: not
+	// checked; see LiveVerify).
+	Verify func(view.Snapshot) view.Verify
 }
 
 // DefaultPeriod is how often the API is polled: a checkpoint Flink
@@ -183,13 +184,12 @@ func (a *Attached) Run(ctx context.Context) {
 
 // apply makes ans the snapshot and sends the events it tells.
 func (a *Attached) apply(ctx context.Context, ans *answers) {
-	fig := figures{Brokers: a.opts.Brokers}
+	s := snapshotOf(ans, figures{Brokers: a.opts.Brokers})
 	if a.opts.Verify != nil {
-		fig.Verify = a.opts.Verify()
+		s.Verify = a.opts.Verify(s)
 	} else {
-		fig.Verify.Off = "not checked while attached: faultline verify checks the job's output"
+		s.Verify.Off = "not checked while attached: give --brokers and --output, or run faultline verify"
 	}
-	s := snapshotOf(ans, fig)
 	a.rates.apply(&s)
 	a.mu.Lock()
 	a.snap = s

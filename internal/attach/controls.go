@@ -155,7 +155,12 @@ func (a *Attached) Inject(fault, task string) error {
 	default:
 		return fmt.Errorf("%s: the control topic carries panic and slow", fault)
 	}
-	return a.opts.Control.Send(f)
+	if err := a.opts.Control.Send(f); err != nil {
+		return err
+	}
+	a.notice(fmt.Sprintf("%s for %s written to the control topic %s", fault, f.Task, a.opts.Control.Topic),
+		"the job's fault hook acts at the subtask's next record: a subtask that reads nothing takes it when records come")
+	return nil
 }
 
 // The rest of the keys have no REST counterpart; the UI asks Unavailable

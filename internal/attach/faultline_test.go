@@ -38,8 +38,8 @@ func (j *runJob) TriggerSavepoint() (int64, error) {
 	}
 	return 10, nil
 }
-func (j *runJob) Stop(savepoint bool)               { j.did(fmt.Sprint("stop ", savepoint)) }
-func (j *runJob) Cancel()                           { j.did("cancel") }
+func (j *runJob) Stop(savepoint bool) { j.did(fmt.Sprint("stop ", savepoint)) }
+func (j *runJob) Cancel()             { j.did("cancel") }
 func (j *runJob) Config() map[string]string {
 	return map[string]string{"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3",
 		"restart-strategy.fixed-delay.delay": "1 s", "jobmanager.execution.failover-strategy": "full"}

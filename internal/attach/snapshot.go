@@ -33,10 +33,9 @@ type answers struct {
 }
 
 // figures is what the screen shows besides the API's answers: where the
-// input and output live (the API does not say), and the verification.
+// input and output live (the API does not say).
 type figures struct {
 	Brokers string
-	Verify  view.Verify
 }
 
 // snapshotOf is the frame the screen draws from the answers a (the rates
@@ -44,7 +43,7 @@ type figures struct {
 func snapshotOf(a *answers, f figures) view.Snapshot {
 	start := time.UnixMilli(a.Job.StartTime)
 	s := view.Snapshot{Now: a.At, JobNow: a.At, Started: start, Tasks: map[string]view.Task{},
-		Job: jobInfo(a, f), Verify: f.Verify}
+		Job: jobInfo(a, f)}
 	names := vertexNames(a)
 	for _, v := range a.Job.Vertices {
 		op := view.Operator{Name: names[v.ID], Type: vertexType(a, v.ID), Parallelism: v.Parallelism}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/faultline-dev/faultline/internal/attach"
 	"github.com/faultline-dev/faultline/internal/rest"
+	"github.com/faultline-dev/faultline/runtime/jobs/orders"
+	"github.com/faultline-dev/faultline/runtime/verify"
 	"github.com/faultline-dev/faultline/tui"
 )
 
@@ -25,6 +27,8 @@ type attachOptions struct {
 	stateDir     string
 	period       time.Duration
 	controlTopic string
+	output       string
+	group        string
 	noMouse      bool
 	kafka        kafkaOptions
 }
@@ -41,11 +45,11 @@ The job graph, the checkpoints with each subtask's alignment, the restarts
 and the exception history are Flink's own figures, polled every --period.
 c triggers a checkpoint, s a savepoint, S S stops the job with a savepoint,
 C C cancels it; x injects a fault through the job's control topic when
---brokers names the Kafka it reads (see "Watching a real Flink job" in the
-user guide). What the REST API does not expose (the input queues, the
+--brokers names the Kafka it reads, and --output verifies the job's
+output live (see "Watching a real Flink job" in the user guide). What the REST API does not expose (the input queues, the
 tempo, the checkpointing mode) is shown as not available.
 
-  faultline attach http://127.0.0.1:8081 --brokers 127.0.0.1:9092
+  faultline attach http://127.0.0.1:8081 --brokers 127.0.0.1:9092 --output revenue-flink
   faultline run --headless --rest-addr 127.0.0.1:8082 & faultline attach 127.0.0.1:8082`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,6 +62,8 @@ tempo, the checkpointing mode) is shown as not available.
 	f.DurationVar(&o.period, "period", attach.DefaultPeriod, "how often the REST API is polled")
 	f.StringVar(&o.controlTopic, "control-topic", attach.DefaultControlTopic, "the Kafka topic the job reads faults from (with --brokers)")
 	f.StringVar(&o.kafka.brokers, "brokers", "", "host:port,… of the Kafka cluster the job reads and writes: faults go through its control topic")
+	f.StringVar(&o.output, "output", "", "with --brokers: the topic the job's sink writes, verified live as it is committed (the default job's relation: each paid order once)")
+	f.StringVar(&o.group, "group", "faultline-flink-peer", "with --output: the consumer group the job's sources commit their offsets to when a checkpoint completes (Flink's KafkaSource does): what a checkpoint covers of the input")
 	f.BoolVar(&o.noMouse, "no-mouse", false, noMouseHelp)
 	o.kafka.addClientFlags(f)
 	return cmd
@@ -72,6 +78,13 @@ func runAttach(ctx context.Context, o *attachOptions, args []string) error {
 		return err
 	}
 	opts := attach.Options{URL: url, JobID: o.job, Period: o.period, Brokers: o.kafka.brokers}
+	if o.output != "" && o.kafka.brokers == "" {
+		return usagef("--output %s: give --brokers too, the Kafka cluster it is on", o.output)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	pollCtx, endPoll := context.WithCancel(ctx)
+	defer endPoll()
 	if o.kafka.brokers != "" {
 		c, err := o.kafka.client()
 		if err != nil {
@@ -79,17 +92,18 @@ func runAttach(ctx context.Context, o *attachOptions, args []string) error {
 		}
 		opts.Control = attach.NewControl(c, o.controlTopic)
 		defer opts.Control.Close()
+		if o.output != "" {
+			lv := attach.StartLiveVerify(pollCtx, attach.LiveOptions{Client: c, Group: o.group, Output: o.output,
+				Expect: verify.ExpectOf(orders.Default())})
+			opts.Verify = lv.Verify
+		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	a, err := attach.Dial(dialCtx, opts)
 	cancel()
 	if err != nil {
 		return exitError{code: 1, err: err}
 	}
-	pollCtx, endPoll := context.WithCancel(ctx)
-	defer endPoll()
 	go a.Run(pollCtx)
 	return tui.Run(ctx, a, a.Events(), uiOptions(o.noMouse))
 }

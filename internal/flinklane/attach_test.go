@@ -80,10 +80,10 @@ func (w *restCheckpoints) count(savepoints bool) int {
 }
 
 // startAttach runs faultline attach on the peer in tmux, with the peer's
-// Kafka for its control topic.
-func startAttach(t *testing.T, p *Peer, addr string) *e2e.Session {
-	return e2e.StartTmux(t, 160, 50, fmt.Sprintf("%s attach %s --brokers %s; echo attach exited $?; sleep 600",
-		e2e.Binary(t), p.REST, addr))
+// Kafka for its control topic, and flags.
+func startAttach(t *testing.T, p *Peer, addr string, flags ...string) *e2e.Session {
+	return e2e.StartTmux(t, 160, 50, fmt.Sprintf("%s attach %s --brokers %s %s; echo attach exited $?; sleep 600",
+		e2e.Binary(t), p.REST, addr, strings.Join(flags, " ")))
 }
 
 // peerRows are the rows of the peer job's operators as the screen draws

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,13 +64,14 @@ func TestAttachKeysCheckpointSavepointAndStopAFlinkJob(t *testing.T) {
 
 // A panic injected from the keys into the peer job's join subtask, through
 // its control topic, makes Flink restart the job: the screen shows the
-// failure's root cause and the restore; faultline verify then finds every
-// paid order in the job's committed output once.
+// failure's root cause and the restore, and the live verify line nothing
+// lost or twice; faultline verify then finds every paid order in the
+// job's committed output once.
 func TestAPanicFromTheKeysRestartsTheFlinkJobAndNothingIsLost(t *testing.T) {
 	lib := Lib(t)
 	addr := Broker(t, 600_000)
 	p := StartPeer(t, lib, addr, "bounded=true", "interval=1s", "output=revenue-panic", "prefix=panic")
-	s := startAttach(t, p, addr)
+	s := startAttach(t, p, addr, "--output", "revenue-panic")
 	s.WaitFor("a completed checkpoint, join/0 selected", time.Minute, func(sc string) bool {
 		return completedOnScreen.MatchString(sc) && strings.Contains(sc, "▸join/0")
 	})
@@ -77,6 +80,15 @@ func TestAPanicFromTheKeysRestartsTheFlinkJobAndNothingIsLost(t *testing.T) {
 		return strings.Contains(sc, "join/0 failed: java.lang.RuntimeException: injected panic from the control topic") &&
 			strings.Contains(sc, "restored checkpoint")
 	})
+	restored := regexp.MustCompile(`restored from checkpoint (\d+)`)
+	liveLine := regexp.MustCompile(`verify +committed [\d,]+ +dup 0 +lost 0 ✓ +as of #(\d+)`)
+	s.WaitFor("the live verify line past the restore, nothing lost or twice", time.Minute, func(sc string) bool {
+		r, v := restored.FindStringSubmatch(sc), liveLine.FindStringSubmatch(sc)
+		if strings.Contains(sc, "verify  committed") && !strings.Contains(sc, "dup 0  lost 0") {
+			t.Fatalf("the live verify line says something was lost or twice:\n%s", sc)
+		}
+		return r != nil && v != nil && atoi(v[1]) > atoi(r[1])
+	})
 	if err := p.Wait(5 * time.Minute); err != nil {
 		t.Fatalf("the peer after the panic: %v", err)
 	}
@@ -84,6 +96,11 @@ func TestAPanicFromTheKeysRestartsTheFlinkJobAndNothingIsLost(t *testing.T) {
 	if code != 0 || v.Duplicates != 0 || v.Lost != 0 || v.Expected == 0 || v.Committed != v.Expected {
 		t.Fatalf("faultline verify after the panic: exit %d, %+v", code, v)
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // verdict is what faultline verify --json says.

@@ -39,11 +39,11 @@ type KeyMap struct {
 	Savepoint  key.Binding
 	// Stop and Cancel end an attached job (a Lifecycle Controller's).
 	Stop, Cancel key.Binding
-	Mode       key.Binding // exactly-once → exactly-once unaligned → at-least-once → …
-	Pause      key.Binding // sources
-	Slow       key.Binding // normal → slow → slower → normal
-	Freeze     key.Binding
-	Step       key.Binding
+	Mode         key.Binding // exactly-once → exactly-once unaligned → at-least-once → …
+	Pause        key.Binding // sources
+	Slow         key.Binding // normal → slow → slower → normal
+	Freeze       key.Binding
+	Step         key.Binding
 	// ResetRestarts makes the restart strategy forget its failures.
 	ResetRestarts key.Binding
 	RateUp        key.Binding
