@@ -69,6 +69,15 @@ type Lifecycle interface {
 	Cancel() error
 }
 
+// Rescaler is a Controller that can change an operator's parallelism as
+// the job runs (Flink's adaptive scheduler, through its REST API's
+// resource requirements): > and < ask for one subtask more or fewer of
+// the selected subtask's operator. It returns once the request is taken;
+// the job rescales when its scheduler decides.
+type Rescaler interface {
+	Rescale(operator string, delta int) error
+}
+
 // The view the UI draws is plain data of runtime/view (which imports
 // nothing of the engine); these names keep the UI's code short.
 type (

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"math"
+	"strings"
 
 	"github.com/faultline-dev/faultline/tui/common"
 
@@ -132,6 +133,8 @@ func (m *model) commandKey(k tea.KeyMsg) (cmd tea.Cmd, ok bool) {
 		return triggerSavepoint(m.ctrl), true
 	case key.Matches(k, keys.Stop, keys.Cancel):
 		return m.endJob(k.String(), armed), true
+	case key.Matches(k, keys.ScaleUp, keys.ScaleDown):
+		return m.rescale(key.Matches(k, keys.ScaleUp)), true
 	case key.Matches(k, keys.Mode):
 		return m.cycleMode(), true
 	case key.Matches(k, keys.Pause):
@@ -203,6 +206,28 @@ func (m *model) endJob(k, armed string) tea.Cmd {
 	}
 	m.flash(what+"…", common.LevelInfo)
 	return endJob(l, k == "S")
+}
+
+// rescale asks for one subtask more (up) or fewer of the selected
+// subtask's operator.
+func (m *model) rescale(up bool) tea.Cmd {
+	r, ok := m.ctrl.(Rescaler)
+	if !ok {
+		m.flash("this job's parallelism is its job spec's (rescale an attached Flink job with > and <)", common.LevelWarning)
+		return nil
+	}
+	task := m.graph.Selected()
+	op, _, found := strings.Cut(task, "/")
+	if !found {
+		m.flash("no subtask selected yet", common.LevelWarning)
+		return nil
+	}
+	delta, what := 1, "one more subtask of "+op
+	if !up {
+		delta, what = -1, "one subtask fewer of "+op
+	}
+	m.flash("asking for "+what+"…", common.LevelInfo)
+	return func() tea.Msg { return RescaledMsg{What: what, Err: r.Rescale(op, delta)} }
 }
 
 // drawn reports whether pane p is on the screen: the events are not

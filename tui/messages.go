@@ -46,6 +46,12 @@ type JobEndRequestedMsg struct {
 	Err  error
 }
 
+// RescaledMsg reports Rescaler.Rescale's answer; What says what was asked.
+type RescaledMsg struct {
+	What string
+	Err  error
+}
+
 // ModeSetMsg reports Controller.SetMode's result.
 type ModeSetMsg struct {
 	Mode string

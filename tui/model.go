@@ -318,6 +318,12 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		} else {
 			m.flash(triggeredText("savepoint", msg.ID), common.LevelSuccess)
 		}
+	case RescaledMsg:
+		if msg.Err != nil {
+			m.flash(msg.What+": "+msg.Err.Error(), common.LevelError)
+		} else {
+			m.flash(msg.What+" asked for: the scheduler rescales when it decides", common.LevelSuccess)
+		}
 	case JobEndRequestedMsg:
 		if msg.Err != nil {
 			m.flash(msg.What+": "+msg.Err.Error(), common.LevelError)

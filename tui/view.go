@@ -134,5 +134,8 @@ func (m *model) available(bs []key.Binding) []key.Binding {
 	if m.ctx.Lifecycle {
 		out = append(out, m.keys.Stop, m.keys.Cancel)
 	}
+	if _, ok := m.ctrl.(Rescaler); ok {
+		out = append(out, m.keys.ScaleUp)
+	}
 	return out
 }

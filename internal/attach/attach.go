@@ -64,6 +64,8 @@ type Attached struct {
 	// notices wait for the next poll to tell them in the events (the
 	// poller alone sends on events).
 	notices []view.Notice
+	// vertexIDs are the vertices' ids by the screen's operator names.
+	vertexIDs map[string]string
 }
 
 // notice tells text (and advice) in the events with the next poll.
@@ -185,14 +187,19 @@ func (a *Attached) Run(ctx context.Context) {
 // apply makes ans the snapshot and sends the events it tells.
 func (a *Attached) apply(ctx context.Context, ans *answers) {
 	s := snapshotOf(ans, figures{Brokers: a.opts.Brokers})
+	s.Job.Remote = a.client.Base()
 	if a.opts.Verify != nil {
 		s.Verify = a.opts.Verify(s)
 	} else {
 		s.Verify.Off = "not checked while attached: give --brokers and --output, or run faultline verify"
 	}
 	a.rates.apply(&s)
+	ids := map[string]string{}
+	for _, v := range ans.Job.Vertices {
+		ids[OperatorName(v.Name)] = v.ID
+	}
 	a.mu.Lock()
-	a.snap = s
+	a.snap, a.vertexIDs = s, ids
 	notices := a.notices
 	a.notices = nil
 	a.mu.Unlock()

@@ -155,6 +155,10 @@ type JobInfo struct {
 	FreezeLimitWhy string
 	// StateTTL is the join's state TTL (0: sides wait for ever).
 	StateTTL time.Duration
+	// Remote is the REST API an attached job is watched through ("" for
+	// a run's own job): what the API does not expose (the input queues,
+	// the barriers in flight) is not known.
+	Remote string
 }
 
 // Operator is one vertex of the job graph.

@@ -37,13 +37,14 @@ type KeyMap struct {
 	Yes, No    key.Binding // the injection's confirmation
 	Checkpoint key.Binding
 	Savepoint  key.Binding
-	// Stop and Cancel end an attached job (a Lifecycle Controller's).
-	Stop, Cancel key.Binding
-	Mode         key.Binding // exactly-once → exactly-once unaligned → at-least-once → …
-	Pause        key.Binding // sources
-	Slow         key.Binding // normal → slow → slower → normal
-	Freeze       key.Binding
-	Step         key.Binding
+	// Stop and Cancel end an attached job (a Lifecycle Controller's);
+	// ScaleUp and ScaleDown rescale its operator (a Rescaler's).
+	Stop, Cancel, ScaleUp, ScaleDown key.Binding
+	Mode                             key.Binding // exactly-once → exactly-once unaligned → at-least-once → …
+	Pause                            key.Binding // sources
+	Slow                             key.Binding // normal → slow → slower → normal
+	Freeze                           key.Binding
+	Step                             key.Binding
 	// ResetRestarts makes the restart strategy forget its failures.
 	ResetRestarts key.Binding
 	RateUp        key.Binding
@@ -95,6 +96,8 @@ func DefaultKeyMap() KeyMap {
 		Savepoint:  key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "savepoint")),
 		Stop:       key.NewBinding(key.WithKeys("S"), key.WithHelp("S S", "stop with a savepoint")),
 		Cancel:     key.NewBinding(key.WithKeys("C"), key.WithHelp("C C", "cancel the job")),
+		ScaleUp:    key.NewBinding(key.WithKeys(">"), key.WithHelp(">", "one more subtask of the operator")),
+		ScaleDown:  key.NewBinding(key.WithKeys("<"), key.WithHelp("<", "one subtask fewer")),
 		Mode:       key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mode")),
 		Pause:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause")),
 		Slow:       key.NewBinding(key.WithKeys("z"), key.WithHelp("z", "slow")),
@@ -138,7 +141,7 @@ func (k KeyMap) HelpGroups(tour, lifecycle bool) (titles []string, groups [][]ke
 		{k.Freeze, k.Step, k.Slow, k.Pause, k.RateUp, k.RateDown, k.Help, k.Quit, k.ForceQuit},
 	}
 	if lifecycle {
-		groups[1] = append(groups[1], k.Stop, k.Cancel)
+		groups[1] = append(groups[1], k.Stop, k.Cancel, k.ScaleUp, k.ScaleDown)
 	}
 	if tour {
 		titles = append(titles, "tour")

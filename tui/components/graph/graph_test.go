@@ -346,3 +346,27 @@ func TestEndedCheckpointsBarriersAreDrawnAsElements(t *testing.T) {
 		t.Fatalf("strip with the barrier of completed checkpoint 12:\n%s", v)
 	}
 }
+
+// An attached job's REST API does not expose its input queues: where a
+// run's strips would be, the cell says so, and draws no queue it does not
+// know.
+func TestAnAttachedJobsQueuesAreSaidNotExposed(t *testing.T) {
+	s := fixture.Running()
+	s.Job.Remote = "http://127.0.0.1:8081"
+	for name, task := range s.Tasks {
+		task.Inputs = nil
+		s.Tasks[name] = task
+	}
+	g := sampled(s)
+	g.SetSize(160, 40)
+	out := g.View()
+	if !strings.Contains(out, "queues: not exposed by the REST API") || strings.Contains(out, "◂") {
+		t.Fatalf("the attached job's graph:\n%s", out)
+	}
+	s.Job.Remote = ""
+	g = sampled(s)
+	g.SetSize(160, 40)
+	if strings.Contains(g.View(), "not exposed") {
+		t.Fatal("a run's own job says its queues are not exposed")
+	}
+}
