@@ -31,7 +31,23 @@ func checkpointsOf(a *answers, names map[string]string) view.Checkpoints {
 		cp.Restored = h.ID == restored
 		out.History = append(out.History, cp)
 	}
+	if c.Counts.Completed > 0 {
+		sm := c.Summary
+		out.Reported = &view.ReportedSummary{EndToEnd: durations(sm.EndToEndDuration),
+			CheckpointedSize: sizes(sm.CheckpointedSize), StateSize: sizes(sm.StateSize),
+			ProcessedData: sizes(sm.ProcessedData), PersistedData: sizes(sm.PersistedData)}
+	}
 	return out
+}
+
+// durations are Flink's figures in ms as durations; sizes in bytes. A
+// figure Flink has none of (NaN) is 0.
+func durations(s summaryStats) view.DurationStats {
+	return view.DurationStats{Min: ms(int64(s.Min.v)), Avg: ms(int64(s.Avg.v)), Max: ms(int64(s.Max.v)), P99: ms(int64(s.P99.v))}
+}
+
+func sizes(s summaryStats) view.SizeStats {
+	return view.SizeStats{Min: int64(s.Min.v), Avg: int64(s.Avg.v), Max: int64(s.Max.v), P99: int64(s.P99.v)}
 }
 
 // statuses are the history's states by Flink's names.

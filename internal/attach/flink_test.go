@@ -92,6 +92,12 @@ func TestAFlinkJobIsShownWithFlinksOwnFigures(t *testing.T) {
 	if cps.Completed != 7 || cps.Failed != 3 || cps.LastCompleted != 7 || len(cps.History) != 7 || len(cps.Restored) != 1 {
 		t.Fatalf("checkpoints %+v", cps)
 	}
+	// Flink's own summary, over every completed checkpoint (the history
+	// holds fewer).
+	if rep := cps.Reported; rep == nil || rep.EndToEnd.Min != 77*time.Millisecond || rep.EndToEnd.Max != 877*time.Millisecond ||
+		rep.EndToEnd.Avg != 290*time.Millisecond || rep.EndToEnd.P99 != 877*time.Millisecond {
+		t.Fatalf("Flink's summary %+v", cps.Reported)
+	}
 	c7 := cps.History[0]
 	if c7.ID != 7 || c7.Status != view.StatusCompleted || c7.Acked != 9 || c7.Total != 9 || c7.Duration != 85*time.Millisecond {
 		t.Fatalf("checkpoint 7 %+v", c7)

@@ -117,7 +117,10 @@ type checkpointing struct {
 	} `json:"counts"`
 	Summary struct {
 		EndToEndDuration summaryStats `json:"end_to_end_duration"`
+		CheckpointedSize summaryStats `json:"checkpointed_size"`
 		StateSize        summaryStats `json:"state_size"`
+		ProcessedData    summaryStats `json:"processed_data"`
+		PersistedData    summaryStats `json:"persisted_data"`
 	} `json:"summary"`
 	Latest struct {
 		Completed *checkpointStats `json:"completed"`

@@ -477,7 +477,27 @@ type Checkpoints struct {
 	Restored          []int64
 	RestoredSavepoint bool
 	History           []Checkpoint
+	// Reported is the summary of every completed checkpoint as the job
+	// reports it (an attached job: Flink's REST API sums up more
+	// checkpoints than its history holds); nil for a run's own job, whose
+	// summary is taken from the history.
+	Reported *ReportedSummary
 }
+
+// ReportedSummary is a job's own summary of its completed checkpoints
+// (Flink: CheckpointingStatistics.Summary): per checkpoint its end-to-end
+// duration, checkpointed (incremental) and full size, processed and
+// persisted in-flight data.
+type ReportedSummary struct {
+	EndToEnd                                                  DurationStats
+	CheckpointedSize, StateSize, ProcessedData, PersistedData SizeStats
+}
+
+// DurationStats and SizeStats are min, average, max and 99th percentile.
+type (
+	DurationStats struct{ Min, Avg, Max, P99 time.Duration }
+	SizeStats     struct{ Min, Avg, Max, P99 int64 }
+)
 
 // RestartStatus is where the restart strategy stands.
 type RestartStatus struct {

@@ -100,6 +100,17 @@ func (o *Model) lines() []string {
 		return t
 	}
 	var out []string
+	if rep := snap.Checkpoints.Reported; rep != nil {
+		// The job's own summary covers every completed checkpoint; the
+		// history's below covers the ones it still holds.
+		out = append(out, st.Bold.Render(" summary")+st.Muted.Render(" of all "+common.Plural(snap.Checkpoints.Completed, "completed checkpoint", "completed checkpoints")+
+			", as the job reports it (Flink's REST API: Checkpoints → Summary)"))
+		out = append(out, head("per checkpoint"))
+		for _, r := range Reported(rep) {
+			out = append(out, row(r))
+		}
+		out = append(out, "")
+	}
 	if s.Checkpoints == 0 {
 		out = append(out, st.Muted.Render(" summary: no completed checkpoint in the history yet"))
 	} else {

@@ -1,10 +1,12 @@
 package overview
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/faultline-dev/faultline/runtime/view"
+	"github.com/faultline-dev/faultline/tui/common"
 )
 
 func TestSpreadIsMinAvgMaxAndTheNearestRankP99(t *testing.T) {
@@ -49,5 +51,23 @@ func TestSummaryCoversCompletedCheckpoints(t *testing.T) {
 	}
 	if a := s.PerSubtask[2].Spread; a.Max != float64(30*ms) || a.Min != float64(10*ms) {
 		t.Errorf("alignment %+v", a)
+	}
+}
+
+// An attached job's own summary (Flink's, over every completed
+// checkpoint) is shown as the job reports it, above the history's.
+func TestTheJobsOwnSummaryIsShownAsReported(t *testing.T) {
+	ctx := common.NewContext(nil)
+	ctx.Snap = view.Snapshot{Checkpoints: view.Checkpoints{Completed: 40, History: []view.Checkpoint{
+		{ID: 40, Status: view.StatusCompleted, Duration: 20 * time.Millisecond}},
+		Reported: &view.ReportedSummary{EndToEnd: view.DurationStats{Min: 77 * time.Millisecond, Avg: 290 * time.Millisecond,
+			Max: 877 * time.Millisecond, P99: 877 * time.Millisecond}, StateSize: view.SizeStats{Max: 5 << 20}}}}
+	o := New(ctx)
+	o.SetSize(100, 40)
+	out := o.View()
+	for _, want := range []string{"of all 40 completed checkpoints, as the job reports it", "77ms", "290ms", "877ms", "of the 1 completed checkpoint in the history"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the overview does not say %q:\n%s", want, out)
+		}
 	}
 }

@@ -95,6 +95,24 @@ func Summarize(snap *view.Snapshot) Summary {
 	}
 }
 
+// Reported are the rows of a job's own summary of its completed
+// checkpoints (an attached job's), in PerCheckpoint's order.
+func Reported(r *view.ReportedSummary) []Row {
+	d := func(s view.DurationStats) Spread {
+		return Spread{Min: float64(s.Min), Avg: float64(s.Avg), Max: float64(s.Max), P99: float64(s.P99)}
+	}
+	b := func(s view.SizeStats) Spread {
+		return Spread{Min: float64(s.Min), Avg: float64(s.Avg), Max: float64(s.Max), P99: float64(s.P99)}
+	}
+	return []Row{
+		{"end to end", d(r.EndToEnd), true},
+		{"checkpointed (incr.)", b(r.CheckpointedSize), false},
+		{"full size", b(r.StateSize), false},
+		{"processed in-flight", b(r.ProcessedData), false},
+		{"persisted in-flight", b(r.PersistedData), false},
+	}
+}
+
 // cell is one figure of r as the table shows it.
 func (r Row) cell(x float64) string {
 	if r.Duration {
