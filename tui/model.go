@@ -307,29 +307,13 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 			m.flash("injected "+string(msg.Fault)+" "+where(msg.Task), common.LevelWarning)
 		}
 	case CheckpointTriggeredMsg:
-		if msg.Err != nil {
-			m.flash("checkpoint: "+msg.Err.Error(), common.LevelError)
-		} else {
-			m.flash(triggeredText("checkpoint", msg.ID), common.LevelSuccess)
-		}
+		m.answered(msg.Err, "checkpoint", triggeredText("checkpoint", msg.ID))
 	case SavepointTriggeredMsg:
-		if msg.Err != nil {
-			m.flash("savepoint: "+msg.Err.Error(), common.LevelError)
-		} else {
-			m.flash(triggeredText("savepoint", msg.ID), common.LevelSuccess)
-		}
+		m.answered(msg.Err, "savepoint", triggeredText("savepoint", msg.ID))
 	case RescaledMsg:
-		if msg.Err != nil {
-			m.flash(msg.What+": "+msg.Err.Error(), common.LevelError)
-		} else {
-			m.flash(msg.What+" asked for: the scheduler rescales when it decides", common.LevelSuccess)
-		}
+		m.answered(msg.Err, msg.What, msg.What+" asked for: the scheduler rescales when it decides")
 	case JobEndRequestedMsg:
-		if msg.Err != nil {
-			m.flash(msg.What+": "+msg.Err.Error(), common.LevelError)
-		} else {
-			m.flash(msg.What+" asked for: the job says when it is done", common.LevelSuccess)
-		}
+		m.answered(msg.Err, msg.What, msg.What+" asked for: the job says when it is done")
 	case ModeSetMsg:
 		if msg.Err != nil {
 			if msg.done.gen == m.mode.gen {
@@ -371,6 +355,15 @@ func (m *model) handleResult(msg tea.Msg) tea.Cmd {
 		m.flash(msg.Text, msg.Level)
 	}
 	return nil
+}
+
+// answered flashes a command's answer: what failed and why, or ok.
+func (m *model) answered(err error, what, ok string) {
+	if err != nil {
+		m.flash(what+": "+err.Error(), common.LevelError)
+		return
+	}
+	m.flash(ok, common.LevelSuccess)
 }
 
 // flash shows text in the flash.
