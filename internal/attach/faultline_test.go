@@ -79,15 +79,7 @@ func runSnapshot() view.Snapshot {
 // restart strategy; and its keys reach the run.
 func TestAttachToARunShowsWhatTheRunShows(t *testing.T) {
 	job := &runJob{snap: runSnapshot()}
-	srv, err := rest.Serve("127.0.0.1:0", rest.NewJobID(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := Dial(context.Background(), Options{URL: srv.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := dialRun(t, job)
 	got, want := a.Snapshot(), job.snap
 	for i, op := range want.Operators {
 		g := got.Operators[i]
@@ -124,6 +116,21 @@ func TestAttachToARunShowsWhatTheRunShows(t *testing.T) {
 	}
 }
 
+// dialRun serves job's REST API, as a run does, and attaches to it.
+func dialRun(t *testing.T, job *runJob) *Attached {
+	t.Helper()
+	srv, err := rest.Serve("127.0.0.1:0", rest.NewJobID(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	a, err := Dial(context.Background(), Options{URL: srv.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // drive presses what the keys press.
 func drive(t *testing.T, a *Attached) {
 	t.Helper()
@@ -153,15 +160,7 @@ func drive(t *testing.T, a *Attached) {
 // in the events, with Flink's reason, though the key's request was taken.
 func TestAFailedSavepointIsToldInTheEvents(t *testing.T) {
 	job := &runJob{snap: runSnapshot(), refuse: errors.New("a savepoint is refused while the job restarts")}
-	srv, err := rest.Serve("127.0.0.1:0", rest.NewJobID(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := Dial(context.Background(), Options{URL: srv.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := dialRun(t, job)
 	for len(a.events) > 0 {
 		<-a.events
 	}

@@ -68,15 +68,7 @@ func TestRescaleMovesTheOperatorsUpperBound(t *testing.T) {
 // API, Flink's default scheduler) says how one rescales.
 func TestRescaleWithoutTheAdaptiveSchedulerSaysSo(t *testing.T) {
 	job := &runJob{snap: runSnapshot()}
-	srv, err := rest.Serve("127.0.0.1:0", rest.NewJobID(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	a, err := Dial(context.Background(), Options{URL: srv.Addr()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := dialRun(t, job)
 	if err := a.Rescale("join", 1); err == nil || !strings.Contains(err.Error(), "jobmanager.scheduler: adaptive") {
 		t.Fatalf("rescale without the adaptive scheduler: %v", err)
 	}
