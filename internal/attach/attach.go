@@ -85,7 +85,11 @@ func Dial(ctx context.Context, opts Options) (*Attached, error) {
 	}
 	var ov overview
 	if err := c.Get(ctx, "/jobs/overview", &ov); err != nil {
-		return nil, fmt.Errorf("the REST API at %s: %w", c.Base(), err)
+		var apiErr *rest.APIError
+		if errors.As(err, &apiErr) {
+			return nil, fmt.Errorf("%s answers GET /jobs/overview with %w: is it a Flink REST API?", c.Base(), err)
+		}
+		return nil, fmt.Errorf("no REST API answers at %s (%w): give a Flink JobManager's (rest.port, 8081 by default) or a run's --rest-addr", c.Base(), err)
 	}
 	id, err := pickJob(ov, opts.JobID)
 	if err != nil {
@@ -179,8 +183,35 @@ func (a *Attached) Run(ctx context.Context) {
 			a.apply(ctx, ans)
 		}
 		a.mu.Lock()
+		was := a.err
 		a.err = err
 		a.mu.Unlock()
+		if (was == nil) != (err == nil) {
+			a.tell(ctx, reachability(a.client.Base(), err))
+		}
+	}
+}
+
+// reachability is the notice of the API no longer answering (err), or
+// answering again (nil).
+func reachability(base string, err error) view.Notice {
+	if err != nil {
+		return view.Notice{Text: "the REST API at " + base + " does not answer: " + err.Error(),
+			Advice: "the job's JobManager (or the run) is gone, or the network is; attach asks again every period"}
+	}
+	return view.Notice{Text: "the REST API at " + base + " answers again"}
+}
+
+// tell sends e to the UI now, stamped with the wall clock; only the
+// poller calls it.
+func (a *Attached) tell(ctx context.Context, e view.Event) {
+	a.mu.Lock()
+	started := a.snap.Started
+	a.mu.Unlock()
+	now := time.Now()
+	select {
+	case a.events <- view.Stamped{At: now.Sub(started), Wall: now, Event: e}:
+	case <-ctx.Done():
 	}
 }
 
@@ -217,12 +248,14 @@ func (a *Attached) apply(ctx context.Context, ans *answers) {
 }
 
 // Snapshot is the job as the last poll saw it; when the last poll failed,
-// its status says the API is unreachable.
+// its status says the API is unreachable, unless the job had ended.
 func (a *Attached) Snapshot() view.Snapshot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.snap
-	if a.err != nil {
+	// A job seen ending keeps its end: its API going away after is
+	// expected (a JobManager of one job stops with it, as a run does).
+	if a.err != nil && !terminal[s.Job.Status] {
 		s.Job.Status = "UNREACHABLE"
 	}
 	return s

@@ -186,3 +186,37 @@ func TestAFailedSavepointIsToldInTheEvents(t *testing.T) {
 	}
 	t.Fatal("no notice of the failed savepoint in 10s")
 }
+
+// The API going away is told once in the events, and said in the header
+// unless the job had ended; its coming back is told too.
+func TestAnAPIThatStopsAnsweringIsSaid(t *testing.T) {
+	job := &runJob{snap: runSnapshot()}
+	srv, err := rest.Serve("127.0.0.1:0", rest.NewJobID(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Dial(context.Background(), Options{URL: srv.Addr(), Period: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(a.events) > 0 {
+		<-a.events
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	srv.Close()
+	e := <-a.events
+	if n, ok := e.Event.(view.Notice); !ok || !strings.Contains(n.Text, "does not answer") {
+		t.Fatalf("after the API went away: %+v", e.Event)
+	}
+	if got := a.Snapshot().Job.Status; got != "UNREACHABLE" {
+		t.Fatalf("the header says %s, want UNREACHABLE", got)
+	}
+	a.mu.Lock()
+	a.snap.Job.Status = "CANCELED"
+	a.mu.Unlock()
+	if got := a.Snapshot().Job.Status; got != "CANCELED" {
+		t.Fatalf("a job seen CANCELED is said %s once its API is gone", got)
+	}
+}
