@@ -20,11 +20,13 @@ import (
 // c triggers a checkpoint that completes, s a savepoint, S S stops the
 // job with a savepoint; each appears in Flink's REST API. The job takes
 // no periodic checkpoint (its interval is an hour), so every one is the
-// keys'.
+// keys'. The peer keeps its REST API up for a while after the job ends
+// (linger), so that the stop's savepoint and the job's end are seen
+// there, by the test and by the screen.
 func TestAttachKeysCheckpointSavepointAndStopAFlinkJob(t *testing.T) {
 	lib := Lib(t)
 	addr := Broker(t, 100_000)
-	p := StartPeer(t, lib, addr, "bounded=false", "interval=1h", "output=revenue-keys", "prefix=keys")
+	p := StartPeer(t, lib, addr, "bounded=false", "interval=1h", "output=revenue-keys", "prefix=keys", "linger="+keysLinger.String())
 	api := watchCheckpoints(t, p)
 	s := startAttach(t, p, addr)
 	// Flink takes a checkpoint only once every subtask runs.
@@ -47,18 +49,47 @@ func TestAttachKeysCheckpointSavepointAndStopAFlinkJob(t *testing.T) {
 	s.Keys("S")
 	s.WaitFor("S asked again", 5*time.Second, e2e.Contains("press S again to stop the job with a savepoint"))
 	s.Keys("S")
-	if err := p.Wait(2 * time.Minute); err != nil {
-		t.Fatalf("the peer after stop with a savepoint: %v", err)
-	}
-	// The stop's savepoint: a local MiniCluster shuts its REST API down
-	// with its job, too soon to ask it; Flink wrote it where the job's
-	// savepoints go, beside the one s took.
+	checkStopped(t, p, api, s)
+	// Both savepoints are also where Flink writes the job's savepoints.
 	if metas, _ := filepath.Glob(filepath.Join(p.CheckpointDir, "savepoints", "savepoint-*", "_metadata")); len(metas) != 2 {
 		t.Errorf("%d savepoints written under %s, want 2 (s, then S S): %q", len(metas), p.CheckpointDir, metas)
+	}
+	if err := p.Wait(2*time.Minute + keysLinger); err != nil {
+		t.Fatalf("the peer after stop with a savepoint: %v", err)
 	}
 	lines := p.Lines()
 	if last := lines[len(lines)-1]; !strings.Contains(last, `"net_runtime_ms"`) {
 		t.Errorf("the peer's last line after stop with a savepoint: %q (want its end)", last)
+	}
+}
+
+// keysLinger is how long the peer of the keys' test keeps its REST API up
+// after its job ended: time for the checks of checkStopped, which the
+// peer's exit would otherwise cut short.
+const keysLinger = 15 * time.Second
+
+// checkStopped holds a stop with a savepoint to what Flink's REST API says
+// once the job ended: both savepoints (s's and the stop's) completed, the
+// job FINISHED, and the screen's header FINISHED while the API still
+// answers (before the peer exits).
+func checkStopped(t *testing.T, p *Peer, api *restCheckpoints, s *e2e.Session) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, "the job FINISHED in Flink's REST API", func() (bool, error) {
+		state, err := p.State()
+		return state == "FINISHED", err
+	})
+	// The watcher polls every 200 ms: it may see the stop's savepoint a
+	// moment after the job's state.
+	waitFor(t, 5*time.Second, "the stop's savepoint completed in Flink's REST API", func() (bool, error) {
+		return api.count(true) == 2, nil
+	})
+	s.WaitFor("the job FINISHED on the screen", 10*time.Second, func(sc string) bool {
+		return e2e.HeaderStatus(sc) == "FINISHED"
+	})
+	select {
+	case <-p.exited:
+		t.Errorf("the peer exited (%v) before the checks of its end were done: linger %s is too short", p.err, keysLinger)
+	default:
 	}
 }
 

@@ -7,9 +7,13 @@ import java.util.Map;
 import java.util.concurrent.ExecutionException;
 
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.JobID;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
+import org.apache.flink.client.ClientUtils;
+import org.apache.flink.client.deployment.executors.PipelineExecutorUtils;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.TaskManagerOptions;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
 import org.apache.flink.connector.kafka.sink.KafkaSink;
@@ -18,8 +22,13 @@ import org.apache.flink.connector.kafka.source.KafkaSourceBuilder;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.client.JobCancellationException;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
+import org.apache.flink.runtime.minicluster.MiniClusterJobClient;
+import org.apache.flink.runtime.minicluster.RpcServiceSharing;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.graph.StreamGraph;
 import org.apache.flink.util.ExceptionUtils;
 
 import faultline.flink.PeerFunctions.Join;
@@ -54,13 +63,16 @@ import faultline.flink.PeerFunctions.RevenueTotal;
  *   scheduler=default       default or adaptive (for rescaling through the REST API)
  *   rest-port=8081          the MiniCluster's REST API, on 127.0.0.1
  *   checkpoint-dir=/tmp/faultline-flink-checkpoints
+ *   linger=0s               how long the cluster and its REST API stay up after the job ends
  * </pre>
  *
  * Bounded, the sources read the input topics from their beginning up to
  * their end as the job starts, so a run ends when the input is processed;
  * unbounded, the job runs until it is cancelled or stopped through the
  * REST API. The program prints one JSON line when the job is submitted
- * (its id and REST API) and one when it ends (its id and net runtime).
+ * (its id and REST API) and one when it ends (its id and net runtime),
+ * then, with linger, keeps the REST API up that long, so that its watchers
+ * see how the job ended.
  */
 public final class PeerJob {
     private PeerJob() {}
@@ -80,7 +92,7 @@ public final class PeerJob {
             Control.enable(env, bootstrap, opt.get("control"));
         }
 
-        long ttl = Duration.parse("PT" + opt.get("ttl").toUpperCase()).toMillis();
+        long ttl = duration(opt.get("ttl")).toMillis();
         boolean bounded = Boolean.parseBoolean(opt.get("bounded"));
         // As faultline's default job: the two sources read at most a second
         // of event time ahead of one another. Flink tells its readers the
@@ -108,19 +120,89 @@ public final class PeerJob {
                 .process(new RevenueTotal()).name("revenue").uid("revenue");
         revenue.sinkTo(sink(bootstrap, opt.get("output"), opt.get("prefix"), delivery(opt.get("delivery"))))
                 .name("sink").uid("sink").setParallelism(1);
-        System.exit(run(env, opt.get("rest-port")));
+        System.exit(run(env, duration(opt.get("linger")), opt.get("rest-port")));
     }
 
     /**
-     * Submits the job, prints its id and REST API at once (for whoever
-     * drives it from outside), then waits for its end: the net runtime when
-     * it finished, its status when it was cancelled or failed. The exit
-     * code: 0 unless it failed.
+     * Runs the job on a MiniCluster of its own: prints its id and REST API
+     * once it is submitted (for whoever drives it from outside), waits for
+     * its end and prints that, then keeps the cluster and its REST API up
+     * for linger, so that a watcher can still read the job's final state
+     * and its last savepoint there. The exit code: 0 unless it failed.
      */
-    static int run(StreamExecutionEnvironment env, String restPort) throws Exception {
-        JobClient job = env.executeAsync("orders");
-        System.out.println("{\"job_id\":\"" + job.getJobID() + "\",\"rest\":\"http://127.0.0.1:" + restPort + "\"}");
-        System.out.flush();
+    static int run(StreamExecutionEnvironment env, Duration linger, String restPort) throws Exception {
+        // The configuration the local executor would hand its MiniCluster:
+        // ours with what the environment added (target, parallelism, the
+        // job's global parameters), so that jobmanager/config reads as before.
+        Configuration conf = Configuration.fromMap(env.getConfiguration().toMap());
+        StreamGraph graph = streamGraph(env, conf);
+        MiniCluster cluster = new MiniCluster(clusterConfiguration(conf, graph.getMaximumParallelism()));
+        try {
+            cluster.start();
+            JobClient job = submit(cluster, graph, linger.isZero());
+            System.out.println("{\"job_id\":\"" + job.getJobID() + "\",\"rest\":\"http://127.0.0.1:" + restPort + "\"}");
+            System.out.flush();
+            int code = awaitEnd(job);
+            Thread.sleep(linger.toMillis());
+            return code;
+        } finally {
+            // Not waited for: main exits at once, as the local executor's
+            // per-job cluster was left to close while the JVM exited.
+            cluster.closeAsync();
+        }
+    }
+
+    /**
+     * The job as the local executor would submit it: named, with the job id,
+     * restore path (execution.state-recovery.path) and client settings conf
+     * gives, its functions serialized.
+     */
+    static StreamGraph streamGraph(StreamExecutionEnvironment env, Configuration conf) throws Exception {
+        StreamGraph graph = env.getStreamGraph();
+        graph.setJobName("orders");
+        graph = PipelineExecutorUtils.getStreamGraph(graph, conf);
+        graph.serializeUserDefinedInstances();
+        return graph;
+    }
+
+    /**
+     * The cluster a local environment starts for one job: one task manager
+     * with a slot for each subtask of the widest operator (2 here), unless
+     * conf names the slots, and the REST API on conf's rest.port.
+     */
+    static MiniClusterConfiguration clusterConfiguration(Configuration conf, int maxParallelism) {
+        int slots = conf.getOptional(TaskManagerOptions.NUM_TASK_SLOTS).orElse(Math.max(1, maxParallelism));
+        return new MiniClusterConfiguration.Builder()
+                .setConfiguration(conf)
+                .setNumTaskManagers(1)
+                .setNumSlotsPerTaskManager(slots)
+                .setRpcServiceSharing(RpcServiceSharing.SHARED)
+                .build();
+    }
+
+    /**
+     * Submits graph to cluster and returns its client once the job has left
+     * INITIALIZING (a job that fails there throws here, as executeAsync
+     * did). With closeAtEnd the client closes the cluster as the job ends,
+     * which is what a local environment does; without, the cluster stays up
+     * until run closes it.
+     */
+    static JobClient submit(MiniCluster cluster, StreamGraph graph, boolean closeAtEnd) throws Exception {
+        JobID id = cluster.submitJob(graph).get().getJobID();
+        ClassLoader loader = PeerJob.class.getClassLoader();
+        ClientUtils.waitUntilJobInitializationFinished(
+                () -> cluster.getJobStatus(id).get(), () -> cluster.requestJobResult(id).get(), loader);
+        return new MiniClusterJobClient(id, cluster, loader, closeAtEnd
+                ? MiniClusterJobClient.JobFinalizationBehavior.SHUTDOWN_CLUSTER
+                : MiniClusterJobClient.JobFinalizationBehavior.NOTHING);
+    }
+
+    /**
+     * Waits for job's end and prints it: the net runtime when it finished
+     * (a stop with a savepoint finishes it too), its status when it was
+     * cancelled or failed. Returns the exit code: 0 unless it failed.
+     */
+    static int awaitEnd(JobClient job) throws InterruptedException {
         try {
             JobExecutionResult r = job.getJobExecutionResult().get();
             System.out.println("{\"job_id\":\"" + r.getJobID() + "\",\"net_runtime_ms\":" + r.getNetRuntime() + "}");
@@ -137,6 +219,11 @@ public final class PeerJob {
         }
     }
 
+    /** A duration as the options write it (2s, 500ms, 1m, 0s). */
+    static Duration duration(String s) {
+        return Duration.parse("PT" + s.toUpperCase());
+    }
+
     /** The key=value arguments over the defaults; an unknown key ends the program. */
     static Map<String, String> options(String[] args) {
         Map<String, String> opt = new HashMap<>(Map.ofEntries(
@@ -145,7 +232,7 @@ public final class PeerJob {
                 Map.entry("fault", ""), Map.entry("rest-port", "8081"),
                 Map.entry("checkpoint-dir", "/tmp/faultline-flink-checkpoints"), Map.entry("delivery", "exactly-once"),
                 Map.entry("bounded", "true"), Map.entry("restore", ""), Map.entry("scheduler", "default"),
-                Map.entry("control", "faultline-control")));
+                Map.entry("control", "faultline-control"), Map.entry("linger", "0s")));
         for (int i = 1; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
             if (kv.length != 2 || !opt.containsKey(kv[0])) {
