@@ -388,7 +388,7 @@ func (r *runState) runJob(ctx context.Context) (*runtime.Result, error) {
 	r.onClose(stopRetention)
 
 	ctrl := newUIController(r.job, p.job, r.jobInfo(), r.uiWriter, verifier, r.embedded)
-	for _, serve := range []func(*uiController) error{r.serveMetrics, r.serveREST} {
+	for _, serve := range []func(*uiController) error{r.serveMetrics, r.serveREST, r.serveControl} {
 		if err := serve(ctrl); err != nil {
 			stopRetention()
 			return nil, err

@@ -100,10 +100,10 @@ type runOptions struct {
 	// metricsAddr and pprof: --metrics-addr and --pprof (runmetrics.go).
 	metricsAddr string
 	pprof       bool
-	// restAddr: --rest-addr (runrest.go); eventsFile: --events-file
-	// (record.go); logLevel, logFormat: --log-level, --log-format
-	// (runlog.go).
-	restAddr, eventsFile, logLevel, logFormat string
+	// restAddr: --rest-addr (runrest.go); controlTopic: --control-topic
+	// (runcontrol.go); eventsFile: --events-file (record.go); logLevel,
+	// logFormat: --log-level, --log-format (runlog.go).
+	restAddr, controlTopic, eventsFile, logLevel, logFormat string
 	noMouse                                   bool // --no-mouse (ui_run.go)
 
 	// front, when set, stands in front of the running job in place of the

@@ -23,6 +23,7 @@ func (o *runOptions) addServingFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.eventsFile, "events-file", "", "record the session's events and report as JSON lines into this file, rotating at 16 MiB (default: events.jsonl in the state dir with the terminal UI, none headless)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics under Flink's names at http://host:port/metrics while the job runs, e.g. 127.0.0.1:9249 (default: off)")
 	f.BoolVar(&o.pprof, "pprof", false, "with --metrics-addr: serve Go's profiles at /debug/pprof/ too")
+	f.StringVar(&o.controlTopic, "control-topic", "", "take faults from this Kafka topic while the job runs, as faultline attach's x writes them ({\"fault\":\"panic\",\"task\":\"join/0\"}); created when missing (default: none)")
 	f.StringVar(&o.restAddr, "rest-addr", "", "serve Flink's REST API (the part faultline has) at host:port, for faultline list/savepoint/stop/cancel and curl; a port alone binds 127.0.0.1; off: none (default: a free local port with the terminal UI, none headless)")
 }
 
