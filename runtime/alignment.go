@@ -76,8 +76,12 @@ func (a *alignment) least() int64 {
 // (atEnd, or every partition ended). A poll that finds nothing now and
 // then is no sign of it: a Kafka reader's fetches leave gaps at full
 // speed, and the subtask that led would drop out of the group and run on.
-func aligningWatermark(wm int64, quiet time.Duration, atEnd bool) int64 {
-	if quiet >= alignIdle || atEnd || wm == math.MaxInt64 {
+// Nor is a long run of them while its reader knows of records it has not
+// read yet (behind: a lag): that is a slow fetch on a busy machine, and
+// the subtask left out would let the other source run ahead, and the
+// join's state grow, until it caught up.
+func aligningWatermark(wm int64, quiet time.Duration, behind, atEnd bool) int64 {
+	if (quiet >= alignIdle && !behind) || atEnd || wm == math.MaxInt64 {
 		return 0
 	}
 	return wm
@@ -109,7 +113,14 @@ func (t *sourceTask) publishWatermark(n int) {
 	if r, ok := t.reader.(WatermarkReader); ok {
 		wm = r.Watermark()
 	}
-	t.align.wm.Store(aligningWatermark(wm, now.Sub(t.lastRead), t.atEnd))
+	t.align.wm.Store(aligningWatermark(wm, now.Sub(t.lastRead), t.behind(), t.atEnd))
+}
+
+// behind reports whether the subtask's reader knows of records it has not
+// read yet (a Kafka source's lag, as its last fetch told it).
+func (t *sourceTask) behind() bool {
+	r, ok := t.reader.(LagReporter)
+	return ok && r.Lag() > 0
 }
 
 // leaveAlignment takes the subtask out of the group: it ends, fails or

@@ -15,20 +15,22 @@ import (
 func TestAligningWatermark(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		wm    int64
-		quiet time.Duration
-		atEnd bool
-		want  int64
+		wm     int64
+		quiet  time.Duration
+		behind bool
+		atEnd  bool
+		want   int64
 	}{
-		{"reading", 5000, 0, false, 5000},
-		{"a poll that found nothing", 5000, alignIdle - time.Millisecond, false, 5000},
-		{"quiet", 5000, alignIdle, false, 0},
-		{"at its end", 5000, 0, true, 0},
-		{"every partition ended", math.MaxInt64, 0, false, 0},
-		{"no watermark yet", 0, 0, false, 0},
+		{"reading", 5000, 0, false, false, 5000},
+		{"a poll that found nothing", 5000, alignIdle - time.Millisecond, false, false, 5000},
+		{"quiet", 5000, alignIdle, false, false, 0},
+		{"long without records, records waiting: a slow fetch", 5000, 10 * alignIdle, true, false, 5000},
+		{"at its end", 5000, 0, false, true, 0},
+		{"every partition ended", math.MaxInt64, 0, false, false, 0},
+		{"no watermark yet", 0, 0, false, false, 0},
 	} {
-		if got := aligningWatermark(c.wm, c.quiet, c.atEnd); got != c.want {
-			t.Errorf("%s: aligningWatermark(%d, %v, %v) = %d, want %d", c.name, c.wm, c.quiet, c.atEnd, got, c.want)
+		if got := aligningWatermark(c.wm, c.quiet, c.behind, c.atEnd); got != c.want {
+			t.Errorf("%s: aligningWatermark(%d, %v, %v, %v) = %d, want %d", c.name, c.wm, c.quiet, c.behind, c.atEnd, got, c.want)
 		}
 	}
 	for _, c := range []struct {
