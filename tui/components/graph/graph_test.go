@@ -360,7 +360,7 @@ func TestAnAttachedJobsQueuesAreSaidNotExposed(t *testing.T) {
 	g := sampled(s)
 	g.SetSize(160, 40)
 	out := g.View()
-	if !strings.Contains(out, "queues: not exposed by the REST API") || strings.Contains(out, "◂") {
+	if !strings.Contains(out, "queues: not in the REST API") || strings.Contains(out, "◂") {
 		t.Fatalf("the attached job's graph:\n%s", out)
 	}
 	s.Job.Remote = ""

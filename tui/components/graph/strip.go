@@ -281,7 +281,7 @@ func stripScale(queued int64, body int) int64 {
 // unaligned blocks no channel: none is drawn blocked.
 func (g *Model) stripLine(t view.Task, c, w, suffixW int, inline bool) string {
 	if c == 0 && len(t.Inputs) == 0 && g.ctx.Snap.Job.Remote != "" {
-		return " " + g.ctx.Styles.Muted.Render(common.Truncate("queues: not exposed by the REST API", w-2))
+		return " " + g.ctx.Styles.Muted.Render(common.Truncate("queues: not in the REST API", w-2))
 	}
 	if c >= len(t.Inputs) {
 		return ""
