@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,8 @@ import (
 // The at-least-once lesson from the keyboard, as a trainer gives it: a
 // slow fault on join/0, which the graph marks, and while the aligned
 // checkpoint it holds back is still pending, m m (at-least-once); that checkpoint
-// completes, a later one processes records past its barriers (its after
-// column), then a panic in join/1: the verify line counts duplicates, as
+// completes, revenue counts records past the barriers of the next ones,
+// then a panic in join/1: the verify line counts duplicates, as
 // at-least-once duplicates (the aligned checkpoint triggered before the
 // switch does not end the at-least-once period), and q exits 0.
 func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
@@ -39,8 +40,18 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	// when it is captured: while the sources wait on join/0's full
 	// channels, its barriers wait with them.
 	pendingRow := regexp.MustCompile(`(?m)^\s*(\d+) pending\s+\d+/\d+\s+(\d+(?:\.\d+)?)s….*\baligned\b`)
-	sc := s.WaitFor("an aligned checkpoint pending for a second", 60*time.Second, pendingRow.MatchString)
-	pending := e2e.Atoi(pendingRow.FindStringSubmatch(sc)[1])
+	pending := 0
+	for deadline := time.Now().Add(2 * time.Minute); pending == 0; time.Sleep(100 * time.Millisecond) {
+		sc := s.Screen()
+		if m := pendingRow.FindStringSubmatch(sc); m != nil {
+			pending = e2e.Atoi(m[1])
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no aligned checkpoint pending for a second; the screen shows:\n%s", sc)
+		}
+		reslow(s, sc)
+	}
 	// m goes from aligned to unaligned, then to at-least-once: pressed
 	// fast, as a trainer does.
 	s.Keys("m")
@@ -50,38 +61,45 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 		return e2e.Contains(fmt.Sprintf("checkpoint %d completed in", id))
 	}
 	s.WaitFor(fmt.Sprintf("the aligned checkpoint %d to complete", pending), 60*time.Second, completedNo(pending))
-	// The duplicates are the records a subtask processed past a barrier
-	// while it counted the barriers of slowed join/0's channels (join/1,
-	// revenue): their output is in the checkpoint's transaction, and after
-	// a restore the job makes it again. The checkpoints table says how
-	// many in its after column; the lesson waits for the newest completed
-	// checkpoint to have some, slowing join/0 again, as a trainer would,
-	// if its slow fault (30 s) ran out on a slow machine first. Which
-	// subtask counted, and for how long, depends on the machine's pace.
-	completedRow := regexp.MustCompile(`(?m)^\s*▸?(\d+) completed\s+\d+/\d+\s+\S+\s+\S+\s+—\s+([\d,]+)\s`)
+	// The duplicates are the records revenue reads past a barrier while
+	// it counts, waiting for slowed join/0's: their output is in the
+	// checkpoint's transaction, and after a restore the job makes it
+	// again. So the lesson waits for revenue to count past a barrier for
+	// over a second, slowing join/0 again, as a trainer would, if its
+	// slow fault (30 s) ran out on a slow machine first.
+	counting := regexp.MustCompile(`COUNT(?:ING)? #(\d+) (\d+(?:\.\d+)?)(ms|s)\b`)
+	revenueCounts := func(sc string) int {
+		for _, line := range strings.Split(sc, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "revenue ") {
+				continue
+			}
+			for _, m := range counting.FindAllStringSubmatch(line, -1) {
+				if v, _ := strconv.ParseFloat(m[2], 64); m[3] == "s" && v >= 1 {
+					return e2e.Atoi(m[1])
+				}
+			}
+		}
+		return 0
+	}
 	after := 0
 	for deadline := time.Now().Add(2 * time.Minute); after == 0; time.Sleep(100 * time.Millisecond) {
 		sc := s.Screen()
-		if m := completedRow.FindStringSubmatch(sc); m != nil && e2e.Atoi(m[1]) > pending && m[2] != "0" {
-			after = e2e.Atoi(m[1])
+		if after = revenueCounts(sc); after != 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no at-least-once checkpoint processed records past its barrier; the screen shows:\n%s", sc)
+			t.Fatalf("revenue never counted past a barrier for a second; the screen shows:\n%s", sc)
 		}
-		if !strings.Contains(sc, "SLOW") {
-			s.Inject("3", "slow", "join/0")
-			s.WaitFor("join/0 marked slow again", 15*time.Second, e2e.Contains("SLOW"))
-		}
+		reslow(s, sc)
 	}
 	s.Keys("Right")
 	s.WaitFor("join/1 selected", 5*time.Second, e2e.Contains("▸join/1"))
-	// The panic comes at once: the next checkpoint cannot complete within
-	// the 8 s pause, so the restore goes back to checkpoint after.
-	t.Logf("checkpoint %d processed records past its barrier; a panic now restores it", after)
+	// The panic comes as soon as that checkpoint completes, well within
+	// the pause before the next one: the restore goes back to it.
+	s.WaitFor(fmt.Sprintf("at-least-once checkpoint %d to complete", after), 60*time.Second, completedNo(after))
 	s.Inject("1", "panic", "join/1")
 	dup := regexp.MustCompile(`dup ([\d,]+) \(at-least-once\)`)
-	sc = s.WaitFor("duplicates on the verify line, as at-least-once's", 90*time.Second, func(sc string) bool {
+	sc := s.WaitFor("duplicates on the verify line, as at-least-once's", 90*time.Second, func(sc string) bool {
 		m := dup.FindStringSubmatch(sc)
 		return m != nil && m[1] != "0" || strings.Contains(sc, "✗ DUPLICATES")
 	})
@@ -92,6 +110,15 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	sc = s.WaitFor("the summary", 60*time.Second, e2e.Contains("faultline exited"))
 	if !strings.Contains(sc, "faultline exited 0") {
 		t.Fatalf("q after the at-least-once lesson:\n%s", sc)
+	}
+}
+
+// reslow slows join/0 again, as a trainer would, when its slow fault
+// (30 s) has run out on screen sc before the lesson got where it goes.
+func reslow(s *e2e.Session, sc string) {
+	if !strings.Contains(sc, "SLOW") {
+		s.Inject("3", "slow", "join/0")
+		s.WaitFor("join/0 marked slow again", 15*time.Second, e2e.Contains("SLOW"))
 	}
 }
 
