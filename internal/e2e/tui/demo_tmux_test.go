@@ -39,19 +39,7 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	// it for many seconds more. Its alignments need not be on the screen
 	// when it is captured: while the sources wait on join/0's full
 	// channels, its barriers wait with them.
-	pendingRow := regexp.MustCompile(`(?m)^\s*(\d+) pending\s+\d+/\d+\s+(\d+(?:\.\d+)?)s….*\baligned\b`)
-	pending := 0
-	for deadline := time.Now().Add(2 * time.Minute); pending == 0; time.Sleep(100 * time.Millisecond) {
-		sc := s.Screen()
-		if m := pendingRow.FindStringSubmatch(sc); m != nil {
-			pending = e2e.Atoi(m[1])
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no aligned checkpoint pending for a second; the screen shows:\n%s", sc)
-		}
-		reslow(s, sc)
-	}
+	pending := pendingAligned(t, s)
 	// m goes from aligned to unaligned, then to at-least-once: pressed
 	// fast, as a trainer does.
 	s.Keys("m")
@@ -99,6 +87,25 @@ func TestTUIAtLeastOnceContrastFromTheKeyboard(t *testing.T) {
 	sc = s.WaitFor("the summary", 60*time.Second, e2e.Contains("faultline exited"))
 	if !strings.Contains(sc, "faultline exited 0") {
 		t.Fatalf("q after the at-least-once lesson:\n%s", sc)
+	}
+}
+
+// pendingAligned waits for an aligned checkpoint pending for over a
+// second in the checkpoints table ("2 pending 4/13 1.9s… 111B —
+// aligned"), slowing join/0 again when its slow fault ran out first, and
+// returns its id.
+func pendingAligned(t *testing.T, s *e2e.Session) int {
+	t.Helper()
+	pendingRow := regexp.MustCompile(`(?m)^\s*(\d+) pending\s+\d+/\d+\s+(\d+(?:\.\d+)?)s….*\baligned\b`)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		sc := s.Screen()
+		if m := pendingRow.FindStringSubmatch(sc); m != nil {
+			return e2e.Atoi(m[1])
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no aligned checkpoint pending for a second; the screen shows:\n%s", sc)
+		}
+		reslow(s, sc)
 	}
 }
 
