@@ -56,34 +56,29 @@ func (a *Attached) call(f func(ctx context.Context) error) error {
 // request before it tries: a checkpoint it then cannot take (a subtask not
 // running yet) is told in the events.
 func (a *Attached) TriggerCheckpoint() (int64, error) {
-	var tid string
-	err := a.call(func(ctx context.Context) (err error) {
-		tid, err = a.client.TriggerCheckpoint(ctx, a.jobID)
-		return err
-	})
-	if err == nil {
-		go a.follow("the checkpoint asked for with c", func(ctx context.Context) (rest.Savepoint, error) {
-			return a.client.CheckpointStatus(ctx, a.jobID, tid)
-		})
-	}
-	return 0, err
+	return 0, a.trigger("the checkpoint asked for with c", a.client.TriggerCheckpoint, a.client.CheckpointStatus)
 }
 
 // TriggerSavepoint asks for a savepoint into the job's configured
 // savepoint directory (execution.checkpointing.savepoint-dir); one that
 // fails is told in the events.
 func (a *Attached) TriggerSavepoint() (int64, error) {
+	return 0, a.trigger("the savepoint asked for with s", a.client.TriggerSavepoint, a.client.SavepointStatus)
+}
+
+// trigger starts an asynchronous operation of the job and follows it
+// under its trigger id in the background.
+func (a *Attached) trigger(what string, start func(ctx context.Context, jobID string) (string, error),
+	status func(ctx context.Context, jobID, tid string) (rest.Savepoint, error)) error {
 	var tid string
 	err := a.call(func(ctx context.Context) (err error) {
-		tid, err = a.client.TriggerSavepoint(ctx, a.jobID)
+		tid, err = start(ctx, a.jobID)
 		return err
 	})
 	if err == nil {
-		go a.follow("the savepoint asked for with s", func(ctx context.Context) (rest.Savepoint, error) {
-			return a.client.SavepointStatus(ctx, a.jobID, tid)
-		})
+		go a.follow(what, func(ctx context.Context) (rest.Savepoint, error) { return status(ctx, a.jobID, tid) })
 	}
-	return 0, err
+	return err
 }
 
 // followFor bounds how long an operation asked for is followed.
